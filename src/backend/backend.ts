@@ -1,0 +1,69 @@
+import type { Access, AllocationProperties, DeviceInfo, Location, MemoryInfo } from '../core/types.js';
+
+/**
+ * The driver primitives core is built on, one process's view of a machine,
+ * in the shape of ROCr's hsa_amd_vmem_* and the CUDA driver's cuMem* calls.
+ * Addresses, sizes and handles are plain numbers (virtual addresses stay below
+ * 2^53). A backend checks only what the hardware itself would refuse (memory
+ * capacity, page-table permissions, unknown handles); argument rules live in
+ * core and the flavours. Every failure is a VmmError.
+ */
+export interface Backend {
+  readonly kind: 'sim' | 'cuda';
+  /** Operating-system process id of the process this backend acts for. */
+  readonly pid: number;
+  readonly devices: readonly DeviceInfo[];
+
+  memoryInfo(device: number): MemoryInfo;
+
+  /** Reserve `size` bytes of virtual addresses aligned to `alignment`; `hint` (0: none) is honoured when free. */
+  reserve(size: number, alignment: number, hint: number): number;
+  /** Give back a whole reservation. Nothing may be mapped inside it. */
+  free(va: number, size: number): void;
+
+  /** Create physical memory; returns a backend handle. */
+  create(size: number, props: AllocationProperties): number;
+  /** Drop a backend handle; the memory goes when no handle or mapping holds it. */
+  release(handle: number): void;
+
+  /** Bind `size` bytes of the handle's memory from `offset` at `va`; no device gets access. */
+  map(va: number, size: number, handle: number, offset: number): void;
+  /** Remove the mapping(s) exactly covering [va, va + size) and every device's access to them. */
+  unmap(va: number, size: number): void;
+  /** Set one device's access to the mapped range [va, va + size) (builds or clears its page-table entries). */
+  setAccess(va: number, size: number, device: number, access: Access): void;
+
+  /** Export a handle as a shareable file descriptor in this process's fd table. */
+  exportFd(handle: number): number;
+  /** Import memory from a file descriptor of this process's fd table; returns a new handle. */
+  importFd(fd: number): ImportedMemory;
+  /** Close a descriptor of this process's fd table. */
+  closeFd(fd: number): void;
+
+  /** Host -> device memory, through `device`'s page table; `stream` 0 is synchronous. */
+  write(device: number, va: number, src: Uint8Array, stream: number): void;
+  /** Device memory -> host, through `device`'s page table. */
+  read(device: number, va: number, dst: Uint8Array, stream: number): void;
+  /** Device memory -> device memory, through `device`'s page table. */
+  copy(device: number, dst: number, src: number, size: number, stream: number): void;
+  /** Set `size` bytes to `value`, through `device`'s page table. */
+  fill(device: number, va: number, value: number, size: number, stream: number): void;
+
+  createStream(device: number): number;
+  destroyStream(stream: number): void;
+  /** Run a stream's queued work; the first failure among it is thrown. */
+  synchronizeStream(stream: number): void;
+  /** Run every stream of the device (every device if `device` is -1). */
+  synchronizeDevice(device: number): void;
+
+  /** Release everything this process holds, as process exit does. Never throws. */
+  dispose(): void;
+}
+
+export interface ImportedMemory {
+  readonly handle: number;
+  readonly size: number;
+  readonly props: AllocationProperties;
+}
+
+export type { Location };

@@ -1,0 +1,60 @@
+/**
+ * Core's typed errors. Every failure in core or a backend is a VmmError with
+ * one of these kinds; each flavour has one table mapping every kind to its
+ * vendor's code (and a parity test reads this list to check that).
+ */
+export const ERROR_KINDS = [
+  /** An argument is malformed: zero or misaligned size, unknown flag, bad enum value. */
+  'invalid-value',
+  /** A device ordinal outside the machine. */
+  'invalid-device',
+  /** A physical allocation handle that this process does not hold. */
+  'invalid-handle',
+  /** The device (or host) pool cannot hold the allocation. */
+  'out-of-memory',
+  /** A well-formed request the system does not do (partial handle maps, unrequested handle types). */
+  'not-supported',
+  /** An address or range that lies outside every reservation, or is not a reservation's exact extent. */
+  'not-reserved',
+  /** An address or range that is not (wholly) covered by mappings, or would split one. */
+  'not-mapped',
+  /** A map over an address that is already mapped. */
+  'overlap',
+  /** An object still in use: a reservation with mappings inside, a reservation mixing devices. */
+  'in-use',
+  /** A page-table permission violation: the accessing device may not read or write there. */
+  'access-denied',
+  /** Sharing refused: the importing process is not allowed to open the handle. */
+  'permission-denied',
+  /** A file descriptor or shareable handle that does not exist in the process. */
+  'invalid-fd',
+  /** A stream that does not exist. */
+  'invalid-stream',
+  /** The runtime was not initialised, or was torn down. */
+  'not-initialized',
+  /** No current context / device selected where one is needed. */
+  'invalid-context',
+  /** An object was exported already and may be exported only once. */
+  'already-exported',
+] as const;
+
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+export class VmmError extends Error {
+  override readonly name = 'VmmError';
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+  ) {
+    super(`${kind}: ${message}`);
+  }
+}
+
+/** The one error factory: every failure in core and the backends is made here. */
+export function vmmError(kind: ErrorKind, message: string): VmmError {
+  return new VmmError(kind, message);
+}
+
+export function isVmmError(e: unknown): e is VmmError {
+  return e instanceof VmmError;
+}

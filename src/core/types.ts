@@ -1,0 +1,42 @@
+/** Vendor-neutral value types shared by core, the backends and the flavours. */
+
+/** Access a device has to a mapping: bit 1 read, bit 2 write (CUDA's and HIP's numbering). */
+export const Access = { None: 0, Read: 1, ReadWrite: 3 } as const;
+export type Access = (typeof Access)[keyof typeof Access];
+
+export function isAccess(v: number): v is Access {
+  return v === 0 || v === 1 || v === 3;
+}
+
+/** Where physical memory lives. Host memory is still reached through device page tables. */
+export interface Location {
+  readonly type: 'device' | 'host';
+  /** Device ordinal for 'device'; NUMA node (usually 0) for 'host'. */
+  readonly id: number;
+}
+
+/** Shareable handle types a physical allocation may be exported as (bit set). */
+export const HandleType = { None: 0, PosixFd: 1, Fabric: 8 } as const;
+
+export interface AllocationProperties {
+  readonly location: Location;
+  /** Bit set of HandleType values the allocation may be exported as. */
+  readonly handleTypes: number;
+  /** Uncached (fine-grained) memory, as HIP's hipMemAllocationTypeUncached asks for. */
+  readonly uncached: boolean;
+}
+
+export interface DeviceInfo {
+  readonly ordinal: number;
+  readonly name: string;
+  readonly totalMemory: number;
+  /** Smallest size/alignment VMM accepts on this device. */
+  readonly minimumGranularity: number;
+  /** Size/alignment the device performs best with. */
+  readonly recommendedGranularity: number;
+}
+
+export interface MemoryInfo {
+  readonly free: number;
+  readonly total: number;
+}
