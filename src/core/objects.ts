@@ -1,0 +1,73 @@
+import type { Access, AllocationProperties } from './types.js';
+
+/**
+ * The three objects of the VMM model (seed 1, section 2.3): a Reservation is
+ * the parent virtual range; a PhysicalAllocation is memory behind a handle;
+ * a Mapping is a sub-range of a reservation cross-linked to the allocation
+ * it shows. They are records owned by a Runtime, which alone changes them.
+ */
+
+export type Origin = 'vmm' | 'malloc';
+
+export class Reservation {
+  /** Mappings currently inside this reservation. */
+  mappingCount = 0;
+  constructor(
+    readonly base: number,
+    readonly size: number,
+    readonly alignment: number,
+    /** 'malloc' for the hidden reservation behind a one-step allocation. */
+    readonly origin: Origin,
+  ) {}
+
+  get end(): number {
+    return this.base + this.size;
+  }
+}
+
+export class PhysicalAllocation {
+  /**
+   * References through the handle: 1 at create or import, +1 per retain,
+   * -1 per release. While it is above zero the handle value is valid.
+   */
+  handleRefs = 1;
+  /** Mappings that show this memory. */
+  mapRefs = 0;
+  /** Shareable descriptors exported from it (for bookkeeping and export-once rules). */
+  exports = 0;
+
+  constructor(
+    /** The handle value the API shows (per process, deterministic). */
+    readonly id: number,
+    readonly size: number,
+    readonly props: AllocationProperties,
+    /** The backend's handle for the same memory. */
+    readonly backendHandle: number,
+    readonly origin: 'created' | 'imported' | 'malloc',
+  ) {}
+
+  /** DESIGN.md's single count: +1 per create/import, map and retain; -1 per release and unmap. */
+  get refCount(): number {
+    return this.handleRefs + this.mapRefs;
+  }
+}
+
+export class Mapping {
+  constructor(
+    readonly va: number,
+    readonly size: number,
+    readonly allocation: PhysicalAllocation,
+    readonly offset: number,
+    readonly reservation: Reservation,
+    /** Access per device ordinal; a new mapping grants none. */
+    readonly access: Uint8Array,
+  ) {}
+
+  get end(): number {
+    return this.va + this.size;
+  }
+
+  accessOf(device: number): Access {
+    return this.access[device] as Access;
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Argument conversion shared by the C-shaped flavours. C callers pass 64-bit
+ * integers; here they arrive as bigint or number and become plain numbers
+ * (or -1 when no valid non-negative integer below 2^53 was given, which no
+ * rule accepts).
+ */
+
+/** An out-parameter, as C's `T*`: the call writes `value`. */
+export interface Box<T> {
+  value: T;
+}
+
+export type Integer = number | bigint;
+
+const MAX = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A non-negative integer argument as a number, or -1 if it is not one. */
+export function toCount(x: unknown): number {
+  if (typeof x === 'number') return Number.isSafeInteger(x) && x >= 0 ? x : -1;
+  if (typeof x === 'bigint') return x >= 0n && x <= MAX ? Number(x) : -1;
+  return -1;
+}
+
+/** A C int argument (may be negative), or NaN if it is not an integer. */
+export function toInt(x: unknown): number {
+  if (typeof x === 'number') return Number.isInteger(x) ? x : Number.NaN;
+  if (typeof x === 'bigint') return x >= -MAX && x <= MAX ? Number(x) : Number.NaN;
+  return Number.NaN;
+}
+
+/** True for a usable out-parameter (C's non-NULL pointer). */
+export function isBox(x: unknown): x is Box<unknown> {
+  return typeof x === 'object' && x !== null;
+}
+
+/** True for a struct argument that is present (C's non-NULL struct pointer). */
+export function isStruct<T>(x: T): x is NonNullable<T> & object {
+  return typeof x === 'object' && x !== null;
+}
+
+export function isHostBuffer(x: unknown): x is Uint8Array {
+  return x instanceof Uint8Array;
+}
+
+export function isPowerOfTwo(n: number): boolean {
+  return n > 0 && 2 ** Math.round(Math.log2(n)) === n;
+}

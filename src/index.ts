@@ -1,0 +1,41 @@
+/**
+ * vmmkit: GPU virtual memory management for TypeScript.
+ *
+ * Front ends (C-shaped, vendor codes): createCuda, with the enum constants
+ * under their C names. Core (idiomatic, typed errors): Runtime. Simulated
+ * machine: createMachine.
+ */
+export type { Backend, ImportedMemory } from './backend/backend.js';
+export {
+  createMachine,
+  Machine,
+  type MachineOptions,
+  type ProcessRef,
+  SimDevice,
+} from './backends/sim/machine.js';
+export { PAGE_SIZE } from './backends/sim/physical-memory.js';
+export { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from './backends/sim/presets.js';
+export { SimProcess } from './backends/sim/process.js';
+export { ERROR_KINDS, type ErrorKind, isVmmError, VmmError } from './core/errors.js';
+export { Mapping, PhysicalAllocation, Reservation } from './core/objects.js';
+export { type AccessDescriptor, type ReserveOptions, Runtime, type RuntimeOptions } from './core/runtime.js';
+export { formatTrace, type Layer, Tracer, type TraceSpan, traceToJson } from './core/trace.js';
+export {
+  Access,
+  type AllocationProperties,
+  type DeviceInfo,
+  HandleType,
+  type Location,
+} from './core/types.js';
+export type { Box } from './flavors/common/args.js';
+export type { FlavorOptions } from './flavors/common/process.js';
+export * from './flavors/cuda/constants.js';
+export {
+  CUDA_FUNCTIONS,
+  type CUmemAccessDesc,
+  type CUmemAllocationProp,
+  type CUmemLocation,
+  CudaFlavor,
+  createCuda,
+} from './flavors/cuda/cuda.js';
+export { CUDA_ERROR_TABLE } from './flavors/cuda/error-table.js';
