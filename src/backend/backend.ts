@@ -40,6 +40,17 @@ export interface Backend {
   /** Close a descriptor of this process's fd table. */
   closeFd(fd: number): void;
 
+  /**
+   * Export a handle as a machine-wide shareable token (ACL's uint64 shareable
+   * handle). With `checkPid`, only processes later named by allowImport may
+   * import it; the exporting process never may.
+   */
+  exportShareable(handle: number, checkPid: boolean): number;
+  /** Let these processes import a token this process exported. */
+  allowImport(token: number, pids: readonly number[]): void;
+  /** Import memory by shareable token; returns a new handle. */
+  importShareable(token: number): ImportedMemory;
+
   /** Host -> device memory, through `device`'s page table; `stream` 0 is synchronous. */
   write(device: number, va: number, src: Uint8Array, stream: number): void;
   /** Device memory -> host, through `device`'s page table. */

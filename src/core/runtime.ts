@@ -44,6 +44,9 @@ const TRACED_OPERATIONS = [
   'setAccessOn',
   'exportFd',
   'importFd',
+  'exportShareable',
+  'allowImport',
+  'importShareable',
   'write',
   'read',
   'copy',
@@ -388,6 +391,34 @@ export class Runtime implements Disposable {
   importFd(fd: number): PhysicalAllocation {
     if (!Number.isInteger(fd) || fd < 0) throw vmmError('invalid-fd', `${fd} is not a file descriptor`);
     const imported = this.backend.importFd(fd);
+    const a = new PhysicalAllocation(
+      this.#nextHandle++,
+      imported.size,
+      imported.props,
+      imported.handle,
+      'imported',
+    );
+    this.#handles.set(a.id, a);
+    return a;
+  }
+
+  /**
+   * Export as a machine-wide shareable token (ACL style). With `checkPid`,
+   * only processes named through allowImport may import it.
+   */
+  exportShareable(a: PhysicalAllocation, checkPid: boolean): number {
+    if (this.#handles.get(a.id) !== a) throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
+    const token = this.backend.exportShareable(a.backendHandle, checkPid);
+    a.exports++;
+    return token;
+  }
+
+  allowImport(token: number, pids: readonly number[]): void {
+    this.backend.allowImport(token, pids);
+  }
+
+  importShareable(token: number): PhysicalAllocation {
+    const imported = this.backend.importShareable(token);
     const a = new PhysicalAllocation(
       this.#nextHandle++,
       imported.size,

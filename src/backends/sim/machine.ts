@@ -31,6 +31,14 @@ export class SimDevice {
   }
 }
 
+/** A shareable token's record: the memory, who exported it, who may import it. */
+export interface Shareable {
+  readonly memory: PhysicalMemory;
+  readonly owner: number;
+  readonly checkPid: boolean;
+  readonly allowed: Set<number>;
+}
+
 /** Something that names a process of a machine: a pid, or any object that carries one (a flavour, a Runtime). */
 export type ProcessRef = number | { readonly pid: number };
 
@@ -45,7 +53,10 @@ export class Machine {
   readonly #processes = new Map<number, SimProcess>();
   /** Physical memory that some handle, mapping or descriptor still holds. */
   readonly #live = new Set<PhysicalMemory>();
+  /** Shareable tokens (ACL-style sharing), by token value. */
+  readonly #shareables = new Map<number, Shareable>();
   #nextPid = 4000;
+  #nextToken = 0x5100_0000;
   #nextMemoryId = 1;
 
   constructor(options: MachineOptions = {}) {
@@ -135,8 +146,26 @@ export class Machine {
     }
   }
 
+  /** @internal Register memory under a new shareable token; the token holds the memory until its owner exits. */
+  share(memory: PhysicalMemory, owner: number, checkPid: boolean): number {
+    const token = this.#nextToken++;
+    this.#shareables.set(token, { memory, owner, checkPid, allowed: new Set() });
+    this.hold(memory);
+    return token;
+  }
+
+  /** @internal */
+  shareable(token: number): Shareable | undefined {
+    return this.#shareables.get(token);
+  }
+
   /** @internal */
   exited(pid: number): void {
+    for (const [token, s] of this.#shareables) {
+      if (s.owner !== pid) continue;
+      this.#shareables.delete(token);
+      this.drop(s.memory);
+    }
     this.#processes.delete(pid);
   }
 

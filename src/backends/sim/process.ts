@@ -50,6 +50,9 @@ const BACKEND_OPERATIONS = [
   'exportFd',
   'importFd',
   'closeFd',
+  'exportShareable',
+  'allowImport',
+  'importShareable',
   'write',
   'read',
   'copy',
@@ -360,6 +363,29 @@ export class SimProcess implements Backend {
     if (file === undefined) throw vmmError('invalid-fd', `process ${this.pid} has no fd ${fd}`);
     this.#files.delete(fd);
     this.machine.drop(file.memory);
+  }
+
+  exportShareable(handle: number, checkPid: boolean): number {
+    return this.machine.share(this.#handle(handle), this.pid, checkPid);
+  }
+
+  allowImport(token: number, pids: readonly number[]): void {
+    const s = this.machine.shareable(token);
+    if (s === undefined || s.owner !== this.pid)
+      throw vmmError('invalid-fd', `process ${this.pid} exported no token ${token}`);
+    for (const pid of pids) s.allowed.add(pid);
+  }
+
+  importShareable(token: number): ImportedMemory {
+    const s = this.machine.shareable(token);
+    if (s === undefined) throw vmmError('invalid-fd', `no shareable token ${token}`);
+    if (s.owner === this.pid)
+      throw vmmError('permission-denied', 'a process may not import what it exported');
+    if (s.checkPid && !s.allowed.has(this.pid)) {
+      throw vmmError('permission-denied', `process ${this.pid} is not on the token's pid list`);
+    }
+    const handle = this.#addHandle(s.memory);
+    return { handle, size: s.memory.size, props: s.memory.props };
   }
 
   /** Install an open file at the lowest free descriptor, as open(2) and SCM_RIGHTS do. */
