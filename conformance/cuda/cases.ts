@@ -1,0 +1,1641 @@
+/**
+ * Named edge cases of the CUDA VMM API. Each case runs a short sequence of
+ * calls against a CudaApi and records every call's result code, plus values
+ * that are the same on every machine (bytes read back, sizes, access flags,
+ * property fields). Raw addresses and handle values are never recorded: only
+ * offsets from a reservation base and "same value" booleans.
+ *
+ * Each case undoes what it made; cleanup calls are recorded too (as
+ * `cleanup:<op>`), since their codes say what state the case left behind.
+ *
+ * Note [Cases that may poison the context]
+ * A copy through a mapping without access, or past the end of a mapping, may
+ * fault on the GPU, which makes the context unusable (a sticky error). Such
+ * cases are marked `mayPoison`; the recorder runs them like any other, checks
+ * the context after each case and restarts in a fresh process when it is gone.
+ */
+import {
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+  CU_MEM_ALLOCATION_TYPE_PINNED,
+  CU_MEM_HANDLE_TYPE_FABRIC,
+  CU_MEM_HANDLE_TYPE_NONE,
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+  CU_MEM_HANDLE_TYPE_WIN32,
+  CU_MEM_LOCATION_TYPE_DEVICE,
+  CU_MEM_LOCATION_TYPE_HOST,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+  type CUmemAccessDesc,
+  type CUmemAllocationProp,
+  type CudaApi,
+  CU_MEM_ACCESS_FLAGS_PROT_NONE as NONE,
+  CU_MEM_ACCESS_FLAGS_PROT_READ as READ,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE as RW,
+} from './api.js';
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export interface Step {
+  op: string;
+  code?: number;
+  value?: Json;
+}
+
+export interface CaseRecord {
+  steps: Step[];
+  /** Set by the recorder: cuCtxSynchronize's code after the case when it was not 0. */
+  contextAfter?: number;
+  /** Set by the recorder: the case ended the process (signal or exit code), or threw in JS. */
+  crashed?: string;
+  threw?: string;
+}
+
+export interface CaseEnv {
+  /** The device ordinal the cases use. */
+  dev: number;
+  deviceCount: number;
+  /** Minimum granularity of a device allocation (2 MiB on the H200). */
+  gran: number;
+  totalMem: number;
+  /** Close a file descriptor returned by cuMemExportToShareableHandle (a real fd, or the simulator's). */
+  closeFd?(fd: number): void;
+}
+
+export type CaseFn = (cu: CudaApi, env: CaseEnv) => CaseRecord;
+
+export interface CaseInfo {
+  run: CaseFn;
+  /** See Note [Cases that may poison the context]. */
+  mayPoison: boolean;
+}
+
+const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+
+/** A deterministic byte pattern. */
+export function pattern(n: number, seed: number): Uint8Array {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed * 7 + 1) & 255;
+  return b;
+}
+
+interface Deferred {
+  key: string;
+  op: string;
+  fn: () => number;
+  done: boolean;
+}
+
+/** Records one case's calls and undoes what it made. */
+class Trace {
+  readonly steps: Step[] = [];
+  private readonly deferred: Deferred[] = [];
+  readonly G: number;
+  readonly g: bigint;
+
+  constructor(
+    readonly cu: CudaApi,
+    readonly env: CaseEnv,
+  ) {
+    this.G = env.gran;
+    this.g = BigInt(env.gran);
+  }
+
+  call(op: string, code: number, value?: Json): number {
+    this.steps.push(value === undefined ? { op, code } : { op, code, value });
+    return code;
+  }
+  see(op: string, value: Json): void {
+    this.steps.push({ op, value });
+  }
+
+  private defer(key: string, op: string, fn: () => number): void {
+    this.deferred.push({ key, op, fn, done: false });
+  }
+  private settle(key: string): void {
+    for (let i = this.deferred.length - 1; i >= 0; i--) {
+      const d = this.deferred[i]!;
+      if (!d.done && d.key === key) {
+        d.done = true;
+        return;
+      }
+    }
+  }
+  cleanup(): void {
+    for (let i = this.deferred.length - 1; i >= 0; i--) {
+      const d = this.deferred[i]!;
+      if (d.done) continue;
+      d.done = true;
+      this.call(`cleanup:${d.op}`, d.fn());
+    }
+  }
+
+  prop(over: Partial<CUmemAllocationProp> = {}): CUmemAllocationProp {
+    return {
+      type: CU_MEM_ALLOCATION_TYPE_PINNED,
+      requestedHandleTypes: CU_MEM_HANDLE_TYPE_NONE,
+      location: { type: CU_MEM_LOCATION_TYPE_DEVICE, id: this.env.dev },
+      ...over,
+    };
+  }
+  desc(flags: number, id = this.env.dev, type = CU_MEM_LOCATION_TYPE_DEVICE): CUmemAccessDesc {
+    return { location: { type, id }, flags };
+  }
+
+  gran(label: string, prop: CUmemAllocationProp, option: number): number {
+    const box = { value: -1 };
+    const code = this.cu.cuMemGetAllocationGranularity(box, prop, option);
+    return this.call(label, code, code === 0 ? box.value : undefined);
+  }
+
+  /** Reserve; returns the base (0n on failure) and frees it at cleanup. */
+  reserve(
+    size: number | bigint,
+    align: number | bigint = 0,
+    addr: bigint = 0n,
+    flags = 0,
+    label = 'reserve',
+  ): bigint {
+    const box = { value: 0n };
+    const code = this.call(label, this.cu.cuMemAddressReserve(box, size, align, addr, flags));
+    if (code !== 0) return 0n;
+    const ptr = box.value;
+    this.defer(`free:${ptr}`, 'cuMemAddressFree', () => this.cu.cuMemAddressFree(ptr, size));
+    return ptr;
+  }
+  free(ptr: bigint, size: number | bigint, label = 'cuMemAddressFree'): number {
+    const code = this.call(label, this.cu.cuMemAddressFree(ptr, size));
+    if (code === 0) this.settle(`free:${ptr}`);
+    return code;
+  }
+
+  /** Create; returns the handle (0n on failure) and releases it at cleanup. */
+  create(
+    size: number | bigint,
+    prop: CUmemAllocationProp = this.prop(),
+    flags = 0,
+    label = 'create',
+  ): bigint {
+    const box = { value: 0n };
+    const code = this.call(label, this.cu.cuMemCreate(box, size, prop, flags));
+    if (code !== 0) return 0n;
+    const h = box.value;
+    this.defer(`release:${h}`, 'cuMemRelease', () => this.cu.cuMemRelease(h));
+    return h;
+  }
+  release(h: bigint, label = 'cuMemRelease'): number {
+    const code = this.call(label, this.cu.cuMemRelease(h));
+    if (code === 0) this.settle(`release:${h}`);
+    return code;
+  }
+  /** Take over the release of a handle obtained otherwise (retain, import). */
+  owns(h: bigint): void {
+    this.defer(`release:${h}`, 'cuMemRelease', () => this.cu.cuMemRelease(h));
+  }
+
+  map(
+    ptr: bigint,
+    size: number | bigint,
+    h: bigint,
+    label = 'map',
+    offset: number | bigint = 0,
+    flags = 0,
+  ): number {
+    const code = this.call(label, this.cu.cuMemMap(ptr, size, offset, h, flags));
+    if (code === 0) this.defer(`unmap:${ptr}:${size}`, 'cuMemUnmap', () => this.cu.cuMemUnmap(ptr, size));
+    return code;
+  }
+  unmap(ptr: bigint, size: number | bigint, label = 'cuMemUnmap'): number {
+    const code = this.call(label, this.cu.cuMemUnmap(ptr, size));
+    if (code === 0) this.settle(`unmap:${ptr}:${size}`);
+    return code;
+  }
+  access(ptr: bigint, size: number | bigint, flags: number, label = 'setAccess'): number {
+    return this.call(label, this.cu.cuMemSetAccess(ptr, size, [this.desc(flags)], 1));
+  }
+  setAccess(
+    ptr: bigint,
+    size: number | bigint,
+    descs: CUmemAccessDesc[],
+    count: number,
+    label: string,
+  ): number {
+    return this.call(label, this.cu.cuMemSetAccess(ptr, size, descs, count));
+  }
+  getAccess(ptr: bigint, label = 'getAccess', id = this.env.dev, type = CU_MEM_LOCATION_TYPE_DEVICE): number {
+    const box = { value: -1 };
+    const code = this.cu.cuMemGetAccess(box, { type, id }, ptr);
+    return this.call(label, code, code === 0 ? box.value : undefined);
+  }
+
+  /** A full reserve + create + map (+ access) of `size` bytes; returns base and handle. */
+  mapped(size: number, access: number | null = RW, prop?: CUmemAllocationProp): { base: bigint; h: bigint } {
+    const base = this.reserve(size);
+    const h = this.create(size, prop ?? this.prop());
+    if (base && h) {
+      this.map(base, size, h);
+      if (access !== null) this.access(base, size, access);
+    }
+    return { base, h };
+  }
+
+  write(ptr: bigint, bytes: Uint8Array, label = 'HtoD'): number {
+    return this.call(label, this.cu.cuMemcpyHtoD(ptr, bytes, bytes.length));
+  }
+  /** Read n bytes; records their hex when the copy succeeds. */
+  read(ptr: bigint, n: number, label = 'DtoH'): string | null {
+    const buf = new Uint8Array(n);
+    const code = this.cu.cuMemcpyDtoH(buf, ptr, n);
+    this.call(label, code, code === 0 ? hex(buf) : undefined);
+    return code === 0 ? hex(buf) : null;
+  }
+  /** Read n bytes and record only whether they equal `expected`. */
+  readEquals(ptr: bigint, expected: Uint8Array, label = 'DtoH'): void {
+    const buf = new Uint8Array(expected.length);
+    const code = this.cu.cuMemcpyDtoH(buf, ptr, expected.length);
+    this.call(label, code, code === 0 ? hex(buf) === hex(expected) : undefined);
+  }
+  props(h: bigint, label = 'getProperties'): number {
+    const box: { value: CUmemAllocationProp | null } = { value: null };
+    const code = this.cu.cuMemGetAllocationPropertiesFromHandle(box as { value: CUmemAllocationProp }, h);
+    let value: Json | undefined;
+    if (code === 0 && box.value) {
+      const p = box.value;
+      value = {
+        type: p.type,
+        requestedHandleTypes: p.requestedHandleTypes,
+        location: { type: p.location.type, id: p.location.id },
+        allocFlags: {
+          compressionType: p.allocFlags?.compressionType ?? 0,
+          gpuDirectRDMACapable: p.allocFlags?.gpuDirectRDMACapable ?? 0,
+          usage: p.allocFlags?.usage ?? 0,
+        },
+      };
+    }
+    return this.call(label, code, value);
+  }
+  retain(ptr: bigint, label = 'retain'): bigint {
+    const box = { value: 0n };
+    const code = this.call(label, this.cu.cuMemRetainAllocationHandle(box, ptr));
+    if (code !== 0) return 0n;
+    this.owns(box.value);
+    return box.value;
+  }
+  exportFd(h: bigint, label = 'export', type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, flags = 0): number {
+    const box = { value: -1 };
+    const code = this.cu.cuMemExportToShareableHandle(box, h, type, flags);
+    this.call(label, code, code === 0 ? box.value >= 0 : undefined);
+    if (code !== 0) return -1;
+    const fd = box.value;
+    if (type === CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR && this.env.closeFd) {
+      const close = this.env.closeFd;
+      this.defer(`close:${fd}`, 'close', () => {
+        close(fd);
+        return 0;
+      });
+    }
+    return fd;
+  }
+  importFd(fd: number, label = 'import', type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR): bigint {
+    const box = { value: 0n };
+    const code = this.call(label, this.cu.cuMemImportFromShareableHandle(box, fd, type));
+    if (code !== 0) return 0n;
+    this.owns(box.value);
+    return box.value;
+  }
+  memInfo(): { free: number; total: number } | null {
+    const f = { value: 0 };
+    const t = { value: 0 };
+    return this.cu.cuMemGetInfo(f, t) === 0 ? { free: f.value, total: t.value } : null;
+  }
+  stream(label = 'cuStreamCreate'): bigint {
+    const box = { value: 0n };
+    const code = this.call(label, this.cu.cuStreamCreate(box, 0));
+    if (code !== 0) return 0n;
+    const s = box.value;
+    this.defer(`stream:${s}`, 'cuStreamDestroy', () => this.cu.cuStreamDestroy(s));
+    return s;
+  }
+  /** A device address that is certainly not reserved: a reservation made and freed at once. */
+  unreserved(size: number): bigint {
+    const box = { value: 0n };
+    if (this.cu.cuMemAddressReserve(box, size, 0, 0, 0) !== 0) return 0n;
+    this.cu.cuMemAddressFree(box.value, size);
+    return box.value;
+  }
+  /** Two adjacent mappings of different handles, each `each` bytes, both read-write. */
+  twoAdjacent(each: number, access: number | null = RW): { base: bigint; h1: bigint; h2: bigint } {
+    const base = this.reserve(2 * each);
+    const h1 = this.create(each, this.prop(), 0, 'create1');
+    const h2 = this.create(each, this.prop(), 0, 'create2');
+    if (base && h1 && h2) {
+      this.map(base, each, h1, 'map1');
+      this.map(base + BigInt(each), each, h2, 'map2');
+      if (access !== null) this.access(base, 2 * each, access);
+    }
+    return { base, h1, h2 };
+  }
+}
+
+const CASES: Record<string, CaseInfo> = {};
+
+function def(name: string, body: (t: Trace) => void, mayPoison = false): void {
+  if (CASES[name]) throw new Error(`duplicate case ${name}`);
+  CASES[name] = {
+    mayPoison,
+    run: (cu, env) => {
+      const t = new Trace(cu, env);
+      try {
+        body(t);
+      } finally {
+        t.cleanup();
+      }
+      return { steps: t.steps };
+    },
+  };
+}
+
+// ---------------------------------------------------------------- granularity
+
+def('granularity.device.minimum', (t) => void t.gran('min', t.prop(), CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+def(
+  'granularity.device.recommended',
+  (t) => void t.gran('rec', t.prop(), CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+);
+def('granularity.host', (t) => {
+  const p = t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST, id: 0 } });
+  t.gran('min', p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  t.gran('rec', p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+});
+def('granularity.hostNuma', (t) => {
+  t.gran('numa0', t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST_NUMA, id: 0 } }), 0);
+  t.gran('numaCurrent', t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, id: 0 } }), 0);
+});
+def('granularity.badDeviceId', (t) => {
+  t.gran('idCount', t.prop({ location: { type: CU_MEM_LOCATION_TYPE_DEVICE, id: t.env.deviceCount } }), 0);
+  t.gran('idNegative', t.prop({ location: { type: CU_MEM_LOCATION_TYPE_DEVICE, id: -1 } }), 0);
+});
+def('granularity.badOption', (t) => {
+  t.gran('option2', t.prop(), 2);
+  t.gran('option99', t.prop(), 99);
+});
+def('granularity.badAllocationType', (t) => {
+  t.gran('type0', t.prop({ type: 0 }), 0);
+  t.gran('type2', t.prop({ type: 2 }), 0);
+});
+def('granularity.badLocationType', (t) => {
+  t.gran('locType0', t.prop({ location: { type: 0, id: 0 } }), 0);
+  t.gran('locType99', t.prop({ location: { type: 99, id: 0 } }), 0);
+});
+def('granularity.withHandleTypes', (t) => {
+  t.gran('posixFd', t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR }), 0);
+  t.gran('fabric', t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_FABRIC }), 0);
+  t.gran('bits0x40', t.prop({ requestedHandleTypes: 0x40 }), 0);
+});
+
+// ---------------------------------------------------------------- reserve
+
+def('reserve.size0', (t) => void t.reserve(0));
+def('reserve.notMultipleOfGranularity', (t) => void t.reserve(t.G + 4096));
+def('reserve.smallerThanGranularity', (t) => void t.reserve(4096));
+def('reserve.alignment0', (t) => {
+  const p = t.reserve(t.G);
+  if (p) t.see('alignedToGranularity', p % t.g === 0n);
+});
+def('reserve.alignmentPowerOfTwoLarge', (t) => {
+  const a = 1n << 32n;
+  const p = t.reserve(t.G, a);
+  if (p) t.see('alignedTo4GiB', p % a === 0n);
+});
+def('reserve.alignmentNotPowerOfTwo', (t) => void t.reserve(t.G * 3, t.G * 3));
+def('reserve.alignmentSmallerThanGranularity', (t) => {
+  const p = t.reserve(t.G, 4096);
+  if (p) t.see('alignedToGranularity', p % t.g === 0n);
+});
+def('reserve.alignmentNotMultipleOfGranularityOdd', (t) => void t.reserve(t.G, 3));
+def('reserve.alignmentLargerThanSize', (t) => {
+  const a = 1n << 30n;
+  const p = t.reserve(t.G, a);
+  if (p) t.see('alignedTo1GiB', p % a === 0n);
+});
+def('reserve.hintFree', (t) => {
+  const size = 64 * t.G;
+  const probe = t.unreserved(size);
+  const p = t.reserve(size, 0, probe);
+  if (p) t.see('gotHint', p === probe);
+});
+def('reserve.hintTaken', (t) => {
+  const a = t.reserve(t.G);
+  const b = t.reserve(t.G, 0, a, 0, 'reserveAtTaken');
+  if (b) t.see('gotHint', b === a);
+});
+def('reserve.hintMisaligned', (t) => {
+  const probe = t.unreserved(4 * t.G);
+  const p = t.reserve(t.G, 0, probe + 4096n);
+  if (p) t.see('offsetFromHint', Number(p - probe));
+});
+def('reserve.flags1', (t) => void t.reserve(t.G, 0, 0n, 1));
+def('reserve.huge1TiB', (t) => void t.reserve(2 ** 40));
+def('reserve.enormous2pow62', (t) => void t.reserve(1n << 62n));
+def('reserve.twoDoNotOverlap', (t) => {
+  const a = t.reserve(4 * t.G);
+  const b = t.reserve(4 * t.G);
+  if (a && b) t.see('disjoint', a + 4n * t.g <= b || b + 4n * t.g <= a);
+});
+
+// ---------------------------------------------------------------- addressFree
+
+def('addressFree.exact', (t) => {
+  const p = t.reserve(2 * t.G);
+  if (p) t.free(p, 2 * t.G);
+});
+def('addressFree.sizeSmaller', (t) => {
+  const p = t.reserve(2 * t.G);
+  if (p) t.free(p, t.G);
+});
+def('addressFree.sizeLarger', (t) => {
+  const p = t.reserve(2 * t.G);
+  if (p) t.free(p, 4 * t.G);
+});
+def('addressFree.sizeZero', (t) => {
+  const p = t.reserve(2 * t.G);
+  if (p) t.free(p, 0);
+});
+def('addressFree.interiorPointer', (t) => {
+  const p = t.reserve(2 * t.G);
+  if (p) t.free(p + t.g, t.G);
+});
+def('addressFree.twice', (t) => {
+  const p = t.reserve(2 * t.G);
+  if (p) {
+    t.free(p, 2 * t.G, 'free1');
+    t.call('free2', t.cu.cuMemAddressFree(p, 2 * t.G));
+  }
+});
+def('addressFree.withMappingInside', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  const code = t.call('freeWhileMapped', t.cu.cuMemAddressFree(base, t.G));
+  if (code === 0) {
+    // The reservation is gone: see what is left of the mapping.
+    t.call('unmapAfterFree', t.cu.cuMemUnmap(base, t.G));
+  } else {
+    t.unmap(base, t.G);
+    t.free(base, t.G, 'freeAfterUnmap');
+  }
+});
+def('addressFree.null', (t) => void t.call('free0', t.cu.cuMemAddressFree(0n, t.G)));
+def('addressFree.neverReserved', (t) => {
+  const p = t.unreserved(t.G);
+  t.call('free', t.cu.cuMemAddressFree(p, t.G));
+});
+def('addressFree.splitReservationHalves', (t) => {
+  const p = t.reserve(2 * t.G);
+  if (!p) return;
+  t.call('freeFirstHalf', t.cu.cuMemAddressFree(p, t.G));
+  t.call('freeSecondHalf', t.cu.cuMemAddressFree(p + t.g, t.G));
+  t.call('freeWhole', t.cu.cuMemAddressFree(p, 2 * t.G));
+});
+
+// ---------------------------------------------------------------- create
+
+def('create.size0', (t) => void t.create(0));
+def('create.notMultipleOfGranularity', (t) => void t.create(t.G + 4096));
+def('create.smallerThanGranularity', (t) => void t.create(4096));
+def('create.allocationType0', (t) => void t.create(t.G, t.prop({ type: 0 })));
+def('create.allocationType2', (t) => void t.create(t.G, t.prop({ type: 2 })));
+def('create.locationType0', (t) => void t.create(t.G, t.prop({ location: { type: 0, id: 0 } })));
+def('create.locationType99', (t) => void t.create(t.G, t.prop({ location: { type: 99, id: 0 } })));
+def(
+  'create.deviceIdOutOfRange',
+  (t) =>
+    void t.create(t.G, t.prop({ location: { type: CU_MEM_LOCATION_TYPE_DEVICE, id: t.env.deviceCount } })),
+);
+def(
+  'create.deviceIdNegative',
+  (t) => void t.create(t.G, t.prop({ location: { type: CU_MEM_LOCATION_TYPE_DEVICE, id: -1 } })),
+);
+def('create.host', (t) => {
+  const h = t.create(t.G, t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST, id: 0 } }));
+  if (h) t.props(h);
+});
+def('create.hostNuma0', (t) => {
+  const h = t.create(t.G, t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST_NUMA, id: 0 } }));
+  if (h) t.props(h);
+});
+def('create.flags1', (t) => void t.create(t.G, t.prop(), 1));
+def('create.handleTypePosixFd', (t) => {
+  const h = t.create(t.G, t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR }));
+  if (h) t.props(h);
+});
+def(
+  'create.handleTypeFabric',
+  (t) => void t.create(t.G, t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_FABRIC })),
+);
+def(
+  'create.handleTypeWin32',
+  (t) => void t.create(t.G, t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_WIN32 })),
+);
+def('create.handleTypeInvalidBits', (t) => void t.create(t.G, t.prop({ requestedHandleTypes: 0x40 })));
+def('create.outOfMemory2x', (t) => {
+  const size = BigInt(Math.ceil((2 * t.env.totalMem) / t.G)) * t.g;
+  t.create(size);
+});
+def('create.outOfMemoryJustOver', (t) => {
+  const size = BigInt(Math.ceil(t.env.totalMem / t.G) + 1) * t.g;
+  t.create(size);
+});
+def('create.gpuDirectRDMACapable', (t) => {
+  const h = t.create(t.G, t.prop({ allocFlags: { gpuDirectRDMACapable: 1 } }));
+  if (h) t.props(h);
+});
+def('create.distinctHandles', (t) => {
+  const a = t.create(t.G, t.prop(), 0, 'create1');
+  const b = t.create(t.G, t.prop(), 0, 'create2');
+  if (a && b) t.see('distinct', a !== b);
+});
+def('create.largeOneGiB', (t) => {
+  const h = t.create(512 * t.G);
+  if (h) t.props(h);
+});
+
+// ---------------------------------------------------------------- release
+
+def('release.twice', (t) => {
+  const h = t.create(t.G);
+  if (!h) return;
+  t.release(h, 'release1');
+  t.call('release2', t.cu.cuMemRelease(h));
+});
+def('release.bogusHandles', (t) => {
+  t.call('release0', t.cu.cuMemRelease(0n));
+  t.call('releaseDeadbeef', t.cu.cuMemRelease(0xdeadbeefn));
+});
+def('release.whileMappedThenAccessBytes', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(64, 1);
+  t.write(base, data);
+  t.release(h, 'releaseWhileMapped');
+  t.readEquals(base, data, 'readAfterRelease');
+  t.write(base + 4096n, data, 'writeAfterRelease');
+  t.getAccess(base, 'getAccessAfterRelease');
+  const r = { value: 0n };
+  t.call('retainAfterRelease', t.cu.cuMemRetainAllocationHandle(r, base));
+  if (r.value) t.owns(r.value);
+  t.unmap(base, t.G, 'unmapAfterRelease');
+  t.call('releaseAgainAfterUnmap', t.cu.cuMemRelease(h));
+});
+def('release.whileMappedThenSetAccess', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.release(h, 'releaseWhileMapped');
+  t.access(base, t.G, RW, 'setAccessAfterRelease');
+  t.write(base, pattern(16, 2), 'writeAfterRelease');
+  t.unmap(base, t.G);
+});
+def('release.thenMapReleasedHandle', (t) => {
+  const base = t.reserve(t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.release(h);
+  t.map(base, t.G, h, 'mapReleased');
+});
+
+// ---------------------------------------------------------------- map
+
+def('map.outsideAnyReservation', (t) => {
+  const h = t.create(t.G);
+  const p = t.unreserved(t.G);
+  if (h && p) t.map(p, t.G, h);
+});
+def('map.misalignedPointer', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (base && h) t.map(base + 4096n, t.G, h);
+});
+def('map.sizeNotMultiple', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(2 * t.G);
+  if (base && h) t.map(base, t.G + 4096, h);
+});
+def('map.sizeSmallerThanHandle', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(2 * t.G);
+  if (!base || !h) return;
+  if (t.map(base, t.G, h) === 0) {
+    t.access(base, t.G, RW);
+    const data = pattern(32, 3);
+    t.write(base, data);
+    t.readEquals(base, data);
+  }
+});
+def('map.sizeLargerThanHandle', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (base && h) t.map(base, 2 * t.G, h);
+});
+def('map.sizeZero', (t) => {
+  const base = t.reserve(t.G);
+  const h = t.create(t.G);
+  if (base && h) t.map(base, 0, h);
+});
+def('map.offsetNonZero', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(2 * t.G);
+  if (!base || !h) return;
+  t.map(base, t.G, h, 'mapOffsetG', t.G);
+  t.map(base, 2 * t.G, h, 'mapOffsetGsize2G', t.G);
+  t.map(base, t.G, h, 'mapOffset4096', 4096);
+});
+def('map.flags1', (t) => {
+  const base = t.reserve(t.G);
+  const h = t.create(t.G);
+  if (base && h) t.map(base, t.G, h, 'map', 0, 1);
+});
+def('map.overlapSameRange', (t) => {
+  const base = t.reserve(t.G);
+  const h1 = t.create(t.G, t.prop(), 0, 'create1');
+  const h2 = t.create(t.G, t.prop(), 0, 'create2');
+  if (!base || !h1 || !h2) return;
+  t.map(base, t.G, h1, 'map1');
+  t.map(base, t.G, h2, 'map2SameRange');
+});
+def('map.overlapSameHandleTwice', (t) => {
+  const base = t.reserve(t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base, t.G, h, 'map1');
+  t.map(base, t.G, h, 'map2');
+});
+def('map.overlapPartial', (t) => {
+  const base = t.reserve(3 * t.G);
+  const h1 = t.create(2 * t.G, t.prop(), 0, 'create1');
+  const h2 = t.create(2 * t.G, t.prop(), 0, 'create2');
+  if (!base || !h1 || !h2) return;
+  t.map(base, 2 * t.G, h1, 'map1');
+  t.map(base + t.g, 2 * t.G, h2, 'map2Overlapping');
+});
+def('map.spanningTwoReservations', (t) => {
+  const a = t.reserve(t.G, 0, 0n, 0, 'reserveA');
+  const b = a ? t.reserve(t.G, 0, a + t.g, 0, 'reserveB') : 0n;
+  const h = t.create(2 * t.G);
+  if (!a || !b || !h) return;
+  t.see('adjacent', b === a + t.g);
+  if (b === a + t.g) {
+    if (t.map(a, 2 * t.G, h, 'mapAcross') === 0) {
+      t.access(a, 2 * t.G, RW, 'setAccessAcross');
+      const data = pattern(64, 4);
+      t.write(a + t.g - 32n, data, 'writeAcross');
+      t.readEquals(a + t.g - 32n, data, 'readAcross');
+      t.unmap(a, 2 * t.G, 'unmapAcross');
+    }
+    t.free(a, 2 * t.G, 'freeBothAtOnce');
+  }
+});
+def('map.aliasSameHandleTwoRanges', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base, t.G, h, 'mapA');
+  t.map(base + t.g, t.G, h, 'mapB');
+  t.access(base, 2 * t.G, RW);
+  const data = pattern(64, 5);
+  t.write(base + 100n, data, 'writeA');
+  t.readEquals(base + t.g + 100n, data, 'readBSeesA');
+  t.call('memsetB', t.cu.cuMemsetD8(base + t.g, 0xab, 16));
+  t.read(base, 16, 'readASeesB');
+});
+def('map.aliasTwoReservations', (t) => {
+  const a = t.reserve(t.G, 0, 0n, 0, 'reserveA');
+  const b = t.reserve(t.G, 0, 0n, 0, 'reserveB');
+  const h = t.create(t.G);
+  if (!a || !b || !h) return;
+  t.map(a, t.G, h, 'mapA');
+  t.map(b, t.G, h, 'mapB');
+  t.access(a, t.G, RW, 'setAccessA');
+  t.access(b, t.G, READ, 'setAccessBRead');
+  const data = pattern(32, 6);
+  t.write(a, data, 'writeA');
+  t.readEquals(b, data, 'readB');
+  t.getAccess(a, 'getAccessA');
+  t.getAccess(b, 'getAccessB');
+});
+def('map.atReservationEnd', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  if (t.map(base + t.g, t.G, h, 'mapLastGranule') === 0) {
+    t.access(base + t.g, t.G, RW);
+    const data = pattern(16, 7);
+    t.write(base + 2n * t.g - 16n, data, 'writeLastBytes');
+    t.readEquals(base + 2n * t.g - 16n, data, 'readLastBytes');
+  }
+});
+def('map.pastReservationEnd', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(2 * t.G);
+  if (base && h) t.map(base + t.g, 2 * t.G, h, 'mapPastEnd');
+});
+def('map.nullPointer', (t) => {
+  const h = t.create(t.G);
+  if (h) t.map(0n, t.G, h, 'mapNull');
+});
+def('map.bogusHandles', (t) => {
+  const base = t.reserve(t.G);
+  if (!base) return;
+  t.map(base, t.G, 0n, 'mapHandle0');
+  t.map(base, t.G, 0xdeadbeefn, 'mapHandleDeadbeef');
+});
+def('map.insideLargerReservation', (t) => {
+  const base = t.reserve(8 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  if (t.map(base + 3n * t.g, t.G, h, 'mapAt3G') === 0) {
+    t.access(base + 3n * t.g, t.G, RW);
+    t.write(base + 3n * t.g, pattern(16, 8));
+    t.read(base + 3n * t.g, 16);
+  }
+});
+def('map.grantsNoAccess', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (base && h) t.getAccess(base, 'getAccessAfterMap');
+});
+def('map.hostAllocation', (t) => {
+  const base = t.reserve(t.G);
+  const h = t.create(t.G, t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST, id: 0 } }));
+  if (!base || !h) return;
+  if (t.map(base, t.G, h) === 0) {
+    t.access(base, t.G, RW, 'setAccessDevice');
+    t.getAccess(base, 'getAccessDevice');
+    const data = pattern(32, 9);
+    t.write(base, data);
+    t.readEquals(base, data);
+  }
+});
+
+// ---------------------------------------------------------------- setAccess
+
+def('setAccess.none', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.access(base, t.G, NONE, 'setNone');
+  t.getAccess(base);
+});
+def('setAccess.read', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.access(base, t.G, READ, 'setRead');
+  t.getAccess(base);
+  t.read(base, 8, 'readUntouched');
+});
+def('setAccess.readWrite', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.access(base, t.G, RW, 'setReadWrite');
+  t.getAccess(base);
+});
+def('setAccess.readWriteThenNone', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.write(base, pattern(16, 10));
+  t.access(base, t.G, NONE, 'setNone');
+  t.getAccess(base, 'getAccessAfterNone');
+});
+def('setAccess.readWriteThenReadThenRead', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(16, 11);
+  t.write(base, data);
+  t.access(base, t.G, READ, 'downgradeToRead');
+  t.getAccess(base, 'getAccessAfterDowngrade');
+  t.readEquals(base, data, 'readAfterDowngrade');
+  t.access(base, t.G, RW, 'upgradeToReadWrite');
+  t.write(base, pattern(16, 12), 'writeAfterUpgrade');
+  t.read(base, 16, 'readAfterUpgrade');
+});
+def('setAccess.badFlags', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.access(base, t.G, 2, 'flags2');
+  t.access(base, t.G, 4, 'flags4');
+  t.access(base, t.G, 7, 'flags7');
+  t.access(base, t.G, -1, 'flagsMinus1');
+  t.getAccess(base);
+});
+def('setAccess.count0', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.setAccess(base, t.G, [], 0, 'count0');
+  t.getAccess(base);
+});
+def('setAccess.badDeviceId', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.setAccess(base, t.G, [t.desc(RW, t.env.deviceCount)], 1, 'idCount');
+  t.setAccess(base, t.G, [t.desc(RW, -1)], 1, 'idNegative');
+  t.getAccess(base);
+});
+def('setAccess.locationHost', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.setAccess(base, t.G, [t.desc(RW, 0, CU_MEM_LOCATION_TYPE_HOST)], 1, 'host');
+  t.setAccess(base, t.G, [t.desc(RW, 0, CU_MEM_LOCATION_TYPE_HOST_NUMA)], 1, 'hostNuma');
+  t.setAccess(base, t.G, [t.desc(RW, 0, 0)], 1, 'locType0');
+  t.getAccess(base);
+});
+def('setAccess.twoDescriptorsSameDevice', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.setAccess(base, t.G, [t.desc(RW), t.desc(READ)], 2, 'rwThenRead');
+  t.getAccess(base, 'getAccessAfterRwThenRead');
+  t.setAccess(base, t.G, [t.desc(READ), t.desc(RW)], 2, 'readThenRw');
+  t.getAccess(base, 'getAccessAfterReadThenRw');
+});
+def('setAccess.partOfMapping', (t) => {
+  const { base, h } = t.mapped(2 * t.G, null);
+  if (!base || !h) return;
+  t.access(base, t.G, RW, 'firstHalf');
+  t.getAccess(base, 'getAccessFirstHalf');
+  t.getAccess(base + t.g, 'getAccessSecondHalf');
+});
+def('setAccess.startMidMapping', (t) => {
+  const { base, h } = t.mapped(2 * t.G, null);
+  if (!base || !h) return;
+  t.access(base + t.g, t.G, RW, 'secondHalf');
+  t.getAccess(base, 'getAccessFirstHalf');
+  t.getAccess(base + t.g, 'getAccessSecondHalf');
+});
+def('setAccess.unalignedRange', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.access(base + 4096n, t.G - 4096, RW, 'offset4096');
+  t.access(base, 4096, RW, 'size4096');
+  t.getAccess(base);
+});
+def('setAccess.twoAdjacentMappingsAtOnce', (t) => {
+  const { base, h1, h2 } = t.twoAdjacent(t.G, null);
+  if (!base || !h1 || !h2) return;
+  t.access(base, 2 * t.G, RW, 'setAccessBoth');
+  t.getAccess(base, 'getAccess1');
+  t.getAccess(base + t.g, 'getAccess2');
+});
+def('setAccess.rangeWithHole', (t) => {
+  const base = t.reserve(3 * t.G);
+  const h1 = t.create(t.G, t.prop(), 0, 'create1');
+  const h2 = t.create(t.G, t.prop(), 0, 'create2');
+  if (!base || !h1 || !h2) return;
+  t.map(base, t.G, h1, 'map1');
+  t.map(base + 2n * t.g, t.G, h2, 'map2');
+  t.access(base, 3 * t.G, RW, 'setAccessAcrossHole');
+  t.getAccess(base, 'getAccess1');
+  t.getAccess(base + 2n * t.g, 'getAccess2');
+});
+def('setAccess.rangeEndingInUnmapped', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base, t.G, h);
+  t.access(base, 2 * t.G, RW, 'setAccessPastMapping');
+  t.getAccess(base);
+});
+def('setAccess.beforeMap', (t) => {
+  const base = t.reserve(t.G);
+  if (base) t.access(base, t.G, RW, 'setAccessUnmapped');
+});
+def('setAccess.unreservedAddress', (t) => {
+  const p = t.unreserved(t.G);
+  t.access(p, t.G, RW, 'setAccessUnreserved');
+});
+def('setAccess.sizeZero', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  t.access(base, 0, RW, 'size0');
+  t.getAccess(base);
+});
+
+// ---------------------------------------------------------------- getAccess
+
+def('getAccess.afterMapBeforeSetAccess', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (base && h) t.getAccess(base);
+});
+def('getAccess.otherDevice', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.getAccess(base, 'idCount', t.env.deviceCount);
+  t.getAccess(base, 'idNegative', -1);
+});
+def('getAccess.hostLocation', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (base && h) t.getAccess(base, 'host', 0, CU_MEM_LOCATION_TYPE_HOST);
+});
+def('getAccess.reservedUnmapped', (t) => {
+  const base = t.reserve(t.G);
+  if (base) t.getAccess(base);
+});
+def('getAccess.unreserved', (t) => void t.getAccess(t.unreserved(t.G)));
+def('getAccess.midMapping', (t) => {
+  const { base, h } = t.mapped(2 * t.G, READ);
+  if (!base || !h) return;
+  t.getAccess(base + t.g + 12345n, 'midSecondGranule');
+  t.getAccess(base + 2n * t.g - 1n, 'lastByte');
+  t.getAccess(base + 2n * t.g, 'oneBytePastEnd');
+});
+def('getAccess.cuMemAllocPointer', (t) => {
+  const box = { value: 0n };
+  if (t.call('cuMemAlloc', t.cu.cuMemAlloc(box, t.G)) !== 0) return;
+  t.getAccess(box.value);
+  t.call('cuMemFree', t.cu.cuMemFree(box.value));
+});
+
+// ---------------------------------------------------------------- copies through a mapping
+
+const copyNoAccess = (t: Trace, body: (base: bigint) => void): void => {
+  const { base, h } = t.mapped(t.G, null);
+  if (!base || !h) return;
+  body(base);
+  t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+};
+def('copy.noAccess.HtoD', (t) => copyNoAccess(t, (b) => void t.write(b, pattern(16, 13))), true);
+def('copy.noAccess.DtoH', (t) => copyNoAccess(t, (b) => void t.read(b, 16)), true);
+def(
+  'copy.noAccess.DtoDFromRw',
+  (t) => {
+    const src = t.mapped(t.G);
+    copyNoAccess(t, (b) => void t.call('DtoD', t.cu.cuMemcpyDtoD(b, src.base, 16)));
+  },
+  true,
+);
+def(
+  'copy.noAccess.memsetD8',
+  (t) => copyNoAccess(t, (b) => void t.call('memsetD8', t.cu.cuMemsetD8(b, 7, 16))),
+  true,
+);
+def(
+  'copy.noAccess.HtoDAsync',
+  (t) => {
+    const s = t.stream();
+    copyNoAccess(t, (b) => {
+      t.call('HtoDAsync', t.cu.cuMemcpyHtoDAsync(b, pattern(16, 14), 16, s));
+      t.call('streamSync', t.cu.cuStreamSynchronize(s));
+    });
+  },
+  true,
+);
+def(
+  'copy.noAccess.memsetD8Async',
+  (t) => {
+    const s = t.stream();
+    copyNoAccess(t, (b) => {
+      t.call('memsetD8Async', t.cu.cuMemsetD8Async(b, 9, 16, s));
+      t.call('streamSync', t.cu.cuStreamSynchronize(s));
+    });
+  },
+  true,
+);
+def(
+  'copy.explicitNone.HtoD',
+  (t) => {
+    const { base, h } = t.mapped(t.G, NONE);
+    if (!base || !h) return;
+    t.write(base, pattern(16, 15));
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def(
+  'copy.readOnly.HtoD',
+  (t) => {
+    const { base, h } = t.mapped(t.G, READ);
+    if (!base || !h) return;
+    t.write(base, pattern(16, 16), 'HtoDToReadOnly');
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def('copy.readOnly.DtoH', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(16, 17);
+  t.write(base, data);
+  t.access(base, t.G, READ, 'downgrade');
+  t.readEquals(base, data, 'DtoHFromReadOnly');
+});
+def(
+  'copy.readOnly.memsetD8',
+  (t) => {
+    const { base, h } = t.mapped(t.G, READ);
+    if (!base || !h) return;
+    t.call('memsetReadOnly', t.cu.cuMemsetD8(base, 1, 16));
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def('copy.readOnly.DtoDFromReadOnly', (t) => {
+  const src = t.mapped(t.G);
+  const dst = t.mapped(t.G);
+  if (!src.base || !dst.base) return;
+  const data = pattern(32, 18);
+  t.write(src.base, data, 'fill');
+  t.access(src.base, t.G, READ, 'srcToRead');
+  t.call('DtoD', t.cu.cuMemcpyDtoD(dst.base, src.base, 32));
+  t.readEquals(dst.base, data, 'readDst');
+});
+def(
+  'copy.readOnly.DtoDIntoReadOnly',
+  (t) => {
+    const src = t.mapped(t.G);
+    const dst = t.mapped(t.G, READ);
+    if (!src.base || !dst.base) return;
+    t.call('DtoD', t.cu.cuMemcpyDtoD(dst.base, src.base, 32));
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def('copy.readWrite.roundTrip', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(256, 19);
+  t.write(base + 1000n, data);
+  t.readEquals(base + 1000n, data);
+  t.call('DtoD', t.cu.cuMemcpyDtoD(base + 4096n, base + 1000n, 256));
+  t.readEquals(base + 4096n, data, 'readDtoDCopy');
+  t.call('memsetD8', t.cu.cuMemsetD8(base + 1010n, 0x5a, 4));
+  t.read(base + 1008n, 8, 'readAroundMemset');
+});
+def('copy.readWrite.wholeGranule', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.call('memsetWhole', t.cu.cuMemsetD8(base, 0x11, t.G));
+  t.read(base + t.g - 8n, 8, 'readLast8');
+  const big = new Uint8Array(t.G);
+  const code = t.cu.cuMemcpyDtoH(big, base, t.G);
+  t.call('readWhole', code, code === 0 ? big.every((b) => b === 0x11) : undefined);
+});
+def('copy.async.roundTrip', (t) => {
+  const { base, h } = t.mapped(t.G);
+  const s = t.stream();
+  if (!base || !h || !s) return;
+  const data = pattern(64, 20);
+  t.call('HtoDAsync', t.cu.cuMemcpyHtoDAsync(base, data, 64, s));
+  t.call('DtoDAsync', t.cu.cuMemcpyDtoDAsync(base + 8192n, base, 64, s));
+  t.call('memsetD8Async', t.cu.cuMemsetD8Async(base + 8192n, 0xee, 2, s));
+  const out = new Uint8Array(64);
+  t.call('DtoHAsync', t.cu.cuMemcpyDtoHAsync(out, base + 8192n, 64, s));
+  t.call('streamSync', t.cu.cuStreamSynchronize(s));
+  t.see('readBack', hex(out));
+});
+def('copy.async.nullStream', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(16, 21);
+  t.call('HtoDAsyncStream0', t.cu.cuMemcpyHtoDAsync(base, data, 16, 0n));
+  t.call('streamSync0', t.cu.cuStreamSynchronize(0n));
+  t.readEquals(base, data);
+});
+def('copy.straddleTwoMappings', (t) => {
+  const { base, h1, h2 } = t.twoAdjacent(t.G);
+  if (!base || !h1 || !h2) return;
+  const data = pattern(64, 22);
+  const at = base + t.g - 32n;
+  t.write(at, data, 'writeStraddle');
+  t.readEquals(at, data, 'readStraddle');
+  t.read(base + t.g - 4n, 8, 'readAroundBoundary');
+  t.call('memsetStraddle', t.cu.cuMemsetD8(base + t.g - 2n, 0x77, 4));
+  t.read(base + t.g - 4n, 8, 'readAfterMemset');
+  t.call('DtoDStraddle', t.cu.cuMemcpyDtoD(base + 4096n, at, 64));
+  t.readEquals(base + 4096n, data, 'readDtoDCopy');
+});
+def(
+  'copy.straddleIntoReadOnly',
+  (t) => {
+    const { base, h1, h2 } = t.twoAdjacent(t.G);
+    if (!base || !h1 || !h2) return;
+    t.access(base + t.g, t.G, READ, 'secondToRead');
+    t.write(base + t.g - 32n, pattern(64, 23), 'writeStraddle');
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def(
+  'copy.pastEndIntoUnmapped.HtoD',
+  (t) => {
+    const base = t.reserve(2 * t.G);
+    const h = t.create(t.G);
+    if (!base || !h) return;
+    t.map(base, t.G, h);
+    t.access(base, t.G, RW);
+    t.write(base + t.g - 32n, pattern(64, 24), 'writePastEnd');
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def(
+  'copy.pastEndIntoUnmapped.DtoH',
+  (t) => {
+    const base = t.reserve(2 * t.G);
+    const h = t.create(t.G);
+    if (!base || !h) return;
+    t.map(base, t.G, h);
+    t.access(base, t.G, RW);
+    t.read(base + t.g - 32n, 64, 'readPastEnd');
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def(
+  'copy.pastEndIntoUnmapped.memsetD8',
+  (t) => {
+    const base = t.reserve(2 * t.G);
+    const h = t.create(t.G);
+    if (!base || !h) return;
+    t.map(base, t.G, h);
+    t.access(base, t.G, RW);
+    t.call('memsetPastEnd', t.cu.cuMemsetD8(base + t.g - 32n, 3, 64));
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def(
+  'copy.reservedUnmapped.HtoD',
+  (t) => {
+    const base = t.reserve(t.G);
+    if (!base) return;
+    t.write(base, pattern(16, 25), 'writeReservedUnmapped');
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def('copy.sizeZero', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.call('HtoD0', t.cu.cuMemcpyHtoD(base, new Uint8Array(1), 0));
+  t.call('DtoH0', t.cu.cuMemcpyDtoH(new Uint8Array(1), base, 0));
+  t.call('DtoD0', t.cu.cuMemcpyDtoD(base, base + 64n, 0));
+  t.call('memset0', t.cu.cuMemsetD8(base, 1, 0));
+});
+
+// ---------------------------------------------------------------- unmap
+
+def('unmap.exact', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (base && h) t.unmap(base, t.G);
+});
+def('unmap.partOfMapping', (t) => {
+  const { base, h } = t.mapped(2 * t.G);
+  if (!base || !h) return;
+  const data = pattern(16, 26);
+  t.write(base + t.g, data);
+  t.unmap(base, t.G, 'unmapFirstHalf');
+  t.getAccess(base, 'getAccessFirstHalf');
+  t.getAccess(base + t.g, 'getAccessSecondHalf');
+  t.readEquals(base + t.g, data, 'readSecondHalf');
+  t.unmap(base + t.g, t.G, 'unmapSecondHalf');
+});
+def('unmap.twoAdjacentInOneCall', (t) => {
+  const { base, h1, h2 } = t.twoAdjacent(t.G);
+  if (!base || !h1 || !h2) return;
+  if (t.unmap(base, 2 * t.G, 'unmapBoth') === 0) {
+    // Both deferred unmaps are now stale.
+    t.getAccess(base, 'getAccess1');
+    t.getAccess(base + t.g, 'getAccess2');
+    t.call('unmap1Again', t.cu.cuMemUnmap(base, t.G));
+    t.call('unmap2Again', t.cu.cuMemUnmap(base + t.g, t.G));
+  }
+});
+def('unmap.rangeWithHole', (t) => {
+  const base = t.reserve(3 * t.G);
+  const h1 = t.create(t.G, t.prop(), 0, 'create1');
+  const h2 = t.create(t.G, t.prop(), 0, 'create2');
+  if (!base || !h1 || !h2) return;
+  t.map(base, t.G, h1, 'map1');
+  t.map(base + 2n * t.g, t.G, h2, 'map2');
+  if (t.unmap(base, 3 * t.G, 'unmapAcrossHole') === 0) {
+    t.call('unmap1Again', t.cu.cuMemUnmap(base, t.G));
+    t.call('unmap2Again', t.cu.cuMemUnmap(base + 2n * t.g, t.G));
+  }
+});
+def('unmap.twice', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.unmap(base, t.G, 'unmap1');
+  t.call('unmap2', t.cu.cuMemUnmap(base, t.G));
+});
+def('unmap.reservedUnmapped', (t) => {
+  const base = t.reserve(t.G);
+  if (base) t.call('unmap', t.cu.cuMemUnmap(base, t.G));
+});
+def('unmap.unreserved', (t) => void t.call('unmap', t.cu.cuMemUnmap(t.unreserved(t.G), t.G)));
+def('unmap.startMidMapping', (t) => {
+  const { base, h } = t.mapped(2 * t.G);
+  if (!base || !h) return;
+  t.unmap(base + t.g, t.G, 'unmapSecondHalf');
+  t.getAccess(base, 'getAccessFirstHalf');
+});
+def('unmap.misaligned', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.call('unmapOffset4096', t.cu.cuMemUnmap(base + 4096n, t.G - 4096));
+  t.call('unmapSize4096', t.cu.cuMemUnmap(base, 4096));
+  t.getAccess(base);
+});
+def('unmap.sizeZero', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.call('unmap0', t.cu.cuMemUnmap(base, 0));
+  t.getAccess(base);
+});
+def('unmap.sizeLargerThanMapping', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base, t.G, h);
+  t.call('unmap2G', t.cu.cuMemUnmap(base, 2 * t.G));
+  t.getAccess(base);
+});
+def(
+  'unmap.remapStartsWithNoAccess',
+  (t) => {
+    const { base, h } = t.mapped(t.G);
+    if (!base || !h) return;
+    t.write(base, pattern(16, 27));
+    t.unmap(base, t.G);
+    t.map(base, t.G, h, 'remap');
+    t.getAccess(base, 'getAccessAfterRemap');
+    t.write(base, pattern(16, 28), 'writeAfterRemap');
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+def('unmap.dataSurvivesRemap', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(32, 29);
+  t.write(base + 777n, data);
+  t.unmap(base, t.G);
+  t.map(base, t.G, h, 'remap');
+  t.access(base, t.G, RW, 'setAccessAfterRemap');
+  t.readEquals(base + 777n, data, 'readAfterRemap');
+});
+def('unmap.pendingAsyncWork', (t) => {
+  const { base, h } = t.mapped(t.G);
+  const s = t.stream();
+  if (!base || !h || !s) return;
+  t.call('memsetAsync', t.cu.cuMemsetD8Async(base, 0x42, t.G, s));
+  t.unmap(base, t.G, 'unmapWithPendingWork');
+  t.call('streamSync', t.cu.cuStreamSynchronize(s));
+  t.map(base, t.G, h, 'remap');
+  t.access(base, t.G, RW);
+  t.read(base + t.g - 4n, 4, 'readLastBytes');
+});
+
+// ---------------------------------------------------------------- retain
+
+def('retain.fromBase', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const r = t.retain(base);
+  if (r) t.see('sameHandle', r === h);
+});
+def('retain.fromInterior', (t) => {
+  const { base, h } = t.mapped(2 * t.G);
+  if (!base || !h) return;
+  const r1 = t.retain(base + 4096n, 'retainPlus4096');
+  if (r1) t.see('sameHandle4096', r1 === h);
+  const r2 = t.retain(base + t.g + 1n, 'retainSecondGranule');
+  if (r2) t.see('sameHandleSecondGranule', r2 === h);
+});
+def('retain.reservedUnmapped', (t) => {
+  const base = t.reserve(t.G);
+  if (base) t.retain(base);
+});
+def('retain.unreserved', (t) => void t.retain(t.unreserved(t.G)));
+def('retain.cuMemAllocPointer', (t) => {
+  const box = { value: 0n };
+  if (t.call('cuMemAlloc', t.cu.cuMemAlloc(box, t.G)) !== 0) return;
+  t.retain(box.value);
+  t.call('cuMemFree', t.cu.cuMemFree(box.value));
+});
+def('retain.refcount', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(32, 30);
+  t.write(base, data);
+  const r = t.retain(base);
+  if (!r) return;
+  t.release(h, 'releaseOriginal');
+  t.call('releaseRetained', t.cu.cuMemRelease(r));
+  t.readEquals(base, data, 'readAfterBothReleases');
+  t.unmap(base, t.G, 'unmap');
+  t.call('releaseAfterUnmap', t.cu.cuMemRelease(h));
+});
+def('retain.aliasSecondRange', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base, t.G, h, 'mapA');
+  t.map(base + t.g, t.G, h, 'mapB');
+  const r = t.retain(base + t.g, 'retainFromB');
+  if (r) t.see('sameHandle', r === h);
+});
+def('retain.releasedButMapped', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.release(h);
+  const r = t.retain(base, 'retainAfterRelease');
+  if (r) t.see('sameHandle', r === h);
+});
+
+// ---------------------------------------------------------------- properties
+
+def('properties.device', (t) => {
+  const h = t.create(t.G);
+  if (h) t.props(h);
+});
+def('properties.released', (t) => {
+  const h = t.create(t.G);
+  if (!h) return;
+  t.release(h);
+  t.props(h, 'propsOfReleased');
+});
+def('properties.bogus', (t) => {
+  t.props(0n, 'props0');
+  t.props(0xdeadbeefn, 'propsDeadbeef');
+});
+def('properties.retained', (t) => {
+  const { base, h } = t.mapped(
+    t.G,
+    null,
+    t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR }),
+  );
+  if (!base || !h) return;
+  const r = t.retain(base);
+  if (r) t.props(r, 'propsOfRetained');
+});
+
+// ---------------------------------------------------------------- export / import
+
+const posixProp = (t: Trace) => t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR });
+
+def('export.posixRequested', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (h) t.exportFd(h);
+});
+def('export.notRequested', (t) => {
+  const h = t.create(t.G);
+  if (h) t.exportFd(h);
+});
+def('export.fabricNotRequested', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (h) t.exportFd(h, 'exportFabric', CU_MEM_HANDLE_TYPE_FABRIC);
+});
+def('export.win32OnLinux', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (h) t.exportFd(h, 'exportWin32', CU_MEM_HANDLE_TYPE_WIN32);
+});
+def('export.handleType0', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (h) t.exportFd(h, 'exportNone', CU_MEM_HANDLE_TYPE_NONE);
+});
+def('export.flags1', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (h) t.exportFd(h, 'exportFlags1', CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1);
+});
+def('export.twice', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (!h) return;
+  const a = t.exportFd(h, 'export1');
+  const b = t.exportFd(h, 'export2');
+  if (a >= 0 && b >= 0) t.see('distinctFds', a !== b);
+});
+def('export.released', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (!h) return;
+  t.release(h);
+  t.exportFd(h, 'exportReleased');
+});
+def('export.retainedFromMapping', (t) => {
+  const { base, h } = t.mapped(t.G, RW, posixProp(t));
+  if (!base || !h) return;
+  const r = t.retain(base);
+  if (r) t.exportFd(r, 'exportRetained');
+});
+def('import.sameProcess', (t) => {
+  const a = t.mapped(t.G, RW, posixProp(t));
+  if (!a.base || !a.h) return;
+  const data = pattern(64, 31);
+  t.write(a.base + 64n, data, 'writeOriginal');
+  const fd = t.exportFd(a.h);
+  if (fd < 0) return;
+  const h2 = t.importFd(fd);
+  if (!h2) return;
+  t.see('sameHandleValue', h2 === a.h);
+  t.props(h2, 'propsOfImported');
+  const base2 = t.reserve(t.G, 0, 0n, 0, 'reserve2');
+  if (!base2) return;
+  t.map(base2, t.G, h2, 'mapImported');
+  t.access(base2, t.G, RW, 'setAccessImported');
+  t.readEquals(base2 + 64n, data, 'readThroughImported');
+  t.call('memsetThroughImported', t.cu.cuMemsetD8(base2, 0x99, 4));
+  t.read(a.base, 4, 'readOriginalSeesImportedWrite');
+});
+def('import.twiceSameFd', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (!h) return;
+  const fd = t.exportFd(h);
+  if (fd < 0) return;
+  const a = t.importFd(fd, 'import1');
+  const b = t.importFd(fd, 'import2');
+  if (a && b) t.see('sameHandleValue', a === b);
+});
+def('import.thenReleaseOriginal', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (!h) return;
+  const fd = t.exportFd(h);
+  if (fd < 0) return;
+  const h2 = t.importFd(fd);
+  if (!h2) return;
+  t.release(h, 'releaseOriginal');
+  const base = t.reserve(t.G);
+  if (!base) return;
+  t.map(base, t.G, h2, 'mapImported');
+  t.access(base, t.G, RW);
+  const data = pattern(16, 32);
+  t.write(base, data);
+  t.readEquals(base, data);
+});
+def('import.bogusFd', (t) => {
+  t.importFd(987654, 'importUnopenedFd');
+  t.importFd(-1, 'importMinus1');
+});
+def('import.handleTypeNone', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (!h) return;
+  const fd = t.exportFd(h);
+  if (fd >= 0) t.importFd(fd, 'importTypeNone', CU_MEM_HANDLE_TYPE_NONE);
+});
+
+// ---------------------------------------------------------------- cuMemAlloc / cuMemFree
+
+const alloc = (t: Trace, size: number | bigint, label = 'cuMemAlloc'): bigint => {
+  const box = { value: 0n };
+  const code = t.call(label, t.cu.cuMemAlloc(box, size));
+  return code === 0 ? box.value : 0n;
+};
+def('alloc.size0', (t) => {
+  const p = alloc(t, 0);
+  if (p) t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+def('alloc.roundTrip', (t) => {
+  const p = alloc(t, 1000);
+  if (!p) return;
+  const data = pattern(1000, 33);
+  t.write(p, data);
+  t.readEquals(p, data);
+  t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+def('alloc.freeTwice', (t) => {
+  const p = alloc(t, t.G);
+  if (!p) return;
+  t.call('free1', t.cu.cuMemFree(p));
+  t.call('free2', t.cu.cuMemFree(p));
+});
+def('alloc.freeNull', (t) => void t.call('cuMemFree0', t.cu.cuMemFree(0n)));
+def('alloc.freeInterior', (t) => {
+  const p = alloc(t, t.G);
+  if (!p) return;
+  t.call('freeInterior', t.cu.cuMemFree(p + 4096n));
+  t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+def('alloc.freeVmmPointer', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (base && h) t.call('cuMemFreeOnVmm', t.cu.cuMemFree(base));
+  if (base && h) t.getAccess(base, 'getAccessAfter');
+});
+def('alloc.freeReservedUnmapped', (t) => {
+  const base = t.reserve(t.G);
+  if (base) t.call('cuMemFreeOnReservation', t.cu.cuMemFree(base));
+});
+def('alloc.unmapOnAllocPointer', (t) => {
+  const p = alloc(t, t.G);
+  if (!p) return;
+  t.call('cuMemUnmap', t.cu.cuMemUnmap(p, t.G));
+  t.write(p, pattern(16, 34), 'writeAfterUnmapAttempt');
+  t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+def('alloc.addressFreeOnAllocPointer', (t) => {
+  const p = alloc(t, t.G);
+  if (!p) return;
+  t.call('cuMemAddressFree', t.cu.cuMemAddressFree(p, t.G));
+  t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+def('alloc.mapOverAllocPointer', (t) => {
+  const p = alloc(t, t.G);
+  const h = t.create(t.G);
+  if (!p || !h) return;
+  const code = t.call('cuMemMap', t.cu.cuMemMap(p, t.G, 0, h, 0));
+  if (code === 0) t.call('cuMemUnmap', t.cu.cuMemUnmap(p, t.G));
+  t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+def('alloc.setAccessOnAllocPointer', (t) => {
+  const p = alloc(t, t.G);
+  if (!p) return;
+  t.access(p, t.G, READ, 'setAccessRead');
+  t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+def('alloc.outOfMemory', (t) => {
+  const p = alloc(t, BigInt(Math.ceil((2 * t.env.totalMem) / t.G)) * t.g);
+  if (p) t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+
+// ---------------------------------------------------------------- memory info
+
+const MiB = 1024 * 1024;
+def('memInfo.createAndRelease', (t) => {
+  const before = t.memInfo();
+  const h = t.create(256 * t.G);
+  const during = t.memInfo();
+  if (h) t.release(h);
+  const after = t.memInfo();
+  if (!before || !during || !after) return t.see('memInfo', false);
+  t.see('totalEqualsDeviceTotalMem', before.total === t.env.totalMem);
+  t.see('dropMiBAtLeastSize', before.free - during.free >= 256 * t.G);
+  t.see('dropMiBRounded', Math.round((before.free - during.free) / MiB));
+  t.see('restoredAfterRelease', Math.abs(after.free - before.free) < 64 * MiB);
+});
+def('memInfo.reserveAndMapDoNotAllocate', (t) => {
+  const before = t.memInfo();
+  if (!t.reserve(512 * t.G)) return;
+  const mid = t.memInfo();
+  if (!before || !mid) return;
+  t.see('reserveDropMiB', Math.round((before.free - mid.free) / MiB));
+});
+
+// ---------------------------------------------------------------- errors, devices, streams
+
+def('errors.namesAndStrings', (t) => {
+  for (const code of [0, 1, 2, 3, 100, 101, 200, 201, 400, 700, 801, 999, 12345]) {
+    const n = { value: '' };
+    const c1 = t.cu.cuGetErrorName(code, n);
+    t.call(`name${code}`, c1, c1 === 0 ? n.value : undefined);
+    const s = { value: '' };
+    const c2 = t.cu.cuGetErrorString(code, s);
+    t.call(`string${code}`, c2, c2 === 0 ? s.value : undefined);
+  }
+});
+def('device.queries', (t) => {
+  const c = { value: 0 };
+  t.call('count', t.cu.cuDeviceGetCount(c), c.value);
+  const d = { value: -1 };
+  t.call('get0', t.cu.cuDeviceGet(d, 0), d.value);
+  t.call('getOutOfRange', t.cu.cuDeviceGet(d, c.value));
+  t.call('getNegative', t.cu.cuDeviceGet(d, -1));
+  const m = { value: 0 };
+  t.call('totalMemOutOfRange', t.cu.cuDeviceTotalMem(m, c.value));
+  const ctx = { value: 0n };
+  t.call('ctxGetCurrent', t.cu.cuCtxGetCurrent(ctx), ctx.value !== 0n);
+});
+def('stream.createSyncDestroy', (t) => {
+  const s = t.stream();
+  if (!s) return;
+  t.call('sync', t.cu.cuStreamSynchronize(s));
+  const nb = { value: 0n };
+  const code = t.call('createNonBlocking', t.cu.cuStreamCreate(nb, 1));
+  if (code === 0) t.call('destroyNonBlocking', t.cu.cuStreamDestroy(nb.value));
+  t.call('createFlags2', t.cu.cuStreamCreate(nb, 2));
+  if (nb.value && code !== 0) t.cu.cuStreamDestroy(nb.value);
+});
+
+// ---------------------------------------------------------------- growth (expandable segment)
+
+def('grow.inPlaceFourChunks', (t) => {
+  const base = t.reserve(8 * t.G);
+  if (!base) return;
+  for (let i = 0; i < 4; i++) {
+    const at = base + BigInt(i) * t.g;
+    const h = t.create(t.G, t.prop(), 0, `create${i}`);
+    if (!h) return;
+    t.map(at, t.G, h, `map${i}`);
+    t.access(at, t.G, RW, `setAccess${i}`);
+    t.call(`memset${i}`, t.cu.cuMemsetD8(at, 0x10 + i, t.G));
+    t.release(h, `releaseEarly${i}`);
+  }
+  const probe = new Uint8Array(4);
+  let ok = true;
+  for (let i = 0; i < 4; i++) {
+    const code = t.cu.cuMemcpyDtoH(probe, base + BigInt(i) * t.g + 5n, 4);
+    ok &&= code === 0 && probe.every((b) => b === 0x10 + i);
+  }
+  t.see('eachChunkKeepsItsBytes', ok);
+  t.call('unmapAllAtOnce', t.cu.cuMemUnmap(base, 4 * t.G));
+});
+
+export function caseNames(): string[] {
+  return Object.keys(CASES);
+}
+export function getCase(name: string): CaseInfo {
+  const c = CASES[name];
+  if (!c) throw new Error(`no case ${name}`);
+  return c;
+}

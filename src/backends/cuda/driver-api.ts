@@ -1,0 +1,130 @@
+/**
+ * Note [One list of driver functions]
+ *
+ * Every CUDA driver entry point vmmkit calls is declared here and nowhere
+ * else, as a koffi prototype string, in the spirit of PyTorch's
+ * ExpandableSegment DRIVER_API list. The `_v2` suffixes are the real exported
+ * symbols (cuda.h #defines the plain names to them); the table key is the
+ * exported symbol. Out-parameters are `_Out_` so koffi copies them back into
+ * one-element arrays (or objects, for structs) after the call; host buffers
+ * are plain `uint8_t *`, so the driver reads and writes the Uint8Array's own
+ * bytes.
+ *
+ * Types follow cuda.h on LP64 Linux: CUdevice is int, CUdeviceptr and
+ * CUmemGenericAllocationHandle are unsigned long long, CUcontext and CUstream
+ * are pointers (declared as uintptr_t so they travel as plain integers), and
+ * every enum is an int.
+ */
+import koffi, { type TypeObject } from 'koffi';
+
+/** Struct declarations, each made once per koffi instance (koffi keeps names globally). */
+export interface DriverTypes {
+  readonly CUmemLocation: TypeObject;
+  readonly CUmemAllocationProp: TypeObject;
+  readonly CUmemAccessDesc: TypeObject;
+}
+
+/** Sizes measured on the H200 (DESIGN.md, "Real NVIDIA backend"). */
+export const STRUCT_SIZES = { CUmemLocation: 8, CUmemAllocationProp: 32, CUmemAccessDesc: 12 } as const;
+
+let declared: DriverTypes | undefined;
+
+/**
+ * Declare the structs (idempotent: koffi's type names are process-wide, so a
+ * second declaration under the same name would throw). This is a cache of
+ * immutable type objects, not mutable state of any machine.
+ */
+export function declareDriverTypes(): DriverTypes {
+  if (declared) return declared;
+  const CUmemLocation = koffi.struct('CUmemLocation', { type: 'int', id: 'int' });
+  const CUmemAllocationFlags = koffi.struct('CUmemAllocationProp_allocFlags', {
+    compressionType: 'uchar',
+    gpuDirectRDMACapable: 'uchar',
+    usage: 'ushort',
+    reserved: koffi.array('uchar', 4),
+  });
+  const CUmemAllocationProp = koffi.struct('CUmemAllocationProp', {
+    type: 'int',
+    requestedHandleTypes: 'int',
+    location: CUmemLocation,
+    win32HandleMetaData: 'uintptr_t',
+    allocFlags: CUmemAllocationFlags,
+  });
+  const CUmemAccessDesc = koffi.struct('CUmemAccessDesc', { location: CUmemLocation, flags: 'int' });
+  koffi.alias('CUresult', 'int');
+  koffi.alias('CUdevice', 'int');
+  koffi.alias('CUdeviceptr', 'uint64_t');
+  koffi.alias('CUmemGenericAllocationHandle', 'uint64_t');
+  koffi.alias('CUcontext', 'uintptr_t');
+  koffi.alias('CUstream', 'uintptr_t');
+  const types = { CUmemLocation, CUmemAllocationProp, CUmemAccessDesc };
+  for (const [name, size] of Object.entries(STRUCT_SIZES)) {
+    const actual = koffi.sizeof(types[name as keyof typeof STRUCT_SIZES]);
+    if (actual !== size) throw new Error(`koffi declares ${name} as ${actual} bytes, cuda.h says ${size}`);
+  }
+  declared = types;
+  return types;
+}
+
+/** The driver functions vmmkit uses, by exported symbol. */
+export const DRIVER_API = {
+  cuInit: 'CUresult cuInit(unsigned int flags)',
+  cuDriverGetVersion: 'CUresult cuDriverGetVersion(_Out_ int *driverVersion)',
+  cuDeviceGet: 'CUresult cuDeviceGet(_Out_ CUdevice *device, int ordinal)',
+  cuDeviceGetCount: 'CUresult cuDeviceGetCount(_Out_ int *count)',
+  cuDeviceGetName: 'CUresult cuDeviceGetName(uint8_t *name, int len, CUdevice dev)',
+  cuDeviceTotalMem_v2: 'CUresult cuDeviceTotalMem_v2(_Out_ size_t *bytes, CUdevice dev)',
+  cuDevicePrimaryCtxRetain: 'CUresult cuDevicePrimaryCtxRetain(_Out_ CUcontext *pctx, CUdevice dev)',
+  cuDevicePrimaryCtxRelease_v2: 'CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)',
+  cuCtxSetCurrent: 'CUresult cuCtxSetCurrent(CUcontext ctx)',
+  cuCtxGetCurrent: 'CUresult cuCtxGetCurrent(_Out_ CUcontext *pctx)',
+  cuCtxSynchronize: 'CUresult cuCtxSynchronize()',
+  cuMemGetAllocationGranularity:
+    'CUresult cuMemGetAllocationGranularity(_Out_ size_t *granularity, const CUmemAllocationProp *prop, int option)',
+  cuMemAddressReserve:
+    'CUresult cuMemAddressReserve(_Out_ CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags)',
+  cuMemAddressFree: 'CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)',
+  cuMemCreate:
+    'CUresult cuMemCreate(_Out_ CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags)',
+  cuMemRelease: 'CUresult cuMemRelease(CUmemGenericAllocationHandle handle)',
+  cuMemMap:
+    'CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags)',
+  cuMemUnmap: 'CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)',
+  cuMemSetAccess:
+    'CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)',
+  cuMemGetAccess:
+    'CUresult cuMemGetAccess(_Out_ unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)',
+  cuMemRetainAllocationHandle:
+    'CUresult cuMemRetainAllocationHandle(_Out_ CUmemGenericAllocationHandle *handle, CUdeviceptr addr)',
+  cuMemGetAllocationPropertiesFromHandle:
+    'CUresult cuMemGetAllocationPropertiesFromHandle(_Out_ CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)',
+  // The shareable handle is an int (POSIX fd) or 64 bytes (fabric): the caller passes a 64-byte buffer.
+  cuMemExportToShareableHandle:
+    'CUresult cuMemExportToShareableHandle(uint8_t *shareableHandle, CUmemGenericAllocationHandle handle, int handleType, unsigned long long flags)',
+  // For a POSIX fd, C passes (void *)(uintptr_t)fd: the fd travels as the pointer's value.
+  cuMemImportFromShareableHandle:
+    'CUresult cuMemImportFromShareableHandle(_Out_ CUmemGenericAllocationHandle *handle, uintptr_t osHandle, int shHandleType)',
+  cuMemAlloc_v2: 'CUresult cuMemAlloc_v2(_Out_ CUdeviceptr *dptr, size_t bytesize)',
+  cuMemFree_v2: 'CUresult cuMemFree_v2(CUdeviceptr dptr)',
+  cuMemGetInfo_v2: 'CUresult cuMemGetInfo_v2(_Out_ size_t *free, _Out_ size_t *total)',
+  cuMemcpyHtoD_v2: 'CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const uint8_t *src, size_t n)',
+  cuMemcpyDtoH_v2: 'CUresult cuMemcpyDtoH_v2(uint8_t *dst, CUdeviceptr src, size_t n)',
+  cuMemcpyDtoD_v2: 'CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)',
+  cuMemcpyHtoDAsync_v2:
+    'CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const uint8_t *src, size_t n, CUstream stream)',
+  // Only pageable (JS) host memory is passed, for which the driver completes DtoH before returning.
+  cuMemcpyDtoHAsync_v2:
+    'CUresult cuMemcpyDtoHAsync_v2(uint8_t *dst, CUdeviceptr src, size_t n, CUstream stream)',
+  cuMemcpyDtoDAsync_v2:
+    'CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)',
+  cuMemsetD8_v2: 'CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n)',
+  cuMemsetD8Async:
+    'CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream)',
+  cuStreamCreate: 'CUresult cuStreamCreate(_Out_ CUstream *stream, unsigned int flags)',
+  cuStreamSynchronize: 'CUresult cuStreamSynchronize(CUstream stream)',
+  cuStreamDestroy_v2: 'CUresult cuStreamDestroy_v2(CUstream stream)',
+  cuGetErrorName: 'CUresult cuGetErrorName(CUresult error, _Out_ const char **str)',
+  cuGetErrorString: 'CUresult cuGetErrorString(CUresult error, _Out_ const char **str)',
+} as const;
+
+export type DriverSymbol = keyof typeof DRIVER_API;

@@ -1,0 +1,281 @@
+/**
+ * The raw CUDA driver: libcuda loaded through koffi, one JS function per entry
+ * of DRIVER_API, and `createRawCuda`, a C-shaped object with the same method
+ * signatures as vmmkit's CUDA flavour that passes every call straight to the
+ * driver. No vmmkit logic lives here: the conformance cases run against this
+ * object on the GPU to record what the real driver answers.
+ */
+import koffi, { type LibraryHandle } from 'koffi';
+import { DRIVER_API, type DriverSymbol, type DriverTypes, declareDriverTypes } from './driver-api.js';
+
+/** Thrown when no CUDA driver library can be loaded (no NVIDIA driver on this machine). */
+export class CudaDriverUnavailableError extends Error {
+  override readonly name = 'CudaDriverUnavailableError';
+  constructor(
+    readonly librariesTried: readonly string[],
+    readonly reasons: readonly string[],
+  ) {
+    super(
+      `CUDA driver unavailable: could not load ${librariesTried.map((p, i) => `${p} (${reasons[i]})`).join(', ')}`,
+    );
+  }
+}
+
+export const DEFAULT_LIBRARY_PATHS: readonly string[] = ['libcuda.so.1', 'libcuda.so'];
+
+type RawFunction = (...args: unknown[]) => number;
+
+/** One raw function per declared driver symbol; each returns the CUresult number. */
+export type CudaDriver = { readonly [K in DriverSymbol]: RawFunction } & {
+  /** The library path that loaded. */
+  readonly libraryPath: string;
+  readonly types: DriverTypes;
+};
+
+/** Load libcuda and bind every function of DRIVER_API. */
+export function loadCudaDriver(libraryPaths: readonly string[] = DEFAULT_LIBRARY_PATHS): CudaDriver {
+  const reasons: string[] = [];
+  let lib: LibraryHandle | undefined;
+  let libraryPath = '';
+  for (const path of libraryPaths) {
+    try {
+      lib = koffi.load(path);
+      libraryPath = path;
+      break;
+    } catch (e) {
+      reasons.push(e instanceof Error ? e.message : String(e));
+    }
+  }
+  if (!lib) throw new CudaDriverUnavailableError(libraryPaths, reasons);
+  const types = declareDriverTypes();
+  const fns: Record<string, unknown> = { libraryPath, types };
+  for (const [symbol, prototype] of Object.entries(DRIVER_API)) {
+    fns[symbol] = lib.func(prototype);
+  }
+  return fns as CudaDriver;
+}
+
+/** An out-parameter box, as vmmkit's flavours take them. */
+export interface Box<T> {
+  value: T;
+}
+export type Size = number | bigint;
+
+export interface CUmemLocation {
+  type: number;
+  id: number;
+}
+export interface CUmemAllocationFlags {
+  compressionType: number;
+  gpuDirectRDMACapable: number;
+  usage: number;
+}
+export interface CUmemAllocationProp {
+  type: number;
+  requestedHandleTypes: number;
+  location: CUmemLocation;
+  win32HandleMetaData?: bigint | number | null;
+  allocFlags?: Partial<CUmemAllocationFlags>;
+}
+export interface CUmemAccessDesc {
+  location: CUmemLocation;
+  flags: number;
+}
+
+/** The C-shaped CUDA surface, as vmmkit's CUDA flavour and the raw driver both offer it. */
+export interface RawCuda {
+  cuInit(flags: number): number;
+  cuDriverGetVersion(version: Box<number>): number;
+  cuDeviceGet(device: Box<number>, ordinal: number): number;
+  cuDeviceGetCount(count: Box<number>): number;
+  cuDeviceGetName(name: Box<string>, len: number, dev: number): number;
+  cuDeviceTotalMem(bytes: Box<number>, dev: number): number;
+  cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number;
+  cuDevicePrimaryCtxRelease(dev: number): number;
+  cuCtxSetCurrent(ctx: bigint): number;
+  cuCtxGetCurrent(ctx: Box<bigint>): number;
+  cuCtxSynchronize(): number;
+  cuMemGetAllocationGranularity(granularity: Box<number>, prop: CUmemAllocationProp, option: number): number;
+  cuMemAddressReserve(ptr: Box<bigint>, size: Size, alignment: Size, addr: Size, flags: Size): number;
+  cuMemAddressFree(ptr: Size, size: Size): number;
+  cuMemCreate(handle: Box<bigint>, size: Size, prop: CUmemAllocationProp, flags: Size): number;
+  cuMemRelease(handle: Size): number;
+  cuMemMap(ptr: Size, size: Size, offset: Size, handle: Size, flags: Size): number;
+  cuMemUnmap(ptr: Size, size: Size): number;
+  cuMemSetAccess(ptr: Size, size: Size, descs: readonly CUmemAccessDesc[], count: Size): number;
+  cuMemGetAccess(flags: Box<number>, location: CUmemLocation, ptr: Size): number;
+  cuMemRetainAllocationHandle(handle: Box<bigint>, ptr: Size): number;
+  cuMemGetAllocationPropertiesFromHandle(prop: Box<CUmemAllocationProp>, handle: Size): number;
+  cuMemExportToShareableHandle(shareable: Box<number>, handle: Size, handleType: number, flags: Size): number;
+  cuMemImportFromShareableHandle(handle: Box<bigint>, osHandle: number, handleType: number): number;
+  cuMemAlloc(ptr: Box<bigint>, size: Size): number;
+  cuMemFree(ptr: Size): number;
+  cuMemGetInfo(free: Box<number>, total: Box<number>): number;
+  cuMemcpyHtoD(dst: Size, src: Uint8Array, n: Size): number;
+  cuMemcpyDtoH(dst: Uint8Array, src: Size, n: Size): number;
+  cuMemcpyDtoD(dst: Size, src: Size, n: Size): number;
+  cuMemcpyHtoDAsync(dst: Size, src: Uint8Array, n: Size, stream: Size): number;
+  cuMemcpyDtoHAsync(dst: Uint8Array, src: Size, n: Size, stream: Size): number;
+  cuMemcpyDtoDAsync(dst: Size, src: Size, n: Size, stream: Size): number;
+  cuMemsetD8(ptr: Size, value: number, n: Size): number;
+  cuMemsetD8Async(ptr: Size, value: number, n: Size, stream: Size): number;
+  cuStreamCreate(stream: Box<bigint>, flags: number): number;
+  cuStreamSynchronize(stream: Size): number;
+  cuStreamDestroy(stream: Size): number;
+  cuGetErrorName(code: number, str: Box<string>): number;
+  cuGetErrorString(code: number, str: Box<string>): number;
+}
+
+/** A size from C: a number when exact, else a bigint. */
+function toSize(v: unknown): number {
+  if (typeof v === 'bigint')
+    return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : (v as unknown as number);
+  return Number(v);
+}
+function toBig(v: unknown): bigint {
+  return typeof v === 'bigint' ? v : BigInt(v as number);
+}
+
+/** Copy a caller's prop into the reusable struct object, zero-filling what it leaves out. */
+function fillProp(dst: Record<string, unknown>, src: CUmemAllocationProp): Record<string, unknown> {
+  dst.type = src.type;
+  dst.requestedHandleTypes = src.requestedHandleTypes ?? 0;
+  const loc = dst.location as CUmemLocation;
+  loc.type = src.location?.type ?? 0;
+  loc.id = src.location?.id ?? 0;
+  dst.win32HandleMetaData = src.win32HandleMetaData ?? 0;
+  const f = dst.allocFlags as Record<string, unknown>;
+  f.compressionType = src.allocFlags?.compressionType ?? 0;
+  f.gpuDirectRDMACapable = src.allocFlags?.gpuDirectRDMACapable ?? 0;
+  f.usage = src.allocFlags?.usage ?? 0;
+  return dst;
+}
+
+/**
+ * A C-shaped object over the real driver, with the method signatures of
+ * vmmkit's CUDA flavour. Out-parameter arrays and the struct scratch objects
+ * are reused across calls, so the common calls allocate little.
+ */
+export function createRawCuda(driver: CudaDriver): RawCuda {
+  const d = driver;
+  const out: unknown[] = [0];
+  const out2: unknown[] = [0];
+  // Strings need their own array: koffi writes into a string element in place instead of replacing it.
+  const outStr: unknown[] = [null];
+  const errorText = (fn: RawFunction, code: number, box: Box<string>): number => {
+    outStr[0] = null;
+    return setOk(fn(code, outStr), box, () => String(outStr[0]));
+  };
+  const propIn: Record<string, unknown> = {
+    type: 0,
+    requestedHandleTypes: 0,
+    location: { type: 0, id: 0 },
+    win32HandleMetaData: 0,
+    allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, reserved: [0, 0, 0, 0] },
+  };
+  const locIn: CUmemLocation = { type: 0, id: 0 };
+  const shareable = Buffer.alloc(64);
+  const setOk = <T>(code: number, box: Box<T>, value: () => T): number => {
+    if (code === 0) box.value = value();
+    return code;
+  };
+  return {
+    cuInit: (flags) => d.cuInit(flags),
+    cuDriverGetVersion: (box) => setOk(d.cuDriverGetVersion(out), box, () => Number(out[0])),
+    cuDeviceGet: (box, ordinal) => setOk(d.cuDeviceGet(out, ordinal), box, () => Number(out[0])),
+    cuDeviceGetCount: (box) => setOk(d.cuDeviceGetCount(out), box, () => Number(out[0])),
+    cuDeviceGetName: (box, len, dev) => {
+      const buf = Buffer.alloc(Math.max(0, len));
+      return setOk(d.cuDeviceGetName(buf, len, dev), box, () => {
+        const end = buf.indexOf(0);
+        return buf.toString('utf8', 0, end < 0 ? buf.length : end);
+      });
+    },
+    cuDeviceTotalMem: (box, dev) => setOk(d.cuDeviceTotalMem_v2(out, dev), box, () => toSize(out[0])),
+    cuDevicePrimaryCtxRetain: (box, dev) =>
+      setOk(d.cuDevicePrimaryCtxRetain(out, dev), box, () => toBig(out[0])),
+    cuDevicePrimaryCtxRelease: (dev) => d.cuDevicePrimaryCtxRelease_v2(dev),
+    cuCtxSetCurrent: (ctx) => d.cuCtxSetCurrent(ctx),
+    cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(out), box, () => toBig(out[0])),
+    cuCtxSynchronize: () => d.cuCtxSynchronize(),
+    cuMemGetAllocationGranularity: (box, prop, option) =>
+      setOk(d.cuMemGetAllocationGranularity(out, fillProp(propIn, prop), option), box, () => toSize(out[0])),
+    cuMemAddressReserve: (box, size, alignment, addr, flags) =>
+      setOk(d.cuMemAddressReserve(out, size, alignment, addr, flags), box, () => toBig(out[0])),
+    cuMemAddressFree: (ptr, size) => d.cuMemAddressFree(ptr, size),
+    cuMemCreate: (box, size, prop, flags) =>
+      setOk(d.cuMemCreate(out, size, fillProp(propIn, prop), flags), box, () => toBig(out[0])),
+    cuMemRelease: (handle) => d.cuMemRelease(handle),
+    cuMemMap: (ptr, size, offset, handle, flags) => d.cuMemMap(ptr, size, offset, handle, flags),
+    cuMemUnmap: (ptr, size) => d.cuMemUnmap(ptr, size),
+    cuMemSetAccess: (ptr, size, descs, count) => {
+      // The driver reads `count` descriptors: never hand it fewer than that (pad with zeroed ones).
+      const n = Number(count);
+      let arr: readonly CUmemAccessDesc[] = descs;
+      if (descs.length < n) {
+        arr = [...descs];
+        while ((arr as CUmemAccessDesc[]).length < n)
+          (arr as CUmemAccessDesc[]).push({ location: { type: 0, id: 0 }, flags: 0 });
+      }
+      if (arr.length === 0) arr = [{ location: { type: 0, id: 0 }, flags: 0 }];
+      return d.cuMemSetAccess(ptr, size, arr, count);
+    },
+    cuMemGetAccess: (box, location, ptr) => {
+      locIn.type = location.type;
+      locIn.id = location.id;
+      return setOk(d.cuMemGetAccess(out, locIn, ptr), box, () => Number(out[0]));
+    },
+    cuMemRetainAllocationHandle: (box, ptr) =>
+      setOk(d.cuMemRetainAllocationHandle(out, ptr), box, () => toBig(out[0])),
+    cuMemGetAllocationPropertiesFromHandle: (box, handle) => {
+      const prop: Record<string, unknown> = {};
+      return setOk(d.cuMemGetAllocationPropertiesFromHandle(prop, handle), box, () => {
+        const loc = prop.location as CUmemLocation;
+        const f = prop.allocFlags as CUmemAllocationFlags;
+        return {
+          type: prop.type as number,
+          requestedHandleTypes: prop.requestedHandleTypes as number,
+          location: { type: loc.type, id: loc.id },
+          win32HandleMetaData: toBig(prop.win32HandleMetaData ?? 0),
+          allocFlags: {
+            compressionType: f.compressionType,
+            gpuDirectRDMACapable: f.gpuDirectRDMACapable,
+            usage: f.usage,
+          },
+        };
+      });
+    },
+    cuMemExportToShareableHandle: (box, handle, handleType, flags) => {
+      shareable.fill(0);
+      // A POSIX fd is an int; other handle types are opaque bytes, of which the first int is shown.
+      return setOk(d.cuMemExportToShareableHandle(shareable, handle, handleType, flags), box, () =>
+        shareable.readInt32LE(0),
+      );
+    },
+    cuMemImportFromShareableHandle: (box, osHandle, handleType) =>
+      setOk(d.cuMemImportFromShareableHandle(out, osHandle, handleType), box, () => toBig(out[0])),
+    cuMemAlloc: (box, size) => setOk(d.cuMemAlloc_v2(out, size), box, () => toBig(out[0])),
+    cuMemFree: (ptr) => d.cuMemFree_v2(ptr),
+    cuMemGetInfo: (freeBox, totalBox) => {
+      const code = d.cuMemGetInfo_v2(out, out2);
+      if (code === 0) {
+        freeBox.value = toSize(out[0]);
+        totalBox.value = toSize(out2[0]);
+      }
+      return code;
+    },
+    cuMemcpyHtoD: (dst, src, n) => d.cuMemcpyHtoD_v2(dst, src, n),
+    cuMemcpyDtoH: (dst, src, n) => d.cuMemcpyDtoH_v2(dst, src, n),
+    cuMemcpyDtoD: (dst, src, n) => d.cuMemcpyDtoD_v2(dst, src, n),
+    cuMemcpyHtoDAsync: (dst, src, n, stream) => d.cuMemcpyHtoDAsync_v2(dst, src, n, stream),
+    cuMemcpyDtoHAsync: (dst, src, n, stream) => d.cuMemcpyDtoHAsync_v2(dst, src, n, stream),
+    cuMemcpyDtoDAsync: (dst, src, n, stream) => d.cuMemcpyDtoDAsync_v2(dst, src, n, stream),
+    cuMemsetD8: (ptr, value, n) => d.cuMemsetD8_v2(ptr, value, n),
+    cuMemsetD8Async: (ptr, value, n, stream) => d.cuMemsetD8Async(ptr, value, n, stream),
+    cuStreamCreate: (box, flags) => setOk(d.cuStreamCreate(out, flags), box, () => toBig(out[0])),
+    cuStreamSynchronize: (stream) => d.cuStreamSynchronize(stream),
+    cuStreamDestroy: (stream) => d.cuStreamDestroy_v2(stream),
+    cuGetErrorName: (code, box) => errorText(d.cuGetErrorName, code, box),
+    cuGetErrorString: (code, box) => errorText(d.cuGetErrorString, code, box),
+  };
+}
