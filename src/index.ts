@@ -39,3 +39,24 @@ export {
   createCuda,
 } from './flavors/cuda/cuda.js';
 export { CUDA_ERROR_TABLE } from './flavors/cuda/error-table.js';
+export * from './flavors/hip/constants.js';
+export { HIP_ERROR_TABLE } from './flavors/hip/error-table.js';
+export {
+  createHip,
+  HIP_FUNCTIONS,
+  HipFlavor,
+  type hipMemAccessDesc,
+  type hipMemAllocationProp,
+  type hipMemLocation,
+} from './flavors/hip/hip.js';
+export * from './flavors/acl/constants.js';
+export {
+  ACL_FUNCTIONS,
+  AclFlavor,
+  type AclOptions,
+  type aclrtMemAccessDesc,
+  type aclrtMemLocation,
+  type aclrtPhysicalMemProp,
+  createAcl,
+} from './flavors/acl/acl.js';
+export { ACL_ERROR_TABLE } from './flavors/acl/error-table.js';

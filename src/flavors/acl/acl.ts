@@ -1,0 +1,919 @@
+import type { Machine } from '../../backends/sim/machine.js';
+import { isVmmError } from '../../core/errors.js';
+import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
+import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
+import { instrument } from '../../core/trace.js';
+import type { Access, Location } from '../../core/types.js';
+import { type Box, isBox, isHostBuffer, isStruct, toCount, toInt } from '../common/args.js';
+import { codeFor } from '../common/error-table.js';
+import { type FlavorOptions, startProcess } from '../common/process.js';
+import * as C from './constants.js';
+import { ACL_ERROR_TABLE, ACL_UNKNOWN_ERROR } from './error-table.js';
+
+/** aclrtMemLocation */
+export interface aclrtMemLocation {
+  id: number;
+  type: number;
+}
+
+/** aclrtPhysicalMemProp */
+export interface aclrtPhysicalMemProp {
+  handleType: number;
+  allocationType: number;
+  memAttr: number;
+  location: aclrtMemLocation;
+  reserve?: bigint | number;
+}
+
+/** aclrtMemAccessDesc (rsv is accepted and ignored, as the documentation asks for zeros). */
+export interface aclrtMemAccessDesc {
+  flags: number;
+  location: aclrtMemLocation;
+  rsv?: ArrayLike<number>;
+}
+
+/** void* on the device side, aclrtDrvMemHandle, aclrtStream: opaque pointers, 0 for NULL. */
+type Pointer = bigint | number | null | undefined;
+type Size = bigint | number;
+/** What aclrtMemcpy's void* dst / const void* src can be here: a device address or a host buffer. */
+type MemcpyPointer = Pointer | Uint8Array;
+
+/** The function names of the ACL flavour (for tracing, parity and documentation). */
+export const ACL_FUNCTIONS = [
+  'aclInit',
+  'aclFinalize',
+  'aclrtSetDevice',
+  'aclrtGetDeviceCount',
+  'aclrtResetDevice',
+  'aclrtReserveMemAddress',
+  'aclrtReleaseMemAddress',
+  'aclrtMallocPhysical',
+  'aclrtFreePhysical',
+  'aclrtMapMem',
+  'aclrtUnmapMem',
+  'aclrtMemSetAccess',
+  'aclrtMemGetAccess',
+  'aclrtMemRetainAllocationHandle',
+  'aclrtMemGetAllocationGranularity',
+  'aclrtMemGetAllocationPropertiesFromHandle',
+  'aclrtMemExportToShareableHandle',
+  'aclrtMemSetPidToShareableHandle',
+  'aclrtMemImportFromShareableHandle',
+  'aclrtDeviceGetBareTgid',
+  'aclrtMalloc',
+  'aclrtFree',
+  'aclrtMemcpy',
+  'aclrtMemcpyAsync',
+  'aclrtMemset',
+  'aclrtCreateStream',
+  'aclrtSynchronizeStream',
+  'aclrtDestroyStream',
+  'aclrtSynchronizeDevice',
+  'aclrtGetMemInfo',
+  'aclGetRecentErrMsg',
+] as const;
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+/** Stream handles are opaque; these are deterministic per process. */
+const STREAM_BASE = 0xa5_0000n;
+
+/** Attributes CANN's aclrtMallocPhysical knows (memAttrHandlers); others answer ACL_ERROR_INVALID_PARAM. */
+const KNOWN_MEM_ATTRS = new Set([
+  C.ACL_DDR_MEM_HUGE,
+  C.ACL_DDR_MEM_NORMAL,
+  C.ACL_HBM_MEM_HUGE,
+  C.ACL_HBM_MEM_NORMAL,
+  C.ACL_DDR_MEM_P2P_HUGE,
+  C.ACL_DDR_MEM_P2P_NORMAL,
+  C.ACL_HBM_MEM_P2P_HUGE,
+  C.ACL_HBM_MEM_P2P_NORMAL,
+  C.ACL_HBM_MEM_HUGE1G,
+  C.ACL_HBM_MEM_P2P_HUGE1G,
+  C.ACL_MEM_NORMAL,
+  C.ACL_MEM_HUGE,
+  C.ACL_MEM_HUGE1G,
+  C.ACL_MEM_P2P_NORMAL,
+  C.ACL_MEM_P2P_HUGE,
+  C.ACL_MEM_P2P_HUGE1G,
+]);
+/** DDR attributes that CANN accepts only for host locations. */
+const DDR_MEM_ATTRS = new Set([
+  C.ACL_DDR_MEM_HUGE,
+  C.ACL_DDR_MEM_NORMAL,
+  C.ACL_DDR_MEM_P2P_HUGE,
+  C.ACL_DDR_MEM_P2P_NORMAL,
+]);
+const HUGE1G_MEM_ATTRS = new Set([
+  C.ACL_HBM_MEM_HUGE1G,
+  C.ACL_HBM_MEM_P2P_HUGE1G,
+  C.ACL_MEM_HUGE1G,
+  C.ACL_MEM_P2P_HUGE1G,
+]);
+/** aclrtGetMemInfo's attributes for device HBM (an Ascend 910B has no device DDR). */
+const HBM_MEM_ATTRS = new Set([
+  C.ACL_HBM_MEM,
+  C.ACL_HBM_MEM_HUGE,
+  C.ACL_HBM_MEM_NORMAL,
+  C.ACL_HBM_MEM_P2P_HUGE,
+  C.ACL_HBM_MEM_P2P_NORMAL,
+  C.ACL_HBM_MEM_HUGE1G,
+  C.ACL_HBM_MEM_P2P_HUGE1G,
+]);
+const ACCESS_FLAGS = new Set([
+  C.ACL_RT_MEM_ACCESS_FLAGS_NONE,
+  C.ACL_RT_MEM_ACCESS_FLAGS_READ,
+  C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+]);
+
+/** Options of createAcl: as every flavour's, with one Ascend 910B as the default machine. */
+export type AclOptions = FlavorOptions;
+
+/**
+ * One process using Ascend's ACL runtime: every method has the C name and
+ * argument order and returns the aclError. ACL's own argument checks (null
+ * pointers, zero sizes, reserved flags) come first and answer
+ * ACL_ERROR_INVALID_PARAM, as CANN's acl layer does before it calls the
+ * runtime; the runtime's rules follow with its 107xxx / 207xxx codes; the
+ * work is done by core.
+ *
+ * Note [ACL's size-less calls]: aclrtUnmapMem(virPtr) and
+ * aclrtReleaseMemAddress(virPtr) take no size. The flavour looks the size up
+ * in core (mappingAt / reservationAt) and requires virPtr to be exactly the
+ * start of what aclrtMapMem / aclrtReserveMemAddress returned.
+ */
+export class AclFlavor {
+  readonly runtime: Runtime;
+  /** The simulated machine this process runs on (undefined on real hardware). */
+  readonly machine: Machine | undefined;
+  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with ACL_ERROR_INTERNAL_ERROR. */
+  lastInternalError: unknown;
+  #initialized = false;
+  /** aclrtSetDevice count per device ordinal (aclrtResetDevice undoes one). */
+  readonly #deviceRefs: number[];
+  /** The calling thread's current device, or -1. */
+  #current = -1;
+  /** Stream handle -> [core stream id, device]. */
+  readonly #streams = new Map<bigint, { id: number; device: number }>();
+  #nextStream = 1n;
+  /** memAttr given at aclrtMallocPhysical, for aclrtMemGetAllocationPropertiesFromHandle. */
+  readonly #memAttrs = new WeakMap<PhysicalAllocation, number>();
+  /** Shareable handles this process exported (import of one's own export is refused). */
+  readonly #exported = new Set<number>();
+  /** The failure aclGetRecentErrMsg reports (and clears); per process, never module state. */
+  #recentError: string | null = null;
+  /** Why the current call failed, when a check or core said so. */
+  #reason: string | undefined;
+  readonly #report: (message: string, error?: unknown) => void;
+
+  constructor(options: AclOptions = {}) {
+    const p = startProcess({ ...options, devices: options.devices ?? ['Ascend910B'] });
+    this.runtime = p.runtime;
+    this.machine = p.machine;
+    this.#report = p.report;
+    this.#deviceRefs = this.runtime.devices.map(() => 0);
+    this.#recordFailures();
+    if (options.tracer) instrument(this, 'flavor', options.tracer, ACL_FUNCTIONS);
+  }
+
+  /** This process's pid on its machine (what aclrtDeviceGetBareTgid gives). */
+  get pid(): number {
+    return this.runtime.pid;
+  }
+
+  // --- initialisation and devices ------------------------------------------------------------
+
+  aclInit(configPath?: string | null): number {
+    if (configPath !== undefined && configPath !== null && typeof configPath !== 'string')
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'configPath is not a string');
+    if (this.#initialized) return this.#bad(C.ACL_ERROR_REPEAT_INITIALIZE, 'aclInit was already called');
+    this.#initialized = true;
+    return C.ACL_SUCCESS;
+  }
+
+  aclFinalize(): number {
+    if (!this.#initialized) return this.#bad(C.ACL_ERROR_REPEAT_FINALIZE, 'aclInit was not called');
+    // aclFinalize resets every device the process still holds.
+    for (let d = 0; d < this.#deviceRefs.length; d++) {
+      if (this.#deviceRefs[d] > 0) {
+        this.#deviceRefs[d] = 1;
+        this.aclrtResetDevice(d);
+      }
+    }
+    this.#initialized = false;
+    return C.ACL_SUCCESS;
+  }
+
+  aclrtSetDevice(deviceId: number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d)) return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${deviceId}`);
+    this.#deviceRefs[d]++;
+    this.#current = d;
+    return C.ACL_SUCCESS;
+  }
+
+  aclrtGetDeviceCount(count: Box<number>): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(count)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'count is NULL');
+    count.value = this.runtime.devices.length;
+    return C.ACL_SUCCESS;
+  }
+
+  /** Undo one aclrtSetDevice; at the last, the device's streams are destroyed (their work finishes first). */
+  aclrtResetDevice(deviceId: number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d)) return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${deviceId}`);
+    if (this.#deviceRefs[d] === 0) return C.ACL_SUCCESS;
+    if (--this.#deviceRefs[d] > 0) return C.ACL_SUCCESS;
+    if (this.#current === d) this.#current = -1;
+    return this.#run(() => {
+      for (const [h, s] of [...this.#streams]) {
+        if (s.device !== d) continue;
+        this.#streams.delete(h);
+        this.runtime.destroyStream(s.id);
+      }
+    });
+  }
+
+  // --- virtual addresses ----------------------------------------------------------------------
+
+  /**
+   * alignment is reserved (0); expectPtr is honoured exactly or the call
+   * fails, as CANN documents for a user-chosen address; flags 0 or 1 (page
+   * size hint, accepted by the acl layer).
+   */
+  aclrtReserveMemAddress(
+    virPtr: Box<bigint>,
+    size: Size,
+    alignment: Size,
+    expectPtr: Pointer,
+    flags: Size,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(virPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
+    const f = toCount(flags);
+    if (f !== 0 && f !== 1) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${flags} must be 0 or 1`);
+    if (toCount(alignment) !== 0)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `alignment ${alignment} is reserved and must be 0`);
+    const g = this.runtime.vaGranularity;
+    if (n % g !== 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
+    const hint = toCount(expectPtr ?? 0);
+    if (hint < 0 || hint % g !== 0)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `expectPtr ${String(expectPtr)} is not ${g}-aligned`);
+    return this.#run(() => {
+      const r = this.runtime.reserve(n, { hint });
+      if (hint !== 0 && r.base !== hint) {
+        this.runtime.free(r);
+        this.#reason = `expectPtr 0x${hint.toString(16)} is not free`;
+        throw new AclRefusal(C.ACL_ERROR_RT_PARAM_INVALID);
+      }
+      virPtr.value = BigInt(r.base);
+    });
+  }
+
+  aclrtReleaseMemAddress(virPtr: Pointer): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'vmm')
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not a reserved address`);
+    // CANN: unmap first. Nothing is released while a mapping remains.
+    if (r.mappingCount > 0)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `${r.mappingCount} mapping(s) remain in the range`);
+    return this.#run(() => this.runtime.free(r));
+  }
+
+  // --- physical memory ------------------------------------------------------------------------
+
+  aclrtMallocPhysical(handle: Box<bigint>, size: Size, prop: aclrtPhysicalMemProp, flags: Size): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    if (!isStruct(prop)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
+    if (toCount(flags) !== 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${flags} is reserved (0)`);
+    const checked = this.#checkProp(prop);
+    if (typeof checked === 'number') return checked;
+    const g = this.#granularity(prop.memAttr, checked);
+    if (n % g !== 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
+    return this.#run(() => {
+      const a = this.runtime.create(n, { location: checked, handleTypes: 0, uncached: false });
+      this.#memAttrs.set(a, prop.memAttr);
+      handle.value = BigInt(a.id);
+    });
+  }
+
+  /** Drop this handle; memory still mapped lives on until its last aclrtUnmapMem (core's refcount). */
+  aclrtFreePhysical(handle: Pointer): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    const a = this.#allocation(handle);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
+    return this.#run(() => this.runtime.release(a));
+  }
+
+  // --- mapping and access -----------------------------------------------------------------------
+
+  aclrtMapMem(virPtr: Pointer, size: Size, offset: Size, handle: Pointer, flags: Size): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
+    if (toCount(flags) !== 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${flags} is reserved (0)`);
+    const a = this.#allocation(handle);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
+    if (toCount(offset) !== 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `offset ${offset} must be 0`);
+    if (n !== a.size)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the physical size ${a.size}`);
+    const r = this.runtime.reservationContaining(va);
+    if (r !== undefined && r.origin === 'vmm') {
+      // One reservation may not bind handles of two devices, nor mix created and imported handles.
+      for (const m of this.runtime.mappingsIn(r.base, r.size)) {
+        if (!sameLocation(m.allocation.props.location, a.props.location))
+          return this.#bad(
+            C.ACL_ERROR_RT_PARAM_INVALID,
+            'the reservation already holds memory of another device',
+          );
+        if ((m.allocation.origin === 'imported') !== (a.origin === 'imported'))
+          return this.#bad(
+            C.ACL_ERROR_RT_PARAM_INVALID,
+            'the reservation may not hold both allocated and imported handles',
+          );
+      }
+    } else if (r !== undefined) {
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'the address belongs to aclrtMalloc');
+    }
+    return this.#run(() => this.runtime.map(va, n, a, 0));
+  }
+
+  aclrtUnmapMem(virPtr: Pointer): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const m = this.#mappingStartingAt(va);
+    if (m === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
+    return this.#run(() => this.runtime.unmapMappings([m]));
+  }
+
+  /**
+   * virPtr and size must be exactly one aclrtMapMem's (CANN's documentation).
+   * CANN documents only READWRITE as supported today; NONE and READ, which
+   * aclrtMemAccessFlags defines, are simulated too.
+   */
+  aclrtMemSetAccess(virPtr: Pointer, size: Size, desc: readonly aclrtMemAccessDesc[], count: Size): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
+    if (!Array.isArray(desc)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'desc is NULL');
+    const k = toCount(count);
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${count} must be positive`);
+    if (desc.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `desc holds fewer than ${k} entries`);
+    const descriptors: AccessDescriptor[] = [];
+    for (let i = 0; i < k; i++) {
+      const d = desc[i];
+      if (!isStruct(d) || !isStruct(d.location) || !ACCESS_FLAGS.has(d.flags))
+        return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `desc[${i}] has bad flags`);
+      const device = this.#accessDevice(d.location);
+      if (device instanceof AclRefusal) return device.code;
+      descriptors.push({ device, access: d.flags as Access });
+    }
+    const m = this.#mappingStartingAt(va);
+    if (m === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
+    if (m.size !== n)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the mapped size ${m.size}`);
+    return this.#run(() => this.runtime.setAccessOn([m], descriptors));
+  }
+
+  aclrtMemGetAccess(virPtr: Pointer, location: aclrtMemLocation, flag: Box<number>): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    if (!isStruct(location)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'location is NULL');
+    if (!isBox(flag)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'flag is NULL');
+    const device = this.#accessDevice(location);
+    if (device instanceof AclRefusal) return device.code;
+    const m = this.#mappingStartingAt(va);
+    if (m === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
+    flag.value = m.accessOf(device);
+    return C.ACL_SUCCESS;
+  }
+
+  /** A new reference to the handle mapped at any address inside a mapping; undo with aclrtFreePhysical. */
+  aclrtMemRetainAllocationHandle(virPtr: Pointer, handle: Box<bigint>): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    return this.#run(() => {
+      handle.value = BigInt(this.runtime.retain(va).id);
+    });
+  }
+
+  aclrtMemGetAllocationGranularity(
+    prop: aclrtPhysicalMemProp,
+    option: number,
+    granularity: Box<number>,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isStruct(prop)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL');
+    if (!isBox(granularity)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'granularity is NULL');
+    const location = this.#checkLocationAndAttr(prop);
+    if (typeof location === 'number') return location;
+    const opt = toInt(option);
+    if (opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `option ${option}`);
+    granularity.value = this.#granularity(prop.memAttr, location, opt);
+    return C.ACL_SUCCESS;
+  }
+
+  aclrtMemGetAllocationPropertiesFromHandle(handle: Pointer, prop: Box<aclrtPhysicalMemProp>): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    if (!isBox(prop)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL');
+    const a = this.#allocation(handle);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
+    const { location } = a.props;
+    prop.value = {
+      handleType: C.ACL_MEM_HANDLE_TYPE_NONE,
+      allocationType: C.ACL_MEM_ALLOCATION_TYPE_PINNED,
+      memAttr: this.#memAttrs.get(a) ?? C.ACL_HBM_MEM_HUGE,
+      location: {
+        id: location.id,
+        type: location.type === 'device' ? C.ACL_MEM_LOCATION_TYPE_DEVICE : C.ACL_MEM_LOCATION_TYPE_HOST,
+      },
+      reserve: 0n,
+    };
+    return C.ACL_SUCCESS;
+  }
+
+  // --- sharing between processes ------------------------------------------------------------------
+
+  /**
+   * flags: ACL_RT_VMM_EXPORT_FLAG_DEFAULT (importers must be named with
+   * aclrtMemSetPidToShareableHandle) or ..._DISABLE_PID_VALIDATION. A handle
+   * is exported at most once (CANN: handle and shareableHandle are one to one).
+   */
+  aclrtMemExportToShareableHandle(
+    handle: Pointer,
+    handleType: number,
+    flags: Size,
+    shareableHandle: Box<bigint>,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    if (toInt(handleType) !== C.ACL_MEM_HANDLE_TYPE_NONE)
+      return this.#bad(
+        C.ACL_ERROR_INVALID_PARAM,
+        `handleType ${handleType} must be ACL_MEM_HANDLE_TYPE_NONE`,
+      );
+    if (!isBox(shareableHandle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'shareableHandle is NULL');
+    const a = this.#allocation(handle);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
+    const f = toCount(flags);
+    if (f !== C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT && f !== C.ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `flags ${flags}`);
+    if (a.origin !== 'created')
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'only memory from aclrtMallocPhysical can be exported');
+    if (a.props.location.type !== 'device')
+      return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'only device memory can be shared');
+    if (a.exports > 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'the handle was already exported');
+    return this.#run(() => {
+      const token = this.runtime.exportShareable(a, f === C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT);
+      this.#exported.add(token);
+      shareableHandle.value = BigInt(token);
+    });
+  }
+
+  /** Name the processes (by aclrtDeviceGetBareTgid's pid) that may import; called by the exporter. */
+  aclrtMemSetPidToShareableHandle(
+    shareableHandle: Size,
+    pid: ArrayLike<number> | null,
+    pidNum: Size,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (pid === null || typeof pid !== 'object' || typeof pid.length !== 'number')
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL');
+    const k = toCount(pidNum);
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pidNum ${pidNum} must be positive`);
+    if (pid.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
+    const pids: number[] = [];
+    for (let i = 0; i < k; i++) {
+      const p = toInt(pid[i]);
+      if (!Number.isInteger(p)) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `pid[${i}] is not a pid`);
+      pids.push(p);
+    }
+    const token = toCount(shareableHandle);
+    if (!this.#exported.has(token))
+      return this.#bad(
+        C.ACL_ERROR_RT_PARAM_INVALID,
+        `this process exported no shareable handle ${shareableHandle}`,
+      );
+    return this.#run(() => this.runtime.allowImport(token, pids));
+  }
+
+  /** A handle in this process to memory another process exported. deviceId names the device it is used on. */
+  aclrtMemImportFromShareableHandle(shareableHandle: Size, deviceId: number, handle: Box<bigint>): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    if (!this.runtime.isDevice(toInt(deviceId)))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${deviceId}`);
+    const token = toCount(shareableHandle);
+    // CANN: export and import in one process is not supported.
+    if (this.#exported.has(token))
+      return this.#bad(
+        C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        'a process may not import its own shareable handle',
+      );
+    return this.#run(() => {
+      handle.value = BigInt(this.runtime.importShareable(token).id);
+    });
+  }
+
+  aclrtDeviceGetBareTgid(pid: Box<number>): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(pid)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL');
+    pid.value = this.runtime.pid;
+    return C.ACL_SUCCESS;
+  }
+
+  // --- the one-step path ------------------------------------------------------------------------------
+
+  /**
+   * size rounds up to 32 bytes and gains 32 bytes of padding (none for the
+   * 1 GiB huge-page policies), as CANN documents; core then maps whole
+   * granules, so the padding shows when it crosses a 2 MiB boundary.
+   */
+  aclrtMalloc(devPtr: Box<bigint>, size: Size, policy: number): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(devPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
+    // Out-of-range policies are accepted (CANN: huge pages from 2 MiB, normal below).
+    const base = toInt(policy) & 0xff;
+    const padding =
+      base === C.ACL_MEM_MALLOC_HUGE1G_ONLY || base === C.ACL_MEM_MALLOC_HUGE1G_ONLY_P2P
+        ? 0
+        : C.ACL_MALLOC_PADDING;
+    const padded = aclMallocSize(n, padding);
+    return this.#run(() => {
+      devPtr.value = BigInt(this.runtime.malloc(this.#current, padded).base);
+    });
+  }
+
+  aclrtFree(devPtr: Pointer): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(devPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'malloc')
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not from aclrtMalloc`);
+    return this.#run(() => this.runtime.mfree(va));
+  }
+
+  aclrtGetMemInfo(attr: number, free: Box<number>, total: Box<number>): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(free) || !isBox(total)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'free or total is NULL');
+    const a = toInt(attr);
+    if (!(a >= C.ACL_DDR_MEM && a <= C.ACL_MEM_P2P_HUGE1G))
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `attr ${attr}`);
+    if (!HBM_MEM_ATTRS.has(a) && a !== C.ACL_MEM_NORMAL && a !== C.ACL_MEM_HUGE && a !== C.ACL_MEM_HUGE1G) {
+      // DDR on the device: an Ascend 910B has none.
+      free.value = 0;
+      total.value = 0;
+      return C.ACL_SUCCESS;
+    }
+    const info = this.runtime.memoryInfo(this.#current);
+    free.value = info.free;
+    total.value = info.total;
+    return C.ACL_SUCCESS;
+  }
+
+  // --- copies and sets -------------------------------------------------------------------------------------
+
+  aclrtMemcpy(dst: MemcpyPointer, destMax: Size, src: MemcpyPointer, count: Size, kind: number): number {
+    return this.#memcpy(dst, destMax, src, count, kind, null);
+  }
+
+  aclrtMemcpyAsync(
+    dst: MemcpyPointer,
+    destMax: Size,
+    src: MemcpyPointer,
+    count: Size,
+    kind: number,
+    stream: Pointer,
+  ): number {
+    return this.#memcpy(dst, destMax, src, count, kind, stream);
+  }
+
+  aclrtMemset(devPtr: Pointer, maxCount: Size, value: number, count: Size): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(devPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
+    const n = toCount(count);
+    const max = toCount(maxCount);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${count} must be positive`);
+    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds maxCount ${maxCount}`);
+    if (!Number.isInteger(value)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `value ${value}`);
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    return this.#run(() => this.runtime.fill(this.#current, va, value, n));
+  }
+
+  // --- streams ---------------------------------------------------------------------------------------------
+
+  aclrtCreateStream(stream: Box<bigint>): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(stream)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'stream is NULL');
+    return this.#run(() => {
+      const id = this.runtime.createStream(this.#current);
+      const h = STREAM_BASE + this.#nextStream++;
+      this.#streams.set(h, { id, device: this.#current });
+      stream.value = h;
+    });
+  }
+
+  /** A NULL stream is the default stream: its work is everything submitted synchronously, so only the device's streams remain. */
+  aclrtSynchronizeStream(stream: Pointer): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (isNull(stream)) return this.#run(() => this.runtime.synchronize(this.#current));
+    const s = this.#stream(stream);
+    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${String(stream)}`);
+    return this.#run(() => this.runtime.synchronizeStream(s.id));
+  }
+
+  aclrtDestroyStream(stream: Pointer): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(stream)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'stream is NULL');
+    const s = this.#stream(stream);
+    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${String(stream)}`);
+    this.#streams.delete(BigInt(stream as bigint | number));
+    return this.#run(() => this.runtime.destroyStream(s.id));
+  }
+
+  aclrtSynchronizeDevice(): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    return this.#run(() => this.runtime.synchronize(this.#current));
+  }
+
+  // --- errors ----------------------------------------------------------------------------------------------
+
+  /** The description of this process's most recent failed call, cleared by reading; null when there is none. */
+  aclGetRecentErrMsg(): string | null {
+    const msg = this.#recentError;
+    this.#recentError = null;
+    return msg;
+  }
+
+  /** End the process: everything it holds is released, as at exit. Never throws. */
+  dispose(): void {
+    this.runtime.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  // --- helpers -----------------------------------------------------------------------------------------------
+
+  #memcpy(
+    dst: MemcpyPointer,
+    destMax: Size,
+    src: MemcpyPointer,
+    count: Size,
+    kind: number,
+    stream: Pointer | null,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNullPointer(dst)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'dst is NULL');
+    if (isNullPointer(src)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'src is NULL');
+    const n = toCount(count);
+    const max = toCount(destMax);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${count} must be positive`);
+    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds destMax ${destMax}`);
+    let k = toInt(kind);
+    if (k === C.ACL_MEMCPY_DEFAULT) {
+      // The runtime infers the direction from the pointers.
+      k =
+        isHostBuffer(src) && isHostBuffer(dst)
+          ? C.ACL_MEMCPY_HOST_TO_HOST
+          : isHostBuffer(src)
+            ? C.ACL_MEMCPY_HOST_TO_DEVICE
+            : isHostBuffer(dst)
+              ? C.ACL_MEMCPY_DEVICE_TO_HOST
+              : C.ACL_MEMCPY_DEVICE_TO_DEVICE;
+    } else if (k === C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE || k === C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE) {
+      k = C.ACL_MEMCPY_DEVICE_TO_DEVICE;
+    } else if (k === C.ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+      k = C.ACL_MEMCPY_HOST_TO_DEVICE;
+    }
+    const hostSrc = k === C.ACL_MEMCPY_HOST_TO_HOST || k === C.ACL_MEMCPY_HOST_TO_DEVICE;
+    const hostDst = k === C.ACL_MEMCPY_HOST_TO_HOST || k === C.ACL_MEMCPY_DEVICE_TO_HOST;
+    if (k < C.ACL_MEMCPY_HOST_TO_HOST || k > C.ACL_MEMCPY_DEVICE_TO_DEVICE)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `kind ${kind}`);
+    if (hostSrc !== isHostBuffer(src) || hostDst !== isHostBuffer(dst))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `the pointers do not match kind ${kind}`);
+    if (isHostBuffer(src) && src.length < n)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `src holds fewer than ${n} bytes`);
+    if (isHostBuffer(dst) && dst.length < n)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `dst holds fewer than ${n} bytes`);
+    if (k === C.ACL_MEMCPY_HOST_TO_HOST) {
+      (dst as Uint8Array).set((src as Uint8Array).subarray(0, n));
+      return C.ACL_SUCCESS;
+    }
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    let streamId = 0;
+    if (stream !== null && !isNull(stream)) {
+      const s = this.#stream(stream);
+      if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${String(stream)}`);
+      streamId = s.id;
+    }
+    const d = this.#current;
+    return this.#run(() => {
+      if (k === C.ACL_MEMCPY_HOST_TO_DEVICE)
+        this.runtime.write(d, toCount(dst as Pointer), (src as Uint8Array).subarray(0, n), streamId);
+      else if (k === C.ACL_MEMCPY_DEVICE_TO_HOST)
+        this.runtime.read(d, toCount(src as Pointer), (dst as Uint8Array).subarray(0, n), streamId);
+      else this.runtime.copy(d, toCount(dst as Pointer), toCount(src as Pointer), n, streamId);
+    });
+  }
+
+  /** Validate prop in CANN's order (acl layer: handleType, allocationType, location type, memAttr); a code if bad. */
+  #checkProp(prop: aclrtPhysicalMemProp): Location | number {
+    if (prop.handleType !== C.ACL_MEM_HANDLE_TYPE_NONE)
+      return this.#bad(
+        C.ACL_ERROR_INVALID_PARAM,
+        `handleType ${prop.handleType} must be ACL_MEM_HANDLE_TYPE_NONE`,
+      );
+    if (prop.allocationType !== C.ACL_MEM_ALLOCATION_TYPE_PINNED)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `allocationType ${prop.allocationType} must be PINNED`);
+    return this.#checkLocationAndAttr(prop);
+  }
+
+  #checkLocationAndAttr(prop: aclrtPhysicalMemProp): Location | number {
+    const loc = prop.location;
+    if (!isStruct(loc)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop.location is missing');
+    if (loc.type === C.ACL_MEM_LOCATION_TYPE_UNREGISTERED)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'location type ACL_MEM_LOCATION_TYPE_UNREGISTERED');
+    const isDevice = loc.type === C.ACL_MEM_LOCATION_TYPE_DEVICE;
+    if (isDevice && DDR_MEM_ATTRS.has(prop.memAttr))
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `memAttr ${prop.memAttr} is for host locations only`);
+    if (!KNOWN_MEM_ATTRS.has(prop.memAttr))
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `memAttr ${prop.memAttr} is not supported`);
+    if (isDevice) {
+      if (!this.runtime.isDevice(loc.id))
+        return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${loc.id}`);
+      return { type: 'device', id: loc.id };
+    }
+    if (loc.type === C.ACL_MEM_LOCATION_TYPE_HOST) return { type: 'host', id: 0 };
+    if (loc.type === C.ACL_MEM_LOCATION_TYPE_HOST_NUMA) {
+      const id = toCount(loc.id);
+      if (id < 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `NUMA node ${loc.id}`);
+      return { type: 'host', id };
+    }
+    if (loc.type === C.ACL_MEM_LOCATION_TYPE_MANAGED)
+      return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'managed memory has no physical handle');
+    return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `location type ${loc.type}`);
+  }
+
+  /** Size and address granularity: 1 GiB for the HUGE1G attributes, the device's granularity (2 MiB) otherwise. */
+  #granularity(memAttr: number, location: Location, option = C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM): number {
+    if (HUGE1G_MEM_ATTRS.has(memAttr)) return GiB;
+    const d = this.runtime.devices[location.type === 'device' ? location.id : 0];
+    return Math.max(
+      option === C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM ? d.minimumGranularity : d.recommendedGranularity,
+      this.runtime.vaGranularity,
+    );
+  }
+
+  /** The device ordinal an access location names, or the refusal. */
+  #accessDevice(location: aclrtMemLocation): number | AclRefusal {
+    if (location.type === C.ACL_MEM_LOCATION_TYPE_DEVICE) {
+      if (this.runtime.isDevice(location.id)) return location.id;
+      return new AclRefusal(this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${location.id}`));
+    }
+    if (location.type === C.ACL_MEM_LOCATION_TYPE_HOST)
+      return new AclRefusal(
+        this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'host access to device mappings is not simulated'),
+      );
+    return new AclRefusal(this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `location type ${location.type}`));
+  }
+
+  #mappingStartingAt(va: number): Mapping | undefined {
+    const m = this.runtime.mappingAt(va);
+    return m !== undefined && m.va === va && m.reservation.origin === 'vmm' ? m : undefined;
+  }
+
+  #allocation(handle: Pointer): PhysicalAllocation | undefined {
+    const id = toCount(handle ?? 0);
+    return id <= 0 ? undefined : this.runtime.allocation(id);
+  }
+
+  #stream(h: Pointer): { id: number; device: number } | undefined {
+    if (typeof h !== 'bigint' && typeof h !== 'number') return undefined;
+    const key = typeof h === 'bigint' ? h : Number.isSafeInteger(h) ? BigInt(h) : -1n;
+    return this.#streams.get(key);
+  }
+
+  #needDevice(): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (this.#current === -1)
+      return this.#bad(C.ACL_ERROR_RT_CONTEXT_NULL, 'no device was set (aclrtSetDevice)');
+    return C.ACL_SUCCESS;
+  }
+
+  #uninitialized(): number {
+    return this.#bad(C.ACL_ERROR_UNINITIALIZE, 'aclInit was not called');
+  }
+
+  /** Refuse with `code`, remembering why for aclGetRecentErrMsg. */
+  #bad(code: number, reason: string): number {
+    this.#reason = reason;
+    return code;
+  }
+
+  #run(work: () => void): number {
+    try {
+      work();
+      return C.ACL_SUCCESS;
+    } catch (e) {
+      return this.#code(e);
+    }
+  }
+
+  #code(e: unknown): number {
+    if (e instanceof AclRefusal) return e.code;
+    if (isVmmError(e)) this.#reason = e.message;
+    return codeFor(ACL_ERROR_TABLE, e, ACL_UNKNOWN_ERROR, (err) => {
+      this.lastInternalError = err;
+      this.#reason = `internal error: ${err instanceof Error ? err.message : String(err)}`;
+      this.#report('internal error in an ACL call', err);
+    });
+  }
+
+  /**
+   * Wrap each ACL call of this instance so a failing one leaves its
+   * description for aclGetRecentErrMsg (and a success leaves it alone, as
+   * ACL keeps the message until it is read).
+   */
+  #recordFailures(): void {
+    const methods = this as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of ACL_FUNCTIONS) {
+      if (name === 'aclGetRecentErrMsg') continue;
+      const method = methods[name];
+      methods[name] = (...args: unknown[]) => {
+        this.#reason = undefined;
+        const result = method.apply(this, args);
+        if (typeof result === 'number' && result !== C.ACL_SUCCESS) {
+          const codeName = C.ACL_ERROR_NAMES.get(result) ?? 'aclError';
+          this.#recentError = `${name} failed: ${codeName} (${result})${this.#reason ? `: ${this.#reason}` : ''}`;
+        }
+        return result;
+      };
+    }
+  }
+}
+
+/** A refusal decided inside #run after core already acted (and was undone). */
+class AclRefusal {
+  constructor(readonly code: number) {}
+}
+
+/** aclrtMalloc's accounted size: up to a multiple of 32, plus the padding. */
+export function aclMallocSize(size: number, padding: number = C.ACL_MALLOC_PADDING): number {
+  return Math.ceil(size / C.ACL_MALLOC_ALIGN) * C.ACL_MALLOC_ALIGN + padding;
+}
+
+function isNull(p: unknown): boolean {
+  return p === null || p === undefined || p === 0 || p === 0n;
+}
+
+function isNullPointer(p: MemcpyPointer): boolean {
+  return !isHostBuffer(p) && isNull(p);
+}
+
+function sameLocation(a: Location, b: Location): boolean {
+  return a.type === b.type && a.id === b.id;
+}
+
+/** A process using Ascend ACL, on a simulated machine (default: one Ascend 910B). */
+export function createAcl(options: AclOptions = {}): AclFlavor {
+  return new AclFlavor(options);
+}
