@@ -1,0 +1,727 @@
+import type { Machine } from '../../backends/sim/machine.js';
+import { isVmmError } from '../../core/errors.js';
+import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
+import type { Runtime } from '../../core/runtime.js';
+import { instrument } from '../../core/trace.js';
+import type { Access, Location } from '../../core/types.js';
+import { type Box, isBox, isHostBuffer, isPowerOfTwo, isStruct, toCount, toInt } from '../common/args.js';
+import { codeFor } from '../common/error-table.js';
+import { type FlavorOptions, startProcess } from '../common/process.js';
+import * as C from './constants.js';
+import { HIP_ERROR_TABLE } from './error-table.js';
+
+/** hipMemLocation */
+export interface hipMemLocation {
+  type: number;
+  id: number;
+}
+
+/** hipMemAllocationProp (win32HandleMetaData and allocFlags are kept and reported, not interpreted). */
+export interface hipMemAllocationProp {
+  type: number;
+  requestedHandleTypes: number;
+  location: hipMemLocation;
+  win32HandleMetaData?: bigint | number;
+  allocFlags?: { compressionType?: number; gpuDirectRDMACapable?: number; usage?: number };
+}
+
+/** hipMemAccessDesc */
+export interface hipMemAccessDesc {
+  location: hipMemLocation;
+  flags: number;
+}
+
+/** A device pointer (void*): null, a number or a bigint. */
+type HipPtr = bigint | number | null;
+/** An opaque handle (hipMemGenericAllocationHandle_t, hipStream_t). */
+type HipHandle = bigint | number | null;
+type Size = bigint | number;
+/** A hipMemcpy operand: a host buffer, or a device pointer. */
+type HipMemory = Uint8Array | HipPtr;
+
+const LOCATION_TYPES = new Set([
+  C.hipMemLocationTypeDevice,
+  C.hipMemLocationTypeHost,
+  C.hipMemLocationTypeHostNuma,
+  C.hipMemLocationTypeHostNumaCurrent,
+]);
+const ACCESS_FLAGS = new Set([
+  C.hipMemAccessFlagsProtNone,
+  C.hipMemAccessFlagsProtRead,
+  C.hipMemAccessFlagsProtReadWrite,
+]);
+const MEMCPY_KINDS = new Set([
+  C.hipMemcpyHostToHost,
+  C.hipMemcpyHostToDevice,
+  C.hipMemcpyDeviceToHost,
+  C.hipMemcpyDeviceToDevice,
+  C.hipMemcpyDefault,
+  C.hipMemcpyDeviceToDeviceNoCU,
+]);
+/** Granularity of host-located VMM memory: the CPU agent's page. */
+const HOST_GRANULARITY = 4096;
+/** Stream handles are opaque; these are deterministic per process. */
+const STREAM_BASE = 0x6_0000n;
+
+/** The function names of the HIP flavour (for tracing, parity and documentation). */
+export const HIP_FUNCTIONS = [
+  'hipInit',
+  'hipGetDeviceCount',
+  'hipSetDevice',
+  'hipGetDevice',
+  'hipDeviceSynchronize',
+  'hipMemGetAllocationGranularity',
+  'hipMemAddressReserve',
+  'hipMemAddressFree',
+  'hipMemCreate',
+  'hipMemRelease',
+  'hipMemMap',
+  'hipMemUnmap',
+  'hipMemSetAccess',
+  'hipMemGetAccess',
+  'hipMemRetainAllocationHandle',
+  'hipMemGetAllocationPropertiesFromHandle',
+  'hipMemExportToShareableHandle',
+  'hipMemImportFromShareableHandle',
+  'hipMalloc',
+  'hipFree',
+  'hipMemGetInfo',
+  'hipMemcpy',
+  'hipMemcpyAsync',
+  'hipMemset',
+  'hipMemsetAsync',
+  'hipStreamCreate',
+  'hipStreamSynchronize',
+  'hipStreamDestroy',
+  'hipGetErrorName',
+  'hipGetErrorString',
+] as const;
+
+/**
+ * One process using the HIP runtime API: every method has the C name and
+ * argument order and returns the hipError_t. The checks are those of ROCm's
+ * hip_vm.cpp, in its order and with its codes; the work is done by core.
+ *
+ * Note [HIP handle lifetime]: HIP keeps one reference count per
+ * GenericAllocation (1 at create/import, +1 per map and retain, -1 per
+ * release and per unmapped chunk), which is core's PhysicalAllocation.refCount.
+ * One difference stays: core invalidates the handle value once every handle
+ * reference is released, even while mappings keep the memory alive; in HIP
+ * the pointer stays usable (strictly, using it is undefined behaviour).
+ */
+export class HipFlavor {
+  readonly runtime: Runtime;
+  /** The simulated machine this process runs on (undefined on real hardware). */
+  readonly machine: Machine | undefined;
+  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with hipErrorUnknown. */
+  lastInternalError: unknown;
+  /** The calling thread's current device (hipSetDevice). */
+  #current = 0;
+  /** Stream handle -> core stream id and the device it was created on. */
+  readonly #streams = new Map<bigint, { id: number; device: number }>();
+  /** The hipMemAllocationProp each allocation reports (GenericAllocation::GetProperties). */
+  readonly #props = new WeakMap<PhysicalAllocation, hipMemAllocationProp>();
+  readonly #report: (message: string, error?: unknown) => void;
+
+  constructor(options: FlavorOptions = {}) {
+    const p = startProcess(options);
+    this.runtime = p.runtime;
+    this.machine = p.machine;
+    this.#report = p.report;
+    if (options.tracer) instrument(this, 'flavor', options.tracer, HIP_FUNCTIONS);
+  }
+
+  /** This process's pid on its machine. */
+  get pid(): number {
+    return this.runtime.pid;
+  }
+
+  // --- initialisation and devices ------------------------------------------------------
+
+  /** HIP initialises on first use; hipInit only checks its flags. */
+  hipInit(flags: number): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    return toInt(flags) === 0 ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  hipGetDeviceCount(count: Box<number>): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (!isBox(count)) return C.hipErrorInvalidValue;
+    count.value = this.runtime.devices.length;
+    return C.hipSuccess;
+  }
+
+  hipSetDevice(deviceId: number): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
+    this.#current = d;
+    return C.hipSuccess;
+  }
+
+  hipGetDevice(deviceId: Box<number>): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (!isBox(deviceId)) return C.hipErrorInvalidValue;
+    deviceId.value = this.#current;
+    return C.hipSuccess;
+  }
+
+  hipDeviceSynchronize(): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    return this.#run(() => this.runtime.synchronize(this.#current));
+  }
+
+  // --- virtual memory management (hip_vm.cpp) -----------------------------------------------
+
+  hipMemGetAllocationGranularity(
+    granularity: Box<number>,
+    prop: hipMemAllocationProp,
+    option: number,
+  ): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const opt = toInt(option);
+    if (
+      !isBox(granularity) ||
+      !isStruct(prop) ||
+      !isAllocationType(prop.type) ||
+      !isStruct(prop.location) ||
+      !LOCATION_TYPES.has(prop.location.type) ||
+      (prop.location.type === C.hipMemLocationTypeDevice && !this.runtime.isDevice(prop.location.id)) ||
+      (opt !== C.hipMemAllocationGranularityMinimum && opt !== C.hipMemAllocationGranularityRecommended)
+    ) {
+      return C.hipErrorInvalidValue;
+    }
+    if (prop.location.type !== C.hipMemLocationTypeDevice) {
+      granularity.value = HOST_GRANULARITY;
+      return C.hipSuccess;
+    }
+    // hip_vm.cpp reads the current device's info, not location.id's.
+    const d = this.runtime.devices[this.#current];
+    granularity.value =
+      opt === C.hipMemAllocationGranularityMinimum ? d.minimumGranularity : d.recommendedGranularity;
+    return C.hipSuccess;
+  }
+
+  hipMemAddressReserve(ptr: Box<bigint>, size: Size, alignment: Size, addr: HipPtr, flags: Size): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (!isBox(ptr) || toInt(flags) !== 0) return C.hipErrorInvalidValue;
+    const n = toCount(size);
+    const align = toCount(alignment);
+    // Device 0's minimum granularity: one reservation serves every device.
+    if (n <= 0 || n % this.runtime.vaGranularity !== 0) return C.hipErrorInvalidValue;
+    if (align < 0 || (align !== 0 && !isPowerOfTwo(align))) return C.hipErrorInvalidValue;
+    const hint = Math.max(0, toCount(addr ?? 0));
+    try {
+      ptr.value = BigInt(this.runtime.reserve(n, { alignment: align, hint }).base);
+      return C.hipSuccess;
+    } catch (e) {
+      // virtualAlloc returning null is answered with hipErrorOutOfMemory.
+      return isVmmError(e) ? C.hipErrorOutOfMemory : this.#code(e);
+    }
+  }
+
+  /**
+   * Size is checked for zero and otherwise ignored: the reservation is found
+   * from the pointer. A pointer inside (not at the base of) a reservation is
+   * found too, but virtualFree then fails, as it does while anything is
+   * still mapped: hipErrorUnknown (Note [HIP in-use is Unknown]).
+   */
+  hipMemAddressFree(devPtr: HipPtr, size: Size): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const va = toCount(devPtr ?? 0);
+    const n = toCount(size);
+    if (va <= 0 || n <= 0) return C.hipErrorInvalidValue;
+    const r = this.runtime.reservationContaining(va);
+    if (r === undefined || r.origin !== 'vmm') return C.hipErrorInvalidValue;
+    if (r.base !== va || r.mappingCount > 0) return C.hipErrorUnknown;
+    return this.#run(() => this.runtime.free(r));
+  }
+
+  hipMemCreate(handle: Box<bigint>, size: Size, prop: hipMemAllocationProp, flags: Size): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const n = toCount(size);
+    if (
+      !isBox(handle) ||
+      n <= 0 ||
+      toInt(flags) !== 0 ||
+      !isStruct(prop) ||
+      !isAllocationType(prop.type) ||
+      !isStruct(prop.location) ||
+      !LOCATION_TYPES.has(prop.location.type)
+    ) {
+      return C.hipErrorInvalidValue;
+    }
+    const { type, id } = prop.location;
+    let location: Location;
+    if (type === C.hipMemLocationTypeDevice) {
+      if (!this.runtime.isDevice(id)) return C.hipErrorInvalidDevice;
+      location = { type: 'device', id };
+    } else if (type === C.hipMemLocationTypeHostNuma) {
+      if (!(Number.isInteger(id) && id >= 0 && id < C.SIMULATED_HOST_NUMA_NODES))
+        return C.hipErrorInvalidValue;
+      location = { type: 'host', id };
+    } else {
+      location = { type: 'host', id: 0 };
+    }
+    const handleTypes = toInt(prop.requestedHandleTypes ?? 0);
+    if (
+      handleTypes !== C.hipMemHandleTypeNone &&
+      handleTypes !== C.hipMemHandleTypePosixFileDescriptor &&
+      handleTypes !== C.hipMemHandleTypeFabric
+    ) {
+      return C.hipErrorNotSupported;
+    }
+    // maxPhysicalMemAllocSize_ is the device's memory; host pools are checked when allocating.
+    if (location.type === 'device' && n > this.runtime.devices[location.id].totalMemory) {
+      return C.hipErrorOutOfMemory;
+    }
+    // Note: the granularity is not checked here, only memBaseAddrAlign_ (hipMemMap checks granularity).
+    if (n % C.HIP_MEM_BASE_ADDR_ALIGN !== 0) return C.hipErrorInvalidValue;
+    // hip_vm.cpp allocates device memory through the *current* device's context while recording
+    // location.id as the owner; vmmkit places it on location.id (the same on one device).
+    try {
+      const a = this.runtime.create(n, {
+        location,
+        handleTypes,
+        uncached: prop.type === C.hipMemAllocationTypeUncached,
+      });
+      this.#props.set(a, copyProp(prop));
+      handle.value = BigInt(a.id);
+      return C.hipSuccess;
+    } catch (e) {
+      return this.#code(e);
+    }
+  }
+
+  hipMemRelease(handle: HipHandle): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const a = this.#allocation(handle);
+    if (a === undefined) return C.hipErrorInvalidValue;
+    return this.#run(() => this.runtime.release(a));
+  }
+
+  /** Maps [ptr, ptr + size) to the start of the allocation; the mapping holds one reference (ga->retain). */
+  hipMemMap(ptr: HipPtr, size: Size, offset: Size, handle: HipHandle, flags: Size): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const va = toCount(ptr ?? 0);
+    const n = toCount(size);
+    const h = toCount(handle ?? 0);
+    if (va <= 0 || h <= 0 || n <= 0 || toCount(offset) !== 0 || toInt(flags) !== 0) {
+      return C.hipErrorInvalidValue;
+    }
+    const a = this.runtime.allocation(h);
+    if (a === undefined) return C.hipErrorInvalidValue;
+    // Host-backed memory is mapped through the current device (VmmOwnerDeviceIndex).
+    const owner = a.props.location.type === 'device' ? a.props.location.id : this.#current;
+    if (n % this.runtime.devices[owner].minimumGranularity !== 0) return C.hipErrorInvalidValue;
+    return this.#run(() => this.runtime.map(va, n, a, 0));
+  }
+
+  /**
+   * Unmaps whole chunks (Note [ValidateSubBufferCoverage]); every stream is
+   * synchronised first (core's unmapMappings does, as SyncAllStreams), then
+   * each chunk is unmapped and drops its allocation reference.
+   */
+  hipMemUnmap(ptr: HipPtr, size: Size): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const va = toCount(ptr ?? 0);
+    const n = toCount(size);
+    if (va <= 0 || n <= 0) return C.hipErrorInvalidValue;
+    const chunks = this.#coverage(va, n);
+    if (chunks === undefined) return C.hipErrorInvalidValue;
+    return this.#run(() => this.runtime.unmapMappings(chunks));
+  }
+
+  /**
+   * Descriptors are applied one by one, as hip_vm.cpp does: a bad descriptor
+   * fails the call after the earlier ones took effect. `desc` may be an
+   * array or, for count 1, a single descriptor (C's `&desc`).
+   */
+  hipMemSetAccess(
+    ptr: HipPtr,
+    size: Size,
+    desc: readonly hipMemAccessDesc[] | hipMemAccessDesc | null,
+    count: Size,
+  ): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const va = toCount(ptr ?? 0);
+    const n = toCount(size);
+    const c = toCount(count);
+    const descs = Array.isArray(desc) ? desc : isStruct(desc) ? [desc as hipMemAccessDesc] : undefined;
+    if (va <= 0 || n <= 0 || descs === undefined || c <= 0) return C.hipErrorInvalidValue;
+    const chunks = this.#coverage(va, n);
+    if (chunks === undefined) return C.hipErrorInvalidValue;
+    for (let i = 0; i < c; i++) {
+      const d = descs[i];
+      if (!isStruct(d) || !isStruct(d.location) || !LOCATION_TYPES.has(d.location.type)) {
+        return C.hipErrorInvalidValue;
+      }
+      const { type, id } = d.location;
+      if (type === C.hipMemLocationTypeDevice && !this.runtime.isDevice(id)) return C.hipErrorInvalidValue;
+      if (
+        type === C.hipMemLocationTypeHostNuma &&
+        !(Number.isInteger(id) && id >= 0 && id < C.SIMULATED_HOST_NUMA_NODES)
+      ) {
+        return C.hipErrorInvalidValue;
+      }
+      if (!ACCESS_FLAGS.has(d.flags)) return C.hipErrorInvalidValue;
+      // The CPU agent's access (host location types) is not modelled: host copies go through
+      // the current device. The descriptor is accepted and changes nothing.
+      if (type !== C.hipMemLocationTypeDevice) continue;
+      const code = this.#run(() =>
+        this.runtime.setAccessOn(chunks, [{ device: id, access: d.flags as Access }]),
+      );
+      if (code !== C.hipSuccess) return code;
+    }
+    return C.hipSuccess;
+  }
+
+  hipMemGetAccess(flags: Box<number>, location: hipMemLocation, ptr: HipPtr): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const va = toCount(ptr ?? 0);
+    if (
+      !isBox(flags) ||
+      !isStruct(location) ||
+      va <= 0 ||
+      location.type !== C.hipMemLocationTypeDevice ||
+      !this.runtime.isDevice(location.id)
+    ) {
+      return C.hipErrorInvalidValue;
+    }
+    const m = this.runtime.mappingAt(va);
+    if (m === undefined || m.reservation.origin !== 'vmm') return C.hipErrorInvalidValue;
+    flags.value = m.accessOf(location.id);
+    return C.hipSuccess;
+  }
+
+  /** A new reference to the allocation mapped at any address inside a VMM mapping; none for hipMalloc memory. */
+  hipMemRetainAllocationHandle(handle: Box<bigint>, addr: HipPtr): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const va = toCount(addr ?? 0);
+    if (!isBox(handle) || va <= 0) return C.hipErrorInvalidValue;
+    try {
+      handle.value = BigInt(this.runtime.retain(va).id);
+      return C.hipSuccess;
+    } catch (e) {
+      return this.#code(e);
+    }
+  }
+
+  hipMemGetAllocationPropertiesFromHandle(prop: Box<hipMemAllocationProp>, handle: HipHandle): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const a = this.#allocation(handle);
+    if (toCount(handle ?? 0) <= 0 || !isBox(prop) || a === undefined) return C.hipErrorInvalidValue;
+    prop.value = copyProp(this.#propsOf(a));
+    return C.hipSuccess;
+  }
+
+  /**
+   * Writes an int file descriptor. The handle type must equal the
+   * requestedHandleTypes given at create, exactly (hip_vm.cpp compares with
+   * !=, not as a bit set). The simulated machine has no fabric: a fabric
+   * export fails as ROCr's would without one (hipErrorInvalidValue).
+   */
+  hipMemExportToShareableHandle(
+    shareableHandle: Box<number>,
+    handle: HipHandle,
+    handleType: number,
+    flags: Size,
+  ): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (toInt(flags) !== 0 || toCount(handle ?? 0) <= 0) return C.hipErrorInvalidValue;
+    if (!isBox(shareableHandle)) return C.hipErrorInvalidValue;
+    const a = this.#allocation(handle);
+    if (a === undefined) return C.hipErrorInvalidValue;
+    const type = toInt(handleType);
+    if (this.#propsOf(a).requestedHandleTypes !== type) return C.hipErrorInvalidValue;
+    if (type !== C.hipMemHandleTypePosixFileDescriptor) return C.hipErrorInvalidValue;
+    try {
+      shareableHandle.value = this.runtime.exportFd(a);
+      return C.hipSuccess;
+    } catch (e) {
+      return this.#code(e);
+    }
+  }
+
+  /** Takes the fd value itself (C passes the int cast to void*); a new handle to the same memory. */
+  hipMemImportFromShareableHandle(handle: Box<bigint>, osHandle: HipHandle, shHandleType: number): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const fd = toCount(osHandle ?? 0);
+    if (!isBox(handle) || fd === 0) return C.hipErrorInvalidValue;
+    const type = toInt(shHandleType);
+    if (type !== C.hipMemHandleTypePosixFileDescriptor || fd < 0) return C.hipErrorInvalidValue;
+    try {
+      const a = this.runtime.importFd(fd);
+      const { location } = a.props;
+      this.#props.set(a, {
+        type: C.hipMemAllocationTypePinned,
+        requestedHandleTypes: type,
+        location: {
+          type: location.type === 'device' ? C.hipMemLocationTypeDevice : C.hipMemLocationTypeHost,
+          id: location.type === 'device' ? location.id : 0,
+        },
+      });
+      handle.value = BigInt(a.id);
+      return C.hipSuccess;
+    } catch (e) {
+      return this.#code(e);
+    }
+  }
+
+  // --- the one-step path --------------------------------------------------------------------
+
+  /** Size 0 gives a null pointer and success, as HIP does. */
+  hipMalloc(ptr: Box<bigint>, size: Size): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const n = toCount(size);
+    if (!isBox(ptr) || n < 0) return C.hipErrorInvalidValue;
+    if (n === 0) {
+      ptr.value = 0n;
+      return C.hipSuccess;
+    }
+    try {
+      ptr.value = BigInt(this.runtime.malloc(this.#current, n).base);
+      return C.hipSuccess;
+    } catch (e) {
+      return this.#code(e);
+    }
+  }
+
+  /** hipFree(NULL) succeeds; anything but a hipMalloc pointer is hipErrorInvalidValue. */
+  hipFree(ptr: HipPtr): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const va = toCount(ptr ?? 0);
+    if (va === 0) return C.hipSuccess;
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'malloc') return C.hipErrorInvalidValue;
+    return this.#run(() => this.runtime.mfree(va));
+  }
+
+  hipMemGetInfo(free: Box<number>, total: Box<number>): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (!isBox(free) || !isBox(total)) return C.hipErrorInvalidValue;
+    const info = this.runtime.memoryInfo(this.#current);
+    free.value = info.free;
+    total.value = info.total;
+    return C.hipSuccess;
+  }
+
+  // --- copies and sets ------------------------------------------------------------------------
+
+  /** Host operands are Uint8Arrays, device operands pointers; hipMemcpyDefault infers the direction from them. */
+  hipMemcpy(dst: HipMemory, src: HipMemory, sizeBytes: Size, kind: number): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    return this.#memcpy(dst, src, sizeBytes, kind, 0n);
+  }
+
+  hipMemcpyAsync(dst: HipMemory, src: HipMemory, sizeBytes: Size, kind: number, stream: HipHandle): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    return this.#memcpy(dst, src, sizeBytes, kind, stream);
+  }
+
+  hipMemset(dst: HipPtr, value: number, sizeBytes: Size): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    return this.#memset(dst, value, sizeBytes, 0n);
+  }
+
+  hipMemsetAsync(dst: HipPtr, value: number, sizeBytes: Size, stream: HipHandle): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    return this.#memset(dst, value, sizeBytes, stream);
+  }
+
+  // --- streams -------------------------------------------------------------------------------------
+
+  hipStreamCreate(stream: Box<bigint>): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (!isBox(stream)) return C.hipErrorInvalidValue;
+    const device = this.#current;
+    return this.#run(() => {
+      const id = this.runtime.createStream(device);
+      const h = STREAM_BASE + BigInt(id);
+      this.#streams.set(h, { id, device });
+      stream.value = h;
+    });
+  }
+
+  /** The null stream (0) waits for the current device's work. */
+  hipStreamSynchronize(stream: HipHandle): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const s = this.#stream(stream);
+    if (s === undefined) return C.hipErrorInvalidHandle;
+    return this.#run(() =>
+      s.id === 0 ? this.runtime.synchronize(this.#current) : this.runtime.synchronizeStream(s.id),
+    );
+  }
+
+  hipStreamDestroy(stream: HipHandle): number {
+    if (this.#gone()) return C.hipErrorNotInitialized;
+    const s = this.#stream(stream);
+    if (s === undefined || s.id === 0) return C.hipErrorInvalidHandle;
+    this.#streams.delete(BigInt(stream as bigint));
+    return this.#run(() => this.runtime.destroyStream(s.id));
+  }
+
+  // --- errors ----------------------------------------------------------------------------------------
+
+  /** The enumerator's name; "hipErrorUnknown" for a value HIP does not know. */
+  hipGetErrorName(hipError: number): string {
+    return C.HIP_ERRORS.get(toInt(hipError))?.[0] ?? 'hipErrorUnknown';
+  }
+
+  hipGetErrorString(hipError: number): string {
+    return C.HIP_ERRORS.get(toInt(hipError))?.[1] ?? 'unknown error';
+  }
+
+  /** End the process: everything it holds is released, as at exit. Never throws. */
+  dispose(): void {
+    this.runtime.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  // --- helpers -----------------------------------------------------------------------------------------
+
+  /** After dispose() the process is gone; every call answers hipErrorNotInitialized. */
+  #gone(): boolean {
+    return this.runtime.disposed;
+  }
+
+  /**
+   * Note [ValidateSubBufferCoverage]: hip_vm.cpp finds the chunk (mapping)
+   * that contains ptr and measures the range from that chunk's start, not
+   * from ptr: the range must not pass the reservation's end, and `size`
+   * must equal the sizes of whole consecutive chunks from there (no hole, no
+   * partial last chunk). So a ptr inside a chunk with size a whole number of
+   * chunks is accepted and acts on whole chunks; hipMalloc memory is not
+   * VMM memory and is refused. The chunks, or undefined (hipErrorInvalidValue).
+   */
+  #coverage(va: number, size: number): Mapping[] | undefined {
+    const first = this.runtime.mappingAt(va);
+    if (first === undefined || first.reservation.origin !== 'vmm') return undefined;
+    const end = first.va + size;
+    if (end > first.reservation.end) return undefined;
+    const chunks: Mapping[] = [];
+    let covered = 0;
+    for (
+      let m: Mapping | undefined = first;
+      m !== undefined && m.end <= end;
+      m = this.runtime.nextMapping(m)
+    ) {
+      chunks.push(m);
+      covered += m.size;
+    }
+    return covered === size ? chunks : undefined;
+  }
+
+  #memcpy(dst: HipMemory, src: HipMemory, sizeBytes: Size, kind: number, stream: HipHandle): number {
+    const n = toCount(sizeBytes);
+    if (n < 0) return C.hipErrorInvalidValue;
+    if (n === 0) return C.hipSuccess;
+    const k = toInt(kind);
+    if (!MEMCPY_KINDS.has(k)) return C.hipErrorInvalidMemcpyDirection;
+    const dstHost = isHostBuffer(dst);
+    const srcHost = isHostBuffer(src);
+    const dstVa = dstHost ? 0 : toCount(dst ?? 0);
+    const srcVa = srcHost ? 0 : toCount(src ?? 0);
+    if ((!dstHost && dstVa <= 0) || (!srcHost && srcVa <= 0)) return C.hipErrorInvalidValue;
+    if (k !== C.hipMemcpyDefault) {
+      const wantDstHost = k === C.hipMemcpyHostToHost || k === C.hipMemcpyDeviceToHost;
+      const wantSrcHost = k === C.hipMemcpyHostToHost || k === C.hipMemcpyHostToDevice;
+      if (dstHost !== wantDstHost || srcHost !== wantSrcHost) return C.hipErrorInvalidValue;
+    }
+    if ((dstHost && dst.length < n) || (srcHost && src.length < n)) return C.hipErrorInvalidValue;
+    const s = this.#stream(stream);
+    if (s === undefined) return C.hipErrorInvalidHandle;
+    const device = s.id === 0 ? this.#current : s.device;
+    if (dstHost && srcHost) {
+      dst.set(src.subarray(0, n));
+      return C.hipSuccess;
+    }
+    if (srcHost) return this.#run(() => this.runtime.write(device, dstVa, src.subarray(0, n), s.id));
+    if (dstHost) return this.#run(() => this.runtime.read(device, srcVa, dst.subarray(0, n), s.id));
+    return this.#run(() => this.runtime.copy(device, dstVa, srcVa, n, s.id));
+  }
+
+  #memset(dst: HipPtr, value: number, sizeBytes: Size, stream: HipHandle): number {
+    const n = toCount(sizeBytes);
+    const va = toCount(dst ?? 0);
+    if (n < 0 || !Number.isInteger(toInt(value))) return C.hipErrorInvalidValue;
+    if (n === 0) return C.hipSuccess;
+    if (va <= 0) return C.hipErrorInvalidValue;
+    const s = this.#stream(stream);
+    if (s === undefined) return C.hipErrorInvalidHandle;
+    const device = s.id === 0 ? this.#current : s.device;
+    return this.#run(() => this.runtime.fill(device, va, toInt(value), n, s.id));
+  }
+
+  #allocation(handle: HipHandle): PhysicalAllocation | undefined {
+    const id = toCount(handle ?? 0);
+    return id <= 0 ? undefined : this.runtime.allocation(id);
+  }
+
+  /** What GenericAllocation::GetProperties reports: the prop given at create (or made at import). */
+  #propsOf(a: PhysicalAllocation): hipMemAllocationProp {
+    const known = this.#props.get(a);
+    if (known !== undefined) return known;
+    const { location, handleTypes, uncached } = a.props;
+    return {
+      type: uncached ? C.hipMemAllocationTypeUncached : C.hipMemAllocationTypePinned,
+      requestedHandleTypes: handleTypes,
+      location: {
+        type: location.type === 'device' ? C.hipMemLocationTypeDevice : C.hipMemLocationTypeHost,
+        id: location.type === 'device' ? location.id : 0,
+      },
+    };
+  }
+
+  /** A stream handle as core's stream id (0 for the null stream) and its device, or undefined if unknown. */
+  #stream(h: HipHandle): { id: number; device: number } | undefined {
+    if (h === null || h === undefined || h === 0 || h === 0n) return { id: 0, device: this.#current };
+    if (typeof h !== 'bigint') return undefined;
+    return this.#streams.get(h);
+  }
+
+  #run(work: () => void): number {
+    try {
+      work();
+      return C.hipSuccess;
+    } catch (e) {
+      return this.#code(e);
+    }
+  }
+
+  #code(e: unknown): number {
+    return codeFor(HIP_ERROR_TABLE, e, C.hipErrorUnknown, (err) => {
+      this.lastInternalError = err;
+      this.#report('internal error in a HIP call', err);
+    });
+  }
+}
+
+function isAllocationType(t: unknown): boolean {
+  return t === C.hipMemAllocationTypePinned || t === C.hipMemAllocationTypeUncached;
+}
+
+function copyProp(p: hipMemAllocationProp): hipMemAllocationProp {
+  return {
+    type: p.type,
+    requestedHandleTypes: p.requestedHandleTypes ?? C.hipMemHandleTypeNone,
+    location: { type: p.location.type, id: p.location.id },
+    win32HandleMetaData: p.win32HandleMetaData ?? 0n,
+    allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, ...p.allocFlags },
+  };
+}
+
+/**
+ * A process using the HIP runtime API. On the simulator the machine is one
+ * AMD Instinct MI300X unless options name devices or a machine to join.
+ */
+export function createHip(options: FlavorOptions = {}): HipFlavor {
+  const simulated = options.backend === undefined || options.backend === 'sim';
+  if (simulated && options.machine === undefined && options.devices === undefined) {
+    return new HipFlavor({ ...options, devices: ['MI300X'] });
+  }
+  return new HipFlavor(options);
+}
