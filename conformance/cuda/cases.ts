@@ -677,21 +677,22 @@ def('map.overlapPartial', (t) => {
   t.map(base + t.g, 2 * t.G, h2, 'map2Overlapping');
 });
 def('map.spanningTwoReservations', (t) => {
-  const a = t.reserve(t.G, 0, 0n, 0, 'reserveA');
+  // Two reservations placed side by side through hints inside a freed range.
+  const probe = t.unreserved(4 * t.G);
+  const a = t.reserve(t.G, 0, probe, 0, 'reserveA');
   const b = a ? t.reserve(t.G, 0, a + t.g, 0, 'reserveB') : 0n;
   const h = t.create(2 * t.G);
   if (!a || !b || !h) return;
   t.see('adjacent', b === a + t.g);
-  if (b === a + t.g) {
-    if (t.map(a, 2 * t.G, h, 'mapAcross') === 0) {
-      t.access(a, 2 * t.G, RW, 'setAccessAcross');
-      const data = pattern(64, 4);
-      t.write(a + t.g - 32n, data, 'writeAcross');
-      t.readEquals(a + t.g - 32n, data, 'readAcross');
-      t.unmap(a, 2 * t.G, 'unmapAcross');
-    }
-    t.free(a, 2 * t.G, 'freeBothAtOnce');
+  if (b !== a + t.g) return;
+  if (t.map(a, 2 * t.G, h, 'mapAcross') === 0) {
+    t.access(a, 2 * t.G, RW, 'setAccessAcross');
+    const data = pattern(64, 4);
+    t.write(a + t.g - 32n, data, 'writeAcross');
+    t.readEquals(a + t.g - 32n, data, 'readAcross');
+    t.unmap(a, 2 * t.G, 'unmapAcross');
   }
+  t.call('freeBothAtOnce', t.cu.cuMemAddressFree(a, 2 * t.G));
 });
 def('map.aliasSameHandleTwoRanges', (t) => {
   const base = t.reserve(2 * t.G);
@@ -735,7 +736,33 @@ def('map.atReservationEnd', (t) => {
 def('map.pastReservationEnd', (t) => {
   const base = t.reserve(2 * t.G);
   const h = t.create(2 * t.G);
-  if (base && h) t.map(base + t.g, 2 * t.G, h, 'mapPastEnd');
+  if (!base || !h) return;
+  if (t.map(base + t.g, 2 * t.G, h, 'mapPastEnd') !== 0) return;
+  t.access(base + t.g, 2 * t.G, RW, 'setAccessPastEnd');
+  t.getAccess(base + 2n * t.g + 16n, 'getAccessPastEnd');
+  const data = pattern(16, 40);
+  t.write(base + 2n * t.g + 16n, data, 'writePastEnd');
+  t.readEquals(base + 2n * t.g + 16n, data, 'readPastEnd');
+  t.call('freeWhileMappedPastEnd', t.cu.cuMemAddressFree(base, 2 * t.G));
+});
+def('map.pastReservationEndIntoFreedRange', (t) => {
+  // The range after the reservation was just freed, so nobody else owns it.
+  const probe = t.unreserved(8 * t.G);
+  const base = t.reserve(2 * t.G, 0, probe);
+  const h = t.create(2 * t.G);
+  if (!base || !h) return;
+  t.see('gotHint', base === probe);
+  t.map(base + t.g, 2 * t.G, h, 'mapPastEnd');
+  t.map(base + 4n * t.g, 2 * t.G, h, 'mapEntirelyOutside');
+});
+def('map.pastReservationEndIntoNextReservation', (t) => {
+  const probe = t.unreserved(4 * t.G);
+  const a = t.reserve(2 * t.G, 0, probe, 0, 'reserveA');
+  const b = a ? t.reserve(2 * t.G, 0, a + 2n * t.g, 0, 'reserveB') : 0n;
+  const h = t.create(2 * t.G);
+  if (!a || !b || !h) return;
+  t.see('adjacent', b === a + 2n * t.g);
+  t.map(a + t.g, 2 * t.G, h, 'mapAcrossIntoB');
 });
 def('map.nullPointer', (t) => {
   const h = t.create(t.G);
@@ -1105,7 +1132,9 @@ def('copy.straddleTwoMappings', (t) => {
   t.call('memsetStraddle', t.cu.cuMemsetD8(base + t.g - 2n, 0x77, 4));
   t.read(base + t.g - 4n, 8, 'readAfterMemset');
   t.call('DtoDStraddle', t.cu.cuMemcpyDtoD(base + 4096n, at, 64));
-  t.readEquals(base + 4096n, data, 'readDtoDCopy');
+  const expected = data.slice();
+  expected.fill(0x77, 30, 34);
+  t.readEquals(base + 4096n, expected, 'readDtoDCopy');
 });
 def(
   'copy.straddleIntoReadOnly',
@@ -1605,6 +1634,197 @@ def('stream.createSyncDestroy', (t) => {
   if (code === 0) t.call('destroyNonBlocking', t.cu.cuStreamDestroy(nb.value));
   t.call('createFlags2', t.cu.cuStreamCreate(nb, 2));
   if (nb.value && code !== 0) t.cu.cuStreamDestroy(nb.value);
+});
+
+// ---------------------------------------------------------------- second-round probes
+
+def('unmap.thenCopy', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.unmap(base, t.G);
+  t.write(base, pattern(16, 41), 'writeAfterUnmap');
+  t.read(base, 16, 'readAfterUnmap');
+  t.getAccess(base, 'getAccessAfterUnmap');
+  t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+});
+def('unmap.misalignedInReservedUnmapped', (t) => {
+  const base = t.reserve(2 * t.G);
+  if (!base) return;
+  t.call('unmapOffset4096', t.cu.cuMemUnmap(base + 4096n, t.G));
+  t.call('unmapSize4096', t.cu.cuMemUnmap(base, 4096));
+  t.call('unmapPastEnd', t.cu.cuMemUnmap(base + t.g, 2 * t.G));
+});
+def('unmap.secondOfTwoKeepsFirst', (t) => {
+  const { base, h1, h2 } = t.twoAdjacent(t.G);
+  if (!base || !h1 || !h2) return;
+  const data = pattern(16, 42);
+  t.write(base, data);
+  t.unmap(base + t.g, t.G, 'unmapSecond');
+  t.getAccess(base, 'getAccessFirst');
+  t.readEquals(base, data, 'readFirst');
+  t.getAccess(base + t.g, 'getAccessSecond');
+});
+def('setAccess.rangeStartingInHole', (t) => {
+  const base = t.reserve(3 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base + 2n * t.g, t.G, h);
+  t.access(base + t.g, 2 * t.G, RW, 'setAccessFromHole');
+  t.getAccess(base + 2n * t.g);
+});
+def('setAccess.holeInMiddleOfThree', (t) => {
+  const base = t.reserve(4 * t.G);
+  const hs = [0, 1, 3].map((i) => t.create(t.G, t.prop(), 0, `create${i}`));
+  if (!base || hs.some((h) => !h)) return;
+  t.map(base, t.G, hs[0]!, 'map0');
+  t.map(base + t.g, t.G, hs[1]!, 'map1');
+  t.map(base + 3n * t.g, t.G, hs[2]!, 'map3');
+  t.access(base, 4 * t.G, RW, 'setAccessAll');
+  t.getAccess(base, 'getAccess0');
+  t.getAccess(base + t.g, 'getAccess1');
+  t.getAccess(base + 3n * t.g, 'getAccess3');
+});
+def('setAccess.hostAllocationHostLocation', (t) => {
+  const p = t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST, id: 0 } });
+  const { base, h } = t.mapped(t.G, null, p);
+  if (!base || !h) return;
+  t.setAccess(base, t.G, [t.desc(RW, 0, CU_MEM_LOCATION_TYPE_HOST)], 1, 'hostDesc');
+  t.setAccess(base, t.G, [t.desc(RW, 0, CU_MEM_LOCATION_TYPE_HOST_NUMA)], 1, 'hostNumaDesc');
+  t.getAccess(base, 'getAccessHost', 0, CU_MEM_LOCATION_TYPE_HOST);
+  t.getAccess(base, 'getAccessDevice');
+});
+def('create.hostNumaCurrent', (t) => {
+  const h = t.create(t.G, t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, id: 0 } }));
+  if (h) t.props(h);
+});
+def('create.hostNumaBadId', (t) => {
+  void t.create(t.G, t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST_NUMA, id: 9999 } }));
+});
+def('create.hostWithPosixFd', (t) => {
+  const p = t.prop({
+    location: { type: CU_MEM_LOCATION_TYPE_HOST, id: 0 },
+    requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+  });
+  const h = t.create(t.G, p);
+  if (h) t.exportFd(h);
+});
+def('create.invalidBitsThenProperties', (t) => {
+  const h = t.create(t.G, t.prop({ requestedHandleTypes: 0x41 }));
+  if (!h) return;
+  t.props(h);
+  t.exportFd(h);
+});
+def('import.afterFdClosed', (t) => {
+  const h = t.create(t.G, posixProp(t));
+  if (!h || !t.env.closeFd) return;
+  const box = { value: -1 };
+  if (
+    t.call(
+      'export',
+      t.cu.cuMemExportToShareableHandle(box, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+    ) !== 0
+  )
+    return;
+  t.env.closeFd(box.value);
+  t.importFd(box.value, 'importClosedFd');
+});
+def('import.mapWithOriginalAtOnce', (t) => {
+  // The original and the imported handle mapped side by side in one reservation.
+  const h = t.create(t.G, posixProp(t));
+  if (!h) return;
+  const fd = t.exportFd(h);
+  const h2 = fd >= 0 ? t.importFd(fd) : 0n;
+  const base = t.reserve(2 * t.G);
+  if (!h2 || !base) return;
+  t.map(base, t.G, h, 'mapOriginal');
+  t.map(base + t.g, t.G, h2, 'mapImported');
+  t.access(base, 2 * t.G, RW, 'setAccessBoth');
+  t.call('memsetOriginal', t.cu.cuMemsetD8(base, 0x3c, 8));
+  t.read(base + t.g, 8, 'readImported');
+});
+def('copy.fromCuMemAllocIntoMapping', (t) => {
+  const { base, h } = t.mapped(t.G);
+  const p = alloc(t, 4096);
+  if (!base || !h || !p) return;
+  const data = pattern(64, 43);
+  t.write(p, data, 'writeAlloc');
+  t.call('DtoDAllocToVmm', t.cu.cuMemcpyDtoD(base + 128n, p, 64));
+  t.readEquals(base + 128n, data, 'readVmm');
+  t.call('cuMemFree', t.cu.cuMemFree(p));
+});
+def('copy.overlappingDtoD', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.write(base, pattern(64, 44));
+  t.call('DtoDSame', t.cu.cuMemcpyDtoD(base, base, 64));
+  t.readEquals(base, pattern(64, 44), 'readSame');
+});
+def('copy.readOnlyDtoHAsync', (t) => {
+  const { base, h } = t.mapped(t.G);
+  const s = t.stream();
+  if (!base || !h || !s) return;
+  const data = pattern(16, 45);
+  t.write(base, data);
+  t.access(base, t.G, READ, 'downgrade');
+  const out = new Uint8Array(16);
+  t.call('DtoHAsync', t.cu.cuMemcpyDtoHAsync(out, base, 16, s));
+  t.call('streamSync', t.cu.cuStreamSynchronize(s));
+  t.see('equal', hex(out) === hex(data));
+  t.call('memsetD8AsyncReadOnly', t.cu.cuMemsetD8Async(base, 1, 16, s));
+  t.call('HtoDAsyncReadOnly', t.cu.cuMemcpyHtoDAsync(base, data, 16, s));
+  t.call('DtoDAsyncReadOnly', t.cu.cuMemcpyDtoDAsync(base, base + 4096n, 16, s));
+  t.call('streamSync2', t.cu.cuStreamSynchronize(s));
+});
+def('copy.noAccessAsyncDtoHAndDtoD', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  const s = t.stream();
+  if (!base || !h || !s) return;
+  t.call('DtoHAsync', t.cu.cuMemcpyDtoHAsync(new Uint8Array(16), base, 16, s));
+  t.call('DtoDAsync', t.cu.cuMemcpyDtoDAsync(base, base + 4096n, 16, s));
+  t.call('streamSync', t.cu.cuStreamSynchronize(s));
+});
+def('retain.thenReleaseTwiceMore', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const r = t.retain(base);
+  if (!r) return;
+  t.call('release1', t.cu.cuMemRelease(h));
+  t.call('release2', t.cu.cuMemRelease(h));
+  t.getAccess(base, 'getAccessAfterTwoReleases');
+  t.unmap(base, t.G, 'unmap');
+});
+def('reserve.hintInsideTakenRange', (t) => {
+  const a = t.reserve(4 * t.G);
+  if (!a) return;
+  const b = t.reserve(t.G, 0, a + t.g, 0, 'reserveInsideA');
+  if (b) t.see('gotHint', b === a + t.g);
+});
+def('reserve.hintWithAlignment', (t) => {
+  const probe = t.unreserved(8 * t.G);
+  const p = t.reserve(t.G, 4n * t.g, probe + t.g);
+  if (p) t.see('gotHint', p === probe + t.g);
+});
+
+def('release.twiceWhileMapped', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(16, 46);
+  t.write(base, data);
+  t.release(h, 'release1');
+  t.call('release2WhileMapped', t.cu.cuMemRelease(h));
+  t.readEquals(base, data, 'readAfterTwoReleases');
+  t.unmap(base, t.G, 'unmap');
+});
+def('unmap.lastMappingOfReleasedHandleThenRemap', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base, t.G, h, 'mapA');
+  t.map(base + t.g, t.G, h, 'mapB');
+  t.release(h);
+  t.unmap(base, t.G, 'unmapA');
+  t.getAccess(base + t.g, 'getAccessBStillMapped');
+  t.unmap(base + t.g, t.G, 'unmapBLast');
 });
 
 // ---------------------------------------------------------------- growth (expandable segment)
