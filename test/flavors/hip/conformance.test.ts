@@ -1,0 +1,701 @@
+import { describe, expect, it } from 'vitest';
+import { createMachine } from '../../../src/backends/sim/machine.js';
+import { ERROR_KINDS, VmmError } from '../../../src/core/errors.js';
+import { codeFor } from '../../../src/flavors/common/error-table.js';
+import * as C from '../../../src/flavors/hip/constants.js';
+import { HIP_ERROR_TABLE } from '../../../src/flavors/hip/error-table.js';
+import {
+  createHip,
+  HIP_FUNCTIONS,
+  type HipFlavor,
+  type hipMemAllocationProp,
+} from '../../../src/flavors/hip/hip.js';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+function prop(over: Partial<hipMemAllocationProp> = {}): hipMemAllocationProp {
+  return {
+    type: C.hipMemAllocationTypePinned,
+    requestedHandleTypes: C.hipMemHandleTypeNone,
+    location: { type: C.hipMemLocationTypeDevice, id: 0 },
+    ...over,
+  };
+}
+
+const rw = (id = 0, flags = C.hipMemAccessFlagsProtReadWrite) => ({
+  location: { type: C.hipMemLocationTypeDevice, id },
+  flags,
+});
+
+function ok(code: number): void {
+  expect(code).toBe(C.hipSuccess);
+}
+
+function reserve(hip: HipFlavor, size: number): bigint {
+  const p = { value: 0n };
+  ok(hip.hipMemAddressReserve(p, size, 0, null, 0));
+  return p.value;
+}
+
+function create(hip: HipFlavor, size: number, over: Partial<hipMemAllocationProp> = {}): bigint {
+  const h = { value: 0n };
+  ok(hip.hipMemCreate(h, size, prop(over), 0));
+  return h.value;
+}
+
+/** A reservation of `chunks` chunks of `chunk` bytes each, mapped with one handle per chunk (if `mapped`). */
+function chunked(hip: HipFlavor, chunk: number, chunks: number, mapped: boolean[] = []) {
+  const base = reserve(hip, chunk * chunks);
+  const handles: bigint[] = [];
+  for (let i = 0; i < chunks; i++) {
+    const h = create(hip, chunk);
+    handles.push(h);
+    if (mapped[i] ?? true) ok(hip.hipMemMap(base + BigInt(i * chunk), chunk, 0, h, 0));
+  }
+  return { base, handles };
+}
+
+describe('HIP constants and errors', () => {
+  it.each([
+    ['hipSuccess', C.hipSuccess, 0],
+    ['hipErrorInvalidValue', C.hipErrorInvalidValue, 1],
+    ['hipErrorOutOfMemory', C.hipErrorOutOfMemory, 2],
+    ['hipErrorNotInitialized', C.hipErrorNotInitialized, 3],
+    ['hipErrorInvalidMemcpyDirection', C.hipErrorInvalidMemcpyDirection, 21],
+    ['hipErrorInvalidDevice', C.hipErrorInvalidDevice, 101],
+    ['hipErrorInvalidContext', C.hipErrorInvalidContext, 201],
+    ['hipErrorInvalidHandle', C.hipErrorInvalidHandle, 400],
+    ['hipErrorInvalidResourceHandle', C.hipErrorInvalidResourceHandle, 400],
+    ['hipErrorNotReady', C.hipErrorNotReady, 600],
+    ['hipErrorIllegalAddress', C.hipErrorIllegalAddress, 700],
+    ['hipErrorNotSupported', C.hipErrorNotSupported, 801],
+    ['hipErrorUnknown', C.hipErrorUnknown, 999],
+    ['hipMemAllocationTypePinned', C.hipMemAllocationTypePinned, 1],
+    ['hipMemAllocationTypeUncached', C.hipMemAllocationTypeUncached, 0x40000000],
+    ['hipMemLocationTypeDevice', C.hipMemLocationTypeDevice, 1],
+    ['hipMemLocationTypeHost', C.hipMemLocationTypeHost, 2],
+    ['hipMemHandleTypeNone', C.hipMemHandleTypeNone, 0],
+    ['hipMemHandleTypePosixFileDescriptor', C.hipMemHandleTypePosixFileDescriptor, 1],
+    ['hipMemHandleTypeFabric', C.hipMemHandleTypeFabric, 8],
+    ['hipMemAccessFlagsProtNone', C.hipMemAccessFlagsProtNone, 0],
+    ['hipMemAccessFlagsProtRead', C.hipMemAccessFlagsProtRead, 1],
+    ['hipMemAccessFlagsProtReadWrite', C.hipMemAccessFlagsProtReadWrite, 3],
+    ['hipMemAllocationGranularityMinimum', C.hipMemAllocationGranularityMinimum, 0],
+    ['hipMemAllocationGranularityRecommended', C.hipMemAllocationGranularityRecommended, 1],
+    ['hipMemcpyHostToHost', C.hipMemcpyHostToHost, 0],
+    ['hipMemcpyHostToDevice', C.hipMemcpyHostToDevice, 1],
+    ['hipMemcpyDeviceToHost', C.hipMemcpyDeviceToHost, 2],
+    ['hipMemcpyDeviceToDevice', C.hipMemcpyDeviceToDevice, 3],
+    ['hipMemcpyDefault', C.hipMemcpyDefault, 4],
+  ])('%s = %i', (_name, value, expected) => {
+    expect(value).toBe(expected);
+  });
+
+  it('has a hipError_t for every core error kind', () => {
+    for (const kind of ERROR_KINDS) expect(typeof HIP_ERROR_TABLE[kind]).toBe('number');
+  });
+
+  it.each([
+    ['in-use', C.hipErrorUnknown],
+    ['invalid-context', C.hipErrorInvalidContext],
+    ['invalid-stream', C.hipErrorInvalidHandle],
+    ['not-initialized', C.hipErrorNotInitialized],
+    ['access-denied', C.hipErrorIllegalAddress],
+  ] as const)('core %s -> %i', (kind, code) => {
+    expect(codeFor(HIP_ERROR_TABLE, new VmmError(kind, 'x'), C.hipErrorUnknown, () => {})).toBe(code);
+  });
+
+  it('names and describes errors, returning the string directly', () => {
+    const hip = createHip();
+    expect(hip.hipGetErrorName(C.hipErrorNotReady)).toBe('hipErrorNotReady');
+    expect(hip.hipGetErrorName(C.hipErrorInvalidValue)).toBe('hipErrorInvalidValue');
+    expect(hip.hipGetErrorString(C.hipErrorOutOfMemory)).toBe('out of memory');
+    expect(hip.hipGetErrorName(12345)).toBe('hipErrorUnknown');
+    expect(hip.hipGetErrorString(12345)).toBe('unknown error');
+    hip.dispose();
+  });
+
+  it('lists every C function it implements', () => {
+    const hip = createHip() as unknown as Record<string, unknown>;
+    for (const name of HIP_FUNCTIONS) expect(typeof hip[name]).toBe('function');
+  });
+});
+
+describe('devices', () => {
+  it('defaults to one MI300X', () => {
+    const hip = createHip();
+    const n = { value: 0 };
+    ok(hip.hipInit(0));
+    ok(hip.hipGetDeviceCount(n));
+    expect(n.value).toBe(1);
+    expect(hip.runtime.devices[0].name).toContain('MI300X');
+    hip.dispose();
+  });
+
+  it.each([
+    ['hipInit(1)', (h: HipFlavor) => h.hipInit(1), C.hipErrorInvalidValue],
+    ['hipSetDevice(1) on one device', (h: HipFlavor) => h.hipSetDevice(1), C.hipErrorInvalidDevice],
+    ['hipSetDevice(-1)', (h: HipFlavor) => h.hipSetDevice(-1), C.hipErrorInvalidDevice],
+    ['hipSetDevice(0)', (h: HipFlavor) => h.hipSetDevice(0), C.hipSuccess],
+    ['hipGetDeviceCount(NULL)', (h: HipFlavor) => h.hipGetDeviceCount(null as never), C.hipErrorInvalidValue],
+    ['hipDeviceSynchronize()', (h: HipFlavor) => h.hipDeviceSynchronize(), C.hipSuccess],
+  ])('%s', (_name, call, code) => {
+    const hip = createHip();
+    expect(call(hip)).toBe(code);
+    hip.dispose();
+  });
+
+  it('answers hipErrorNotInitialized after the process is gone', () => {
+    const hip = createHip();
+    hip.dispose();
+    expect(hip.hipMalloc({ value: 0n }, 4096)).toBe(C.hipErrorNotInitialized);
+  });
+
+  it('selects devices with hipSetDevice / hipGetDevice', () => {
+    const hip = createHip({ devices: ['MI300X', 'MI300X'] });
+    const d = { value: -1 };
+    ok(hip.hipSetDevice(1));
+    ok(hip.hipGetDevice(d));
+    expect(d.value).toBe(1);
+    hip.dispose();
+  });
+});
+
+describe('hipMemGetAllocationGranularity', () => {
+  it.each([
+    ['minimum', prop(), C.hipMemAllocationGranularityMinimum, C.hipSuccess, 4 * KiB],
+    ['recommended', prop(), C.hipMemAllocationGranularityRecommended, C.hipSuccess, 2 * MiB],
+    ['uncached', prop({ type: C.hipMemAllocationTypeUncached }), 0, C.hipSuccess, 4 * KiB],
+    ['bad option', prop(), 2, C.hipErrorInvalidValue, -1],
+    ['bad type', prop({ type: 0 }), 0, C.hipErrorInvalidValue, -1],
+    ['bad location type', prop({ location: { type: 9, id: 0 } }), 0, C.hipErrorInvalidValue, -1],
+    ['device out of range', prop({ location: { type: 1, id: 1 } }), 0, C.hipErrorInvalidValue, -1],
+  ])('%s', (_name, p, option, code, value) => {
+    const hip = createHip();
+    const g = { value: -1 };
+    expect(hip.hipMemGetAllocationGranularity(g, p, option)).toBe(code);
+    expect(g.value).toBe(value);
+    hip.dispose();
+  });
+});
+
+describe('hipMemAddressReserve', () => {
+  it.each([
+    ['4 KiB (MI300X minimum granularity)', 4 * KiB, 0, 0, C.hipSuccess],
+    ['2 MiB aligned to 2 MiB', 2 * MiB, 2 * MiB, 0, C.hipSuccess],
+    ['size 0', 0, 0, 0, C.hipErrorInvalidValue],
+    ['size 2048 (not a multiple of 4 KiB)', 2048, 0, 0, C.hipErrorInvalidValue],
+    ['size 6 KiB', 6 * KiB, 0, 0, C.hipErrorInvalidValue],
+    ['alignment 3', 4 * KiB, 3, 0, C.hipErrorInvalidValue],
+    ['alignment 12 KiB', 4 * KiB, 12 * KiB, 0, C.hipErrorInvalidValue],
+    ['flags 1', 4 * KiB, 0, 1, C.hipErrorInvalidValue],
+  ])('%s', (_name, size, alignment, flags, code) => {
+    const hip = createHip();
+    expect(hip.hipMemAddressReserve({ value: 0n }, size, alignment, null, flags)).toBe(code);
+    hip.dispose();
+  });
+
+  it('needs an out-parameter', () => {
+    const hip = createHip();
+    expect(hip.hipMemAddressReserve(null as never, 4096, 0, null, 0)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
+
+describe('hipMemCreate', () => {
+  it.each([
+    ['2048 bytes (memBaseAddrAlign only)', 2048, prop(), 0, C.hipSuccess],
+    ['6 KiB', 6 * KiB, prop(), 0, C.hipSuccess],
+    ['2 MiB uncached', 2 * MiB, prop({ type: C.hipMemAllocationTypeUncached }), 0, C.hipSuccess],
+    ['host', 4 * KiB, prop({ location: { type: C.hipMemLocationTypeHost, id: 0 } }), 0, C.hipSuccess],
+    [
+      'host NUMA 0',
+      4 * KiB,
+      prop({ location: { type: C.hipMemLocationTypeHostNuma, id: 0 } }),
+      0,
+      C.hipSuccess,
+    ],
+    ['exportable as fd', 4 * KiB, prop({ requestedHandleTypes: 1 }), 0, C.hipSuccess],
+    ['fabric', 4 * KiB, prop({ requestedHandleTypes: 8 }), 0, C.hipSuccess],
+    ['size 0', 0, prop(), 0, C.hipErrorInvalidValue],
+    ['size 1000 (not 2048-aligned)', 1000, prop(), 0, C.hipErrorInvalidValue],
+    ['flags 1', 4 * KiB, prop(), 1, C.hipErrorInvalidValue],
+    ['type invalid', 4 * KiB, prop({ type: 0 }), 0, C.hipErrorInvalidValue],
+    ['type managed', 4 * KiB, prop({ type: 2 }), 0, C.hipErrorInvalidValue],
+    ['location type invalid', 4 * KiB, prop({ location: { type: 0, id: 0 } }), 0, C.hipErrorInvalidValue],
+    [
+      'host NUMA 7',
+      4 * KiB,
+      prop({ location: { type: C.hipMemLocationTypeHostNuma, id: 7 } }),
+      0,
+      C.hipErrorInvalidValue,
+    ],
+    ['device 1 of 1', 4 * KiB, prop({ location: { type: 1, id: 1 } }), 0, C.hipErrorInvalidDevice],
+    ['device -1', 4 * KiB, prop({ location: { type: 1, id: -1 } }), 0, C.hipErrorInvalidDevice],
+    ['win32 handle', 4 * KiB, prop({ requestedHandleTypes: 2 }), 0, C.hipErrorNotSupported],
+    ['fd | fabric', 4 * KiB, prop({ requestedHandleTypes: 9 }), 0, C.hipErrorNotSupported],
+    ['larger than the device', 256 * 1024 * MiB, prop(), 0, C.hipErrorOutOfMemory],
+  ])('%s', (_name, size, p, flags, code) => {
+    const hip = createHip();
+    expect(hip.hipMemCreate({ value: 0n }, size, p, flags)).toBe(code);
+    hip.dispose();
+  });
+
+  it('checks in order: InvalidValue before InvalidDevice before NotSupported before OutOfMemory', () => {
+    const hip = createHip();
+    const bad = { type: 1, id: 5 };
+    expect(hip.hipMemCreate({ value: 0n }, 0, prop({ location: bad }), 0)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipMemCreate({ value: 0n }, 4096, prop({ location: bad, requestedHandleTypes: 2 }), 0)).toBe(
+      C.hipErrorInvalidDevice,
+    );
+    expect(hip.hipMemCreate({ value: 0n }, 256 * 1024 * MiB, prop({ requestedHandleTypes: 2 }), 0)).toBe(
+      C.hipErrorNotSupported,
+    );
+    expect(hip.hipMemCreate({ value: 0n }, 256 * 1024 * MiB + 1000, prop(), 0)).toBe(C.hipErrorOutOfMemory);
+    hip.dispose();
+  });
+
+  it('reports the properties it was created with', () => {
+    const hip = createHip();
+    const h = create(hip, 8 * KiB, { requestedHandleTypes: 1 });
+    const p = { value: undefined as unknown as hipMemAllocationProp };
+    ok(hip.hipMemGetAllocationPropertiesFromHandle(p, h));
+    expect(p.value).toMatchObject({ type: 1, requestedHandleTypes: 1, location: { type: 1, id: 0 } });
+    expect(hip.hipMemGetAllocationPropertiesFromHandle(p, 0n)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipMemGetAllocationPropertiesFromHandle(p, 999n)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
+
+describe('hipMemMap', () => {
+  it('MI300X: a 2048-byte-aligned create succeeds but mapping a size that is not a 4 KiB multiple fails', () => {
+    const hip = createHip();
+    const va = reserve(hip, 8 * KiB);
+    const h = create(hip, 6 * KiB);
+    expect(hip.hipMemMap(va, 6 * KiB, 0, h, 0)).toBe(C.hipErrorInvalidValue);
+    ok(hip.hipMemMap(va, 4 * KiB, 0, h, 0));
+    hip.dispose();
+  });
+
+  it.each([
+    ['4 KiB', 4 * KiB, 0, 0, 0, C.hipSuccess],
+    ['size 0', 0, 0, 0, 0, C.hipErrorInvalidValue],
+    ['size 2048', 2048, 0, 0, 0, C.hipErrorInvalidValue],
+    ['offset 4 KiB', 4 * KiB, 4 * KiB, 0, 0, C.hipErrorInvalidValue],
+    ['flags 1', 4 * KiB, 0, 1, 0, C.hipErrorInvalidValue],
+    ['outside the reservation', 4 * KiB, 0, 0, 64 * KiB, C.hipErrorInvalidValue],
+    ['larger than the allocation', 12 * KiB, 0, 0, 0, C.hipErrorInvalidValue],
+  ])('%s', (_name, size, offset, flags, shift, code) => {
+    const hip = createHip();
+    const va = reserve(hip, 16 * KiB);
+    const h = create(hip, 8 * KiB);
+    expect(hip.hipMemMap(va + BigInt(shift), size, offset, h, flags)).toBe(code);
+    hip.dispose();
+  });
+
+  it('rejects a null pointer, a null or unknown handle, and an overlap', () => {
+    const hip = createHip();
+    const va = reserve(hip, 16 * KiB);
+    const h = create(hip, 8 * KiB);
+    expect(hip.hipMemMap(null, 4 * KiB, 0, h, 0)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipMemMap(va, 4 * KiB, 0, null, 0)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipMemMap(va, 4 * KiB, 0, 77n, 0)).toBe(C.hipErrorInvalidValue);
+    ok(hip.hipMemMap(va, 8 * KiB, 0, h, 0));
+    expect(hip.hipMemMap(va + 4096n, 4 * KiB, 0, h, 0)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
+
+describe('ValidateSubBufferCoverage (hipMemSetAccess and hipMemUnmap)', () => {
+  // Three 8 KiB chunks at base, base + 8K, base + 16K; the fourth slot is a hole unless mapped.
+  const rows: [string, number, number, boolean[], number][] = [
+    ['one whole chunk', 0, 8 * KiB, [true, true, true], C.hipSuccess],
+    ['two consecutive chunks', 0, 16 * KiB, [true, true, true], C.hipSuccess],
+    ['three chunks from the second', 8 * KiB, 16 * KiB, [true, true, true], C.hipSuccess],
+    ['partial last chunk', 0, 12 * KiB, [true, true, true], C.hipErrorInvalidValue],
+    ['partial single chunk', 0, 4 * KiB, [true, true, true], C.hipErrorInvalidValue],
+    ['across a hole', 0, 24 * KiB, [true, false, true], C.hipErrorInvalidValue],
+    ['starting in a hole', 8 * KiB, 8 * KiB, [true, false, true], C.hipErrorInvalidValue],
+    ['mid-chunk, to the chunk end', 4 * KiB, 4 * KiB, [true, true, true], C.hipErrorInvalidValue],
+    [
+      'mid-chunk, one chunk long (measured from the chunk start)',
+      4 * KiB,
+      8 * KiB,
+      [true, true, true],
+      C.hipSuccess,
+    ],
+    ['past the reservation end', 16 * KiB, 16 * KiB, [true, true, true], C.hipErrorInvalidValue],
+  ];
+
+  it.each(rows)('hipMemSetAccess: %s', (_name, at, size, mapped, code) => {
+    const hip = createHip();
+    const { base } = chunked(hip, 8 * KiB, 3, mapped);
+    expect(hip.hipMemSetAccess(base + BigInt(at), size, [rw()], 1)).toBe(code);
+    hip.dispose();
+  });
+
+  it.each(rows)('hipMemUnmap: %s', (_name, at, size, mapped, code) => {
+    const hip = createHip();
+    const { base } = chunked(hip, 8 * KiB, 3, mapped);
+    const before = hip.runtime.stats().mappings;
+    expect(hip.hipMemUnmap(base + BigInt(at), size)).toBe(code);
+    const after = hip.runtime.stats().mappings;
+    expect(before - after).toBe(code === C.hipSuccess ? Math.ceil(size / (8 * KiB)) : 0);
+    hip.dispose();
+  });
+});
+
+describe('hipMemSetAccess descriptors', () => {
+  it.each([
+    ['read-write', [rw()], 1, C.hipSuccess],
+    ['read', [rw(0, C.hipMemAccessFlagsProtRead)], 1, C.hipSuccess],
+    ['none', [rw(0, C.hipMemAccessFlagsProtNone)], 1, C.hipSuccess],
+    ['a single struct (C &desc)', rw(), 1, C.hipSuccess],
+    ['host location', [{ location: { type: C.hipMemLocationTypeHost, id: 0 }, flags: 3 }], 1, C.hipSuccess],
+    ['flags 2', [rw(0, 2)], 1, C.hipErrorInvalidValue],
+    ['device 1 of 1 (InvalidValue, not InvalidDevice)', [rw(1)], 1, C.hipErrorInvalidValue],
+    ['location type invalid', [{ location: { type: 0, id: 0 }, flags: 3 }], 1, C.hipErrorInvalidValue],
+    ['count 0', [rw()], 0, C.hipErrorInvalidValue],
+    ['count past the array', [rw()], 2, C.hipErrorInvalidValue],
+    ['desc NULL', null, 1, C.hipErrorInvalidValue],
+  ])('%s', (_name, desc, count, code) => {
+    const hip = createHip();
+    const { base } = chunked(hip, 8 * KiB, 1);
+    expect(hip.hipMemSetAccess(base, 8 * KiB, desc as never, count)).toBe(code);
+    hip.dispose();
+  });
+
+  it('applies descriptors one by one: earlier ones stay when a later one fails', () => {
+    const hip = createHip({ devices: ['MI300X', 'MI300X'] });
+    const { base } = chunked(hip, 8 * KiB, 1);
+    expect(hip.hipMemSetAccess(base, 8 * KiB, [rw(0), rw(1, 7)], 2)).toBe(C.hipErrorInvalidValue);
+    const f = { value: -1 };
+    ok(hip.hipMemGetAccess(f, { type: 1, id: 0 }, base));
+    expect(f.value).toBe(3);
+    ok(hip.hipMemGetAccess(f, { type: 1, id: 1 }, base));
+    expect(f.value).toBe(0);
+    hip.dispose();
+  });
+
+  it('hipMemGetAccess: from inside a mapping; InvalidValue elsewhere', () => {
+    const hip = createHip();
+    const { base } = chunked(hip, 8 * KiB, 1);
+    ok(hip.hipMemSetAccess(base, 8 * KiB, [rw(0, 1)], 1));
+    const f = { value: -1 };
+    ok(hip.hipMemGetAccess(f, { type: 1, id: 0 }, base + 100n));
+    expect(f.value).toBe(C.hipMemAccessFlagsProtRead);
+    expect(hip.hipMemGetAccess(f, { type: 1, id: 1 }, base)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipMemGetAccess(f, { type: 2, id: 0 }, base)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipMemGetAccess(f, { type: 1, id: 0 }, base + 8192n)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipMemGetAccess(f, { type: 1, id: 0 }, null)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
+
+describe('hipMemAddressFree', () => {
+  it('ignores the size (only zero is refused)', () => {
+    const hip = createHip();
+    const va = reserve(hip, 64 * KiB);
+    expect(hip.hipMemAddressFree(va, 0)).toBe(C.hipErrorInvalidValue);
+    ok(hip.hipMemAddressFree(va, 1));
+    expect(hip.runtime.stats().reservations).toBe(0);
+    hip.dispose();
+  });
+
+  it.each([
+    ['null', () => 0n, C.hipErrorInvalidValue],
+    ['never reserved', () => 0x1234_0000n, C.hipErrorInvalidValue],
+  ])('%s pointer -> InvalidValue', (_name, ptr, code) => {
+    const hip = createHip();
+    reserve(hip, 8 * KiB);
+    expect(hip.hipMemAddressFree(ptr(), 8 * KiB)).toBe(code);
+    hip.dispose();
+  });
+
+  it('answers hipErrorUnknown (999) while something is still mapped, and keeps the range', () => {
+    const hip = createHip();
+    const { base, handles } = chunked(hip, 8 * KiB, 2);
+    expect(hip.hipMemAddressFree(base, 16 * KiB)).toBe(C.hipErrorUnknown);
+    expect(hip.runtime.stats().reservations).toBe(1);
+    ok(hip.hipMemUnmap(base, 16 * KiB));
+    for (const h of handles) ok(hip.hipMemRelease(h));
+    ok(hip.hipMemAddressFree(base, 16 * KiB));
+    hip.dispose();
+  });
+
+  it('refuses a hipMalloc pointer', () => {
+    const hip = createHip();
+    const p = { value: 0n };
+    ok(hip.hipMalloc(p, 4096));
+    expect(hip.hipMemAddressFree(p.value, 4096)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
+
+describe('hipMemRetainAllocationHandle', () => {
+  it('works from any address inside a mapping and adds a reference', () => {
+    const hip = createHip();
+    const { base, handles } = chunked(hip, 8 * KiB, 2);
+    const r = { value: 0n };
+    ok(hip.hipMemRetainAllocationHandle(r, base + 8192n + 4095n));
+    expect(r.value).toBe(handles[1]);
+    expect(hip.runtime.allocation(Number(r.value))!.refCount).toBe(3);
+    hip.dispose();
+  });
+
+  it.each([
+    ['a hipMalloc pointer', 'malloc'],
+    ['an unmapped address in a reservation', 'hole'],
+    ['null', 'null'],
+  ])('fails on %s', (_name, what) => {
+    const hip = createHip();
+    const m = { value: 0n };
+    ok(hip.hipMalloc(m, 4096));
+    const { base } = chunked(hip, 8 * KiB, 2, [true, false]);
+    const addr = what === 'malloc' ? m.value : what === 'hole' ? base + 8192n : null;
+    expect(hip.hipMemRetainAllocationHandle({ value: 0n }, addr)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
+
+describe('reference counting', () => {
+  it('create, map twice, release, unmap one, unmap the other -> memory freed', () => {
+    const hip = createHip();
+    const machine = hip.machine!;
+    const va = reserve(hip, 64 * KiB);
+    const h = create(hip, 8 * KiB);
+    const a = hip.runtime.allocation(Number(h))!;
+    expect(a.refCount).toBe(1);
+    ok(hip.hipMemMap(va, 8 * KiB, 0, h, 0));
+    ok(hip.hipMemMap(va + 32768n, 8 * KiB, 0, h, 0));
+    expect(a.refCount).toBe(3);
+    ok(hip.hipMemRelease(h));
+    expect(a.refCount).toBe(2);
+    expect(machine.liveAllocations).toBe(1);
+    ok(hip.hipMemUnmap(va, 8 * KiB));
+    expect(a.refCount).toBe(1);
+    expect(machine.liveAllocations).toBe(1);
+    ok(hip.hipMemUnmap(va + 32768n, 8 * KiB));
+    expect(a.refCount).toBe(0);
+    expect(machine.liveAllocations).toBe(0);
+    ok(hip.hipMemAddressFree(va, 64 * KiB));
+    hip.dispose();
+  });
+
+  it('retain and release balance; one unmap of two chunks drops one reference each', () => {
+    const hip = createHip();
+    const machine = hip.machine!;
+    const { base, handles } = chunked(hip, 8 * KiB, 2);
+    const r = { value: 0n };
+    ok(hip.hipMemRetainAllocationHandle(r, base));
+    ok(hip.hipMemRelease(r.value));
+    for (const h of handles) ok(hip.hipMemRelease(h));
+    expect(machine.liveAllocations).toBe(2);
+    ok(hip.hipMemUnmap(base, 16 * KiB));
+    expect(machine.liveAllocations).toBe(0);
+    expect(hip.hipMemRelease(handles[0])).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipMemRelease(null)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
+
+describe('hipMalloc and hipFree', () => {
+  it('hipMalloc(0) gives NULL and success; hipFree(NULL) succeeds', () => {
+    const hip = createHip();
+    const p = { value: 123n };
+    ok(hip.hipMalloc(p, 0));
+    expect(p.value).toBe(0n);
+    ok(hip.hipFree(null));
+    ok(hip.hipFree(0n));
+    hip.dispose();
+  });
+
+  it.each([
+    ['NULL out-parameter', (h: HipFlavor) => h.hipMalloc(null as never, 4096), C.hipErrorInvalidValue],
+    ['too large', (h: HipFlavor) => h.hipMalloc({ value: 0n }, 300 * 1024 * MiB), C.hipErrorOutOfMemory],
+    ['hipFree of an unknown pointer', (h: HipFlavor) => h.hipFree(0x4242_0000n), C.hipErrorInvalidValue],
+  ])('%s', (_name, call, code) => {
+    const hip = createHip();
+    expect(call(hip)).toBe(code);
+    hip.dispose();
+  });
+
+  it('gives usable memory, accounted in hipMemGetInfo, and hipFree refuses VMM ranges', () => {
+    const hip = createHip();
+    const free0 = { value: 0 };
+    const total = { value: 0 };
+    ok(hip.hipMemGetInfo(free0, total));
+    expect(total.value).toBe(192 * 1024 * MiB);
+    const p = { value: 0n };
+    ok(hip.hipMalloc(p, 10_000));
+    const free1 = { value: 0 };
+    ok(hip.hipMemGetInfo(free1, total));
+    expect(free0.value - free1.value).toBe(12 * KiB);
+    const bytes = new Uint8Array([1, 2, 3, 4]);
+    ok(hip.hipMemcpy(p.value, bytes, 4, C.hipMemcpyHostToDevice));
+    const back = new Uint8Array(4);
+    ok(hip.hipMemcpy(back, p.value, 4, C.hipMemcpyDeviceToHost));
+    expect([...back]).toEqual([1, 2, 3, 4]);
+    const va = reserve(hip, 8 * KiB);
+    expect(hip.hipFree(va)).toBe(C.hipErrorInvalidValue);
+    ok(hip.hipFree(p.value));
+    expect(hip.hipMemGetInfo(null as never, total)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
+
+describe('copies and access', () => {
+  function mappedWith(flags: number | undefined) {
+    const hip = createHip();
+    const { base } = chunked(hip, 8 * KiB, 1);
+    if (flags !== undefined) ok(hip.hipMemSetAccess(base, 8 * KiB, [rw(0, flags)], 1));
+    return { hip, base };
+  }
+
+  it.each([
+    ['no access', undefined, C.hipErrorIllegalAddress, C.hipErrorIllegalAddress],
+    ['read', C.hipMemAccessFlagsProtRead, C.hipErrorIllegalAddress, C.hipSuccess],
+    ['read-write', C.hipMemAccessFlagsProtReadWrite, C.hipSuccess, C.hipSuccess],
+  ])('through %s: write -> %i, read -> %i', (_name, flags, writeCode, readCode) => {
+    const { hip, base } = mappedWith(flags);
+    const data = new Uint8Array(16).fill(7);
+    expect(hip.hipMemcpy(base, data, 16, C.hipMemcpyHostToDevice)).toBe(writeCode);
+    expect(hip.hipMemset(base, 1, 16)).toBe(writeCode);
+    const out = new Uint8Array(16);
+    expect(hip.hipMemcpy(out, base, 16, C.hipMemcpyDeviceToHost)).toBe(readCode);
+    hip.dispose();
+  });
+
+  it.each([
+    ['HostToDevice with a host dst', 'hh', C.hipMemcpyHostToDevice, C.hipErrorInvalidValue],
+    ['DeviceToHost with a device dst', 'dd', C.hipMemcpyDeviceToHost, C.hipErrorInvalidValue],
+    ['kind 5', 'hd', 5, C.hipErrorInvalidMemcpyDirection],
+    ['HostToHost', 'hh', C.hipMemcpyHostToHost, C.hipSuccess],
+    ['Default, host to device', 'dh', C.hipMemcpyDefault, C.hipSuccess],
+    ['Default, device to host', 'hd', C.hipMemcpyDefault, C.hipSuccess],
+    ['Default, device to device', 'dd', C.hipMemcpyDefault, C.hipSuccess],
+    ['DeviceToDevice', 'dd', C.hipMemcpyDeviceToDevice, C.hipSuccess],
+  ])('hipMemcpy %s', (_name, shape, kind, code) => {
+    const { hip, base } = mappedWith(C.hipMemAccessFlagsProtReadWrite);
+    const host = () => new Uint8Array(32).fill(9);
+    const dst = shape[0] === 'h' ? host() : base;
+    const src = shape[1] === 'h' ? host() : base + 4096n;
+    expect(hip.hipMemcpy(dst, src, 32, kind)).toBe(code);
+    hip.dispose();
+  });
+
+  it('hipMemcpyDefault infers direction; bytes survive device-to-device and grow-in-place', () => {
+    const { hip, base } = mappedWith(C.hipMemAccessFlagsProtReadWrite);
+    const pattern = Uint8Array.from({ length: 256 }, (_, i) => i);
+    ok(hip.hipMemcpy(base, pattern, 256, C.hipMemcpyDefault));
+    ok(hip.hipMemcpy(base + 4096n, base, 256, C.hipMemcpyDefault));
+    const out = new Uint8Array(256);
+    ok(hip.hipMemcpy(out, base + 4096n, 256, C.hipMemcpyDefault));
+    expect(out).toEqual(pattern);
+    hip.dispose();
+  });
+
+  it('queues async copies and sets on a stream; unknown streams are hipErrorInvalidHandle', () => {
+    const { hip, base } = mappedWith(C.hipMemAccessFlagsProtReadWrite);
+    const s = { value: 0n };
+    ok(hip.hipStreamCreate(s));
+    ok(hip.hipMemsetAsync(base, 0xab, 64, s.value));
+    const out = new Uint8Array(64);
+    ok(hip.hipMemcpyAsync(out, base, 64, C.hipMemcpyDeviceToHost, s.value));
+    ok(hip.hipStreamSynchronize(s.value));
+    expect(out.every((b) => b === 0xab)).toBe(true);
+    expect(hip.hipMemcpyAsync(out, base, 64, C.hipMemcpyDeviceToHost, 0xdeadn)).toBe(C.hipErrorInvalidHandle);
+    expect(hip.hipStreamSynchronize(0xdeadn)).toBe(C.hipErrorInvalidHandle);
+    ok(hip.hipStreamSynchronize(null));
+    ok(hip.hipStreamDestroy(s.value));
+    expect(hip.hipStreamDestroy(s.value)).toBe(C.hipErrorInvalidHandle);
+    expect(hip.hipStreamDestroy(null)).toBe(C.hipErrorInvalidHandle);
+    expect(hip.hipStreamCreate(null as never)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+
+  it('hipMemUnmap waits for work queued on streams first', () => {
+    const { hip, base } = mappedWith(C.hipMemAccessFlagsProtReadWrite);
+    const s = { value: 0n };
+    ok(hip.hipStreamCreate(s));
+    const out = new Uint8Array(16);
+    ok(hip.hipMemset(base, 5, 16));
+    ok(hip.hipMemcpyAsync(out, base, 16, C.hipMemcpyDeviceToHost, s.value));
+    ok(hip.hipMemUnmap(base, 8 * KiB));
+    expect(out.every((b) => b === 5)).toBe(true);
+    hip.dispose();
+  });
+
+  it('zero-sized copies succeed at once', () => {
+    const hip = createHip();
+    ok(hip.hipMemcpy(null, null, 0, C.hipMemcpyDefault));
+    ok(hip.hipMemset(null, 0, 0));
+    hip.dispose();
+  });
+});
+
+describe('sharing between processes', () => {
+  it('export writes an int fd; import takes the fd value; bytes cross processes', () => {
+    const machine = createMachine({ devices: ['MI300X'] });
+    const a = createHip({ machine });
+    const b = createHip({ machine });
+    const ha = create(a, 2 * MiB, { requestedHandleTypes: C.hipMemHandleTypePosixFileDescriptor });
+    const fd = { value: -1 };
+    ok(a.hipMemExportToShareableHandle(fd, ha, C.hipMemHandleTypePosixFileDescriptor, 0));
+    expect(Number.isInteger(fd.value)).toBe(true);
+    const fdB = machine.passFd(a, fd.value, b);
+    const hb = { value: 0n };
+    ok(b.hipMemImportFromShareableHandle(hb, fdB, C.hipMemHandleTypePosixFileDescriptor));
+    const pb = { value: undefined as unknown as hipMemAllocationProp };
+    ok(b.hipMemGetAllocationPropertiesFromHandle(pb, hb.value));
+    expect(pb.value.requestedHandleTypes).toBe(C.hipMemHandleTypePosixFileDescriptor);
+
+    const va = reserve(a, 2 * MiB);
+    ok(a.hipMemMap(va, 2 * MiB, 0, ha, 0));
+    ok(a.hipMemSetAccess(va, 2 * MiB, [rw()], 1));
+    const vb = reserve(b, 2 * MiB);
+    ok(b.hipMemMap(vb, 2 * MiB, 0, hb.value, 0));
+    ok(b.hipMemSetAccess(vb, 2 * MiB, [rw()], 1));
+
+    const msg = new TextEncoder().encode('hello from process a');
+    ok(a.hipMemcpy(va + 1000n, msg, msg.length, C.hipMemcpyHostToDevice));
+    const got = new Uint8Array(msg.length);
+    ok(b.hipMemcpy(got, vb + 1000n, msg.length, C.hipMemcpyDeviceToHost));
+    expect(new TextDecoder().decode(got)).toBe('hello from process a');
+    a.dispose();
+    b.dispose();
+    expect(machine.liveAllocations).toBe(0);
+  });
+
+  it.each([
+    [
+      'handle type differs from the requested one',
+      0,
+      0,
+      C.hipMemHandleTypePosixFileDescriptor,
+      C.hipErrorInvalidValue,
+    ],
+    ['requested None, export None', 0, 0, C.hipMemHandleTypeNone, C.hipErrorInvalidValue],
+    ['flags 1', 1, 1, C.hipMemHandleTypePosixFileDescriptor, C.hipErrorInvalidValue],
+    ['requested fd, export fabric', 1, 0, C.hipMemHandleTypeFabric, C.hipErrorInvalidValue],
+    ['requested fabric (no fabric on this machine)', 8, 0, C.hipMemHandleTypeFabric, C.hipErrorInvalidValue],
+    ['fd', 1, 0, C.hipMemHandleTypePosixFileDescriptor, C.hipSuccess],
+  ])('export: %s', (_name, requested, flags, type, code) => {
+    const hip = createHip();
+    const h = create(hip, 4 * KiB, { requestedHandleTypes: requested });
+    expect(hip.hipMemExportToShareableHandle({ value: -1 }, h, type, flags)).toBe(code);
+    expect(hip.hipMemExportToShareableHandle(null as never, h, type, 0)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+
+  it.each([
+    ['fd 0 (NULL)', 0, C.hipMemHandleTypePosixFileDescriptor, C.hipErrorInvalidValue],
+    ['an fd the process does not have', 99, C.hipMemHandleTypePosixFileDescriptor, C.hipErrorInvalidValue],
+    ['fabric', 3, C.hipMemHandleTypeFabric, C.hipErrorInvalidValue],
+  ])('import: %s', (_name, fd, type, code) => {
+    const hip = createHip();
+    expect(hip.hipMemImportFromShareableHandle({ value: 0n }, fd, type)).toBe(code);
+    hip.dispose();
+  });
+});
