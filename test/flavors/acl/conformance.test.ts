@@ -1,0 +1,750 @@
+import { describe, expect, it } from 'vitest';
+import { createMachine } from '../../../src/backends/sim/machine.js';
+import { ERROR_KINDS } from '../../../src/core/errors.js';
+import { type AclFlavor, aclMallocSize, createAcl } from '../../../src/flavors/acl/acl.js';
+import * as C from '../../../src/flavors/acl/constants.js';
+import { ACL_ERROR_TABLE } from '../../../src/flavors/acl/error-table.js';
+import { expectOk, G, MiB, mallocPhysical, mapped, pattern, prop, RW, ready, reserve } from './helpers.js';
+
+const INVALID = C.ACL_ERROR_INVALID_PARAM;
+const RT_PARAM = C.ACL_ERROR_RT_PARAM_INVALID;
+
+type Row = [string, (acl: AclFlavor) => number, number];
+
+describe('initialisation and devices', () => {
+  const rows: Row[] = [
+    [
+      'aclrtSetDevice before aclInit',
+      (a) => createAcl().aclrtSetDevice(0) + 0 * a.pid,
+      C.ACL_ERROR_UNINITIALIZE,
+    ],
+    [
+      'aclrtReserveMemAddress before aclInit',
+      () => createAcl().aclrtReserveMemAddress({ value: 0n }, G, 0, null, 0),
+      C.ACL_ERROR_UNINITIALIZE,
+    ],
+    ['aclInit twice', (a) => a.aclInit(null), C.ACL_ERROR_REPEAT_INITIALIZE],
+    ['aclFinalize without aclInit', () => createAcl().aclFinalize(), C.ACL_ERROR_REPEAT_FINALIZE],
+    ['aclrtSetDevice(1) on one device', (a) => a.aclrtSetDevice(1), C.ACL_ERROR_RT_INVALID_DEVICEID],
+    ['aclrtSetDevice(-1)', (a) => a.aclrtSetDevice(-1), C.ACL_ERROR_RT_INVALID_DEVICEID],
+    ['aclrtResetDevice(7)', (a) => a.aclrtResetDevice(7), C.ACL_ERROR_RT_INVALID_DEVICEID],
+    ['aclrtGetDeviceCount(NULL)', (a) => a.aclrtGetDeviceCount(null as never), INVALID],
+    [
+      'aclrtMalloc without aclrtSetDevice',
+      () => {
+        const b = createAcl();
+        b.aclInit(null);
+        return b.aclrtMalloc({ value: 0n }, 64, C.ACL_MEM_MALLOC_HUGE_FIRST);
+      },
+      C.ACL_ERROR_RT_CONTEXT_NULL,
+    ],
+    [
+      'aclrtSynchronizeDevice after aclrtResetDevice',
+      (a) => {
+        a.aclrtResetDevice(0);
+        return a.aclrtSynchronizeDevice();
+      },
+      C.ACL_ERROR_RT_CONTEXT_NULL,
+    ],
+    ['aclFinalize after aclInit', (a) => a.aclFinalize(), C.ACL_SUCCESS],
+  ];
+  it.each(rows)('%s', (_name, call, code) => {
+    expect(call(ready())).toBe(code);
+  });
+
+  it('aclrtGetDeviceCount and aclrtDeviceGetBareTgid', () => {
+    const machine = createMachine({ devices: ['Ascend910B', 'Ascend910B'] });
+    const acl = ready({ machine });
+    const count = { value: 0 };
+    expect(acl.aclrtGetDeviceCount(count)).toBe(C.ACL_SUCCESS);
+    expect(count.value).toBe(2);
+    const pid = { value: 0 };
+    expect(acl.aclrtDeviceGetBareTgid(pid)).toBe(C.ACL_SUCCESS);
+    expect(pid.value).toBe(acl.runtime.pid);
+  });
+
+  it('the default machine is one Ascend 910B', () => {
+    const acl = createAcl();
+    expect(acl.runtime.devices.map((d) => d.name)).toEqual(['Ascend910B']);
+  });
+});
+
+describe('NULL pointers and zero sizes -> ACL_ERROR_INVALID_PARAM', () => {
+  const rows: [string, (acl: AclFlavor, va: bigint, h: bigint) => number][] = [
+    ['reserve virPtr NULL', (a) => a.aclrtReserveMemAddress(null as never, G, 0, null, 0)],
+    ['reserve size 0', (a) => a.aclrtReserveMemAddress({ value: 0n }, 0, 0, null, 0)],
+    ['reserve flags 2', (a) => a.aclrtReserveMemAddress({ value: 0n }, G, 0, null, 2)],
+    ['release virPtr NULL', (a) => a.aclrtReleaseMemAddress(null)],
+    ['release virPtr 0n', (a) => a.aclrtReleaseMemAddress(0n)],
+    ['mallocPhysical handle NULL', (a) => a.aclrtMallocPhysical(null as never, G, prop(), 0)],
+    ['mallocPhysical prop NULL', (a) => a.aclrtMallocPhysical({ value: 0n }, G, null as never, 0)],
+    ['mallocPhysical size 0', (a) => a.aclrtMallocPhysical({ value: 0n }, 0, prop(), 0)],
+    ['mallocPhysical flags 1', (a) => a.aclrtMallocPhysical({ value: 0n }, G, prop(), 1)],
+    [
+      'mallocPhysical handleType POSIX',
+      (a) => a.aclrtMallocPhysical({ value: 0n }, G, prop({ handleType: C.ACL_MEM_HANDLE_TYPE_POSIX }), 0),
+    ],
+    [
+      'mallocPhysical allocationType 1',
+      (a) => a.aclrtMallocPhysical({ value: 0n }, G, prop({ allocationType: 1 }), 0),
+    ],
+    [
+      'mallocPhysical location UNREGISTERED',
+      (a) =>
+        a.aclrtMallocPhysical(
+          { value: 0n },
+          G,
+          prop({ location: { id: 0, type: C.ACL_MEM_LOCATION_TYPE_UNREGISTERED } }),
+          0,
+        ),
+    ],
+    [
+      'mallocPhysical DDR attribute on a device',
+      (a) => a.aclrtMallocPhysical({ value: 0n }, G, prop({ memAttr: C.ACL_DDR_MEM_HUGE }), 0),
+    ],
+    [
+      'mallocPhysical unknown memAttr',
+      (a) => a.aclrtMallocPhysical({ value: 0n }, G, prop({ memAttr: 99 }), 0),
+    ],
+    ['freePhysical NULL', (a) => a.aclrtFreePhysical(0n)],
+    ['map virPtr NULL', (a, _va, h) => a.aclrtMapMem(0n, G, 0, h, 0)],
+    ['map handle NULL', (a, va) => a.aclrtMapMem(va, G, 0, null, 0)],
+    ['map size 0', (a, va, h) => a.aclrtMapMem(va, 0, 0, h, 0)],
+    ['map flags 1', (a, va, h) => a.aclrtMapMem(va, G, 0, h, 1)],
+    ['unmap virPtr NULL', (a) => a.aclrtUnmapMem(null)],
+    ['setAccess virPtr NULL', (a) => a.aclrtMemSetAccess(0n, G, RW(), 1)],
+    ['setAccess size 0', (a, va) => a.aclrtMemSetAccess(va, 0, RW(), 1)],
+    ['setAccess desc NULL', (a, va) => a.aclrtMemSetAccess(va, G, null as never, 1)],
+    ['setAccess count 0', (a, va) => a.aclrtMemSetAccess(va, G, RW(), 0)],
+    ['getAccess virPtr NULL', (a) => a.aclrtMemGetAccess(0n, { id: 0, type: 1 }, { value: 0 })],
+    ['getAccess location NULL', (a, va) => a.aclrtMemGetAccess(va, null as never, { value: 0 })],
+    ['getAccess flag NULL', (a, va) => a.aclrtMemGetAccess(va, { id: 0, type: 1 }, null as never)],
+    ['retain virPtr NULL', (a) => a.aclrtMemRetainAllocationHandle(0n, { value: 0n })],
+    ['retain handle NULL', (a, va) => a.aclrtMemRetainAllocationHandle(va, null as never)],
+    ['granularity prop NULL', (a) => a.aclrtMemGetAllocationGranularity(null as never, 0, { value: 0 })],
+    ['granularity out NULL', (a) => a.aclrtMemGetAllocationGranularity(prop(), 0, null as never)],
+    ['properties handle NULL', (a) => a.aclrtMemGetAllocationPropertiesFromHandle(0n, { value: prop() })],
+    ['properties prop NULL', (a, _va, h) => a.aclrtMemGetAllocationPropertiesFromHandle(h, null as never)],
+    ['export handle NULL', (a) => a.aclrtMemExportToShareableHandle(0n, 0, 0, { value: 0n })],
+    ['export handleType POSIX', (a, _va, h) => a.aclrtMemExportToShareableHandle(h, 2, 0, { value: 0n })],
+    ['export shareableHandle NULL', (a, _va, h) => a.aclrtMemExportToShareableHandle(h, 0, 0, null as never)],
+    ['setPid pid NULL', (a) => a.aclrtMemSetPidToShareableHandle(1n, null, 1)],
+    ['setPid pidNum 0', (a) => a.aclrtMemSetPidToShareableHandle(1n, [4001], 0)],
+    ['import handle NULL', (a) => a.aclrtMemImportFromShareableHandle(1n, 0, null as never)],
+    ['getBareTgid NULL', (a) => a.aclrtDeviceGetBareTgid(null as never)],
+    ['malloc devPtr NULL', (a) => a.aclrtMalloc(null as never, 64, 0)],
+    ['malloc size 0', (a) => a.aclrtMalloc({ value: 0n }, 0, 0)],
+    ['free NULL', (a) => a.aclrtFree(null)],
+    ['memcpy dst NULL', (a) => a.aclrtMemcpy(0n, 16, new Uint8Array(16), 16, C.ACL_MEMCPY_HOST_TO_DEVICE)],
+    ['memcpy src NULL', (a) => a.aclrtMemcpy(new Uint8Array(16), 16, 0n, 16, C.ACL_MEMCPY_DEVICE_TO_HOST)],
+    ['memcpy count 0', (a, va) => a.aclrtMemcpy(va, 16, new Uint8Array(16), 0, C.ACL_MEMCPY_HOST_TO_DEVICE)],
+    [
+      'memcpy count > destMax',
+      (a, va) => a.aclrtMemcpy(va, 8, new Uint8Array(16), 16, C.ACL_MEMCPY_HOST_TO_DEVICE),
+    ],
+    ['memcpy bad kind', (a, va) => a.aclrtMemcpy(va, 16, new Uint8Array(16), 16, 42)],
+    ['memset devPtr NULL', (a) => a.aclrtMemset(0n, 16, 0, 16)],
+    ['memset count 0', (a, va) => a.aclrtMemset(va, 16, 0, 0)],
+    ['memset count > maxCount', (a, va) => a.aclrtMemset(va, 8, 0, 16)],
+    ['createStream NULL', (a) => a.aclrtCreateStream(null as never)],
+    ['destroyStream NULL', (a) => a.aclrtDestroyStream(null)],
+    ['getMemInfo free NULL', (a) => a.aclrtGetMemInfo(C.ACL_HBM_MEM, null as never, { value: 0 })],
+  ];
+  it.each(rows)('%s', (_name, call) => {
+    const acl = ready();
+    const va = reserve(acl, G);
+    const h = mallocPhysical(acl);
+    expect(call(acl, va, h)).toBe(INVALID);
+    expect(acl.aclGetRecentErrMsg()).toMatch(/ACL_ERROR_INVALID_PARAM \(100000\)/);
+  });
+});
+
+describe('sizes, alignment and map rules -> runtime codes', () => {
+  const rows: [string, (acl: AclFlavor, va: bigint, h: bigint) => number, number][] = [
+    [
+      'reserve 1 MiB (not 2 MiB aligned)',
+      (a) => a.aclrtReserveMemAddress({ value: 0n }, MiB, 0, null, 0),
+      RT_PARAM,
+    ],
+    ['reserve 3 MiB', (a) => a.aclrtReserveMemAddress({ value: 0n }, 3 * MiB, 0, null, 0), RT_PARAM],
+    [
+      'reserve alignment 4096 (reserved, 0)',
+      (a) => a.aclrtReserveMemAddress({ value: 0n }, G, 4096, null, 0),
+      RT_PARAM,
+    ],
+    ['reserve flags 1 (huge page hint)', (a) => a.aclrtReserveMemAddress({ value: 0n }, G, 0, null, 1), 0],
+    [
+      'reserve at a taken expectPtr',
+      (a, va) => a.aclrtReserveMemAddress({ value: 0n }, G, 0, va, 0),
+      RT_PARAM,
+    ],
+    [
+      'reserve at a misaligned expectPtr',
+      (a, va) => a.aclrtReserveMemAddress({ value: 0n }, G, 0, va + 4096n, 0),
+      RT_PARAM,
+    ],
+    ['mallocPhysical 1 MiB', (a) => a.aclrtMallocPhysical({ value: 0n }, MiB, prop(), 0), RT_PARAM],
+    [
+      'mallocPhysical 2 MiB + 4 KiB',
+      (a) => a.aclrtMallocPhysical({ value: 0n }, G + 4096, prop(), 0),
+      RT_PARAM,
+    ],
+    [
+      'mallocPhysical HUGE1G with 2 MiB',
+      (a) => a.aclrtMallocPhysical({ value: 0n }, G, prop({ memAttr: C.ACL_HBM_MEM_HUGE1G }), 0),
+      RT_PARAM,
+    ],
+    [
+      'mallocPhysical on device 3',
+      (a) => a.aclrtMallocPhysical({ value: 0n }, G, prop({}, 3), 0),
+      C.ACL_ERROR_RT_INVALID_DEVICEID,
+    ],
+    [
+      'mallocPhysical MANAGED location',
+      (a) =>
+        a.aclrtMallocPhysical(
+          { value: 0n },
+          G,
+          prop({ location: { id: 0, type: C.ACL_MEM_LOCATION_TYPE_MANAGED } }),
+          0,
+        ),
+      C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+    ],
+    [
+      'mallocPhysical past the 64 GiB of HBM',
+      (a) => a.aclrtMallocPhysical({ value: 0n }, 66 * 1024 * MiB, prop(), 0),
+      C.ACL_ERROR_RT_MEMORY_ALLOCATION,
+    ],
+    ['freePhysical of an unknown handle', (a) => a.aclrtFreePhysical(999n), C.ACL_ERROR_RT_INVALID_HANDLE],
+    ['map offset 2 MiB', (a, va, h) => a.aclrtMapMem(va, G, G, h, 0), RT_PARAM],
+    ['map size != physical size', (a, va, h) => a.aclrtMapMem(va, 2 * G, 0, h, 0), RT_PARAM],
+    ['map at a misaligned address', (a, va, h) => a.aclrtMapMem(va + 4096n, G, 0, h, 0), RT_PARAM],
+    ['map past the reservation end', (a, va, h) => a.aclrtMapMem(va + 2n * BigInt(G), G, 0, h, 0), RT_PARAM],
+    [
+      'map outside every reservation',
+      (_a, _va, h) => _a.aclrtMapMem(0x1000_0000_0000n, G, 0, h, 0),
+      RT_PARAM,
+    ],
+    ['map an unknown handle', (a, va) => a.aclrtMapMem(va, G, 0, 999n, 0), C.ACL_ERROR_RT_INVALID_HANDLE],
+    [
+      'map over a mapping',
+      (a, va, h) => {
+        expectOk(a.aclrtMapMem(va, G, 0, h, 0));
+        return a.aclrtMapMem(va, G, 0, mallocPhysical(a), 0);
+      },
+      RT_PARAM,
+    ],
+    [
+      'map one handle at a second range (alias)',
+      (a, va, h) => {
+        expectOk(a.aclrtMapMem(va, G, 0, h, 0));
+        return a.aclrtMapMem(va + BigInt(G), G, 0, h, 0);
+      },
+      0,
+    ],
+    [
+      'map an aclrtMalloc pointer',
+      (a, _va, h) => {
+        const p = { value: 0n };
+        expectOk(a.aclrtMalloc(p, G - 64, 0));
+        return a.aclrtMapMem(p.value, G, 0, h, 0);
+      },
+      RT_PARAM,
+    ],
+  ];
+  it.each(rows)('%s', (_name, call, code) => {
+    const acl = ready();
+    const va = reserve(acl, 2 * G);
+    const h = mallocPhysical(acl);
+    expect(call(acl, va, h)).toBe(code);
+  });
+
+  it('an expectPtr that is free is honoured exactly', () => {
+    const acl = ready();
+    const va = reserve(acl, 2 * G);
+    expectOk(acl.aclrtReleaseMemAddress(va));
+    const p = { value: 0n };
+    expect(acl.aclrtReserveMemAddress(p, G, 0, va + BigInt(G), 0)).toBe(C.ACL_SUCCESS);
+    expect(p.value).toBe(va + BigInt(G));
+  });
+});
+
+describe('unmap and release take no size', () => {
+  const rows: [string, (acl: AclFlavor, va: bigint) => number, number][] = [
+    ['unmap inside a mapping, not at its start', (a, va) => a.aclrtUnmapMem(va + BigInt(G)), RT_PARAM],
+    ['unmap where nothing is mapped', (a, va) => a.aclrtUnmapMem(va + 2n * BigInt(G)), RT_PARAM],
+    ['unmap at the mapping start', (a, va) => a.aclrtUnmapMem(va), 0],
+    ['release while mapped', (a, va) => a.aclrtReleaseMemAddress(va), RT_PARAM],
+    ['release inside the reservation', (a, va) => a.aclrtReleaseMemAddress(va + BigInt(G)), RT_PARAM],
+    [
+      'release after unmap',
+      (a, va) => {
+        a.aclrtUnmapMem(va);
+        return a.aclrtReleaseMemAddress(va);
+      },
+      0,
+    ],
+    [
+      'release twice',
+      (a, va) => {
+        a.aclrtUnmapMem(va);
+        a.aclrtReleaseMemAddress(va);
+        return a.aclrtReleaseMemAddress(va);
+      },
+      RT_PARAM,
+    ],
+    [
+      'release an aclrtMalloc pointer',
+      (a) => {
+        const p = { value: 0n };
+        expectOk(a.aclrtMalloc(p, 64, 0));
+        return a.aclrtReleaseMemAddress(p.value);
+      },
+      RT_PARAM,
+    ],
+    ['aclrtFree a reserved address', (a, va) => a.aclrtFree(va), RT_PARAM],
+  ];
+  it.each(rows)('%s', (_name, call, code) => {
+    const acl = ready();
+    const va = reserve(acl, 4 * G);
+    const h = mallocPhysical(acl, 2 * G);
+    expectOk(acl.aclrtMapMem(va, 2 * G, 0, h, 0));
+    expect(call(acl, va)).toBe(code);
+  });
+
+  it('release of a still-mapped range is refused and changes nothing', () => {
+    const acl = ready();
+    const { va } = mapped(acl);
+    expect(acl.aclrtReleaseMemAddress(va)).toBe(RT_PARAM);
+    expect(acl.runtime.stats().reservations).toBe(1);
+    expect(acl.aclGetRecentErrMsg()).toMatch(
+      /aclrtReleaseMemAddress failed: ACL_ERROR_RT_PARAM_INVALID \(107000\)/,
+    );
+    expectOk(acl.aclrtUnmapMem(va));
+    expect(acl.aclrtReleaseMemAddress(va)).toBe(C.ACL_SUCCESS);
+  });
+});
+
+describe('a reservation may not hold handles of two devices', () => {
+  const machine = () => createMachine({ devices: ['Ascend910B', 'Ascend910B'] });
+  const rows: [string, number, boolean, number][] = [
+    ['device 1 beside device 0 in one reservation', 1, true, RT_PARAM],
+    ['device 0 beside device 0 in one reservation', 0, true, 0],
+    ['device 1 in a reservation of its own', 1, false, 0],
+  ];
+  it.each(rows)('%s', (_name, device, same, code) => {
+    const acl = ready({ machine: machine() });
+    const va = reserve(acl, 2 * G);
+    expectOk(acl.aclrtMapMem(va, G, 0, mallocPhysical(acl, G, 0), 0));
+    const other = same ? va + BigInt(G) : reserve(acl, G);
+    expect(acl.aclrtMapMem(other, G, 0, mallocPhysical(acl, G, device), 0)).toBe(code);
+  });
+
+  it('after the device-0 mapping goes, device 1 may use the reservation', () => {
+    const acl = ready({ machine: machine() });
+    const va = reserve(acl, 2 * G);
+    expectOk(acl.aclrtMapMem(va, G, 0, mallocPhysical(acl, G, 0), 0));
+    expectOk(acl.aclrtUnmapMem(va));
+    expect(acl.aclrtMapMem(va + BigInt(G), G, 0, mallocPhysical(acl, G, 1), 0)).toBe(C.ACL_SUCCESS);
+  });
+});
+
+describe('aclrtFreePhysical while mapped defers the free to the unmap', () => {
+  it('keeps memory and bytes until the last unmap', () => {
+    const acl = ready();
+    const machine = acl.machine!;
+    const { va, handle } = mapped(acl);
+    const bytes = pattern(4096);
+    expectOk(acl.aclrtMemcpy(va, 4096, bytes, 4096, C.ACL_MEMCPY_HOST_TO_DEVICE));
+    expect(acl.aclrtFreePhysical(handle)).toBe(C.ACL_SUCCESS);
+    expect(machine.liveAllocations).toBe(1);
+    // The handle is gone for the API ...
+    expect(acl.aclrtFreePhysical(handle)).toBe(C.ACL_ERROR_RT_INVALID_HANDLE);
+    expect(acl.aclrtMapMem(reserve(acl, G), G, 0, handle, 0)).toBe(C.ACL_ERROR_RT_INVALID_HANDLE);
+    // ... while the mapping still shows the memory.
+    const out = new Uint8Array(4096);
+    expectOk(acl.aclrtMemcpy(out, 4096, va, 4096, C.ACL_MEMCPY_DEVICE_TO_HOST));
+    expect(out).toEqual(bytes);
+    expect(acl.aclrtUnmapMem(va)).toBe(C.ACL_SUCCESS);
+    expect(machine.liveAllocations).toBe(0);
+    expect(acl.aclrtReleaseMemAddress(va)).toBe(C.ACL_SUCCESS);
+  });
+
+  it('retain from inside a mapping gives the handle; each reference needs its aclrtFreePhysical', () => {
+    const acl = ready();
+    const { va, handle } = mapped(acl, 2 * G);
+    const h = { value: 0n };
+    expect(acl.aclrtMemRetainAllocationHandle(va + BigInt(G) + 100n, h)).toBe(C.ACL_SUCCESS);
+    expect(h.value).toBe(handle);
+    expect(acl.aclrtMemRetainAllocationHandle(va + 4n * BigInt(G), h)).toBe(RT_PARAM);
+    expectOk(acl.aclrtFreePhysical(handle));
+    expectOk(acl.aclrtFreePhysical(handle));
+    expect(acl.aclrtFreePhysical(handle)).toBe(C.ACL_ERROR_RT_INVALID_HANDLE);
+    expectOk(acl.aclrtUnmapMem(va));
+    expect(acl.machine!.liveAllocations).toBe(0);
+  });
+});
+
+describe('access: copies through none, read and read-write', () => {
+  const H2D = C.ACL_MEMCPY_HOST_TO_DEVICE;
+  const D2H = C.ACL_MEMCPY_DEVICE_TO_HOST;
+  const NO = C.ACL_ERROR_RT_NO_PERMISSION;
+  const rows: [string, number | null, number, number][] = [
+    ['no grant: write', null, H2D, NO],
+    ['no grant: read', null, D2H, NO],
+    ['NONE: write', C.ACL_RT_MEM_ACCESS_FLAGS_NONE, H2D, NO],
+    ['READ: write', C.ACL_RT_MEM_ACCESS_FLAGS_READ, H2D, NO],
+    ['READ: read', C.ACL_RT_MEM_ACCESS_FLAGS_READ, D2H, 0],
+    ['READWRITE: write', C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE, H2D, 0],
+    ['READWRITE: read', C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE, D2H, 0],
+  ];
+  it.each(rows)('%s', (_name, flags, kind, code) => {
+    const acl = ready();
+    const va = reserve(acl, G);
+    expectOk(acl.aclrtMapMem(va, G, 0, mallocPhysical(acl), 0));
+    if (flags !== null) expectOk(acl.aclrtMemSetAccess(va, G, [{ flags, location: { id: 0, type: 1 } }], 1));
+    const flag = { value: -1 };
+    expectOk(acl.aclrtMemGetAccess(va, { id: 0, type: C.ACL_MEM_LOCATION_TYPE_DEVICE }, flag));
+    expect(flag.value).toBe(flags ?? 0);
+    const host = new Uint8Array(64);
+    const call =
+      kind === H2D ? acl.aclrtMemcpy(va, 64, host, 64, kind) : acl.aclrtMemcpy(host, 64, va, 64, kind);
+    expect(call).toBe(code);
+  });
+
+  const setRows: [string, (acl: AclFlavor, va: bigint) => number, number][] = [
+    [
+      'flags 2',
+      (a, va) => a.aclrtMemSetAccess(va, G, [{ flags: 2, location: { id: 0, type: 1 } }], 1),
+      RT_PARAM,
+    ],
+    ['size not the mapped size', (a, va) => a.aclrtMemSetAccess(va, 2 * G, RW(), 1), RT_PARAM],
+    ['inside the mapping', (a, va) => a.aclrtMemSetAccess(va + 4096n, G, RW(), 1), RT_PARAM],
+    ['device 4', (a, va) => a.aclrtMemSetAccess(va, G, RW(4), 1), C.ACL_ERROR_RT_INVALID_DEVICEID],
+    [
+      'host location',
+      (a, va) =>
+        a.aclrtMemSetAccess(
+          va,
+          G,
+          [{ flags: 3, location: { id: 0, type: C.ACL_MEM_LOCATION_TYPE_HOST } }],
+          1,
+        ),
+      C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+    ],
+    ['count beyond desc', (a, va) => a.aclrtMemSetAccess(va, G, RW(), 2), INVALID],
+    [
+      'getAccess inside the mapping',
+      (a, va) => a.aclrtMemGetAccess(va + 4096n, { id: 0, type: 1 }, { value: 0 }),
+      RT_PARAM,
+    ],
+    [
+      'getAccess device 4',
+      (a, va) => a.aclrtMemGetAccess(va, { id: 4, type: 1 }, { value: 0 }),
+      C.ACL_ERROR_RT_INVALID_DEVICEID,
+    ],
+  ];
+  it.each(setRows)('setAccess/getAccess: %s', (_name, call, code) => {
+    const acl = ready();
+    const va = reserve(acl, 2 * G);
+    expectOk(acl.aclrtMapMem(va, G, 0, mallocPhysical(acl), 0));
+    expect(call(acl, va)).toBe(code);
+  });
+
+  it('a re-map starts with no access', () => {
+    const acl = ready();
+    const { va, handle } = mapped(acl);
+    expectOk(acl.aclrtUnmapMem(va));
+    expectOk(acl.aclrtMapMem(va, G, 0, handle, 0));
+    const flag = { value: -1 };
+    expectOk(acl.aclrtMemGetAccess(va, { id: 0, type: 1 }, flag));
+    expect(flag.value).toBe(C.ACL_RT_MEM_ACCESS_FLAGS_NONE);
+  });
+});
+
+describe('sharing between two processes', () => {
+  function pair(exportFlags = C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT) {
+    const machine = createMachine({ devices: ['Ascend910B'] });
+    const a = ready({ machine });
+    const b = ready({ machine });
+    const handle = mallocPhysical(a);
+    const token = { value: 0n };
+    expectOk(a.aclrtMemExportToShareableHandle(handle, C.ACL_MEM_HANDLE_TYPE_NONE, exportFlags, token));
+    return { machine, a, b, handle, token: token.value };
+  }
+  const tgid = (acl: AclFlavor) => {
+    const p = { value: 0 };
+    expectOk(acl.aclrtDeviceGetBareTgid(p));
+    return p.value;
+  };
+
+  const rows: [string, (s: ReturnType<typeof pair>) => number, number][] = [
+    [
+      'import without being whitelisted',
+      (s) => s.b.aclrtMemImportFromShareableHandle(s.token, 0, { value: 0n }),
+      C.ACL_ERROR_RT_NO_PERMISSION,
+    ],
+    [
+      'import after aclrtMemSetPidToShareableHandle',
+      (s) => {
+        expectOk(s.a.aclrtMemSetPidToShareableHandle(s.token, [tgid(s.b)], 1));
+        return s.b.aclrtMemImportFromShareableHandle(s.token, 0, { value: 0n });
+      },
+      0,
+    ],
+    [
+      'import when another pid was whitelisted',
+      (s) => {
+        expectOk(s.a.aclrtMemSetPidToShareableHandle(s.token, [tgid(s.b) + 1000], 1));
+        return s.b.aclrtMemImportFromShareableHandle(s.token, 0, { value: 0n });
+      },
+      C.ACL_ERROR_RT_NO_PERMISSION,
+    ],
+    [
+      'import in the exporting process',
+      (s) => s.a.aclrtMemImportFromShareableHandle(s.token, 0, { value: 0n }),
+      C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+    ],
+    [
+      'export the same handle twice',
+      (s) => s.a.aclrtMemExportToShareableHandle(s.handle, 0, 0, { value: 0n }),
+      RT_PARAM,
+    ],
+    [
+      'export with flags 2',
+      (s) => s.a.aclrtMemExportToShareableHandle(mallocPhysical(s.a), 0, 2, { value: 0n }),
+      RT_PARAM,
+    ],
+    [
+      'export an unknown handle',
+      (s) => s.a.aclrtMemExportToShareableHandle(999n, 0, 0, { value: 0n }),
+      C.ACL_ERROR_RT_INVALID_HANDLE,
+    ],
+    [
+      'setPid from a process that did not export',
+      (s) => s.b.aclrtMemSetPidToShareableHandle(s.token, [tgid(s.b)], 1),
+      RT_PARAM,
+    ],
+    [
+      'setPid with fewer pids than pidNum',
+      (s) => s.a.aclrtMemSetPidToShareableHandle(s.token, [1], 2),
+      INVALID,
+    ],
+    [
+      'import an unknown shareable handle',
+      (s) => s.b.aclrtMemImportFromShareableHandle(12345n, 0, { value: 0n }),
+      RT_PARAM,
+    ],
+    [
+      'import onto device 3',
+      (s) => s.b.aclrtMemImportFromShareableHandle(s.token, 3, { value: 0n }),
+      C.ACL_ERROR_RT_INVALID_DEVICEID,
+    ],
+    [
+      're-export an imported handle',
+      (s) => {
+        expectOk(s.a.aclrtMemSetPidToShareableHandle(s.token, [tgid(s.b)], 1));
+        const h = { value: 0n };
+        expectOk(s.b.aclrtMemImportFromShareableHandle(s.token, 0, h));
+        return s.b.aclrtMemExportToShareableHandle(h.value, 0, 1, { value: 0n });
+      },
+      RT_PARAM,
+    ],
+    [
+      'map an imported and an allocated handle in one reservation',
+      (s) => {
+        expectOk(s.a.aclrtMemSetPidToShareableHandle(s.token, [tgid(s.b)], 1));
+        const h = { value: 0n };
+        expectOk(s.b.aclrtMemImportFromShareableHandle(s.token, 0, h));
+        const va = reserve(s.b, 2 * G);
+        expectOk(s.b.aclrtMapMem(va, G, 0, h.value, 0));
+        return s.b.aclrtMapMem(va + BigInt(G), G, 0, mallocPhysical(s.b), 0);
+      },
+      RT_PARAM,
+    ],
+  ];
+  it.each(rows)('%s', (_name, call, code) => {
+    expect(call(pair())).toBe(code);
+  });
+
+  it('ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION lets any other process import', () => {
+    const s = pair(C.ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
+    expect(s.b.aclrtMemImportFromShareableHandle(s.token, 0, { value: 0n })).toBe(C.ACL_SUCCESS);
+    expect(s.a.aclrtMemImportFromShareableHandle(s.token, 0, { value: 0n })).toBe(
+      C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+    );
+  });
+
+  it('bytes written by one process are read by the other through its own mapping', () => {
+    const s = pair();
+    const va = reserve(s.a, G);
+    expectOk(s.a.aclrtMapMem(va, G, 0, s.handle, 0));
+    expectOk(s.a.aclrtMemSetAccess(va, G, RW(), 1));
+    const bytes = pattern(8192, 5);
+    expectOk(s.a.aclrtMemcpy(va + 4096n, 8192, bytes, 8192, C.ACL_MEMCPY_HOST_TO_DEVICE));
+
+    expectOk(s.a.aclrtMemSetPidToShareableHandle(s.token, [tgid(s.b)], 1));
+    const h = { value: 0n };
+    expectOk(s.b.aclrtMemImportFromShareableHandle(s.token, 0, h));
+    const vb = reserve(s.b, G);
+    expectOk(s.b.aclrtMapMem(vb, G, 0, h.value, 0));
+    expectOk(s.b.aclrtMemSetAccess(vb, G, RW(), 1));
+    const out = new Uint8Array(8192);
+    expectOk(s.b.aclrtMemcpy(out, 8192, vb + 4096n, 8192, C.ACL_MEMCPY_DEVICE_TO_HOST));
+    expect(out).toEqual(bytes);
+
+    // And back: B writes, A reads.
+    expectOk(s.b.aclrtMemset(vb, 16, 0xab, 16));
+    const back = new Uint8Array(16);
+    expectOk(s.a.aclrtMemcpy(back, 16, va, 16, C.ACL_MEMCPY_DEVICE_TO_HOST));
+    expect([...back]).toEqual(new Array(16).fill(0xab));
+
+    const p = { value: prop() };
+    expectOk(s.b.aclrtMemGetAllocationPropertiesFromHandle(h.value, p));
+    expect(p.value.location).toEqual({ id: 0, type: C.ACL_MEM_LOCATION_TYPE_DEVICE });
+
+    // Memory lives until every process has let go.
+    expectOk(s.a.aclrtUnmapMem(va));
+    expectOk(s.a.aclrtFreePhysical(s.handle));
+    expectOk(s.b.aclrtMemcpy(out, 16, vb, 16, C.ACL_MEMCPY_DEVICE_TO_HOST));
+    expectOk(s.b.aclrtUnmapMem(vb));
+    expectOk(s.b.aclrtFreePhysical(h.value));
+    s.a.dispose();
+    s.b.dispose();
+    expect(s.machine.liveAllocations).toBe(0);
+  });
+});
+
+describe('aclrtMalloc rounds to 32 bytes and adds 32 of padding', () => {
+  const rows: [number, number, number][] = [
+    // [requested, policy, bytes accounted on the device]
+    [1, C.ACL_MEM_MALLOC_HUGE_FIRST, G],
+    [G - 64, C.ACL_MEM_MALLOC_HUGE_FIRST, G],
+    [G - 32, C.ACL_MEM_MALLOC_HUGE_FIRST, G],
+    [G - 31, C.ACL_MEM_MALLOC_HUGE_FIRST, 2 * G],
+    [G, C.ACL_MEM_MALLOC_HUGE_FIRST, 2 * G],
+    [G, C.ACL_MEM_MALLOC_NORMAL_ONLY, 2 * G],
+    [G, C.ACL_MEM_MALLOC_HUGE1G_ONLY, G],
+    [G, 0x7777, 2 * G],
+  ];
+  it.each(rows)('aclrtMalloc(%i, policy %i) takes %i bytes', (size, policy, taken) => {
+    const acl = ready();
+    const before = { value: 0 };
+    const after = { value: 0 };
+    const total = { value: 0 };
+    expectOk(acl.aclrtGetMemInfo(C.ACL_HBM_MEM, before, total));
+    const p = { value: 0n };
+    expect(acl.aclrtMalloc(p, size, policy)).toBe(C.ACL_SUCCESS);
+    expectOk(acl.aclrtGetMemInfo(C.ACL_HBM_MEM, after, total));
+    expect(before.value - after.value).toBe(taken);
+    expect(total.value).toBe(64 * 1024 * MiB);
+    expect(p.value % 64n).toBe(0n);
+    expect(acl.aclrtFree(p.value + 32n)).toBe(RT_PARAM);
+    expect(acl.aclrtFree(p.value)).toBe(C.ACL_SUCCESS);
+    expectOk(acl.aclrtGetMemInfo(C.ACL_HBM_MEM, after, total));
+    expect(after.value).toBe(before.value);
+  });
+
+  it('the padding is mapped: bytes just past the requested size are usable', () => {
+    const acl = ready();
+    const p = { value: 0n };
+    expectOk(acl.aclrtMalloc(p, G, C.ACL_MEM_MALLOC_HUGE_FIRST));
+    const tail = pattern(32, 9);
+    expect(acl.aclrtMemcpy(p.value + BigInt(G), 32, tail, 32, C.ACL_MEMCPY_HOST_TO_DEVICE)).toBe(
+      C.ACL_SUCCESS,
+    );
+    expect(aclMallocSize(G)).toBe(G + 32);
+    expect(aclMallocSize(1)).toBe(64);
+    expect(aclMallocSize(33)).toBe(96);
+  });
+});
+
+describe('streams, memset and queries', () => {
+  it('copies queued on a stream land at synchronisation', () => {
+    const acl = ready();
+    const { va } = mapped(acl);
+    const s = { value: 0n };
+    expectOk(acl.aclrtCreateStream(s));
+    const bytes = pattern(1024, 3);
+    expectOk(acl.aclrtMemcpyAsync(va, 1024, bytes, 1024, C.ACL_MEMCPY_HOST_TO_DEVICE, s.value));
+    expectOk(acl.aclrtMemcpyAsync(va + 4096n, 1024, va, 1024, C.ACL_MEMCPY_DEVICE_TO_DEVICE, s.value));
+    expect(acl.aclrtSynchronizeStream(s.value)).toBe(C.ACL_SUCCESS);
+    const out = new Uint8Array(1024);
+    expectOk(acl.aclrtMemcpy(out, 1024, va + 4096n, 1024, C.ACL_MEMCPY_DEFAULT));
+    expect(out).toEqual(bytes);
+    expect(acl.aclrtSynchronizeStream(null)).toBe(C.ACL_SUCCESS);
+    expect(acl.aclrtSynchronizeDevice()).toBe(C.ACL_SUCCESS);
+    expect(acl.aclrtDestroyStream(s.value)).toBe(C.ACL_SUCCESS);
+    expect(acl.aclrtDestroyStream(s.value)).toBe(RT_PARAM);
+    expect(acl.aclrtSynchronizeStream(s.value)).toBe(RT_PARAM);
+    expect(acl.aclrtMemcpyAsync(va, 16, bytes, 16, C.ACL_MEMCPY_HOST_TO_DEVICE, 0xdeadn)).toBe(RT_PARAM);
+  });
+
+  it('memcpy kinds must match the pointers', () => {
+    const acl = ready();
+    const { va } = mapped(acl);
+    expect(acl.aclrtMemcpy(va, 16, va, 16, C.ACL_MEMCPY_HOST_TO_DEVICE)).toBe(RT_PARAM);
+    const a = pattern(16);
+    const b = new Uint8Array(16);
+    expect(acl.aclrtMemcpy(b, 16, a, 16, C.ACL_MEMCPY_HOST_TO_HOST)).toBe(C.ACL_SUCCESS);
+    expect(b).toEqual(a);
+  });
+
+  it('granularity and properties', () => {
+    const acl = ready();
+    const g = { value: 0 };
+    expectOk(acl.aclrtMemGetAllocationGranularity(prop(), C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, g));
+    expect(g.value).toBe(G);
+    expectOk(acl.aclrtMemGetAllocationGranularity(prop(), C.ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED, g));
+    expect(g.value).toBe(G);
+    expectOk(acl.aclrtMemGetAllocationGranularity(prop({ memAttr: C.ACL_HBM_MEM_HUGE1G }), 0, g));
+    expect(g.value).toBe(1024 * MiB);
+    expect(acl.aclrtMemGetAllocationGranularity(prop(), 7, g)).toBe(RT_PARAM);
+    const h = { value: 0n };
+    expectOk(acl.aclrtMallocPhysical(h, G, prop({ memAttr: C.ACL_HBM_MEM_NORMAL }), 0));
+    const p = { value: prop() };
+    expect(acl.aclrtMemGetAllocationPropertiesFromHandle(h.value, p)).toBe(C.ACL_SUCCESS);
+    expect(p.value).toEqual({
+      handleType: C.ACL_MEM_HANDLE_TYPE_NONE,
+      allocationType: C.ACL_MEM_ALLOCATION_TYPE_PINNED,
+      memAttr: C.ACL_HBM_MEM_NORMAL,
+      location: { id: 0, type: C.ACL_MEM_LOCATION_TYPE_DEVICE },
+      reserve: 0n,
+    });
+    expect(acl.aclrtMemGetAllocationPropertiesFromHandle(77n, p)).toBe(C.ACL_ERROR_RT_INVALID_HANDLE);
+  });
+});
+
+describe('aclGetRecentErrMsg', () => {
+  it('describes the last failure of this process, once', () => {
+    const machine = createMachine({ devices: ['Ascend910B'] });
+    const a = ready({ machine });
+    const b = ready({ machine });
+    expect(a.aclGetRecentErrMsg()).toBeNull();
+    expect(a.aclrtMapMem(reserve(a, G), G, G, mallocPhysical(a), 0)).toBe(RT_PARAM);
+    expect(a.aclrtSetDevice(0)).toBe(C.ACL_SUCCESS);
+    const msg = a.aclGetRecentErrMsg();
+    expect(msg).toMatch(/^aclrtMapMem failed: ACL_ERROR_RT_PARAM_INVALID \(107000\): offset/);
+    expect(a.aclGetRecentErrMsg()).toBeNull();
+    expect(b.aclGetRecentErrMsg()).toBeNull();
+  });
+});
+
+describe('error table', () => {
+  it.each([...ERROR_KINDS])('%s has an aclError', (kind) => {
+    expect(Number.isInteger(ACL_ERROR_TABLE[kind])).toBe(true);
+    expect(ACL_ERROR_TABLE[kind]).not.toBe(C.ACL_SUCCESS);
+    expect(C.ACL_ERROR_NAMES.has(ACL_ERROR_TABLE[kind])).toBe(true);
+  });
+
+  it('keeps the documented numbers', () => {
+    expect([
+      C.ACL_SUCCESS,
+      C.ACL_ERROR_INVALID_PARAM,
+      C.ACL_ERROR_RT_PARAM_INVALID,
+      C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+      C.ACL_ERROR_RT_MEMORY_ALLOCATION,
+      C.ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+    ]).toEqual([0, 100000, 107000, 207000, 207001, 1]);
+  });
+});
