@@ -1,4 +1,4 @@
-import type { Access, AllocationProperties } from './types.js';
+import { type Access, type AllocationProperties, accessIn } from './types.js';
 
 /**
  * The three objects of the VMM model (seed 1, section 2.3): a Reservation is
@@ -59,15 +59,16 @@ export class Mapping {
     readonly allocation: PhysicalAllocation,
     readonly offset: number,
     readonly reservation: Reservation,
-    /** Access per device ordinal; a new mapping grants none. */
-    readonly access: Uint8Array,
   ) {}
+
+  /** Access of every device, packed (Note [Access bits]); a new mapping grants none. */
+  accessBits = 0;
 
   get end(): number {
     return this.va + this.size;
   }
 
   accessOf(device: number): Access {
-    return this.access[device] as Access;
+    return accessIn(this.accessBits, device);
   }
 }

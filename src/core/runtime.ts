@@ -1,4 +1,5 @@
-import type { Backend } from '../backend/backend.js';
+import type { Backend, ImportedMemory } from '../backend/backend.js';
+import { HandleTable } from '../util/handle-table.js';
 import { OrderedMap } from '../util/ordered-map.js';
 import { vmmError } from './errors.js';
 import { Mapping, PhysicalAllocation, Reservation } from './objects.js';
@@ -9,7 +10,9 @@ import {
   type DeviceInfo,
   HandleType,
   isAccess,
+  MAX_DEVICES,
   type MemoryInfo,
+  withAccess,
 } from './types.js';
 
 export interface RuntimeOptions {
@@ -70,18 +73,20 @@ const TRACED_OPERATIONS = [
  *  2. Mappings never overlap, and each lies inside exactly one reservation.
  *  3. An allocation's memory is released in the backend exactly when its
  *     refCount (handle references + mappings) reaches zero.
- *  4. A mapping's access array equals what the backend's page tables grant.
+ *  4. A mapping's access bits equal what the backend's page tables grant.
  */
 export class Runtime implements Disposable {
   readonly devices: readonly DeviceInfo[];
   readonly #reservations = new OrderedMap<Reservation>();
   readonly #mappings = new OrderedMap<Mapping>();
-  /** Allocations whose handle is valid (handleRefs > 0), by handle value. */
-  readonly #handles = new Map<number, PhysicalAllocation>();
+  /**
+   * Allocations alive in this process (refCount > 0), by handle value. The
+   * handle is valid while handleRefs > 0; an allocation kept only by its
+   * mappings keeps its value, so retain gives the same handle back.
+   */
+  readonly #handles = new HandleTable<PhysicalAllocation>();
   readonly #streams = new Set<number>();
   readonly #report: (message: string, error?: unknown) => void;
-  /** Handle values are per process and deterministic. */
-  #nextHandle = 1;
   #disposed = false;
 
   constructor(
@@ -89,6 +94,8 @@ export class Runtime implements Disposable {
     options: RuntimeOptions = {},
   ) {
     this.devices = backend.devices;
+    if (this.devices.length > MAX_DEVICES)
+      throw new RangeError(`vmmkit handles at most ${MAX_DEVICES} devices`);
     this.#report = options.report ?? ((message, error) => console.warn(`vmmkit: ${message}`, error ?? ''));
     if (options.tracer) instrument(this, 'core', options.tracer, TRACED_OPERATIONS);
   }
@@ -128,14 +135,12 @@ export class Runtime implements Disposable {
 
   /** The reservation containing address `va`. */
   reservationContaining(va: number): Reservation | undefined {
-    const r = this.#reservations.floor(va);
-    return r !== undefined && va < r.end ? r : undefined;
+    return this.#reservations.containing(va);
   }
 
   /** The mapping containing address `va`. */
   mappingAt(va: number): Mapping | undefined {
-    const m = this.#mappings.floor(va);
-    return m !== undefined && va < m.end ? m : undefined;
+    return this.#mappings.containing(va);
   }
 
   /** Every mapping that intersects [va, va + size), in address order. */
@@ -179,7 +184,8 @@ export class Runtime implements Disposable {
 
   /** The allocation behind a valid handle value. */
   allocation(handle: number): PhysicalAllocation | undefined {
-    return this.#handles.get(handle);
+    const a = this.#handles.get(handle);
+    return a !== undefined && a.handleRefs > 0 ? a : undefined;
   }
 
   getAccess(va: number, device: number): Access {
@@ -225,7 +231,7 @@ export class Runtime implements Disposable {
     const align = Math.max(alignment, g);
     const base = this.backend.reserve(size, align, hint % align === 0 ? hint : 0);
     const r = new Reservation(base, size, align, origin);
-    this.#reservations.set(base, r);
+    this.#reservations.set(base, r, base + size);
     return r;
   }
 
@@ -256,16 +262,15 @@ export class Runtime implements Disposable {
       throw vmmError('invalid-value', `bad location ${JSON.stringify(location)}`);
     }
     const backendHandle = this.backend.create(size, props);
-    const a = new PhysicalAllocation(this.#nextHandle++, size, props, backendHandle, origin);
-    this.#handles.set(a.id, a);
+    const a = new PhysicalAllocation(this.#handles.peek(), size, props, backendHandle, origin);
+    this.#handles.add(a);
     return a;
   }
 
   /** Drop one handle reference; the memory goes when nothing (handle or mapping) holds it. */
   release(a: PhysicalAllocation): void {
-    if (this.#handles.get(a.id) !== a) throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
+    this.#checkHandle(a);
     a.handleRefs--;
-    if (a.handleRefs === 0) this.#handles.delete(a.id);
     this.#releaseIfUnused(a);
   }
 
@@ -277,18 +282,25 @@ export class Runtime implements Disposable {
       throw vmmError('not-mapped', 'one-step allocations have no handle');
     const a = m.allocation;
     a.handleRefs++;
-    this.#handles.set(a.id, a);
     return a;
   }
 
   #releaseIfUnused(a: PhysicalAllocation): void {
-    if (a.refCount === 0) this.backend.release(a.backendHandle);
+    if (a.refCount !== 0) return;
+    this.#handles.remove(a.id);
+    this.backend.release(a.backendHandle);
+  }
+
+  #checkHandle(a: PhysicalAllocation): void {
+    if (this.#handles.get(a.id) !== a || a.handleRefs === 0) {
+      throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
+    }
   }
 
   // --- mapping and access --------------------------------------------------
 
   map(va: number, size: number, a: PhysicalAllocation, offset = 0): Mapping {
-    if (this.#handles.get(a.id) !== a) throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
+    this.#checkHandle(a);
     const g = this.vaGranularity;
     if (!isCount(va) || va % g !== 0)
       throw vmmError('invalid-value', `address 0x${va.toString(16)} is not aligned`);
@@ -300,13 +312,12 @@ export class Runtime implements Disposable {
     const r = this.reservationContaining(va);
     if (r === undefined || va + size > r.end)
       throw vmmError('not-reserved', 'range is not inside one reservation');
-    const before = this.#mappings.floor(va + size - 1);
-    if (before !== undefined && before.end > va) {
-      throw vmmError('overlap', `0x${before.va.toString(16)} is already mapped`);
+    if (this.#mappings.intersects(va, va + size)) {
+      throw vmmError('overlap', `[0x${va.toString(16)}, +${size}) is already mapped in part`);
     }
     this.backend.map(va, size, a.backendHandle, offset);
-    const m = new Mapping(va, size, a, offset, r, new Uint8Array(this.devices.length));
-    this.#mappings.set(va, m);
+    const m = new Mapping(va, size, a, offset, r);
+    this.#mappings.set(va, m, va + size);
     r.mappingCount++;
     a.mapRefs++;
     return m;
@@ -314,7 +325,27 @@ export class Runtime implements Disposable {
 
   /** Unmap the mappings that exactly tile [va, va + size) (see wholeMappings). */
   unmap(va: number, size: number): void {
-    this.unmapMappings(this.wholeMappings(va, size));
+    const first = this.#tile(va, size);
+    // One mapping (the common case) goes without building a list.
+    if (first.end === va + size) this.#unmapOne(first);
+    else this.unmapMappings(this.wholeMappings(va, size));
+  }
+
+  /** The first of the mappings that exactly tile [va, va + size); throws like wholeMappings. */
+  #tile(va: number, size: number): Mapping {
+    const first = this.mappingAt(va);
+    if (first === undefined || first.va !== va || first.end > va + size)
+      return this.wholeMappings(va, size)[0];
+    return first;
+  }
+
+  #unmapOne(m: Mapping): void {
+    if (this.#streams.size > 0) this.backend.synchronizeDevice(-1);
+    this.backend.unmap(m.va, m.size);
+    this.#mappings.delete(m.va);
+    m.reservation.mappingCount--;
+    m.allocation.mapRefs--;
+    this.#releaseIfUnused(m.allocation);
   }
 
   /**
@@ -325,47 +356,55 @@ export class Runtime implements Disposable {
     for (const m of mappings) {
       if (this.#mappings.get(m.va) !== m) throw vmmError('not-mapped', 'mapping is not live');
     }
-    if (this.#streams.size > 0) this.backend.synchronizeDevice(-1);
-    for (const m of mappings) {
-      this.backend.unmap(m.va, m.size);
-      this.#mappings.delete(m.va);
-      m.reservation.mappingCount--;
-      m.allocation.mapRefs--;
-      this.#releaseIfUnused(m.allocation);
-    }
+    for (const m of mappings) this.#unmapOne(m);
   }
 
   /** Set access for each descriptor over the mappings that exactly tile [va, va + size). */
   setAccess(va: number, size: number, descriptors: readonly AccessDescriptor[]): void {
-    this.setAccessOn(this.wholeMappings(va, size), descriptors);
+    const first = this.#tile(va, size);
+    if (first.end !== va + size) this.wholeMappings(va, size);
+    this.#setAccessRange(first, va + size, descriptors);
   }
 
   /** Set access on the given live, contiguous mappings; all or nothing. */
   setAccessOn(mappings: readonly Mapping[], descriptors: readonly AccessDescriptor[]): void {
+    for (let i = 0; i < mappings.length; i++) {
+      const m = mappings[i];
+      if (this.#mappings.get(m.va) !== m) throw vmmError('not-mapped', 'mapping is not live');
+      if (i > 0 && mappings[i - 1].end !== m.va) throw vmmError('not-mapped', 'mappings are not contiguous');
+    }
+    if (mappings.length > 0)
+      this.#setAccessRange(mappings[0], mappings[mappings.length - 1].end, descriptors);
+  }
+
+  /** Set access on the contiguous live mappings from `first` up to `end`. */
+  #setAccessRange(first: Mapping, end: number, descriptors: readonly AccessDescriptor[]): void {
     for (const d of descriptors) {
       this.device(d.device);
       if (!isAccess(d.access)) throw vmmError('invalid-value', `access flags ${d.access}`);
     }
-    const first = mappings[0];
-    const last = mappings[mappings.length - 1];
     const va = first.va;
-    const size = last.end - va;
-    const done: AccessDescriptor[] = [];
+    let done = 0;
     try {
-      for (const d of descriptors) {
-        this.backend.setAccess(va, size, d.device, d.access);
-        done.push(d);
+      for (; done < descriptors.length; done++) {
+        const d = descriptors[done];
+        this.backend.setAccess(va, end - va, d.device, d.access);
       }
     } catch (e) {
       // Put back what the earlier descriptors changed: invariant 1.
-      for (const d of done) this.#restoreAccess(mappings, d.device);
+      for (let i = 0; i < done; i++) this.#restoreAccess(first, end, descriptors[i].device);
       throw e;
     }
-    for (const d of descriptors) for (const m of mappings) m.access[d.device] = d.access;
+    // Step by end address, so the mapping after the range is never touched.
+    for (let at = first.va; at < end; ) {
+      const m = this.#mappings.get(at)!;
+      for (const d of descriptors) m.accessBits = withAccess(m.accessBits, d.device, d.access);
+      at = m.end;
+    }
   }
 
-  #restoreAccess(mappings: readonly Mapping[], device: number): void {
-    for (const m of mappings) {
+  #restoreAccess(first: Mapping, end: number, device: number): void {
+    for (let m = this.#mappings.get(first.va); m !== undefined && m.va < end; m = this.#mappings.get(m.end)) {
       try {
         this.backend.setAccess(m.va, m.size, device, m.accessOf(device));
       } catch (e) {
@@ -378,7 +417,7 @@ export class Runtime implements Disposable {
 
   /** Export as a POSIX file descriptor in this process's table. */
   exportFd(a: PhysicalAllocation): number {
-    if (this.#handles.get(a.id) !== a) throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
+    this.#checkHandle(a);
     if ((a.props.handleTypes & HandleType.PosixFd) === 0) {
       throw vmmError('not-supported', 'the allocation was not created exportable as a POSIX fd');
     }
@@ -390,16 +429,7 @@ export class Runtime implements Disposable {
   /** Import memory from a file descriptor of this process: a new handle to the same memory. */
   importFd(fd: number): PhysicalAllocation {
     if (!Number.isInteger(fd) || fd < 0) throw vmmError('invalid-fd', `${fd} is not a file descriptor`);
-    const imported = this.backend.importFd(fd);
-    const a = new PhysicalAllocation(
-      this.#nextHandle++,
-      imported.size,
-      imported.props,
-      imported.handle,
-      'imported',
-    );
-    this.#handles.set(a.id, a);
-    return a;
+    return this.#adopt(this.backend.importFd(fd));
   }
 
   /**
@@ -407,7 +437,7 @@ export class Runtime implements Disposable {
    * only processes named through allowImport may import it.
    */
   exportShareable(a: PhysicalAllocation, checkPid: boolean): number {
-    if (this.#handles.get(a.id) !== a) throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
+    this.#checkHandle(a);
     const token = this.backend.exportShareable(a.backendHandle, checkPid);
     a.exports++;
     return token;
@@ -418,15 +448,19 @@ export class Runtime implements Disposable {
   }
 
   importShareable(token: number): PhysicalAllocation {
-    const imported = this.backend.importShareable(token);
+    return this.#adopt(this.backend.importShareable(token));
+  }
+
+  /** A new handle for memory the backend imported. */
+  #adopt(imported: ImportedMemory): PhysicalAllocation {
     const a = new PhysicalAllocation(
-      this.#nextHandle++,
+      this.#handles.peek(),
       imported.size,
       imported.props,
       imported.handle,
       'imported',
     );
-    this.#handles.set(a.id, a);
+    this.#handles.add(a);
     return a;
   }
 
@@ -475,7 +509,7 @@ export class Runtime implements Disposable {
         'malloc',
       );
       const m = this.map(r.base, rounded, a, 0);
-      this.setAccessOn([m], [{ device, access: Access.ReadWrite }]);
+      this.#setAccessRange(m, m.end, [{ device, access: Access.ReadWrite }]);
       this.release(a);
       return r;
     } catch (e) {
@@ -497,7 +531,7 @@ export class Runtime implements Disposable {
   #teardownMalloc(r: Reservation, a: PhysicalAllocation): void {
     const m = this.#mappings.get(r.base);
     if (m !== undefined) this.unmapMappings([m]);
-    if (this.#handles.get(a.id) === a) this.release(a);
+    if (a.handleRefs > 0) this.release(a);
     this.free(r);
   }
 
@@ -549,7 +583,7 @@ export class Runtime implements Disposable {
     for (const s of [...this.#streams]) this.#undo(() => this.destroyStream(s));
     for (const m of [...this.#mappings.values()]) this.#undo(() => this.unmapMappings([m]));
     for (const a of [...this.#handles.values()]) {
-      while (this.#handles.get(a.id) === a) this.#undo(() => this.release(a));
+      while (a.handleRefs > 0 && this.#handles.get(a.id) === a) this.#undo(() => this.release(a));
     }
     for (const r of [...this.#reservations.values()]) this.#undo(() => this.free(r));
     this.#undo(() => this.backend.dispose());

@@ -8,6 +8,22 @@ export function isAccess(v: number): v is Access {
   return v === 0 || v === 1 || v === 3;
 }
 
+/**
+ * Note [Access bits]: every device's access to a mapping is packed into one
+ * integer, two bits per device ordinal, so a mapping or page-table entry
+ * carries no per-device array. That bounds a machine at MAX_DEVICES.
+ */
+export const MAX_DEVICES = 16;
+
+export function accessIn(bits: number, device: number): Access {
+  return ((bits >>> (device << 1)) & 3) as Access;
+}
+
+export function withAccess(bits: number, device: number, access: Access): number {
+  const shift = device << 1;
+  return (bits & ~(3 << shift)) | (access << shift);
+}
+
 /** Where physical memory lives. Host memory is still reached through device page tables. */
 export interface Location {
   readonly type: 'device' | 'host';

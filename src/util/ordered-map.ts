@@ -1,21 +1,36 @@
 /**
- * An ordered map from integer keys (addresses) to values, for address-space
- * bookkeeping with up to millions of entries.
+ * An ordered map from integer keys (addresses) to values, each key with an
+ * optional end (for ranges [key, end)), for address-space bookkeeping with up
+ * to millions of entries.
  *
  * Note [Chunked sorted arrays]: keys live in sorted chunks of at most
- * 2 * CHUNK entries, with one array of each chunk's first key above them. A
- * lookup is two binary searches; an insert or delete moves at most 2 * CHUNK
- * entries, so cost stays nearly flat from a thousand entries to millions,
- * without the pointer chasing (and per-node allocation) of a balanced tree.
- * Values are objects that know their own key, so lookups return the value
- * alone and allocate nothing.
+ * CAPACITY entries, with one array of each chunk's first key above them. A
+ * lookup is two binary searches; an insert or delete moves at most CAPACITY
+ * entries of one chunk, so cost stays nearly flat from a thousand entries to
+ * millions, without the pointer chasing and per-node allocation of a tree.
+ * Chunks are typed arrays (keys and ends as float64, values as int32
+ * indices into a slot table), so that move is a memmove: moving object
+ * references instead would pay a GC write barrier per element. Range
+ * queries (containing, intersects) read only the chunk, never the value
+ * objects of neighbouring ranges: with a million ranges those objects are
+ * cold, and one cache miss each would dominate the cost.
  */
-const CHUNK = 128;
+const CAPACITY = 128;
+
+class Chunk {
+  readonly keys = new Float64Array(CAPACITY);
+  readonly ends = new Float64Array(CAPACITY);
+  /** Index into the map's slot table of each key's value. */
+  readonly slots = new Int32Array(CAPACITY);
+  length = 0;
+}
 
 export class OrderedMap<V> {
-  #keys: number[][] = [];
-  #values: V[][] = [];
-  #firsts: number[] = [];
+  #chunks: Chunk[] = [new Chunk()];
+  /** First key of each chunk (the first chunk's entry is never compared). */
+  #firsts: number[] = [0];
+  readonly #values: (V | undefined)[] = [];
+  readonly #freeSlots: number[] = [];
   #size = 0;
 
   get size(): number {
@@ -36,119 +51,170 @@ export class OrderedMap<V> {
   }
 
   get(key: number): V | undefined {
-    if (this.#size === 0) return undefined;
-    const c = this.#chunkFor(key);
-    const keys = this.#keys[c];
-    const i = lowerBound(keys, key);
-    return i < keys.length && keys[i] === key ? this.#values[c][i] : undefined;
+    const c = this.#chunks[this.#chunkFor(key)];
+    const i = lowerBound(c, key);
+    return i < c.length && c.keys[i] === key ? this.#values[c.slots[i]] : undefined;
   }
 
   has(key: number): boolean {
     return this.get(key) !== undefined;
   }
 
-  set(key: number, value: V): void {
-    if (this.#size === 0) {
-      this.#keys.push([key]);
-      this.#values.push([value]);
-      this.#firsts.push(key);
-      this.#size = 1;
+  /** Set the value at `key`; `end` (default: key) makes it the range [key, end) for range queries. */
+  set(key: number, value: V, end = key): void {
+    const ci = this.#chunkFor(key);
+    const c = this.#chunks[ci];
+    const i = lowerBound(c, key);
+    if (i < c.length && c.keys[i] === key) {
+      this.#values[c.slots[i]] = value;
+      c.ends[i] = end;
       return;
     }
-    const c = this.#chunkFor(key);
-    const keys = this.#keys[c];
-    const values = this.#values[c];
-    const i = lowerBound(keys, key);
-    if (i < keys.length && keys[i] === key) {
-      values[i] = value;
+    const slot = this.#freeSlots.pop() ?? this.#values.length;
+    this.#values[slot] = value;
+    if (c.length === CAPACITY) {
+      this.#split(ci);
+      this.set(key, value, end);
+      // The recursive set took a slot of its own.
+      this.#values[slot] = undefined;
+      this.#freeSlots.push(slot);
       return;
     }
-    if (i === keys.length) {
-      keys.push(key);
-      values.push(value);
-    } else {
-      keys.splice(i, 0, key);
-      values.splice(i, 0, value);
-    }
-    if (i === 0) this.#firsts[c] = key;
+    c.keys.copyWithin(i + 1, i, c.length);
+    c.ends.copyWithin(i + 1, i, c.length);
+    c.slots.copyWithin(i + 1, i, c.length);
+    c.keys[i] = key;
+    c.ends[i] = end;
+    c.slots[i] = slot;
+    c.length++;
+    if (i === 0) this.#firsts[ci] = key;
     this.#size++;
-    if (keys.length > 2 * CHUNK) {
-      this.#keys.splice(c + 1, 0, keys.splice(CHUNK));
-      this.#values.splice(c + 1, 0, values.splice(CHUNK));
-      this.#firsts.splice(c + 1, 0, this.#keys[c + 1][0]);
-    }
+  }
+
+  #split(ci: number): void {
+    const c = this.#chunks[ci];
+    const half = CAPACITY >> 1;
+    const right = new Chunk();
+    right.keys.set(c.keys.subarray(half, c.length));
+    right.ends.set(c.ends.subarray(half, c.length));
+    right.slots.set(c.slots.subarray(half, c.length));
+    right.length = c.length - half;
+    c.length = half;
+    this.#chunks.splice(ci + 1, 0, right);
+    this.#firsts.splice(ci + 1, 0, right.keys[0]);
   }
 
   delete(key: number): boolean {
-    if (this.#size === 0) return false;
-    const c = this.#chunkFor(key);
-    const keys = this.#keys[c];
-    const i = lowerBound(keys, key);
-    if (i === keys.length || keys[i] !== key) return false;
-    if (i === keys.length - 1) {
-      keys.pop();
-      this.#values[c].pop();
-    } else {
-      keys.splice(i, 1);
-      this.#values[c].splice(i, 1);
-    }
+    const ci = this.#chunkFor(key);
+    const c = this.#chunks[ci];
+    const i = lowerBound(c, key);
+    if (i === c.length || c.keys[i] !== key) return false;
+    const slot = c.slots[i];
+    this.#values[slot] = undefined;
+    this.#freeSlots.push(slot);
+    c.keys.copyWithin(i, i + 1, c.length);
+    c.ends.copyWithin(i, i + 1, c.length);
+    c.slots.copyWithin(i, i + 1, c.length);
+    c.length--;
     this.#size--;
-    if (keys.length === 0) {
-      this.#keys.splice(c, 1);
-      this.#values.splice(c, 1);
-      this.#firsts.splice(c, 1);
-    } else if (i === 0) {
-      this.#firsts[c] = keys[0];
+    if (c.length === 0 && this.#chunks.length > 1) {
+      // An emptied chunk goes, unless it is the only one.
+      this.#chunks.splice(ci, 1);
+      this.#firsts.splice(ci, 1);
+    } else if (i === 0 && c.length > 0) {
+      this.#firsts[ci] = c.keys[0];
     }
     return true;
   }
 
   /** The value with the greatest key <= `key`. */
   floor(key: number): V | undefined {
-    if (this.#size === 0) return undefined;
-    const c = this.#chunkFor(key);
-    const i = upperBound(this.#keys[c], key) - 1;
-    return i >= 0 ? this.#values[c][i] : undefined;
+    const c = this.#floorChunk(key);
+    return c === undefined ? undefined : this.#values[c.slots[this.#at]];
+  }
+
+  /** The value of the range [key, end) that contains `point`. */
+  containing(point: number): V | undefined {
+    const c = this.#floorChunk(point);
+    return c !== undefined && point < c.ends[this.#at] ? this.#values[c.slots[this.#at]] : undefined;
+  }
+
+  /** Whether any range [key, end) intersects [start, end). */
+  intersects(start: number, end: number): boolean {
+    const c = this.#floorChunk(end - 1);
+    return c !== undefined && c.ends[this.#at] > start;
+  }
+
+  /** Position found by #floorChunk (saves allocating a pair). */
+  #at = 0;
+
+  /** The chunk holding the greatest key <= `key`, with its index in #at; undefined if none. */
+  #floorChunk(key: number): Chunk | undefined {
+    let ci = this.#chunkFor(key);
+    let c = this.#chunks[ci];
+    let i = upperBound(c, key) - 1;
+    // Only the first chunk can be empty or start above `key`; step back over an empty one.
+    while (i < 0) {
+      if (ci === 0) return undefined;
+      c = this.#chunks[--ci];
+      i = c.length - 1;
+    }
+    this.#at = i;
+    return c;
   }
 
   /** The value with the least key >= `key`. */
   ceiling(key: number): V | undefined {
-    if (this.#size === 0) return undefined;
-    let c = this.#chunkFor(key);
-    let i = lowerBound(this.#keys[c], key);
-    if (i === this.#keys[c].length) {
-      c++;
+    let ci = this.#chunkFor(key);
+    let c = this.#chunks[ci];
+    let i = lowerBound(c, key);
+    while (i === c.length) {
+      if (++ci === this.#chunks.length) return undefined;
+      c = this.#chunks[ci];
       i = 0;
-      if (c === this.#keys.length) return undefined;
     }
-    return this.#values[c][i];
+    return this.#values[c.slots[i]];
   }
 
   /** The value with the least key > `key`. */
   higher(key: number): V | undefined {
-    return key === Number.MAX_SAFE_INTEGER ? undefined : this.ceiling(key + 1);
+    let ci = this.#chunkFor(key);
+    let c = this.#chunks[ci];
+    let i = upperBound(c, key);
+    while (i === c.length) {
+      if (++ci === this.#chunks.length) return undefined;
+      c = this.#chunks[ci];
+      i = 0;
+    }
+    return this.#values[c.slots[i]];
   }
 
   /** The value with the least key. */
   first(): V | undefined {
-    return this.#size === 0 ? undefined : this.#values[0][0];
+    for (const c of this.#chunks) if (c.length > 0) return this.#values[c.slots[0]];
+    return undefined;
   }
 
+  /** Values in key order (a snapshot: the map may change while it is iterated). */
   *values(): IterableIterator<V> {
-    for (const chunk of this.#values) yield* chunk.slice();
+    const out: V[] = [];
+    for (const c of this.#chunks) for (let i = 0; i < c.length; i++) out.push(this.#values[c.slots[i]] as V);
+    yield* out;
   }
 
   clear(): void {
-    this.#keys = [];
-    this.#values = [];
-    this.#firsts = [];
+    this.#chunks = [new Chunk()];
+    this.#firsts = [0];
+    this.#values.length = 0;
+    this.#freeSlots.length = 0;
     this.#size = 0;
   }
 }
 
-function lowerBound(keys: number[], key: number): number {
+function lowerBound(c: Chunk, key: number): number {
+  const keys = c.keys;
   let lo = 0;
-  let hi = keys.length;
+  let hi = c.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (keys[mid] < key) lo = mid + 1;
@@ -157,9 +223,10 @@ function lowerBound(keys: number[], key: number): number {
   return lo;
 }
 
-function upperBound(keys: number[], key: number): number {
+function upperBound(c: Chunk, key: number): number {
+  const keys = c.keys;
   let lo = 0;
-  let hi = keys.length;
+  let hi = c.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (keys[mid] <= key) lo = mid + 1;

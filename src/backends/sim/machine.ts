@@ -1,7 +1,7 @@
 import { vmmError } from '../../core/errors.js';
 import type { Tracer } from '../../core/trace.js';
-import type { AllocationProperties, DeviceInfo } from '../../core/types.js';
-import { PhysicalMemory } from './physical-memory.js';
+import { type AllocationProperties, type DeviceInfo, MAX_DEVICES } from '../../core/types.js';
+import { PageAccounting, PhysicalMemory } from './physical-memory.js';
 import { type DevicePreset, type DeviceSpec, resolveDeviceSpec } from './presets.js';
 import { SimProcess } from './process.js';
 
@@ -51,8 +51,9 @@ export class Machine {
   readonly devices: readonly SimDevice[];
   readonly host: MemoryPool;
   readonly #processes = new Map<number, SimProcess>();
-  /** Physical memory that some handle, mapping or descriptor still holds. */
-  readonly #live = new Set<PhysicalMemory>();
+  readonly #pages = new PageAccounting();
+  /** Physical allocations that some handle, mapping or descriptor still holds. */
+  #live = 0;
   /** Shareable tokens (ACL-style sharing), by token value. */
   readonly #shareables = new Map<number, Shareable>();
   #nextPid = 4000;
@@ -61,7 +62,9 @@ export class Machine {
 
   constructor(options: MachineOptions = {}) {
     const specs = (options.devices ?? ['H200']).map(resolveDeviceSpec);
-    if (specs.length === 0) throw new TypeError('a machine needs at least one device');
+    if (specs.length === 0 || specs.length > MAX_DEVICES) {
+      throw new RangeError(`a machine has 1 to ${MAX_DEVICES} devices, not ${specs.length}`);
+    }
     this.devices = specs.map(
       (s, ordinal) =>
         new SimDevice({
@@ -108,9 +111,7 @@ export class Machine {
 
   /** Bytes of host memory the simulated pages occupy. */
   get residentBytes(): number {
-    let n = 0;
-    for (const m of this.#live) n += m.residentBytes;
-    return n;
+    return this.#pages.bytes;
   }
 
   // --- for SimProcess -------------------------------------------------------
@@ -122,14 +123,13 @@ export class Machine {
       throw vmmError('out-of-memory', `${size} bytes requested, ${pool.free} free on ${describe(props)}`);
     }
     pool.used += size;
-    const memory = new PhysicalMemory(this.#nextMemoryId++, size, props);
-    this.#live.add(memory);
-    return memory;
+    this.#live++;
+    return new PhysicalMemory(this.#nextMemoryId++, size, props, this.#pages);
   }
 
   /** Physical allocations alive on the machine. */
   get liveAllocations(): number {
-    return this.#live.size;
+    return this.#live;
   }
 
   /** @internal */
@@ -142,7 +142,7 @@ export class Machine {
     if (--memory.holders === 0) {
       this.poolOf(memory.props).used -= memory.size;
       memory.discard();
-      this.#live.delete(memory);
+      this.#live--;
     }
   }
 

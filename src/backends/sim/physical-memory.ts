@@ -11,9 +11,20 @@ import type { AllocationProperties } from '../../core/types.js';
  */
 export const PAGE_SIZE = 64 * 1024;
 
+/** Host memory the simulated pages of one machine occupy. */
+export class PageAccounting {
+  pages = 0;
+  get bytes(): number {
+    return this.pages * PAGE_SIZE;
+  }
+}
+
+const NO_PAGES: ReadonlyMap<number, Uint8Array> = new Map();
+
 export class PhysicalMemory {
-  readonly #pages = new Map<number, Uint8Array>();
-  /** Backend handles (in any process) and mappings holding this memory. */
+  /** Written pages by index; made on the first write (most allocations in a benchmark are never written). */
+  #pages: Map<number, Uint8Array> | undefined;
+  /** Backend handles (in any process), mappings and descriptors holding this memory. */
   holders = 0;
 
   constructor(
@@ -21,18 +32,23 @@ export class PhysicalMemory {
     readonly id: number,
     readonly size: number,
     readonly props: AllocationProperties,
+    readonly accounting: PageAccounting,
   ) {}
 
   /** Host bytes in use for this memory's pages. */
   get residentBytes(): number {
-    return this.#pages.size * PAGE_SIZE;
+    return (this.#pages?.size ?? 0) * PAGE_SIZE;
+  }
+
+  get #readPages(): ReadonlyMap<number, Uint8Array> {
+    return this.#pages ?? NO_PAGES;
   }
 
   read(offset: number, dst: Uint8Array, dstOffset: number, length: number): void {
     while (length > 0) {
       const inPage = offset & (PAGE_SIZE - 1);
       const n = Math.min(PAGE_SIZE - inPage, length);
-      const page = this.#pages.get(pageIndex(offset));
+      const page = this.#readPages.get(pageIndex(offset));
       if (page === undefined) dst.fill(0, dstOffset, dstOffset + n);
       else dst.set(n === PAGE_SIZE ? page : page.subarray(inPage, inPage + n), dstOffset);
       offset += n;
@@ -57,9 +73,9 @@ export class PhysicalMemory {
       const inPage = offset & (PAGE_SIZE - 1);
       const n = Math.min(PAGE_SIZE - inPage, length);
       const index = pageIndex(offset);
-      if (value === 0 && n === PAGE_SIZE) this.#pages.delete(index);
+      if (value === 0 && n === PAGE_SIZE) this.#dropPage(index);
       else {
-        const page = value === 0 ? this.#pages.get(index) : this.#page(index);
+        const page = value === 0 ? this.#readPages.get(index) : this.#page(index);
         page?.fill(value, inPage, inPage + n);
       }
       offset += n;
@@ -79,11 +95,11 @@ export class PhysicalMemory {
       const srcIn = srcOffset & (PAGE_SIZE - 1);
       const dstIn = offset & (PAGE_SIZE - 1);
       const n = Math.min(PAGE_SIZE - srcIn, PAGE_SIZE - dstIn, length);
-      const from = src.#pages.get(pageIndex(srcOffset));
+      const from = src.#readPages.get(pageIndex(srcOffset));
       if (from === undefined) {
         // Copying zeros: a missing destination page is already zeros.
-        if (n === PAGE_SIZE) this.#pages.delete(pageIndex(offset));
-        else this.#pages.get(pageIndex(offset))?.fill(0, dstIn, dstIn + n);
+        if (n === PAGE_SIZE) this.#dropPage(pageIndex(offset));
+        else this.#readPages.get(pageIndex(offset))?.fill(0, dstIn, dstIn + n);
       } else {
         this.#page(pageIndex(offset)).set(n === PAGE_SIZE ? from : from.subarray(srcIn, srcIn + n), dstIn);
       }
@@ -95,16 +111,24 @@ export class PhysicalMemory {
 
   /** Drop every page (the memory was freed). */
   discard(): void {
-    this.#pages.clear();
+    if (this.#pages === undefined) return;
+    this.accounting.pages -= this.#pages.size;
+    this.#pages = undefined;
   }
 
   #page(index: number): Uint8Array {
+    this.#pages ??= new Map();
     let page = this.#pages.get(index);
     if (page === undefined) {
       page = new Uint8Array(PAGE_SIZE);
       this.#pages.set(index, page);
+      this.accounting.pages++;
     }
     return page;
+  }
+
+  #dropPage(index: number): void {
+    if (this.#pages?.delete(index)) this.accounting.pages--;
   }
 }
 

@@ -1,15 +1,23 @@
 import type { Backend, ImportedMemory } from '../../backend/backend.js';
 import { vmmError } from '../../core/errors.js';
 import { instrument, type Tracer } from '../../core/trace.js';
-import type { Access, AllocationProperties, DeviceInfo, MemoryInfo } from '../../core/types.js';
+import {
+  type Access,
+  type AllocationProperties,
+  accessIn,
+  type DeviceInfo,
+  type MemoryInfo,
+  withAccess,
+} from '../../core/types.js';
+import { HandleTable } from '../../util/handle-table.js';
 import { OrderedMap } from '../../util/ordered-map.js';
 import type { Machine } from './machine.js';
 import type { PhysicalMemory } from './physical-memory.js';
 import { SimStream } from './stream.js';
 import { VaAllocator } from './va-allocator.js';
 
-/** Where a process's GPU virtual addresses start and end (a 47-bit space, as on x86-64 Linux). */
-const VA_START = 0x7f00_0000_0000;
+/** Where a process's GPU virtual addresses start and end: 16 TiB below the top of a 47-bit space. */
+const VA_START = 0x7000_0000_0000;
 const VA_END = 0x7fff_0000_0000;
 const FIRST_FD = 3;
 
@@ -35,8 +43,10 @@ export class PageTableEntry {
     readonly size: number,
     readonly memory: PhysicalMemory,
     readonly offset: number,
-    readonly permissions: Uint8Array,
   ) {}
+
+  /** Every device's permission, packed (Note [Access bits]). */
+  permissions = 0;
 }
 
 const BACKEND_OPERATIONS = [
@@ -74,11 +84,10 @@ export class SimProcess implements Backend {
   /** Reservations, by base: their sizes. */
   readonly #reserved = new Map<number, number>();
   readonly #entries = new OrderedMap<PageTableEntry>();
-  readonly #handles = new Map<number, PhysicalMemory>();
+  readonly #handles = new HandleTable<PhysicalMemory>();
   readonly #files = new Map<number, MemoryFile>();
   readonly #streams = new Map<number, SimStream>();
   readonly #tracer: Tracer | undefined;
-  #nextHandle = 1;
   #nextStream = 1;
   /** Queued stream items across all streams; 0 lets synchronous calls skip draining. */
   #queued = 0;
@@ -110,8 +119,7 @@ export class SimProcess implements Backend {
   free(va: number, size: number): void {
     if (this.#reserved.get(va) !== size)
       throw vmmError('not-reserved', `no reservation of ${size} at 0x${va.toString(16)}`);
-    const inside = this.#entries.ceiling(va);
-    if (inside !== undefined && inside.va < va + size)
+    if (this.#entries.intersects(va, va + size))
       throw vmmError('in-use', 'memory is still mapped in the range');
     this.#reserved.delete(va);
     this.#va.release(va, size);
@@ -126,15 +134,13 @@ export class SimProcess implements Backend {
 
   release(handle: number): void {
     const memory = this.#handle(handle);
-    this.#handles.delete(handle);
+    this.#handles.remove(handle);
     this.machine.drop(memory);
   }
 
   #addHandle(memory: PhysicalMemory): number {
-    const handle = this.#nextHandle++;
-    this.#handles.set(handle, memory);
     this.machine.hold(memory);
-    return handle;
+    return this.#handles.add(memory);
   }
 
   #handle(handle: number): PhysicalMemory {
@@ -147,15 +153,21 @@ export class SimProcess implements Backend {
 
   map(va: number, size: number, handle: number, offset: number): void {
     const memory = this.#handle(handle);
-    const e = new PageTableEntry(va, size, memory, offset, new Uint8Array(this.devices.length));
-    this.#entries.set(va, e);
+    const e = new PageTableEntry(va, size, memory, offset);
+    this.#entries.set(va, e, va + size);
     this.machine.hold(memory);
     this.#tracer?.event('device', 'vm.bind', [va, size, `memory#${memory.id}`, offset]);
   }
 
   unmap(va: number, size: number): void {
     const end = va + size;
-    for (let e = this.#entries.get(va); e !== undefined && e.va < end; e = this.#entries.get(e.va + e.size)) {
+    // Step by end address, so the entry after the range is never touched.
+    for (
+      let at = va, e = this.#entries.get(at);
+      e !== undefined;
+      e = at < end ? this.#entries.get(at) : undefined
+    ) {
+      at = e.va + e.size;
       this.#entries.delete(e.va);
       this.machine.drop(e.memory);
       this.#tracer?.event('device', 'pte.clear', [e.va, e.size]);
@@ -164,8 +176,13 @@ export class SimProcess implements Backend {
 
   setAccess(va: number, size: number, device: number, access: Access): void {
     const end = va + size;
-    for (let e = this.#entries.get(va); e !== undefined && e.va < end; e = this.#entries.get(e.va + e.size)) {
-      e.permissions[device] = access;
+    for (
+      let at = va, e = this.#entries.get(at);
+      e !== undefined;
+      e = at < end ? this.#entries.get(at) : undefined
+    ) {
+      at = e.va + e.size;
+      e.permissions = withAccess(e.permissions, device, access);
       this.#tracer?.event('device', access === 0 ? 'pte.clear' : 'pte.set', [device, e.va, e.size, access]);
     }
   }
@@ -174,7 +191,7 @@ export class SimProcess implements Backend {
   pageTable(device: number): { va: number; size: number; access: Access }[] {
     const out: { va: number; size: number; access: Access }[] = [];
     for (const e of this.#entries.values()) {
-      const access = e.permissions[device] as Access;
+      const access = accessIn(e.permissions, device);
       if (access !== 0) out.push({ va: e.va, size: e.size, access });
     }
     return out;
@@ -187,14 +204,14 @@ export class SimProcess implements Backend {
    */
   #walk(device: number, va: number, length: number, need: number): PageTableEntry {
     if (!Number.isSafeInteger(va) || va < 0) throw vmmError('invalid-value', `address ${va}`);
-    const first = this.#entries.floor(va);
-    if (first === undefined || va >= first.va + first.size) {
+    const first = this.#entries.containing(va);
+    if (first === undefined) {
       throw vmmError('not-mapped', `0x${va.toString(16)} is not mapped`);
     }
     const end = va + length;
     let e: PageTableEntry | undefined = first;
     for (;;) {
-      if ((e.permissions[device] & need) !== need) {
+      if ((accessIn(e.permissions, device) & need) !== need) {
         throw vmmError(
           'access-denied',
           `device ${device} may not ${need === READ ? 'read' : 'write'} 0x${Math.max(va, e.va).toString(16)}`,
@@ -254,10 +271,12 @@ export class SimProcess implements Backend {
     this.#submit(device, stream, 'copy', check, () => {
       if (size === 0) return;
       const from = this.#walk(device, src, size, READ);
-      const to = this.#walk(device, dst, size, WRITE);
+      this.#walk(device, dst, size, WRITE);
       this.#pieces(from, src, size, (sm, soff, at, n) => {
-        this.#pieces(to, dst + at, n, (dm, doff, _at, k) => {
-          dm.copyFrom(sm, soff + _at, doff, k);
+        // The destination piece may start inside any of dst's entries.
+        const to = this.#entries.containing(dst + at)!;
+        this.#pieces(to, dst + at, n, (dm, doff, within, k) => {
+          dm.copyFrom(sm, soff + within, doff, k);
         });
       });
       this.#moved(device, size, 'copy', dst);
@@ -412,7 +431,6 @@ export class SimProcess implements Backend {
     for (const e of this.#entries.values()) this.machine.drop(e.memory);
     this.#entries.clear();
     for (const m of this.#handles.values()) this.machine.drop(m);
-    this.#handles.clear();
     for (const f of this.#files.values()) this.machine.drop(f.memory);
     this.#files.clear();
     this.#reserved.clear();

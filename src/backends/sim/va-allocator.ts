@@ -1,18 +1,22 @@
 import { vmmError } from '../../core/errors.js';
 import { OrderedMap } from '../../util/ordered-map.js';
 
+/** A free range [start, end), keyed in the map by its end. */
 interface FreeRange {
   start: number;
-  size: number;
+  readonly end: number;
 }
 
 /**
  * A process's virtual address space: the free ranges between reservations,
  * handed out lowest-address first so the same calls give the same addresses.
  *
- * Note [First fit, coalesced]: freed ranges merge with their neighbours, so
- * a reserve/free cycle returns the same address every time and the free list
- * stays as short as the fragmentation the program causes.
+ * Note [First fit, keyed by end]: freed ranges merge with their neighbours,
+ * so a reserve/free cycle returns the same address every time and the free
+ * list stays as short as the fragmentation the program causes. Ranges are
+ * keyed by their end address: carving from the front of a range and giving
+ * back the piece just before one only move its start, which changes no key,
+ * so the common reserve/free pattern touches the map not at all.
  */
 export class VaAllocator {
   readonly #free = new OrderedMap<FreeRange>();
@@ -21,21 +25,21 @@ export class VaAllocator {
     readonly start: number,
     readonly end: number,
   ) {
-    this.#free.set(start, { start, size: end - start });
+    this.#free.set(end, { start, end });
   }
 
   /** Reserve `size` bytes aligned to `alignment` (a power of two); at `hint` if that range is free. */
   allocate(size: number, alignment: number, hint: number): number {
     if (hint !== 0) {
-      const f = this.#free.floor(hint);
-      if (f !== undefined && hint + size <= f.start + f.size) {
+      const f = this.#free.higher(hint);
+      if (f !== undefined && f.start <= hint && hint + size <= f.end) {
         this.#carve(f, hint, size);
         return hint;
       }
     }
-    for (let f = this.#free.first(); f !== undefined; f = this.#free.higher(f.start)) {
-      const base = alignUp(f.start, alignment);
-      if (base + size <= f.start + f.size) {
+    for (let f = this.#free.first(); f !== undefined; f = this.#free.higher(f.end)) {
+      const base = Math.ceil(f.start / alignment) * alignment;
+      if (base + size <= f.end) {
         this.#carve(f, base, size);
         return base;
       }
@@ -44,19 +48,13 @@ export class VaAllocator {
   }
 
   release(base: number, size: number): void {
-    let start = base;
-    let end = base + size;
-    const before = this.#free.floor(base);
-    if (before !== undefined && before.start + before.size === base) {
-      start = before.start;
-      this.#free.delete(before.start);
-    }
-    const after = this.#free.get(end);
-    if (after !== undefined) {
-      end = after.start + after.size;
-      this.#free.delete(after.start);
-    }
-    this.#free.set(start, { start, size: end - start });
+    const end = base + size;
+    const before = this.#free.get(base);
+    const after = this.#free.higher(end);
+    const start = before === undefined ? base : before.start;
+    if (before !== undefined) this.#free.delete(base);
+    if (after !== undefined && after.start === end) after.start = start;
+    else this.#free.set(end, { start, end });
   }
 
   /** Number of free ranges (fragmentation). */
@@ -65,13 +63,9 @@ export class VaAllocator {
   }
 
   #carve(f: FreeRange, base: number, size: number): void {
-    const fEnd = f.start + f.size;
-    if (base > f.start) f.size = base - f.start;
-    else this.#free.delete(f.start);
-    if (base + size < fEnd) this.#free.set(base + size, { start: base + size, size: fEnd - base - size });
+    const start = f.start;
+    if (base + size < f.end) f.start = base + size;
+    else this.#free.delete(f.end);
+    if (base > start) this.#free.set(base, { start, end: base });
   }
-}
-
-function alignUp(n: number, alignment: number): number {
-  return Math.ceil(n / alignment) * alignment;
 }

@@ -17,7 +17,11 @@ const MAX = BigInt(Number.MAX_SAFE_INTEGER);
 /** A non-negative integer argument as a number, or -1 if it is not one. */
 export function toCount(x: unknown): number {
   if (typeof x === 'number') return Number.isSafeInteger(x) && x >= 0 ? x : -1;
-  if (typeof x === 'bigint') return x >= 0n && x <= MAX ? Number(x) : -1;
+  if (typeof x === 'bigint') {
+    // Exact: any bigint above 2^53 - 1 converts to 2^53 or more.
+    const n = Number(x);
+    return n >= 0 && n <= Number.MAX_SAFE_INTEGER ? n : -1;
+  }
   return -1;
 }
 

@@ -1,0 +1,215 @@
+/**
+ * vmmkit's benchmarks on the simulated machine (`npm run bench`): prints a
+ * table and writes bench/results/sim.json. Each target is a ratio measured
+ * within this one run, so a noisy machine moves both sides alike.
+ */
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { type CudaFlavor, createCuda } from '../src/index.js';
+
+const MiB = 1024 * 1024;
+const S = 2 * MiB;
+/** The same cycle on a real H200 through the native driver (DESIGN.md, driver 580): microseconds. */
+const H200_CYCLE_US = 73.5;
+
+interface Row {
+  name: string;
+  value: number;
+  unit: string;
+  target: string;
+  met: boolean;
+}
+
+function ok(code: number, what: string): void {
+  if (code !== 0) throw new Error(`${what} returned ${code}`);
+}
+
+function setup(): CudaFlavor {
+  const cu = createCuda();
+  const ctx = { value: 0n };
+  ok(cu.cuInit(0), 'cuInit');
+  ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'ctx');
+  ok(cu.cuCtxSetCurrent(ctx.value), 'ctx');
+  return cu;
+}
+
+const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
+const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
+
+/** Median of `rounds` timings of `fn` run `n` times; nanoseconds per run. */
+function timeNs(fn: () => void, n: number, rounds = 7): number {
+  const per: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) fn();
+    per.push(Number(process.hrtime.bigint() - t0) / n);
+  }
+  per.sort((a, b) => a - b);
+  return per[Math.floor(per.length / 2)];
+}
+
+function cycleBench(): Row {
+  const cu = setup();
+  const p = { value: 0n };
+  const h = { value: 0n };
+  const cycle = () => {
+    cu.cuMemAddressReserve(p, S, 0, 0n, 0);
+    cu.cuMemCreate(h, S, prop, 0);
+    cu.cuMemMap(p.value, S, 0, h.value, 0);
+    cu.cuMemSetAccess(p.value, S, rw, 1);
+    cu.cuMemUnmap(p.value, S);
+    cu.cuMemRelease(h.value);
+    cu.cuMemAddressFree(p.value, S);
+  };
+  // Check once that the cycle really succeeds, then time it.
+  ok(cu.cuMemAddressReserve(p, S, 0, 0n, 0), 'reserve');
+  ok(cu.cuMemCreate(h, S, prop, 0), 'create');
+  ok(cu.cuMemMap(p.value, S, 0, h.value, 0), 'map');
+  ok(cu.cuMemSetAccess(p.value, S, rw, 1), 'setAccess');
+  ok(cu.cuMemUnmap(p.value, S), 'unmap');
+  ok(cu.cuMemRelease(h.value), 'release');
+  ok(cu.cuMemAddressFree(p.value, S), 'free');
+  timeNs(cycle, 100_000, 3);
+  const us = timeNs(cycle, 200_000) / 1000;
+  const stats = cu.runtime.stats();
+  if (stats.mappings + stats.handles + stats.reservations !== 0) throw new Error('cycle leaked');
+  cu.dispose();
+  return {
+    name: 'reserve/create/map/setAccess/unmap/release/free (2 MiB), CUDA flavour',
+    value: us,
+    unit: 'us/cycle',
+    target: `<= ${(H200_CYCLE_US / 100).toFixed(3)} (100x faster than the H200's ${H200_CYCLE_US} us)`,
+    met: us <= H200_CYCLE_US / 100,
+  };
+}
+
+/** map + setAccess + unmap at free slots between `live` mappings of one handle; ns per triple. */
+function scalingAt(live: number): number {
+  const cu = setup();
+  const slots = live + 1024;
+  const base = { value: 0n };
+  const h = { value: 0n };
+  ok(cu.cuMemAddressReserve(base, slots * S, 0, 0n, 0), 'reserve');
+  ok(cu.cuMemCreate(h, S, prop, 0), 'create');
+  // Every slot but 1024 evenly spread ones is mapped (aliases of one handle: same bytes, no memory per mapping).
+  const stride = Math.floor(slots / 1024);
+  const free: bigint[] = [];
+  for (let i = 0; i < slots; i++) {
+    const va = base.value + BigInt(i * S);
+    if (i % stride === 0 && free.length < 1024) free.push(va);
+    else ok(cu.cuMemMap(va, S, 0, h.value, 0), 'map');
+  }
+  let k = 0;
+  const triple = () => {
+    const va = free[k];
+    k = (k + 337) & 1023;
+    cu.cuMemMap(va, S, 0, h.value, 0);
+    cu.cuMemSetAccess(va, S, rw, 1);
+    cu.cuMemUnmap(va, S);
+  };
+  ok(cu.cuMemMap(free[0], S, 0, h.value, 0), 'map');
+  ok(cu.cuMemSetAccess(free[0], S, rw, 1), 'setAccess');
+  ok(cu.cuMemUnmap(free[0], S), 'unmap');
+  timeNs(triple, 20_000, 3);
+  const ns = timeNs(triple, 50_000);
+  if (cu.runtime.stats().mappings !== slots - free.length) throw new Error('scaling bench lost a mapping');
+  cu.dispose();
+  return ns;
+}
+
+function copyBench(): Row[] {
+  const cu = setup();
+  const total = 256 * MiB;
+  const src = { value: 0n };
+  const dst = { value: 0n };
+  for (const r of [src, dst]) {
+    ok(cu.cuMemAddressReserve(r, total, 0, 0n, 0), 'reserve');
+    for (let off = 0; off < total; off += S) {
+      const h = { value: 0n };
+      ok(cu.cuMemCreate(h, S, prop, 0), 'create');
+      ok(cu.cuMemMap(r.value + BigInt(off), S, 0, h.value, 0), 'map');
+      ok(cu.cuMemRelease(h.value), 'release');
+    }
+    ok(cu.cuMemSetAccess(r.value, total, rw, 1), 'setAccess');
+  }
+  const pattern = Buffer.alloc(total);
+  for (let i = 0; i < total; i += 4096) pattern[i] = (i / 4096) & 0xff;
+  ok(cu.cuMemcpyHtoD(src.value, pattern, total), 'HtoD');
+  ok(cu.cuMemcpyDtoD(dst.value, src.value, total), 'DtoD');
+  const back = Buffer.alloc(total);
+  ok(cu.cuMemcpyDtoH(back, dst.value, total), 'DtoH');
+  if (!back.equals(pattern)) throw new Error('DtoD copy corrupted bytes');
+  const a = Buffer.alloc(total, 1);
+  const b = Buffer.alloc(total, 2);
+  const simMs = timeNs(() => cu.cuMemcpyDtoD(dst.value, src.value, total), 1, 9) / 1e6;
+  const bufMs = timeNs(() => a.copy(b), 1, 9) / 1e6;
+  cu.dispose();
+  const ratio = bufMs / simMs;
+  return [
+    {
+      name: '256 MiB DtoD copy through 2 MiB mappings',
+      value: simMs,
+      unit: 'ms',
+      target: '',
+      met: true,
+    },
+    { name: '256 MiB Buffer.copy (same run)', value: bufMs, unit: 'ms', target: '', met: true },
+    {
+      name: 'copy speed: vmmkit / Buffer.copy',
+      value: ratio,
+      unit: 'x',
+      target: '>= 0.5',
+      met: ratio >= 0.5,
+    },
+  ];
+}
+
+function main(): void {
+  const rows: Row[] = [];
+  rows.push(cycleBench());
+  const small = scalingAt(1_000);
+  const large = scalingAt(1_000_000);
+  rows.push({
+    name: 'map+setAccess+unmap, 1,000 live mappings',
+    value: small,
+    unit: 'ns',
+    target: '',
+    met: true,
+  });
+  rows.push({
+    name: 'map+setAccess+unmap, 1,000,000 live mappings',
+    value: large,
+    unit: 'ns',
+    target: '',
+    met: true,
+  });
+  rows.push({
+    name: 'scaling: 1,000,000 / 1,000 live mappings',
+    value: large / small,
+    unit: 'x',
+    target: '<= 2',
+    met: large / small <= 2,
+  });
+  rows.push(...copyBench());
+
+  const width = Math.max(...rows.map((r) => r.name.length));
+  console.log(`${'benchmark'.padEnd(width)}  ${'value'.padStart(10)}  unit       target`);
+  for (const r of rows) {
+    const v = r.value < 10 ? r.value.toFixed(3) : r.value.toFixed(1);
+    const mark = r.target === '' ? '' : r.met ? '  met' : '  NOT MET';
+    console.log(`${r.name.padEnd(width)}  ${v.padStart(10)}  ${r.unit.padEnd(9)}  ${r.target}${mark}`);
+  }
+  const result = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    rows,
+  };
+  writeFileSync(
+    new URL('../../bench/results/sim.json', import.meta.url),
+    `${JSON.stringify(result, null, 2)}\n`,
+  );
+  if (rows.some((r) => !r.met)) process.exitCode = 1;
+}
+
+main();
