@@ -7,6 +7,7 @@ export const CUDA_ERROR_NOT_INITIALIZED = 3;
 export const CUDA_ERROR_DEINITIALIZED = 4;
 export const CUDA_ERROR_NO_DEVICE = 100;
 export const CUDA_ERROR_INVALID_DEVICE = 101;
+export const CUDA_ERROR_INVALID_IMAGE = 200;
 export const CUDA_ERROR_INVALID_CONTEXT = 201;
 export const CUDA_ERROR_ALREADY_MAPPED = 208;
 export const CUDA_ERROR_NOT_MAPPED = 211;
@@ -27,6 +28,7 @@ export const CUDA_RESULTS: ReadonlyMap<number, readonly [string, string]> = new 
   [CUDA_ERROR_DEINITIALIZED, ['CUDA_ERROR_DEINITIALIZED', 'driver shutting down']],
   [CUDA_ERROR_NO_DEVICE, ['CUDA_ERROR_NO_DEVICE', 'no CUDA-capable device is detected']],
   [CUDA_ERROR_INVALID_DEVICE, ['CUDA_ERROR_INVALID_DEVICE', 'invalid device ordinal']],
+  [CUDA_ERROR_INVALID_IMAGE, ['CUDA_ERROR_INVALID_IMAGE', 'device kernel image is invalid']],
   [CUDA_ERROR_INVALID_CONTEXT, ['CUDA_ERROR_INVALID_CONTEXT', 'invalid device context']],
   [CUDA_ERROR_ALREADY_MAPPED, ['CUDA_ERROR_ALREADY_MAPPED', 'resource already mapped']],
   [CUDA_ERROR_NOT_MAPPED, ['CUDA_ERROR_NOT_MAPPED', 'resource not mapped']],

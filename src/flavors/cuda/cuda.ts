@@ -1,6 +1,6 @@
 import type { Machine } from '../../backends/sim/machine.js';
-import type { PhysicalAllocation } from '../../core/objects.js';
-import type { Runtime } from '../../core/runtime.js';
+import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
+import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import { Access, type AllocationProperties, type Location } from '../../core/types.js';
 import { type Box, isBox, isHostBuffer, isPowerOfTwo, isStruct, toCount, toInt } from '../common/args.js';
@@ -39,13 +39,9 @@ const ACCESS_FLAGS = new Set([
   C.CU_MEM_ACCESS_FLAGS_PROT_READ,
   C.CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
 ]);
-const KNOWN_HANDLE_TYPES =
-  C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
-  C.CU_MEM_HANDLE_TYPE_WIN32 |
-  C.CU_MEM_HANDLE_TYPE_WIN32_KMT |
-  C.CU_MEM_HANDLE_TYPE_FABRIC;
-/** Handle types this (Linux) machine can export. */
-const LINUX_HANDLE_TYPES = C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | C.CU_MEM_HANDLE_TYPE_FABRIC;
+const WINDOWS_HANDLE_TYPES = C.CU_MEM_HANDLE_TYPE_WIN32 | C.CU_MEM_HANDLE_TYPE_WIN32_KMT;
+/** NUMA nodes of the simulated host (CU_MEM_LOCATION_TYPE_HOST_NUMA ids 0 to this - 1). */
+const HOST_NUMA_NODES = 1;
 /** Context handles are opaque; these are deterministic per device. */
 const CONTEXT_BASE = 0xc0_0000n;
 const STREAM_BASE = 0x5_0000n;
@@ -112,6 +108,17 @@ export class CudaFlavor {
   /** The calling thread's current context: a device ordinal, or -1. */
   #current = -1;
   readonly #streams = new Map<bigint, number>();
+  readonly #props = new Map<number, AllocationProperties>();
+  readonly #descriptors = new DescriptorCache();
+  /** CUDA mappings core holds as several pieces, by piece (Note [Mappings past a reservation's end]). */
+  readonly #spans = new Map<Mapping, Span>();
+  /** Reservations the flavour made for spans; the program never sees them. */
+  readonly #hidden = new Set<Reservation>();
+  /** allocFlags given at cuMemCreate, when any is set: core does not interpret them, the driver reports them. */
+  readonly #allocFlags = new WeakMap<
+    PhysicalAllocation,
+    Required<NonNullable<CUmemAllocationProp['allocFlags']>>
+  >();
   readonly #report: (message: string, error?: unknown) => void;
 
   constructor(options: FlavorOptions = {}) {
@@ -235,9 +242,13 @@ export class CudaFlavor {
     if (opt !== C.CU_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
-    const checked = this.#checkProp(prop);
-    if (typeof checked === 'number') return checked;
-    const d = this.runtime.devices[checked.location.type === 'device' ? checked.location.id : 0];
+    // The driver checks only the option: a bad device id, allocation type, location type or handle
+    // type still answers 0 with the granularity (granularity.badDeviceId, .badAllocationType,
+    // .badLocationType, .withHandleTypes, .hostNuma). The device named, else the current one, decides.
+    const loc = prop.location;
+    const named =
+      isStruct(loc) && loc.type === C.CU_MEM_LOCATION_TYPE_DEVICE && this.runtime.isDevice(loc.id);
+    const d = this.runtime.devices[named ? loc.id : Math.max(this.#current, 0)];
     granularity.value =
       opt === C.CU_MEM_ALLOC_GRANULARITY_MINIMUM ? d.minimumGranularity : d.recommendedGranularity;
     return C.CUDA_SUCCESS;
@@ -254,10 +265,15 @@ export class CudaFlavor {
     const n = toCount(size);
     const align = toCount(alignment);
     const hint = toCount(addr);
-    if (!isBox(ptr) || n <= 0 || align < 0 || hint < 0 || toInt(flags) !== 0)
-      return C.CUDA_ERROR_INVALID_VALUE;
+    const g = this.runtime.vaGranularity;
+    if (!isBox(ptr) || align < 0 || hint < 0 || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     if (align !== 0 && !isPowerOfTwo(align)) return C.CUDA_ERROR_INVALID_VALUE;
-    if (n % this.runtime.vaGranularity !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    // A size past 2^53 that is a multiple of the granularity is simply too much VA (reserve.enormous2pow62).
+    if (n < 0) return isLargeMultiple(size, g) ? C.CUDA_ERROR_OUT_OF_MEMORY : C.CUDA_ERROR_INVALID_VALUE;
+    if (n === 0 || n % g !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    // Documented as "a hint only", but a hint not aligned to the granularity, or to a larger requested
+    // alignment, is refused (reserve.hintMisaligned, reserve.hintWithAlignment).
+    if (hint !== 0 && hint % Math.max(align, g) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     try {
       ptr.value = BigInt(this.runtime.reserve(n, { alignment: align, hint }).base);
       return C.CUDA_SUCCESS;
@@ -271,7 +287,8 @@ export class CudaFlavor {
     const va = toCount(ptr);
     const n = toCount(size);
     const r = this.runtime.reservationAt(va);
-    if (r === undefined || r.size !== n || r.origin !== 'vmm') return C.CUDA_ERROR_INVALID_VALUE;
+    if (r === undefined || r.size !== n || r.origin !== 'vmm' || this.#isHidden(r))
+      return C.CUDA_ERROR_INVALID_VALUE;
     try {
       this.runtime.free(r);
       return C.CUDA_SUCCESS;
@@ -290,7 +307,17 @@ export class CudaFlavor {
       this.runtime.devices[checked.location.type === 'device' ? checked.location.id : 0].minimumGranularity;
     if (n <= 0 || n % g !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      handle.value = BigInt(this.runtime.create(n, checked).id);
+      const a = this.runtime.create(n, checked);
+      const f = prop.allocFlags;
+      if (isStruct(f) && (f.compressionType || f.gpuDirectRDMACapable || f.usage)) {
+        // Reported back by cuMemGetAllocationPropertiesFromHandle (create.gpuDirectRDMACapable).
+        this.#allocFlags.set(a, {
+          compressionType: toInt(f.compressionType ?? 0) || 0,
+          gpuDirectRDMACapable: toInt(f.gpuDirectRDMACapable ?? 0) || 0,
+          usage: toInt(f.usage ?? 0) || 0,
+        });
+      }
+      handle.value = BigInt(a.id);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -299,6 +326,7 @@ export class CudaFlavor {
 
   cuMemRelease(handle: CUhandle): number {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    // The driver crashes on a bogus or dead handle (release.bogusHandles); we answer INVALID_VALUE.
     const a = this.#allocation(handle);
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     try {
@@ -319,8 +347,13 @@ export class CudaFlavor {
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     // The driver maps whole allocations only.
     if (off !== 0 || n !== a.size) return C.CUDA_ERROR_NOT_SUPPORTED;
+    // Only the start must lie in a reservation the program made (map.outsideAnyReservation,
+    // alloc.mapOverAllocPointer); the rest may run past its end (Note [Mappings past a reservation's end]).
+    const r = this.runtime.reservationContaining(va);
+    if (r === undefined || r.origin !== 'vmm' || this.#isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      this.runtime.map(va, n, a, 0);
+      if (va + n <= r.end) this.runtime.map(va, n, a, 0);
+      else return this.#mapAcross(va, n, a);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -331,11 +364,36 @@ export class CudaFlavor {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
     const va = toCount(ptr);
     const n = toCount(size);
-    if (va <= 0 || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (va <= 0 || n < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const end = va + n;
     try {
-      const mappings = this.runtime.wholeMappings(va, n);
-      if (mappings[0].reservation.origin !== 'vmm') return C.CUDA_ERROR_INVALID_VALUE;
+      // The common case: exactly one mapping.
+      const one = this.runtime.mappingAt(va);
+      if (
+        one !== undefined &&
+        one.va === va &&
+        one.end === end &&
+        one.reservation.origin === 'vmm' &&
+        (this.#spans.size === 0 || !this.#spans.has(one))
+      ) {
+        this.runtime.unmapMappings([one]);
+        return C.CUDA_SUCCESS;
+      }
+      // Only an address outside every reservation (unmap.unreserved) or in cuMemAlloc memory
+      // (alloc.unmapOnAllocPointer) is refused up front.
+      const r = this.runtime.reservationContaining(va);
+      if (r === undefined || r.origin !== 'vmm' || this.#isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
+      // The driver unmaps every mapping inside the range and tolerates holes, ranges with nothing
+      // mapped (even misaligned ones) and a second unmap: all 0 (unmap.rangeWithHole, unmap.twice,
+      // unmap.reservedUnmapped, unmap.misalignedInReservedUnmapped, unmap.sizeLargerThanMapping).
+      // It refuses only to split a mapping, size 0 at a mapping included (unmap.partOfMapping,
+      // unmap.startMidMapping, unmap.sizeZero, unmap.misaligned).
+      const found = this.runtime.mappingsIn(va, Math.max(n, 1));
+      const mappings = this.#spans.size === 0 ? found : this.#withWholeSpans(found);
+      for (const m of mappings) if (m.va < va || m.end > end) return C.CUDA_ERROR_INVALID_VALUE;
+      if (mappings.length === 0) return C.CUDA_SUCCESS;
       this.runtime.unmapMappings(mappings);
+      if (this.#spans.size !== 0) this.#forgetSpans(mappings);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -349,17 +407,60 @@ export class CudaFlavor {
     const k = toCount(count);
     if (va <= 0 || n <= 0 || k <= 0 || !Array.isArray(desc) || desc.length < k)
       return C.CUDA_ERROR_INVALID_VALUE;
-    const descriptors: { device: number; access: Access }[] = [];
+    let descriptors: readonly AccessDescriptor[] = [];
+    let forHost = false;
     for (let i = 0; i < k; i++) {
       const d = desc[i];
       if (!isStruct(d) || !isStruct(d.location) || !ACCESS_FLAGS.has(d.flags))
         return C.CUDA_ERROR_INVALID_VALUE;
-      if (d.location.type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
-      if (!this.runtime.isDevice(d.location.id)) return C.CUDA_ERROR_INVALID_DEVICE;
-      descriptors.push({ device: d.location.id, access: d.flags as Access });
+      const type = d.location.type;
+      if (type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+        forHost = true;
+        continue;
+      }
+      if (type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
+      // A bad device id is INVALID_VALUE here, not INVALID_DEVICE (setAccess.badDeviceId).
+      if (!this.runtime.isDevice(d.location.id)) return C.CUDA_ERROR_INVALID_VALUE;
+      const one = this.#descriptors.get(d.location.id, d.flags as Access);
+      descriptors = k === 1 ? one : [...descriptors, one[0]];
+    }
+    const end = va + n;
+    const first = this.runtime.mappingAt(va);
+    if (first === undefined || first.va !== va || first.reservation.origin !== 'vmm')
+      return C.CUDA_ERROR_INVALID_VALUE;
+    let reach = first.end;
+    if (reach !== end || this.#spans.size !== 0) {
+      // The range must start at a mapping's start and end at a mapping's end; holes between are
+      // accepted, but only the mappings before the first hole get access (setAccess.rangeWithHole,
+      // setAccess.holeInMiddleOfThree, setAccess.rangeStartingInHole, setAccess.rangeEndingInUnmapped).
+      const last = this.runtime.mappingAt(end - 1);
+      if (last === undefined || last.end !== end) return C.CUDA_ERROR_INVALID_VALUE;
+      if (this.#spans.size !== 0) {
+        const firstSpan = this.#spans.get(first);
+        const lastSpan = this.#spans.get(last);
+        if (firstSpan !== undefined && firstSpan.pieces[0] !== first) return C.CUDA_ERROR_INVALID_VALUE;
+        if (lastSpan !== undefined && lastSpan.pieces[lastSpan.pieces.length - 1] !== last)
+          return C.CUDA_ERROR_INVALID_VALUE;
+      }
+      for (let m: Mapping | undefined = first; m !== undefined && m.end < end; ) {
+        m = this.runtime.nextMapping(m);
+        if (m !== undefined) reach = m.end;
+      }
+    }
+    if (forHost) {
+      // A host location is not supported on device memory (setAccess.locationHost) and changes
+      // nothing on host memory (setAccess.hostAllocationHostLocation).
+      for (
+        let m: Mapping | undefined = first;
+        m !== undefined && m.va < reach;
+        m = this.runtime.nextMapping(m)
+      ) {
+        if (m.allocation.props.location.type === 'device') return C.CUDA_ERROR_NOT_SUPPORTED;
+      }
+      if (descriptors.length === 0) return C.CUDA_SUCCESS;
     }
     try {
-      this.runtime.setAccess(va, n, descriptors);
+      this.runtime.setAccess(va, reach - va, descriptors);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -369,11 +470,22 @@ export class CudaFlavor {
   cuMemGetAccess(flags: Box<number>, location: CUmemLocation, ptr: CUdeviceptr): number {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
     if (!isBox(flags) || !isStruct(location)) return C.CUDA_ERROR_INVALID_VALUE;
-    if (location.type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
-    if (!this.runtime.isDevice(location.id)) return C.CUDA_ERROR_INVALID_DEVICE;
+    const type = location.type;
+    const host = type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    if (!host && type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!host && !this.runtime.isDevice(location.id)) return C.CUDA_ERROR_INVALID_DEVICE;
     const m = this.runtime.mappingAt(toCount(ptr));
     if (m === undefined) return C.CUDA_ERROR_INVALID_VALUE;
-    flags.value = m.accessOf(location.id);
+    if (m.reservation.origin === 'malloc') {
+      // cuMemAlloc memory is no VMM mapping: 0 with no flags (getAccess.cuMemAllocPointer).
+      flags.value = C.CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    } else if (host) {
+      // The host answers read-write, on device and host memory alike, whatever was set
+      // (getAccess.hostLocation, setAccess.hostAllocationHostLocation).
+      flags.value = C.CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    } else {
+      flags.value = m.accessOf(location.id);
+    }
     return C.CUDA_SUCCESS;
   }
 
@@ -396,13 +508,15 @@ export class CudaFlavor {
     const { location, handleTypes } = a.props;
     prop.value = {
       type: C.CU_MEM_ALLOCATION_TYPE_PINNED,
-      requestedHandleTypes: handleTypes,
+      // An imported handle reports no requested types (import.sameProcess).
+      requestedHandleTypes: a.origin === 'imported' ? C.CU_MEM_HANDLE_TYPE_NONE : handleTypes,
       location: {
-        type: location.type === 'device' ? C.CU_MEM_LOCATION_TYPE_DEVICE : C.CU_MEM_LOCATION_TYPE_HOST,
+        // Host memory reads back as HOST_NUMA, even when created as HOST (create.host).
+        type: location.type === 'device' ? C.CU_MEM_LOCATION_TYPE_DEVICE : C.CU_MEM_LOCATION_TYPE_HOST_NUMA,
         id: location.id,
       },
       win32HandleMetaData: 0n,
-      allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0 },
+      allocFlags: { ...(this.#allocFlags.get(a) ?? NO_ALLOC_FLAGS) },
     };
     return C.CUDA_SUCCESS;
   }
@@ -437,6 +551,8 @@ export class CudaFlavor {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
     if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
     if (toInt(shHandleType) !== C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return C.CUDA_ERROR_INVALID_VALUE;
+    // A descriptor that is not open (or -1) gives UNKNOWN, through the error table's invalid-fd
+    // (import.bogusFd, import.afterFdClosed).
     try {
       handle.value = BigInt(this.runtime.importFd(toCount(osHandle)).id);
       return C.CUDA_SUCCESS;
@@ -634,23 +750,133 @@ export class CudaFlavor {
 
   /** Validate a CUmemAllocationProp in the driver's order; a CUresult if it is bad. */
   #checkProp(prop: CUmemAllocationProp): AllocationProperties | number {
+    const checked = this.#parseProp(prop);
+    if (typeof checked === 'number') return checked;
+    // One frozen properties object per distinct value: allocations share it and the hot path allocates none.
+    const key =
+      ((checked.location.type === 'device' ? 1 : 2) * 0x1_0000 + checked.location.id) * 0x100 +
+      checked.handleTypes;
+    let cached = this.#props.get(key);
+    if (cached === undefined) this.#props.set(key, (cached = Object.freeze(checked)));
+    return cached;
+  }
+
+  #parseProp(prop: CUmemAllocationProp): AllocationProperties | number {
     if (prop.type !== C.CU_MEM_ALLOCATION_TYPE_PINNED) return C.CUDA_ERROR_INVALID_VALUE;
-    const types = toInt(prop.requestedHandleTypes ?? 0);
-    if (!(types >= 0) || (types & ~KNOWN_HANDLE_TYPES) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
-    if ((types & ~LINUX_HANDLE_TYPES) !== 0) return C.CUDA_ERROR_NOT_SUPPORTED;
+    let types = toInt(prop.requestedHandleTypes ?? 0);
+    if (!(types >= 0)) return C.CUDA_ERROR_INVALID_VALUE;
+    // Windows handles on Linux: INVALID_VALUE (create.handleTypeWin32); fabric handles need an IMEX
+    // channel the H200 machine lacks: NOT_PERMITTED (create.handleTypeFabric).
+    if ((types & WINDOWS_HANDLE_TYPES) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if ((types & C.CU_MEM_HANDLE_TYPE_FABRIC) !== 0) return C.CUDA_ERROR_NOT_PERMITTED;
+    // Unknown bits are accepted and dropped (create.handleTypeInvalidBits, create.invalidBitsThenProperties).
+    types &= C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     const loc = prop.location;
     if (!isStruct(loc)) return C.CUDA_ERROR_INVALID_VALUE;
     let location: Location;
     if (loc.type === C.CU_MEM_LOCATION_TYPE_DEVICE) {
       if (!this.runtime.isDevice(loc.id)) return C.CUDA_ERROR_INVALID_DEVICE;
       location = { type: 'device', id: loc.id };
-    } else if (loc.type === C.CU_MEM_LOCATION_TYPE_HOST || loc.type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
-      location = { type: 'host', id: loc.type === C.CU_MEM_LOCATION_TYPE_HOST ? 0 : toCount(loc.id) };
-      if (location.id < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    } else if (loc.type === C.CU_MEM_LOCATION_TYPE_HOST) {
+      // HOST memory cannot be exported as a POSIX fd (create.hostWithPosixFd); its id is ignored.
+      if (types !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+      location = { type: 'host', id: 0 };
+    } else if (loc.type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+      // A NUMA node the host lacks is INVALID_VALUE (create.hostNumaBadId).
+      const id = toInt(loc.id);
+      if (!(id >= 0 && id < HOST_NUMA_NODES)) return C.CUDA_ERROR_INVALID_VALUE;
+      location = { type: 'host', id };
     } else {
+      // HOST_NUMA_CURRENT included (create.hostNumaCurrent).
       return C.CUDA_ERROR_INVALID_VALUE;
     }
     return { location, handleTypes: types, uncached: false };
+  }
+
+  /** A reservation the flavour made to hold part of a span. */
+  #isHidden(r: Reservation): boolean {
+    return this.#hidden.size !== 0 && this.#hidden.has(r);
+  }
+
+  /** Map `a` at [va, va + n), which runs past the end of the reservation holding va. See the Note. */
+  #mapAcross(va: number, n: number, a: PhysicalAllocation): number {
+    const g = this.runtime.vaGranularity;
+    if (va % g !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const end = va + n;
+    // Plan the pieces before changing anything: one per reservation crossed, one per free gap.
+    const plan: { at: number; size: number; reservation: Reservation | undefined }[] = [];
+    for (let at = va; at < end; ) {
+      const r = this.runtime.reservationContaining(at);
+      let stop: number;
+      if (r !== undefined) {
+        // Another span's hidden range is mapped already: an overlap, as in map.overlapPartial.
+        if (r.origin !== 'vmm' || this.#isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
+        stop = Math.min(r.end, end);
+      } else {
+        stop = at + g;
+        while (stop < end && this.runtime.reservationContaining(stop) === undefined) stop += g;
+      }
+      plan.push({ at, size: stop - at, reservation: r });
+      at = stop;
+    }
+    const pieces: Mapping[] = [];
+    const hidden: Reservation[] = [];
+    try {
+      for (const p of plan) {
+        if (p.reservation === undefined) {
+          const r = this.runtime.reserve(p.size, { hint: p.at });
+          hidden.push(r);
+          // The free VA lies outside what the simulated process can reserve there.
+          if (r.base !== p.at) throw new RangeError('free VA past the reservation could not be held');
+        }
+        pieces.push(this.runtime.map(p.at, p.size, a, p.at - va));
+      }
+    } catch (e) {
+      // Undo what was done (a multi-step operation changes nothing when a step fails).
+      try {
+        this.runtime.unmapMappings(pieces);
+        for (const r of hidden) this.runtime.free(r);
+      } catch (undo) {
+        this.#report('could not undo a partial cuMemMap', undo);
+      }
+      return e instanceof RangeError ? C.CUDA_ERROR_INVALID_VALUE : this.#code(e);
+    }
+    const span: Span = { pieces, hidden };
+    for (const m of pieces) this.#spans.set(m, span);
+    for (const r of hidden) this.#hidden.add(r);
+    return C.CUDA_SUCCESS;
+  }
+
+  /** The mappings given, each with every other piece of its span, in address order. */
+  #withWholeSpans(mappings: readonly Mapping[]): Mapping[] {
+    const out: Mapping[] = [];
+    const seen = new Set<Span>();
+    for (const m of mappings) {
+      const span = this.#spans.get(m);
+      if (span === undefined) out.push(m);
+      else if (!seen.has(span)) {
+        seen.add(span);
+        out.push(...span.pieces);
+      }
+    }
+    return out.sort((x, y) => x.va - y.va);
+  }
+
+  /** After unmapping: drop the spans of these mappings and give back their hidden reservations. */
+  #forgetSpans(unmapped: readonly Mapping[]): void {
+    for (const m of unmapped) {
+      const span = this.#spans.get(m);
+      if (span === undefined) continue;
+      for (const p of span.pieces) this.#spans.delete(p);
+      for (const r of span.hidden) {
+        this.#hidden.delete(r);
+        try {
+          this.runtime.free(r);
+        } catch (e) {
+          this.#report('could not free the hidden reservation of a span', e);
+        }
+      }
+    }
   }
 
   #allocation(handle: CUhandle): PhysicalAllocation | undefined {
@@ -679,6 +905,43 @@ export class CudaFlavor {
       this.lastInternalError = err;
       this.#report('internal error in a CUDA call', err);
     });
+  }
+}
+
+/**
+ * Note [Mappings past a reservation's end]
+ * The H200's cuMemMap checks only that a mapping starts inside a reservation:
+ * it may run past that reservation's end, into free VA or into the next
+ * reservation, and the bytes there are usable after setAccess
+ * (map.pastReservationEnd, map.pastReservationEndIntoFreedRange,
+ * map.pastReservationEndIntoNextReservation, map.spanningTwoReservations).
+ * Core keeps every mapping inside one reservation (invariant 2 in
+ * runtime.ts), so the flavour holds such a CUDA mapping as a span: one core
+ * mapping per reservation it crosses, each at its offset into the same
+ * handle, with a hidden reservation for any free VA it runs into. Unmap takes
+ * a span whole (or refuses, as it refuses to split any mapping), setAccess
+ * treats it as one mapping, and the hidden reservations go with it.
+ */
+interface Span {
+  readonly pieces: readonly Mapping[];
+  readonly hidden: readonly Reservation[];
+}
+
+const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable: 0, usage: 0 });
+
+/** A size given as a bigint above 2^53 that is a positive multiple of `granularity`. */
+function isLargeMultiple(size: unknown, granularity: number): boolean {
+  return typeof size === 'bigint' && size > 0n && size % BigInt(granularity) === 0n;
+}
+
+/** Frozen one-descriptor lists per (device, access), so a setAccess call allocates nothing. */
+class DescriptorCache {
+  readonly #lists: (readonly AccessDescriptor[])[] = [];
+  get(device: number, access: Access): readonly AccessDescriptor[] {
+    const key = device * 4 + access;
+    let list = this.#lists[key];
+    if (list === undefined) this.#lists[key] = list = Object.freeze([Object.freeze({ device, access })]);
+    return list;
   }
 }
 

@@ -1,0 +1,99 @@
+/**
+ * The simulator against the real driver, case by case: every case of
+ * conformance/cuda/cases.ts runs against a fresh simulated createCuda() and
+ * its record (each call's code and recorded value) must equal the one the
+ * H200 gave (conformance/results/h200-driver.json), except for the cases
+ * listed in conformance/cuda/known-divergences.ts, which must still differ.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { CaseRecord, Step } from '../../conformance/cuda/cases.js';
+import { caseNames } from '../../conformance/cuda/cases.js';
+import { KNOWN_DIVERGENCES } from '../../conformance/cuda/known-divergences.js';
+import { prepareEnv, runCase } from '../../conformance/cuda/record.js';
+import { createCuda } from '../../src/flavors/cuda/cuda.js';
+
+interface Transcript {
+  caseCount: number;
+  driver: { totalMem: number; deviceCount: number; granularityMinimum: number };
+  cases: Record<string, CaseRecord>;
+}
+
+const transcript = JSON.parse(
+  readFileSync(new URL('../../conformance/results/h200-driver.json', import.meta.url), 'utf8'),
+) as Transcript;
+
+/** Run one case against a fresh simulated process. */
+function simulate(name: string): CaseRecord {
+  const cu = createCuda({ report: () => {} });
+  try {
+    const { env } = prepareEnv(cu);
+    env.closeFd = (fd) => {
+      try {
+        cu.machine!.process(cu).closeFd(fd);
+      } catch {
+        // Already closed: nothing to undo, as close(2) on the real driver's fd.
+      }
+    };
+    return runCase(cu, env, name);
+  } finally {
+    cu.dispose();
+  }
+}
+
+const show = (s: Step | undefined): string =>
+  s === undefined ? '(no step)' : `${s.op} code=${s.code ?? '-'} value=${JSON.stringify(s.value ?? null)}`;
+
+/** The differences between the driver's record and the simulator's, one line each; empty when they agree. */
+function differences(driver: CaseRecord, sim: CaseRecord): string[] {
+  const out: string[] = [];
+  for (const key of ['crashed', 'threw', 'contextAfter'] as const) {
+    if (driver[key] !== sim[key])
+      out.push(
+        `${key}: driver ${JSON.stringify(driver[key] ?? null)}, simulator ${JSON.stringify(sim[key] ?? null)}`,
+      );
+  }
+  const n = Math.max(driver.steps.length, sim.steps.length);
+  for (let i = 0; i < n; i++) {
+    const d = driver.steps[i];
+    const s = sim.steps[i];
+    if (JSON.stringify(d) !== JSON.stringify(s))
+      out.push(`step ${i}: driver ${show(d)} | simulator ${show(s)}`);
+  }
+  return out;
+}
+
+const names = caseNames();
+
+describe('CUDA flavour agrees with the H200 driver', () => {
+  it('the transcript holds every case, and the simulated machine is the recorded one', () => {
+    expect(Object.keys(transcript.cases).sort()).toEqual([...names].sort());
+    expect(transcript.caseCount).toBe(names.length);
+    const cu = createCuda();
+    const { info } = prepareEnv(cu);
+    expect(info.totalMem).toBe(transcript.driver.totalMem);
+    expect(info.deviceCount).toBe(transcript.driver.deviceCount);
+    expect(info.granularityMinimum).toBe(transcript.driver.granularityMinimum);
+    cu.dispose();
+  });
+
+  it('every known divergence names a case and gives a reason', () => {
+    for (const [name, reason] of Object.entries(KNOWN_DIVERGENCES)) {
+      expect(names, `known-divergences.ts lists ${name}, which is no case`).toContain(name);
+      expect(reason.trim().length, `known-divergences.ts gives ${name} no reason`).toBeGreaterThan(10);
+    }
+  });
+
+  it.each(names)('%s', (name) => {
+    const diff = differences(transcript.cases[name]!, simulate(name));
+    const reason = KNOWN_DIVERGENCES[name];
+    if (reason === undefined) {
+      expect(diff, `the simulator departs from the driver in ${name}:\n  ${diff.join('\n  ')}`).toEqual([]);
+    } else {
+      expect(
+        diff.length,
+        `${name} now agrees with the driver: remove it from conformance/cuda/known-divergences.ts`,
+      ).toBeGreaterThan(0);
+    }
+  });
+});
