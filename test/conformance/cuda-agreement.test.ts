@@ -23,6 +23,9 @@ const transcript = JSON.parse(
   readFileSync(new URL('../../conformance/results/h200-driver.json', import.meta.url), 'utf8'),
 ) as Transcript;
 
+/** Live objects a case left behind in the simulated process (each case undoes what it made). */
+const leftovers = new Map<string, string>();
+
 /** Run one case against a fresh simulated process. */
 function simulate(name: string): CaseRecord {
   const cu = createCuda({ report: () => {} });
@@ -35,7 +38,10 @@ function simulate(name: string): CaseRecord {
         // Already closed: nothing to undo, as close(2) on the real driver's fd.
       }
     };
-    return runCase(cu, env, name);
+    const record = runCase(cu, env, name);
+    const s = cu.runtime.stats();
+    if (s.reservations + s.mappings + s.handles + s.streams !== 0) leftovers.set(name, JSON.stringify(s));
+    return record;
   } finally {
     cu.dispose();
   }
@@ -95,5 +101,10 @@ describe('CUDA flavour agrees with the H200 driver', () => {
         `${name} now agrees with the driver: remove it from conformance/cuda/known-divergences.ts`,
       ).toBeGreaterThan(0);
     }
+  });
+
+  it('no agreeing case leaves objects behind in the simulator', () => {
+    const agreeing = [...leftovers].filter(([name]) => KNOWN_DIVERGENCES[name] === undefined);
+    expect(Object.fromEntries(agreeing)).toEqual({});
   });
 });

@@ -376,7 +376,7 @@ export class CudaFlavor {
         one.reservation.origin === 'vmm' &&
         (this.#spans.size === 0 || !this.#spans.has(one))
       ) {
-        this.runtime.unmapMappings([one]);
+        this.runtime.unmap(va, n);
         return C.CUDA_SUCCESS;
       }
       // Only an address outside every reservation (unmap.unreserved) or in cuMemAlloc memory
