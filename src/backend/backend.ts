@@ -50,6 +50,8 @@ export interface Backend {
   allowImport(token: number, pids: readonly number[]): void;
   /** Import memory by shareable token; returns a new handle. */
   importShareable(token: number): ImportedMemory;
+  /** Withdraw a token this process exported (its memory was freed); imports made earlier stay valid. */
+  unshare(token: number): void;
 
   /** Host -> device memory, through `device`'s page table; `stream` 0 is synchronous. */
   write(device: number, va: number, src: Uint8Array, stream: number): void;

@@ -33,8 +33,10 @@ export class PhysicalAllocation {
   handleRefs = 1;
   /** Mappings that show this memory. */
   mapRefs = 0;
-  /** Shareable descriptors exported from it (for bookkeeping and export-once rules). */
+  /** Shareable descriptors and tokens exported from it (for bookkeeping and export-once rules). */
   exports = 0;
+  /** Shareable tokens exported from it, withdrawn when its memory is freed. */
+  tokens: number[] | undefined;
 
   constructor(
     /** The handle value the API shows (per process, deterministic). */

@@ -288,6 +288,8 @@ export class Runtime implements Disposable {
   #releaseIfUnused(a: PhysicalAllocation): void {
     if (a.refCount !== 0) return;
     this.#handles.remove(a.id);
+    // Freeing the exporter's memory withdraws its shareable tokens (ACL's aclrtFreePhysical does).
+    if (a.tokens !== undefined) for (const t of a.tokens) this.#undo(() => this.backend.unshare(t));
     this.backend.release(a.backendHandle);
   }
 
@@ -440,6 +442,7 @@ export class Runtime implements Disposable {
     this.#checkHandle(a);
     const token = this.backend.exportShareable(a.backendHandle, checkPid);
     a.exports++;
+    (a.tokens ??= []).push(token);
     return token;
   }
 

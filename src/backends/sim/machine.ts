@@ -154,6 +154,14 @@ export class Machine {
     return token;
   }
 
+  /** @internal Withdraw a token: later imports fail; memory already imported lives on through its handles. */
+  unshare(token: number): void {
+    const s = this.#shareables.get(token);
+    if (s === undefined) return;
+    this.#shareables.delete(token);
+    this.drop(s.memory);
+  }
+
   /** @internal */
   shareable(token: number): Shareable | undefined {
     return this.#shareables.get(token);

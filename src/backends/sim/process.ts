@@ -63,6 +63,7 @@ const BACKEND_OPERATIONS = [
   'exportShareable',
   'allowImport',
   'importShareable',
+  'unshare',
   'write',
   'read',
   'copy',
@@ -405,6 +406,13 @@ export class SimProcess implements Backend {
     }
     const handle = this.#addHandle(s.memory);
     return { handle, size: s.memory.size, props: s.memory.props };
+  }
+
+  unshare(token: number): void {
+    const s = this.machine.shareable(token);
+    if (s === undefined || s.owner !== this.pid)
+      throw vmmError('invalid-fd', `process ${this.pid} exported no token ${token}`);
+    this.machine.unshare(token);
   }
 
   /** Install an open file at the lowest free descriptor, as open(2) and SCM_RIGHTS do. */
