@@ -185,7 +185,7 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
       const g = granularity(b);
       const va = b.reserve(4 * g, g, 0);
       const hs = [0, 1, 2, 3].map(() => b.create(g, onDevice(0)));
-      hs.forEach((h, i) => b.map(va + i * g, g, h, 0));
+      for (const [i, h] of hs.entries()) b.map(va + i * g, g, h, 0);
       b.setAccess(va, 4 * g, 0, Access.ReadWrite);
       const data = pattern(g, 4);
       b.write(0, va + g / 2, data, 0);

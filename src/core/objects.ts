@@ -9,7 +9,15 @@ import { type Access, type AllocationProperties, accessIn } from './types.js';
 
 export type Origin = 'vmm' | 'malloc';
 
+/**
+ * Note [Owner field]: each object records the Runtime that holds it live, and
+ * loses it when it dies (freed, unmapped, released to zero). Operations given
+ * an object check `owner === this` instead of looking it up again: one
+ * comparison, and it also refuses an object of another process.
+ */
 export class Reservation {
+  /** The runtime holding it live; undefined once freed (Note [Owner field]). */
+  owner: object | undefined;
   /** Mappings currently inside this reservation. */
   mappingCount = 0;
   constructor(
@@ -26,6 +34,8 @@ export class Reservation {
 }
 
 export class PhysicalAllocation {
+  /** The runtime holding it live; undefined once its memory is released (Note [Owner field]). */
+  owner: object | undefined;
   /**
    * References through the handle: 1 at create or import, +1 per retain,
    * -1 per release. While it is above zero the handle value is valid.
@@ -55,6 +65,8 @@ export class PhysicalAllocation {
 }
 
 export class Mapping {
+  /** The runtime holding it live; undefined once unmapped (Note [Owner field]). */
+  owner: object | undefined;
   constructor(
     readonly va: number,
     readonly size: number,

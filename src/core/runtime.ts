@@ -231,17 +231,19 @@ export class Runtime implements Disposable {
     const align = Math.max(alignment, g);
     const base = this.backend.reserve(size, align, hint % align === 0 ? hint : 0);
     const r = new Reservation(base, size, align, origin);
+    r.owner = this;
     this.#reservations.set(base, r, base + size);
     return r;
   }
 
   /** Give a whole reservation back; nothing may be mapped in it. */
   free(r: Reservation): void {
-    if (this.#reservations.get(r.base) !== r) throw vmmError('not-reserved', 'reservation is not live');
+    if (r.owner !== this) throw vmmError('not-reserved', 'reservation is not live');
     if (r.mappingCount > 0)
       throw vmmError('in-use', `${r.mappingCount} mapping(s) still inside the reservation`);
     this.backend.free(r.base, r.size);
     this.#reservations.delete(r.base);
+    r.owner = undefined;
   }
 
   // --- physical memory -----------------------------------------------------
@@ -263,6 +265,7 @@ export class Runtime implements Disposable {
     }
     const backendHandle = this.backend.create(size, props);
     const a = new PhysicalAllocation(this.#handles.peek(), size, props, backendHandle, origin);
+    a.owner = this;
     this.#handles.add(a);
     return a;
   }
@@ -288,20 +291,25 @@ export class Runtime implements Disposable {
   #releaseIfUnused(a: PhysicalAllocation): void {
     if (a.refCount !== 0) return;
     this.#handles.remove(a.id);
+    a.owner = undefined;
     // Freeing the exporter's memory withdraws its shareable tokens (ACL's aclrtFreePhysical does).
     if (a.tokens !== undefined) for (const t of a.tokens) this.#undo(() => this.backend.unshare(t));
     this.backend.release(a.backendHandle);
   }
 
   #checkHandle(a: PhysicalAllocation): void {
-    if (this.#handles.get(a.id) !== a || a.handleRefs === 0) {
+    if (a.owner !== this || a.handleRefs === 0) {
       throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
     }
   }
 
   // --- mapping and access --------------------------------------------------
 
-  map(va: number, size: number, a: PhysicalAllocation, offset = 0): Mapping {
+  /**
+   * Map `size` bytes of `a` from `offset` at `va`, inside one reservation.
+   * A caller that has already found that reservation passes it as `within`.
+   */
+  map(va: number, size: number, a: PhysicalAllocation, offset = 0, within?: Reservation): Mapping {
     this.#checkHandle(a);
     const g = this.vaGranularity;
     if (!isCount(va) || va % g !== 0)
@@ -311,7 +319,7 @@ export class Runtime implements Disposable {
     if (!isCount(offset) || offset % g !== 0 || offset + size > a.size) {
       throw vmmError('invalid-value', `offset ${offset} + size ${size} is outside the allocation`);
     }
-    const r = this.reservationContaining(va);
+    const r = within?.owner === this && va >= within.base ? within : this.reservationContaining(va);
     if (r === undefined || va + size > r.end)
       throw vmmError('not-reserved', 'range is not inside one reservation');
     if (this.#mappings.intersects(va, va + size)) {
@@ -319,6 +327,7 @@ export class Runtime implements Disposable {
     }
     this.backend.map(va, size, a.backendHandle, offset);
     const m = new Mapping(va, size, a, offset, r);
+    m.owner = this;
     this.#mappings.set(va, m, va + size);
     r.mappingCount++;
     a.mapRefs++;
@@ -341,10 +350,17 @@ export class Runtime implements Disposable {
     return first;
   }
 
+  /** Unmap one live mapping (one a caller already holds: no lookup). */
+  unmapMapping(m: Mapping): void {
+    if (m.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
+    this.#unmapOne(m);
+  }
+
   #unmapOne(m: Mapping): void {
     if (this.#streams.size > 0) this.backend.synchronizeDevice(-1);
     this.backend.unmap(m.va, m.size);
     this.#mappings.delete(m.va);
+    m.owner = undefined;
     m.reservation.mappingCount--;
     m.allocation.mapRefs--;
     this.#releaseIfUnused(m.allocation);
@@ -356,7 +372,7 @@ export class Runtime implements Disposable {
    */
   unmapMappings(mappings: readonly Mapping[]): void {
     for (const m of mappings) {
-      if (this.#mappings.get(m.va) !== m) throw vmmError('not-mapped', 'mapping is not live');
+      if (m.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
     }
     for (const m of mappings) this.#unmapOne(m);
   }
@@ -372,11 +388,21 @@ export class Runtime implements Disposable {
   setAccessOn(mappings: readonly Mapping[], descriptors: readonly AccessDescriptor[]): void {
     for (let i = 0; i < mappings.length; i++) {
       const m = mappings[i];
-      if (this.#mappings.get(m.va) !== m) throw vmmError('not-mapped', 'mapping is not live');
+      if (m.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
       if (i > 0 && mappings[i - 1].end !== m.va) throw vmmError('not-mapped', 'mappings are not contiguous');
     }
     if (mappings.length > 0)
       this.#setAccessRange(mappings[0], mappings[mappings.length - 1].end, descriptors);
+  }
+
+  /**
+   * Set access on the contiguous live mappings from `first` (one a caller
+   * already holds) up to `end`, which must be a mapping's end; all or nothing.
+   */
+  setAccessFrom(first: Mapping, end: number, descriptors: readonly AccessDescriptor[]): void {
+    if (first.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
+    if (first.end !== end) this.wholeMappings(first.va, end - first.va);
+    this.#setAccessRange(first, end, descriptors);
   }
 
   /** Set access on the contiguous live mappings from `first` up to `end`. */
@@ -398,10 +424,9 @@ export class Runtime implements Disposable {
       throw e;
     }
     // Step by end address, so the mapping after the range is never touched.
-    for (let at = first.va; at < end; ) {
-      const m = this.#mappings.get(at)!;
+    for (let m = first; ; m = this.#mappings.get(m.end)!) {
       for (const d of descriptors) m.accessBits = withAccess(m.accessBits, d.device, d.access);
-      at = m.end;
+      if (m.end >= end) break;
     }
   }
 
@@ -463,6 +488,7 @@ export class Runtime implements Disposable {
       imported.handle,
       'imported',
     );
+    a.owner = this;
     this.#handles.add(a);
     return a;
   }

@@ -9,13 +9,13 @@
  * entries of one chunk, so cost stays nearly flat from a thousand entries to
  * millions, without the pointer chasing and per-node allocation of a tree.
  * Chunks are typed arrays (keys and ends as float64, values as int32
- * indices into a slot table), so that move is a memmove: moving object
+ * indices into a slot table), so that move is a loop over numbers: moving object
  * references instead would pay a GC write barrier per element. Range
  * queries (containing, intersects) read only the chunk, never the value
  * objects of neighbouring ranges: with a million ranges those objects are
  * cold, and one cache miss each would dominate the cost.
  */
-const CAPACITY = 128;
+const CAPACITY = 64;
 
 class Chunk {
   readonly keys = new Float64Array(CAPACITY);
@@ -80,9 +80,7 @@ export class OrderedMap<V> {
       this.#freeSlots.push(slot);
       return;
     }
-    c.keys.copyWithin(i + 1, i, c.length);
-    c.ends.copyWithin(i + 1, i, c.length);
-    c.slots.copyWithin(i + 1, i, c.length);
+    shiftRight(c, i);
     c.keys[i] = key;
     c.ends[i] = end;
     c.slots[i] = slot;
@@ -112,9 +110,7 @@ export class OrderedMap<V> {
     const slot = c.slots[i];
     this.#values[slot] = undefined;
     this.#freeSlots.push(slot);
-    c.keys.copyWithin(i, i + 1, c.length);
-    c.ends.copyWithin(i, i + 1, c.length);
-    c.slots.copyWithin(i, i + 1, c.length);
+    shiftLeft(c, i);
     c.length--;
     this.#size--;
     if (c.length === 0 && this.#chunks.length > 1) {
@@ -208,6 +204,30 @@ export class OrderedMap<V> {
     this.#values.length = 0;
     this.#freeSlots.length = 0;
     this.#size = 0;
+  }
+}
+
+/**
+ * Open a gap at i. A plain loop: TypedArray.prototype.copyWithin's call
+ * overhead exceeds the work at these sizes, and most moves are a few entries.
+ */
+function shiftRight(c: Chunk, i: number): void {
+  const { keys, ends, slots } = c;
+  for (let j = c.length; j > i; j--) {
+    keys[j] = keys[j - 1];
+    ends[j] = ends[j - 1];
+    slots[j] = slots[j - 1];
+  }
+}
+
+/** Close the gap at i. */
+function shiftLeft(c: Chunk, i: number): void {
+  const { keys, ends, slots } = c;
+  const last = c.length - 1;
+  for (let j = i; j < last; j++) {
+    keys[j] = keys[j + 1];
+    ends[j] = ends[j + 1];
+    slots[j] = slots[j + 1];
   }
 }
 

@@ -82,8 +82,8 @@ export class SimProcess implements Backend {
   readonly kind = 'sim' as const;
   readonly devices: readonly DeviceInfo[];
   readonly #va = new VaAllocator(VA_START, VA_END);
-  /** Reservations, by base: their sizes. */
-  readonly #reserved = new Map<number, number>();
+  /** Reservations, by base: their sizes. (An OrderedMap: a JS Map keyed by large addresses is slower.) */
+  readonly #reserved = new OrderedMap<number>();
   readonly #entries = new OrderedMap<PageTableEntry>();
   readonly #handles = new HandleTable<PhysicalMemory>();
   readonly #files = new Map<number, MemoryFile>();
@@ -113,7 +113,7 @@ export class SimProcess implements Backend {
 
   reserve(size: number, alignment: number, hint: number): number {
     const base = this.#va.allocate(size, alignment, hint);
-    this.#reserved.set(base, size);
+    this.#reserved.set(base, size, base + size);
     return base;
   }
 

@@ -49,3 +49,42 @@ export function isHostBuffer(x: unknown): x is Uint8Array {
 export function isPowerOfTwo(n: number): boolean {
   return n > 0 && 2 ** Math.round(Math.log2(n)) === n;
 }
+
+/**
+ * Converts device addresses (or handles) between the API's bigint and
+ * core's number, remembering the last pair. Note [Address memo]: the commonest pointer
+ * argument is the one the previous call returned (reserve, then map, set
+ * access, unmap and free at that address), and each conversion costs about
+ * as much as a map lookup, so one remembered pair removes most of them.
+ * Per flavour instance: no module state.
+ */
+export class BigIntMemo {
+  #big = -1n;
+  #num = -1;
+
+  toBigInt(n: number): bigint {
+    if (n !== this.#num) {
+      this.#num = n;
+      this.#big = BigInt(n);
+    }
+    return this.#big;
+  }
+
+  /** Remember a pair made elsewhere (a handle value from a cache, say). */
+  remember(big: bigint, n: number): bigint {
+    this.#big = big;
+    this.#num = n;
+    return big;
+  }
+
+  /** Like toCount. */
+  toNumber(x: unknown): number {
+    if (x === this.#big) return this.#num;
+    const n = toCount(x);
+    if (n >= 0 && typeof x === 'bigint') {
+      this.#big = x;
+      this.#num = n;
+    }
+    return n;
+  }
+}

@@ -1,4 +1,5 @@
 import type { Backend } from '../../backend/backend.js';
+import { CudaBackend, type CudaBackendOptions } from '../../backends/cuda/backend.js';
 import { Machine, type MachineOptions } from '../../backends/sim/machine.js';
 import { Runtime } from '../../core/runtime.js';
 import type { Tracer } from '../../core/trace.js';
@@ -9,6 +10,8 @@ export interface FlavorOptions extends MachineOptions {
   readonly backend?: 'sim' | 'cuda';
   /** Join this simulated machine as a new process (instead of making a machine of one's own). */
   readonly machine?: Machine;
+  /** With `backend: 'cuda'`: the driver to use, or the libcuda paths to try (default libcuda.so.1, libcuda.so). */
+  readonly cuda?: Pick<CudaBackendOptions, 'driver' | 'libraryPaths'>;
   /** Record every call through the layers. */
   readonly tracer?: Tracer;
   /** Where internal problems are reported (default: console.warn). */
@@ -27,7 +30,11 @@ export function startProcess(options: FlavorOptions): FlavorProcess {
   const report =
     options.report ?? ((message: string, error?: unknown) => console.warn(`vmmkit: ${message}`, error ?? ''));
   if (options.backend === 'cuda') {
-    throw new Error("the 'cuda' backend is not available in this build");
+    if (options.machine !== undefined)
+      throw new TypeError("a simulated machine cannot be joined with backend 'cuda'");
+    // libcuda is loaded here, on first use, never at import; without it: CudaDriverUnavailableError.
+    const backend = new CudaBackend({ ...options.cuda, tracer: options.tracer, report });
+    return { runtime: new Runtime(backend, { tracer: options.tracer, report }), machine: undefined, report };
   }
   const machine = options.machine ?? new Machine(options);
   const backend: Backend = machine.spawn({ tracer: options.tracer });

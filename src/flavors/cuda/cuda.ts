@@ -3,7 +3,16 @@ import type { Mapping, PhysicalAllocation, Reservation } from '../../core/object
 import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import { Access, type AllocationProperties, type Location } from '../../core/types.js';
-import { type Box, isBox, isHostBuffer, isPowerOfTwo, isStruct, toCount, toInt } from '../common/args.js';
+import {
+  BigIntMemo,
+  type Box,
+  isBox,
+  isHostBuffer,
+  isPowerOfTwo,
+  isStruct,
+  toCount,
+  toInt,
+} from '../common/args.js';
 import { codeFor } from '../common/error-table.js';
 import { type FlavorOptions, startProcess } from '../common/process.js';
 import * as C from './constants.js';
@@ -108,8 +117,11 @@ export class CudaFlavor {
   /** The calling thread's current context: a device ordinal, or -1. */
   #current = -1;
   readonly #streams = new Map<bigint, number>();
-  readonly #props = new Map<number, AllocationProperties>();
+  readonly #props = new Map<number, AllocationProperties | number>();
   readonly #descriptors = new DescriptorCache();
+  readonly #handleValues: bigint[] = [];
+  readonly #addresses = new BigIntMemo();
+  readonly #handleMemo = new BigIntMemo();
   /** CUDA mappings core holds as several pieces, by piece (Note [Mappings past a reservation's end]). */
   readonly #spans = new Map<Mapping, Span>();
   /** Reservations the flavour made for spans; the program never sees them. */
@@ -264,7 +276,7 @@ export class CudaFlavor {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
     const n = toCount(size);
     const align = toCount(alignment);
-    const hint = toCount(addr);
+    const hint = this.#addresses.toNumber(addr);
     const g = this.runtime.vaGranularity;
     if (!isBox(ptr) || align < 0 || hint < 0 || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     if (align !== 0 && !isPowerOfTwo(align)) return C.CUDA_ERROR_INVALID_VALUE;
@@ -275,7 +287,7 @@ export class CudaFlavor {
     // alignment, is refused (reserve.hintMisaligned, reserve.hintWithAlignment).
     if (hint !== 0 && hint % Math.max(align, g) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      ptr.value = BigInt(this.runtime.reserve(n, { alignment: align, hint }).base);
+      ptr.value = this.#addresses.toBigInt(this.runtime.reserve(n, { alignment: align, hint }).base);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -284,7 +296,7 @@ export class CudaFlavor {
 
   cuMemAddressFree(ptr: CUdeviceptr, size: Size): number {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
-    const va = toCount(ptr);
+    const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     const r = this.runtime.reservationAt(va);
     if (r === undefined || r.size !== n || r.origin !== 'vmm' || this.#isHidden(r))
@@ -317,7 +329,7 @@ export class CudaFlavor {
           usage: toInt(f.usage ?? 0) || 0,
         });
       }
-      handle.value = BigInt(a.id);
+      handle.value = this.#handleValue(a.id);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -339,7 +351,7 @@ export class CudaFlavor {
 
   cuMemMap(ptr: CUdeviceptr, size: Size, offset: Size, handle: CUhandle, flags: number): number {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
-    const va = toCount(ptr);
+    const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     const off = toCount(offset);
     if (va <= 0 || n <= 0 || off < 0 || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
@@ -352,7 +364,7 @@ export class CudaFlavor {
     const r = this.runtime.reservationContaining(va);
     if (r === undefined || r.origin !== 'vmm' || this.#isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      if (va + n <= r.end) this.runtime.map(va, n, a, 0);
+      if (va + n <= r.end) this.runtime.map(va, n, a, 0, r);
       else return this.#mapAcross(va, n, a);
       return C.CUDA_SUCCESS;
     } catch (e) {
@@ -362,7 +374,7 @@ export class CudaFlavor {
 
   cuMemUnmap(ptr: CUdeviceptr, size: Size): number {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
-    const va = toCount(ptr);
+    const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     if (va <= 0 || n < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const end = va + n;
@@ -376,7 +388,7 @@ export class CudaFlavor {
         one.reservation.origin === 'vmm' &&
         (this.#spans.size === 0 || !this.#spans.has(one))
       ) {
-        this.runtime.unmap(va, n);
+        this.runtime.unmapMapping(one);
         return C.CUDA_SUCCESS;
       }
       // Only an address outside every reservation (unmap.unreserved) or in cuMemAlloc memory
@@ -402,7 +414,7 @@ export class CudaFlavor {
 
   cuMemSetAccess(ptr: CUdeviceptr, size: Size, desc: readonly CUmemAccessDesc[], count: Size): number {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
-    const va = toCount(ptr);
+    const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     const k = toCount(count);
     if (va <= 0 || n <= 0 || k <= 0 || !Array.isArray(desc) || desc.length < k)
@@ -460,7 +472,7 @@ export class CudaFlavor {
       if (descriptors.length === 0) return C.CUDA_SUCCESS;
     }
     try {
-      this.runtime.setAccess(va, reach - va, descriptors);
+      this.runtime.setAccessFrom(first, reach, descriptors);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -474,7 +486,7 @@ export class CudaFlavor {
     const host = type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA;
     if (!host && type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
     if (!host && !this.runtime.isDevice(location.id)) return C.CUDA_ERROR_INVALID_DEVICE;
-    const m = this.runtime.mappingAt(toCount(ptr));
+    const m = this.runtime.mappingAt(this.#addresses.toNumber(ptr));
     if (m === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     if (m.reservation.origin === 'malloc') {
       // cuMemAlloc memory is no VMM mapping: 0 with no flags (getAccess.cuMemAllocPointer).
@@ -493,7 +505,7 @@ export class CudaFlavor {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
     if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      handle.value = BigInt(this.runtime.retain(toCount(addr)).id);
+      handle.value = this.#handleValue(this.runtime.retain(this.#addresses.toNumber(addr)).id);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -554,7 +566,7 @@ export class CudaFlavor {
     // A descriptor that is not open (or -1) gives UNKNOWN, through the error table's invalid-fd
     // (import.bogusFd, import.afterFdClosed).
     try {
-      handle.value = BigInt(this.runtime.importFd(toCount(osHandle)).id);
+      handle.value = this.#handleValue(this.runtime.importFd(toCount(osHandle)).id);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -569,7 +581,7 @@ export class CudaFlavor {
     const n = toCount(bytesize);
     if (!isBox(dptr) || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      dptr.value = BigInt(this.runtime.malloc(this.#current, n).base);
+      dptr.value = this.#addresses.toBigInt(this.runtime.malloc(this.#current, n).base);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -579,7 +591,7 @@ export class CudaFlavor {
   cuMemFree(dptr: CUdeviceptr): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
-    const va = toCount(dptr);
+    const va = this.#addresses.toNumber(dptr);
     if (va === 0) return C.CUDA_SUCCESS;
     const r = this.runtime.reservationAt(va);
     if (r === undefined || r.origin !== 'malloc') return C.CUDA_ERROR_INVALID_VALUE;
@@ -628,7 +640,7 @@ export class CudaFlavor {
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     return this.#run(() =>
-      this.runtime.write(this.#current, toCount(dstDevice), srcHost.subarray(0, n), stream),
+      this.runtime.write(this.#current, this.#addresses.toNumber(dstDevice), srcHost.subarray(0, n), stream),
     );
   }
 
@@ -645,7 +657,7 @@ export class CudaFlavor {
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     return this.#run(() =>
-      this.runtime.read(this.#current, toCount(srcDevice), dstHost.subarray(0, n), stream),
+      this.runtime.read(this.#current, this.#addresses.toNumber(srcDevice), dstHost.subarray(0, n), stream),
     );
   }
 
@@ -662,7 +674,13 @@ export class CudaFlavor {
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     return this.#run(() =>
-      this.runtime.copy(this.#current, toCount(dstDevice), toCount(srcDevice), n, stream),
+      this.runtime.copy(
+        this.#current,
+        this.#addresses.toNumber(dstDevice),
+        this.#addresses.toNumber(srcDevice),
+        n,
+        stream,
+      ),
     );
   }
 
@@ -677,7 +695,9 @@ export class CudaFlavor {
     if (count < 0 || !Number.isInteger(uc)) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#run(() => this.runtime.fill(this.#current, toCount(dstDevice), uc, count, stream));
+    return this.#run(() =>
+      this.runtime.fill(this.#current, this.#addresses.toNumber(dstDevice), uc, count, stream),
+    );
   }
 
   // --- streams -------------------------------------------------------------------------------------
@@ -750,15 +770,29 @@ export class CudaFlavor {
 
   /** Validate a CUmemAllocationProp in the driver's order; a CUresult if it is bad. */
   #checkProp(prop: CUmemAllocationProp): AllocationProperties | number {
-    const checked = this.#parseProp(prop);
-    if (typeof checked === 'number') return checked;
-    // One frozen properties object per distinct value: allocations share it and the hot path allocates none.
-    const key =
-      ((checked.location.type === 'device' ? 1 : 2) * 0x1_0000 + checked.location.id) * 0x100 +
-      checked.handleTypes;
-    let cached = this.#props.get(key);
-    if (cached === undefined) this.#props.set(key, (cached = Object.freeze(checked)));
-    return cached;
+    // Note [Property cache]: programs pass the same few properties over and over. The answer for a
+    // given (type, location, handle types) never changes in a process, so it is worked out once and
+    // kept, error codes included: allocations share one frozen properties object, and a create call
+    // allocates nothing to check its argument.
+    const loc = prop.location;
+    const t = prop.type;
+    const h = prop.requestedHandleTypes ?? 0;
+    if (
+      isStruct(loc) &&
+      isSmall(t, 16) &&
+      isSmall(h, 256) &&
+      isSmall(loc.type, 16) &&
+      isSmall(loc.id, 4096)
+    ) {
+      const key = ((t * 16 + loc.type) * 256 + h) * 4096 + loc.id;
+      let cached = this.#props.get(key);
+      if (cached === undefined) {
+        const parsed = this.#parseProp(prop);
+        this.#props.set(key, (cached = typeof parsed === 'number' ? parsed : Object.freeze(parsed)));
+      }
+      return cached;
+    }
+    return this.#parseProp(prop);
   }
 
   #parseProp(prop: CUmemAllocationProp): AllocationProperties | number {
@@ -879,8 +913,15 @@ export class CudaFlavor {
     }
   }
 
+  /** Handle ids are small and reused, so their bigints are made once. */
+  #handleValue(id: number): bigint {
+    let v = this.#handleValues[id];
+    if (v === undefined) this.#handleValues[id] = v = BigInt(id);
+    return this.#handleMemo.remember(v, id);
+  }
+
   #allocation(handle: CUhandle): PhysicalAllocation | undefined {
-    const id = toCount(handle);
+    const id = this.#handleMemo.toNumber(handle);
     return id < 0 ? undefined : this.runtime.allocation(id);
   }
 
@@ -932,6 +973,11 @@ const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable:
 /** A size given as a bigint above 2^53 that is a positive multiple of `granularity`. */
 function isLargeMultiple(size: unknown, granularity: number): boolean {
   return typeof size === 'bigint' && size > 0n && size % BigInt(granularity) === 0n;
+}
+
+/** An integer in [0, limit). */
+function isSmall(x: unknown, limit: number): x is number {
+  return typeof x === 'number' && x >= 0 && x < limit && Number.isInteger(x);
 }
 
 /** Frozen one-descriptor lists per (device, access), so a setAccess call allocates nothing. */
