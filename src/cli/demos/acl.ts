@@ -6,13 +6,16 @@ import * as C from '../../flavors/acl/constants.js';
  * Seed 2's seven steps on a simulated Ascend 910B: reserve, allocate, map
  * (and grant access), a real task (write a pattern through the mapping and
  * check every byte), unmap, free, release. One line per call; the caller
- * prints `tracer`'s tree afterwards.
+ * prints `tracer`'s tree afterwards. True when every call succeeded and
+ * every byte matched.
  */
-export function aclDemo(print: (line: string) => void, tracer: Tracer): void {
+export function aclDemo(print: (line: string) => void, tracer: Tracer): boolean {
   const acl = createAcl({ tracer });
+  let ok = true;
   const step = (label: string, code: number): boolean => {
     print(`${label} -> ${C.ACL_ERROR_NAMES.get(code) ?? 'aclError'} (${code})`);
     if (code !== C.ACL_SUCCESS) print(`  ${acl.aclGetRecentErrMsg() ?? ''}`);
+    if (code !== C.ACL_SUCCESS) ok = false;
     return code === C.ACL_SUCCESS;
   };
   try {
@@ -77,6 +80,7 @@ export function aclDemo(print: (line: string) => void, tracer: Tracer): void {
     step('7. aclrtReleaseMemAddress(virPtr)', acl.aclrtReleaseMemAddress(virPtr.value));
     step('aclrtResetDevice(0)', acl.aclrtResetDevice(0));
     step('aclFinalize()', acl.aclFinalize());
+    return ok && bad === 0;
   } finally {
     acl.dispose();
   }

@@ -7,8 +7,9 @@ import { createHip, type hipMemAccessDesc, type hipMemAllocationProp } from '../
  * with a real task in the middle (a pattern written and read back through
  * the mapping) and a grow-in-place step (a second handle mapped right after
  * the first, same pointer). One line per call; the caller prints the trace.
+ * True when every call succeeded and every check held.
  */
-export function hipDemo(print: (line: string) => void, tracer: Tracer): void {
+export function hipDemo(print: (line: string) => void, tracer: Tracer): boolean {
   const hip = createHip({ tracer });
   let failed = false;
   const call = (name: string, args: readonly unknown[], code: number): number => {
@@ -99,6 +100,7 @@ export function hipDemo(print: (line: string) => void, tracer: Tracer): void {
     call('hipMemRelease', [h2.value], hip.hipMemRelease(h2.value));
     call('hipMemAddressFree', [ptr.value, 2 * size], hip.hipMemAddressFree(ptr.value, 2 * size));
     print(failed ? 'HIP sequence: FAILED' : 'HIP sequence: every call returned hipSuccess');
+    return !failed;
   } finally {
     hip.dispose();
   }

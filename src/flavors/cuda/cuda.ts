@@ -616,15 +616,15 @@ export class CudaFlavor {
   // --- copies and sets ------------------------------------------------------------------------
 
   cuMemcpyHtoD(dstDevice: CUdeviceptr, srcHost: Uint8Array, byteCount: Size): number {
-    return this.cuMemcpyHtoDAsync(dstDevice, srcHost, byteCount, 0n);
+    return this.#htod(dstDevice, srcHost, byteCount, 0n);
   }
 
   cuMemcpyDtoH(dstHost: Uint8Array, srcDevice: CUdeviceptr, byteCount: Size): number {
-    return this.cuMemcpyDtoHAsync(dstHost, srcDevice, byteCount, 0n);
+    return this.#dtoh(dstHost, srcDevice, byteCount, 0n);
   }
 
   cuMemcpyDtoD(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, byteCount: Size): number {
-    return this.cuMemcpyDtoDAsync(dstDevice, srcDevice, byteCount, 0n);
+    return this.#dtod(dstDevice, srcDevice, byteCount, 0n);
   }
 
   cuMemcpyHtoDAsync(
@@ -633,6 +633,10 @@ export class CudaFlavor {
     byteCount: Size,
     hStream: bigint | number,
   ): number {
+    return this.#htod(dstDevice, srcHost, byteCount, hStream);
+  }
+
+  #htod(dstDevice: CUdeviceptr, srcHost: Uint8Array, byteCount: Size, hStream: bigint | number): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     const n = toCount(byteCount);
@@ -650,6 +654,10 @@ export class CudaFlavor {
     byteCount: Size,
     hStream: bigint | number,
   ): number {
+    return this.#dtoh(dstHost, srcDevice, byteCount, hStream);
+  }
+
+  #dtoh(dstHost: Uint8Array, srcDevice: CUdeviceptr, byteCount: Size, hStream: bigint | number): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     const n = toCount(byteCount);
@@ -667,6 +675,10 @@ export class CudaFlavor {
     byteCount: Size,
     hStream: bigint | number,
   ): number {
+    return this.#dtod(dstDevice, srcDevice, byteCount, hStream);
+  }
+
+  #dtod(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, byteCount: Size, hStream: bigint | number): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     const n = toCount(byteCount);
@@ -685,10 +697,14 @@ export class CudaFlavor {
   }
 
   cuMemsetD8(dstDevice: CUdeviceptr, uc: number, n: Size): number {
-    return this.cuMemsetD8Async(dstDevice, uc, n, 0n);
+    return this.#memset(dstDevice, uc, n, 0n);
   }
 
   cuMemsetD8Async(dstDevice: CUdeviceptr, uc: number, n: Size, hStream: bigint | number): number {
+    return this.#memset(dstDevice, uc, n, hStream);
+  }
+
+  #memset(dstDevice: CUdeviceptr, uc: number, n: Size, hStream: bigint | number): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     const count = toCount(n);

@@ -1,0 +1,117 @@
+/**
+ * The vmmkit command line (src/cli/main.ts runs it).
+ *
+ *   vmmkit demo [--flavor cuda|hip|acl] [--json]   the seeds' sequences with their call trees
+ *   vmmkit trace <script.mjs> [--json]             run a script with tracing on, print its tree
+ *
+ * A traced script is an ES module whose default export receives the
+ * factories (createCuda, createHip, createAcl, createMachine), already
+ * bound to the tracer: `export default ({ createHip }) => { ... }`.
+ */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createMachine } from '../backends/sim/machine.js';
+import { formatTrace, Tracer, traceToJson } from '../core/trace.js';
+import { createAcl } from '../flavors/acl/acl.js';
+import type { FlavorOptions } from '../flavors/common/process.js';
+import { createCuda } from '../flavors/cuda/cuda.js';
+import { createHip } from '../flavors/hip/hip.js';
+import { aclDemo } from './demos/acl.js';
+import { cudaDemo } from './demos/cuda.js';
+import { hipDemo } from './demos/hip.js';
+
+const DEMOS = {
+  cuda: { title: 'CUDA driver API on a simulated H200 (seed 1, section 6)', run: cudaDemo },
+  hip: { title: 'HIP on a simulated MI300X (seed 1, section 6)', run: hipDemo },
+  acl: { title: "Ascend ACL on a simulated Ascend 910B (seed 2's seven steps)", run: aclDemo },
+} as const;
+type Flavor = keyof typeof DEMOS;
+
+const USAGE = `usage: vmmkit demo [--flavor cuda|hip|acl] [--json]
+       vmmkit trace <script.mjs> [--json]`;
+
+function option(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const value = args[i + 1];
+  args.splice(i, 2);
+  return value;
+}
+
+function flag(args: string[], name: string): boolean {
+  const i = args.indexOf(name);
+  if (i >= 0) args.splice(i, 1);
+  return i >= 0;
+}
+
+/** Where the command line writes: lines to standard output and to standard error. */
+export interface CliOutput {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const CONSOLE: CliOutput = { out: (l) => console.log(l), err: (l) => console.error(l) };
+
+function printTree(io: CliOutput, tracer: Tracer, json: boolean): void {
+  io.out(json ? JSON.stringify(traceToJson(tracer.roots), null, 2) : formatTrace(tracer.roots).trimEnd());
+}
+
+function demo(io: CliOutput, args: string[]): number {
+  const json = flag(args, '--json');
+  const only = option(args, '--flavor');
+  if (only !== undefined && !(only in DEMOS)) {
+    io.err(`unknown flavor '${only}'\n${USAGE}`);
+    return 2;
+  }
+  const flavors = only === undefined ? (Object.keys(DEMOS) as Flavor[]) : [only as Flavor];
+  let ok = true;
+  for (const f of flavors) {
+    const { title, run } = DEMOS[f];
+    const tracer = new Tracer();
+    io.out(`\n=== ${title} ===\n`);
+    ok = run((line) => io.out(line), tracer) && ok;
+    io.out(`\n--- call tree: flavour -> core -> backend -> device ---\n`);
+    printTree(io, tracer, json);
+  }
+  return ok ? 0 : 1;
+}
+
+async function trace(io: CliOutput, args: string[]): Promise<number> {
+  const json = flag(args, '--json');
+  const script = args[0];
+  if (script === undefined) {
+    io.err(USAGE);
+    return 2;
+  }
+  const tracer = new Tracer();
+  const bind =
+    <T>(create: (options?: FlavorOptions) => T) =>
+    (options: FlavorOptions = {}) =>
+      create({ ...options, tracer });
+  const factories = {
+    createCuda: bind(createCuda),
+    createHip: bind(createHip),
+    createAcl: bind(createAcl),
+    createMachine,
+    tracer,
+  };
+  const mod = (await import(pathToFileURL(resolve(script)).href)) as { default?: unknown };
+  if (typeof mod.default !== 'function') {
+    io.err(
+      `${script} must export a default function taking { createCuda, createHip, createAcl, createMachine }`,
+    );
+    return 2;
+  }
+  await (mod.default as (f: typeof factories) => unknown)(factories);
+  printTree(io, tracer, json);
+  return 0;
+}
+
+/** Run the command line with `argv` (without node and the script); returns the exit code. */
+export async function runCli(argv: readonly string[], io: CliOutput = CONSOLE): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === 'demo') return demo(io, args);
+  if (command === 'trace') return trace(io, args);
+  io.err(USAGE);
+  return command === undefined || command === '--help' || command === '-h' ? 0 : 2;
+}

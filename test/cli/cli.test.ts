@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/cli.js';
+import { cudaDemo } from '../../src/cli/demos/cuda.js';
+import { formatTrace, Tracer } from '../../src/core/trace.js';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
+}
+
+describe('vmmkit command line', () => {
+  it('demo runs the CUDA, HIP and ACL sequences in order, each with its call tree', async () => {
+    const { io, out } = capture();
+    expect(await runCli(['demo'], io)).toBe(0);
+    const text = out.join('\n');
+    const order = ['CUDA driver API', 'HIP on a simulated MI300X', 'Ascend ACL'].map((t) => text.indexOf(t));
+    expect(order.every((i) => i >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(text).toContain('CUDA sequence: every call returned CUDA_SUCCESS');
+    expect(text).toContain('HIP sequence: every call returned hipSuccess');
+    expect(text).toContain('checked 65536 bytes: all match');
+    // Each layer appears in the trees.
+    for (const layer of [
+      '[flavor] hipMemMap',
+      '[core] map',
+      '[backend] map',
+      '[device] vm.bind',
+      '[flavor] aclrtMapMem',
+    ]) {
+      expect(text).toContain(layer);
+    }
+  });
+
+  it('demo --flavor picks one flavour; an unknown one is a usage error', async () => {
+    const one = capture();
+    expect(await runCli(['demo', '--flavor', 'acl'], one.io)).toBe(0);
+    expect(one.out.join('\n')).not.toContain('CUDA driver API');
+    const bad = capture();
+    expect(await runCli(['demo', '--flavor', 'opencl'], bad.io)).toBe(2);
+    expect(bad.err.join('\n')).toContain("unknown flavor 'opencl'");
+  });
+
+  it('demo --json prints the call tree as JSON with nested layers', async () => {
+    const { io, out } = capture();
+    expect(await runCli(['demo', '--flavor', 'cuda', '--json'], io)).toBe(0);
+    const json = out.find((l) => l.startsWith('['));
+    const tree = JSON.parse(json!) as { name: string; layer: string; children: { layer: string }[] }[];
+    const map = tree.find((s) => s.name === 'cuMemMap')!;
+    expect(map.layer).toBe('flavor');
+    expect(map.children[0].layer).toBe('core');
+  });
+
+  it("trace runs a user's script with tracing on and prints its tree", async () => {
+    const { io, out } = capture();
+    expect(await runCli(['trace', 'examples/grow.mjs'], io)).toBe(0);
+    const text = out.join('\n');
+    expect(text).toContain('[flavor] cuMemsetD8');
+    expect(text).toContain('[device] copyEngine.fill');
+    expect(text).toMatch(/\[flavor\] cuMemUnmap\(0x7[0-9a-f]+, 0x400000\) -> 0/);
+  });
+
+  it('an unknown command prints usage and fails', async () => {
+    const { io, err } = capture();
+    expect(await runCli(['frobnicate'], io)).toBe(2);
+    expect(err.join('\n')).toContain('usage: vmmkit demo');
+  });
+});
+
+it('the CUDA demo succeeds and its trace crosses every layer', () => {
+  const lines: string[] = [];
+  const tracer = new Tracer();
+  expect(cudaDemo((l) => lines.push(l), tracer)).toBe(true);
+  expect(lines.filter((l) => l.includes('check:')).every((l) => l.endsWith('yes'))).toBe(true);
+  const tree = formatTrace(tracer.roots);
+  expect(tree).toMatch(
+    /\[flavor\] cuMemSetAccess[^\n]*\n\s+\[core\] setAccessFrom[^\n]*\n\s+\[backend\] setAccess[^\n]*\n\s+\[device\] pte\.set/,
+  );
+});
