@@ -6,6 +6,9 @@
  * machine: createMachine.
  */
 export type { Backend, ImportedMemory } from './backend/backend.js';
+export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';
+export { CudaDriverError } from './backends/cuda/checked.js';
+export { CudaDriverUnavailableError, DEFAULT_LIBRARY_PATHS, loadCudaDriver } from './backends/cuda/driver.js';
 export {
   createMachine,
   Machine,
@@ -27,6 +30,17 @@ export {
   HandleType,
   type Location,
 } from './core/types.js';
+export {
+  ACL_FUNCTIONS,
+  AclFlavor,
+  type AclOptions,
+  type aclrtMemAccessDesc,
+  type aclrtMemLocation,
+  type aclrtPhysicalMemProp,
+  createAcl,
+} from './flavors/acl/acl.js';
+export * from './flavors/acl/constants.js';
+export { ACL_ERROR_TABLE } from './flavors/acl/error-table.js';
 export type { Box } from './flavors/common/args.js';
 export type { FlavorOptions } from './flavors/common/process.js';
 export * from './flavors/cuda/constants.js';
@@ -49,14 +63,3 @@ export {
   type hipMemAllocationProp,
   type hipMemLocation,
 } from './flavors/hip/hip.js';
-export * from './flavors/acl/constants.js';
-export {
-  ACL_FUNCTIONS,
-  AclFlavor,
-  type AclOptions,
-  type aclrtMemAccessDesc,
-  type aclrtMemLocation,
-  type aclrtPhysicalMemProp,
-  createAcl,
-} from './flavors/acl/acl.js';
-export { ACL_ERROR_TABLE } from './flavors/acl/error-table.js';

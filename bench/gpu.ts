@@ -1,0 +1,318 @@
+/**
+ * vmmkit's CUDA flavour on the real CUDA backend against the same driver calls
+ * from C (bench/native/vmm_bench.c), in one process, one context, rounds
+ * alternating, medians over rounds:
+ *
+ *   node dist/bench/gpu.js --native path/to/libvmm_bench.so --out DIR [--prove DIR/prove.json]
+ *
+ * Measures the full reserve/create/map/setAccess/unmap/release/free cycle at
+ * 2 MiB and 1 GiB, and 64 MiB HtoD/DtoH/DtoD copies (each followed by
+ * cuCtxSynchronize), plus the same cycle through the raw koffi binding with
+ * no vmmkit logic (what the FFI itself costs). Writes DIR/h200-cuda.json,
+ * merging the proof script's summary when given. `--fake` runs the vmmkit
+ * paths on the simulated stand-in for libcuda, without the native side.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import koffi from 'koffi';
+import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
+import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
+import { type CudaFlavor, createCuda } from '../src/index.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const fake = args.includes('--fake');
+const outDir = opt('--out') ?? process.env.OUT ?? '.';
+const nativePath = opt('--native');
+const provePath = opt('--prove');
+
+const MiB = 1 << 20;
+const GiB = 1 << 30;
+
+interface Native {
+  cycle(size: number, iters: number): number;
+  copySetup(size: number): number;
+  copyTeardown(): number;
+  copy(kind: number, host: Uint8Array, size: number, iters: number): number;
+}
+
+function loadNative(path: string): Native {
+  const lib = koffi.load(path);
+  const init = lib.func('int vb_init(int device)');
+  const rc = init(0) as number;
+  if (rc !== 0) throw new Error(`vb_init returned ${rc}`);
+  const cycle = lib.func('double vb_cycle(size_t size, int iters)');
+  const copySetup = lib.func('int vb_copy_setup(size_t size)');
+  const copyTeardown = lib.func('int vb_copy_teardown()');
+  const copy = lib.func('double vb_copy(int kind, uint8_t *host, size_t size, int iters)');
+  const must = (v: number, what: string) => {
+    if (v < 0) throw new Error(`${what} failed: CUresult ${-Math.round(v)}`);
+    return v;
+  };
+  return {
+    cycle: (size, iters) => must(cycle(size, iters) as number, 'vb_cycle'),
+    copySetup: (size) => must(copySetup(size) as number, 'vb_copy_setup'),
+    copyTeardown: () => must(copyTeardown() as number, 'vb_copy_teardown'),
+    copy: (kind, host, size, iters) => must(copy(kind, host, size, iters) as number, 'vb_copy'),
+  };
+}
+
+function ok(code: number, what: string): void {
+  if (code !== 0) throw new Error(`${what} returned ${code}`);
+}
+
+const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
+const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
+
+/** The cycle through vmmkit's CUDA flavour; microseconds for the batch. */
+function flavourCycle(cu: CudaFlavor, size: number, iters: number): number {
+  const ptr = { value: 0n };
+  const h = { value: 0n };
+  const t0 = performance.now();
+  for (let i = 0; i < iters; i++) {
+    ok(cu.cuMemAddressReserve(ptr, size, 0, 0, 0), 'cuMemAddressReserve');
+    ok(cu.cuMemCreate(h, size, prop, 0), 'cuMemCreate');
+    ok(cu.cuMemMap(ptr.value, size, 0, h.value, 0), 'cuMemMap');
+    ok(cu.cuMemSetAccess(ptr.value, size, rw, 1), 'cuMemSetAccess');
+    ok(cu.cuMemUnmap(ptr.value, size), 'cuMemUnmap');
+    ok(cu.cuMemRelease(h.value), 'cuMemRelease');
+    ok(cu.cuMemAddressFree(ptr.value, size), 'cuMemAddressFree');
+  }
+  return (performance.now() - t0) * 1000;
+}
+
+/** The cycle through the raw koffi functions (no vmmkit logic): the FFI's own cost. */
+function rawCycle(d: CudaDriver, size: number, iters: number): number {
+  const out: unknown[] = [0];
+  const hOut: unknown[] = [0];
+  const p = {
+    type: 1,
+    requestedHandleTypes: 0,
+    location: { type: 1, id: 0 },
+    win32HandleMetaData: 0,
+    allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, reserved: [0, 0, 0, 0] },
+  };
+  const t0 = performance.now();
+  for (let i = 0; i < iters; i++) {
+    ok(d.cuMemAddressReserve(out, size, 0, 0, 0), 'reserve');
+    const ptr = out[0];
+    ok(d.cuMemCreate(hOut, size, p, 0), 'create');
+    const h = hOut[0];
+    ok(d.cuMemMap(ptr, size, 0, h, 0), 'map');
+    ok(d.cuMemSetAccess(ptr, size, rw, 1), 'setAccess');
+    ok(d.cuMemUnmap(ptr, size), 'unmap');
+    ok(d.cuMemRelease(h), 'release');
+    ok(d.cuMemAddressFree(ptr, size), 'free');
+  }
+  return (performance.now() - t0) * 1000;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+const r2 = (x: number) => Math.round(x * 100) / 100;
+
+interface Compared {
+  native_us: number | null;
+  vmmkit_us: number;
+  raw_koffi_us?: number;
+  ratio: number | null;
+  /** Median over rounds of vmmkit / native within the round. */
+  paired_ratio: number | null;
+  rounds: number;
+  iters: number;
+}
+
+function compareCycle(
+  cu: CudaFlavor,
+  d: CudaDriver,
+  native: Native | undefined,
+  size: number,
+  iters: number,
+  rounds: number,
+): Compared {
+  // Warm up every side.
+  native?.cycle(size, Math.max(2, iters >> 2));
+  flavourCycle(cu, size, Math.max(2, iters >> 2));
+  rawCycle(d, size, Math.max(2, iters >> 2));
+  const n: number[] = [];
+  const v: number[] = [];
+  const raw: number[] = [];
+  const paired: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    // Alternate which side goes first, so neither always follows the other.
+    const first = r % 2 === 0;
+    let a = 0;
+    if (native && first) a = native.cycle(size, iters) / iters;
+    const b = flavourCycle(cu, size, iters) / iters;
+    if (native && !first) a = native.cycle(size, iters) / iters;
+    raw.push(rawCycle(d, size, iters) / iters);
+    v.push(b);
+    if (native) {
+      n.push(a);
+      paired.push(b / a);
+    }
+  }
+  const nm = native ? median(n) : null;
+  const vm = median(v);
+  return {
+    native_us: nm === null ? null : r2(nm),
+    vmmkit_us: r2(vm),
+    raw_koffi_us: r2(median(raw)),
+    ratio: nm === null ? null : Math.round((vm / nm) * 1000) / 1000,
+    paired_ratio: native ? Math.round(median(paired) * 1000) / 1000 : null,
+    rounds,
+    iters,
+  };
+}
+
+function compareCopies(
+  cu: CudaFlavor,
+  native: Native | undefined,
+  size: number,
+  iters: number,
+  rounds: number,
+) {
+  const host = Buffer.alloc(size, 1);
+  const ptr = { value: 0n };
+  const h = { value: 0n };
+  ok(cu.cuMemAddressReserve(ptr, 2 * size, 0, 0, 0), 'reserve');
+  ok(cu.cuMemCreate(h, 2 * size, prop, 0), 'create');
+  ok(cu.cuMemMap(ptr.value, 2 * size, 0, h.value, 0), 'map');
+  ok(cu.cuMemSetAccess(ptr.value, 2 * size, rw, 1), 'setAccess');
+  native?.copySetup(size);
+  const kinds = ['HtoD', 'DtoH', 'DtoD'] as const;
+  const one = (k: number) => {
+    if (k === 0) ok(cu.cuMemcpyHtoD(ptr.value, host, size), 'HtoD');
+    else if (k === 1) ok(cu.cuMemcpyDtoH(host, ptr.value, size), 'DtoH');
+    else ok(cu.cuMemcpyDtoD(ptr.value + BigInt(size), ptr.value, size), 'DtoD');
+    ok(cu.cuCtxSynchronize(), 'cuCtxSynchronize');
+  };
+  const vmm = (k: number) => {
+    const t0 = performance.now();
+    for (let i = 0; i < iters; i++) one(k);
+    return ((performance.now() - t0) * 1000) / iters;
+  };
+  const out: Record<string, unknown> = {};
+  for (let k = 0; k < 3; k++) {
+    native?.copy(k, host, size, 2);
+    vmm(k);
+    const n: number[] = [];
+    const v: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      if (native) n.push(native.copy(k, host, size, iters) / iters);
+      v.push(vmm(k));
+    }
+    const nm = native ? median(n) : null;
+    const vm = median(v);
+    out[kinds[k]] = {
+      bytes: size,
+      native_us: nm === null ? null : r2(nm),
+      vmmkit_us: r2(vm),
+      ratio: nm === null ? null : Math.round((vm / nm) * 1000) / 1000,
+      vmmkit_GBps: r2(size / vm / 1000),
+    };
+  }
+  native?.copyTeardown();
+  ok(cu.cuMemUnmap(ptr.value, 2 * size), 'unmap');
+  ok(cu.cuMemRelease(h.value), 'release');
+  ok(cu.cuMemAddressFree(ptr.value, 2 * size), 'free');
+  return out;
+}
+
+function smi(): { gpu: string; driver: string } {
+  try {
+    const line = execFileSync('nvidia-smi', ['--query-gpu=name,driver_version', '--format=csv,noheader'], {
+      encoding: 'utf8',
+    })
+      .split('\n')[0]
+      .split(',')
+      .map((s) => s.trim());
+    return { gpu: line[0], driver: line[1] };
+  } catch {
+    return { gpu: 'unknown', driver: 'unknown' };
+  }
+}
+
+function main(): void {
+  const driver = fake ? createFakeDriver() : loadCudaDriver();
+  const native = nativePath && !fake ? loadNative(nativePath) : undefined;
+  const cu = createCuda({ backend: 'cuda', cuda: { driver } });
+  const ctx = { value: 0n };
+  ok(cu.cuInit(0), 'cuInit');
+  ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
+  ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
+  const quick = fake || args.includes('--quick');
+  const cycle2 = compareCycle(cu, driver, native, 2 * MiB, quick ? 20 : 200, quick ? 3 : 15);
+  console.log('cycle 2 MiB', cycle2);
+  const cycle1g = compareCycle(cu, driver, native, fake ? 64 * MiB : GiB, quick ? 3 : 20, quick ? 3 : 9);
+  console.log('cycle 1 GiB', cycle1g);
+  const copies = compareCopies(cu, native, quick ? 4 * MiB : 64 * MiB, quick ? 2 : 10, quick ? 3 : 7);
+  console.log('copies', copies);
+  const stats = cu.runtime.stats();
+  cu.dispose();
+
+  const prove =
+    provePath && existsSync(provePath)
+      ? (JSON.parse(readFileSync(provePath, 'utf8')) as {
+          contract: { passed: number; total: number };
+          conformance: {
+            cases: number;
+            agree: number;
+            agreeWithSimulator: number;
+            agreeOrKnownDivergence: number;
+          };
+          sequences: Record<string, { cuda: { pass: boolean }; sim: { pass: boolean }; sameCodes: boolean }>;
+        })
+      : undefined;
+  const { gpu, driver: driverVersion } = smi();
+  const result = {
+    gpu,
+    driver: driverVersion,
+    date: new Date().toISOString(),
+    fake,
+    native_cycle_us: cycle2.native_us,
+    vmmkit_cycle_us: cycle2.vmmkit_us,
+    overhead_ratio: cycle2.ratio,
+    target_ratio: 1.1,
+    met: cycle2.ratio !== null && cycle2.ratio <= 1.1,
+    conformance: prove
+      ? {
+          cases: prove.conformance.cases,
+          agree: prove.conformance.agree,
+          agreeWithSimulator: prove.conformance.agreeWithSimulator,
+          agreeOrKnownDivergence: prove.conformance.agreeOrKnownDivergence,
+        }
+      : null,
+    cycle_2MiB: cycle2,
+    cycle_1GiB: cycle1g,
+    copies_64MiB: copies,
+    contract: prove ? prove.contract : null,
+    flavours_over_cuda: prove
+      ? Object.fromEntries(
+          Object.entries(prove.sequences).map(([k, s]) => [
+            k,
+            { gpu: s.cuda.pass, simulator: s.sim.pass, sameCodes: s.sameCodes },
+          ]),
+        )
+      : null,
+    leftAfterBench: stats,
+    method:
+      'One Node process: the native C library (bench/native/vmm_bench.c, loaded through koffi) and vmmkit (createCuda({ backend: "cuda" })) share one primary context; rounds alternate sides; each figure is the median over rounds of the mean per cycle (or copy) in a round. raw_koffi_us: the same driver calls through the raw koffi functions, no vmmkit logic.',
+  };
+  writeFileSync(join(outDir, 'h200-cuda.json'), `${JSON.stringify(result, null, 1)}\n`);
+  console.log(
+    JSON.stringify({
+      native_cycle_us: result.native_cycle_us,
+      vmmkit_cycle_us: result.vmmkit_cycle_us,
+      overhead_ratio: result.overhead_ratio,
+    }),
+  );
+}
+
+main();

@@ -1,0 +1,355 @@
+/**
+ * The proof on a GPU machine, in one command:
+ *
+ *   node dist/conformance/gpu/prove.js [--fake] [--out DIR]
+ *
+ * 1. the backend contract (conformance/backend/contract.ts) against CudaBackend;
+ * 2. every CUDA conformance case (conformance/cuda/cases.ts) through vmmkit's
+ *    CUDA flavour on the CUDA backend (createCuda({ backend: 'cuda' })),
+ *    compared with the raw driver's transcript
+ *    (conformance/results/h200-driver.json) and with the simulated flavour;
+ * 3. the HIP and ACL flavours' sequences (sequences.ts) over the CUDA backend
+ *    and on the simulator;
+ * 4. with two or more GPUs, the two-GPU sequence.
+ *
+ * Writes DIR/prove.json (summary, contract, sequences) and
+ * DIR/h200-vmmkit-cases.json (every case's record). The cases run in child
+ * processes, restarted after a crash, as record.ts does. `--fake` runs every
+ * code path on a simulated stand-in for libcuda (fake-driver.ts), for
+ * debugging where there is no GPU.
+ */
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, closeSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CudaBackend } from '../../src/backends/cuda/backend.js';
+import { type CudaDriver, createRawCuda, loadCudaDriver } from '../../src/backends/cuda/driver.js';
+import { createAcl } from '../../src/flavors/acl/acl.js';
+import { createCuda } from '../../src/flavors/cuda/cuda.js';
+import { createHip } from '../../src/flavors/hip/hip.js';
+import { runBackendContract } from '../backend/contract.js';
+import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
+import { KNOWN_DIVERGENCES } from '../cuda/known-divergences.js';
+import { prepareEnv, runCase } from '../cuda/record.js';
+import { createFakeDriver } from './fake-driver.js';
+import { aclSequence, hipSequence, type SeqResult, twoGpuSequence } from './sequences.js';
+
+const args = process.argv.slice(2);
+const fake = args.includes('--fake');
+const outIndex = args.indexOf('--out');
+const outDir = outIndex >= 0 ? args[outIndex + 1]! : (process.env.OUT ?? 'prove-out');
+
+function driverFor(devices = 1): CudaDriver {
+  return fake
+    ? createFakeDriver({ devices: Array.from({ length: devices }, () => 'H200' as const) })
+    : loadCudaDriver();
+}
+
+/** The differences between two case records, one line each; empty when they agree. */
+export function differences(want: CaseRecord, got: CaseRecord): string[] {
+  const out: string[] = [];
+  for (const key of ['crashed', 'threw', 'contextAfter'] as const) {
+    if (want[key] !== got[key])
+      out.push(`${key}: ${JSON.stringify(want[key] ?? null)} vs ${JSON.stringify(got[key] ?? null)}`);
+  }
+  const show = (s: Step | undefined) =>
+    s === undefined ? '(none)' : `${s.op} ${s.code ?? '-'} ${JSON.stringify(s.value ?? null)}`;
+  const n = Math.max(want.steps.length, got.steps.length);
+  for (let i = 0; i < n; i++) {
+    if (JSON.stringify(want.steps[i]) !== JSON.stringify(got.steps[i]))
+      out.push(`step ${i}: ${show(want.steps[i])} | ${show(got.steps[i])}`);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ cases, in a child
+
+interface CaseLine {
+  start?: number;
+  index?: number;
+  name?: string;
+  record?: CaseRecord;
+  leaks?: string;
+  reports?: string[];
+}
+
+function casesWorker(first: number, logPath: string): never {
+  const driver = driverFor();
+  // Keep device 0's primary context alive across the cases, so each flavour's backend retains it cheaply.
+  const raw = createRawCuda(driver);
+  raw.cuInit(0);
+  raw.cuDevicePrimaryCtxRetain({ value: 0n }, 0);
+  const names = caseNames();
+  for (let i = first; i < names.length; i++) {
+    const name = names[i]!;
+    appendFileSync(logPath, `${JSON.stringify({ start: i, name } satisfies CaseLine)}\n`);
+    const reports: string[] = [];
+    let record: CaseRecord;
+    let leaks: string | undefined;
+    const cu = createCuda({
+      backend: 'cuda',
+      cuda: { driver },
+      report: (m, e) => reports.push(`${m}: ${e instanceof Error ? e.message : String(e ?? '')}`),
+    });
+    try {
+      const { env } = prepareEnv(cu);
+      env.closeFd = (fd) => {
+        try {
+          closeSync(fd);
+        } catch {
+          // Already closed.
+        }
+      };
+      record = runCase(cu, env, name);
+      const s = cu.runtime.stats();
+      const b = (cu.runtime.backend as CudaBackend).stats();
+      if (
+        s.reservations +
+        s.mappings +
+        s.handles +
+        s.streams +
+        b.reservations +
+        b.mappings +
+        b.handles +
+        b.streams
+      )
+        leaks = JSON.stringify({ core: s, backend: b });
+    } catch (e) {
+      record = { steps: [], threw: e instanceof Error ? e.message : String(e) };
+    } finally {
+      cu.dispose();
+    }
+    const after = raw.cuCtxSynchronize();
+    if (after !== 0) record.contextAfter = after;
+    const line: CaseLine = { index: i, name, record };
+    if (leaks) line.leaks = leaks;
+    if (reports.length) line.reports = reports;
+    appendFileSync(logPath, `${JSON.stringify(line)}\n`);
+    if (after !== 0) process.exit(3);
+  }
+  process.exit(0);
+}
+
+function runCasesInChildren(): {
+  records: Record<string, CaseRecord>;
+  restarts: string[];
+  leaks: Record<string, string>;
+  reports: Record<string, string[]>;
+} {
+  const names = caseNames();
+  const records: Record<string, CaseRecord> = {};
+  const leaks: Record<string, string> = {};
+  const reports: Record<string, string[]> = {};
+  const restarts: string[] = [];
+  const logPath = join(tmpdir(), `vmmkit-prove-${process.pid}.jsonl`);
+  const self = fileURLToPath(import.meta.url);
+  let next = 0;
+  while (next < names.length) {
+    writeFileSync(logPath, '');
+    const child = spawnSync(
+      process.execPath,
+      [self, '--cases-worker', String(next), logPath, ...(fake ? ['--fake'] : [])],
+      {
+        stdio: ['ignore', 'inherit', 'inherit'],
+        timeout: 300_000,
+      },
+    );
+    let inFlight = -1;
+    for (const raw of readFileSync(logPath, 'utf8').split('\n')) {
+      if (!raw) continue;
+      const line = JSON.parse(raw) as CaseLine;
+      if (line.start !== undefined) inFlight = line.start;
+      if (line.record && line.name && line.index !== undefined) {
+        records[line.name] = line.record;
+        if (line.leaks) leaks[line.name] = line.leaks;
+        if (line.reports) reports[line.name] = line.reports;
+        inFlight = -1;
+        next = line.index + 1;
+      }
+    }
+    if (child.status === 0 && inFlight < 0) break;
+    const reason = child.signal ? `signal ${child.signal}` : `exit ${child.status}`;
+    if (inFlight >= 0) {
+      records[names[inFlight]!] = { steps: [], crashed: reason };
+      next = inFlight + 1;
+    } else if (child.status !== 3) {
+      restarts.push(`worker failed before any case (${reason})`);
+      break;
+    }
+    restarts.push(`${names[next - 1]}: ${reason}`);
+  }
+  rmSync(logPath, { force: true });
+  return { records, restarts, leaks, reports };
+}
+
+function simulatedCase(name: string): CaseRecord {
+  const cu = createCuda({ report: () => {} });
+  try {
+    const { env } = prepareEnv(cu);
+    env.closeFd = (fd) => {
+      try {
+        cu.machine!.process(cu).closeFd(fd);
+      } catch {
+        // Already closed.
+      }
+    };
+    return runCase(cu, env, name);
+  } finally {
+    cu.dispose();
+  }
+}
+
+// ------------------------------------------------------------------ main
+
+function timed<T>(fn: () => T): { value: T; ms: number } {
+  const t0 = performance.now();
+  const value = fn();
+  return { value, ms: Math.round(performance.now() - t0) };
+}
+
+function main(): void {
+  mkdirSync(outDir, { recursive: true });
+  const driver = driverFor();
+  const probe = new CudaBackend({ driver });
+  const info = {
+    fake,
+    libraryPath: driver.libraryPath,
+    driverVersion: probe.driverVersion,
+    devices: probe.devices,
+    node: process.version,
+  };
+  probe.dispose();
+  console.log(
+    `devices: ${info.devices.map((d) => `${d.ordinal} ${d.name}`).join(', ')}; driver ${info.driverVersion}`,
+  );
+
+  // 1. backend contract.
+  const contract = timed(() =>
+    runBackendContract(() => {
+      const b = new CudaBackend({ driver: fake ? driverFor(info.devices.length) : driver });
+      return b;
+    }),
+  );
+  const contractPassed = contract.value.filter((c) => c.ok).length;
+  console.log(`contract: ${contractPassed}/${contract.value.length} in ${contract.ms} ms`);
+  for (const c of contract.value) if (!c.ok) console.log(`  FAIL ${c.name}: ${c.error}`);
+
+  // 2. the CUDA cases through the flavour on the real backend.
+  const transcript = JSON.parse(
+    readFileSync(new URL('../../../conformance/results/h200-driver.json', import.meta.url), 'utf8'),
+  ) as { cases: Record<string, CaseRecord>; gpu?: unknown; driver?: unknown };
+  const names = caseNames();
+  const cases = timed(runCasesInChildren);
+  const perCase: Record<
+    string,
+    { record: CaseRecord; vsDriver: string[]; vsSimulator: string[]; knownDivergence?: string }
+  > = {};
+  let agreeDriver = 0;
+  let agreeSim = 0;
+  let agreeDriverOutsideKnown = 0;
+  for (const name of names) {
+    const record = cases.value.records[name] ?? { steps: [], threw: 'not run' };
+    const vsDriver = differences(transcript.cases[name] ?? { steps: [] }, record);
+    const vsSimulator = differences(simulatedCase(name), record);
+    if (vsDriver.length === 0) agreeDriver++;
+    if (vsSimulator.length === 0) agreeSim++;
+    if (vsDriver.length === 0 || KNOWN_DIVERGENCES[name] !== undefined) agreeDriverOutsideKnown++;
+    perCase[name] = { record, vsDriver, vsSimulator };
+    if (KNOWN_DIVERGENCES[name]) perCase[name].knownDivergence = KNOWN_DIVERGENCES[name];
+  }
+  const disagreeing = names.filter((n) => perCase[n].vsDriver.length > 0);
+  console.log(
+    `cases: ${names.length}; flavour on GPU agrees with the raw driver in ${agreeDriver}, with the simulator in ${agreeSim} (${cases.ms} ms)`,
+  );
+  for (const n of disagreeing)
+    console.log(
+      `  ${n}${KNOWN_DIVERGENCES[n] ? ' (known)' : ''}: ${perCase[n].vsDriver.slice(0, 3).join(' / ')}`,
+    );
+  for (const r of cases.value.restarts) console.log(`  restart: ${r}`);
+
+  // 3. HIP and ACL sequences over the CUDA backend, and on the simulator.
+  const sequences: Record<string, { cuda: SeqResult; sim: SeqResult; sameCodes: boolean }> = {};
+  const reports: string[] = [];
+  const report = (m: string, e?: unknown) =>
+    reports.push(`${m}: ${e instanceof Error ? e.message : String(e ?? '')}`);
+  const runBoth = (name: string, run: (backend: 'cuda' | 'sim') => SeqResult) => {
+    const cuda = run('cuda');
+    const sim = run('sim');
+    const sameCodes = JSON.stringify(cuda.steps) === JSON.stringify(sim.steps);
+    sequences[name] = { cuda, sim, sameCodes };
+    console.log(
+      `${name}: GPU ${cuda.pass ? 'pass' : 'FAIL'}, simulator ${sim.pass ? 'pass' : 'FAIL'}, same codes ${sameCodes}`,
+    );
+    if (!cuda.pass) console.log(JSON.stringify(cuda).slice(0, 2000));
+  };
+  const opts = (b: 'cuda' | 'sim', devices: number) =>
+    b === 'cuda'
+      ? { backend: 'cuda' as const, cuda: { driver: fake ? driverFor(devices) : driver }, report }
+      : { devices: Array.from({ length: devices }, () => 'H200' as const), report };
+  runBoth('hip', (b) => {
+    const hip = createHip(opts(b, 1));
+    try {
+      return hipSequence(hip);
+    } finally {
+      hip.dispose();
+    }
+  });
+  runBoth('acl', (b) => {
+    const acl = createAcl(opts(b, 1));
+    try {
+      return aclSequence(acl);
+    } finally {
+      acl.dispose();
+    }
+  });
+  if (info.devices.length >= 2 || args.includes('--x2')) {
+    for (const chunk of [0, 1 << 30]) {
+      runBoth(chunk ? 'twoGpu1GiB' : 'twoGpu', (b) => {
+        const cu = createCuda(opts(b, 2));
+        try {
+          return twoGpuSequence(cu, chunk);
+        } finally {
+          cu.dispose();
+        }
+      });
+    }
+  }
+
+  const summary = {
+    date: new Date().toISOString(),
+    info,
+    contract: {
+      passed: contractPassed,
+      total: contract.value.length,
+      ms: contract.ms,
+      checks: contract.value,
+    },
+    conformance: {
+      cases: names.length,
+      agree: agreeDriver,
+      agreeWithSimulator: agreeSim,
+      agreeOrKnownDivergence: agreeDriverOutsideKnown,
+      disagreeing: Object.fromEntries(
+        disagreeing.map((n) => [n, { known: KNOWN_DIVERGENCES[n] ?? null, diff: perCase[n].vsDriver }]),
+      ),
+      restarts: cases.value.restarts,
+      leaks: cases.value.leaks,
+      reports: cases.value.reports,
+      ms: cases.ms,
+    },
+    sequences,
+    reports,
+  };
+  writeFileSync(join(outDir, 'prove.json'), `${JSON.stringify(summary, null, 1)}\n`);
+  writeFileSync(
+    join(outDir, 'h200-vmmkit-cases.json'),
+    `${JSON.stringify({ date: summary.date, info, transcript: 'conformance/results/h200-driver.json', cases: perCase }, null, 1)}\n`,
+  );
+  console.log(`wrote ${join(outDir, 'prove.json')}`);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  if (args[0] === '--cases-worker') casesWorker(Number(args[1]), args[2]!);
+  else main();
+}

@@ -1,0 +1,553 @@
+/**
+ * The real NVIDIA backend: vmmkit's Backend over libcuda, through the checked
+ * layer (checked.ts) over the raw koffi binding (driver.ts).
+ *
+ * Core hands this backend only calls it has validated, but the backend still
+ * keeps its own tables of what it holds, for two reasons: the driver ends the
+ * process (SIGSEGV) when given a handle it does not know (conformance cases
+ * release.bogusHandles, map.bogusHandles), so backend handles are small
+ * numbers looked up here and a driver handle never leaves this file; and
+ * dispose() must give back everything still held, as process exit would.
+ *
+ * Note [Contexts]: a copy, a set, a stream and cuMemGetInfo act for the
+ * device whose context is current. Each device's primary context is retained
+ * the first time the device is needed and made current before any call that
+ * acts for a device; VMM calls (reserve, create, map, setAccess) need only
+ * some context, so device 0's is made current at construction when none is.
+ * The current context is read back (cuCtxGetCurrent, no system call) rather
+ * than remembered, since other backends in the process, or other native code,
+ * may change it.
+ */
+import { closeSync } from 'node:fs';
+import type { Backend, ImportedMemory } from '../../backend/backend.js';
+import { vmmError } from '../../core/errors.js';
+import { instrument, type Tracer } from '../../core/trace.js';
+import type { Access, AllocationProperties, DeviceInfo, MemoryInfo } from '../../core/types.js';
+import { HandleTable } from '../../util/handle-table.js';
+import { CheckedCuda, makeProp, type PropIn, type U64 } from './checked.js';
+import { type CudaDriver, loadCudaDriver } from './driver.js';
+
+const CU_MEM_LOCATION_TYPE_DEVICE = 1;
+const CU_MEM_LOCATION_TYPE_HOST_NUMA = 3;
+const CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
+const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
+/** CU_STREAM_DEFAULT: streams synchronise with the legacy default stream, which synchronous calls use. */
+const CU_STREAM_DEFAULT = 0;
+
+const BACKEND_OPERATIONS = [
+  'memoryInfo',
+  'reserve',
+  'free',
+  'create',
+  'release',
+  'map',
+  'unmap',
+  'setAccess',
+  'exportFd',
+  'importFd',
+  'closeFd',
+  'exportShareable',
+  'allowImport',
+  'importShareable',
+  'unshare',
+  'write',
+  'read',
+  'copy',
+  'fill',
+  'createStream',
+  'destroyStream',
+  'synchronizeStream',
+  'synchronizeDevice',
+] as const;
+
+export interface CudaBackendOptions {
+  /** A driver already loaded (loadCudaDriver()); by default libcuda is loaded here. */
+  readonly driver?: CudaDriver;
+  /** Library paths to try when loading (default: libcuda.so.1, libcuda.so). */
+  readonly libraryPaths?: readonly string[];
+  readonly tracer?: Tracer;
+  /** Where dispose() reports what it could not give back (default: console.warn). */
+  readonly report?: (message: string, error?: unknown) => void;
+}
+
+/** Physical memory this process holds a driver handle to. */
+interface HeldMemory {
+  readonly cu: U64;
+  readonly size: number;
+  readonly props: AllocationProperties;
+}
+
+interface CudaStream {
+  readonly cu: U64;
+  readonly device: number;
+  /** Host buffers async copies on this stream read or write: kept alive until it is synchronised. */
+  readonly pins: Uint8Array[];
+}
+
+/** A driver mapping of a whole handle that core holds as several pieces. */
+interface DriverMapping {
+  readonly va: number;
+  readonly size: number;
+  readonly cu: U64;
+  unmapped: boolean;
+}
+
+/** What vmmkit knows of memory behind a descriptor it exported (the driver cannot say its size). */
+interface ExportedFile {
+  readonly size: number;
+  readonly props: AllocationProperties;
+}
+
+export class CudaBackend implements Backend {
+  readonly kind = 'cuda' as const;
+  readonly pid = process.pid;
+  readonly devices: readonly DeviceInfo[];
+  readonly driverVersion: number;
+  readonly cu: CheckedCuda;
+  readonly #cuDevice: number[];
+  /** Each device's primary context, once retained (0 before). */
+  readonly #contexts: U64[];
+  readonly #handles = new HandleTable<HeldMemory>();
+  /** Reservations, by base: their sizes. */
+  readonly #reserved = new Map<number, number>();
+  /** Mappings, by address: their sizes. */
+  readonly #mapped = new Map<number, number>();
+  /** Pieces of whole-handle driver mappings, by piece address (Note [Pieces of one driver mapping]). */
+  readonly #pieces = new Map<number, DriverMapping>();
+  readonly #streams = new Map<number, CudaStream>();
+  /** Descriptors this backend exported and has not closed, by fd. */
+  readonly #exported = new Map<number, ExportedFile>();
+  readonly #props = new Map<string, PropIn>();
+  readonly #report: (message: string, error?: unknown) => void;
+  #nextStream = 1;
+  #disposed = false;
+
+  constructor(options: CudaBackendOptions = {}) {
+    const driver = options.driver ?? loadCudaDriver(options.libraryPaths);
+    this.#report = options.report ?? ((message, error) => console.warn(`vmmkit: ${message}`, error ?? ''));
+    const cu = new CheckedCuda(driver);
+    this.cu = cu;
+    cu.init();
+    this.driverVersion = cu.driverVersion();
+    const count = cu.deviceCount();
+    this.#cuDevice = [];
+    const devices: DeviceInfo[] = [];
+    for (let ordinal = 0; ordinal < count; ordinal++) {
+      const dev = cu.deviceGet(ordinal);
+      this.#cuDevice.push(dev);
+      const prop = makeProp(CU_MEM_LOCATION_TYPE_DEVICE, dev, 0);
+      devices.push(
+        Object.freeze({
+          ordinal,
+          name: cu.deviceName(dev),
+          totalMemory: cu.deviceTotalMem(dev),
+          minimumGranularity: cu.granularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+          recommendedGranularity: cu.granularity(prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+        }),
+      );
+    }
+    this.devices = Object.freeze(devices);
+    this.#contexts = devices.map(() => 0);
+    if (count > 0 && isNull(cu.ctxGetCurrent())) cu.ctxSetCurrent(this.#context(0));
+    if (options.tracer) instrument(this, 'backend', options.tracer, BACKEND_OPERATIONS);
+  }
+
+  // --- contexts (Note [Contexts]) ----------------------------------------------------
+
+  #context(device: number): U64 {
+    const ctx = this.#contexts[device];
+    if (ctx === undefined) throw vmmError('invalid-device', `no device ${device}`);
+    if (!isNull(ctx)) return ctx;
+    const retained = this.cu.primaryCtxRetain(this.#cuDevice[device]);
+    this.#contexts[device] = retained;
+    return retained;
+  }
+
+  /** Make `device`'s primary context current (if it is not). */
+  #use(device: number): void {
+    const ctx = this.#context(device);
+    if (this.cu.ctxGetCurrent() !== ctx) this.cu.ctxSetCurrent(ctx);
+  }
+
+  memoryInfo(device: number): MemoryInfo {
+    this.#use(device);
+    return this.cu.memGetInfo();
+  }
+
+  // --- virtual addresses -------------------------------------------------------------
+
+  reserve(size: number, alignment: number, hint: number): number {
+    const va = this.cu.addressReserve(size, alignment, hint);
+    this.#reserved.set(va, size);
+    return va;
+  }
+
+  free(va: number, size: number): void {
+    this.cu.addressFree(va, size);
+    this.#reserved.delete(va);
+  }
+
+  // --- physical memory -----------------------------------------------------------------
+
+  create(size: number, props: AllocationProperties): number {
+    const cu = this.cu.create(size, this.#prop(props));
+    return this.#handles.add({ cu, size, props });
+  }
+
+  /** The encoded CUmemAllocationProp for these properties, made once per distinct value. */
+  #prop(props: AllocationProperties): PropIn {
+    const { location, handleTypes } = props;
+    const key = `${location.type}${location.id}:${handleTypes}`;
+    let prop = this.#props.get(key);
+    if (prop === undefined) {
+      // Host memory as HOST_NUMA: the driver reports HOST allocations so (create.hostLocation).
+      prop =
+        location.type === 'device'
+          ? makeProp(CU_MEM_LOCATION_TYPE_DEVICE, this.#deviceOf(location.id), handleTypes)
+          : makeProp(CU_MEM_LOCATION_TYPE_HOST_NUMA, location.id, handleTypes);
+      this.#props.set(key, prop);
+    }
+    return prop;
+  }
+
+  #deviceOf(ordinal: number): number {
+    const dev = this.#cuDevice[ordinal];
+    if (dev === undefined) throw vmmError('invalid-device', `no device ${ordinal}`);
+    return dev;
+  }
+
+  release(handle: number): void {
+    const held = this.#held(handle);
+    this.cu.release(held.cu);
+    this.#handles.remove(handle);
+  }
+
+  #held(handle: number): HeldMemory {
+    const held = this.#handles.get(handle);
+    if (held === undefined) throw vmmError('invalid-handle', `no handle ${handle} in this process`);
+    return held;
+  }
+
+  // --- mappings ------------------------------------------------------------------------
+
+  map(va: number, size: number, handle: number, offset: number): void {
+    const held = this.#held(handle);
+    if (offset === 0 && size === held.size) this.cu.map(va, size, 0, held.cu);
+    else this.#mapPiece(va, size, held, offset);
+    this.#mapped.set(va, size);
+  }
+
+  /** Note [Pieces of one driver mapping]. */
+  #mapPiece(va: number, size: number, held: HeldMemory, offset: number): void {
+    if (offset === 0) {
+      this.cu.map(va, held.size, 0, held.cu);
+      this.#pieces.set(va, { va, size: held.size, cu: held.cu, unmapped: false });
+      return;
+    }
+    const whole = this.#pieces.get(va - offset);
+    if (whole === undefined || whole.unmapped || whole.cu !== held.cu || offset + size > whole.size) {
+      throw vmmError(
+        'not-supported',
+        `cuMemMap maps a whole handle: ${size} bytes at offset ${offset} of a ${held.size}-byte handle`,
+      );
+    }
+    this.#pieces.set(va, whole);
+  }
+
+  unmap(va: number, size: number): void {
+    if (this.#pieces.size === 0 || !this.#pieces.has(va)) this.cu.unmap(va, size);
+    const end = va + size;
+    for (let at = va; at < end; ) {
+      const n = this.#mapped.get(at);
+      if (n === undefined) break;
+      this.#mapped.delete(at);
+      const whole = this.#pieces.get(at);
+      if (whole !== undefined) {
+        this.#pieces.delete(at);
+        // The driver's mapping goes with the first of its pieces unmapped; the rest are bookkeeping.
+        if (!whole.unmapped) {
+          whole.unmapped = true;
+          this.cu.unmap(whole.va, whole.size);
+        }
+      }
+      at += n;
+    }
+  }
+
+  setAccess(va: number, size: number, device: number, access: Access): void {
+    this.cu.setAccess(va, size, this.#deviceOf(device), access);
+  }
+
+  // --- sharing -------------------------------------------------------------------------
+
+  exportFd(handle: number): number {
+    const held = this.#held(handle);
+    const fd = this.cu.exportFd(held.cu);
+    this.#exported.set(fd, { size: held.size, props: held.props });
+    return fd;
+  }
+
+  importFd(fd: number): ImportedMemory {
+    const known = this.#exported.get(fd);
+    const cu = this.cu.importFd(fd);
+    try {
+      if (known === undefined) {
+        // Note [Imported sizes]: the driver gives no size for a handle; only memory this process exported has one here.
+        throw vmmError(
+          'not-supported',
+          `fd ${fd} was not exported by this process: the CUDA driver cannot tell the size of the memory behind it`,
+        );
+      }
+      const p = this.cu.propertiesFromHandle(cu);
+      const props: AllocationProperties = {
+        location:
+          p.location.type === CU_MEM_LOCATION_TYPE_DEVICE
+            ? { type: 'device', id: Math.max(0, this.#cuDevice.indexOf(p.location.id)) }
+            : { type: 'host', id: Math.max(0, p.location.id) },
+        handleTypes: p.requestedHandleTypes,
+        uncached: false,
+      };
+      const handle = this.#handles.add({ cu, size: known.size, props });
+      return { handle, size: known.size, props };
+    } catch (e) {
+      try {
+        this.cu.release(cu);
+      } catch (undo) {
+        this.#report(`could not release the handle imported from fd ${fd}`, undo);
+      }
+      throw e;
+    }
+  }
+
+  closeFd(fd: number): void {
+    try {
+      closeSync(fd);
+    } catch (e) {
+      throw vmmError('invalid-fd', `close(${fd}): ${e instanceof Error ? e.message : String(e)}`);
+    }
+    this.#exported.delete(fd);
+  }
+
+  exportShareable(): number {
+    throw vmmError(
+      'not-supported',
+      'machine-wide shareable tokens are an Ascend feature; NVIDIA shares by fd',
+    );
+  }
+
+  allowImport(): void {
+    throw vmmError(
+      'not-supported',
+      'machine-wide shareable tokens are an Ascend feature; NVIDIA shares by fd',
+    );
+  }
+
+  importShareable(): ImportedMemory {
+    throw vmmError(
+      'not-supported',
+      'machine-wide shareable tokens are an Ascend feature; NVIDIA shares by fd',
+    );
+  }
+
+  unshare(): void {
+    throw vmmError(
+      'not-supported',
+      'machine-wide shareable tokens are an Ascend feature; NVIDIA shares by fd',
+    );
+  }
+
+  // --- bytes ---------------------------------------------------------------------------
+
+  write(device: number, va: number, src: Uint8Array, stream: number): void {
+    const n = src.length;
+    if (stream === 0) {
+      this.#use(device);
+      if (n > 0) this.cu.memcpyHtoD(va, src, n);
+      return;
+    }
+    const s = this.#stream(stream, device);
+    if (n === 0) return;
+    this.cu.memcpyHtoDAsync(va, src, n, s.cu);
+    s.pins.push(src);
+  }
+
+  read(device: number, va: number, dst: Uint8Array, stream: number): void {
+    const n = dst.length;
+    if (stream === 0) {
+      this.#use(device);
+      if (n > 0) this.cu.memcpyDtoH(dst, va, n);
+      return;
+    }
+    const s = this.#stream(stream, device);
+    if (n === 0) return;
+    this.cu.memcpyDtoHAsync(dst, va, n, s.cu);
+    s.pins.push(dst);
+  }
+
+  copy(device: number, dst: number, src: number, size: number, stream: number): void {
+    if (stream === 0) {
+      this.#use(device);
+      if (size > 0) this.cu.memcpyDtoD(dst, src, size);
+      return;
+    }
+    const s = this.#stream(stream, device);
+    if (size > 0) this.cu.memcpyDtoDAsync(dst, src, size, s.cu);
+  }
+
+  fill(device: number, va: number, value: number, size: number, stream: number): void {
+    if (stream === 0) {
+      this.#use(device);
+      if (size > 0) this.cu.memsetD8(va, value & 0xff, size);
+      return;
+    }
+    const s = this.#stream(stream, device);
+    if (size > 0) this.cu.memsetD8Async(va, value & 0xff, size, s.cu);
+  }
+
+  /** A live stream of `device`, with its device's context made current. */
+  #stream(stream: number, device: number): CudaStream {
+    const s = this.#streams.get(stream);
+    if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
+    if (s.device !== device)
+      throw vmmError('invalid-context', `stream ${stream} belongs to device ${s.device}`);
+    this.#use(device);
+    return s;
+  }
+
+  // --- streams ---------------------------------------------------------------------------
+
+  createStream(device: number): number {
+    this.#use(device);
+    const cu = this.cu.streamCreate(CU_STREAM_DEFAULT);
+    const id = this.#nextStream++;
+    this.#streams.set(id, { cu, device, pins: [] });
+    return id;
+  }
+
+  destroyStream(stream: number): void {
+    const s = this.#streams.get(stream);
+    if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
+    // Queued work completes after cuStreamDestroy returns; its host buffers must outlive it.
+    if (s.pins.length > 0) this.cu.streamSynchronize(s.cu);
+    this.cu.streamDestroy(s.cu);
+    this.#streams.delete(stream);
+  }
+
+  synchronizeStream(stream: number): void {
+    const s = this.#streams.get(stream);
+    if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
+    this.cu.streamSynchronize(s.cu);
+    s.pins.length = 0;
+  }
+
+  synchronizeDevice(device: number): void {
+    if (device !== -1) {
+      this.#synchronize(device);
+      return;
+    }
+    let failure: unknown;
+    for (let d = 0; d < this.devices.length; d++) {
+      try {
+        this.#synchronize(d);
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+    if (failure !== undefined) throw failure;
+  }
+
+  #synchronize(device: number): void {
+    this.#deviceOf(device);
+    // A device whose context was never retained has had no work from this process.
+    if (isNull(this.#contexts[device])) return;
+    this.#use(device);
+    this.cu.ctxSynchronize();
+    for (const s of this.#streams.values()) if (s.device === device) s.pins.length = 0;
+  }
+
+  // --- exit ----------------------------------------------------------------------------------
+
+  /** What this backend holds now (for leak checks). */
+  stats(): { reservations: number; mappings: number; handles: number; streams: number; fds: number } {
+    return {
+      reservations: this.#reserved.size,
+      mappings: this.#mapped.size,
+      handles: this.#handles.size,
+      streams: this.#streams.size,
+      fds: this.#exported.size,
+    };
+  }
+
+  /**
+   * Give back everything still held, as process exit would: work finished,
+   * streams destroyed, mappings unmapped, handles released, reservations
+   * freed, primary contexts released (exported descriptors are the program's). Never
+   * throws; each failure goes to the report callback and the rest goes on.
+   */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    const attempt = (what: string, step: () => void) => {
+      try {
+        step();
+      } catch (e) {
+        this.#report(`dispose: could not ${what}`, e);
+      }
+    };
+    attempt('synchronise', () => this.synchronizeDevice(-1));
+    for (const [id, s] of this.#streams) {
+      attempt(`destroy stream ${id}`, () => {
+        this.#use(s.device);
+        this.cu.streamDestroy(s.cu);
+      });
+    }
+    this.#streams.clear();
+    for (const [va, size] of this.#mapped)
+      attempt(`unmap 0x${va.toString(16)}`, () => this.cu.unmap(va, size));
+    this.#mapped.clear();
+    for (const held of this.#handles.values()) attempt('release a handle', () => this.cu.release(held.cu));
+    for (const va of [...this.#reserved.keys()]) {
+      attempt(`free 0x${va.toString(16)}`, () => this.cu.addressFree(va, this.#reserved.get(va)!));
+    }
+    this.#reserved.clear();
+    // Exported descriptors belong to the program, as in C: it may have closed them (and the
+    // number been reused) without telling the backend, so they are left to it and to exit.
+    this.#exported.clear();
+    for (let d = 0; d < this.#contexts.length; d++) {
+      if (isNull(this.#contexts[d])) continue;
+      attempt(`release device ${d}'s primary context`, () => this.cu.primaryCtxRelease(this.#cuDevice[d]));
+      this.#contexts[d] = 0;
+    }
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+}
+
+/**
+ * Note [Pieces of one driver mapping]: the H200's cuMemMap maps a whole
+ * handle (offset 0, size the handle's, else NOT_SUPPORTED) but checks only
+ * that the start lies in a reservation, so one mapping may run past its
+ * reservation's end (conformance case map.pastReservationEnd). Core keeps
+ * each mapping inside one reservation, so the CUDA flavour hands such a
+ * mapping down as pieces (offset 0 first, then the rest at their offsets).
+ * The backend maps the whole handle at the first piece and takes the others
+ * as bookkeeping; the first piece unmapped unmaps the driver's mapping (the
+ * flavour unmaps such a span whole). Any other partial map is refused.
+ *
+ * Note [Imported sizes]: cuMemImportFromShareableHandle gives a handle but no
+ * size, and no driver call reads a handle's size; CUDA programs pass the size
+ * beside the fd. The backend remembers the size of what it exported, by fd, so
+ * it imports its own descriptors; a descriptor from elsewhere is refused
+ * (not-supported) rather than guessed at. (fstat cannot tell them apart: the
+ * driver's descriptors may share one anonymous inode.)
+ */
+function isNull(v: U64): boolean {
+  return v === 0 || v === 0n;
+}
+
+/** A CUDA backend for this process, loading libcuda (throws CudaDriverUnavailableError without it). */
+export function createCudaBackend(options: CudaBackendOptions = {}): CudaBackend {
+  return new CudaBackend(options);
+}
