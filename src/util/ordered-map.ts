@@ -50,7 +50,26 @@ export class OrderedMap<V> {
     return lo;
   }
 
+  /**
+   * Note [Finger]: the position of the key last set or looked up exactly is
+   * kept until the next change. Address-space code asks about the address
+   * it just touched again and again (map it, set its access, unmap it), and
+   * a hit skips both binary searches.
+   */
+  #fingerKey = Number.NaN;
+  #fingerChunk: Chunk | undefined;
+  #fingerIndex = 0;
+  #fingerCi = 0;
+
+  #point(ci: number, c: Chunk, i: number, key: number): void {
+    this.#fingerCi = ci;
+    this.#fingerChunk = c;
+    this.#fingerIndex = i;
+    this.#fingerKey = key;
+  }
+
   get(key: number): V | undefined {
+    if (key === this.#fingerKey) return this.#values[this.#fingerChunk!.slots[this.#fingerIndex]];
     const c = this.#chunks[this.#chunkFor(key)];
     const i = lowerBound(c, key);
     return i < c.length && c.keys[i] === key ? this.#values[c.slots[i]] : undefined;
@@ -68,11 +87,13 @@ export class OrderedMap<V> {
     if (i < c.length && c.keys[i] === key) {
       this.#values[c.slots[i]] = value;
       c.ends[i] = end;
+      this.#point(ci, c, i, key);
       return;
     }
     const slot = this.#freeSlots.pop() ?? this.#values.length;
     this.#values[slot] = value;
     if (c.length === CAPACITY) {
+      this.#fingerKey = Number.NaN;
       this.#split(ci);
       this.set(key, value, end);
       // The recursive set took a slot of its own.
@@ -87,6 +108,7 @@ export class OrderedMap<V> {
     c.length++;
     if (i === 0) this.#firsts[ci] = key;
     this.#size++;
+    this.#point(ci, c, i, key);
   }
 
   #split(ci: number): void {
@@ -103,10 +125,12 @@ export class OrderedMap<V> {
   }
 
   delete(key: number): boolean {
-    const ci = this.#chunkFor(key);
-    const c = this.#chunks[ci];
-    const i = lowerBound(c, key);
+    const hit = key === this.#fingerKey;
+    const ci = hit ? this.#fingerCi : this.#chunkFor(key);
+    const c = hit ? this.#fingerChunk! : this.#chunks[ci];
+    const i = hit ? this.#fingerIndex : lowerBound(c, key);
     if (i === c.length || c.keys[i] !== key) return false;
+    this.#fingerKey = Number.NaN;
     const slot = c.slots[i];
     this.#values[slot] = undefined;
     this.#freeSlots.push(slot);
@@ -146,6 +170,10 @@ export class OrderedMap<V> {
 
   /** The chunk holding the greatest key <= `key`, with its index in #at; undefined if none. */
   #floorChunk(key: number): Chunk | undefined {
+    if (key === this.#fingerKey) {
+      this.#at = this.#fingerIndex;
+      return this.#fingerChunk;
+    }
     let ci = this.#chunkFor(key);
     let c = this.#chunks[ci];
     let i = upperBound(c, key) - 1;
@@ -199,6 +227,7 @@ export class OrderedMap<V> {
   }
 
   clear(): void {
+    this.#fingerKey = Number.NaN;
     this.#chunks = [new Chunk()];
     this.#firsts = [0];
     this.#values.length = 0;
