@@ -111,6 +111,82 @@ function rawCycle(d: CudaDriver, size: number, iters: number): number {
   return (performance.now() - t0) * 1000;
 }
 
+const STEPS = ['reserve', 'create', 'map', 'setAccess', 'unmap', 'release', 'free'] as const;
+
+/** Median microseconds of each of the cycle's seven calls, timed one by one over `iters` cycles. */
+function perCall(steps: readonly (() => void)[], iters: number): Record<string, number> {
+  const t: number[][] = steps.map(() => []);
+  for (let i = 0; i < iters; i++) {
+    for (let k = 0; k < steps.length; k++) {
+      const t0 = process.hrtime.bigint();
+      steps[k]();
+      t[k].push(Number(process.hrtime.bigint() - t0) / 1000);
+    }
+  }
+  return Object.fromEntries(STEPS.map((name, k) => [name, r2(median(t[k]))]));
+}
+
+/** The cycle's calls one by one through the flavour, the backend alone, and the raw functions (alignment 0 and g). */
+function breakdown(cu: CudaFlavor, d: CudaDriver, size: number, iters: number) {
+  const ptr = { value: 0n };
+  const h = { value: 0n };
+  const flavour = [
+    () => ok(cu.cuMemAddressReserve(ptr, size, 0, 0, 0), 'reserve'),
+    () => ok(cu.cuMemCreate(h, size, prop, 0), 'create'),
+    () => ok(cu.cuMemMap(ptr.value, size, 0, h.value, 0), 'map'),
+    () => ok(cu.cuMemSetAccess(ptr.value, size, rw, 1), 'setAccess'),
+    () => ok(cu.cuMemUnmap(ptr.value, size), 'unmap'),
+    () => ok(cu.cuMemRelease(h.value), 'release'),
+    () => ok(cu.cuMemAddressFree(ptr.value, size), 'free'),
+  ];
+  const b = cu.runtime.backend;
+  const props = { location: { type: 'device' as const, id: 0 }, handleTypes: 0, uncached: false };
+  let va = 0;
+  let bh = 0;
+  const backend = [
+    () => {
+      va = b.reserve(size, size, 0);
+    },
+    () => {
+      bh = b.create(size, props);
+    },
+    () => b.map(va, size, bh, 0),
+    () => b.setAccess(va, size, 0, 3),
+    () => b.unmap(va, size),
+    () => b.release(bh),
+    () => b.free(va, size),
+  ];
+  const rawSteps = (alignment: number) => {
+    const out: unknown[] = [0];
+    const hOut: unknown[] = [0];
+    const p = {
+      type: 1,
+      requestedHandleTypes: 0,
+      location: { type: 1, id: 0 },
+      win32HandleMetaData: 0,
+      allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, reserved: [0, 0, 0, 0] },
+    };
+    return [
+      () => ok(d.cuMemAddressReserve(out, size, alignment, 0, 0), 'reserve'),
+      () => ok(d.cuMemCreate(hOut, size, p, 0), 'create'),
+      () => ok(d.cuMemMap(out[0], size, 0, hOut[0], 0), 'map'),
+      () => ok(d.cuMemSetAccess(out[0], size, rw, 1), 'setAccess'),
+      () => ok(d.cuMemUnmap(out[0], size), 'unmap'),
+      () => ok(d.cuMemRelease(hOut[0]), 'release'),
+      () => ok(d.cuMemAddressFree(out[0], size), 'free'),
+    ];
+  };
+  const raw0 = rawSteps(0);
+  const rawG = rawSteps(size);
+  for (const s of [flavour, backend, raw0, rawG]) perCall(s, Math.max(2, iters >> 2));
+  return {
+    flavour_us: perCall(flavour, iters),
+    backend_us: perCall(backend, iters),
+    raw_alignment0_us: perCall(raw0, iters),
+    raw_alignmentG_us: perCall(rawG, iters),
+  };
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -252,6 +328,8 @@ function main(): void {
   console.log('cycle 2 MiB', cycle2);
   const cycle1g = compareCycle(cu, driver, native, fake ? 64 * MiB : GiB, quick ? 3 : 20, quick ? 3 : 9);
   console.log('cycle 1 GiB', cycle1g);
+  const calls2 = breakdown(cu, driver, 2 * MiB, quick ? 20 : 500);
+  console.log('per call, 2 MiB', calls2);
   const copies = compareCopies(cu, native, quick ? 4 * MiB : 64 * MiB, quick ? 2 : 10, quick ? 3 : 7);
   console.log('copies', copies);
   const stats = cu.runtime.stats();
@@ -291,6 +369,7 @@ function main(): void {
       : null,
     cycle_2MiB: cycle2,
     cycle_1GiB: cycle1g,
+    per_call_2MiB: calls2,
     copies_64MiB: copies,
     contract: prove ? prove.contract : null,
     flavours_over_cuda: prove

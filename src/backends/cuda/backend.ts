@@ -505,7 +505,9 @@ export class CudaBackend implements Backend {
     for (const [va, size] of this.#mapped)
       attempt(`unmap 0x${va.toString(16)}`, () => this.cu.unmap(va, size));
     this.#mapped.clear();
-    for (const held of this.#handles.values()) attempt('release a handle', () => this.cu.release(held.cu));
+    for (const held of [...this.#handles.values()])
+      attempt('release a handle', () => this.cu.release(held.cu));
+    for (let id = 1; this.#handles.size > 0; id++) this.#handles.remove(id);
     for (const va of [...this.#reserved.keys()]) {
       attempt(`free 0x${va.toString(16)}`, () => this.cu.addressFree(va, this.#reserved.get(va)!));
     }

@@ -1,0 +1,141 @@
+/**
+ * The CUDA backend. Without a GPU: createCuda({ backend: 'cuda' }) fails with
+ * CudaDriverUnavailableError naming the libraries, and every code path runs
+ * on the simulated stand-in for libcuda (conformance/gpu/fake-driver.ts).
+ * With a GPU (libcuda loads), the contract and the sequences run for real;
+ * otherwise those tests are reported as skipped.
+ */
+import { describe, expect, it } from 'vitest';
+import { BACKEND_CONTRACT, runBackendContract } from '../../conformance/backend/contract.js';
+import { createFakeDriver } from '../../conformance/gpu/fake-driver.js';
+import { aclSequence, hipSequence, twoGpuSequence } from '../../conformance/gpu/sequences.js';
+import { CudaBackend } from '../../src/backends/cuda/backend.js';
+import { CU_RESULT_KINDS, CudaDriverError } from '../../src/backends/cuda/checked.js';
+import {
+  type CudaDriver,
+  CudaDriverUnavailableError,
+  loadCudaDriver,
+} from '../../src/backends/cuda/driver.js';
+import { ERROR_KINDS } from '../../src/core/errors.js';
+import { createAcl, createCuda, createHip, DEFAULT_LIBRARY_PATHS } from '../../src/index.js';
+
+function tryLoad(): CudaDriver | undefined {
+  try {
+    return loadCudaDriver();
+  } catch (e) {
+    if (e instanceof CudaDriverUnavailableError) return undefined;
+    throw e;
+  }
+}
+const gpu = tryLoad();
+
+describe('CUDA backend without a GPU', () => {
+  it.skipIf(gpu !== undefined)('createCuda({ backend: "cuda" }) names the libraries it tried', () => {
+    let error: unknown;
+    try {
+      createCuda({ backend: 'cuda' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(CudaDriverUnavailableError);
+    for (const path of DEFAULT_LIBRARY_PATHS) expect((error as Error).message).toContain(path);
+  });
+
+  it('custom library paths are tried and named', () => {
+    expect(() => createHip({ backend: 'cuda', cuda: { libraryPaths: ['/nowhere/libcuda-x.so'] } })).toThrow(
+      /libcuda-x\.so/,
+    );
+  });
+
+  it('every CUresult in the table maps to a core error kind, and errors name function and code', () => {
+    for (const kind of CU_RESULT_KINDS.values()) expect(ERROR_KINDS).toContain(kind);
+    const e = new CudaDriverError('cuMemMap', 801);
+    expect(e.kind).toBe('not-supported');
+    expect(e.message).toContain('cuMemMap');
+    expect(e.message).toContain('CUDA_ERROR_NOT_SUPPORTED');
+    expect(new CudaDriverError('cuMemCreate', 2).kind).toBe('out-of-memory');
+  });
+});
+
+describe('CUDA backend over the simulated stand-in for libcuda', () => {
+  it.each(BACKEND_CONTRACT.map((c) => [c.name] as const))('contract: %s', (name) => {
+    const results = runBackendContract(() => new CudaBackend({ driver: createFakeDriver() }));
+    const r = results.find((x) => x.name === name)!;
+    expect(r.error ?? '').toBe('');
+  });
+
+  it('never hands an unknown handle to the driver (the real one crashes)', () => {
+    const driver = createFakeDriver();
+    const b = new CudaBackend({ driver });
+    expect(() => b.release(12345)).toThrow(/invalid-handle/);
+    expect(() => b.map(0, 0, 999, 0)).toThrow(/invalid-handle/);
+    expect(driver.calls.get('cuMemRelease') ?? 0).toBe(0);
+    b.dispose();
+  });
+
+  it('dispose gives back what is still held, and never throws', () => {
+    const driver = createFakeDriver();
+    const reports: string[] = [];
+    const b = new CudaBackend({ driver, report: (m) => reports.push(m) });
+    const g = b.devices[0].minimumGranularity;
+    const va = b.reserve(2 * g, g, 0);
+    const h = b.create(g, { location: { type: 'device', id: 0 }, handleTypes: 0, uncached: false });
+    b.map(va, g, h, 0);
+    b.setAccess(va, g, 0, 3);
+    const s = b.createStream(0);
+    b.write(0, va, new Uint8Array(64).fill(7), s);
+    b.dispose();
+    b.dispose();
+    expect(b.stats()).toEqual({ reservations: 0, mappings: 0, handles: 0, streams: 0, fds: 0 });
+    expect(reports).toEqual([]);
+    expect(driver.sim.memoryInfo(0).free).toBe(driver.sim.memoryInfo(0).total);
+  });
+
+  it('refuses ACL shareable tokens as not supported', () => {
+    const b = new CudaBackend({ driver: createFakeDriver() });
+    expect(() => b.exportShareable()).toThrow(/not-supported/);
+    b.dispose();
+  });
+
+  it('HIP and ACL sequences pass over it, with the codes the simulator gives', () => {
+    const hip = createHip({ backend: 'cuda', cuda: { driver: createFakeDriver() } });
+    const hipSim = createHip({ devices: ['H200'] });
+    const h = hipSequence(hip);
+    expect(h.threw ?? '').toBe('');
+    expect(h.pass).toBe(true);
+    expect(h.steps).toEqual(hipSequence(hipSim).steps);
+    const acl = createAcl({ backend: 'cuda', cuda: { driver: createFakeDriver() } });
+    const a = aclSequence(acl);
+    expect(a.threw ?? '').toBe('');
+    expect(a.pass).toBe(true);
+    for (const f of [hip, hipSim, acl]) f.dispose();
+  });
+
+  it('two GPUs: memory of GPU 0 copied through by GPU 1, one reservation across both', () => {
+    const cu = createCuda({
+      backend: 'cuda',
+      cuda: { driver: createFakeDriver({ devices: ['H200', 'H200'] }) },
+    });
+    const r = twoGpuSequence(cu);
+    expect(r.threw ?? '').toBe('');
+    expect(r.steps.filter((s) => s.value === false)).toEqual([]);
+    expect(r.pass).toBe(true);
+    cu.dispose();
+  });
+});
+
+describe.skipIf(gpu === undefined)('CUDA backend on a real GPU', () => {
+  it.each(BACKEND_CONTRACT.map((c) => [c.name] as const))('contract: %s', (name) => {
+    const r = runBackendContract(() => new CudaBackend({ driver: gpu! })).find((x) => x.name === name)!;
+    expect(r.error ?? '').toBe('');
+  });
+
+  it('HIP and ACL sequences over the real driver', () => {
+    const hip = createHip({ backend: 'cuda', cuda: { driver: gpu! } });
+    expect(hipSequence(hip).pass).toBe(true);
+    hip.dispose();
+    const acl = createAcl({ backend: 'cuda', cuda: { driver: gpu! } });
+    expect(aclSequence(acl).pass).toBe(true);
+    acl.dispose();
+  });
+});
