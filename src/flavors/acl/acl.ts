@@ -207,7 +207,8 @@ export class AclFlavor {
   aclrtSetDevice(deviceId: number): number {
     if (!this.#initialized) return this.#uninitialized();
     const d = toInt(deviceId);
-    if (!this.runtime.isDevice(d)) return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${deviceId}`);
+    if (!this.runtime.isDevice(d))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${String(deviceId)}`);
     this.#deviceRefs[d]++;
     this.#current = d;
     return C.ACL_SUCCESS;
@@ -224,7 +225,8 @@ export class AclFlavor {
   aclrtResetDevice(deviceId: number): number {
     if (!this.#initialized) return this.#uninitialized();
     const d = toInt(deviceId);
-    if (!this.runtime.isDevice(d)) return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${deviceId}`);
+    if (!this.runtime.isDevice(d))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${String(deviceId)}`);
     if (this.#deviceRefs[d] === 0) return C.ACL_SUCCESS;
     if (--this.#deviceRefs[d] > 0) return C.ACL_SUCCESS;
     if (this.#current === d) this.#current = -1;
@@ -254,11 +256,15 @@ export class AclFlavor {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(virPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
     const f = toCount(flags);
-    if (f !== 0 && f !== 1) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${flags} must be 0 or 1`);
+    if (f !== 0 && f !== 1)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${String(flags)} must be 0 or 1`);
     if (toCount(alignment) !== 0)
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `alignment ${alignment} is reserved and must be 0`);
+      return this.#bad(
+        C.ACL_ERROR_RT_PARAM_INVALID,
+        `alignment ${String(alignment)} is reserved and must be 0`,
+      );
     const g = this.runtime.vaGranularity;
     if (n % g !== 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
     const hint = toCount(expectPtr ?? 0);
@@ -295,8 +301,9 @@ export class AclFlavor {
     if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
     if (!isStruct(prop)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
-    if (toCount(flags) !== 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${flags} is reserved (0)`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
+    if (toCount(flags) !== 0)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${String(flags)} is reserved (0)`);
     const checked = this.#checkProp(prop);
     if (typeof checked === 'number') return checked;
     const g = this.#granularity(prop.memAttr, checked);
@@ -325,11 +332,13 @@ export class AclFlavor {
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
     if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
-    if (toCount(flags) !== 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${flags} is reserved (0)`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
+    if (toCount(flags) !== 0)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${String(flags)} is reserved (0)`);
     const a = this.#allocation(handle);
     if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
-    if (toCount(offset) !== 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `offset ${offset} must be 0`);
+    if (toCount(offset) !== 0)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `offset ${String(offset)} must be 0`);
     if (n !== a.size)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the physical size ${a.size}`);
     const r = this.runtime.reservationContaining(va);
@@ -373,10 +382,10 @@ export class AclFlavor {
     const va = toCount(virPtr ?? 0);
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
     if (!Array.isArray(desc)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'desc is NULL');
     const k = toCount(count);
-    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${count} must be positive`);
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${String(count)} must be positive`);
     if (desc.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `desc holds fewer than ${k} entries`);
     const descriptors: AccessDescriptor[] = [];
     for (let i = 0; i < k; i++) {
@@ -433,7 +442,7 @@ export class AclFlavor {
     if (typeof location === 'number') return location;
     const opt = toInt(option);
     if (opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED)
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `option ${option}`);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `option ${String(option)}`);
     granularity.value = this.#granularity(prop.memAttr, location, opt);
     return C.ACL_SUCCESS;
   }
@@ -476,14 +485,14 @@ export class AclFlavor {
     if (toInt(handleType) !== C.ACL_MEM_HANDLE_TYPE_NONE)
       return this.#bad(
         C.ACL_ERROR_INVALID_PARAM,
-        `handleType ${handleType} must be ACL_MEM_HANDLE_TYPE_NONE`,
+        `handleType ${String(handleType)} must be ACL_MEM_HANDLE_TYPE_NONE`,
       );
     if (!isBox(shareableHandle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'shareableHandle is NULL');
     const a = this.#allocation(handle);
     if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
     const f = toCount(flags);
     if (f !== C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT && f !== C.ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `flags ${flags}`);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `flags ${String(flags)}`);
     if (a.origin !== 'created')
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'only memory from aclrtMallocPhysical can be exported');
     if (a.props.location.type !== 'device')
@@ -506,7 +515,7 @@ export class AclFlavor {
     if (pid === null || typeof pid !== 'object' || typeof pid.length !== 'number')
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL');
     const k = toCount(pidNum);
-    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pidNum ${pidNum} must be positive`);
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pidNum ${String(pidNum)} must be positive`);
     if (pid.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
     const pids: number[] = [];
     for (let i = 0; i < k; i++) {
@@ -518,7 +527,7 @@ export class AclFlavor {
     if (!this.#exported.has(token))
       return this.#bad(
         C.ACL_ERROR_RT_PARAM_INVALID,
-        `this process exported no shareable handle ${shareableHandle}`,
+        `this process exported no shareable handle ${String(shareableHandle)}`,
       );
     return this.#run(() => this.runtime.allowImport(token, pids));
   }
@@ -528,7 +537,7 @@ export class AclFlavor {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
     if (!this.runtime.isDevice(toInt(deviceId)))
-      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${deviceId}`);
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${String(deviceId)}`);
     const token = toCount(shareableHandle);
     // CANN: export and import in one process is not supported.
     if (this.#exported.has(token))
@@ -560,7 +569,7 @@ export class AclFlavor {
     if (code !== C.ACL_SUCCESS) return code;
     if (!isBox(devPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${size} must be positive`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
     // Out-of-range policies are accepted (CANN: huge pages from 2 MiB, normal below).
     const base = toInt(policy) & 0xff;
     const padding =
@@ -589,7 +598,7 @@ export class AclFlavor {
     if (!isBox(free) || !isBox(total)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'free or total is NULL');
     const a = toInt(attr);
     if (!(a >= C.ACL_DDR_MEM && a <= C.ACL_MEM_P2P_HUGE1G))
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `attr ${attr}`);
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `attr ${String(attr)}`);
     if (!HBM_MEM_ATTRS.has(a) && a !== C.ACL_MEM_NORMAL && a !== C.ACL_MEM_HUGE && a !== C.ACL_MEM_HUGE1G) {
       // DDR on the device: an Ascend 910B has none.
       free.value = 0;
@@ -625,9 +634,10 @@ export class AclFlavor {
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
     const n = toCount(count);
     const max = toCount(maxCount);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${count} must be positive`);
-    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds maxCount ${maxCount}`);
-    if (!Number.isInteger(value)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `value ${value}`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${String(count)} must be positive`);
+    if (max < n)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds maxCount ${String(maxCount)}`);
+    if (!Number.isInteger(value)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `value ${String(value)}`);
     const code = this.#needDevice();
     if (code !== C.ACL_SUCCESS) return code;
     return this.#run(() => this.runtime.fill(this.#current, va, value, n));
@@ -705,8 +715,8 @@ export class AclFlavor {
     if (isNullPointer(src)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'src is NULL');
     const n = toCount(count);
     const max = toCount(destMax);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${count} must be positive`);
-    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds destMax ${destMax}`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${String(count)} must be positive`);
+    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds destMax ${String(destMax)}`);
     let k = toInt(kind);
     if (k === C.ACL_MEMCPY_DEFAULT) {
       // The runtime infers the direction from the pointers.
@@ -726,9 +736,9 @@ export class AclFlavor {
     const hostSrc = k === C.ACL_MEMCPY_HOST_TO_HOST || k === C.ACL_MEMCPY_HOST_TO_DEVICE;
     const hostDst = k === C.ACL_MEMCPY_HOST_TO_HOST || k === C.ACL_MEMCPY_DEVICE_TO_HOST;
     if (k < C.ACL_MEMCPY_HOST_TO_HOST || k > C.ACL_MEMCPY_DEVICE_TO_DEVICE)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `kind ${kind}`);
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `kind ${String(kind)}`);
     if (hostSrc !== isHostBuffer(src) || hostDst !== isHostBuffer(dst))
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `the pointers do not match kind ${kind}`);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `the pointers do not match kind ${String(kind)}`);
     if (isHostBuffer(src) && src.length < n)
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, `src holds fewer than ${n} bytes`);
     if (isHostBuffer(dst) && dst.length < n)
