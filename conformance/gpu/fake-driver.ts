@@ -1,7 +1,9 @@
 /**
  * A stand-in for libcuda with the raw calling convention of driver.ts (one
- * function per DRIVER_API symbol, `_Out_` one-element arrays, struct objects,
- * CUresult numbers), played by a process on a simulated machine. It lets the
+ * function per DRIVER_API symbol, CUresult numbers; out-parameters as `_Out_`
+ * one-element arrays or as typed arrays, structs as objects or as encoded
+ * bytes, as koffi takes both: Note [Out-parameters as typed arrays]), played
+ * by a process on a simulated machine. It lets the
  * CUDA backend, the proof script and the tests run their code paths where
  * there is no GPU. It is a harness, not a model of the driver: the real one's
  * answers are in conformance/results/h200-driver.json.
@@ -12,13 +14,14 @@
 import { openSync } from 'node:fs';
 import type { Backend } from '../../src/backend/backend.js';
 import type { CudaDriver } from '../../src/backends/cuda/driver.js';
-import { declareDriverTypes } from '../../src/backends/cuda/driver-api.js';
+import { declareDriverTypes, decodeAccessDesc, decodeProp } from '../../src/backends/cuda/driver-api.js';
 import { createMachine, type MachineOptions } from '../../src/backends/sim/machine.js';
 import { isVmmError } from '../../src/core/errors.js';
 import type { Access, AllocationProperties } from '../../src/core/types.js';
 import { CUDA_ERROR_TABLE } from '../../src/flavors/cuda/error-table.js';
 
-type Out = unknown[];
+/** An out-parameter: a one-element array, or a typed array written in place (BigUint64Array for 64-bit values). */
+type Out = unknown[] | BigUint64Array | Int32Array;
 interface Loc {
   type: number;
   id: number;
@@ -83,20 +86,33 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     };
   };
   const streamId = (s: number | bigint): number => Number(s) - STREAM_BASE;
+  /** Write an out-parameter as the driver would. */
+  const put = (out: Out, v: number): void => {
+    if (out instanceof BigUint64Array) out[0] = BigInt(v);
+    else out[0] = v;
+  };
+  const propOf = (p: Prop | Uint8Array): Prop => (p instanceof Uint8Array ? decodeProp(p) : p);
+  const descsOf = (
+    d: { location: Loc; flags: number }[] | Uint8Array,
+    count: number,
+  ): { location: Loc; flags: number }[] =>
+    d instanceof Uint8Array
+      ? Array.from({ length: count }, (_, i) => decodeAccessDesc(d.subarray(12 * i, 12 * i + 12)))
+      : d;
 
   const fns: Record<string, (...a: never[]) => number> = {
     cuInit: () => 0,
     cuDriverGetVersion: (out: Out) => {
-      out[0] = 13000;
+      put(out, 13000);
       return 0;
     },
     cuDeviceGet: (out: Out, ordinal: number) => {
       if (ordinal < 0 || ordinal >= sim.devices.length) return 101;
-      out[0] = ordinal;
+      put(out, ordinal);
       return 0;
     },
     cuDeviceGetCount: (out: Out) => {
-      out[0] = sim.devices.length;
+      put(out, sim.devices.length);
       return 0;
     },
     cuDeviceGetName: (buf: Buffer, len: number, d: number) => {
@@ -105,12 +121,12 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
       return 0;
     },
     cuDeviceTotalMem_v2: (out: Out, d: number) => {
-      out[0] = sim.devices[d].totalMemory;
+      put(out, sim.devices[d].totalMemory);
       return 0;
     },
     cuDevicePrimaryCtxRetain: (out: Out, d: number) => {
       ctxRefs[d]++;
-      out[0] = CONTEXT_BASE + d;
+      put(out, CONTEXT_BASE + d);
       return 0;
     },
     cuDevicePrimaryCtxRelease_v2: (d: number) => {
@@ -123,29 +139,30 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
       return 0;
     },
     cuCtxGetCurrent: (out: Out) => {
-      out[0] = current < 0 ? 0 : CONTEXT_BASE + current;
+      put(out, current < 0 ? 0 : CONTEXT_BASE + current);
       return 0;
     },
     cuCtxSynchronize: withCtx(() => code(() => sim.synchronizeDevice(dev()))),
-    cuMemGetAllocationGranularity: (out: Out, prop: Prop, option: number) => {
+    cuMemGetAllocationGranularity: (out: Out, encoded: Prop | Uint8Array, option: number) => {
+      const prop = propOf(encoded);
       const d = sim.devices[prop.location.type === 1 ? prop.location.id : 0] ?? sim.devices[0];
-      out[0] = option === 0 ? d.minimumGranularity : d.recommendedGranularity;
+      put(out, option === 0 ? d.minimumGranularity : d.recommendedGranularity);
       return option === 0 || option === 1 ? 0 : 1;
     },
     cuMemAddressReserve: withCtx((out: Out, size: number, alignment: number, addr: number) =>
       code(() => {
-        out[0] = sim.reserve(size, Math.max(alignment, sim.devices[0].minimumGranularity), addr);
+        put(out, sim.reserve(size, Math.max(alignment, sim.devices[0].minimumGranularity), addr));
       }),
     ),
     cuMemAddressFree: (ptr: number, size: number) => code(() => sim.free(ptr, size)),
-    cuMemCreate: (out: Out, size: number, prop: Prop) => {
-      const props = parseProps(prop);
+    cuMemCreate: (out: Out, size: number, prop: Prop | Uint8Array) => {
+      const props = parseProps(propOf(prop));
       if (props === undefined) return 101;
       return code(() => {
         const h = sim.create(size, props);
         const value = HANDLE_BASE + nextHandle++ * 16;
         handles.set(value, { h, size, props });
-        out[0] = value;
+        put(out, value);
       });
     },
     cuMemRelease: (handle: number) => {
@@ -161,15 +178,29 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
       return code(() => sim.map(ptr, size, held.h, offset));
     },
     cuMemUnmap: (ptr: number, size: number) => code(() => sim.unmap(ptr, size)),
-    cuMemSetAccess: (ptr: number, size: number, descs: { location: Loc; flags: number }[], count: number) =>
+    cuMemSetAccess: (
+      ptr: number,
+      size: number,
+      encoded: { location: Loc; flags: number }[] | Uint8Array,
+      count: number,
+    ) =>
       code(() => {
+        const descs = descsOf(encoded, count);
         for (let i = 0; i < count; i++)
           sim.setAccess(ptr, size, descs[i].location.id, descs[i].flags as Access);
       }),
-    cuMemGetAllocationPropertiesFromHandle: (prop: Record<string, unknown>, handle: number) => {
+    cuMemGetAllocationPropertiesFromHandle: (prop: Record<string, unknown> | Uint8Array, handle: number) => {
       const held = handles.get(Number(handle));
       if (held === undefined) return 1;
       const { location } = held.props;
+      if (prop instanceof Uint8Array) {
+        const v = new DataView(prop.buffer, prop.byteOffset, 32);
+        v.setInt32(0, 1, true);
+        v.setInt32(4, held.props.handleTypes, true);
+        v.setInt32(8, location.type === 'device' ? 1 : 3, true);
+        v.setInt32(12, location.id, true);
+        return 0;
+      }
       prop.type = 1;
       prop.requestedHandleTypes = held.props.handleTypes;
       prop.location = { type: location.type === 'device' ? 1 : 3, id: location.id };
@@ -196,14 +227,14 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
           size: imported.size,
           props: { ...imported.props, handleTypes: 0 },
         });
-        out[0] = value;
+        put(out, value);
       });
     },
     cuMemGetInfo_v2: withCtx((free: Out, total: Out) =>
       code(() => {
         const info = sim.memoryInfo(dev());
-        free[0] = info.free;
-        total[0] = info.total;
+        put(free, info.free);
+        put(total, info.total);
       }),
     ),
     cuMemcpyHtoD_v2: withCtx((dst: number, src: Uint8Array, n: number) =>
@@ -230,7 +261,7 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     ),
     cuStreamCreate: withCtx((out: Out) =>
       code(() => {
-        out[0] = STREAM_BASE + sim.createStream(dev());
+        put(out, STREAM_BASE + sim.createStream(dev()));
       }),
     ),
     cuStreamSynchronize: (s: number) => code(() => sim.synchronizeStream(streamId(s))),

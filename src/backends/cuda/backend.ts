@@ -24,7 +24,7 @@ import { vmmError } from '../../core/errors.js';
 import { instrument, type Tracer } from '../../core/trace.js';
 import type { Access, AllocationProperties, DeviceInfo, MemoryInfo } from '../../core/types.js';
 import { HandleTable } from '../../util/handle-table.js';
-import { CheckedCuda, makeProp, type PropIn, type U64 } from './checked.js';
+import { CheckedCuda, type U64 } from './checked.js';
 import { type CudaDriver, loadCudaDriver } from './driver.js';
 
 const CU_MEM_LOCATION_TYPE_DEVICE = 1;
@@ -117,7 +117,6 @@ export class CudaBackend implements Backend {
   readonly #streams = new Map<number, CudaStream>();
   /** Descriptors this backend exported and has not closed, by fd. */
   readonly #exported = new Map<number, ExportedFile>();
-  readonly #props = new Map<string, PropIn>();
   readonly #report: (message: string, error?: unknown) => void;
   #nextStream = 1;
   #disposed = false;
@@ -135,14 +134,23 @@ export class CudaBackend implements Backend {
     for (let ordinal = 0; ordinal < count; ordinal++) {
       const dev = cu.deviceGet(ordinal);
       this.#cuDevice.push(dev);
-      const prop = makeProp(CU_MEM_LOCATION_TYPE_DEVICE, dev, 0);
       devices.push(
         Object.freeze({
           ordinal,
           name: cu.deviceName(dev),
           totalMemory: cu.deviceTotalMem(dev),
-          minimumGranularity: cu.granularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-          recommendedGranularity: cu.granularity(prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+          minimumGranularity: cu.granularity(
+            CU_MEM_LOCATION_TYPE_DEVICE,
+            dev,
+            0,
+            CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+          ),
+          recommendedGranularity: cu.granularity(
+            CU_MEM_LOCATION_TYPE_DEVICE,
+            dev,
+            0,
+            CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+          ),
         }),
       );
     }
@@ -190,24 +198,13 @@ export class CudaBackend implements Backend {
   // --- physical memory -----------------------------------------------------------------
 
   create(size: number, props: AllocationProperties): number {
-    const cu = this.cu.create(size, this.#prop(props));
-    return this.#handles.add({ cu, size, props });
-  }
-
-  /** The encoded CUmemAllocationProp for these properties, made once per distinct value. */
-  #prop(props: AllocationProperties): PropIn {
     const { location, handleTypes } = props;
-    const key = `${location.type}${location.id}:${handleTypes}`;
-    let prop = this.#props.get(key);
-    if (prop === undefined) {
-      // Host memory as HOST_NUMA: the driver reports HOST allocations so (create.hostLocation).
-      prop =
-        location.type === 'device'
-          ? makeProp(CU_MEM_LOCATION_TYPE_DEVICE, this.#deviceOf(location.id), handleTypes)
-          : makeProp(CU_MEM_LOCATION_TYPE_HOST_NUMA, location.id, handleTypes);
-      this.#props.set(key, prop);
-    }
-    return prop;
+    // Host memory as HOST_NUMA: the driver reports HOST allocations so (create.hostLocation).
+    const cu =
+      location.type === 'device'
+        ? this.cu.create(size, CU_MEM_LOCATION_TYPE_DEVICE, this.#deviceOf(location.id), handleTypes)
+        : this.cu.create(size, CU_MEM_LOCATION_TYPE_HOST_NUMA, location.id, handleTypes);
+    return this.#handles.add({ cu, size, props });
   }
 
   #deviceOf(ordinal: number): number {

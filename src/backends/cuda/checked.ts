@@ -2,12 +2,14 @@
  * The checked layer over the raw driver (driver.ts): each call's CUresult
  * becomes core's VmmError, through one table, with a message naming the
  * driver function and the CUresult. Nothing else happens here: no vmmkit
- * rules, no bookkeeping. Out-parameter arrays are reused, so the calls on the
- * hot path allocate nothing of their own (koffi marshals into them in place).
+ * rules, no bookkeeping. Out-parameters are reused typed arrays and struct
+ * arguments are encoded into reused byte buffers (Note [Out-parameters as
+ * typed arrays], driver-api.ts): the calls on the hot path allocate nothing,
+ * and koffi copies nothing, passing the buffers' own addresses.
  */
 import { type ErrorKind, VmmError } from '../../core/errors.js';
 import type { CudaDriver } from './driver.js';
-import type { DriverSymbol } from './driver-api.js';
+import { type DecodedProp, type DriverSymbol, decodeProp, STRUCT_LAYOUT } from './driver-api.js';
 
 /** CUresult numbers and names vmmkit meets (cuda.h). */
 export const CU_RESULT_NAMES: ReadonlyMap<number, string> = new Map([
@@ -75,77 +77,108 @@ type Raw = (...args: unknown[]) => number;
 /** A 64-bit value as the driver gave it: a number when exact, a bigint above 2^53. */
 export type U64 = number | bigint;
 
-/** Shapes koffi encodes for the driver's structs (driver-api.ts). */
-interface LocationIn {
-  type: number;
-  id: number;
-}
-export interface PropIn {
-  type: number;
-  requestedHandleTypes: number;
-  location: LocationIn;
-  win32HandleMetaData: number;
-  allocFlags: { compressionType: number; gpuDirectRDMACapable: number; usage: number; reserved: number[] };
-}
-export interface PropOut {
-  type: number;
-  requestedHandleTypes: number;
-  location: LocationIn;
-}
+export type PropOut = DecodedProp;
 
-/** A fresh CUmemAllocationProp, zeroed but for what is given. */
-export function makeProp(locationType: number, id: number, handleTypes: number): PropIn {
-  return {
-    type: 1, // CU_MEM_ALLOCATION_TYPE_PINNED
-    requestedHandleTypes: handleTypes,
-    location: { type: locationType, id },
-    win32HandleMetaData: 0,
-    allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, reserved: [0, 0, 0, 0] },
-  };
-}
-
-function u64(v: unknown): U64 {
-  if (typeof v === 'bigint') return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
-  return v as number;
-}
+const CU_MEM_ALLOCATION_TYPE_PINNED = 1;
+const CU_MEM_LOCATION_TYPE_DEVICE = 1;
+const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
+const TWO_32 = 4294967296;
+/** A high word at or above this makes a 64-bit value too large for an exact number. */
+const HIGH_WORD_LIMIT = 0x200000;
+const PROP = STRUCT_LAYOUT.CUmemAllocationProp;
+const DESC = STRUCT_LAYOUT.CUmemAccessDesc;
+const LOC = STRUCT_LAYOUT.CUmemLocation;
 
 /**
  * The driver functions vmmkit's backend calls, each throwing a
  * CudaDriverError instead of returning a code. Method names drop the `_v2`
- * suffixes; arguments are the C ones without the out-parameter.
+ * suffixes; arguments are the C ones without the out-parameter, and structs
+ * are given by the fields vmmkit sets.
  */
 export class CheckedCuda {
   readonly #d: { readonly [K in DriverSymbol]: Raw };
-  readonly #out: unknown[] = [0];
-  readonly #out2: unknown[] = [0];
+  // The cycle's functions, each in a field of its own: one load per call.
+  readonly #reserve: Raw;
+  readonly #addressFree: Raw;
+  readonly #create: Raw;
+  readonly #release: Raw;
+  readonly #map: Raw;
+  readonly #unmap: Raw;
+  readonly #setAccess: Raw;
+  readonly #ctxGetCurrent: Raw;
+  /** Out-parameters (Note [Out-parameters as typed arrays]): 64-bit slots, read back as 32-bit words. */
+  readonly #out64 = new BigUint64Array(2);
+  readonly #out64b = new BigUint64Array(this.#out64.buffer, 8, 1);
+  readonly #outWords = new Uint32Array(this.#out64.buffer);
+  readonly #outInt = new Int32Array(this.#out64.buffer, 0, 1);
+  /** The encoded CUmemAllocationProp: type PINNED, three fields rewritten per call, the rest zero. */
+  readonly #prop = new Uint8Array(32);
+  readonly #propWords = new Int32Array(this.#prop.buffer);
+  /** The encoded CUmemAccessDesc (one device per call, as the Backend asks) and CUmemLocation. */
+  readonly #desc = new Uint8Array(12);
+  readonly #descWords = new Int32Array(this.#desc.buffer);
+  readonly #loc = new Uint8Array(8);
+  readonly #locWords = new Int32Array(this.#loc.buffer);
+  readonly #propOut = new Uint8Array(32);
   readonly #name = Buffer.alloc(256);
   readonly #shareable = Buffer.alloc(64);
-  /** One access descriptor, rewritten per cuMemSetAccess (one device per call, as the Backend asks). */
-  readonly #desc = [{ location: { type: 1, id: 0 }, flags: 0 }];
-  readonly #loc: LocationIn = { type: 1, id: 0 };
 
   constructor(readonly driver: CudaDriver) {
-    this.#d = driver as unknown as { readonly [K in DriverSymbol]: Raw };
+    const d = driver as unknown as { readonly [K in DriverSymbol]: Raw };
+    this.#d = d;
+    this.#reserve = d.cuMemAddressReserve;
+    this.#addressFree = d.cuMemAddressFree;
+    this.#create = d.cuMemCreate;
+    this.#release = d.cuMemRelease;
+    this.#map = d.cuMemMap;
+    this.#unmap = d.cuMemUnmap;
+    this.#setAccess = d.cuMemSetAccess;
+    this.#ctxGetCurrent = d.cuCtxGetCurrent;
+    this.#propWords[PROP.type >> 2] = CU_MEM_ALLOCATION_TYPE_PINNED;
+    this.#descWords[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
+    this.#locWords[LOC.type >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
   }
 
   #check(fn: string, code: number): void {
     if (code !== 0) throw new CudaDriverError(fn, code);
   }
 
+  /** The first 64-bit out slot: a number when exact, else a bigint. */
+  #u64(): U64 {
+    const w = this.#outWords;
+    const hi = w[1];
+    return hi < HIGH_WORD_LIMIT ? hi * TWO_32 + w[0] : this.#out64[0];
+  }
+
+  /** The first 64-bit out slot as a number (sizes and addresses, below 2^53). */
+  #number(): number {
+    const w = this.#outWords;
+    return w[1] * TWO_32 + w[0];
+  }
+
+  /** The reused CUmemAllocationProp (type PINNED) with these fields. */
+  #encodeProp(locationType: number, id: number, handleTypes: number): Uint8Array {
+    const p = this.#propWords;
+    p[PROP.requestedHandleTypes >> 2] = handleTypes;
+    p[PROP['location.type'] >> 2] = locationType;
+    p[PROP['location.id'] >> 2] = id;
+    return this.#prop;
+  }
+
   init(): void {
     this.#check('cuInit', this.#d.cuInit(0));
   }
   driverVersion(): number {
-    this.#check('cuDriverGetVersion', this.#d.cuDriverGetVersion(this.#out));
-    return Number(this.#out[0]);
+    this.#check('cuDriverGetVersion', this.#d.cuDriverGetVersion(this.#outInt));
+    return this.#outInt[0];
   }
   deviceGet(ordinal: number): number {
-    this.#check('cuDeviceGet', this.#d.cuDeviceGet(this.#out, ordinal));
-    return Number(this.#out[0]);
+    this.#check('cuDeviceGet', this.#d.cuDeviceGet(this.#outInt, ordinal));
+    return this.#outInt[0];
   }
   deviceCount(): number {
-    this.#check('cuDeviceGetCount', this.#d.cuDeviceGetCount(this.#out));
-    return Number(this.#out[0]);
+    this.#check('cuDeviceGetCount', this.#d.cuDeviceGetCount(this.#outInt));
+    return this.#outInt[0];
   }
   deviceName(dev: number): string {
     const buf = this.#name;
@@ -155,12 +188,12 @@ export class CheckedCuda {
     return buf.toString('utf8', 0, end < 0 ? buf.length : end);
   }
   deviceTotalMem(dev: number): number {
-    this.#check('cuDeviceTotalMem', this.#d.cuDeviceTotalMem_v2(this.#out, dev));
-    return Number(this.#out[0]);
+    this.#check('cuDeviceTotalMem', this.#d.cuDeviceTotalMem_v2(this.#out64, dev));
+    return this.#number();
   }
   primaryCtxRetain(dev: number): U64 {
-    this.#check('cuDevicePrimaryCtxRetain', this.#d.cuDevicePrimaryCtxRetain(this.#out, dev));
-    return u64(this.#out[0]);
+    this.#check('cuDevicePrimaryCtxRetain', this.#d.cuDevicePrimaryCtxRetain(this.#out64, dev));
+    return this.#u64();
   }
   primaryCtxRelease(dev: number): void {
     this.#check('cuDevicePrimaryCtxRelease', this.#d.cuDevicePrimaryCtxRelease_v2(dev));
@@ -169,84 +202,99 @@ export class CheckedCuda {
     this.#check('cuCtxSetCurrent', this.#d.cuCtxSetCurrent(ctx));
   }
   ctxGetCurrent(): U64 {
-    this.#check('cuCtxGetCurrent', this.#d.cuCtxGetCurrent(this.#out));
-    return u64(this.#out[0]);
+    this.#check('cuCtxGetCurrent', this.#ctxGetCurrent(this.#out64));
+    return this.#u64();
   }
   ctxSynchronize(): void {
     this.#check('cuCtxSynchronize', this.#d.cuCtxSynchronize());
   }
-  granularity(prop: PropIn, option: number): number {
+  /** The granularity of PINNED memory at (locationType, id) with these handle types. */
+  granularity(locationType: number, id: number, handleTypes: number, option: number): number {
+    const prop = this.#encodeProp(locationType, id, handleTypes);
     this.#check(
       'cuMemGetAllocationGranularity',
-      this.#d.cuMemGetAllocationGranularity(this.#out, prop, option),
+      this.#d.cuMemGetAllocationGranularity(this.#out64, prop, option),
     );
-    return Number(this.#out[0]);
+    return this.#number();
   }
   addressReserve(size: number, alignment: number, addr: number): number {
-    this.#check('cuMemAddressReserve', this.#d.cuMemAddressReserve(this.#out, size, alignment, addr, 0));
-    return Number(this.#out[0]);
+    const code = this.#reserve(this.#out64, size, alignment, addr, 0);
+    if (code !== 0) throw new CudaDriverError('cuMemAddressReserve', code);
+    return this.#number();
   }
   addressFree(ptr: number, size: number): void {
-    this.#check('cuMemAddressFree', this.#d.cuMemAddressFree(ptr, size));
+    const code = this.#addressFree(ptr, size);
+    if (code !== 0) throw new CudaDriverError('cuMemAddressFree', code);
   }
-  create(size: number, prop: PropIn): U64 {
-    this.#check('cuMemCreate', this.#d.cuMemCreate(this.#out, size, prop, 0));
-    return u64(this.#out[0]);
+  /** cuMemCreate of PINNED memory at (locationType, id) with these handle types. */
+  create(size: number, locationType: number, id: number, handleTypes: number): U64 {
+    const code = this.#create(this.#out64, size, this.#encodeProp(locationType, id, handleTypes), 0);
+    if (code !== 0) throw new CudaDriverError('cuMemCreate', code);
+    return this.#u64();
   }
   release(handle: U64): void {
-    this.#check('cuMemRelease', this.#d.cuMemRelease(handle));
+    const code = this.#release(handle);
+    if (code !== 0) throw new CudaDriverError('cuMemRelease', code);
   }
   map(ptr: number, size: number, offset: number, handle: U64): void {
-    this.#check('cuMemMap', this.#d.cuMemMap(ptr, size, offset, handle, 0));
+    const code = this.#map(ptr, size, offset, handle, 0);
+    if (code !== 0) throw new CudaDriverError('cuMemMap', code);
   }
   unmap(ptr: number, size: number): void {
-    this.#check('cuMemUnmap', this.#d.cuMemUnmap(ptr, size));
+    const code = this.#unmap(ptr, size);
+    if (code !== 0) throw new CudaDriverError('cuMemUnmap', code);
   }
   /** Set one device's access (CU_MEM_LOCATION_TYPE_DEVICE) over [ptr, ptr + size). */
   setAccess(ptr: number, size: number, device: number, flags: number): void {
-    const desc = this.#desc[0];
-    desc.location.id = device;
-    desc.flags = flags;
-    this.#check('cuMemSetAccess', this.#d.cuMemSetAccess(ptr, size, this.#desc, 1));
+    const w = this.#descWords;
+    w[DESC['location.id'] >> 2] = device;
+    w[DESC.flags >> 2] = flags;
+    const code = this.#setAccess(ptr, size, this.#desc, 1);
+    if (code !== 0) throw new CudaDriverError('cuMemSetAccess', code);
   }
   getAccess(device: number, ptr: number): number {
-    this.#loc.id = device;
-    this.#check('cuMemGetAccess', this.#d.cuMemGetAccess(this.#out, this.#loc, ptr));
-    return Number(this.#out[0]);
+    this.#locWords[LOC.id >> 2] = device;
+    this.#check('cuMemGetAccess', this.#d.cuMemGetAccess(this.#out64, this.#loc, ptr));
+    return this.#number();
   }
   retainAllocationHandle(ptr: number): U64 {
-    this.#check('cuMemRetainAllocationHandle', this.#d.cuMemRetainAllocationHandle(this.#out, ptr));
-    return u64(this.#out[0]);
+    this.#check('cuMemRetainAllocationHandle', this.#d.cuMemRetainAllocationHandle(this.#out64, ptr));
+    return this.#u64();
   }
   propertiesFromHandle(handle: U64): PropOut {
-    const prop: Record<string, unknown> = {};
+    const out = this.#propOut;
+    out.fill(0);
     this.#check(
       'cuMemGetAllocationPropertiesFromHandle',
-      this.#d.cuMemGetAllocationPropertiesFromHandle(prop, handle),
+      this.#d.cuMemGetAllocationPropertiesFromHandle(out, handle),
     );
-    const loc = prop.location as LocationIn;
-    return {
-      type: prop.type as number,
-      requestedHandleTypes: prop.requestedHandleTypes as number,
-      location: { type: loc.type, id: loc.id },
-    };
+    return decodeProp(out);
   }
   /** Export as a POSIX file descriptor (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR). */
   exportFd(handle: U64): number {
     this.#shareable.fill(0);
     this.#check(
       'cuMemExportToShareableHandle',
-      this.#d.cuMemExportToShareableHandle(this.#shareable, handle, 1, 0),
+      this.#d.cuMemExportToShareableHandle(
+        this.#shareable,
+        handle,
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        0,
+      ),
     );
     return this.#shareable.readInt32LE(0);
   }
   importFd(fd: number): U64 {
-    this.#check('cuMemImportFromShareableHandle', this.#d.cuMemImportFromShareableHandle(this.#out, fd, 1));
-    return u64(this.#out[0]);
+    this.#check(
+      'cuMemImportFromShareableHandle',
+      this.#d.cuMemImportFromShareableHandle(this.#out64, fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+    );
+    return this.#u64();
   }
   memGetInfo(): { free: number; total: number } {
-    this.#check('cuMemGetInfo', this.#d.cuMemGetInfo_v2(this.#out, this.#out2));
-    return { free: Number(this.#out[0]), total: Number(this.#out2[0]) };
+    this.#check('cuMemGetInfo', this.#d.cuMemGetInfo_v2(this.#out64, this.#out64b));
+    const w = this.#outWords;
+    return { free: w[1] * TWO_32 + w[0], total: w[3] * TWO_32 + w[2] };
   }
   memcpyHtoD(dst: number, src: Uint8Array, n: number): void {
     this.#check('cuMemcpyHtoD', this.#d.cuMemcpyHtoD_v2(dst, src, n));
@@ -273,8 +321,8 @@ export class CheckedCuda {
     this.#check('cuMemsetD8Async', this.#d.cuMemsetD8Async(dst, value, n, stream));
   }
   streamCreate(flags: number): U64 {
-    this.#check('cuStreamCreate', this.#d.cuStreamCreate(this.#out, flags));
-    return u64(this.#out[0]);
+    this.#check('cuStreamCreate', this.#d.cuStreamCreate(this.#out64, flags));
+    return this.#u64();
   }
   streamSynchronize(stream: U64): void {
     this.#check('cuStreamSynchronize', this.#d.cuStreamSynchronize(stream));

@@ -5,10 +5,12 @@
  * else, as a koffi prototype string, in the spirit of PyTorch's
  * ExpandableSegment DRIVER_API list. The `_v2` suffixes are the real exported
  * symbols (cuda.h #defines the plain names to them); the table key is the
- * exported symbol. Out-parameters are `_Out_` so koffi copies them back into
- * one-element arrays (or objects, for structs) after the call; host buffers
- * are plain `uint8_t *`, so the driver reads and writes the Uint8Array's own
- * bytes.
+ * exported symbol. Out-parameters are `_Out_`, and struct arguments are
+ * declared as their structs, so a caller may pass plain one-element arrays and
+ * objects (the conformance recorder does, to hand the driver exactly what a
+ * case asks); vmmkit's own hot path passes typed arrays instead (Note
+ * [Out-parameters as typed arrays]). Host buffers are plain `uint8_t *`, so the
+ * driver reads and writes the Uint8Array's own bytes.
  *
  * Types follow cuda.h on LP64 Linux: CUdevice is int, CUdeviceptr and
  * CUmemGenericAllocationHandle are unsigned long long, CUcontext and CUstream
@@ -26,6 +28,84 @@ export interface DriverTypes {
 
 /** Sizes measured on the H200 (DESIGN.md, "Real NVIDIA backend"). */
 export const STRUCT_SIZES = { CUmemLocation: 8, CUmemAllocationProp: 32, CUmemAccessDesc: 12 } as const;
+
+/**
+ * Note [Out-parameters as typed arrays]
+ *
+ * koffi hands any TypedArray to a pointer parameter as the address of its own
+ * bytes: no copy in, no copy back, whatever the pointee type or the `_Out_`
+ * qualifier says. A plain array or object instead costs a heap block, an
+ * element-by-element (or field-by-field) encode, a reference and a decode
+ * after the call: measured on a do-nothing libcuda stand-in, the
+ * reserve/create/map/setAccess/unmap/release/free cycle cost 3.0 us of FFI
+ * with `_Out_` arrays and struct objects, 0.5 us with typed arrays. So the
+ * checked layer (checked.ts) passes a reused BigUint64Array (or Int32Array)
+ * for each out-parameter and reads it after the call, and encodes each struct
+ * argument into a reused Uint8Array at the byte offsets below (checked against
+ * koffi's own layout of the declared structs at load). The declarations keep
+ * their real types and `_Out_`, so plain arrays and objects still work for
+ * callers that want koffi to marshal (createRawCuda, the conformance cases).
+ * 64-bit scalar arguments (CUdeviceptr, handles, sizes) travel as numbers:
+ * koffi takes a number or a bigint at the same cost, and vmmkit's addresses
+ * are numbers below 2^53.
+ */
+export const STRUCT_LAYOUT = {
+  CUmemLocation: { type: 0, id: 4 },
+  CUmemAllocationProp: {
+    type: 0,
+    requestedHandleTypes: 4,
+    'location.type': 8,
+    'location.id': 12,
+    win32HandleMetaData: 16,
+    'allocFlags.compressionType': 24,
+    'allocFlags.gpuDirectRDMACapable': 25,
+    'allocFlags.usage': 26,
+  },
+  CUmemAccessDesc: { 'location.type': 0, 'location.id': 4, flags: 8 },
+} as const;
+
+/** A CUmemAllocationProp's fields as vmmkit reads them back (cuMemGetAllocationPropertiesFromHandle). */
+export interface DecodedProp {
+  type: number;
+  requestedHandleTypes: number;
+  location: { type: number; id: number };
+  allocFlags: { compressionType: number; gpuDirectRDMACapable: number; usage: number };
+}
+
+/** Decode an encoded CUmemAllocationProp (32 bytes, STRUCT_LAYOUT). */
+export function decodeProp(bytes: Uint8Array): DecodedProp {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const L = STRUCT_LAYOUT.CUmemAllocationProp;
+  return {
+    type: v.getInt32(L.type, true),
+    requestedHandleTypes: v.getInt32(L.requestedHandleTypes, true),
+    location: { type: v.getInt32(L['location.type'], true), id: v.getInt32(L['location.id'], true) },
+    allocFlags: {
+      compressionType: v.getUint8(L['allocFlags.compressionType']),
+      gpuDirectRDMACapable: v.getUint8(L['allocFlags.gpuDirectRDMACapable']),
+      usage: v.getUint16(L['allocFlags.usage'], true),
+    },
+  };
+}
+
+/** Decode an encoded CUmemAccessDesc (12 bytes, STRUCT_LAYOUT). */
+export function decodeAccessDesc(bytes: Uint8Array): {
+  location: { type: number; id: number };
+  flags: number;
+} {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const L = STRUCT_LAYOUT.CUmemAccessDesc;
+  return {
+    location: { type: v.getInt32(L['location.type'], true), id: v.getInt32(L['location.id'], true) },
+    flags: v.getInt32(L.flags, true),
+  };
+}
+
+/** Decode an encoded CUmemLocation (8 bytes, STRUCT_LAYOUT). */
+export function decodeLocation(bytes: Uint8Array): { type: number; id: number } {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { type: v.getInt32(0, true), id: v.getInt32(4, true) };
+}
 
 let declared: DriverTypes | undefined;
 
@@ -61,6 +141,18 @@ export function declareDriverTypes(): DriverTypes {
   for (const [name, size] of Object.entries(STRUCT_SIZES)) {
     const actual = koffi.sizeof(types[name as keyof typeof STRUCT_SIZES]);
     if (actual !== size) throw new Error(`koffi declares ${name} as ${actual} bytes, cuda.h says ${size}`);
+  }
+  for (const [name, fields] of Object.entries(STRUCT_LAYOUT)) {
+    for (const [path, offset] of Object.entries(fields)) {
+      let type: TypeObject = types[name as keyof typeof STRUCT_LAYOUT];
+      let at = 0;
+      for (const member of path.split('.')) {
+        at += koffi.offsetof(type, member);
+        type = type.members![member].type;
+      }
+      if (at !== offset)
+        throw new Error(`koffi puts ${name}.${path} at byte ${at}, vmmkit encodes it at ${offset}`);
+    }
   }
   declared = types;
   return types;
