@@ -388,6 +388,27 @@ describe('Runtime: streams and teardown', () => {
     rt.dispose();
   });
 
+  // BUG (src/core/runtime.ts, Runtime.destroyStream): SimProcess.destroyStream removes the stream and
+  // then drains it; when queued work fails, the error propagates and Runtime.destroyStream never
+  // deletes the id from its #streams. The stream is gone in the backend but stays in the runtime:
+  // stats().streams stays 1, and every later destroyStream/synchronizeStream on it throws invalid-stream,
+  // so it can never be removed (dispose then reports a failed rollback step).
+  it.fails('a destroyStream whose queued work fails still forgets the stream', () => {
+    const { rt, reports } = setup();
+    const r = rt.reserve(G);
+    const a = rt.create(G, onDevice());
+    rt.map(r.base, G, a);
+    rt.setAccess(r.base, G, [{ device: 0, access: Access.ReadWrite }]);
+    const s = rt.createStream(0);
+    rt.fill(0, r.base, 1, 10, s); // accepted at enqueue
+    rt.setAccess(r.base, G, [{ device: 0, access: Access.None }]); // fails when it runs
+    expectVmmError(() => rt.destroyStream(s), 'access-denied');
+    expect(rt.hasStream(s)).toBe(false);
+    expect(rt.stats().streams).toBe(0);
+    rt.dispose();
+    expect(reports).toEqual([]);
+  });
+
   it('dispose never throws, reports what failed, and leaves the machine empty', () => {
     const machine = createMachine({ devices: ['H200', 'H200'] });
     class Broken extends SimProcess {
