@@ -272,6 +272,26 @@ describe('Runtime: reference counts', () => {
   });
 });
 
+describe('Runtime: lists of mappings', () => {
+  // BUG (src/core/runtime.ts, Runtime.unmapMappings): the list is checked only for owner === this, so a
+  // mapping given twice is unmapped twice: no error, allocation.mapRefs and reservation.mappingCount
+  // reach -1, and the memory is released in the backend while the caller still holds its handle
+  // (handleRefs 1, rt.allocation(id) undefined, machine.liveAllocations 0, a later release answers
+  // invalid-handle). Expected: a VmmError and nothing changed (setAccessOn refuses the same list).
+  it.fails('unmapMappings refuses a list naming one mapping twice, changing nothing', () => {
+    const { machine, rt } = setup();
+    const r = rt.reserve(2 * G);
+    const a = rt.create(G, onDevice());
+    const m = rt.map(r.base, G, a);
+    const before = snapshot(rt, machine, [a]);
+    expect(() => rt.setAccessOn([m, m], [{ device: 0, access: Access.Read }])).toThrow();
+    expect(() => rt.unmapMappings([m, m])).toThrow();
+    expect(snapshot(rt, machine, [a])).toEqual(before);
+    expect(r.mappingCount).toBe(1);
+    rt.release(a);
+  });
+});
+
 describe('Runtime: multi-step operations roll back', () => {
   it('malloc on a device too small for the create leaves no reservation behind', () => {
     const tiny: DeviceSpec = {
