@@ -376,6 +376,9 @@ export class Runtime implements Disposable {
     for (const m of mappings) {
       if (m.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
     }
+    if (mappings.length > 1 && new Set(mappings).size !== mappings.length) {
+      throw vmmError('invalid-value', 'a mapping is named twice');
+    }
     for (const m of mappings) this.#unmapOne(m);
   }
 
@@ -585,8 +588,12 @@ export class Runtime implements Disposable {
 
   destroyStream(stream: number): void {
     if (!this.#streams.has(stream)) throw vmmError('invalid-stream', `no stream ${stream}`);
-    this.backend.destroyStream(stream);
-    this.#streams.delete(stream);
+    try {
+      this.backend.destroyStream(stream);
+    } finally {
+      // The stream is gone even when its last queued work failed (that failure is still thrown).
+      this.#streams.delete(stream);
+    }
   }
 
   hasStream(stream: number): boolean {
