@@ -8,7 +8,11 @@
  * Measures the full reserve/create/map/setAccess/unmap/release/free cycle at
  * 2 MiB and 1 GiB, and 64 MiB HtoD/DtoH/DtoD copies (each followed by
  * cuCtxSynchronize), plus the same cycle through the raw koffi binding with
- * no vmmkit logic (what the FFI itself costs). Writes DIR/h200-cuda.json,
+ * no vmmkit logic (what the FFI itself costs), both with koffi marshalling
+ * `_Out_` arrays and struct objects (raw_koffi) and with the reused typed
+ * arrays vmmkit's checked layer passes (raw_typed; Note [Out-parameters as
+ * typed arrays]), and each call of the cycle timed on its own through every
+ * layer and from C. Writes DIR/h200-cuda.json,
  * merging the proof script's summary when given. `--fake` runs the vmmkit
  * paths on the simulated stand-in for libcuda, without the native side.
  */
@@ -17,6 +21,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
+import type { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
 
@@ -35,6 +40,8 @@ const GiB = 1 << 30;
 
 interface Native {
   cycle(size: number, iters: number): number;
+  /** Median microseconds of each of the cycle's seven calls, timed one by one in C. */
+  perCall(size: number, iters: number): Record<string, number>;
   copySetup(size: number): number;
   copyTeardown(): number;
   copy(kind: number, host: Uint8Array, size: number, iters: number): number;
@@ -46,6 +53,7 @@ function loadNative(path: string): Native {
   const rc = init(0) as number;
   if (rc !== 0) throw new Error(`vb_init returned ${rc}`);
   const cycle = lib.func('double vb_cycle(size_t size, int iters)');
+  const perCallC = lib.func('double vb_per_call(size_t size, int iters, double *out)');
   const copySetup = lib.func('int vb_copy_setup(size_t size)');
   const copyTeardown = lib.func('int vb_copy_teardown()');
   const copy = lib.func('double vb_copy(int kind, uint8_t *host, size_t size, int iters)');
@@ -55,6 +63,11 @@ function loadNative(path: string): Native {
   };
   return {
     cycle: (size, iters) => must(cycle(size, iters) as number, 'vb_cycle'),
+    perCall: (size, iters) => {
+      const out = new Float64Array(7);
+      must(perCallC(size, iters, out) as number, 'vb_per_call');
+      return Object.fromEntries(STEPS.map((name, k) => [name, r2(out[k])]));
+    },
     copySetup: (size) => must(copySetup(size) as number, 'vb_copy_setup'),
     copyTeardown: () => must(copyTeardown() as number, 'vb_copy_teardown'),
     copy: (kind, host, size, iters) => must(copy(kind, host, size, iters) as number, 'vb_copy'),
@@ -111,23 +124,73 @@ function rawCycle(d: CudaDriver, size: number, iters: number): number {
   return (performance.now() - t0) * 1000;
 }
 
-const STEPS = ['reserve', 'create', 'map', 'setAccess', 'unmap', 'release', 'free'] as const;
-
-/** Median microseconds of each of the cycle's seven calls, timed one by one over `iters` cycles. */
-function perCall(steps: readonly (() => void)[], iters: number): Record<string, number> {
-  const t: number[][] = steps.map(() => []);
-  for (let i = 0; i < iters; i++) {
-    for (let k = 0; k < steps.length; k++) {
-      const t0 = process.hrtime.bigint();
-      steps[k]();
-      t[k].push(Number(process.hrtime.bigint() - t0) / 1000);
-    }
-  }
-  return Object.fromEntries(STEPS.map((name, k) => [name, r2(median(t[k]))]));
+/** CUmemAllocationProp (PINNED on device 0) and CUmemAccessDesc (device 0, read-write), encoded as the checked layer does. */
+function encodedStructs(): { prop: Uint8Array; desc: Uint8Array } {
+  const prop = new Uint8Array(32);
+  const p = new Int32Array(prop.buffer);
+  p[0] = 1; // type PINNED
+  p[2] = 1; // location.type DEVICE, id 0
+  const desc = new Uint8Array(12);
+  const q = new Int32Array(desc.buffer);
+  q[0] = 1; // location.type DEVICE, id 0
+  q[2] = 3; // flags READWRITE
+  return { prop, desc };
 }
 
-/** The cycle's calls one by one through the flavour, the backend alone, and the raw functions (alignment 0 and g). */
-function breakdown(cu: CudaFlavor, d: CudaDriver, size: number, iters: number) {
+/** The cycle through the raw koffi functions with reused typed arrays and encoded structs: the FFI floor. */
+function rawTypedCycle(d: CudaDriver, size: number, iters: number): number {
+  const out = new BigUint64Array(2);
+  const words = new Uint32Array(out.buffer);
+  const { prop, desc } = encodedStructs();
+  const t0 = performance.now();
+  for (let i = 0; i < iters; i++) {
+    ok(d.cuMemAddressReserve(out, size, 0, 0, 0), 'reserve');
+    const ptr = words[1] * 4294967296 + words[0];
+    ok(d.cuMemCreate(out, size, prop, 0), 'create');
+    const h = words[1] * 4294967296 + words[0];
+    ok(d.cuMemMap(ptr, size, 0, h, 0), 'map');
+    ok(d.cuMemSetAccess(ptr, size, desc, 1), 'setAccess');
+    ok(d.cuMemUnmap(ptr, size), 'unmap');
+    ok(d.cuMemRelease(h), 'release');
+    ok(d.cuMemAddressFree(ptr, size), 'free');
+  }
+  return (performance.now() - t0) * 1000;
+}
+
+const STEPS = ['reserve', 'create', 'map', 'setAccess', 'unmap', 'release', 'free'] as const;
+
+/**
+ * Median microseconds of each of the cycle's seven calls, timed one by one
+ * over `iters` cycles (performance.now around each; `timer` is the median of
+ * the same timing around a call that does nothing, included in every figure).
+ */
+function perCall(steps: readonly (() => void)[], iters: number): Record<string, number> {
+  const t: Float64Array[] = steps.map(() => new Float64Array(iters));
+  const empty = new Float64Array(iters);
+  const nothing = () => {};
+  for (let i = 0; i < iters; i++) {
+    for (let k = 0; k < steps.length; k++) {
+      const t0 = performance.now();
+      steps[k]();
+      t[k][i] = (performance.now() - t0) * 1000;
+    }
+    const t0 = performance.now();
+    nothing();
+    empty[i] = (performance.now() - t0) * 1000;
+  }
+  const out: Record<string, number> = Object.fromEntries(
+    STEPS.map((name, k) => [name, r2(median(Array.from(t[k])))]),
+  );
+  out.timer = Math.round(median(Array.from(empty)) * 1000) / 1000;
+  return out;
+}
+
+/**
+ * The cycle's calls one by one through each layer: the flavour, the backend,
+ * the checked layer, the raw functions with typed arrays (vmmkit's
+ * convention) and with koffi-marshalled arrays and objects, and from C.
+ */
+function breakdown(cu: CudaFlavor, d: CudaDriver, native: Native | undefined, size: number, iters: number) {
   const ptr = { value: 0n };
   const h = { value: 0n };
   const flavour = [
@@ -139,7 +202,7 @@ function breakdown(cu: CudaFlavor, d: CudaDriver, size: number, iters: number) {
     () => ok(cu.cuMemRelease(h.value), 'release'),
     () => ok(cu.cuMemAddressFree(ptr.value, size), 'free'),
   ];
-  const b = cu.runtime.backend;
+  const b = cu.runtime.backend as CudaBackend;
   const props = { location: { type: 'device' as const, id: 0 }, handleTypes: 0, uncached: false };
   let va = 0;
   let bh = 0;
@@ -156,34 +219,81 @@ function breakdown(cu: CudaFlavor, d: CudaDriver, size: number, iters: number) {
     () => b.release(bh),
     () => b.free(va, size),
   ];
-  const rawSteps = (alignment: number) => {
-    const out: unknown[] = [0];
-    const hOut: unknown[] = [0];
-    const p = {
-      type: 1,
-      requestedHandleTypes: 0,
-      location: { type: 1, id: 0 },
-      win32HandleMetaData: 0,
-      allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, reserved: [0, 0, 0, 0] },
-    };
-    return [
-      () => ok(d.cuMemAddressReserve(out, size, alignment, 0, 0), 'reserve'),
-      () => ok(d.cuMemCreate(hOut, size, p, 0), 'create'),
-      () => ok(d.cuMemMap(out[0], size, 0, hOut[0], 0), 'map'),
-      () => ok(d.cuMemSetAccess(out[0], size, rw, 1), 'setAccess'),
-      () => ok(d.cuMemUnmap(out[0], size), 'unmap'),
-      () => ok(d.cuMemRelease(hOut[0]), 'release'),
-      () => ok(d.cuMemAddressFree(out[0], size), 'free'),
-    ];
+  const c = b.cu;
+  let cva = 0;
+  let ch: number | bigint = 0;
+  const checked = [
+    () => {
+      cva = c.addressReserve(size, 0, 0);
+    },
+    () => {
+      ch = c.create(size, 1, 0, 0);
+    },
+    () => c.map(cva, size, 0, ch),
+    () => c.setAccess(cva, size, 0, 3),
+    () => c.unmap(cva, size),
+    () => c.release(ch),
+    () => c.addressFree(cva, size),
+  ];
+  const out = new BigUint64Array(1);
+  const hOut = new BigUint64Array(1);
+  const outW = new Uint32Array(out.buffer);
+  const hW = new Uint32Array(hOut.buffer);
+  const { prop: propBytes, desc } = encodedStructs();
+  const typed = [
+    () => ok(d.cuMemAddressReserve(out, size, 0, 0, 0), 'reserve'),
+    () => ok(d.cuMemCreate(hOut, size, propBytes, 0), 'create'),
+    () => ok(d.cuMemMap(outW[1] * 4294967296 + outW[0], size, 0, hW[1] * 4294967296 + hW[0], 0), 'map'),
+    () => ok(d.cuMemSetAccess(outW[1] * 4294967296 + outW[0], size, desc, 1), 'setAccess'),
+    () => ok(d.cuMemUnmap(outW[1] * 4294967296 + outW[0], size), 'unmap'),
+    () => ok(d.cuMemRelease(hW[1] * 4294967296 + hW[0]), 'release'),
+    () => ok(d.cuMemAddressFree(outW[1] * 4294967296 + outW[0], size), 'free'),
+  ];
+  const objOut: unknown[] = [0];
+  const objH: unknown[] = [0];
+  const p = {
+    type: 1,
+    requestedHandleTypes: 0,
+    location: { type: 1, id: 0 },
+    win32HandleMetaData: 0,
+    allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, reserved: [0, 0, 0, 0] },
   };
-  const raw0 = rawSteps(0);
-  const rawG = rawSteps(size);
-  for (const s of [flavour, backend, raw0, rawG]) perCall(s, Math.max(2, iters >> 2));
-  return {
+  const objects = [
+    () => ok(d.cuMemAddressReserve(objOut, size, 0, 0, 0), 'reserve'),
+    () => ok(d.cuMemCreate(objH, size, p, 0), 'create'),
+    () => ok(d.cuMemMap(objOut[0], size, 0, objH[0], 0), 'map'),
+    () => ok(d.cuMemSetAccess(objOut[0], size, rw, 1), 'setAccess'),
+    () => ok(d.cuMemUnmap(objOut[0], size), 'unmap'),
+    () => ok(d.cuMemRelease(objH[0]), 'release'),
+    () => ok(d.cuMemAddressFree(objOut[0], size), 'free'),
+  ];
+  const layers = { flavour, backend, checked, typed, objects };
+  for (const s of Object.values(layers)) perCall(s, Math.max(2, iters >> 2));
+  native?.perCall(size, Math.max(2, iters >> 2));
+  // Two passes, layers interleaved, each figure the lower of its two medians.
+  const passes = [0, 1].map(() => ({
+    native_us: native ? native.perCall(size, iters) : null,
     flavour_us: perCall(flavour, iters),
     backend_us: perCall(backend, iters),
-    raw_alignment0_us: perCall(raw0, iters),
-    raw_alignmentG_us: perCall(rawG, iters),
+    checked_us: perCall(checked, iters),
+    raw_typed_us: perCall(typed, iters),
+    raw_objects_us: perCall(objects, iters),
+  }));
+  const lower = (a: Record<string, number> | null, b: Record<string, number> | null) =>
+    a && b ? Object.fromEntries(Object.keys(a).map((k) => [k, Math.min(a[k], b[k])])) : null;
+  const result = {
+    native_us: lower(passes[0].native_us, passes[1].native_us),
+    flavour_us: lower(passes[0].flavour_us, passes[1].flavour_us)!,
+    backend_us: lower(passes[0].backend_us, passes[1].backend_us)!,
+    checked_us: lower(passes[0].checked_us, passes[1].checked_us)!,
+    raw_typed_us: lower(passes[0].raw_typed_us, passes[1].raw_typed_us)!,
+    raw_objects_us: lower(passes[0].raw_objects_us, passes[1].raw_objects_us)!,
+  };
+  const sum = (r: Record<string, number> | null) =>
+    r ? r2(STEPS.reduce((acc, k) => acc + r[k] - (r.timer ?? 0), 0)) : null;
+  return {
+    ...result,
+    sums_less_timer_us: Object.fromEntries(Object.entries(result).map(([k, v]) => [k, sum(v)])),
   };
 }
 
@@ -197,6 +307,8 @@ interface Compared {
   native_us: number | null;
   vmmkit_us: number;
   raw_koffi_us?: number;
+  raw_typed_us?: number;
+  raw_typed_ratio?: number | null;
   ratio: number | null;
   /** Median over rounds of vmmkit / native within the round. */
   paired_ratio: number | null;
@@ -216,9 +328,11 @@ function compareCycle(
   native?.cycle(size, Math.max(2, iters >> 2));
   flavourCycle(cu, size, Math.max(2, iters >> 2));
   rawCycle(d, size, Math.max(2, iters >> 2));
+  rawTypedCycle(d, size, Math.max(2, iters >> 2));
   const n: number[] = [];
   const v: number[] = [];
   const raw: number[] = [];
+  const typed: number[] = [];
   const paired: number[] = [];
   for (let r = 0; r < rounds; r++) {
     // Alternate which side goes first, so neither always follows the other.
@@ -228,6 +342,7 @@ function compareCycle(
     const b = flavourCycle(cu, size, iters) / iters;
     if (native && !first) a = native.cycle(size, iters) / iters;
     raw.push(rawCycle(d, size, iters) / iters);
+    typed.push(rawTypedCycle(d, size, iters) / iters);
     v.push(b);
     if (native) {
       n.push(a);
@@ -240,6 +355,8 @@ function compareCycle(
     native_us: nm === null ? null : r2(nm),
     vmmkit_us: r2(vm),
     raw_koffi_us: r2(median(raw)),
+    raw_typed_us: r2(median(typed)),
+    raw_typed_ratio: nm === null ? null : Math.round((median(typed) / nm) * 1000) / 1000,
     ratio: nm === null ? null : Math.round((vm / nm) * 1000) / 1000,
     paired_ratio: native ? Math.round(median(paired) * 1000) / 1000 : null,
     rounds,
@@ -328,7 +445,7 @@ function main(): void {
   console.log('cycle 2 MiB', cycle2);
   const cycle1g = compareCycle(cu, driver, native, fake ? 64 * MiB : GiB, quick ? 3 : 20, quick ? 3 : 9);
   console.log('cycle 1 GiB', cycle1g);
-  const calls2 = breakdown(cu, driver, 2 * MiB, quick ? 20 : 500);
+  const calls2 = breakdown(cu, driver, native, 2 * MiB, quick ? 20 : 500);
   console.log('per call, 2 MiB', calls2);
   const copies = compareCopies(cu, native, quick ? 4 * MiB : 64 * MiB, quick ? 2 : 10, quick ? 3 : 7);
   console.log('copies', copies);
@@ -382,7 +499,7 @@ function main(): void {
       : null,
     leftAfterBench: stats,
     method:
-      'One Node process: the native C library (bench/native/vmm_bench.c, loaded through koffi) and vmmkit (createCuda({ backend: "cuda" })) share one primary context; rounds alternate sides; each figure is the median over rounds of the mean per cycle (or copy) in a round. raw_koffi_us: the same driver calls through the raw koffi functions, no vmmkit logic.',
+      'One Node process: the native C library (bench/native/vmm_bench.c, loaded through koffi) and vmmkit (createCuda({ backend: "cuda" })) share one primary context; rounds alternate sides; each figure is the median over rounds of the mean per cycle (or copy) in a round. raw_koffi_us: the same driver calls through the raw koffi functions, no vmmkit logic, koffi marshalling _Out_ arrays and struct objects; raw_typed_us: the same with reused typed arrays and encoded structs, as vmmkit passes them. per_call_2MiB: each call timed on its own (performance.now around it in JS, clock_gettime in C; timer is the cost of the JS timing around nothing, included in each JS figure), median over iterations, lower of two interleaved passes.',
   };
   writeFileSync(join(outDir, 'h200-cuda.json'), `${JSON.stringify(result, null, 1)}\n`);
   console.log(

@@ -117,6 +117,63 @@ double vb_cycle(size_t size, int iters) {
   return now_us() - t0;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/*
+ * `iters` cycles with each of the seven calls timed on its own; writes each
+ * call's median microseconds to out[0..6] (reserve, create, map, setAccess,
+ * unmap, release, free). Returns 0, or a negative CUresult.
+ */
+double vb_per_call(size_t size, int iters, double *out) {
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = g_device;
+  CUmemAccessDesc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.location = prop.location;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  double *t = malloc(sizeof(double) * 7 * (size_t)iters);
+  if (!t) return -2.5;
+  for (int i = 0; i < iters; i++) {
+    CUdeviceptr ptr;
+    CUmemGenericAllocationHandle h;
+    double *r = t + 7 * (size_t)i, a, b;
+#define STEP(k, call)                                    \
+  a = now_us();                                          \
+  {                                                      \
+    CUresult rc_ = (call);                               \
+    if (rc_ != CUDA_SUCCESS) {                           \
+      free(t);                                           \
+      return -(double)rc_ - 0.5;                         \
+    }                                                    \
+  }                                                      \
+  b = now_us();                                          \
+  r[k] = b - a;
+    STEP(0, p_cuMemAddressReserve(&ptr, size, 0, 0, 0));
+    STEP(1, p_cuMemCreate(&h, size, &prop, 0));
+    STEP(2, p_cuMemMap(ptr, size, 0, h, 0));
+    STEP(3, p_cuMemSetAccess(ptr, size, &desc, 1));
+    STEP(4, p_cuMemUnmap(ptr, size));
+    STEP(5, p_cuMemRelease(h));
+    STEP(6, p_cuMemAddressFree(ptr, size));
+#undef STEP
+  }
+  double *col = malloc(sizeof(double) * (size_t)iters);
+  for (int k = 0; k < 7; k++) {
+    for (int i = 0; i < iters; i++) col[i] = t[7 * (size_t)i + k];
+    qsort(col, iters, sizeof col[0], cmp_double);
+    out[k] = iters % 2 ? col[iters / 2] : (col[iters / 2 - 1] + col[iters / 2]) / 2;
+  }
+  free(col);
+  free(t);
+  return 0;
+}
+
 static CUdeviceptr g_ptr;
 static size_t g_size;
 static CUmemGenericAllocationHandle g_handle;
@@ -157,10 +214,7 @@ double vb_copy(int kind, void *host, size_t size, int iters) {
 }
 
 #ifdef VMM_BENCH_MAIN
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#define cmp cmp_double
 static double median_cycle(size_t size, int iters, int rounds) {
   double r[64];
   for (int i = 0; i < rounds; i++) r[i] = vb_cycle(size, iters) / iters;

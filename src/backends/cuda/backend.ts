@@ -252,7 +252,21 @@ export class CudaBackend implements Backend {
   }
 
   unmap(va: number, size: number): void {
-    if (this.#pieces.size === 0 || !this.#pieces.has(va)) this.cu.unmap(va, size);
+    if (this.#pieces.size === 0) {
+      // The common case: no pieces anywhere, and (core unmaps mapping by mapping) one mapping.
+      this.cu.unmap(va, size);
+      const n = this.#mapped.get(va);
+      this.#mapped.delete(va);
+      if (n === undefined || n >= size) return;
+      for (let at = va + n; at < va + size; ) {
+        const next = this.#mapped.get(at);
+        if (next === undefined) break;
+        this.#mapped.delete(at);
+        at += next;
+      }
+      return;
+    }
+    if (!this.#pieces.has(va)) this.cu.unmap(va, size);
     const end = va + size;
     for (let at = va; at < end; ) {
       const n = this.#mapped.get(at);
