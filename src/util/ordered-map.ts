@@ -40,14 +40,8 @@ export class OrderedMap<V> {
   /** Index of the chunk that would hold `key`: the last whose first key is <= key (0 if none). */
   #chunkFor(key: number): number {
     const firsts = this.#firsts;
-    let lo = 0;
-    let hi = firsts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (firsts[mid] <= key) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    // The last chunk whose first key is <= key (the first chunk's is never compared).
+    return firsts.length === 1 ? 0 : Math.max(0, searchFrom(firsts, firsts.length, key + 1) - 1);
   }
 
   /**
@@ -261,24 +255,48 @@ function shiftLeft(c: Chunk, i: number): void {
 }
 
 function lowerBound(c: Chunk, key: number): number {
-  const keys = c.keys;
-  let lo = 0;
-  let hi = c.length;
+  return searchFrom(c.keys, c.length, key);
+}
+
+/** Keys are integers, so the first key > key is the first key >= key + 1. */
+function upperBound(c: Chunk, key: number): number {
+  return searchFrom(c.keys, c.length, key + 1);
+}
+
+/**
+ * The first index in sorted `keys[0, length)` whose key is >= `key`.
+ *
+ * Note [Interpolation search]: with a million ranges the chunks are cold, and
+ * each probe of a binary search is a cache miss. Addresses are spread fairly
+ * evenly, so the first probe goes where the key would sit if they were, and
+ * the search gallops outwards from there: two or three probes for evenly
+ * spread keys, never more than about twice a binary search's for any others.
+ */
+function searchFrom(keys: ArrayLike<number>, length: number, key: number): number {
+  if (length === 0 || key <= keys[0]) return 0;
+  const last = keys[length - 1];
+  if (key > last) return length;
+  // Here keys[0] < key <= last, so the answer is in [1, length - 1].
+  let g = Math.floor(((key - keys[0]) / (last - keys[0])) * (length - 1));
+  if (g < 1) g = 1;
+  let lo: number;
+  let hi: number;
+  if (keys[g] < key) {
+    // Gallop right: the answer is after g.
+    let step = 1;
+    lo = g + 1;
+    while (lo + step - 1 < length - 1 && keys[lo + step - 1] < key) step <<= 1;
+    hi = Math.min(lo + step - 1, length - 1);
+  } else {
+    // Gallop left: the answer is g or before.
+    let step = 1;
+    hi = g;
+    while (hi - step >= 1 && keys[hi - step] >= key) step <<= 1;
+    lo = Math.max(hi - step, 1);
+  }
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (keys[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-function upperBound(c: Chunk, key: number): number {
-  const keys = c.keys;
-  let lo = 0;
-  let hi = c.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (keys[mid] <= key) lo = mid + 1;
     else hi = mid;
   }
   return lo;
