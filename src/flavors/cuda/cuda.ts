@@ -1,6 +1,6 @@
 import type { Machine } from '../../backends/sim/machine.js';
 import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
-import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
+import type { AccessDescriptor, ReserveOptions, Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import { Access, type AllocationProperties, type Location } from '../../core/types.js';
 import {
@@ -287,7 +287,8 @@ export class CudaFlavor {
     // alignment, is refused (reserve.hintMisaligned, reserve.hintWithAlignment).
     if (hint !== 0 && hint % Math.max(align, g) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      ptr.value = this.#addresses.toBigInt(this.runtime.reserve(n, { alignment: align, hint }).base);
+      const options = align === 0 && hint === 0 ? NO_RESERVE_OPTIONS : { alignment: align, hint };
+      ptr.value = this.#addresses.toBigInt(this.runtime.reserve(n, options).base);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.#code(e);
@@ -990,6 +991,9 @@ const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable:
 function isLargeMultiple(size: unknown, granularity: number): boolean {
   return typeof size === 'bigint' && size > 0n && size % BigInt(granularity) === 0n;
 }
+
+/** The common reserve: no alignment beyond the granularity, no address hint. */
+const NO_RESERVE_OPTIONS: ReserveOptions = Object.freeze({ alignment: 0, hint: 0 });
 
 /** An integer in [0, limit). */
 function isSmall(x: unknown, limit: number): x is number {
