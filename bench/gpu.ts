@@ -8,11 +8,14 @@
  * Measures the full reserve/create/map/setAccess/unmap/release/free cycle at
  * 2 MiB and 1 GiB, and 64 MiB HtoD/DtoH/DtoD copies (each followed by
  * cuCtxSynchronize), plus the same cycle through the raw koffi binding with
- * no vmmkit logic (what the FFI itself costs), both with koffi marshalling
- * `_Out_` arrays and struct objects (raw_koffi) and with the reused typed
- * arrays vmmkit's checked layer passes (raw_typed; Note [Out-parameters as
- * typed arrays]), and each call of the cycle timed on its own through every
- * layer and from C. Writes DIR/h200-cuda.json,
+ * no vmmkit logic (what the FFI itself costs), with koffi marshalling `_Out_`
+ * arrays and struct objects (raw_koffi) and with the reused typed arrays
+ * vmmkit's checked layer passes (raw_typed; Note [Out-parameters as typed
+ * arrays]), and through the backend and the checked layer alone; each round
+ * runs every side in a rotating order after a warm-up long enough for V8 to
+ * optimise the whole path. Then each call of the cycle timed on its own
+ * through every layer and from C, and each cycle timed on its own (p10 to
+ * p99 and mean: where a mean departs from its median). Writes DIR/h200-cuda.json,
  * merging the proof script's summary when given. `--fake` runs the vmmkit
  * paths on the simulated stand-in for libcuda, without the native side.
  */
@@ -40,6 +43,8 @@ const GiB = 1 << 30;
 
 interface Native {
   cycle(size: number, iters: number): number;
+  /** Each of `iters` cycles timed on its own in C, microseconds. */
+  cycleTimes(size: number, iters: number): Float64Array;
   /** Median microseconds of each of the cycle's seven calls, timed one by one in C. */
   perCall(size: number, iters: number): Record<string, number>;
   copySetup(size: number): number;
@@ -54,6 +59,7 @@ function loadNative(path: string): Native {
   if (rc !== 0) throw new Error(`vb_init returned ${rc}`);
   const cycle = lib.func('double vb_cycle(size_t size, int iters)');
   const perCallC = lib.func('double vb_per_call(size_t size, int iters, double *out)');
+  const cycleTimesC = lib.func('double vb_cycle_times(size_t size, int iters, double *out)');
   const copySetup = lib.func('int vb_copy_setup(size_t size)');
   const copyTeardown = lib.func('int vb_copy_teardown()');
   const copy = lib.func('double vb_copy(int kind, uint8_t *host, size_t size, int iters)');
@@ -63,6 +69,11 @@ function loadNative(path: string): Native {
   };
   return {
     cycle: (size, iters) => must(cycle(size, iters) as number, 'vb_cycle'),
+    cycleTimes: (size, iters) => {
+      const out = new Float64Array(iters);
+      must(cycleTimesC(size, iters, out) as number, 'vb_cycle_times');
+      return out;
+    },
     perCall: (size, iters) => {
       const out = new Float64Array(7);
       must(perCallC(size, iters, out) as number, 'vb_per_call');
@@ -94,6 +105,39 @@ function flavourCycle(cu: CudaFlavor, size: number, iters: number): number {
     ok(cu.cuMemUnmap(ptr.value, size), 'cuMemUnmap');
     ok(cu.cuMemRelease(h.value), 'cuMemRelease');
     ok(cu.cuMemAddressFree(ptr.value, size), 'cuMemAddressFree');
+  }
+  return (performance.now() - t0) * 1000;
+}
+
+const deviceProps = { location: { type: 'device' as const, id: 0 }, handleTypes: 0, uncached: false };
+
+/** The cycle through the CUDA backend alone (no flavour, no core); microseconds for the batch. */
+function backendCycle(b: CudaBackend, size: number, iters: number): number {
+  const t0 = performance.now();
+  for (let i = 0; i < iters; i++) {
+    const va = b.reserve(size, size, 0);
+    const h = b.create(size, deviceProps);
+    b.map(va, size, h, 0);
+    b.setAccess(va, size, 0, 3);
+    b.unmap(va, size);
+    b.release(h);
+    b.free(va, size);
+  }
+  return (performance.now() - t0) * 1000;
+}
+
+/** The cycle through the checked layer alone; microseconds for the batch. */
+function checkedCycle(b: CudaBackend, size: number, iters: number): number {
+  const c = b.cu;
+  const t0 = performance.now();
+  for (let i = 0; i < iters; i++) {
+    const va = c.addressReserve(size, 0, 0);
+    const h = c.create(size, 1, 0, 0);
+    c.map(va, size, 0, h);
+    c.setAccess(va, size, 0, 3);
+    c.unmap(va, size);
+    c.release(h);
+    c.addressFree(va, size);
   }
   return (performance.now() - t0) * 1000;
 }
@@ -306,14 +350,30 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 interface Compared {
   native_us: number | null;
   vmmkit_us: number;
+  backend_us?: number;
+  checked_us?: number;
   raw_koffi_us?: number;
   raw_typed_us?: number;
   raw_typed_ratio?: number | null;
+  backend_ratio?: number | null;
   ratio: number | null;
   /** Median over rounds of vmmkit / native within the round. */
   paired_ratio: number | null;
   rounds: number;
   iters: number;
+}
+
+/** p10, p50, p90, p99 and mean of a sample, microseconds. */
+function spread(xs: ArrayLike<number>) {
+  const s = Array.from(xs).sort((a, b) => a - b);
+  const at = (q: number) => r2(s[Math.min(s.length - 1, Math.floor(q * s.length))]);
+  return {
+    p10: at(0.1),
+    p50: at(0.5),
+    p90: at(0.9),
+    p99: at(0.99),
+    mean: r2(s.reduce((a, b) => a + b, 0) / s.length),
+  };
 }
 
 function compareCycle(
@@ -324,43 +384,65 @@ function compareCycle(
   iters: number,
   rounds: number,
 ): Compared {
-  // Warm up every side.
-  native?.cycle(size, Math.max(2, iters >> 2));
-  flavourCycle(cu, size, Math.max(2, iters >> 2));
-  rawCycle(d, size, Math.max(2, iters >> 2));
-  rawTypedCycle(d, size, Math.max(2, iters >> 2));
-  const n: number[] = [];
-  const v: number[] = [];
-  const raw: number[] = [];
-  const typed: number[] = [];
+  const b = cu.runtime.backend as CudaBackend;
+  const js: Record<string, (n: number) => number> = {
+    vmmkit: (n) => flavourCycle(cu, size, n),
+    backend: (n) => backendCycle(b, size, n),
+    checked: (n) => checkedCycle(b, size, n),
+    raw_typed: (n) => rawTypedCycle(d, size, n),
+    raw_koffi: (n) => rawCycle(d, size, n),
+  };
+  const sides: Record<string, (n: number) => number> = native
+    ? { native: (n) => native.cycle(size, n), ...js }
+    : js;
+  const names = Object.keys(sides);
+  // Warm up every side: long enough at 2 MiB for V8 to optimise the whole path.
+  const warm = size <= 64 * 1024 * 1024 ? Math.max(iters, 2000) : Math.max(2, iters >> 2);
+  for (const k of names) sides[k](warm);
+  const per: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
   const paired: number[] = [];
   for (let r = 0; r < rounds; r++) {
-    // Alternate which side goes first, so neither always follows the other.
-    const first = r % 2 === 0;
-    let a = 0;
-    if (native && first) a = native.cycle(size, iters) / iters;
-    const b = flavourCycle(cu, size, iters) / iters;
-    if (native && !first) a = native.cycle(size, iters) / iters;
-    raw.push(rawCycle(d, size, iters) / iters);
-    typed.push(rawTypedCycle(d, size, iters) / iters);
-    v.push(b);
-    if (native) {
-      n.push(a);
-      paired.push(b / a);
+    // Rotate the order, so no side always follows another.
+    for (let i = 0; i < names.length; i++) {
+      const k = names[(i + r) % names.length];
+      per[k].push(sides[k](iters) / iters);
     }
+    if (native) paired.push(per.vmmkit[r] / per.native[r]);
   }
-  const nm = native ? median(n) : null;
-  const vm = median(v);
+  const m = (k: string) => (per[k] ? median(per[k]) : null);
+  const nm = m('native');
+  const vm = m('vmmkit')!;
+  const ratio = (x: number | null) => (nm === null || x === null ? null : Math.round((x / nm) * 1000) / 1000);
   return {
     native_us: nm === null ? null : r2(nm),
     vmmkit_us: r2(vm),
-    raw_koffi_us: r2(median(raw)),
-    raw_typed_us: r2(median(typed)),
-    raw_typed_ratio: nm === null ? null : Math.round((median(typed) / nm) * 1000) / 1000,
-    ratio: nm === null ? null : Math.round((vm / nm) * 1000) / 1000,
+    backend_us: r2(m('backend')!),
+    checked_us: r2(m('checked')!),
+    raw_koffi_us: r2(m('raw_koffi')!),
+    raw_typed_us: r2(m('raw_typed')!),
+    raw_typed_ratio: ratio(m('raw_typed')),
+    backend_ratio: ratio(m('backend')),
+    ratio: ratio(vm),
     paired_ratio: native ? Math.round(median(paired) * 1000) / 1000 : null,
     rounds,
     iters,
+  };
+}
+
+/** Each of `iters` cycles timed on its own, for every side: where the time goes beyond the median. */
+function cycleSpread(cu: CudaFlavor, d: CudaDriver, native: Native | undefined, size: number, iters: number) {
+  const b = cu.runtime.backend as CudaBackend;
+  const one = (f: (n: number) => number) => {
+    const t = new Float64Array(iters);
+    for (let i = 0; i < iters; i++) t[i] = f(1);
+    return spread(t);
+  };
+  return {
+    native: native ? spread(native.cycleTimes(size, iters)) : null,
+    vmmkit: one((n) => flavourCycle(cu, size, n)),
+    backend: one((n) => backendCycle(b, size, n)),
+    checked: one((n) => checkedCycle(b, size, n)),
+    raw_typed: one((n) => rawTypedCycle(d, size, n)),
   };
 }
 
@@ -447,6 +529,8 @@ function main(): void {
   console.log('cycle 1 GiB', cycle1g);
   const calls2 = breakdown(cu, driver, native, 2 * MiB, quick ? 20 : 500);
   console.log('per call, 2 MiB', calls2);
+  const spread2 = cycleSpread(cu, driver, native, 2 * MiB, quick ? 50 : 2000);
+  console.log('each cycle, 2 MiB', spread2);
   const copies = compareCopies(cu, native, quick ? 4 * MiB : 64 * MiB, quick ? 2 : 10, quick ? 3 : 7);
   console.log('copies', copies);
   const stats = cu.runtime.stats();
@@ -487,6 +571,7 @@ function main(): void {
     cycle_2MiB: cycle2,
     cycle_1GiB: cycle1g,
     per_call_2MiB: calls2,
+    each_cycle_2MiB: spread2,
     copies_64MiB: copies,
     contract: prove ? prove.contract : null,
     flavours_over_cuda: prove

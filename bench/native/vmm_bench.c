@@ -174,6 +174,16 @@ double vb_per_call(size_t size, int iters, double *out) {
   return 0;
 }
 
+/* `iters` cycles, each timed on its own: out[i] is cycle i's microseconds. Returns 0, or a negative CUresult. */
+double vb_cycle_times(size_t size, int iters, double *out) {
+  for (int i = 0; i < iters; i++) {
+    double us = vb_cycle(size, 1);
+    if (us < 0) return us;
+    out[i] = us;
+  }
+  return 0;
+}
+
 static CUdeviceptr g_ptr;
 static size_t g_size;
 static CUmemGenericAllocationHandle g_handle;
