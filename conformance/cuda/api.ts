@@ -14,21 +14,9 @@ export interface Box<T> {
 }
 export type Size = number | bigint;
 
-export interface CUmemLocation {
-  type: number;
-  id: number;
-}
-export interface CUmemAllocationProp {
-  type: number;
-  requestedHandleTypes: number;
-  location: CUmemLocation;
-  win32HandleMetaData?: bigint | number | null;
-  allocFlags?: { compressionType?: number; gpuDirectRDMACapable?: number; usage?: number };
-}
-export interface CUmemAccessDesc {
-  location: CUmemLocation;
-  flags: number;
-}
+export type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../src/flavors/cuda/cuda.js';
+
+import type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../src/flavors/cuda/cuda.js';
 
 export interface CudaApi {
   cuInit(flags: number): number;
@@ -73,35 +61,31 @@ export interface CudaApi {
   cuGetErrorString(code: number, str: Box<string>): number;
 }
 
-// Enum values as in cuda.h (CUDA 12.x).
-export const CUDA_SUCCESS = 0;
-export const CUDA_ERROR_INVALID_VALUE = 1;
-export const CUDA_ERROR_OUT_OF_MEMORY = 2;
-export const CUDA_ERROR_INVALID_DEVICE = 101;
-export const CUDA_ERROR_NOT_SUPPORTED = 801;
-export const CUDA_ERROR_UNKNOWN = 999;
-
-export const CU_MEM_ALLOCATION_TYPE_INVALID = 0;
-export const CU_MEM_ALLOCATION_TYPE_PINNED = 1;
-
-export const CU_MEM_LOCATION_TYPE_INVALID = 0;
-export const CU_MEM_LOCATION_TYPE_DEVICE = 1;
-export const CU_MEM_LOCATION_TYPE_HOST = 2;
-export const CU_MEM_LOCATION_TYPE_HOST_NUMA = 3;
-export const CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4;
-
-export const CU_MEM_HANDLE_TYPE_NONE = 0;
-export const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
-export const CU_MEM_HANDLE_TYPE_WIN32 = 2;
-export const CU_MEM_HANDLE_TYPE_WIN32_KMT = 4;
-export const CU_MEM_HANDLE_TYPE_FABRIC = 8;
-
-export const CU_MEM_ACCESS_FLAGS_PROT_NONE = 0;
-export const CU_MEM_ACCESS_FLAGS_PROT_READ = 1;
-export const CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
-
-export const CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
-export const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
-
-export const CU_STREAM_DEFAULT = 0;
-export const CU_STREAM_NON_BLOCKING = 1;
+// The enum values (cuda.h), from the one list in the CUDA flavour.
+export {
+  CU_MEM_ACCESS_FLAGS_PROT_NONE,
+  CU_MEM_ACCESS_FLAGS_PROT_READ,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+  CU_MEM_ALLOCATION_TYPE_INVALID,
+  CU_MEM_ALLOCATION_TYPE_PINNED,
+  CU_MEM_HANDLE_TYPE_FABRIC,
+  CU_MEM_HANDLE_TYPE_NONE,
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+  CU_MEM_HANDLE_TYPE_WIN32,
+  CU_MEM_HANDLE_TYPE_WIN32_KMT,
+  CU_MEM_LOCATION_TYPE_DEVICE,
+  CU_MEM_LOCATION_TYPE_HOST,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+  CU_MEM_LOCATION_TYPE_INVALID,
+  CU_STREAM_DEFAULT,
+  CU_STREAM_NON_BLOCKING,
+  CUDA_ERROR_INVALID_DEVICE,
+  CUDA_ERROR_INVALID_VALUE,
+  CUDA_ERROR_NOT_SUPPORTED,
+  CUDA_ERROR_OUT_OF_MEMORY,
+  CUDA_ERROR_UNKNOWN,
+  CUDA_SUCCESS,
+} from '../../src/flavors/cuda/constants.js';

@@ -5,7 +5,7 @@ import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { type Box, isBox, isHostBuffer, isStruct, toCount, toInt } from '../common/args.js';
-import { codeFor } from '../common/error-table.js';
+import { VendorCodes } from '../common/error-table.js';
 import { type FlavorOptions, startProcess } from '../common/process.js';
 import * as C from './constants.js';
 import { ACL_ERROR_TABLE, ACL_UNKNOWN_ERROR } from './error-table.js';
@@ -146,8 +146,7 @@ export class AclFlavor {
   readonly runtime: Runtime;
   /** The simulated machine this process runs on (undefined on real hardware). */
   readonly machine: Machine | undefined;
-  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with ACL_ERROR_INTERNAL_ERROR. */
-  lastInternalError: unknown;
+  readonly #codes: VendorCodes;
   #initialized = false;
   /** aclrtSetDevice count per device ordinal (aclrtResetDevice undoes one). */
   readonly #deviceRefs: number[];
@@ -171,6 +170,7 @@ export class AclFlavor {
     this.runtime = p.runtime;
     this.machine = p.machine;
     this.#report = p.report;
+    this.#codes = new VendorCodes(ACL_ERROR_TABLE, C.ACL_SUCCESS, ACL_UNKNOWN_ERROR, 'ACL', p.report);
     this.#deviceRefs = this.runtime.devices.map(() => 0);
     this.#recordFailures();
     if (options.tracer) instrument(this, 'flavor', options.tracer, ACL_FUNCTIONS);
@@ -859,6 +859,11 @@ export class AclFlavor {
     return code;
   }
 
+  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with ACL_ERROR_INTERNAL_ERROR. */
+  get lastInternalError(): unknown {
+    return this.#codes.lastInternalError;
+  }
+
   #run(work: () => void): number {
     try {
       work();
@@ -868,14 +873,14 @@ export class AclFlavor {
     }
   }
 
+  /** VendorCodes' answer, plus the reason aclGetRecentErrMsg reports and ACL's own refusals. */
   #code(e: unknown): number {
     if (e instanceof AclRefusal) return e.code;
-    if (isVmmError(e)) this.#reason = e.message;
-    return codeFor(ACL_ERROR_TABLE, e, ACL_UNKNOWN_ERROR, (err) => {
-      this.lastInternalError = err;
-      this.#reason = `internal error: ${err instanceof Error ? err.message : String(err)}`;
-      this.#report('internal error in an ACL call', err);
-    });
+    const code = this.#codes.code(e);
+    this.#reason = isVmmError(e)
+      ? e.message
+      : `internal error: ${e instanceof Error ? e.message : String(e)}`;
+    return code;
   }
 
   /**

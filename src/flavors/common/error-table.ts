@@ -18,3 +18,37 @@ export function codeFor(
   report(error);
   return unknownCode;
 }
+
+/**
+ * A flavour's error factory: what a call caught becomes the vendor's code
+ * (see codeFor), and an unexpected error is kept for debugging.
+ */
+export class VendorCodes {
+  /** The last unexpected internal error (a vmmkit bug); the call answered it with the unknown code. */
+  lastInternalError: unknown;
+
+  constructor(
+    readonly table: ErrorTable,
+    readonly success: number,
+    readonly unknown: number,
+    readonly vendor: string,
+    readonly report: (message: string, error?: unknown) => void,
+  ) {}
+
+  code(e: unknown): number {
+    return codeFor(this.table, e, this.unknown, (err) => {
+      this.lastInternalError = err;
+      this.report(`internal error in a ${this.vendor} call`, err);
+    });
+  }
+
+  /** Run core work: the success code, or the code for what it threw. */
+  run(work: () => void): number {
+    try {
+      work();
+      return this.success;
+    } catch (e) {
+      return this.code(e);
+    }
+  }
+}

@@ -13,7 +13,7 @@ import {
   toCount,
   toInt,
 } from '../common/args.js';
-import { codeFor } from '../common/error-table.js';
+import { VendorCodes } from '../common/error-table.js';
 import { type FlavorOptions, startProcess } from '../common/process.js';
 import * as C from './constants.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
@@ -109,8 +109,7 @@ export class CudaFlavor {
   readonly runtime: Runtime;
   /** The simulated machine this process runs on (undefined on real hardware). */
   readonly machine: Machine | undefined;
-  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with CUDA_ERROR_UNKNOWN. */
-  lastInternalError: unknown;
+  readonly #codes: VendorCodes;
   #initialized = false;
   /** Primary contexts retained, per device ordinal: retain count. */
   readonly #primaryRefs: number[];
@@ -138,8 +137,14 @@ export class CudaFlavor {
     this.runtime = p.runtime;
     this.machine = p.machine;
     this.#report = p.report;
+    this.#codes = new VendorCodes(CUDA_ERROR_TABLE, C.CUDA_SUCCESS, C.CUDA_ERROR_UNKNOWN, 'CUDA', p.report);
     this.#primaryRefs = this.runtime.devices.map(() => 0);
     if (options.tracer) instrument(this, 'flavor', options.tracer, CUDA_FUNCTIONS);
+  }
+
+  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with CUDA_ERROR_UNKNOWN. */
+  get lastInternalError(): unknown {
+    return this.#codes.lastInternalError;
   }
 
   /** This process's pid on its machine. */
@@ -242,7 +247,7 @@ export class CudaFlavor {
   cuCtxSynchronize(): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#run(() => this.runtime.synchronize(this.#current));
+    return this.#codes.run(() => this.runtime.synchronize(this.#current));
   }
 
   // --- virtual memory management ---------------------------------------------------------
@@ -291,7 +296,7 @@ export class CudaFlavor {
       ptr.value = this.#addresses.toBigInt(this.runtime.reserve(n, options).base);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -306,7 +311,7 @@ export class CudaFlavor {
       this.runtime.free(r);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -333,7 +338,7 @@ export class CudaFlavor {
       handle.value = this.#handleValue(a.id);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -346,7 +351,7 @@ export class CudaFlavor {
       this.runtime.release(a);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -369,7 +374,7 @@ export class CudaFlavor {
       else return this.#mapAcross(va, n, a);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -409,7 +414,7 @@ export class CudaFlavor {
       if (this.#spans.size !== 0) this.#forgetSpans(mappings);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -476,7 +481,7 @@ export class CudaFlavor {
       this.runtime.setAccessFrom(first, reach, descriptors);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -509,7 +514,7 @@ export class CudaFlavor {
       handle.value = this.#handleValue(this.runtime.retain(this.#addresses.toNumber(addr)).id);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -552,7 +557,7 @@ export class CudaFlavor {
       shareable.value = this.runtime.exportFd(a);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -570,7 +575,7 @@ export class CudaFlavor {
       handle.value = this.#handleValue(this.runtime.importFd(toCount(osHandle)).id);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -585,7 +590,7 @@ export class CudaFlavor {
       dptr.value = this.#addresses.toBigInt(this.runtime.malloc(this.#current, n).base);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -600,7 +605,7 @@ export class CudaFlavor {
       this.runtime.mfree(va);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -644,7 +649,7 @@ export class CudaFlavor {
     if (!isHostBuffer(srcHost) || n < 0 || n > srcHost.length) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#run(() =>
+    return this.#codes.run(() =>
       this.runtime.write(this.#current, this.#addresses.toNumber(dstDevice), srcHost.subarray(0, n), stream),
     );
   }
@@ -665,7 +670,7 @@ export class CudaFlavor {
     if (!isHostBuffer(dstHost) || n < 0 || n > dstHost.length) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#run(() =>
+    return this.#codes.run(() =>
       this.runtime.read(this.#current, this.#addresses.toNumber(srcDevice), dstHost.subarray(0, n), stream),
     );
   }
@@ -686,7 +691,7 @@ export class CudaFlavor {
     if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#run(() =>
+    return this.#codes.run(() =>
       this.runtime.copy(
         this.#current,
         this.#addresses.toNumber(dstDevice),
@@ -712,7 +717,7 @@ export class CudaFlavor {
     if (count < 0 || !Number.isInteger(uc)) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#run(() =>
+    return this.#codes.run(() =>
       this.runtime.fill(this.#current, this.#addresses.toNumber(dstDevice), uc, count, stream),
     );
   }
@@ -726,7 +731,7 @@ export class CudaFlavor {
     if (!isBox(phStream) || (f !== C.CU_STREAM_DEFAULT && f !== C.CU_STREAM_NON_BLOCKING)) {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
-    return this.#run(() => {
+    return this.#codes.run(() => {
       const id = this.runtime.createStream(this.#current);
       const h = STREAM_BASE + BigInt(id);
       this.#streams.set(h, id);
@@ -739,7 +744,7 @@ export class CudaFlavor {
     if (code !== C.CUDA_SUCCESS) return code;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#run(() =>
+    return this.#codes.run(() =>
       stream === 0 ? this.runtime.synchronize(this.#current) : this.runtime.synchronizeStream(stream),
     );
   }
@@ -750,7 +755,7 @@ export class CudaFlavor {
     const stream = this.#stream(hStream);
     if (stream <= 0) return C.CUDA_ERROR_INVALID_HANDLE;
     this.#streams.delete(BigInt(hStream));
-    return this.#run(() => this.runtime.destroyStream(stream));
+    return this.#codes.run(() => this.runtime.destroyStream(stream));
   }
 
   // --- errors ----------------------------------------------------------------------------------------
@@ -890,7 +895,7 @@ export class CudaFlavor {
       } catch (undo) {
         this.#report('could not undo a partial cuMemMap', undo);
       }
-      return e instanceof RangeError ? C.CUDA_ERROR_INVALID_VALUE : this.#code(e);
+      return e instanceof RangeError ? C.CUDA_ERROR_INVALID_VALUE : this.#codes.code(e);
     }
     const span: Span = { pieces, hidden };
     for (const m of pieces) this.#spans.set(m, span);
@@ -947,22 +952,6 @@ export class CudaFlavor {
     if (h === 0n || h === 0 || h === null || h === undefined) return 0;
     if (typeof h !== 'bigint') return -1;
     return this.#streams.get(h) ?? -1;
-  }
-
-  #run(work: () => void): number {
-    try {
-      work();
-      return C.CUDA_SUCCESS;
-    } catch (e) {
-      return this.#code(e);
-    }
-  }
-
-  #code(e: unknown): number {
-    return codeFor(CUDA_ERROR_TABLE, e, C.CUDA_ERROR_UNKNOWN, (err) => {
-      this.lastInternalError = err;
-      this.#report('internal error in a CUDA call', err);
-    });
   }
 }
 

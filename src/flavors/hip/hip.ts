@@ -5,7 +5,7 @@ import type { Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { type Box, isBox, isHostBuffer, isPowerOfTwo, isStruct, toCount, toInt } from '../common/args.js';
-import { codeFor } from '../common/error-table.js';
+import { VendorCodes } from '../common/error-table.js';
 import { type FlavorOptions, startProcess } from '../common/process.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
@@ -113,8 +113,7 @@ export class HipFlavor {
   readonly runtime: Runtime;
   /** The simulated machine this process runs on (undefined on real hardware). */
   readonly machine: Machine | undefined;
-  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with hipErrorUnknown. */
-  lastInternalError: unknown;
+  readonly #codes: VendorCodes;
   /** The calling thread's current device (hipSetDevice). */
   #current = 0;
   /** Stream handle -> core stream id and the device it was created on. */
@@ -128,7 +127,13 @@ export class HipFlavor {
     this.runtime = p.runtime;
     this.machine = p.machine;
     this.#report = p.report;
+    this.#codes = new VendorCodes(HIP_ERROR_TABLE, C.hipSuccess, C.hipErrorUnknown, 'HIP', p.report);
     if (options.tracer) instrument(this, 'flavor', options.tracer, HIP_FUNCTIONS);
+  }
+
+  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with hipErrorUnknown. */
+  get lastInternalError(): unknown {
+    return this.#codes.lastInternalError;
   }
 
   /** This process's pid on its machine. */
@@ -168,7 +173,7 @@ export class HipFlavor {
 
   hipDeviceSynchronize(): number {
     if (this.#gone()) return C.hipErrorNotInitialized;
-    return this.#run(() => this.runtime.synchronize(this.#current));
+    return this.#codes.run(() => this.runtime.synchronize(this.#current));
   }
 
   // --- virtual memory management (hip_vm.cpp) -----------------------------------------------
@@ -216,7 +221,7 @@ export class HipFlavor {
       return C.hipSuccess;
     } catch (e) {
       // virtualAlloc returning null is answered with hipErrorOutOfMemory.
-      return isVmmError(e) ? C.hipErrorOutOfMemory : this.#code(e);
+      return isVmmError(e) ? C.hipErrorOutOfMemory : this.#codes.code(e);
     }
   }
 
@@ -234,7 +239,7 @@ export class HipFlavor {
     const r = this.runtime.reservationContaining(va);
     if (r === undefined || r.origin !== 'vmm') return C.hipErrorInvalidValue;
     if (r.base !== va || r.mappingCount > 0) return C.hipErrorUnknown;
-    return this.#run(() => this.runtime.free(r));
+    return this.#codes.run(() => this.runtime.free(r));
   }
 
   hipMemCreate(handle: Box<bigint>, size: Size, prop: hipMemAllocationProp, flags: Size): number {
@@ -289,7 +294,7 @@ export class HipFlavor {
       handle.value = BigInt(a.id);
       return C.hipSuccess;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -297,7 +302,7 @@ export class HipFlavor {
     if (this.#gone()) return C.hipErrorNotInitialized;
     const a = this.#allocation(handle);
     if (a === undefined) return C.hipErrorInvalidValue;
-    return this.#run(() => this.runtime.release(a));
+    return this.#codes.run(() => this.runtime.release(a));
   }
 
   /** Maps [ptr, ptr + size) to the start of the allocation; the mapping holds one reference (ga->retain). */
@@ -314,7 +319,7 @@ export class HipFlavor {
     // Host-backed memory is mapped through the current device (VmmOwnerDeviceIndex).
     const owner = a.props.location.type === 'device' ? a.props.location.id : this.#current;
     if (n % this.runtime.devices[owner].minimumGranularity !== 0) return C.hipErrorInvalidValue;
-    return this.#run(() => this.runtime.map(va, n, a, 0));
+    return this.#codes.run(() => this.runtime.map(va, n, a, 0));
   }
 
   /**
@@ -329,7 +334,7 @@ export class HipFlavor {
     if (va <= 0 || n <= 0) return C.hipErrorInvalidValue;
     const chunks = this.#coverage(va, n);
     if (chunks === undefined) return C.hipErrorInvalidValue;
-    return this.#run(() => this.runtime.unmapMappings(chunks));
+    return this.#codes.run(() => this.runtime.unmapMappings(chunks));
   }
 
   /**
@@ -368,7 +373,7 @@ export class HipFlavor {
       // The CPU agent's access (host location types) is not modelled: host copies go through
       // the current device. The descriptor is accepted and changes nothing.
       if (type !== C.hipMemLocationTypeDevice) continue;
-      const code = this.#run(() =>
+      const code = this.#codes.run(() =>
         this.runtime.setAccessOn(chunks, [{ device: id, access: d.flags as Access }]),
       );
       if (code !== C.hipSuccess) return code;
@@ -403,7 +408,7 @@ export class HipFlavor {
       handle.value = BigInt(this.runtime.retain(va).id);
       return C.hipSuccess;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -439,7 +444,7 @@ export class HipFlavor {
       shareableHandle.value = this.runtime.exportFd(a);
       return C.hipSuccess;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -464,7 +469,7 @@ export class HipFlavor {
       handle.value = BigInt(a.id);
       return C.hipSuccess;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -483,7 +488,7 @@ export class HipFlavor {
       ptr.value = BigInt(this.runtime.malloc(this.#current, n).base);
       return C.hipSuccess;
     } catch (e) {
-      return this.#code(e);
+      return this.#codes.code(e);
     }
   }
 
@@ -494,7 +499,7 @@ export class HipFlavor {
     if (va === 0) return C.hipSuccess;
     const r = this.runtime.reservationAt(va);
     if (r === undefined || r.origin !== 'malloc') return C.hipErrorInvalidValue;
-    return this.#run(() => this.runtime.mfree(va));
+    return this.#codes.run(() => this.runtime.mfree(va));
   }
 
   hipMemGetInfo(free: Box<number>, total: Box<number>): number {
@@ -535,7 +540,7 @@ export class HipFlavor {
     if (this.#gone()) return C.hipErrorNotInitialized;
     if (!isBox(stream)) return C.hipErrorInvalidValue;
     const device = this.#current;
-    return this.#run(() => {
+    return this.#codes.run(() => {
       const id = this.runtime.createStream(device);
       const h = STREAM_BASE + BigInt(id);
       this.#streams.set(h, { id, device });
@@ -548,7 +553,7 @@ export class HipFlavor {
     if (this.#gone()) return C.hipErrorNotInitialized;
     const s = this.#stream(stream);
     if (s === undefined) return C.hipErrorInvalidHandle;
-    return this.#run(() =>
+    return this.#codes.run(() =>
       s.id === 0 ? this.runtime.synchronize(this.#current) : this.runtime.synchronizeStream(s.id),
     );
   }
@@ -558,7 +563,7 @@ export class HipFlavor {
     const s = this.#stream(stream);
     if (s === undefined || s.id === 0) return C.hipErrorInvalidHandle;
     this.#streams.delete(BigInt(stream as bigint));
-    return this.#run(() => this.runtime.destroyStream(s.id));
+    return this.#codes.run(() => this.runtime.destroyStream(s.id));
   }
 
   // --- errors ----------------------------------------------------------------------------------------
@@ -639,9 +644,9 @@ export class HipFlavor {
       dst.set(src.subarray(0, n));
       return C.hipSuccess;
     }
-    if (srcHost) return this.#run(() => this.runtime.write(device, dstVa, src.subarray(0, n), s.id));
-    if (dstHost) return this.#run(() => this.runtime.read(device, srcVa, dst.subarray(0, n), s.id));
-    return this.#run(() => this.runtime.copy(device, dstVa, srcVa, n, s.id));
+    if (srcHost) return this.#codes.run(() => this.runtime.write(device, dstVa, src.subarray(0, n), s.id));
+    if (dstHost) return this.#codes.run(() => this.runtime.read(device, srcVa, dst.subarray(0, n), s.id));
+    return this.#codes.run(() => this.runtime.copy(device, dstVa, srcVa, n, s.id));
   }
 
   #memset(dst: HipPtr, value: number, sizeBytes: Size, stream: HipHandle): number {
@@ -653,7 +658,7 @@ export class HipFlavor {
     const s = this.#stream(stream);
     if (s === undefined) return C.hipErrorInvalidHandle;
     const device = s.id === 0 ? this.#current : s.device;
-    return this.#run(() => this.runtime.fill(device, va, toInt(value), n, s.id));
+    return this.#codes.run(() => this.runtime.fill(device, va, toInt(value), n, s.id));
   }
 
   #allocation(handle: HipHandle): PhysicalAllocation | undefined {
@@ -681,22 +686,6 @@ export class HipFlavor {
     if (h === null || h === undefined || h === 0 || h === 0n) return { id: 0, device: this.#current };
     if (typeof h !== 'bigint') return undefined;
     return this.#streams.get(h);
-  }
-
-  #run(work: () => void): number {
-    try {
-      work();
-      return C.hipSuccess;
-    } catch (e) {
-      return this.#code(e);
-    }
-  }
-
-  #code(e: unknown): number {
-    return codeFor(HIP_ERROR_TABLE, e, C.hipErrorUnknown, (err) => {
-      this.lastInternalError = err;
-      this.#report('internal error in a HIP call', err);
-    });
   }
 }
 
