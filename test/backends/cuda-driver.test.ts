@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CheckedCuda, CudaDriverError } from '../../src/backends/cuda/checked.js';
 import {
   type CudaDriver,
   CudaDriverUnavailableError,
@@ -6,6 +7,12 @@ import {
   DEFAULT_LIBRARY_PATHS,
   loadCudaDriver,
 } from '../../src/backends/cuda/driver.js';
+import {
+  declareDriverTypes,
+  decodeAccessDesc,
+  decodeProp,
+  STRUCT_LAYOUT,
+} from '../../src/backends/cuda/driver-api.js';
 
 function tryLoad(): CudaDriver | undefined {
   try {
@@ -61,5 +68,64 @@ describe('raw CUDA driver', () => {
     expect(cu.cuMemRelease(handle.value)).toBe(0);
     expect(cu.cuMemAddressFree(ptr.value, size)).toBe(0);
     expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(0);
+  });
+});
+
+describe('checked layer: out-parameters as typed arrays (Note [Out-parameters as typed arrays])', () => {
+  /** A driver that records what the checked layer hands it and answers from `answer`. */
+  function recording(answer: bigint) {
+    const seen: Record<string, unknown[]> = {};
+    const driver = new Proxy({} as Record<string, unknown>, {
+      get: (_, name: string) => {
+        if (name === 'libraryPath') return '(recording)';
+        if (name === 'types') return declareDriverTypes();
+        return (...args: unknown[]) => {
+          seen[name] = args.map((a) => (a instanceof Uint8Array ? Uint8Array.from(a) : a));
+          const out = args[0];
+          if (out instanceof BigUint64Array) out[0] = answer;
+          return 0;
+        };
+      },
+    });
+    return { cu: new CheckedCuda(driver as unknown as CudaDriver), seen };
+  }
+
+  it('koffi lays the structs out where the checked layer encodes them', () => {
+    expect(() => declareDriverTypes()).not.toThrow();
+    expect(STRUCT_LAYOUT.CUmemAllocationProp['location.id']).toBe(12);
+    expect(STRUCT_LAYOUT.CUmemAccessDesc.flags).toBe(8);
+  });
+
+  it('reads 64-bit out-parameters as numbers when exact and bigints above 2^53', () => {
+    expect(recording(0x7f00_0020_0000n).cu.addressReserve(2 << 20, 0, 0)).toBe(0x7f00_0020_0000);
+    expect(recording(0x5550_0000_0010n).cu.create(2 << 20, 1, 0, 0)).toBe(0x5550_0000_0010);
+    expect(recording(1n << 60n).cu.create(2 << 20, 1, 0, 0)).toBe(1n << 60n);
+  });
+
+  it('passes reused typed arrays and encoded structs, never koffi-marshalled arrays or objects', () => {
+    const { cu, seen } = recording(42n);
+    cu.create(4 << 20, 3, 1, 1);
+    const [out, size, prop, flags] = seen.cuMemCreate;
+    expect(out).toBeInstanceOf(BigUint64Array);
+    expect([size, flags]).toEqual([4 << 20, 0]);
+    expect(decodeProp(prop as Uint8Array)).toEqual({
+      type: 1,
+      requestedHandleTypes: 1,
+      location: { type: 3, id: 1 },
+      allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0 },
+    });
+    cu.setAccess(0x7f00_0000_0000, 2 << 20, 1, 3);
+    const [ptr, n, desc, count] = seen.cuMemSetAccess;
+    expect([ptr, n, count]).toEqual([0x7f00_0000_0000, 2 << 20, 1]);
+    expect(decodeAccessDesc(desc as Uint8Array)).toEqual({ location: { type: 1, id: 1 }, flags: 3 });
+    cu.addressReserve(2 << 20, 0, 0);
+    expect(seen.cuMemAddressReserve[0]).toBe(seen.cuMemCreate[0]);
+  });
+
+  it('turns a failing CUresult into a CudaDriverError naming the function', () => {
+    const failing = new Proxy({} as Record<string, unknown>, { get: () => () => 2 });
+    const cu = new CheckedCuda(failing as unknown as CudaDriver);
+    expect(() => cu.create(2 << 20, 1, 0, 0)).toThrow(/cuMemCreate returned CUDA_ERROR_OUT_OF_MEMORY/);
+    expect(() => cu.setAccess(1, 2, 0, 3)).toThrow(CudaDriverError);
   });
 });
