@@ -1,5 +1,6 @@
 import type { Backend, ImportedMemory } from '../backend/backend.js';
 import { HandleTable } from '../util/handle-table.js';
+import { isMultipleOf, isPowerOfTwo } from '../util/integers.js';
 import { OrderedMap } from '../util/ordered-map.js';
 import { vmmError } from './errors.js';
 import { Mapping, PhysicalAllocation, Reservation } from './objects.js';
@@ -223,7 +224,7 @@ export class Runtime implements Disposable {
 
   #reserve(size: number, alignment: number, hint: number, origin: Reservation['origin']): Reservation {
     const g = this.vaGranularity;
-    if (!isCount(size) || size === 0 || size % g !== 0) {
+    if (!isCount(size) || size === 0 || !isMultipleOf(size, g)) {
       throw vmmError('invalid-value', `size ${size} is not a positive multiple of ${g}`);
     }
     if (!isCount(alignment) || (alignment !== 0 && !isPowerOfTwo(alignment))) {
@@ -231,7 +232,7 @@ export class Runtime implements Disposable {
     }
     if (!isCount(hint)) throw vmmError('invalid-value', `address hint ${hint} is not an address`);
     const align = Math.max(alignment, g);
-    const base = this.backend.reserve(size, align, hint % align === 0 ? hint : 0);
+    const base = this.backend.reserve(size, align, isMultipleOf(hint, align) ? hint : 0);
     const r = new Reservation(base, size, align, origin);
     r.owner = this;
     this.#reservations.set(base, r, base + size);
@@ -314,11 +315,11 @@ export class Runtime implements Disposable {
   map(va: number, size: number, a: PhysicalAllocation, offset = 0, within?: Reservation): Mapping {
     this.#checkHandle(a);
     const g = this.vaGranularity;
-    if (!isCount(va) || va % g !== 0)
+    if (!isCount(va) || !isMultipleOf(va, g))
       throw vmmError('invalid-value', `address 0x${va.toString(16)} is not aligned`);
-    if (!isCount(size) || size === 0 || size % g !== 0)
+    if (!isCount(size) || size === 0 || !isMultipleOf(size, g))
       throw vmmError('invalid-value', `size ${size} is not aligned`);
-    if (!isCount(offset) || offset % g !== 0 || offset + size > a.size) {
+    if (!isCount(offset) || !isMultipleOf(offset, g) || offset + size > a.size) {
       throw vmmError('invalid-value', `offset ${offset} + size ${size} is outside the allocation`);
     }
     const r = within?.owner === this && va >= within.base ? within : this.reservationContaining(va);
@@ -639,8 +640,4 @@ export class Runtime implements Disposable {
 /** A non-negative safe integer. */
 function isCount(n: number): boolean {
   return Number.isSafeInteger(n) && n >= 0;
-}
-
-function isPowerOfTwo(n: number): boolean {
-  return n > 0 && 2 ** Math.round(Math.log2(n)) === n;
 }

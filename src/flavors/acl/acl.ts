@@ -4,6 +4,7 @@ import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
 import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
+import { isMultipleOf } from '../../util/integers.js';
 import { type Box, isBox, isHostBuffer, isStruct, toCount, toInt } from '../common/args.js';
 import { VendorCodes } from '../common/error-table.js';
 import { type FlavorOptions, startProcess } from '../common/process.js';
@@ -266,9 +267,10 @@ export class AclFlavor {
         `alignment ${String(alignment)} is reserved and must be 0`,
       );
     const g = this.runtime.vaGranularity;
-    if (n % g !== 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
+    if (!isMultipleOf(n, g))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
     const hint = toCount(expectPtr ?? 0);
-    if (hint < 0 || hint % g !== 0)
+    if (hint < 0 || !isMultipleOf(hint, g))
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `expectPtr ${String(expectPtr)} is not ${g}-aligned`);
     return this.#run(() => {
       const r = this.runtime.reserve(n, { hint });
@@ -307,7 +309,8 @@ export class AclFlavor {
     const checked = this.#checkProp(prop);
     if (typeof checked === 'number') return checked;
     const g = this.#granularity(prop.memAttr, checked);
-    if (n % g !== 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
+    if (!isMultipleOf(n, g))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
     return this.#run(() => {
       const a = this.runtime.create(n, { location: checked, handleTypes: 0, uncached: false });
       this.#memAttrs.set(a, prop.memAttr);

@@ -46,9 +46,7 @@ export function isHostBuffer(x: unknown): x is Uint8Array {
   return x instanceof Uint8Array;
 }
 
-export function isPowerOfTwo(n: number): boolean {
-  return n > 0 && 2 ** Math.round(Math.log2(n)) === n;
-}
+export { isPowerOfTwo } from '../../util/integers.js';
 
 /**
  * Converts device addresses (or handles) between the API's bigint and

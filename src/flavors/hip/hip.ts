@@ -4,6 +4,7 @@ import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
 import type { Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
+import { isMultipleOf } from '../../util/integers.js';
 import { type Box, isBox, isHostBuffer, isPowerOfTwo, isStruct, toCount, toInt } from '../common/args.js';
 import { VendorCodes } from '../common/error-table.js';
 import { type FlavorOptions, startProcess } from '../common/process.js';
@@ -213,7 +214,7 @@ export class HipFlavor {
     const n = toCount(size);
     const align = toCount(alignment);
     // Device 0's minimum granularity: one reservation serves every device.
-    if (n <= 0 || n % this.runtime.vaGranularity !== 0) return C.hipErrorInvalidValue;
+    if (n <= 0 || !isMultipleOf(n, this.runtime.vaGranularity)) return C.hipErrorInvalidValue;
     if (align < 0 || (align !== 0 && !isPowerOfTwo(align))) return C.hipErrorInvalidValue;
     const hint = Math.max(0, toCount(addr ?? 0));
     try {
@@ -281,7 +282,7 @@ export class HipFlavor {
       return C.hipErrorOutOfMemory;
     }
     // Note: the granularity is not checked here, only memBaseAddrAlign_ (hipMemMap checks granularity).
-    if (n % C.HIP_MEM_BASE_ADDR_ALIGN !== 0) return C.hipErrorInvalidValue;
+    if (!isMultipleOf(n, C.HIP_MEM_BASE_ADDR_ALIGN)) return C.hipErrorInvalidValue;
     // hip_vm.cpp allocates device memory through the *current* device's context while recording
     // location.id as the owner; vmmkit places it on location.id (the same on one device).
     try {
@@ -318,7 +319,7 @@ export class HipFlavor {
     if (a === undefined) return C.hipErrorInvalidValue;
     // Host-backed memory is mapped through the current device (VmmOwnerDeviceIndex).
     const owner = a.props.location.type === 'device' ? a.props.location.id : this.#current;
-    if (n % this.runtime.devices[owner].minimumGranularity !== 0) return C.hipErrorInvalidValue;
+    if (!isMultipleOf(n, this.runtime.devices[owner].minimumGranularity)) return C.hipErrorInvalidValue;
     return this.#codes.run(() => this.runtime.map(va, n, a, 0));
   }
 
