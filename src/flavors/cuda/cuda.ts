@@ -282,7 +282,8 @@ export class CudaFlavor {
     if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
     const n = toCount(size);
     const align = toCount(alignment);
-    const hint = this.#addresses.toNumber(addr);
+    // Not through the address memo: the hint (usually 0) would displace the pointer about to be returned.
+    const hint = toCount(addr);
     const g = this.runtime.vaGranularity;
     if (!isBox(ptr) || align < 0 || hint < 0 || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     if (align !== 0 && !isPowerOfTwo(align)) return C.CUDA_ERROR_INVALID_VALUE;
