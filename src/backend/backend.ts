@@ -73,6 +73,33 @@ export interface Backend {
   dispose(): void;
 }
 
+/** The Backend operations, in one list: what tracing wraps as the 'backend' layer, for every backend. */
+export const BACKEND_OPERATIONS = [
+  'memoryInfo',
+  'reserve',
+  'free',
+  'create',
+  'release',
+  'map',
+  'unmap',
+  'setAccess',
+  'exportFd',
+  'importFd',
+  'closeFd',
+  'exportShareable',
+  'allowImport',
+  'importShareable',
+  'unshare',
+  'write',
+  'read',
+  'copy',
+  'fill',
+  'createStream',
+  'destroyStream',
+  'synchronizeStream',
+  'synchronizeDevice',
+] as const satisfies readonly (keyof Backend)[];
+
 export interface ImportedMemory {
   readonly handle: number;
   readonly size: number;

@@ -19,7 +19,7 @@
  * may change it.
  */
 import { closeSync } from 'node:fs';
-import type { Backend, ImportedMemory } from '../../backend/backend.js';
+import { BACKEND_OPERATIONS, type Backend, type ImportedMemory } from '../../backend/backend.js';
 import { vmmError } from '../../core/errors.js';
 import { instrument, type Tracer } from '../../core/trace.js';
 import type { Access, AllocationProperties, DeviceInfo, MemoryInfo } from '../../core/types.js';
@@ -33,32 +33,6 @@ const CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
 const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
 /** CU_STREAM_DEFAULT: streams synchronise with the legacy default stream, which synchronous calls use. */
 const CU_STREAM_DEFAULT = 0;
-
-const BACKEND_OPERATIONS = [
-  'memoryInfo',
-  'reserve',
-  'free',
-  'create',
-  'release',
-  'map',
-  'unmap',
-  'setAccess',
-  'exportFd',
-  'importFd',
-  'closeFd',
-  'exportShareable',
-  'allowImport',
-  'importShareable',
-  'unshare',
-  'write',
-  'read',
-  'copy',
-  'fill',
-  'createStream',
-  'destroyStream',
-  'synchronizeStream',
-  'synchronizeDevice',
-] as const;
 
 export interface CudaBackendOptions {
   /** A driver already loaded (loadCudaDriver()); by default libcuda is loaded here. */

@@ -1,4 +1,4 @@
-import type { Backend, ImportedMemory } from '../../backend/backend.js';
+import { BACKEND_OPERATIONS, type Backend, type ImportedMemory } from '../../backend/backend.js';
 import { vmmError } from '../../core/errors.js';
 import { instrument, type Tracer } from '../../core/trace.js';
 import {
@@ -48,31 +48,6 @@ export class PageTableEntry {
   /** Every device's permission, packed (Note [Access bits]). */
   permissions = 0;
 }
-
-const BACKEND_OPERATIONS = [
-  'reserve',
-  'free',
-  'create',
-  'release',
-  'map',
-  'unmap',
-  'setAccess',
-  'exportFd',
-  'importFd',
-  'closeFd',
-  'exportShareable',
-  'allowImport',
-  'importShareable',
-  'unshare',
-  'write',
-  'read',
-  'copy',
-  'fill',
-  'createStream',
-  'destroyStream',
-  'synchronizeStream',
-  'synchronizeDevice',
-] as const;
 
 const READ = 1;
 const WRITE = 2;
