@@ -1,3 +1,4 @@
+import type { Runtime } from './runtime.js';
 import { type Access, type AllocationProperties, accessIn } from './types.js';
 
 /**
@@ -17,7 +18,7 @@ export type Origin = 'vmm' | 'malloc';
  */
 export class Reservation {
   /** The runtime holding it live; undefined once freed (Note [Owner field]). */
-  owner: object | undefined;
+  owner: Runtime | undefined;
   /** Mappings currently inside this reservation. */
   mappingCount = 0;
   constructor(
@@ -31,11 +32,17 @@ export class Reservation {
   get end(): number {
     return this.base + this.size;
   }
+
+  /** Free the reservation (`using r = rt.reserve(...)`). Never throws: a failure goes to the runtime's report hook. */
+  [Symbol.dispose](): void {
+    const rt = this.owner;
+    rt?.quietly(() => rt.free(this));
+  }
 }
 
 export class PhysicalAllocation {
   /** The runtime holding it live; undefined once its memory is released (Note [Owner field]). */
-  owner: object | undefined;
+  owner: Runtime | undefined;
   /**
    * References through the handle: 1 at create or import, +1 per retain,
    * -1 per release. While it is above zero the handle value is valid.
@@ -62,11 +69,17 @@ export class PhysicalAllocation {
   get refCount(): number {
     return this.handleRefs + this.mapRefs;
   }
+
+  /** Release one handle reference (`using a = rt.create(...)`). Never throws. */
+  [Symbol.dispose](): void {
+    const rt = this.owner;
+    if (this.handleRefs > 0) rt?.quietly(() => rt.release(this));
+  }
 }
 
 export class Mapping {
   /** The runtime holding it live; undefined once unmapped (Note [Owner field]). */
-  owner: object | undefined;
+  owner: Runtime | undefined;
   constructor(
     readonly va: number,
     readonly size: number,
@@ -84,5 +97,11 @@ export class Mapping {
 
   accessOf(device: number): Access {
     return accessIn(this.accessBits, device);
+  }
+
+  /** Unmap (`using m = rt.map(...)`). Never throws. */
+  [Symbol.dispose](): void {
+    const rt = this.owner;
+    rt?.quietly(() => rt.unmapMapping(this));
   }
 }

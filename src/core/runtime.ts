@@ -571,10 +571,15 @@ export class Runtime implements Disposable {
   }
 
   #undo(step: () => void): void {
+    this.quietly(step);
+  }
+
+  /** Run a teardown or rollback step; a failure goes to the report hook, never up (dispose must not throw). */
+  quietly(step: () => void): void {
     try {
       step();
     } catch (e) {
-      this.#report('rollback step failed', e);
+      this.#report('a teardown step failed', e);
     }
   }
 

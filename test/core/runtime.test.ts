@@ -547,3 +547,38 @@ describe('Runtime: tracing', () => {
     expect(traced.map).not.toBe(Runtime.prototype.map);
   });
 });
+
+describe('Runtime: objects are disposable', () => {
+  it('`using` unmaps, releases and frees in reverse order, leaving nothing behind', () => {
+    const machine = createMachine({ devices: ['H200'] });
+    const rt = new Runtime(machine.spawn());
+    {
+      using r = rt.reserve(2 * G);
+      using a = rt.create(G, onDevice());
+      using m = rt.map(r.base, G, a);
+      rt.setAccess(m.va, G, [{ device: 0, access: Access.ReadWrite }]);
+      rt.write(0, m.va, new Uint8Array([1, 2, 3]));
+      expect(rt.stats()).toMatchObject({ reservations: 1, mappings: 1, handles: 1 });
+    }
+    expect(rt.stats()).toMatchObject({ reservations: 0, mappings: 0, handles: 0 });
+    expect(machine.liveAllocations).toBe(0);
+  });
+
+  it('disposing an object that cannot go reports instead of throwing, and disposing twice is harmless', () => {
+    const reports: string[] = [];
+    const rt = new Runtime(createMachine({ devices: ['H200'] }).spawn(), { report: (m) => reports.push(m) });
+    const r = rt.reserve(G);
+    const a = rt.create(G, onDevice());
+    const m = rt.map(r.base, G, a);
+    expect(() => r[Symbol.dispose]()).not.toThrow(); // still mapped: refused, reported
+    expect(reports).toHaveLength(1);
+    expect(rt.reservationAt(r.base)).toBe(r);
+    m[Symbol.dispose]();
+    m[Symbol.dispose]();
+    a[Symbol.dispose]();
+    a[Symbol.dispose]();
+    r[Symbol.dispose]();
+    expect(reports).toHaveLength(1);
+    expect(rt.stats()).toMatchObject({ reservations: 0, mappings: 0, handles: 0 });
+  });
+});
