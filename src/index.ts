@@ -1,9 +1,11 @@
 /**
  * vmmkit: GPU virtual memory management for TypeScript.
  *
- * Front ends (C-shaped, vendor codes): createCuda, with the enum constants
- * under their C names. Core (idiomatic, typed errors): Runtime. Simulated
- * machine: createMachine.
+ * Front ends (C-shaped, the vendor's numeric codes): createCuda, createHip,
+ * createAcl, with each vendor's enum constants under their C names. Core
+ * (idiomatic, typed errors, disposable objects): Runtime. Simulated machine:
+ * createMachine. Real NVIDIA backend: createCudaBackend, or
+ * `{ backend: 'cuda' }` in a front end's options (libcuda loads only then).
  */
 export type { Backend, ImportedMemory } from './backend/backend.js';
 export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';
