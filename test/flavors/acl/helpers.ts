@@ -1,10 +1,103 @@
+/**
+ * Where the ACL conformance tables run: VMMKIT_TEST_BACKEND chooses.
+ *
+ * - `sim` (default): the simulated machine, one Ascend 910B (64 GiB of HBM)
+ *   unless a row makes a machine of its own.
+ * - `cuda`: the real NVIDIA driver through libcuda (ACL over CUDA); the
+ *   machine's devices apply (an H200: 2 MiB granularity, as the 910B's).
+ *   Without a driver every row fails with CudaDriverUnavailableError, naming
+ *   the libraries tried.
+ * - `fake-cuda`: the `cuda` code path over conformance/gpu/fake-driver.ts (a
+ *   stand-in for libcuda played by a simulated H200), to rehearse a GPU run
+ *   where there is none.
+ *
+ * Rows that depend on a simulator-only fact are skipped on `cuda` with
+ * `it.skipIf(ON_CUDA)` and a reason (SKIP below).
+ */
+import { createFakeDriver } from '../../../conformance/gpu/fake-driver.js';
+import { createMachine } from '../../../src/backends/sim/machine.js';
 import { type AclFlavor, type aclrtPhysicalMemProp, createAcl } from '../../../src/flavors/acl/acl.js';
 import * as C from '../../../src/flavors/acl/constants.js';
 import type { FlavorOptions } from '../../../src/flavors/common/process.js';
 
 export const MiB = 1024 * 1024;
-/** ACL's 2 MiB granularity on an Ascend 910B. */
+/** ACL's 2 MiB granularity (an Ascend 910B's, and an H200's). */
 export const G = 2 * MiB;
+
+export type TestBackend = 'sim' | 'cuda' | 'fake-cuda';
+
+export function testBackend(): TestBackend {
+  const b = process.env.VMMKIT_TEST_BACKEND ?? 'sim';
+  if (b === 'sim' || b === 'cuda' || b === 'fake-cuda') return b;
+  throw new Error(`VMMKIT_TEST_BACKEND=${b}: expected sim, cuda or fake-cuda`);
+}
+
+export const BACKEND = testBackend();
+/** The rows run on the CUDA backend (the real driver, or its fake stand-in). */
+export const ON_CUDA = BACKEND !== 'sim';
+
+const live = new Set<AclFlavor>();
+
+/**
+ * An ACL process on the chosen backend (not initialised). On the simulator
+ * `options` are used as given (default: one Ascend 910B); on `cuda` the
+ * machine's devices apply and `devices` / `machine` are ignored.
+ */
+export function makeAcl(options: FlavorOptions = {}): AclFlavor {
+  const { tracer, report } = options;
+  const acl =
+    BACKEND === 'sim'
+      ? createAcl(options)
+      : BACKEND === 'cuda'
+        ? createAcl({ backend: 'cuda', tracer, report })
+        : createAcl({
+            backend: 'cuda',
+            cuda: { driver: createFakeDriver({ devices: ['H200'] }) },
+            tracer,
+            report,
+          });
+  live.add(acl);
+  return acl;
+}
+
+/** End every process makeAcl made (afterEach): on a GPU, their memory goes back to the driver. */
+export function disposeAll(): void {
+  for (const acl of live) acl.dispose();
+  live.clear();
+}
+
+function probe(): { devices: number; total: number; name: string } {
+  const acl = makeAcl();
+  try {
+    const d = acl.runtime.devices[0]!;
+    return { devices: acl.runtime.devices.length, total: d.totalMemory, name: d.name };
+  } finally {
+    acl.dispose();
+    live.delete(acl);
+  }
+}
+const facts = probe();
+/** Devices of the default process: 1 on the simulator, the machine's on `cuda`. */
+export const DEVICES = facts.devices;
+/** Device 0's memory: 64 GiB on a 910B. */
+export const TOTAL = facts.total;
+/** Rows with two devices: on the simulator they make two; on `cuda` they need the machine to have two. */
+export const TWO_DEVICES = !ON_CUDA || DEVICES >= 2;
+
+/** Options for a process on a machine of two devices (the real machine on `cuda`). */
+export function twoDevices(): FlavorOptions {
+  return ON_CUDA ? {} : { machine: createMachine({ devices: ['Ascend910B', 'Ascend910B'] }) };
+}
+
+export const SKIP = {
+  ascend: 'simulator-only: the Ascend 910B preset (its name)',
+  twoDevices: 'needs two devices; this machine has one',
+  processes: 'simulator-only: two processes on one machine (aclrtMemSetPidToShareableHandle between pids)',
+  tokens:
+    'the CUDA backend has no machine-wide shareable tokens (an Ascend feature; NVIDIA shares by fd): export answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT',
+  internals: 'simulator-only: machine.liveAllocations (the driver does not show when memory is freed)',
+  accounting: "simulator-only: aclrtGetMemInfo's exact accounting of aclrtMalloc on a 910B (64 GiB)",
+} as const;
 
 export function prop(over: Partial<aclrtPhysicalMemProp> = {}, device = 0): aclrtPhysicalMemProp {
   return {
@@ -19,7 +112,7 @@ export function prop(over: Partial<aclrtPhysicalMemProp> = {}, device = 0): aclr
 
 /** A process after aclInit and aclrtSetDevice(0). */
 export function ready(options: FlavorOptions = {}): AclFlavor {
-  const acl = createAcl(options);
+  const acl = makeAcl(options);
   expectOk(acl.aclInit(null));
   expectOk(acl.aclrtSetDevice(0));
   return acl;
