@@ -17,6 +17,12 @@
  * processes, restarted after a crash, as record.ts does. `--fake` runs every
  * code path on a simulated stand-in for libcuda (fake-driver.ts), for
  * debugging where there is no GPU.
+ *
+ * Everything on the GPU in one command (this script, then the HIP and ACL
+ * conformance tables under vitest with VMMKIT_TEST_BACKEND=cuda): see
+ * conformance/gpu/run-all.sh. Here: `conformance/gpu/run-all.sh --prepare`;
+ * there, carry [".device", "dist", ".testdeps"] and run
+ * `source .device/setup.sh && bash conformance/gpu/run-all.sh`.
  */
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

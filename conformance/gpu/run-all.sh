@@ -1,0 +1,47 @@
+#!/bin/bash
+# Everything issue 4 asks to run on the GPU, as one command on the GPU machine.
+#
+# Here (once per change of dependencies or sources):
+#   conformance/gpu/run-all.sh --prepare
+#     npm run build; ../shared/device/pack.sh (node + production deps into .device/);
+#     the test dependencies vitest needs (vitest, vite, @vitest/*, rolldown, lightningcss,
+#     fast-check, ...; not @biomejs or typescript) as .testdeps/node_modules.tar.xz (ignored by git).
+#
+# Then the device tool's run, with carry [".device", "dist", ".testdeps"] (about 44 MiB):
+#   source .device/setup.sh && bash conformance/gpu/run-all.sh
+#     1. node dist/conformance/gpu/prove.js: the backend contract, the 212 CUDA cases, the HIP/ACL
+#        sequences (and two GPUs where there are two) -> $OUT/prove.json, $OUT/h200-vmmkit-cases.json;
+#     2. the HIP and ACL conformance tables (vitest) against the real driver
+#        (VMMKIT_TEST_BACKEND=cuda) -> $OUT/flavors-on-gpu.txt.
+#   `--flavours-only` runs step 2 alone.
+#
+# Without a GPU, VMMKIT_TEST_BACKEND=fake-cuda rehearses step 2 over conformance/gpu/fake-driver.ts,
+# and `node dist/conformance/gpu/prove.js --fake` step 1.
+set -uo pipefail
+root=$(git rev-parse --show-toplevel 2>/dev/null || pwd)
+cd "$root"
+
+if [ "${1:-}" = --prepare ]; then
+  set -e
+  npm run build
+  "$root/../shared/device/pack.sh"
+  grep -qx '/.testdeps/' .git/info/exclude || echo '/.testdeps/' >> .git/info/exclude
+  mkdir -p .testdeps
+  (cd node_modules && tar -cf - $(ls -A | grep -v -E '^(@biomejs|typescript|koffi|@koromix|@types|undici-types|\.package-lock\.json|\.bin|\.vite|\.vite-temp)$')) |
+    xz -T4 -6 > .testdeps/node_modules.tar.xz
+  du -ch .device dist .testdeps | tail -1
+  exit 0
+fi
+
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+# node_modules is .device/app/node_modules (setup.sh links it); the test dependencies join it.
+tar -xJf .testdeps/node_modules.tar.xz -C node_modules/ || exit 1
+status=0
+if [ "${1:-}" != --flavours-only ]; then
+  node dist/conformance/gpu/prove.js --out "$out" 2>&1 | tee "$out/prove.txt" || status=1
+fi
+VMMKIT_TEST_BACKEND=cuda node node_modules/vitest/vitest.mjs run \
+  test/flavors/hip/conformance.test.ts test/flavors/acl/conformance.test.ts --reporter=verbose 2>&1 |
+  tee "$out/flavors-on-gpu.txt" || status=1
+exit $status
