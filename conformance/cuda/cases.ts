@@ -424,6 +424,27 @@ def('reserve.hintFree', (t) => {
   const p = t.reserve(size, 0, probe);
   if (p) t.see('gotHint', p === probe);
 });
+// A hint inside a range freed a moment ago (the ACL flavour's exact expectPtr met this on the H200).
+def('reserve.hintSecondHalfOfFreed', (t) => {
+  const probe = t.unreserved(2 * t.G);
+  const p = t.reserve(t.G, 0, probe + t.g);
+  if (p) t.see('gotHint', p === probe + t.g);
+});
+def('reserve.hintSecondHalfOfFreedAligned', (t) => {
+  const probe = t.unreserved(2 * t.G);
+  const p = t.reserve(t.G, t.G, probe + t.g);
+  if (p) t.see('gotHint', p === probe + t.g);
+});
+def('reserve.hintInsideFreedLarge', (t) => {
+  const probe = t.unreserved(64 * t.G);
+  const p = t.reserve(t.G, 0, probe + 8n * t.g);
+  if (p) t.see('gotHint', p === probe + 8n * t.g);
+});
+def('reserve.hintFreeSmallerThanFreed', (t) => {
+  const probe = t.unreserved(2 * t.G);
+  const p = t.reserve(t.G, 0, probe);
+  if (p) t.see('gotHint', p === probe);
+});
 def('reserve.hintTaken', (t) => {
   const a = t.reserve(t.G);
   const b = t.reserve(t.G, 0, a, 0, 'reserveAtTaken');

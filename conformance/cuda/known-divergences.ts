@@ -19,6 +19,8 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
     'The driver crashed (SIGSEGV) reading the properties of handle 0 and 0xdeadbeef; the simulator answers CUDA_ERROR_INVALID_VALUE.',
   'export.released':
     'The driver crashed (SIGSEGV) exporting a released handle; the simulator answers CUDA_ERROR_INVALID_VALUE.',
+  'reserve.hintInsideFreedLarge':
+    "A hint 16 MiB into a 128 MiB range freed a moment before was not honoured by the driver (a hint into a freed 4 MiB range, or at a freed range's base, was); the driver's VA allocator policy behind this is not known, so the simulator honours every free hint.",
   'properties.released':
     'The driver returned the old fields of a just-released handle (a use after free of its handle object); the simulator answers CUDA_ERROR_INVALID_VALUE for a dead handle.',
 };
