@@ -1,13 +1,12 @@
-import type { Machine } from '../../backends/sim/machine.js';
+
 import { isVmmError } from '../../core/errors.js';
 import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
-import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
+import type { AccessDescriptor, } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import { type Box, isBox, isHostBuffer, isStruct, toCount, toInt } from '../common/args.js';
-import { VendorCodes } from '../common/error-table.js';
-import { type FlavorOptions, startProcess } from '../common/process.js';
+import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import * as C from './constants.js';
 import { ACL_ERROR_TABLE, ACL_UNKNOWN_ERROR } from './error-table.js';
 
@@ -143,11 +142,7 @@ export type AclOptions = FlavorOptions;
  * in core (mappingAt / reservationAt) and requires virPtr to be exactly the
  * start of what aclrtMapMem / aclrtReserveMemAddress returned.
  */
-export class AclFlavor {
-  readonly runtime: Runtime;
-  /** The simulated machine this process runs on (undefined on real hardware). */
-  readonly machine: Machine | undefined;
-  readonly #codes: VendorCodes;
+export class AclFlavor extends VendorProcess {
   #initialized = false;
   /** aclrtSetDevice count per device ordinal (aclrtResetDevice undoes one). */
   readonly #deviceRefs: number[];
@@ -164,22 +159,15 @@ export class AclFlavor {
   #recentError: string | null = null;
   /** Why the current call failed, when a check or core said so. */
   #reason: string | undefined;
-  readonly #report: (message: string, error?: unknown) => void;
 
   constructor(options: AclOptions = {}) {
-    const p = startProcess({ ...options, devices: options.devices ?? ['Ascend910B'] });
-    this.runtime = p.runtime;
-    this.machine = p.machine;
-    this.#report = p.report;
-    this.#codes = new VendorCodes(ACL_ERROR_TABLE, C.ACL_SUCCESS, ACL_UNKNOWN_ERROR, 'ACL', p.report);
+    super(
+      { ...options, devices: options.devices ?? ['Ascend910B'] },
+      { vendor: 'ACL', table: ACL_ERROR_TABLE, success: C.ACL_SUCCESS, unknown: ACL_UNKNOWN_ERROR },
+    );
     this.#deviceRefs = this.runtime.devices.map(() => 0);
     this.#recordFailures();
     if (options.tracer) instrument(this, 'flavor', options.tracer, ACL_FUNCTIONS);
-  }
-
-  /** This process's pid on its machine (what aclrtDeviceGetBareTgid gives). */
-  get pid(): number {
-    return this.runtime.pid;
   }
 
   // --- initialisation and devices ------------------------------------------------------------
@@ -694,15 +682,6 @@ export class AclFlavor {
     return msg;
   }
 
-  /** End the process: everything it holds is released, as at exit. Never throws. */
-  dispose(): void {
-    this.runtime.dispose();
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
-
   // --- helpers -----------------------------------------------------------------------------------------------
 
   #memcpy(
@@ -862,11 +841,6 @@ export class AclFlavor {
     return code;
   }
 
-  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with ACL_ERROR_INTERNAL_ERROR. */
-  get lastInternalError(): unknown {
-    return this.#codes.lastInternalError;
-  }
-
   #run(work: () => void): number {
     try {
       work();
@@ -879,7 +853,7 @@ export class AclFlavor {
   /** VendorCodes' answer, plus the reason aclGetRecentErrMsg reports and ACL's own refusals. */
   #code(e: unknown): number {
     if (e instanceof AclRefusal) return e.code;
-    const code = this.#codes.code(e);
+    const code = this.codes.code(e);
     this.#reason = isVmmError(e)
       ? e.message
       : `internal error: ${e instanceof Error ? e.message : String(e)}`;

@@ -3,6 +3,7 @@ import { CudaBackend, type CudaBackendOptions } from '../../backends/cuda/backen
 import { Machine, type MachineOptions } from '../../backends/sim/machine.js';
 import { Runtime } from '../../core/runtime.js';
 import type { Tracer } from '../../core/trace.js';
+import { type ErrorTable, VendorCodes } from './error-table.js';
 
 /** Options every flavour's create function takes. */
 export interface FlavorOptions extends MachineOptions {
@@ -40,4 +41,53 @@ export function startProcess(options: FlavorOptions): FlavorProcess {
   const backend: Backend = machine.spawn({ tracer: options.tracer });
   const runtime = new Runtime(backend, { tracer: options.tracer, report });
   return { runtime, machine, report };
+}
+
+/** How a vendor spells success, failure it cannot name, and each core error kind. */
+export interface VendorErrors {
+  readonly vendor: string;
+  readonly table: ErrorTable;
+  readonly success: number;
+  readonly unknown: number;
+}
+
+/**
+ * What every front end is: one process (a Runtime over a backend) speaking a
+ * vendor's language. The vendor classes add the C-shaped calls.
+ */
+export abstract class VendorProcess implements Disposable {
+  readonly runtime: Runtime;
+  /** The simulated machine this process runs on (undefined on real hardware). */
+  readonly machine: Machine | undefined;
+  /** Where internal problems go (never thrown out of a vendor call). */
+  protected readonly report: (message: string, error?: unknown) => void;
+  /** The vendor's error factory. */
+  protected readonly codes: VendorCodes;
+
+  constructor(options: FlavorOptions, errors: VendorErrors) {
+    const p = startProcess(options);
+    this.runtime = p.runtime;
+    this.machine = p.machine;
+    this.report = p.report;
+    this.codes = new VendorCodes(errors.table, errors.success, errors.unknown, errors.vendor, p.report);
+  }
+
+  /** This process's pid on its machine. */
+  get pid(): number {
+    return this.runtime.pid;
+  }
+
+  /** The last unexpected internal error (a vmmkit bug), for debugging; the call answered it with the vendor's unknown code. */
+  get lastInternalError(): unknown {
+    return this.codes.lastInternalError;
+  }
+
+  /** End the process: everything it holds is released, as at exit. Never throws. */
+  dispose(): void {
+    this.runtime.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
 }

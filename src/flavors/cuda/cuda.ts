@@ -1,6 +1,6 @@
-import type { Machine } from '../../backends/sim/machine.js';
+
 import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
-import type { AccessDescriptor, ReserveOptions, Runtime } from '../../core/runtime.js';
+import type { AccessDescriptor, ReserveOptions, } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import { Access, type AllocationProperties, type Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
@@ -14,8 +14,7 @@ import {
   toCount,
   toInt,
 } from '../common/args.js';
-import { VendorCodes } from '../common/error-table.js';
-import { type FlavorOptions, startProcess } from '../common/process.js';
+import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import * as C from './constants.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
 
@@ -106,11 +105,7 @@ export const CUDA_FUNCTIONS = [
  * argument order and returns the CUresult. Checks run in the driver's order
  * and answer with the driver's codes; the work is done by core.
  */
-export class CudaFlavor {
-  readonly runtime: Runtime;
-  /** The simulated machine this process runs on (undefined on real hardware). */
-  readonly machine: Machine | undefined;
-  readonly #codes: VendorCodes;
+export class CudaFlavor extends VendorProcess {
   #initialized = false;
   /** Primary contexts retained, per device ordinal: retain count. */
   readonly #primaryRefs: number[];
@@ -131,26 +126,16 @@ export class CudaFlavor {
     PhysicalAllocation,
     Required<NonNullable<CUmemAllocationProp['allocFlags']>>
   >();
-  readonly #report: (message: string, error?: unknown) => void;
 
   constructor(options: FlavorOptions = {}) {
-    const p = startProcess(options);
-    this.runtime = p.runtime;
-    this.machine = p.machine;
-    this.#report = p.report;
-    this.#codes = new VendorCodes(CUDA_ERROR_TABLE, C.CUDA_SUCCESS, C.CUDA_ERROR_UNKNOWN, 'CUDA', p.report);
+    super(options, {
+      vendor: 'CUDA',
+      table: CUDA_ERROR_TABLE,
+      success: C.CUDA_SUCCESS,
+      unknown: C.CUDA_ERROR_UNKNOWN,
+    });
     this.#primaryRefs = this.runtime.devices.map(() => 0);
     if (options.tracer) instrument(this, 'flavor', options.tracer, CUDA_FUNCTIONS);
-  }
-
-  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with CUDA_ERROR_UNKNOWN. */
-  get lastInternalError(): unknown {
-    return this.#codes.lastInternalError;
-  }
-
-  /** This process's pid on its machine. */
-  get pid(): number {
-    return this.runtime.pid;
   }
 
   // --- initialisation, devices, contexts ---------------------------------------------
@@ -248,7 +233,7 @@ export class CudaFlavor {
   cuCtxSynchronize(): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#codes.run(() => this.runtime.synchronize(this.#current));
+    return this.codes.run(() => this.runtime.synchronize(this.#current));
   }
 
   // --- virtual memory management ---------------------------------------------------------
@@ -298,7 +283,7 @@ export class CudaFlavor {
       ptr.value = this.#addresses.toBigInt(this.runtime.reserve(n, options).base);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -313,7 +298,7 @@ export class CudaFlavor {
       this.runtime.free(r);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -340,7 +325,7 @@ export class CudaFlavor {
       handle.value = this.#handleValue(a.id);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -353,7 +338,7 @@ export class CudaFlavor {
       this.runtime.release(a);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -376,7 +361,7 @@ export class CudaFlavor {
       else return this.#mapAcross(va, n, a);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -416,7 +401,7 @@ export class CudaFlavor {
       if (this.#spans.size !== 0) this.#forgetSpans(mappings);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -483,7 +468,7 @@ export class CudaFlavor {
       this.runtime.setAccessFrom(first, reach, descriptors);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -516,7 +501,7 @@ export class CudaFlavor {
       handle.value = this.#handleValue(this.runtime.retain(this.#addresses.toNumber(addr)).id);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -559,7 +544,7 @@ export class CudaFlavor {
       shareable.value = this.runtime.exportFd(a);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -577,7 +562,7 @@ export class CudaFlavor {
       handle.value = this.#handleValue(this.runtime.importFd(toCount(osHandle)).id);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -592,7 +577,7 @@ export class CudaFlavor {
       dptr.value = this.#addresses.toBigInt(this.runtime.malloc(this.#current, n).base);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -607,7 +592,7 @@ export class CudaFlavor {
       this.runtime.mfree(va);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -651,7 +636,7 @@ export class CudaFlavor {
     if (!isHostBuffer(srcHost) || n < 0 || n > srcHost.length) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#codes.run(() =>
+    return this.codes.run(() =>
       this.runtime.write(this.#current, this.#addresses.toNumber(dstDevice), srcHost.subarray(0, n), stream),
     );
   }
@@ -672,7 +657,7 @@ export class CudaFlavor {
     if (!isHostBuffer(dstHost) || n < 0 || n > dstHost.length) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#codes.run(() =>
+    return this.codes.run(() =>
       this.runtime.read(this.#current, this.#addresses.toNumber(srcDevice), dstHost.subarray(0, n), stream),
     );
   }
@@ -693,7 +678,7 @@ export class CudaFlavor {
     if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#codes.run(() =>
+    return this.codes.run(() =>
       this.runtime.copy(
         this.#current,
         this.#addresses.toNumber(dstDevice),
@@ -719,7 +704,7 @@ export class CudaFlavor {
     if (count < 0 || !Number.isInteger(uc)) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#codes.run(() =>
+    return this.codes.run(() =>
       this.runtime.fill(this.#current, this.#addresses.toNumber(dstDevice), uc, count, stream),
     );
   }
@@ -733,7 +718,7 @@ export class CudaFlavor {
     if (!isBox(phStream) || (f !== C.CU_STREAM_DEFAULT && f !== C.CU_STREAM_NON_BLOCKING)) {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
-    return this.#codes.run(() => {
+    return this.codes.run(() => {
       const id = this.runtime.createStream(this.#current);
       const h = STREAM_BASE + BigInt(id);
       this.#streams.set(h, id);
@@ -746,7 +731,7 @@ export class CudaFlavor {
     if (code !== C.CUDA_SUCCESS) return code;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.#codes.run(() =>
+    return this.codes.run(() =>
       stream === 0 ? this.runtime.synchronize(this.#current) : this.runtime.synchronizeStream(stream),
     );
   }
@@ -757,7 +742,7 @@ export class CudaFlavor {
     const stream = this.#stream(hStream);
     if (stream <= 0) return C.CUDA_ERROR_INVALID_HANDLE;
     this.#streams.delete(BigInt(hStream));
-    return this.#codes.run(() => this.runtime.destroyStream(stream));
+    return this.codes.run(() => this.runtime.destroyStream(stream));
   }
 
   // --- errors ----------------------------------------------------------------------------------------
@@ -774,15 +759,6 @@ export class CudaFlavor {
     const entry = C.CUDA_RESULTS.get(toInt(error));
     pStr.value = entry?.[1] ?? null;
     return entry === undefined ? C.CUDA_ERROR_INVALID_VALUE : C.CUDA_SUCCESS;
-  }
-
-  /** End the process: everything it holds is released, as at exit. Never throws. */
-  dispose(): void {
-    this.runtime.dispose();
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
   }
 
   // --- helpers -----------------------------------------------------------------------------------------
@@ -895,9 +871,9 @@ export class CudaFlavor {
         this.runtime.unmapMappings(pieces);
         for (const r of hidden) this.runtime.free(r);
       } catch (undo) {
-        this.#report('could not undo a partial cuMemMap', undo);
+        this.report('could not undo a partial cuMemMap', undo);
       }
-      return e instanceof RangeError ? C.CUDA_ERROR_INVALID_VALUE : this.#codes.code(e);
+      return e instanceof RangeError ? C.CUDA_ERROR_INVALID_VALUE : this.codes.code(e);
     }
     const span: Span = { pieces, hidden };
     for (const m of pieces) this.#spans.set(m, span);
@@ -931,7 +907,7 @@ export class CudaFlavor {
         try {
           this.runtime.free(r);
         } catch (e) {
-          this.#report('could not free the hidden reservation of a span', e);
+          this.report('could not free the hidden reservation of a span', e);
         }
       }
     }

@@ -1,13 +1,11 @@
-import type { Machine } from '../../backends/sim/machine.js';
+
 import { isVmmError } from '../../core/errors.js';
 import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
-import type { Runtime } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import { type Box, isBox, isHostBuffer, isPowerOfTwo, isStruct, toCount, toInt } from '../common/args.js';
-import { VendorCodes } from '../common/error-table.js';
-import { type FlavorOptions, startProcess } from '../common/process.js';
+import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
 
@@ -110,36 +108,22 @@ export const HIP_FUNCTIONS = [
  * reference is released, even while mappings keep the memory alive; in HIP
  * the pointer stays usable (strictly, using it is undefined behaviour).
  */
-export class HipFlavor {
-  readonly runtime: Runtime;
-  /** The simulated machine this process runs on (undefined on real hardware). */
-  readonly machine: Machine | undefined;
-  readonly #codes: VendorCodes;
+export class HipFlavor extends VendorProcess {
   /** The calling thread's current device (hipSetDevice). */
   #current = 0;
   /** Stream handle -> core stream id and the device it was created on. */
   readonly #streams = new Map<bigint, { id: number; device: number }>();
   /** The hipMemAllocationProp each allocation reports (GenericAllocation::GetProperties). */
   readonly #props = new WeakMap<PhysicalAllocation, hipMemAllocationProp>();
-  readonly #report: (message: string, error?: unknown) => void;
 
   constructor(options: FlavorOptions = {}) {
-    const p = startProcess(options);
-    this.runtime = p.runtime;
-    this.machine = p.machine;
-    this.#report = p.report;
-    this.#codes = new VendorCodes(HIP_ERROR_TABLE, C.hipSuccess, C.hipErrorUnknown, 'HIP', p.report);
+    super(options, {
+      vendor: 'HIP',
+      table: HIP_ERROR_TABLE,
+      success: C.hipSuccess,
+      unknown: C.hipErrorUnknown,
+    });
     if (options.tracer) instrument(this, 'flavor', options.tracer, HIP_FUNCTIONS);
-  }
-
-  /** The last unexpected internal error (a vmmkit bug), for debugging; calls answered it with hipErrorUnknown. */
-  get lastInternalError(): unknown {
-    return this.#codes.lastInternalError;
-  }
-
-  /** This process's pid on its machine. */
-  get pid(): number {
-    return this.runtime.pid;
   }
 
   // --- initialisation and devices ------------------------------------------------------
@@ -174,7 +158,7 @@ export class HipFlavor {
 
   hipDeviceSynchronize(): number {
     if (this.#gone()) return C.hipErrorNotInitialized;
-    return this.#codes.run(() => this.runtime.synchronize(this.#current));
+    return this.codes.run(() => this.runtime.synchronize(this.#current));
   }
 
   // --- virtual memory management (hip_vm.cpp) -----------------------------------------------
@@ -222,7 +206,7 @@ export class HipFlavor {
       return C.hipSuccess;
     } catch (e) {
       // virtualAlloc returning null is answered with hipErrorOutOfMemory.
-      return isVmmError(e) ? C.hipErrorOutOfMemory : this.#codes.code(e);
+      return isVmmError(e) ? C.hipErrorOutOfMemory : this.codes.code(e);
     }
   }
 
@@ -240,7 +224,7 @@ export class HipFlavor {
     const r = this.runtime.reservationContaining(va);
     if (r === undefined || r.origin !== 'vmm') return C.hipErrorInvalidValue;
     if (r.base !== va || r.mappingCount > 0) return C.hipErrorUnknown;
-    return this.#codes.run(() => this.runtime.free(r));
+    return this.codes.run(() => this.runtime.free(r));
   }
 
   hipMemCreate(handle: Box<bigint>, size: Size, prop: hipMemAllocationProp, flags: Size): number {
@@ -295,7 +279,7 @@ export class HipFlavor {
       handle.value = BigInt(a.id);
       return C.hipSuccess;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -303,7 +287,7 @@ export class HipFlavor {
     if (this.#gone()) return C.hipErrorNotInitialized;
     const a = this.#allocation(handle);
     if (a === undefined) return C.hipErrorInvalidValue;
-    return this.#codes.run(() => this.runtime.release(a));
+    return this.codes.run(() => this.runtime.release(a));
   }
 
   /** Maps [ptr, ptr + size) to the start of the allocation; the mapping holds one reference (ga->retain). */
@@ -320,7 +304,7 @@ export class HipFlavor {
     // Host-backed memory is mapped through the current device (VmmOwnerDeviceIndex).
     const owner = a.props.location.type === 'device' ? a.props.location.id : this.#current;
     if (!isMultipleOf(n, this.runtime.devices[owner].minimumGranularity)) return C.hipErrorInvalidValue;
-    return this.#codes.run(() => this.runtime.map(va, n, a, 0));
+    return this.codes.run(() => this.runtime.map(va, n, a, 0));
   }
 
   /**
@@ -335,7 +319,7 @@ export class HipFlavor {
     if (va <= 0 || n <= 0) return C.hipErrorInvalidValue;
     const chunks = this.#coverage(va, n);
     if (chunks === undefined) return C.hipErrorInvalidValue;
-    return this.#codes.run(() => this.runtime.unmapMappings(chunks));
+    return this.codes.run(() => this.runtime.unmapMappings(chunks));
   }
 
   /**
@@ -374,7 +358,7 @@ export class HipFlavor {
       // The CPU agent's access (host location types) is not modelled: host copies go through
       // the current device. The descriptor is accepted and changes nothing.
       if (type !== C.hipMemLocationTypeDevice) continue;
-      const code = this.#codes.run(() =>
+      const code = this.codes.run(() =>
         this.runtime.setAccessOn(chunks, [{ device: id, access: d.flags as Access }]),
       );
       if (code !== C.hipSuccess) return code;
@@ -409,7 +393,7 @@ export class HipFlavor {
       handle.value = BigInt(this.runtime.retain(va).id);
       return C.hipSuccess;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -445,7 +429,7 @@ export class HipFlavor {
       shareableHandle.value = this.runtime.exportFd(a);
       return C.hipSuccess;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -470,7 +454,7 @@ export class HipFlavor {
       handle.value = BigInt(a.id);
       return C.hipSuccess;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -489,7 +473,7 @@ export class HipFlavor {
       ptr.value = BigInt(this.runtime.malloc(this.#current, n).base);
       return C.hipSuccess;
     } catch (e) {
-      return this.#codes.code(e);
+      return this.codes.code(e);
     }
   }
 
@@ -500,7 +484,7 @@ export class HipFlavor {
     if (va === 0) return C.hipSuccess;
     const r = this.runtime.reservationAt(va);
     if (r === undefined || r.origin !== 'malloc') return C.hipErrorInvalidValue;
-    return this.#codes.run(() => this.runtime.mfree(va));
+    return this.codes.run(() => this.runtime.mfree(va));
   }
 
   hipMemGetInfo(free: Box<number>, total: Box<number>): number {
@@ -541,7 +525,7 @@ export class HipFlavor {
     if (this.#gone()) return C.hipErrorNotInitialized;
     if (!isBox(stream)) return C.hipErrorInvalidValue;
     const device = this.#current;
-    return this.#codes.run(() => {
+    return this.codes.run(() => {
       const id = this.runtime.createStream(device);
       const h = STREAM_BASE + BigInt(id);
       this.#streams.set(h, { id, device });
@@ -554,7 +538,7 @@ export class HipFlavor {
     if (this.#gone()) return C.hipErrorNotInitialized;
     const s = this.#stream(stream);
     if (s === undefined) return C.hipErrorInvalidHandle;
-    return this.#codes.run(() =>
+    return this.codes.run(() =>
       s.id === 0 ? this.runtime.synchronize(this.#current) : this.runtime.synchronizeStream(s.id),
     );
   }
@@ -564,7 +548,7 @@ export class HipFlavor {
     const s = this.#stream(stream);
     if (s === undefined || s.id === 0) return C.hipErrorInvalidHandle;
     this.#streams.delete(BigInt(stream as bigint));
-    return this.#codes.run(() => this.runtime.destroyStream(s.id));
+    return this.codes.run(() => this.runtime.destroyStream(s.id));
   }
 
   // --- errors ----------------------------------------------------------------------------------------
@@ -576,15 +560,6 @@ export class HipFlavor {
 
   hipGetErrorString(hipError: number): string {
     return C.HIP_ERRORS.get(toInt(hipError))?.[1] ?? 'unknown error';
-  }
-
-  /** End the process: everything it holds is released, as at exit. Never throws. */
-  dispose(): void {
-    this.runtime.dispose();
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
   }
 
   // --- helpers -----------------------------------------------------------------------------------------
@@ -645,9 +620,9 @@ export class HipFlavor {
       dst.set(src.subarray(0, n));
       return C.hipSuccess;
     }
-    if (srcHost) return this.#codes.run(() => this.runtime.write(device, dstVa, src.subarray(0, n), s.id));
-    if (dstHost) return this.#codes.run(() => this.runtime.read(device, srcVa, dst.subarray(0, n), s.id));
-    return this.#codes.run(() => this.runtime.copy(device, dstVa, srcVa, n, s.id));
+    if (srcHost) return this.codes.run(() => this.runtime.write(device, dstVa, src.subarray(0, n), s.id));
+    if (dstHost) return this.codes.run(() => this.runtime.read(device, srcVa, dst.subarray(0, n), s.id));
+    return this.codes.run(() => this.runtime.copy(device, dstVa, srcVa, n, s.id));
   }
 
   #memset(dst: HipPtr, value: number, sizeBytes: Size, stream: HipHandle): number {
@@ -659,7 +634,7 @@ export class HipFlavor {
     const s = this.#stream(stream);
     if (s === undefined) return C.hipErrorInvalidHandle;
     const device = s.id === 0 ? this.#current : s.device;
-    return this.#codes.run(() => this.runtime.fill(device, va, toInt(value), n, s.id));
+    return this.codes.run(() => this.runtime.fill(device, va, toInt(value), n, s.id));
   }
 
   #allocation(handle: HipHandle): PhysicalAllocation | undefined {
