@@ -1,7 +1,6 @@
-
 import { isVmmError } from '../../core/errors.js';
 import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
-import type { AccessDescriptor, } from '../../core/runtime.js';
+import type { AccessDescriptor } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';

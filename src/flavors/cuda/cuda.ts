@@ -1,6 +1,5 @@
-
 import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
-import type { AccessDescriptor, ReserveOptions, } from '../../core/runtime.js';
+import type { AccessDescriptor, ReserveOptions } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import { Access, type AllocationProperties, type Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';

@@ -1,4 +1,3 @@
-
 import { isVmmError } from '../../core/errors.js';
 import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
 import { instrument } from '../../core/trace.js';
