@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRawCuda, loadCudaDriver, type RawCuda } from '../../src/backends/cuda/driver.js';
+import { createCuda } from '../../src/flavors/cuda/cuda.js';
 import {
   CU_MEM_ALLOC_GRANULARITY_MINIMUM,
   CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -88,6 +89,32 @@ export function runCase(cu: CudaApi, env: CaseEnv, name: string): CaseRecord {
     return getCase(name).run(cu, env);
   } catch (e) {
     return { steps: [], threw: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/**
+ * Run one case against a fresh simulated process (vmmkit's CUDA flavour on
+ * the simulator), closing exported fds in that process; also returns what
+ * the case left alive there (each case undoes what it made).
+ */
+export function runSimulatedCase(name: string): { record: CaseRecord; leftover: string | undefined } {
+  const cu = createCuda({ report: () => {} });
+  try {
+    const { env } = prepareEnv(cu);
+    env.closeFd = (fd) => {
+      try {
+        cu.machine!.process(cu).closeFd(fd);
+      } catch {
+        // Already closed: nothing to undo, as close(2) on the real driver's fd.
+      }
+    };
+    const record = runCase(cu, env, name);
+    const s = cu.runtime.stats();
+    const leftover =
+      s.reservations + s.mappings + s.handles + s.streams !== 0 ? JSON.stringify(s) : undefined;
+    return { record, leftover };
+  } finally {
+    cu.dispose();
   }
 }
 

@@ -37,7 +37,7 @@ import { createHip } from '../../src/flavors/hip/hip.js';
 import { runBackendContract } from '../backend/contract.js';
 import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
 import { KNOWN_DIVERGENCES } from '../cuda/known-divergences.js';
-import { prepareEnv, runCase } from '../cuda/record.js';
+import { prepareEnv, runCase, runSimulatedCase } from '../cuda/record.js';
 import { createFakeDriver } from './fake-driver.js';
 import { aclSequence, hipSequence, type SeqResult, twoGpuSequence } from './sequences.js';
 
@@ -190,20 +190,7 @@ function runCasesInChildren(): {
 }
 
 function simulatedCase(name: string): CaseRecord {
-  const cu = createCuda({ report: () => {} });
-  try {
-    const { env } = prepareEnv(cu);
-    env.closeFd = (fd) => {
-      try {
-        cu.machine!.process(cu).closeFd(fd);
-      } catch {
-        // Already closed.
-      }
-    };
-    return runCase(cu, env, name);
-  } finally {
-    cu.dispose();
-  }
+  return runSimulatedCase(name).record;
 }
 
 // ------------------------------------------------------------------ main

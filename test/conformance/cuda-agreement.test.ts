@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { CaseRecord, Step } from '../../conformance/cuda/cases.js';
 import { caseNames } from '../../conformance/cuda/cases.js';
 import { KNOWN_DIVERGENCES } from '../../conformance/cuda/known-divergences.js';
-import { prepareEnv, runCase } from '../../conformance/cuda/record.js';
+import { prepareEnv, runSimulatedCase } from '../../conformance/cuda/record.js';
 import { createCuda } from '../../src/flavors/cuda/cuda.js';
 
 interface Transcript {
@@ -26,25 +26,11 @@ const transcript = JSON.parse(
 /** Live objects a case left behind in the simulated process (each case undoes what it made). */
 const leftovers = new Map<string, string>();
 
-/** Run one case against a fresh simulated process. */
+/** Run one case against a fresh simulated process, noting anything it left alive. */
 function simulate(name: string): CaseRecord {
-  const cu = createCuda({ report: () => {} });
-  try {
-    const { env } = prepareEnv(cu);
-    env.closeFd = (fd) => {
-      try {
-        cu.machine!.process(cu).closeFd(fd);
-      } catch {
-        // Already closed: nothing to undo, as close(2) on the real driver's fd.
-      }
-    };
-    const record = runCase(cu, env, name);
-    const s = cu.runtime.stats();
-    if (s.reservations + s.mappings + s.handles + s.streams !== 0) leftovers.set(name, JSON.stringify(s));
-    return record;
-  } finally {
-    cu.dispose();
-  }
+  const { record, leftover } = runSimulatedCase(name);
+  if (leftover !== undefined) leftovers.set(name, leftover);
+  return record;
 }
 
 const show = (s: Step | undefined): string =>
