@@ -8,20 +8,21 @@
  * lookup is two binary searches; an insert or delete moves at most CAPACITY
  * entries of one chunk, so cost stays nearly flat from a thousand entries to
  * millions, without the pointer chasing and per-node allocation of a tree.
- * Chunks are typed arrays (keys and ends as float64, values as int32
- * indices into a slot table), so that move is a loop over numbers: moving object
- * references instead would pay a GC write barrier per element. Range
+ * A chunk is one typed array of (key, end, value index) triples, the values
+ * themselves in a slot table, so that move is a loop over numbers: moving
+ * object references instead would pay a GC write barrier per element. Range
  * queries (containing, intersects) read only the chunk, never the value
  * objects of neighbouring ranges: with a million ranges those objects are
  * cold, and one cache miss each would dominate the cost.
  */
 const CAPACITY = 64;
 
+/** Entry i is data[3i] (key), data[3i + 1] (end), data[3i + 2] (index of its value in the slot table). */
+const STRIDE = 3;
+
 class Chunk {
-  readonly keys = new Float64Array(CAPACITY);
-  readonly ends = new Float64Array(CAPACITY);
-  /** Index into the map's slot table of each key's value. */
-  readonly slots = new Int32Array(CAPACITY);
+  /** Entries interleaved, so the probe that finds a key has its end and value index in the same cache line. */
+  readonly data = new Float64Array(CAPACITY * STRIDE);
   length = 0;
 }
 
@@ -63,10 +64,10 @@ export class OrderedMap<V> {
   }
 
   get(key: number): V | undefined {
-    if (key === this.#fingerKey) return this.#values[this.#fingerChunk!.slots[this.#fingerIndex]];
+    if (key === this.#fingerKey) return this.#values[this.#fingerChunk!.data[STRIDE * this.#fingerIndex + 2]];
     const c = this.#chunks[this.#chunkFor(key)];
     const i = lowerBound(c, key);
-    return i < c.length && c.keys[i] === key ? this.#values[c.slots[i]] : undefined;
+    return i < c.length && c.data[STRIDE * i] === key ? this.#values[c.data[STRIDE * i + 2]] : undefined;
   }
 
   has(key: number): boolean {
@@ -78,9 +79,9 @@ export class OrderedMap<V> {
     const ci = this.#chunkFor(key);
     const c = this.#chunks[ci];
     const i = lowerBound(c, key);
-    if (i < c.length && c.keys[i] === key) {
-      this.#values[c.slots[i]] = value;
-      c.ends[i] = end;
+    if (i < c.length && c.data[STRIDE * i] === key) {
+      this.#values[c.data[STRIDE * i + 2]] = value;
+      c.data[STRIDE * i + 1] = end;
       this.#point(ci, c, i, key);
       return;
     }
@@ -96,9 +97,9 @@ export class OrderedMap<V> {
       return;
     }
     shiftRight(c, i);
-    c.keys[i] = key;
-    c.ends[i] = end;
-    c.slots[i] = slot;
+    c.data[STRIDE * i] = key;
+    c.data[STRIDE * i + 1] = end;
+    c.data[STRIDE * i + 2] = slot;
     c.length++;
     if (i === 0) this.#firsts[ci] = key;
     this.#size++;
@@ -109,13 +110,11 @@ export class OrderedMap<V> {
     const c = this.#chunks[ci];
     const half = CAPACITY >> 1;
     const right = new Chunk();
-    right.keys.set(c.keys.subarray(half, c.length));
-    right.ends.set(c.ends.subarray(half, c.length));
-    right.slots.set(c.slots.subarray(half, c.length));
+    right.data.set(c.data.subarray(STRIDE * half, STRIDE * c.length));
     right.length = c.length - half;
     c.length = half;
     this.#chunks.splice(ci + 1, 0, right);
-    this.#firsts.splice(ci + 1, 0, right.keys[0]);
+    this.#firsts.splice(ci + 1, 0, right.data[0]);
   }
 
   delete(key: number): boolean {
@@ -123,9 +122,9 @@ export class OrderedMap<V> {
     const ci = hit ? this.#fingerCi : this.#chunkFor(key);
     const c = hit ? this.#fingerChunk! : this.#chunks[ci];
     const i = hit ? this.#fingerIndex : lowerBound(c, key);
-    if (i === c.length || c.keys[i] !== key) return false;
+    if (i === c.length || c.data[STRIDE * i] !== key) return false;
     this.#fingerKey = Number.NaN;
-    const slot = c.slots[i];
+    const slot = c.data[STRIDE * i + 2];
     this.#values[slot] = undefined;
     this.#freeSlots.push(slot);
     shiftLeft(c, i);
@@ -136,7 +135,7 @@ export class OrderedMap<V> {
       this.#chunks.splice(ci, 1);
       this.#firsts.splice(ci, 1);
     } else if (i === 0 && c.length > 0) {
-      this.#firsts[ci] = c.keys[0];
+      this.#firsts[ci] = c.data[0];
     }
     return true;
   }
@@ -144,19 +143,21 @@ export class OrderedMap<V> {
   /** The value with the greatest key <= `key`. */
   floor(key: number): V | undefined {
     const c = this.#floorChunk(key);
-    return c === undefined ? undefined : this.#values[c.slots[this.#at]];
+    return c === undefined ? undefined : this.#values[c.data[STRIDE * this.#at + 2]];
   }
 
   /** The value of the range [key, end) that contains `point`. */
   containing(point: number): V | undefined {
     const c = this.#floorChunk(point);
-    return c !== undefined && point < c.ends[this.#at] ? this.#values[c.slots[this.#at]] : undefined;
+    return c !== undefined && point < c.data[STRIDE * this.#at + 1]
+      ? this.#values[c.data[STRIDE * this.#at + 2]]
+      : undefined;
   }
 
   /** Whether any range [key, end) intersects [start, end). */
   intersects(start: number, end: number): boolean {
     const c = this.#floorChunk(end - 1);
-    return c !== undefined && c.ends[this.#at] > start;
+    return c !== undefined && c.data[STRIDE * this.#at + 1] > start;
   }
 
   /** Position found by #floorChunk (saves allocating a pair). */
@@ -191,7 +192,7 @@ export class OrderedMap<V> {
       c = this.#chunks[ci];
       i = 0;
     }
-    return this.#values[c.slots[i]];
+    return this.#values[c.data[STRIDE * i + 2]];
   }
 
   /** The value with the least key > `key`. */
@@ -204,19 +205,20 @@ export class OrderedMap<V> {
       c = this.#chunks[ci];
       i = 0;
     }
-    return this.#values[c.slots[i]];
+    return this.#values[c.data[STRIDE * i + 2]];
   }
 
   /** The value with the least key. */
   first(): V | undefined {
-    for (const c of this.#chunks) if (c.length > 0) return this.#values[c.slots[0]];
+    for (const c of this.#chunks) if (c.length > 0) return this.#values[c.data[2]];
     return undefined;
   }
 
   /** Values in key order (a snapshot: the map may change while it is iterated). */
   *values(): IterableIterator<V> {
     const out: V[] = [];
-    for (const c of this.#chunks) for (let i = 0; i < c.length; i++) out.push(this.#values[c.slots[i]] as V);
+    for (const c of this.#chunks)
+      for (let i = 0; i < c.length; i++) out.push(this.#values[c.data[STRIDE * i + 2]] as V);
     yield* out;
   }
 
@@ -231,36 +233,28 @@ export class OrderedMap<V> {
 }
 
 /**
- * Open a gap at i. A plain loop: TypedArray.prototype.copyWithin's call
+ * Open a gap at entry i. A plain loop: TypedArray.prototype.copyWithin's call
  * overhead exceeds the work at these sizes, and most moves are a few entries.
  */
 function shiftRight(c: Chunk, i: number): void {
-  const { keys, ends, slots } = c;
-  for (let j = c.length; j > i; j--) {
-    keys[j] = keys[j - 1];
-    ends[j] = ends[j - 1];
-    slots[j] = slots[j - 1];
-  }
+  const data = c.data;
+  for (let j = STRIDE * c.length + STRIDE - 1, stop = STRIDE * i + STRIDE; j >= stop; j--)
+    data[j] = data[j - STRIDE];
 }
 
-/** Close the gap at i. */
+/** Close the gap at entry i. */
 function shiftLeft(c: Chunk, i: number): void {
-  const { keys, ends, slots } = c;
-  const last = c.length - 1;
-  for (let j = i; j < last; j++) {
-    keys[j] = keys[j + 1];
-    ends[j] = ends[j + 1];
-    slots[j] = slots[j + 1];
-  }
+  const data = c.data;
+  for (let j = STRIDE * i, stop = STRIDE * (c.length - 1); j < stop; j++) data[j] = data[j + STRIDE];
 }
 
 function lowerBound(c: Chunk, key: number): number {
-  return searchFrom(c.keys, c.length, key);
+  return searchFrom(c.data, c.length, key, STRIDE);
 }
 
 /** Keys are integers, so the first key > key is the first key >= key + 1. */
 function upperBound(c: Chunk, key: number): number {
-  return searchFrom(c.keys, c.length, key + 1);
+  return searchFrom(c.data, c.length, key + 1, STRIDE);
 }
 
 /**
@@ -272,31 +266,32 @@ function upperBound(c: Chunk, key: number): number {
  * the search gallops outwards from there: two or three probes for evenly
  * spread keys, never more than about twice a binary search's for any others.
  */
-function searchFrom(keys: ArrayLike<number>, length: number, key: number): number {
+function searchFrom(keys: ArrayLike<number>, length: number, key: number, stride = 1): number {
   if (length === 0 || key <= keys[0]) return 0;
-  const last = keys[length - 1];
+  const first = keys[0];
+  const last = keys[stride * (length - 1)];
   if (key > last) return length;
   // Here keys[0] < key <= last, so the answer is in [1, length - 1].
-  let g = Math.floor(((key - keys[0]) / (last - keys[0])) * (length - 1));
+  let g = Math.floor(((key - first) / (last - first)) * (length - 1));
   if (g < 1) g = 1;
   let lo: number;
   let hi: number;
-  if (keys[g] < key) {
+  if (keys[stride * g] < key) {
     // Gallop right: the answer is after g.
     let step = 1;
     lo = g + 1;
-    while (lo + step - 1 < length - 1 && keys[lo + step - 1] < key) step <<= 1;
+    while (lo + step - 1 < length - 1 && keys[stride * (lo + step - 1)] < key) step <<= 1;
     hi = Math.min(lo + step - 1, length - 1);
   } else {
     // Gallop left: the answer is g or before.
     let step = 1;
     hi = g;
-    while (hi - step >= 1 && keys[hi - step] >= key) step <<= 1;
+    while (hi - step >= 1 && keys[stride * (hi - step)] >= key) step <<= 1;
     lo = Math.max(hi - step, 1);
   }
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (keys[mid] < key) lo = mid + 1;
+    if (keys[stride * mid] < key) lo = mid + 1;
     else hi = mid;
   }
   return lo;
