@@ -10,7 +10,12 @@
 export type { Backend, ImportedMemory } from './backend/backend.js';
 export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';
 export { CudaDriverError } from './backends/cuda/checked.js';
-export { CudaDriverUnavailableError, DEFAULT_LIBRARY_PATHS, loadCudaDriver } from './backends/cuda/driver.js';
+export {
+  CudaDriverUnavailableError,
+  DEFAULT_LIBRARY_PATHS,
+  findCudaDriver,
+  loadCudaDriver,
+} from './backends/cuda/driver.js';
 export {
   createMachine,
   Machine,

@@ -11,23 +11,11 @@ import { createFakeDriver } from '../../conformance/gpu/fake-driver.js';
 import { aclSequence, hipSequence, twoGpuSequence } from '../../conformance/gpu/sequences.js';
 import { CudaBackend } from '../../src/backends/cuda/backend.js';
 import { CU_RESULT_KINDS, CudaDriverError } from '../../src/backends/cuda/checked.js';
-import {
-  type CudaDriver,
-  CudaDriverUnavailableError,
-  loadCudaDriver,
-} from '../../src/backends/cuda/driver.js';
+import { CudaDriverUnavailableError, findCudaDriver } from '../../src/backends/cuda/driver.js';
 import { ERROR_KINDS } from '../../src/core/errors.js';
 import { createAcl, createCuda, createHip, DEFAULT_LIBRARY_PATHS } from '../../src/index.js';
 
-function tryLoad(): CudaDriver | undefined {
-  try {
-    return loadCudaDriver();
-  } catch (e) {
-    if (e instanceof CudaDriverUnavailableError) return undefined;
-    throw e;
-  }
-}
-const gpu = tryLoad();
+const gpu = findCudaDriver();
 
 describe('CUDA backend without a GPU', () => {
   it.skipIf(gpu !== undefined)('createCuda({ backend: "cuda" }) names the libraries it tried', () => {

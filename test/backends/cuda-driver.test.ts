@@ -5,6 +5,7 @@ import {
   CudaDriverUnavailableError,
   createRawCuda,
   DEFAULT_LIBRARY_PATHS,
+  findCudaDriver,
   loadCudaDriver,
 } from '../../src/backends/cuda/driver.js';
 import {
@@ -14,15 +15,7 @@ import {
   STRUCT_LAYOUT,
 } from '../../src/backends/cuda/driver-api.js';
 
-function tryLoad(): CudaDriver | undefined {
-  try {
-    return loadCudaDriver();
-  } catch (e) {
-    if (e instanceof CudaDriverUnavailableError) return undefined;
-    throw e;
-  }
-}
-const driver = tryLoad();
+const driver = findCudaDriver();
 
 describe('raw CUDA driver', () => {
   it.skipIf(driver !== undefined)('without libcuda, names every library it tried', () => {

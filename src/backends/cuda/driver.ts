@@ -55,6 +55,16 @@ export function loadCudaDriver(libraryPaths: readonly string[] = DEFAULT_LIBRARY
   return fns as CudaDriver;
 }
 
+/** The driver, or undefined where there is none (no GPU, no libcuda): for code and tests that may run without one. */
+export function findCudaDriver(libraryPaths?: readonly string[]): CudaDriver | undefined {
+  try {
+    return loadCudaDriver(libraryPaths);
+  } catch (e) {
+    if (e instanceof CudaDriverUnavailableError) return undefined;
+    throw e;
+  }
+}
+
 /** An out-parameter box, as vmmkit's flavours take them. */
 export interface Box<T> {
   value: T;
