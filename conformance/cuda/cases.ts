@@ -440,6 +440,47 @@ def('reserve.hintInsideFreedLarge', (t) => {
   const p = t.reserve(t.G, 0, probe + 8n * t.g);
   if (p) t.see('gotHint', p === probe + 8n * t.g);
 });
+// Where the driver stops honouring a hint into freed VA (reserve.hintInsideFreedLarge): sizes and offsets.
+def('reserve.hintInto8MiBFreedPlus2MiB', (t) => {
+  const probe = t.unreserved(4 * t.G);
+  const p = t.reserve(t.G, 0, probe + 1n * t.g);
+  if (p) t.see('gotHint', p === probe + 1n * t.g);
+});
+def('reserve.hintInto8MiBFreedPlusQuarter', (t) => {
+  const probe = t.unreserved(4 * t.G);
+  const p = t.reserve(t.G, 0, probe + 2n * t.g);
+  if (p) t.see('gotHint', p === probe + 2n * t.g);
+});
+def('reserve.hintInto16MiBFreedPlus2MiB', (t) => {
+  const probe = t.unreserved(8 * t.G);
+  const p = t.reserve(t.G, 0, probe + 1n * t.g);
+  if (p) t.see('gotHint', p === probe + 1n * t.g);
+});
+def('reserve.hintInto16MiBFreedPlusQuarter', (t) => {
+  const probe = t.unreserved(8 * t.G);
+  const p = t.reserve(t.G, 0, probe + 4n * t.g);
+  if (p) t.see('gotHint', p === probe + 4n * t.g);
+});
+def('reserve.hintInto32MiBFreedPlus2MiB', (t) => {
+  const probe = t.unreserved(16 * t.G);
+  const p = t.reserve(t.G, 0, probe + 1n * t.g);
+  if (p) t.see('gotHint', p === probe + 1n * t.g);
+});
+def('reserve.hintInto32MiBFreedPlusQuarter', (t) => {
+  const probe = t.unreserved(16 * t.G);
+  const p = t.reserve(t.G, 0, probe + 8n * t.g);
+  if (p) t.see('gotHint', p === probe + 8n * t.g);
+});
+def('reserve.hintInto64MiBFreedPlus2MiB', (t) => {
+  const probe = t.unreserved(32 * t.G);
+  const p = t.reserve(t.G, 0, probe + 1n * t.g);
+  if (p) t.see('gotHint', p === probe + 1n * t.g);
+});
+def('reserve.hintInto64MiBFreedPlusQuarter', (t) => {
+  const probe = t.unreserved(32 * t.G);
+  const p = t.reserve(t.G, 0, probe + 16n * t.g);
+  if (p) t.see('gotHint', p === probe + 16n * t.g);
+});
 def('reserve.hintFreeSmallerThanFreed', (t) => {
   const probe = t.unreserved(2 * t.G);
   const p = t.reserve(t.G, 0, probe);
