@@ -424,68 +424,27 @@ def('reserve.hintFree', (t) => {
   const p = t.reserve(size, 0, probe);
   if (p) t.see('gotHint', p === probe);
 });
-// A hint inside a range freed a moment ago (the ACL flavour's exact expectPtr met this on the H200).
-def('reserve.hintSecondHalfOfFreed', (t) => {
-  const probe = t.unreserved(2 * t.G);
-  const p = t.reserve(t.G, 0, probe + t.g);
-  if (p) t.see('gotHint', p === probe + t.g);
-});
-def('reserve.hintSecondHalfOfFreedAligned', (t) => {
-  const probe = t.unreserved(2 * t.G);
-  const p = t.reserve(t.G, t.G, probe + t.g);
-  if (p) t.see('gotHint', p === probe + t.g);
-});
-def('reserve.hintInsideFreedLarge', (t) => {
-  const probe = t.unreserved(64 * t.G);
-  const p = t.reserve(t.G, 0, probe + 8n * t.g);
-  if (p) t.see('gotHint', p === probe + 8n * t.g);
-});
-// Where the driver stops honouring a hint into freed VA (reserve.hintInsideFreedLarge): sizes and offsets.
-def('reserve.hintInto8MiBFreedPlus2MiB', (t) => {
-  const probe = t.unreserved(4 * t.G);
-  const p = t.reserve(t.G, 0, probe + 1n * t.g);
-  if (p) t.see('gotHint', p === probe + 1n * t.g);
-});
-def('reserve.hintInto8MiBFreedPlusQuarter', (t) => {
-  const probe = t.unreserved(4 * t.G);
-  const p = t.reserve(t.G, 0, probe + 2n * t.g);
-  if (p) t.see('gotHint', p === probe + 2n * t.g);
-});
-def('reserve.hintInto16MiBFreedPlus2MiB', (t) => {
-  const probe = t.unreserved(8 * t.G);
-  const p = t.reserve(t.G, 0, probe + 1n * t.g);
-  if (p) t.see('gotHint', p === probe + 1n * t.g);
-});
-def('reserve.hintInto16MiBFreedPlusQuarter', (t) => {
-  const probe = t.unreserved(8 * t.G);
-  const p = t.reserve(t.G, 0, probe + 4n * t.g);
-  if (p) t.see('gotHint', p === probe + 4n * t.g);
-});
-def('reserve.hintInto32MiBFreedPlus2MiB', (t) => {
-  const probe = t.unreserved(16 * t.G);
-  const p = t.reserve(t.G, 0, probe + 1n * t.g);
-  if (p) t.see('gotHint', p === probe + 1n * t.g);
-});
-def('reserve.hintInto32MiBFreedPlusQuarter', (t) => {
-  const probe = t.unreserved(16 * t.G);
-  const p = t.reserve(t.G, 0, probe + 8n * t.g);
-  if (p) t.see('gotHint', p === probe + 8n * t.g);
-});
-def('reserve.hintInto64MiBFreedPlus2MiB', (t) => {
-  const probe = t.unreserved(32 * t.G);
-  const p = t.reserve(t.G, 0, probe + 1n * t.g);
-  if (p) t.see('gotHint', p === probe + 1n * t.g);
-});
-def('reserve.hintInto64MiBFreedPlusQuarter', (t) => {
-  const probe = t.unreserved(32 * t.G);
-  const p = t.reserve(t.G, 0, probe + 16n * t.g);
-  if (p) t.see('gotHint', p === probe + 16n * t.g);
-});
-def('reserve.hintFreeSmallerThanFreed', (t) => {
-  const probe = t.unreserved(2 * t.G);
-  const p = t.reserve(t.G, 0, probe);
-  if (p) t.see('gotHint', p === probe);
-});
+/**
+ * A hint `offset` granules into a range of `freed` granules reserved and freed a moment before; records
+ * whether the driver honoured it (it stops doing so inside freed reservations of 32 MiB or more).
+ */
+function hintIntoFreed(name: string, freed: number, offset: number, alignment = 0): void {
+  def(name, (t) => {
+    const probe = t.unreserved(freed * t.G);
+    const hint = probe + BigInt(offset) * t.g;
+    const p = t.reserve(t.G, alignment * t.G, hint);
+    if (p) t.see('gotHint', p === hint);
+  });
+}
+hintIntoFreed('reserve.hintSecondHalfOfFreed', 2, 1);
+hintIntoFreed('reserve.hintSecondHalfOfFreedAligned', 2, 1, 1);
+hintIntoFreed('reserve.hintInsideFreedLarge', 64, 8);
+for (const mib of [8, 16, 32, 64]) {
+  const granules = mib / 2;
+  hintIntoFreed(`reserve.hintInto${mib}MiBFreedPlus2MiB`, granules, 1);
+  hintIntoFreed(`reserve.hintInto${mib}MiBFreedPlusQuarter`, granules, granules / 4);
+}
+hintIntoFreed('reserve.hintFreeSmallerThanFreed', 2, 0);
 def('reserve.hintTaken', (t) => {
   const a = t.reserve(t.G);
   const b = t.reserve(t.G, 0, a, 0, 'reserveAtTaken');
