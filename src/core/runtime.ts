@@ -132,8 +132,7 @@ export class Runtime implements Disposable {
 
   /** The reservation whose base is exactly `va`. */
   reservationAt(va: number): Reservation | undefined {
-    const r = this.#reservations.get(va);
-    return r;
+    return this.#reservations.get(va);
   }
 
   /** The reservation containing address `va`. */
@@ -296,7 +295,7 @@ export class Runtime implements Disposable {
     this.#handles.remove(a.id);
     a.owner = undefined;
     // Freeing the exporter's memory withdraws its shareable tokens (ACL's aclrtFreePhysical does).
-    if (a.tokens !== undefined) for (const t of a.tokens) this.#undo(() => this.backend.unshare(t));
+    if (a.tokens !== undefined) for (const t of a.tokens) this.quietly(() => this.backend.unshare(t));
     this.backend.release(a.backendHandle);
   }
 
@@ -549,7 +548,7 @@ export class Runtime implements Disposable {
       return r;
     } catch (e) {
       const created = a;
-      this.#undo(() => (created === undefined ? this.free(r) : this.#teardownMalloc(r, created)));
+      this.quietly(() => (created === undefined ? this.free(r) : this.#teardownMalloc(r, created)));
       throw e;
     }
   }
@@ -568,10 +567,6 @@ export class Runtime implements Disposable {
     if (m !== undefined) this.unmapMappings([m]);
     if (a.handleRefs > 0) this.release(a);
     this.free(r);
-  }
-
-  #undo(step: () => void): void {
-    this.quietly(step);
   }
 
   /** Run a teardown or rollback step; a failure goes to the report hook, never up (dispose must not throw). */
@@ -623,14 +618,14 @@ export class Runtime implements Disposable {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
-    this.#undo(() => this.backend.synchronizeDevice(-1));
-    for (const s of [...this.#streams]) this.#undo(() => this.destroyStream(s));
-    for (const m of [...this.#mappings.values()]) this.#undo(() => this.unmapMappings([m]));
+    this.quietly(() => this.backend.synchronizeDevice(-1));
+    for (const s of [...this.#streams]) this.quietly(() => this.destroyStream(s));
+    for (const m of [...this.#mappings.values()]) this.quietly(() => this.unmapMappings([m]));
     for (const a of [...this.#handles.values()]) {
-      while (a.handleRefs > 0 && this.#handles.get(a.id) === a) this.#undo(() => this.release(a));
+      while (a.handleRefs > 0 && this.#handles.get(a.id) === a) this.quietly(() => this.release(a));
     }
-    for (const r of [...this.#reservations.values()]) this.#undo(() => this.free(r));
-    this.#undo(() => this.backend.dispose());
+    for (const r of [...this.#reservations.values()]) this.quietly(() => this.free(r));
+    this.quietly(() => this.backend.dispose());
   }
 
   [Symbol.dispose](): void {
