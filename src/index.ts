@@ -8,6 +8,13 @@
  * `{ backend: 'cuda' }` in a front end's options (libcuda loads only then).
  */
 export type { Backend, ImportedMemory } from './backend/backend.js';
+export {
+  type AllocatorContext,
+  AllocatorOutOfMemoryError,
+  type AllocatorStats,
+  type CachingAllocator,
+  type SegmentEvent,
+} from './alloc/allocator.js';
 export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';
 export { CudaDriverError } from './backends/cuda/checked.js';
 export {
@@ -26,10 +33,18 @@ export {
 export { PAGE_SIZE } from './backends/sim/physical-memory.js';
 export { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from './backends/sim/presets.js';
 export { SimProcess } from './backends/sim/process.js';
+export {
+  createProcess,
+  createRuntime,
+  DEFAULT_DEVICES,
+  type ProcessOptions,
+  type VmmProcess,
+} from './compose/create-runtime.js';
 export { ERROR_KINDS, type ErrorKind, isVmmError, VmmError } from './core/errors.js';
 export { Mapping, PhysicalAllocation, Reservation } from './core/objects.js';
 export { type AccessDescriptor, type ReserveOptions, Runtime, type RuntimeOptions } from './core/runtime.js';
-export { formatTrace, type Layer, Tracer, type TraceSpan, traceToJson } from './core/trace.js';
+export { formatTrace, type Layer, Tracer, type TracerOptions, type TraceSpan, traceToJson } from './core/trace.js';
+export { Transaction } from './core/transaction.js';
 export {
   Access,
   type AllocationProperties,

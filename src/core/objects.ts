@@ -6,7 +6,14 @@ import { type Access, type AllocationProperties, accessIn } from './types.js';
  * the parent virtual range; a PhysicalAllocation is memory behind a handle;
  * a Mapping is a sub-range of a reservation cross-linked to the allocation
  * it shows. They are records owned by a Runtime, which alone changes them.
+ *
+ * Note [Core-owned state]: what changes over an object's life (its owner,
+ * counts, access bits) sits in a record under the CORE symbol, which only
+ * core imports (the package does not export it). Everyone else reads it
+ * through getters, so an allocator or a flavour cannot make core's books
+ * disagree with the backend by writing a field.
  */
+export const CORE = Symbol('vmmkit.core');
 
 export type Origin = 'vmm' | 'malloc';
 
@@ -16,11 +23,13 @@ export type Origin = 'vmm' | 'malloc';
  * an object check `owner === this` instead of looking it up again: one
  * comparison, and it also refuses an object of another process.
  */
-export class Reservation {
-  /** The runtime holding it live; undefined once freed (Note [Owner field]). */
+interface ReservationState {
   owner: Runtime | undefined;
-  /** Mappings currently inside this reservation. */
-  mappingCount = 0;
+  mappingCount: number;
+}
+
+export class Reservation {
+  readonly [CORE]: ReservationState = { owner: undefined, mappingCount: 0 };
   constructor(
     readonly base: number,
     readonly size: number,
@@ -28,6 +37,16 @@ export class Reservation {
     /** 'malloc' for the hidden reservation behind a one-step allocation. */
     readonly origin: Origin,
   ) {}
+
+  /** The runtime holding it live; undefined once freed (Note [Owner field]). */
+  get owner(): Runtime | undefined {
+    return this[CORE].owner;
+  }
+
+  /** Mappings currently inside this reservation. */
+  get mappingCount(): number {
+    return this[CORE].mappingCount;
+  }
 
   get end(): number {
     return this.base + this.size;
@@ -40,23 +59,25 @@ export class Reservation {
   }
 }
 
-export class PhysicalAllocation {
-  /** The runtime holding it live; undefined once its memory is released (Note [Owner field]). */
+interface AllocationState {
   owner: Runtime | undefined;
-  /**
-   * References through the handle: 1 at create or import, +1 per retain,
-   * -1 per release. While it is above zero the handle value is valid.
-   */
-  handleRefs = 1;
-  /** Mappings that show this memory. */
-  mapRefs = 0;
-  /** Shareable descriptors and tokens exported from it (for bookkeeping and export-once rules). */
-  exports = 0;
-  /** Shareable tokens exported from it, withdrawn when its memory is freed. */
+  handleRefs: number;
+  mapRefs: number;
+  exports: number;
   tokens: number[] | undefined;
+}
+
+export class PhysicalAllocation {
+  readonly [CORE]: AllocationState = {
+    owner: undefined,
+    handleRefs: 1,
+    mapRefs: 0,
+    exports: 0,
+    tokens: undefined,
+  };
 
   constructor(
-    /** The handle value the API shows (per process, deterministic). */
+    /** The handle value the API shows: unique within its process, never reused (Note [Handle values]). */
     readonly id: number,
     readonly size: number,
     readonly props: AllocationProperties,
@@ -65,9 +86,33 @@ export class PhysicalAllocation {
     readonly origin: 'created' | 'imported' | 'malloc',
   ) {}
 
+  /** The runtime holding it live; undefined once its memory is released (Note [Owner field]). */
+  get owner(): Runtime | undefined {
+    return this[CORE].owner;
+  }
+
+  /**
+   * References through the handle: 1 at create or import, +1 per retain,
+   * -1 per release. While it is above zero the handle value is valid.
+   */
+  get handleRefs(): number {
+    return this[CORE].handleRefs;
+  }
+
+  /** Mappings that show this memory. */
+  get mapRefs(): number {
+    return this[CORE].mapRefs;
+  }
+
+  /** Shareable descriptors and tokens exported from it. */
+  get exports(): number {
+    return this[CORE].exports;
+  }
+
   /** DESIGN.md's single count: +1 per create/import, map and retain; -1 per release and unmap. */
   get refCount(): number {
-    return this.handleRefs + this.mapRefs;
+    const s = this[CORE];
+    return s.handleRefs + s.mapRefs;
   }
 
   /** Release one handle reference (`using a = rt.create(...)`). Never throws. */
@@ -77,9 +122,14 @@ export class PhysicalAllocation {
   }
 }
 
-export class Mapping {
-  /** The runtime holding it live; undefined once unmapped (Note [Owner field]). */
+interface MappingState {
   owner: Runtime | undefined;
+  /** Access of every device, packed (Note [Access bits]); a new mapping grants none. */
+  accessBits: number;
+}
+
+export class Mapping {
+  readonly [CORE]: MappingState = { owner: undefined, accessBits: 0 };
   constructor(
     readonly va: number,
     readonly size: number,
@@ -88,20 +138,27 @@ export class Mapping {
     readonly reservation: Reservation,
   ) {}
 
-  /** Access of every device, packed (Note [Access bits]); a new mapping grants none. */
-  accessBits = 0;
+  /** The runtime holding it live; undefined once unmapped (Note [Owner field]). */
+  get owner(): Runtime | undefined {
+    return this[CORE].owner;
+  }
+
+  /** Access of every device, packed two bits per device (Note [Access bits]). */
+  get accessBits(): number {
+    return this[CORE].accessBits;
+  }
 
   get end(): number {
     return this.va + this.size;
   }
 
   accessOf(device: number): Access {
-    return accessIn(this.accessBits, device);
+    return accessIn(this[CORE].accessBits, device);
   }
 
   /** Unmap (`using m = rt.map(...)`). Never throws. */
   [Symbol.dispose](): void {
     const rt = this.owner;
-    rt?.quietly(() => rt.unmapMapping(this));
+    rt?.quietly(() => rt.unmap(this.va, this.size));
   }
 }

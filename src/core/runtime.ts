@@ -1,10 +1,10 @@
 import type { Backend, ImportedMemory } from '../backend/backend.js';
-import { HandleTable } from '../util/handle-table.js';
 import { isMultipleOf, isPowerOfTwo } from '../util/integers.js';
 import { OrderedMap } from '../util/ordered-map.js';
 import { vmmError } from './errors.js';
-import { Mapping, PhysicalAllocation, Reservation } from './objects.js';
-import { instrument, type Tracer } from './trace.js';
+import { CORE, Mapping, PhysicalAllocation, Reservation } from './objects.js';
+import { type MethodsListed, instrument, type Tracer } from './trace.js';
+import { Transaction } from './transaction.js';
 import {
   Access,
   type AllocationProperties,
@@ -34,7 +34,11 @@ export interface ReserveOptions {
   readonly hint?: number;
 }
 
-/** The operations that get a trace span when a tracer is given. */
+/**
+ * The operations that get a trace span when a tracer is given: every method
+ * that changes state or moves bytes. The type below fails to compile when a
+ * public method is neither listed here nor named a query.
+ */
 const TRACED_OPERATIONS = [
   'reserve',
   'free',
@@ -43,11 +47,7 @@ const TRACED_OPERATIONS = [
   'retain',
   'map',
   'unmap',
-  'unmapMappings',
-  'unmapMapping',
   'setAccess',
-  'setAccessOn',
-  'setAccessFrom',
   'exportFd',
   'importFd',
   'exportShareable',
@@ -63,31 +63,75 @@ const TRACED_OPERATIONS = [
   'destroyStream',
   'synchronizeStream',
   'synchronize',
-] as const;
+] as const satisfies readonly (keyof Runtime)[];
+
+/** Methods that only read state: not traced. */
+type RuntimeQueries =
+  | 'device'
+  | 'isDevice'
+  | 'memoryInfo'
+  | 'reservationAt'
+  | 'reservationContaining'
+  | 'mappingAt'
+  | 'mappingsIn'
+  | 'nextMapping'
+  | 'wholeMappings'
+  | 'allocation'
+  | 'getAccess'
+  | 'stats'
+  | 'reservations'
+  | 'mappings'
+  | 'hasStream'
+  | 'quietly'
+  | 'dispose';
+
+// Compile-time check: every method of Runtime is traced or a query.
+const tracedOperationsAreComplete: MethodsListed<Runtime, (typeof TRACED_OPERATIONS)[number] | RuntimeQueries> =
+  true;
+void tracedOperationsAreComplete;
 
 /**
  * One process's VMM state: reservations, physical allocations and mappings,
  * vendor-neutral. Flavours translate their calls into these operations;
- * every operation validates fully before it changes anything, so a failed
- * call leaves the runtime as it was (invariant 1 below).
+ * every operation validates fully before it changes anything.
  *
  * Invariants:
  *  1. A thrown VmmError means no state changed, here or in the backend.
+ *     Operations of several backend steps run as a Transaction (Note
+ *     [Transactions]). Narrowed where the driver cannot undo (Note [Points of
+ *     no return]): once memory or address space has been given back, the
+ *     operation completes, and a later step's failure is reported, not thrown.
  *  2. Mappings never overlap, and each lies inside exactly one reservation.
  *  3. An allocation's memory is released in the backend exactly when its
  *     refCount (handle references + mappings) reaches zero.
  *  4. A mapping's access bits equal what the backend's page tables grant.
+ *  5. Handle values are never reused within a process (Note [Handle values]).
+ *  6. After dispose() every operation throws 'not-initialized' and changes nothing.
+ *
+ * Note [Points of no return]: releasing memory and freeing address space
+ * cannot be taken back (the bytes are gone; the driver may hand the range to
+ * someone else). Every operation does them last. If the first of them fails,
+ * nothing has been given back yet, the earlier steps are undone and the error
+ * is thrown. If one fails after another succeeded (an unmap that drops the
+ * last reference of two allocations; mfree's address-space free after its
+ * memory went), the operation stands, the failure goes to the report hook,
+ * and what could not be given back stays held by the runtime, which tries
+ * again at dispose().
+ *
+ * Note [Handle values]: handle values come from a counter per process and are
+ * never handed out twice, so a stale value (released, or from a disposed
+ * process) is always an error, never somebody else's memory. A Map keeps the
+ * live ones.
  */
 export class Runtime implements Disposable {
   readonly devices: readonly DeviceInfo[];
   readonly #reservations = new OrderedMap<Reservation>();
   readonly #mappings = new OrderedMap<Mapping>();
-  /**
-   * Allocations alive in this process (refCount > 0), by handle value. The
-   * handle is valid while handleRefs > 0; an allocation kept only by its
-   * mappings keeps its value, so retain gives the same handle back.
-   */
-  readonly #handles = new HandleTable<PhysicalAllocation>();
+  /** Allocations alive in this process (refCount > 0), by handle value (Note [Handle values]). */
+  readonly #handles = new Map<number, PhysicalAllocation>();
+  #nextHandle = 1;
+  /** Allocations whose last reference went but whose backend release failed (Note [Points of no return]). */
+  readonly #unreleased = new Set<PhysicalAllocation>();
   readonly #streams = new Set<number>();
   readonly #report: (message: string, error?: unknown) => void;
   #disposed = false;
@@ -105,6 +149,15 @@ export class Runtime implements Disposable {
 
   get pid(): number {
     return this.backend.pid;
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  /** Invariant 6: a disposed runtime refuses everything. */
+  #live(): void {
+    if (this.#disposed) throw vmmError('not-initialized', 'the process was torn down (dispose)');
   }
 
   // --- queries -------------------------------------------------------------
@@ -126,6 +179,7 @@ export class Runtime implements Disposable {
   }
 
   memoryInfo(device: number): MemoryInfo {
+    this.#live();
     this.device(device);
     return this.backend.memoryInfo(device);
   }
@@ -187,10 +241,11 @@ export class Runtime implements Disposable {
   /** The allocation behind a valid handle value. */
   allocation(handle: number): PhysicalAllocation | undefined {
     const a = this.#handles.get(handle);
-    return a !== undefined && a.handleRefs > 0 ? a : undefined;
+    return a !== undefined && a[CORE].handleRefs > 0 ? a : undefined;
   }
 
   getAccess(va: number, device: number): Access {
+    this.#live();
     this.device(device);
     const m = this.mappingAt(va);
     if (m === undefined) throw vmmError('not-mapped', `nothing is mapped at 0x${va.toString(16)}`);
@@ -218,6 +273,7 @@ export class Runtime implements Disposable {
   // --- virtual address ranges ----------------------------------------------
 
   reserve(size: number, options: ReserveOptions = {}): Reservation {
+    this.#live();
     return this.#reserve(size, options.alignment ?? 0, options.hint ?? 0, 'vmm');
   }
 
@@ -233,24 +289,32 @@ export class Runtime implements Disposable {
     const align = Math.max(alignment, g);
     const base = this.backend.reserve(size, align, isMultipleOf(hint, align) ? hint : 0);
     const r = new Reservation(base, size, align, origin);
-    r.owner = this;
+    r[CORE].owner = this;
     this.#reservations.set(base, r, base + size);
     return r;
   }
 
   /** Give a whole reservation back; nothing may be mapped in it. */
   free(r: Reservation): void {
-    if (r.owner !== this) throw vmmError('not-reserved', 'reservation is not live');
-    if (r.mappingCount > 0)
-      throw vmmError('in-use', `${r.mappingCount} mapping(s) still inside the reservation`);
+    this.#live();
+    if (r.origin === 'malloc') throw vmmError('not-reserved', 'a one-step allocation is freed with mfree');
+    this.#free(r);
+  }
+
+  #free(r: Reservation): void {
+    const state = r[CORE];
+    if (state.owner !== this) throw vmmError('not-reserved', 'reservation is not live');
+    if (state.mappingCount > 0)
+      throw vmmError('in-use', `${state.mappingCount} mapping(s) still inside the reservation`);
     this.backend.free(r.base, r.size);
     this.#reservations.delete(r.base);
-    r.owner = undefined;
+    state.owner = undefined;
   }
 
   // --- physical memory -----------------------------------------------------
 
   create(size: number, props: AllocationProperties): PhysicalAllocation {
+    this.#live();
     return this.#create(size, props, 'created');
   }
 
@@ -265,53 +329,76 @@ export class Runtime implements Disposable {
     else if (location.type !== 'host' || !isCount(location.id)) {
       throw vmmError('invalid-value', `bad location ${JSON.stringify(location)}`);
     }
-    const backendHandle = this.backend.create(size, props);
-    const a = new PhysicalAllocation(this.#handles.peek(), size, props, backendHandle, origin);
-    a.owner = this;
-    this.#handles.add(a);
+    return this.#adopt(this.backend.create(size, props), size, props, origin);
+  }
+
+  /** A new handle value for memory the backend now holds. */
+  #adopt(
+    backendHandle: number,
+    size: number,
+    props: AllocationProperties,
+    origin: PhysicalAllocation['origin'],
+  ): PhysicalAllocation {
+    const a = new PhysicalAllocation(this.#nextHandle++, size, props, backendHandle, origin);
+    a[CORE].owner = this;
+    this.#handles.set(a.id, a);
     return a;
   }
 
   /** Drop one handle reference; the memory goes when nothing (handle or mapping) holds it. */
   release(a: PhysicalAllocation): void {
+    this.#live();
+    this.#release(a);
+  }
+
+  #release(a: PhysicalAllocation): void {
     this.#checkHandle(a);
-    a.handleRefs--;
-    this.#releaseIfUnused(a);
+    const state = a[CORE];
+    if (state.handleRefs === 1 && state.mapRefs === 0) this.#giveBack(a);
+    else state.handleRefs--;
   }
 
   /** A new handle reference to the allocation mapped at `va` (from any address inside the mapping). */
   retain(va: number): PhysicalAllocation {
+    this.#live();
     const m = this.mappingAt(va);
     if (m === undefined) throw vmmError('not-mapped', `nothing is mapped at 0x${va.toString(16)}`);
     if (m.reservation.origin === 'malloc')
       throw vmmError('not-mapped', 'one-step allocations have no handle');
     const a = m.allocation;
-    a.handleRefs++;
+    a[CORE].handleRefs++;
     return a;
   }
 
-  #releaseIfUnused(a: PhysicalAllocation): void {
-    if (a.refCount !== 0) return;
-    this.#handles.remove(a.id);
-    a.owner = undefined;
-    // Freeing the exporter's memory withdraws its shareable tokens (ACL's aclrtFreePhysical does).
-    if (a.tokens !== undefined) for (const t of a.tokens) this.quietly(() => this.backend.unshare(t));
+  /**
+   * Release the memory of an allocation whose last reference is going: the
+   * backend first (if it refuses, nothing changed), then the books. Freeing
+   * the exporter's memory withdraws its shareable tokens (ACL's
+   * aclrtFreePhysical does); a token that cannot be withdrawn is reported.
+   */
+  #giveBack(a: PhysicalAllocation): void {
     this.backend.release(a.backendHandle);
+    const state = a[CORE];
+    state.handleRefs = 0;
+    state.mapRefs = 0;
+    state.owner = undefined;
+    this.#handles.delete(a.id);
+    this.#unreleased.delete(a);
+    if (state.tokens !== undefined) for (const t of state.tokens) this.quietly(() => this.backend.unshare(t));
   }
 
   #checkHandle(a: PhysicalAllocation): void {
-    if (a.owner !== this || a.handleRefs === 0) {
+    const state = a[CORE];
+    if (state.owner !== this || state.handleRefs === 0) {
       throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
     }
   }
 
   // --- mapping and access --------------------------------------------------
 
-  /**
-   * Map `size` bytes of `a` from `offset` at `va`, inside one reservation.
-   * A caller that has already found that reservation passes it as `within`.
-   */
-  map(va: number, size: number, a: PhysicalAllocation, offset = 0, within?: Reservation): Mapping {
+  /** Map `size` bytes of `a` from `offset` at `va`, inside one reservation. */
+  map(va: number, size: number, a: PhysicalAllocation, offset = 0): Mapping {
+    this.#live();
     this.#checkHandle(a);
     const g = this.vaGranularity;
     if (!isCount(va) || !isMultipleOf(va, g))
@@ -321,127 +408,159 @@ export class Runtime implements Disposable {
     if (!isCount(offset) || !isMultipleOf(offset, g) || offset + size > a.size) {
       throw vmmError('invalid-value', `offset ${offset} + size ${size} is outside the allocation`);
     }
-    const r = within?.owner === this && va >= within.base ? within : this.reservationContaining(va);
+    const r = this.reservationContaining(va);
     if (r === undefined || va + size > r.end)
       throw vmmError('not-reserved', 'range is not inside one reservation');
+    if (r.origin === 'malloc') throw vmmError('not-reserved', 'the range belongs to a one-step allocation');
+    return this.#map(va, size, a, offset, r);
+  }
+
+  #map(va: number, size: number, a: PhysicalAllocation, offset: number, r: Reservation): Mapping {
     if (this.#mappings.intersects(va, va + size)) {
       throw vmmError('overlap', `[0x${va.toString(16)}, +${size}) is already mapped in part`);
     }
     this.backend.map(va, size, a.backendHandle, offset);
     const m = new Mapping(va, size, a, offset, r);
-    m.owner = this;
+    m[CORE].owner = this;
     this.#mappings.set(va, m, va + size);
-    r.mappingCount++;
-    a.mapRefs++;
+    r[CORE].mappingCount++;
+    a[CORE].mapRefs++;
     return m;
   }
 
-  /** Unmap the mappings that exactly tile [va, va + size) (see wholeMappings). */
+  /**
+   * Unmap the mappings that exactly tile [va, va + size) (see wholeMappings).
+   * Work queued on streams is finished first, as drivers do, so nothing in
+   * flight touches memory being unmapped.
+   */
   unmap(va: number, size: number): void {
-    const first = this.#tile(va, size);
-    // One mapping (the common case) goes without building a list.
-    if (first.end === va + size) this.#unmapOne(first);
-    else this.unmapMappings(this.wholeMappings(va, size));
-  }
-
-  /** The first of the mappings that exactly tile [va, va + size); throws like wholeMappings. */
-  #tile(va: number, size: number): Mapping {
+    this.#live();
     const first = this.mappingAt(va);
-    if (first === undefined || first.va !== va || first.end > va + size)
-      return this.wholeMappings(va, size)[0];
-    return first;
+    // One mapping (the common case) goes without building a list.
+    const mappings =
+      first !== undefined && first.va === va && first.end === va + size ? first : this.wholeMappings(va, size);
+    if (Array.isArray(mappings)) {
+      for (const m of mappings) this.#checkVmm(m);
+      this.#unmapAll(mappings);
+    } else {
+      this.#checkVmm(mappings);
+      this.#unmapOne(mappings);
+    }
   }
 
-  /** Unmap one live mapping (one a caller already holds: no lookup). */
-  unmapMapping(m: Mapping): void {
-    if (m.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
-    this.#unmapOne(m);
+  /** VMM calls never touch one-step allocations (their memory has no handle to unmap or grant through). */
+  #checkVmm(m: Mapping): void {
+    if (m.reservation.origin === 'malloc')
+      throw vmmError('not-mapped', `0x${m.va.toString(16)} is a one-step allocation, not a VMM mapping`);
   }
 
   #unmapOne(m: Mapping): void {
     if (this.#streams.size > 0) this.backend.synchronizeDevice(-1);
     this.backend.unmap(m.va, m.size);
-    this.#mappings.delete(m.va);
-    m.owner = undefined;
-    m.reservation.mappingCount--;
-    m.allocation.mapRefs--;
-    this.#releaseIfUnused(m.allocation);
+    this.#forget(m);
+    const a = m.allocation;
+    if (a.refCount !== 0) return;
+    try {
+      this.#giveBack(a);
+    } catch (e) {
+      // Nothing was given back: put the mapping back (invariant 1).
+      this.#remember(m);
+      this.quietly(() => this.#remap(m));
+      throw e;
+    }
   }
 
-  /**
-   * Unmap the given live mappings. Work queued on streams is finished first,
-   * as drivers do, so nothing in flight touches memory being unmapped.
-   */
-  unmapMappings(mappings: readonly Mapping[]): void {
-    for (const m of mappings) {
-      if (m.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
+  /** Unmap several mappings: all unmaps first, releases last (Note [Points of no return]). */
+  #unmapAll(mappings: readonly Mapping[]): void {
+    if (this.#streams.size > 0) this.backend.synchronizeDevice(-1);
+    Transaction.run(this.#report, (tx) => {
+      for (const m of mappings) {
+        this.backend.unmap(m.va, m.size);
+        tx.undo(() => this.#remap(m));
+      }
+    });
+    for (const m of mappings) this.#forget(m);
+    const unused = [...new Set(mappings.map((m) => m.allocation))].filter((a) => a.refCount === 0);
+    for (let i = 0; i < unused.length; i++) {
+      try {
+        this.#giveBack(unused[i]);
+      } catch (e) {
+        if (i > 0) {
+          this.#unreleased.add(unused[i]);
+          this.#report('an unmap could not release memory; it stays held until dispose', e);
+          continue;
+        }
+        for (const m of mappings) this.#remember(m);
+        for (const m of mappings) this.quietly(() => this.#remap(m));
+        throw e;
+      }
     }
-    if (mappings.length > 1 && new Set(mappings).size !== mappings.length) {
-      throw vmmError('invalid-value', 'a mapping is named twice');
+  }
+
+  /** Take a mapping out of the books (its backend mapping is already gone). */
+  #forget(m: Mapping): void {
+    this.#mappings.delete(m.va);
+    m[CORE].owner = undefined;
+    m.reservation[CORE].mappingCount--;
+    m.allocation[CORE].mapRefs--;
+  }
+
+  #remember(m: Mapping): void {
+    this.#mappings.set(m.va, m, m.end);
+    m[CORE].owner = this;
+    m.reservation[CORE].mappingCount++;
+    m.allocation[CORE].mapRefs++;
+  }
+
+  /** Redo a mapping in the backend with the access it had (undo of an unmap). */
+  #remap(m: Mapping): void {
+    this.backend.map(m.va, m.size, m.allocation.backendHandle, m.offset);
+    const bits = m[CORE].accessBits;
+    for (let d = 0; d < this.devices.length && bits !== 0; d++) {
+      const access = m.accessOf(d);
+      if (access !== Access.None) this.backend.setAccess(m.va, m.size, d, access);
     }
-    for (const m of mappings) this.#unmapOne(m);
   }
 
   /** Set access for each descriptor over the mappings that exactly tile [va, va + size). */
   setAccess(va: number, size: number, descriptors: readonly AccessDescriptor[]): void {
-    const first = this.#tile(va, size);
-    if (first.end !== va + size) this.wholeMappings(va, size);
-    this.#setAccessRange(first, va + size, descriptors);
-  }
-
-  /** Set access on the given live, contiguous mappings; all or nothing. */
-  setAccessOn(mappings: readonly Mapping[], descriptors: readonly AccessDescriptor[]): void {
-    for (let i = 0; i < mappings.length; i++) {
-      const m = mappings[i];
-      if (m.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
-      if (i > 0 && mappings[i - 1].end !== m.va) throw vmmError('not-mapped', 'mappings are not contiguous');
-    }
-    if (mappings.length > 0)
-      this.#setAccessRange(mappings[0], mappings[mappings.length - 1].end, descriptors);
-  }
-
-  /**
-   * Set access on the contiguous live mappings from `first` (one a caller
-   * already holds) up to `end`, which must be a mapping's end; all or nothing.
-   */
-  setAccessFrom(first: Mapping, end: number, descriptors: readonly AccessDescriptor[]): void {
-    if (first.owner !== this) throw vmmError('not-mapped', 'mapping is not live');
-    if (first.end !== end) this.wholeMappings(first.va, end - first.va);
-    this.#setAccessRange(first, end, descriptors);
-  }
-
-  /** Set access on the contiguous live mappings from `first` up to `end`. */
-  #setAccessRange(first: Mapping, end: number, descriptors: readonly AccessDescriptor[]): void {
+    this.#live();
     for (const d of descriptors) {
       this.device(d.device);
       if (!isAccess(d.access)) throw vmmError('invalid-value', `access flags ${d.access}`);
     }
+    const first = this.mappingAt(va);
+    if (first === undefined || first.va !== va || first.end !== va + size) {
+      for (const m of this.wholeMappings(va, size)) this.#checkVmm(m);
+    } else this.#checkVmm(first);
+    this.#setAccess(first!, va + size, descriptors);
+  }
+
+  /** Set access on the contiguous live mappings from `first` up to `end`; all or nothing. */
+  #setAccess(first: Mapping, end: number, descriptors: readonly AccessDescriptor[]): void {
     const va = first.va;
-    let done = 0;
-    try {
-      for (; done < descriptors.length; done++) {
-        const d = descriptors[done];
-        this.backend.setAccess(va, end - va, d.device, d.access);
-      }
-    } catch (e) {
-      // Put back what the earlier descriptors changed: invariant 1.
-      for (let i = 0; i < done; i++) this.#restoreAccess(first, end, descriptors[i].device);
-      throw e;
+    if (descriptors.length === 1) {
+      this.backend.setAccess(va, end - va, descriptors[0].device, descriptors[0].access);
+    } else {
+      Transaction.run(this.#report, (tx) => {
+        for (const d of descriptors) {
+          this.backend.setAccess(va, end - va, d.device, d.access);
+          tx.undo(() => this.#restoreAccess(first, end, d.device));
+        }
+      });
     }
     // Step by end address, so the mapping after the range is never touched.
     for (let m = first; ; m = this.#mappings.get(m.end)!) {
-      for (const d of descriptors) m.accessBits = withAccess(m.accessBits, d.device, d.access);
+      const state = m[CORE];
+      for (const d of descriptors) state.accessBits = withAccess(state.accessBits, d.device, d.access);
       if (m.end >= end) break;
     }
   }
 
+  /** Give `device` back, mapping by mapping, the access the books say it has. */
   #restoreAccess(first: Mapping, end: number, device: number): void {
     for (let m = this.#mappings.get(first.va); m !== undefined && m.va < end; m = this.#mappings.get(m.end)) {
-      try {
-        this.backend.setAccess(m.va, m.size, device, m.accessOf(device));
-      } catch (e) {
-        this.#report(`could not restore access at 0x${m.va.toString(16)}`, e);
-      }
+      this.backend.setAccess(m.va, m.size, device, m.accessOf(device));
     }
   }
 
@@ -449,19 +568,21 @@ export class Runtime implements Disposable {
 
   /** Export as a POSIX file descriptor in this process's table. */
   exportFd(a: PhysicalAllocation): number {
+    this.#live();
     this.#checkHandle(a);
     if ((a.props.handleTypes & HandleType.PosixFd) === 0) {
       throw vmmError('not-supported', 'the allocation was not created exportable as a POSIX fd');
     }
     const fd = this.backend.exportFd(a.backendHandle);
-    a.exports++;
+    a[CORE].exports++;
     return fd;
   }
 
   /** Import memory from a file descriptor of this process: a new handle to the same memory. */
   importFd(fd: number): PhysicalAllocation {
+    this.#live();
     if (!Number.isInteger(fd) || fd < 0) throw vmmError('invalid-fd', `${fd} is not a file descriptor`);
-    return this.#adopt(this.backend.importFd(fd));
+    return this.#adoptImported(this.backend.importFd(fd));
   }
 
   /**
@@ -469,54 +590,52 @@ export class Runtime implements Disposable {
    * only processes named through allowImport may import it.
    */
   exportShareable(a: PhysicalAllocation, checkPid: boolean): number {
+    this.#live();
     this.#checkHandle(a);
     const token = this.backend.exportShareable(a.backendHandle, checkPid);
-    a.exports++;
-    (a.tokens ??= []).push(token);
+    const state = a[CORE];
+    state.exports++;
+    (state.tokens ??= []).push(token);
     return token;
   }
 
   allowImport(token: number, pids: readonly number[]): void {
+    this.#live();
     this.backend.allowImport(token, pids);
   }
 
   importShareable(token: number): PhysicalAllocation {
-    return this.#adopt(this.backend.importShareable(token));
+    this.#live();
+    return this.#adoptImported(this.backend.importShareable(token));
   }
 
-  /** A new handle for memory the backend imported. */
-  #adopt(imported: ImportedMemory): PhysicalAllocation {
-    const a = new PhysicalAllocation(
-      this.#handles.peek(),
-      imported.size,
-      imported.props,
-      imported.handle,
-      'imported',
-    );
-    a.owner = this;
-    this.#handles.add(a);
-    return a;
+  #adoptImported(imported: ImportedMemory): PhysicalAllocation {
+    return this.#adopt(imported.handle, imported.size, imported.props, 'imported');
   }
 
   // --- bytes -------------------------------------------------------------------
 
   write(device: number, va: number, src: Uint8Array, stream = 0): void {
+    this.#live();
     this.device(device);
     this.backend.write(device, va, src, stream);
   }
 
   read(device: number, va: number, dst: Uint8Array, stream = 0): void {
+    this.#live();
     this.device(device);
     this.backend.read(device, va, dst, stream);
   }
 
   copy(device: number, dst: number, src: number, size: number, stream = 0): void {
+    this.#live();
     this.device(device);
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size}`);
     this.backend.copy(device, dst, src, size, stream);
   }
 
   fill(device: number, va: number, value: number, size: number, stream = 0): void {
+    this.#live();
     this.device(device);
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size}`);
     this.backend.fill(device, va, value & 0xff, size, stream);
@@ -526,47 +645,47 @@ export class Runtime implements Disposable {
 
   /**
    * Allocate device memory in one step, as cuMemAlloc / hipMalloc do:
-   * reserve, create, map and grant the device read-write, undoing the steps
-   * already taken if a later one fails. Size is rounded up to the granularity.
+   * reserve, create, map and grant the device read-write, as one
+   * transaction. Size is rounded up to the granularity.
    */
   malloc(device: number, size: number): Reservation {
+    this.#live();
     const info = this.device(device);
     if (!isCount(size) || size === 0) throw vmmError('invalid-value', `size ${size} is not positive`);
     const g = Math.max(info.minimumGranularity, this.vaGranularity);
     const rounded = Math.ceil(size / g) * g;
-    const r = this.#reserve(rounded, 0, 0, 'malloc');
-    let a: PhysicalAllocation | undefined;
-    try {
-      a = this.#create(
-        rounded,
-        { location: { type: 'device', id: device }, handleTypes: 0, uncached: false },
-        'malloc',
-      );
-      const m = this.map(r.base, rounded, a, 0);
-      this.#setAccessRange(m, m.end, [{ device, access: Access.ReadWrite }]);
-      this.release(a);
+    return Transaction.run(this.#report, (tx) => {
+      const r = this.#reserve(rounded, 0, 0, 'malloc');
+      tx.undo(() => this.#free(r));
+      const props = { location: { type: 'device', id: device }, handleTypes: 0, uncached: false } as const;
+      const a = this.#create(rounded, props, 'malloc');
+      tx.undo(() => this.#release(a));
+      const m = this.#map(r.base, rounded, a, 0, r);
+      tx.undo(() => {
+        this.backend.unmap(m.va, m.size);
+        this.#forget(m);
+      });
+      this.#setAccess(m, m.end, [{ device, access: Access.ReadWrite }]);
+      // The mapping alone holds the memory now: its handle is not the caller's.
+      a[CORE].handleRefs = 0;
       return r;
-    } catch (e) {
-      const created = a;
-      this.quietly(() => (created === undefined ? this.free(r) : this.#teardownMalloc(r, created)));
-      throw e;
-    }
+    });
   }
 
   /** Free a one-step allocation by its base address. */
   mfree(va: number): void {
+    this.#live();
     const r = this.#reservations.get(va);
     if (r === undefined || r.origin !== 'malloc') throw vmmError('not-reserved', 'not a one-step allocation');
-    const m = this.#mappings.get(va)!;
-    this.unmapMappings([m]);
-    this.free(r);
-  }
-
-  #teardownMalloc(r: Reservation, a: PhysicalAllocation): void {
-    const m = this.#mappings.get(r.base);
-    if (m !== undefined) this.unmapMappings([m]);
-    if (a.handleRefs > 0) this.release(a);
-    this.free(r);
+    const m = this.#mappings.get(va);
+    if (m !== undefined) this.#unmapOne(m);
+    // Note [Points of no return]: the memory is gone; the address space is freed now or at dispose.
+    try {
+      this.#free(r);
+    } catch (e) {
+      if (m === undefined) throw e;
+      this.#report('mfree could not free the address range; it stays reserved until dispose', e);
+    }
   }
 
   /** Run a teardown or rollback step; a failure goes to the report hook, never up (dispose must not throw). */
@@ -581,6 +700,7 @@ export class Runtime implements Disposable {
   // --- streams -----------------------------------------------------------------
 
   createStream(device: number): number {
+    this.#live();
     this.device(device);
     const s = this.backend.createStream(device);
     this.#streams.add(s);
@@ -588,6 +708,11 @@ export class Runtime implements Disposable {
   }
 
   destroyStream(stream: number): void {
+    this.#live();
+    this.#destroyStream(stream);
+  }
+
+  #destroyStream(stream: number): void {
     if (!this.#streams.has(stream)) throw vmmError('invalid-stream', `no stream ${stream}`);
     try {
       this.backend.destroyStream(stream);
@@ -602,12 +727,14 @@ export class Runtime implements Disposable {
   }
 
   synchronizeStream(stream: number): void {
+    this.#live();
     if (!this.#streams.has(stream)) throw vmmError('invalid-stream', `no stream ${stream}`);
     this.backend.synchronizeStream(stream);
   }
 
   /** Finish the work of every stream on `device` (-1: every device). */
   synchronize(device = -1): void {
+    this.#live();
     if (device !== -1) this.device(device);
     this.backend.synchronizeDevice(device);
   }
@@ -619,21 +746,19 @@ export class Runtime implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     this.quietly(() => this.backend.synchronizeDevice(-1));
-    for (const s of [...this.#streams]) this.quietly(() => this.destroyStream(s));
-    for (const m of [...this.#mappings.values()]) this.quietly(() => this.unmapMappings([m]));
+    for (const s of [...this.#streams]) this.quietly(() => this.#destroyStream(s));
+    for (const m of [...this.#mappings.values()]) this.quietly(() => this.#unmapOne(m));
     for (const a of [...this.#handles.values()]) {
-      while (a.handleRefs > 0 && this.#handles.get(a.id) === a) this.quietly(() => this.release(a));
+      // One attempt per reference: a release that keeps failing must not spin.
+      for (let n = a[CORE].handleRefs; n > 0 && a.owner === this; n--) this.quietly(() => this.#release(a));
     }
-    for (const r of [...this.#reservations.values()]) this.quietly(() => this.free(r));
+    for (const a of [...this.#unreleased]) this.quietly(() => this.#giveBack(a));
+    for (const r of [...this.#reservations.values()]) this.quietly(() => this.#free(r));
     this.quietly(() => this.backend.dispose());
   }
 
   [Symbol.dispose](): void {
     this.dispose();
-  }
-
-  get disposed(): boolean {
-    return this.#disposed;
   }
 }
 

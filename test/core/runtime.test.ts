@@ -272,22 +272,6 @@ describe('Runtime: reference counts', () => {
   });
 });
 
-describe('Runtime: lists of mappings', () => {
-  // Found by this suite: a list naming one mapping twice used to be unmapped twice (refcounts at -1).
-  it('unmapMappings refuses a list naming one mapping twice, changing nothing', () => {
-    const { machine, rt } = setup();
-    const r = rt.reserve(2 * G);
-    const a = rt.create(G, onDevice());
-    const m = rt.map(r.base, G, a);
-    const before = snapshot(rt, machine, [a]);
-    expect(() => rt.setAccessOn([m, m], [{ device: 0, access: Access.Read }])).toThrow();
-    expect(() => rt.unmapMappings([m, m])).toThrow();
-    expect(snapshot(rt, machine, [a])).toEqual(before);
-    expect(r.mappingCount).toBe(1);
-    rt.release(a);
-  });
-});
-
 describe('Runtime: multi-step operations roll back', () => {
   it('malloc on a device too small for the create leaves no reservation behind', () => {
     const tiny: DeviceSpec = {

@@ -58,14 +58,6 @@ interface CudaStream {
   readonly pins: Uint8Array[];
 }
 
-/** A driver mapping of a whole handle that core holds as several pieces. */
-interface DriverMapping {
-  readonly va: number;
-  readonly size: number;
-  readonly cu: U64;
-  unmapped: boolean;
-}
-
 /** What vmmkit knows of memory behind a descriptor it exported (the driver cannot say its size). */
 interface ExportedFile {
   readonly size: number;
@@ -86,8 +78,6 @@ export class CudaBackend implements Backend {
   readonly #reserved = new Map<number, number>();
   /** Mappings, by address: their sizes. */
   readonly #mapped = new Map<number, number>();
-  /** Pieces of whole-handle driver mappings, by piece address (Note [Pieces of one driver mapping]). */
-  readonly #pieces = new Map<number, DriverMapping>();
   readonly #streams = new Map<number, CudaStream>();
   /** Descriptors this backend exported and has not closed, by fd. */
   readonly #exported = new Map<number, ExportedFile>();
@@ -203,60 +193,23 @@ export class CudaBackend implements Backend {
 
   map(va: number, size: number, handle: number, offset: number): void {
     const held = this.#held(handle);
-    if (offset === 0 && size === held.size) this.cu.map(va, size, 0, held.cu);
-    else this.#mapPiece(va, size, held, offset);
+    // Note [Whole-handle maps]: cuMemMap binds a whole handle from offset 0 (the
+    // driver documents offset as "must be zero", and maps the handle's full size
+    // whatever size says). Mapping more than asked would leave core believing
+    // the rest of the range is free, so anything else is refused.
+    if (offset !== 0 || size !== held.size) {
+      throw vmmError(
+        'not-supported',
+        `cuMemMap maps a whole handle from offset 0, not ${size} bytes at offset ${offset} of a ${held.size}-byte handle`,
+      );
+    }
+    this.cu.map(va, size, 0, held.cu);
     this.#mapped.set(va, size);
   }
 
-  /** Note [Pieces of one driver mapping]. */
-  #mapPiece(va: number, size: number, held: HeldMemory, offset: number): void {
-    if (offset === 0) {
-      this.cu.map(va, held.size, 0, held.cu);
-      this.#pieces.set(va, { va, size: held.size, cu: held.cu, unmapped: false });
-      return;
-    }
-    const whole = this.#pieces.get(va - offset);
-    if (whole === undefined || whole.unmapped || whole.cu !== held.cu || offset + size > whole.size) {
-      throw vmmError(
-        'not-supported',
-        `cuMemMap maps a whole handle: ${size} bytes at offset ${offset} of a ${held.size}-byte handle`,
-      );
-    }
-    this.#pieces.set(va, whole);
-  }
-
   unmap(va: number, size: number): void {
-    if (this.#pieces.size === 0) {
-      // The common case: no pieces anywhere, and (core unmaps mapping by mapping) one mapping.
-      this.cu.unmap(va, size);
-      const n = this.#mapped.get(va);
-      this.#mapped.delete(va);
-      if (n === undefined || n >= size) return;
-      for (let at = va + n; at < va + size; ) {
-        const next = this.#mapped.get(at);
-        if (next === undefined) break;
-        this.#mapped.delete(at);
-        at += next;
-      }
-      return;
-    }
-    if (!this.#pieces.has(va)) this.cu.unmap(va, size);
-    const end = va + size;
-    for (let at = va; at < end; ) {
-      const n = this.#mapped.get(at);
-      if (n === undefined) break;
-      this.#mapped.delete(at);
-      const whole = this.#pieces.get(at);
-      if (whole !== undefined) {
-        this.#pieces.delete(at);
-        // The driver's mapping goes with the first of its pieces unmapped; the rest are bookkeeping.
-        if (!whole.unmapped) {
-          whole.unmapped = true;
-          this.cu.unmap(whole.va, whole.size);
-        }
-      }
-      at += n;
-    }
+    this.cu.unmap(va, size);
+    this.#mapped.delete(va);
   }
 
   setAccess(va: number, size: number, device: number, access: Access): void {
@@ -513,15 +466,15 @@ export class CudaBackend implements Backend {
 }
 
 /**
- * Note [Pieces of one driver mapping]: the H200's cuMemMap maps a whole
- * handle (offset 0, size the handle's, else NOT_SUPPORTED) but checks only
- * that the start lies in a reservation, so one mapping may run past its
- * reservation's end (conformance case map.pastReservationEnd). Core keeps
- * each mapping inside one reservation, so the CUDA flavour hands such a
- * mapping down as pieces (offset 0 first, then the rest at their offsets).
- * The backend maps the whole handle at the first piece and takes the others
- * as bookkeeping; the first piece unmapped unmaps the driver's mapping (the
- * flavour unmaps such a span whole). Any other partial map is refused.
+ * Note [Whole-handle maps]: the H200's cuMemMap maps a whole handle (offset
+ * 0, size the handle's, else NOT_SUPPORTED) and checks only that the start
+ * lies in a reservation, so one driver mapping may run on into an adjacent
+ * reservation (conformance case map.pastReservationEnd). Core keeps every
+ * mapping inside one reservation (invariant 2) and a Backend map binds exactly
+ * the bytes asked for, so this backend maps whole handles only: a CUDA map
+ * spanning two reservations, which the CUDA flavour hands down as two pieces,
+ * is refused here (a listed divergence) and works on the simulator, whose
+ * maps take any offset and size.
  *
  * Note [Imported sizes]: cuMemImportFromShareableHandle gives a handle but no
  * size, and no driver call reads a handle's size; CUDA programs pass the size

@@ -17,7 +17,8 @@
  * are pointers (declared as uintptr_t so they travel as plain integers), and
  * every enum is an int.
  */
-import koffi, { type TypeObject } from 'koffi';
+import type { TypeObject } from 'koffi';
+import { koffi as loadKoffi } from './koffi.js';
 
 /** Struct declarations, each made once per koffi instance (koffi keeps names globally). */
 export interface DriverTypes {
@@ -116,6 +117,7 @@ let declared: DriverTypes | undefined;
  */
 export function declareDriverTypes(): DriverTypes {
   if (declared) return declared;
+  const koffi = loadKoffi();
   const CUmemLocation = koffi.struct('CUmemLocation', { type: 'int', id: 'int' });
   const CUmemAllocationFlags = koffi.struct('CUmemAllocationProp_allocFlags', {
     compressionType: 'uchar',

@@ -5,7 +5,8 @@
  * driver. No vmmkit logic lives here: the conformance cases run against this
  * object on the GPU to record what the real driver answers.
  */
-import koffi, { type LibraryHandle } from 'koffi';
+import type { LibraryHandle } from 'koffi';
+import { koffi } from './koffi.js';
 import { DRIVER_API, type DriverSymbol, type DriverTypes, declareDriverTypes } from './driver-api.js';
 
 /** Thrown when no CUDA driver library can be loaded (no NVIDIA driver on this machine). */
@@ -39,7 +40,7 @@ export function loadCudaDriver(libraryPaths: readonly string[] = DEFAULT_LIBRARY
   let libraryPath = '';
   for (const path of libraryPaths) {
     try {
-      lib = koffi.load(path);
+      lib = koffi().load(path);
       libraryPath = path;
       break;
     } catch (e) {

@@ -18,7 +18,7 @@ it('a fully mapped H200 with 1 GiB written costs about 1 GiB of host memory', ()
   const handles = [];
   for (let i = 0; i < count; i++) {
     const a = rt.create(chunk, { location: { type: 'device', id: 0 }, handleTypes: 0, uncached: false });
-    rt.map(r.base + i * chunk, chunk, a, 0, r);
+    rt.map(r.base + i * chunk, chunk, a, 0);
     handles.push(a);
   }
   rt.setAccess(r.base, count * chunk, [{ device: 0, access: Access.ReadWrite }]);
