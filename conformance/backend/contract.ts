@@ -308,6 +308,110 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
     },
   },
   {
+    name: 'a map binds exactly the bytes asked for, from the offset asked for (or a whole-handle backend refuses)',
+    run: (b) => {
+      const g = granularity(b);
+      const h = b.create(4 * g, onDevice(0));
+      const whole = b.reserve(4 * g, g, 0);
+      b.map(whole, 4 * g, h, 0);
+      b.setAccess(whole, 4 * g, 0, Access.ReadWrite);
+      const data = pattern(4 * g, 30);
+      b.write(0, whole, data, 0);
+      const va = b.reserve(4 * g, g, 0);
+      const free = b.memoryInfo(0).free;
+      if (b.partialMaps) {
+        // Two pages from offset g, placed at va + g: exactly those bytes, and nothing around them.
+        b.map(va + g, 2 * g, h, g);
+        b.setAccess(va + g, 2 * g, 0, Access.ReadWrite);
+        const back = new Uint8Array(2 * g);
+        b.read(0, va + g, back, 0);
+        assertEqualBytes(back, data.subarray(g, 3 * g), 'piece at an offset');
+        assertThrowsVmm(() => b.read(0, va, new Uint8Array(8), 0), 'read before the piece');
+        assertThrowsVmm(() => b.read(0, va + 3 * g, new Uint8Array(8), 0), 'read after the piece');
+        // The pages around the piece are free address space: another handle maps there.
+        const other = b.create(g, onDevice(0));
+        b.map(va + 3 * g, g, other, 0);
+        b.unmap(va + 3 * g, g);
+        b.release(other);
+        b.unmap(va + g, 2 * g);
+      } else {
+        for (const [offset, size] of [
+          [0, 2 * g],
+          [g, 2 * g],
+          [g, 3 * g],
+        ]) {
+          try {
+            b.map(va, size, h, offset);
+          } catch (e) {
+            assert(isVmmError(e) && e.kind === 'not-supported', `piece (${offset}, ${size}): ${String(e)}`);
+            continue;
+          }
+          throw new Error(`contract: a whole-handle backend mapped ${size} bytes at offset ${offset}`);
+        }
+        // Nothing was mapped: the whole range takes the whole handle.
+        b.map(va, 4 * g, h, 0);
+        b.unmap(va, 4 * g);
+      }
+      assert(b.memoryInfo(0).free === free, 'a map changed free memory');
+      b.unmap(whole, 4 * g);
+      b.release(h);
+      b.free(va, 4 * g);
+      b.free(whole, 4 * g);
+    },
+  },
+  {
+    name: 'one handle mapped as pieces side by side reads as the whole (where pieces are supported)',
+    run: (b) => {
+      if (!b.partialMaps) return;
+      const g = granularity(b);
+      const h = b.create(3 * g, onDevice(0));
+      const va = b.reserve(3 * g, g, 0);
+      // Pieces in another order than the memory's: [2g..3g) first, then [0..2g).
+      b.map(va, g, h, 2 * g);
+      b.map(va + g, 2 * g, h, 0);
+      b.setAccess(va, 3 * g, 0, Access.ReadWrite);
+      const data = pattern(3 * g, 31);
+      b.write(0, va, data, 0);
+      const tail = new Uint8Array(g);
+      b.read(0, va + 2 * g, tail, 0);
+      assertEqualBytes(tail, data.subarray(2 * g), 'second piece');
+      // Remap in memory order: the bytes land where the offsets say.
+      b.unmap(va, g);
+      b.unmap(va + g, 2 * g);
+      b.map(va, 3 * g, h, 0);
+      b.setAccess(va, 3 * g, 0, Access.ReadWrite);
+      const back = new Uint8Array(3 * g);
+      b.read(0, va, back, 0);
+      assertEqualBytes(back.subarray(0, 2 * g), data.subarray(g), 'first two pages in memory order');
+      assertEqualBytes(back.subarray(2 * g), data.subarray(0, g), 'last page in memory order');
+      b.unmap(va, 3 * g);
+      b.release(h);
+      b.free(va, 3 * g);
+    },
+  },
+  {
+    name: 'access over several adjacent mappings is set at once; unmapping one leaves the other as it was',
+    run: (b) => {
+      const g = granularity(b);
+      const va = b.reserve(2 * g, g, 0);
+      const h1 = b.create(g, onDevice(0));
+      const h2 = b.create(g, onDevice(0));
+      b.map(va, g, h1, 0);
+      b.map(va + g, g, h2, 0);
+      b.setAccess(va, 2 * g, 0, Access.ReadWrite);
+      b.write(0, va + g - 4, pattern(8, 32), 0);
+      b.unmap(va, g);
+      assertThrowsVmm(() => b.read(0, va, new Uint8Array(4), 0), 'read of the unmapped one');
+      const back = new Uint8Array(4);
+      b.read(0, va + g, back, 0);
+      assertEqualBytes(back, pattern(8, 32).subarray(4), 'the other keeps its bytes and access');
+      b.unmap(va + g, g);
+      b.release(h1);
+      b.release(h2);
+      b.free(va, 2 * g);
+    },
+  },
+  {
     name: 'freeing a reservation with memory mapped in it fails and changes nothing',
     run: (b) => {
       const g = granularity(b);

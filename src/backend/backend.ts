@@ -1,3 +1,4 @@
+import type { MethodsListed } from '../core/trace.js';
 import type { Access, AllocationProperties, DeviceInfo, Location, MemoryInfo } from '../core/types.js';
 
 /**
@@ -13,6 +14,12 @@ export interface Backend {
   /** Operating-system process id of the process this backend acts for. */
   readonly pid: number;
   readonly devices: readonly DeviceInfo[];
+  /**
+   * Whether map takes any granularity-aligned piece of a handle (offset and
+   * size); false where the driver maps whole handles from offset 0 only, and
+   * refuses anything else with 'not-supported' (the CUDA driver).
+   */
+  readonly partialMaps: boolean;
 
   memoryInfo(device: number): MemoryInfo;
 
@@ -26,11 +33,24 @@ export interface Backend {
   /** Drop a backend handle; the memory goes when no handle or mapping holds it. */
   release(handle: number): void;
 
-  /** Bind `size` bytes of the handle's memory from `offset` at `va`; no device gets access. */
+  /**
+   * Bind exactly the bytes [offset, offset + size) of the handle's memory at
+   * [va, va + size), nothing more; no device gets access. The range is free
+   * address space inside one reservation (core checks). A backend without
+   * partialMaps refuses offset != 0 or size != the handle's size with
+   * 'not-supported' and changes nothing. Failure leaves nothing mapped.
+   */
   map(va: number, size: number, handle: number, offset: number): void;
-  /** Remove the mapping(s) exactly covering [va, va + size) and every device's access to them. */
+  /**
+   * Remove the mappings that exactly cover [va, va + size) (one, or several
+   * adjacent ones, each made by one map call) and every device's access to
+   * them. Failure leaves them mapped as they were.
+   */
   unmap(va: number, size: number): void;
-  /** Set one device's access to the mapped range [va, va + size) (builds or clears its page-table entries). */
+  /**
+   * Set one device's access to [va, va + size), which is covered by whole
+   * adjacent mappings (builds or clears its page-table entries).
+   */
   setAccess(va: number, size: number, device: number, access: Access): void;
 
   /** Export a handle as a shareable file descriptor in this process's fd table. */
@@ -99,6 +119,10 @@ export const BACKEND_OPERATIONS = [
   'synchronizeStream',
   'synchronizeDevice',
 ] as const satisfies readonly (keyof Backend)[];
+
+// Compile-time check: every Backend method is traced (dispose is the end of the trace, not a call in it).
+const backendOperationsAreComplete: MethodsListed<Backend, (typeof BACKEND_OPERATIONS)[number] | 'dispose'> = true;
+void backendOperationsAreComplete;
 
 export interface ImportedMemory {
   readonly handle: number;

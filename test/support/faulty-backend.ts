@@ -41,7 +41,12 @@ export class FaultyBackend {
   readonly backend: Backend;
 
   constructor(readonly inner: Backend) {
-    const wrapper: Record<string, unknown> = { kind: inner.kind, pid: inner.pid, devices: inner.devices };
+    const wrapper: Record<string, unknown> = {
+      kind: inner.kind,
+      pid: inner.pid,
+      devices: inner.devices,
+      partialMaps: inner.partialMaps,
+    };
     for (const name of BACKEND_OPERATIONS) {
       const method = (inner[name] as (...a: unknown[]) => unknown).bind(inner);
       const mutating = (MUTATING_OPERATIONS as readonly string[]).includes(name);

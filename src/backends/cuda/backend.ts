@@ -66,6 +66,8 @@ interface ExportedFile {
 
 export class CudaBackend implements Backend {
   readonly kind = 'cuda' as const;
+  /** Note [Whole-handle maps]. */
+  readonly partialMaps = false;
   readonly pid = process.pid;
   readonly devices: readonly DeviceInfo[];
   readonly driverVersion: number;
@@ -209,7 +211,12 @@ export class CudaBackend implements Backend {
 
   unmap(va: number, size: number): void {
     this.cu.unmap(va, size);
-    this.#mapped.delete(va);
+    for (let at = va, end = va + size; at < end; ) {
+      const n = this.#mapped.get(at);
+      if (n === undefined) break;
+      this.#mapped.delete(at);
+      at += n;
+    }
   }
 
   setAccess(va: number, size: number, device: number, access: Access): void {

@@ -55,6 +55,7 @@ const WRITE = 2;
 /** One process on a simulated machine: the simulator's Backend. */
 export class SimProcess implements Backend {
   readonly kind = 'sim' as const;
+  readonly partialMaps = true;
   readonly devices: readonly DeviceInfo[];
   readonly #va = new VaAllocator(VA_START, VA_END);
   /** Reservations, by base: their sizes. (An OrderedMap: a JS Map keyed by large addresses is slower.) */
