@@ -7,7 +7,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { type CudaFlavor, createCuda } from '../src/index.js';
+import { type CudaFlavor, createCuda, createMachine, Runtime } from '../src/index.js';
+import { growRows } from './grow.js';
 
 const MiB = 1024 * 1024;
 const S = 2 * MiB;
@@ -238,6 +239,7 @@ function main(): void {
   rows.push(cycleBench());
   rows.push(...scalingBench());
   rows.push(...copyBench());
+  rows.push(...growRows(new Runtime(createMachine({ devices: ['H200'] }).spawn())));
 
   const width = Math.max(...rows.map((r) => r.name.length));
   const fmt = (x: number | undefined) => (x === undefined ? '' : x < 10 ? x.toFixed(3) : x.toFixed(1));

@@ -135,6 +135,11 @@ export class GrowableBuffer implements Disposable {
     return this.#chunks.length;
   }
 
+  /** The size of each mapped chunk, in address order. */
+  chunkSizes(): number[] {
+    return this.#chunks.map((c) => c.size);
+  }
+
   get device(): number {
     return this.#device;
   }
