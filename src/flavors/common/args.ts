@@ -68,13 +68,6 @@ export class BigIntMemo {
     return this.#big;
   }
 
-  /** Remember a pair made elsewhere (a handle value from a cache, say). */
-  remember(big: bigint, n: number): bigint {
-    this.#big = big;
-    this.#num = n;
-    return big;
-  }
-
   /** Like toCount. */
   toNumber(x: unknown): number {
     if (x === this.#big) return this.#num;

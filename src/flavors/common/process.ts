@@ -1,46 +1,30 @@
-import type { Backend } from '../../backend/backend.js';
-import { CudaBackend, type CudaBackendOptions } from '../../backends/cuda/backend.js';
-import { Machine, type MachineOptions } from '../../backends/sim/machine.js';
-import { Runtime } from '../../core/runtime.js';
-import type { Tracer } from '../../core/trace.js';
+import { createProcess, type ProcessOptions, type VmmProcess } from '../../compose/create-runtime.js';
+import type { Runtime } from '../../core/runtime.js';
 import { type ErrorTable, VendorCodes } from './error-table.js';
 
-/** Options every flavour's create function takes. */
-export interface FlavorOptions extends MachineOptions {
-  /** 'sim' (default): a simulated machine. 'cuda': the real NVIDIA driver. */
-  readonly backend?: 'sim' | 'cuda';
-  /** Join this simulated machine as a new process (instead of making a machine of one's own). */
-  readonly machine?: Machine;
-  /** With `backend: 'cuda'`: the driver to use, or the libcuda paths to try (default libcuda.so.1, libcuda.so). */
-  readonly cuda?: Pick<CudaBackendOptions, 'driver' | 'libraryPaths'>;
-  /** Record every call through the layers. */
-  readonly tracer?: Tracer;
-  /** Where internal problems are reported (default: console.warn). */
-  readonly report?: (message: string, error?: unknown) => void;
-}
+/**
+ * Options every flavour's create function takes: the composition root's
+ * (backend 'sim' or 'cuda' or a Backend object, the devices or machine to
+ * join, libcuda's paths, a tracer, a report hook). A flavour never makes a
+ * backend itself; createProcess does.
+ */
+export type FlavorOptions = ProcessOptions;
 
-/** A process as a flavour sees it: its runtime, and its machine when simulated. */
-export interface FlavorProcess {
-  readonly runtime: Runtime;
-  readonly machine: Machine | undefined;
-  readonly report: (message: string, error?: unknown) => void;
-}
-
-/** Start the process a flavour object stands for. */
-export function startProcess(options: FlavorOptions): FlavorProcess {
-  const report =
-    options.report ?? ((message: string, error?: unknown) => console.warn(`vmmkit: ${message}`, error ?? ''));
-  if (options.backend === 'cuda') {
-    if (options.machine !== undefined)
-      throw new TypeError("a simulated machine cannot be joined with backend 'cuda'");
-    // libcuda is loaded here, on first use, never at import; without it: CudaDriverUnavailableError.
-    const backend = new CudaBackend({ ...options.cuda, tracer: options.tracer, report });
-    return { runtime: new Runtime(backend, { tracer: options.tracer, report }), machine: undefined, report };
-  }
-  const machine = options.machine ?? new Machine(options);
-  const backend: Backend = machine.spawn({ tracer: options.tracer });
-  const runtime = new Runtime(backend, { tracer: options.tracer, report });
-  return { runtime, machine, report };
+/**
+ * A vendor's default simulated machine (HIP: an MI300X, ACL: an Ascend
+ * 910B), applied only where options leave the machine open: a simulated
+ * process that names no devices and joins no machine. So `createHip()` and
+ * `new HipFlavor()` (and each other pair) start the same machine, and a real
+ * backend is never handed devices it does not take.
+ */
+export function withDefaultDevices(
+  options: FlavorOptions,
+  devices: NonNullable<FlavorOptions['devices']>,
+): FlavorOptions {
+  const simulated = options.backend === undefined || options.backend === 'sim';
+  return simulated && options.machine === undefined && options.devices === undefined
+    ? { ...options, devices }
+    : options;
 }
 
 /** How a vendor spells success, failure it cannot name, and each core error kind. */
@@ -57,15 +41,15 @@ export interface VendorErrors {
  */
 export abstract class VendorProcess implements Disposable {
   readonly runtime: Runtime;
-  /** The simulated machine this process runs on (undefined on real hardware). */
-  readonly machine: Machine | undefined;
+  /** The simulated machine this process runs on (undefined on real hardware or a caller's backend). */
+  readonly machine: VmmProcess['machine'];
   /** Where internal problems go (never thrown out of a vendor call). */
   protected readonly report: (message: string, error?: unknown) => void;
   /** The vendor's error factory. */
   protected readonly codes: VendorCodes;
 
   constructor(options: FlavorOptions, errors: VendorErrors) {
-    const p = startProcess(options);
+    const p = createProcess(options);
     this.runtime = p.runtime;
     this.machine = p.machine;
     this.report = p.report;

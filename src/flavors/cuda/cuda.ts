@@ -106,6 +106,8 @@ export const CUDA_FUNCTIONS = [
  */
 export class CudaFlavor extends VendorProcess {
   #initialized = false;
+  /** Set by dispose(): the process is gone (Note [CUDA after dispose]). */
+  #gone = false;
   /** Primary contexts retained, per device ordinal: retain count. */
   readonly #primaryRefs: number[];
   /** The calling thread's current context: a device ordinal, or -1. */
@@ -113,7 +115,6 @@ export class CudaFlavor extends VendorProcess {
   readonly #streams = new Map<bigint, number>();
   readonly #props = new Map<number, AllocationProperties | number>();
   readonly #descriptors = new DescriptorCache();
-  readonly #handleValues: bigint[] = [];
   readonly #addresses = new BigIntMemo();
   readonly #handleMemo = new BigIntMemo();
   /** CUDA mappings core holds as several pieces, by piece (Note [Mappings past a reservation's end]). */
@@ -137,9 +138,21 @@ export class CudaFlavor extends VendorProcess {
     if (options.tracer) instrument(this, 'flavor', options.tracer, CUDA_FUNCTIONS);
   }
 
+  /**
+   * End the process (Note [CUDA after dispose]): everything it holds goes, and
+   * every later call answers CUDA_ERROR_DEINITIALIZED. Never throws.
+   */
+  override dispose(): void {
+    this.#gone = true;
+    this.#initialized = false;
+    this.#current = -1;
+    super.dispose();
+  }
+
   // --- initialisation, devices, contexts ---------------------------------------------
 
   cuInit(flags: number): number {
+    if (this.#gone) return C.CUDA_ERROR_DEINITIALIZED;
     if (toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     this.#initialized = true;
     return C.CUDA_SUCCESS;
@@ -152,7 +165,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuDeviceGet(device: Box<number>, ordinal: number): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
     if (!this.runtime.isDevice(toInt(ordinal))) return C.CUDA_ERROR_INVALID_DEVICE;
     device.value = toInt(ordinal);
@@ -160,14 +173,14 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuDeviceGetCount(count: Box<number>): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(count)) return C.CUDA_ERROR_INVALID_VALUE;
     count.value = this.runtime.devices.length;
     return C.CUDA_SUCCESS;
   }
 
   cuDeviceGetName(name: Box<string>, len: number, dev: number): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(name) || toInt(len) <= 0) return C.CUDA_ERROR_INVALID_VALUE;
     if (!this.runtime.isDevice(toInt(dev))) return C.CUDA_ERROR_INVALID_DEVICE;
     // The C call writes at most len - 1 characters and a terminating NUL.
@@ -176,7 +189,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuDeviceTotalMem(bytes: Box<number>, dev: number): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(bytes)) return C.CUDA_ERROR_INVALID_VALUE;
     if (!this.runtime.isDevice(toInt(dev))) return C.CUDA_ERROR_INVALID_DEVICE;
     bytes.value = this.runtime.devices[toInt(dev)].totalMemory;
@@ -184,7 +197,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
     const d = toInt(dev);
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
@@ -194,7 +207,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuDevicePrimaryCtxRelease(dev: number): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     const d = toInt(dev);
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
     if (this.#primaryRefs[d] === 0) return C.CUDA_ERROR_INVALID_CONTEXT;
@@ -203,7 +216,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuCtxSetCurrent(ctx: bigint | number | null): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (ctx === null || ctx === 0 || ctx === 0n) {
       this.#current = -1;
       return C.CUDA_SUCCESS;
@@ -215,7 +228,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuCtxGetCurrent(ctx: Box<bigint>): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
     ctx.value = this.#current === -1 ? 0n : contextHandle(this.#current);
     return C.CUDA_SUCCESS;
@@ -238,7 +251,7 @@ export class CudaFlavor extends VendorProcess {
   // --- virtual memory management ---------------------------------------------------------
 
   cuMemGetAllocationGranularity(granularity: Box<number>, prop: CUmemAllocationProp, option: number): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(granularity) || !isStruct(prop)) return C.CUDA_ERROR_INVALID_VALUE;
     const opt = toInt(option);
     if (opt !== C.CU_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
@@ -263,7 +276,7 @@ export class CudaFlavor extends VendorProcess {
     addr: CUdeviceptr,
     flags: number,
   ): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     const n = toCount(size);
     const align = toCount(alignment);
     // Not through the address memo: the hint (usually 0) would displace the pointer about to be returned.
@@ -287,7 +300,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemAddressFree(ptr: CUdeviceptr, size: Size): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     const r = this.runtime.reservationAt(va);
@@ -302,7 +315,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemCreate(handle: Box<bigint>, size: Size, prop: CUmemAllocationProp, flags: number): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(handle) || !isStruct(prop) || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     const checked = this.#checkProp(prop);
     if (typeof checked === 'number') return checked;
@@ -329,7 +342,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemRelease(handle: CUhandle): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     // The driver crashes on a bogus or dead handle (release.bogusHandles); we answer INVALID_VALUE.
     const a = this.#allocation(handle);
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
@@ -342,7 +355,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemMap(ptr: CUdeviceptr, size: Size, offset: Size, handle: CUhandle, flags: number): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     const off = toCount(offset);
@@ -356,7 +369,7 @@ export class CudaFlavor extends VendorProcess {
     const r = this.runtime.reservationContaining(va);
     if (r === undefined || r.origin !== 'vmm' || this.#isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      if (va + n <= r.end) this.runtime.map(va, n, a, 0, r);
+      if (va + n <= r.end) this.runtime.map(va, n, a, 0);
       else return this.#mapAcross(va, n, a);
       return C.CUDA_SUCCESS;
     } catch (e) {
@@ -365,7 +378,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemUnmap(ptr: CUdeviceptr, size: Size): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     if (va <= 0 || n < 0) return C.CUDA_ERROR_INVALID_VALUE;
@@ -380,7 +393,7 @@ export class CudaFlavor extends VendorProcess {
         one.reservation.origin === 'vmm' &&
         (this.#spans.size === 0 || !this.#spans.has(one))
       ) {
-        this.runtime.unmapMapping(one);
+        this.runtime.unmap(va, n);
         return C.CUDA_SUCCESS;
       }
       // Only an address outside every reservation (unmap.unreserved) or in cuMemAlloc memory
@@ -394,9 +407,11 @@ export class CudaFlavor extends VendorProcess {
       // unmap.startMidMapping, unmap.sizeZero, unmap.misaligned).
       const found = this.runtime.mappingsIn(va, Math.max(n, 1));
       const mappings = this.#spans.size === 0 ? found : this.#withWholeSpans(found);
-      for (const m of mappings) if (m.va < va || m.end > end) return C.CUDA_ERROR_INVALID_VALUE;
+      // cuMemAlloc memory is never unmapped by cuMemUnmap, even when the range reaches it.
+      for (const m of mappings)
+        if (m.va < va || m.end > end || m.reservation.origin !== 'vmm') return C.CUDA_ERROR_INVALID_VALUE;
       if (mappings.length === 0) return C.CUDA_SUCCESS;
-      this.runtime.unmapMappings(mappings);
+      this.#unmapRuns(mappings);
       if (this.#spans.size !== 0) this.#forgetSpans(mappings);
       return C.CUDA_SUCCESS;
     } catch (e) {
@@ -405,7 +420,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemSetAccess(ptr: CUdeviceptr, size: Size, desc: readonly CUmemAccessDesc[], count: Size): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     const k = toCount(count);
@@ -464,7 +479,7 @@ export class CudaFlavor extends VendorProcess {
       if (descriptors.length === 0) return C.CUDA_SUCCESS;
     }
     try {
-      this.runtime.setAccessFrom(first, reach, descriptors);
+      this.runtime.setAccess(va, reach - va, descriptors);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.codes.code(e);
@@ -472,7 +487,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemGetAccess(flags: Box<number>, location: CUmemLocation, ptr: CUdeviceptr): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(flags) || !isStruct(location)) return C.CUDA_ERROR_INVALID_VALUE;
     const type = location.type;
     const host = type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA;
@@ -494,7 +509,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemRetainAllocationHandle(handle: Box<bigint>, addr: CUdeviceptr): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
       handle.value = this.#handleValue(this.runtime.retain(this.#addresses.toNumber(addr)).id);
@@ -505,7 +520,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemGetAllocationPropertiesFromHandle(prop: Box<CUmemAllocationProp>, handle: CUhandle): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isStruct(prop)) return C.CUDA_ERROR_INVALID_VALUE;
     const a = this.#allocation(handle);
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
@@ -531,7 +546,7 @@ export class CudaFlavor extends VendorProcess {
     handleType: number,
     flags: number,
   ): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(shareable) || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     const a = this.#allocation(handle);
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
@@ -552,7 +567,7 @@ export class CudaFlavor extends VendorProcess {
     osHandle: number | bigint,
     shHandleType: number,
   ): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
     if (toInt(shHandleType) !== C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return C.CUDA_ERROR_INVALID_VALUE;
     // A descriptor that is not open (or -1) gives UNKNOWN, through the error table's invalid-fd
@@ -762,8 +777,23 @@ export class CudaFlavor extends VendorProcess {
 
   // --- helpers -----------------------------------------------------------------------------------------
 
+  /** What a call answers before cuInit, and after dispose (Note [CUDA after dispose]). */
+  #uninitialized(): number {
+    return this.#gone ? C.CUDA_ERROR_DEINITIALIZED : C.CUDA_ERROR_NOT_INITIALIZED;
+  }
+
+  /** Unmap these mappings (address order, none split), one core unmap per run of adjacent ones. */
+  #unmapRuns(mappings: readonly Mapping[]): void {
+    for (let i = 0; i < mappings.length; ) {
+      const start = mappings[i].va;
+      let end = mappings[i].end;
+      for (i++; i < mappings.length && mappings[i].va === end; i++) end = mappings[i].end;
+      this.runtime.unmap(start, end - start);
+    }
+  }
+
   #needContext(): number {
-    if (!this.#initialized) return C.CUDA_ERROR_NOT_INITIALIZED;
+    if (!this.#initialized) return this.#uninitialized();
     return this.#current === -1 ? C.CUDA_ERROR_INVALID_CONTEXT : C.CUDA_SUCCESS;
   }
 
@@ -867,7 +897,7 @@ export class CudaFlavor extends VendorProcess {
     } catch (e) {
       // Undo what was done (a multi-step operation changes nothing when a step fails).
       try {
-        this.runtime.unmapMappings(pieces);
+        this.#unmapRuns(pieces);
         for (const r of hidden) this.runtime.free(r);
       } catch (undo) {
         this.report('could not undo a partial cuMemMap', undo);
@@ -912,11 +942,14 @@ export class CudaFlavor extends VendorProcess {
     }
   }
 
-  /** Handle ids are small and reused, so their bigints are made once. */
+  /**
+   * The handle value the program sees: core's id as a bigint. Core never
+   * hands an id out twice in a process, so a released handle's value stays
+   * invalid for good; the flavour keeps no table of its own (only the memo
+   * of the last pair, for the map and release that follow a create).
+   */
   #handleValue(id: number): bigint {
-    let v = this.#handleValues[id];
-    if (v === undefined) this.#handleValues[id] = v = BigInt(id);
-    return this.#handleMemo.remember(v, id);
+    return this.#handleMemo.toBigInt(id);
   }
 
   #allocation(handle: CUhandle): PhysicalAllocation | undefined {
@@ -946,6 +979,17 @@ export class CudaFlavor extends VendorProcess {
  * a span whole (or refuses, as it refuses to split any mapping), setAccess
  * treats it as one mapping, and the hidden reservations go with it.
  */
+/**
+ * Note [CUDA after dispose]
+ * A disposed CudaFlavor is a process whose driver has shut down: every call
+ * answers CUDA_ERROR_DEINITIALIZED (4, "driver shutting down") and changes
+ * nothing, cuInit included (a disposed process cannot come back). Core's
+ * 'not-initialized' kind (a call on a disposed Runtime) maps to the same
+ * code. Three calls keep answering, as the driver's do without any
+ * initialisation: cuDriverGetVersion (documented to work before cuInit),
+ * cuGetErrorName and cuGetErrorString (tables, no driver state).
+ */
+
 interface Span {
   readonly pieces: readonly Mapping[];
   readonly hidden: readonly Reservation[];

@@ -21,7 +21,8 @@ export const CUDA_ERROR_TABLE: ErrorTable = {
   'permission-denied': C.CUDA_ERROR_NOT_PERMITTED,
   'invalid-fd': C.CUDA_ERROR_UNKNOWN, // import.bogusFd, import.afterFdClosed
   'invalid-stream': C.CUDA_ERROR_INVALID_HANDLE,
-  'not-initialized': C.CUDA_ERROR_NOT_INITIALIZED,
+  // Core says so only of a disposed Runtime: the driver has shut down (Note [CUDA after dispose]).
+  'not-initialized': C.CUDA_ERROR_DEINITIALIZED,
   'invalid-context': C.CUDA_ERROR_INVALID_CONTEXT,
   'already-exported': C.CUDA_ERROR_INVALID_VALUE,
 };

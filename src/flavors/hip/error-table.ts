@@ -28,7 +28,8 @@ export const HIP_ERROR_TABLE: ErrorTable = {
   'permission-denied': C.hipErrorInvalidValue,
   'invalid-fd': C.hipErrorInvalidValue,
   'invalid-stream': C.hipErrorInvalidHandle,
-  'not-initialized': C.hipErrorNotInitialized,
+  // Core says so only of a disposed Runtime (Note [HIP after dispose]).
+  'not-initialized': C.hipErrorDeinitialized,
   'invalid-context': C.hipErrorInvalidContext,
   'already-exported': C.hipErrorInvalidValue,
 };

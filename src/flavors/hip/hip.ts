@@ -4,7 +4,7 @@ import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import { type Box, isBox, isHostBuffer, isPowerOfTwo, isStruct, toCount, toInt } from '../common/args.js';
-import { type FlavorOptions, VendorProcess } from '../common/process.js';
+import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
 
@@ -60,6 +60,8 @@ const MEMCPY_KINDS = new Set([
 const HOST_GRANULARITY = 4096;
 /** Stream handles are opaque; these are deterministic per process. */
 const STREAM_BASE = 0x6_0000n;
+/** The simulated machine of a HIP process that names none. */
+const HIP_DEFAULT_DEVICES = ['MI300X'] as const;
 
 /** The function names of the HIP flavour (for tracing, parity and documentation). */
 export const HIP_FUNCTIONS = [
@@ -115,8 +117,9 @@ export class HipFlavor extends VendorProcess {
   /** The hipMemAllocationProp each allocation reports (GenericAllocation::GetProperties). */
   readonly #props = new WeakMap<PhysicalAllocation, hipMemAllocationProp>();
 
+  /** On the simulator the machine is one AMD Instinct MI300X unless options name devices or a machine to join. */
   constructor(options: FlavorOptions = {}) {
-    super(options, {
+    super(withDefaultDevices(options, HIP_DEFAULT_DEVICES), {
       vendor: 'HIP',
       table: HIP_ERROR_TABLE,
       success: C.hipSuccess,
@@ -129,19 +132,19 @@ export class HipFlavor extends VendorProcess {
 
   /** HIP initialises on first use; hipInit only checks its flags. */
   hipInit(flags: number): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     return toInt(flags) === 0 ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   hipGetDeviceCount(count: Box<number>): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(count)) return C.hipErrorInvalidValue;
     count.value = this.runtime.devices.length;
     return C.hipSuccess;
   }
 
   hipSetDevice(deviceId: number): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const d = toInt(deviceId);
     if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
     this.#current = d;
@@ -149,14 +152,14 @@ export class HipFlavor extends VendorProcess {
   }
 
   hipGetDevice(deviceId: Box<number>): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(deviceId)) return C.hipErrorInvalidValue;
     deviceId.value = this.#current;
     return C.hipSuccess;
   }
 
   hipDeviceSynchronize(): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     return this.codes.run(() => this.runtime.synchronize(this.#current));
   }
 
@@ -167,7 +170,7 @@ export class HipFlavor extends VendorProcess {
     prop: hipMemAllocationProp,
     option: number,
   ): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const opt = toInt(option);
     if (
       !isBox(granularity) ||
@@ -192,7 +195,7 @@ export class HipFlavor extends VendorProcess {
   }
 
   hipMemAddressReserve(ptr: Box<bigint>, size: Size, alignment: Size, addr: HipPtr, flags: Size): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(ptr) || toInt(flags) !== 0) return C.hipErrorInvalidValue;
     const n = toCount(size);
     const align = toCount(alignment);
@@ -216,7 +219,7 @@ export class HipFlavor extends VendorProcess {
    * still mapped: hipErrorUnknown (Note [HIP in-use is Unknown]).
    */
   hipMemAddressFree(devPtr: HipPtr, size: Size): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const va = toCount(devPtr ?? 0);
     const n = toCount(size);
     if (va <= 0 || n <= 0) return C.hipErrorInvalidValue;
@@ -227,7 +230,7 @@ export class HipFlavor extends VendorProcess {
   }
 
   hipMemCreate(handle: Box<bigint>, size: Size, prop: hipMemAllocationProp, flags: Size): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const n = toCount(size);
     if (
       !isBox(handle) ||
@@ -283,7 +286,7 @@ export class HipFlavor extends VendorProcess {
   }
 
   hipMemRelease(handle: HipHandle): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const a = this.#allocation(handle);
     if (a === undefined) return C.hipErrorInvalidValue;
     return this.codes.run(() => this.runtime.release(a));
@@ -291,7 +294,7 @@ export class HipFlavor extends VendorProcess {
 
   /** Maps [ptr, ptr + size) to the start of the allocation; the mapping holds one reference (ga->retain). */
   hipMemMap(ptr: HipPtr, size: Size, offset: Size, handle: HipHandle, flags: Size): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const va = toCount(ptr ?? 0);
     const n = toCount(size);
     const h = toCount(handle ?? 0);
@@ -308,17 +311,17 @@ export class HipFlavor extends VendorProcess {
 
   /**
    * Unmaps whole chunks (Note [ValidateSubBufferCoverage]); every stream is
-   * synchronised first (core's unmapMappings does, as SyncAllStreams), then
-   * each chunk is unmapped and drops its allocation reference.
+   * synchronised first (core's unmap does, as SyncAllStreams), then each
+   * chunk is unmapped and drops its allocation reference.
    */
   hipMemUnmap(ptr: HipPtr, size: Size): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const va = toCount(ptr ?? 0);
     const n = toCount(size);
     if (va <= 0 || n <= 0) return C.hipErrorInvalidValue;
-    const chunks = this.#coverage(va, n);
-    if (chunks === undefined) return C.hipErrorInvalidValue;
-    return this.codes.run(() => this.runtime.unmapMappings(chunks));
+    const start = this.#coverage(va, n);
+    if (start < 0) return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.unmap(start, n));
   }
 
   /**
@@ -332,14 +335,14 @@ export class HipFlavor extends VendorProcess {
     desc: readonly hipMemAccessDesc[] | hipMemAccessDesc | null,
     count: Size,
   ): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const va = toCount(ptr ?? 0);
     const n = toCount(size);
     const c = toCount(count);
     const descs = Array.isArray(desc) ? desc : isStruct(desc) ? [desc as hipMemAccessDesc] : undefined;
     if (va <= 0 || n <= 0 || descs === undefined || c <= 0) return C.hipErrorInvalidValue;
-    const chunks = this.#coverage(va, n);
-    if (chunks === undefined) return C.hipErrorInvalidValue;
+    const start = this.#coverage(va, n);
+    if (start < 0) return C.hipErrorInvalidValue;
     for (let i = 0; i < c; i++) {
       const d = descs[i];
       if (!isStruct(d) || !isStruct(d.location) || !LOCATION_TYPES.has(d.location.type)) {
@@ -358,7 +361,7 @@ export class HipFlavor extends VendorProcess {
       // the current device. The descriptor is accepted and changes nothing.
       if (type !== C.hipMemLocationTypeDevice) continue;
       const code = this.codes.run(() =>
-        this.runtime.setAccessOn(chunks, [{ device: id, access: d.flags as Access }]),
+        this.runtime.setAccess(start, n, [{ device: id, access: d.flags as Access }]),
       );
       if (code !== C.hipSuccess) return code;
     }
@@ -366,7 +369,7 @@ export class HipFlavor extends VendorProcess {
   }
 
   hipMemGetAccess(flags: Box<number>, location: hipMemLocation, ptr: HipPtr): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const va = toCount(ptr ?? 0);
     if (
       !isBox(flags) ||
@@ -385,7 +388,7 @@ export class HipFlavor extends VendorProcess {
 
   /** A new reference to the allocation mapped at any address inside a VMM mapping; none for hipMalloc memory. */
   hipMemRetainAllocationHandle(handle: Box<bigint>, addr: HipPtr): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const va = toCount(addr ?? 0);
     if (!isBox(handle) || va <= 0) return C.hipErrorInvalidValue;
     try {
@@ -397,7 +400,7 @@ export class HipFlavor extends VendorProcess {
   }
 
   hipMemGetAllocationPropertiesFromHandle(prop: Box<hipMemAllocationProp>, handle: HipHandle): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const a = this.#allocation(handle);
     if (toCount(handle ?? 0) <= 0 || !isBox(prop) || a === undefined) return C.hipErrorInvalidValue;
     prop.value = copyProp(this.#propsOf(a));
@@ -416,7 +419,7 @@ export class HipFlavor extends VendorProcess {
     handleType: number,
     flags: Size,
   ): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     if (toInt(flags) !== 0 || toCount(handle ?? 0) <= 0) return C.hipErrorInvalidValue;
     if (!isBox(shareableHandle)) return C.hipErrorInvalidValue;
     const a = this.#allocation(handle);
@@ -434,7 +437,7 @@ export class HipFlavor extends VendorProcess {
 
   /** Takes the fd value itself (C passes the int cast to void*); a new handle to the same memory. */
   hipMemImportFromShareableHandle(handle: Box<bigint>, osHandle: HipHandle, shHandleType: number): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const fd = toCount(osHandle ?? 0);
     if (!isBox(handle) || fd === 0) return C.hipErrorInvalidValue;
     const type = toInt(shHandleType);
@@ -461,7 +464,7 @@ export class HipFlavor extends VendorProcess {
 
   /** Size 0 gives a null pointer and success, as HIP does. */
   hipMalloc(ptr: Box<bigint>, size: Size): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const n = toCount(size);
     if (!isBox(ptr) || n < 0) return C.hipErrorInvalidValue;
     if (n === 0) {
@@ -478,7 +481,7 @@ export class HipFlavor extends VendorProcess {
 
   /** hipFree(NULL) succeeds; anything but a hipMalloc pointer is hipErrorInvalidValue. */
   hipFree(ptr: HipPtr): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const va = toCount(ptr ?? 0);
     if (va === 0) return C.hipSuccess;
     const r = this.runtime.reservationAt(va);
@@ -487,7 +490,7 @@ export class HipFlavor extends VendorProcess {
   }
 
   hipMemGetInfo(free: Box<number>, total: Box<number>): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(free) || !isBox(total)) return C.hipErrorInvalidValue;
     const info = this.runtime.memoryInfo(this.#current);
     free.value = info.free;
@@ -499,29 +502,29 @@ export class HipFlavor extends VendorProcess {
 
   /** Host operands are Uint8Arrays, device operands pointers; hipMemcpyDefault infers the direction from them. */
   hipMemcpy(dst: HipMemory, src: HipMemory, sizeBytes: Size, kind: number): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#memcpy(dst, src, sizeBytes, kind, 0n);
   }
 
   hipMemcpyAsync(dst: HipMemory, src: HipMemory, sizeBytes: Size, kind: number, stream: HipHandle): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#memcpy(dst, src, sizeBytes, kind, stream);
   }
 
   hipMemset(dst: HipPtr, value: number, sizeBytes: Size): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#memset(dst, value, sizeBytes, 0n);
   }
 
   hipMemsetAsync(dst: HipPtr, value: number, sizeBytes: Size, stream: HipHandle): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#memset(dst, value, sizeBytes, stream);
   }
 
   // --- streams -------------------------------------------------------------------------------------
 
   hipStreamCreate(stream: Box<bigint>): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(stream)) return C.hipErrorInvalidValue;
     const device = this.#current;
     return this.codes.run(() => {
@@ -534,7 +537,7 @@ export class HipFlavor extends VendorProcess {
 
   /** The null stream (0) waits for the current device's work. */
   hipStreamSynchronize(stream: HipHandle): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const s = this.#stream(stream);
     if (s === undefined) return C.hipErrorInvalidHandle;
     return this.codes.run(() =>
@@ -543,7 +546,7 @@ export class HipFlavor extends VendorProcess {
   }
 
   hipStreamDestroy(stream: HipHandle): number {
-    if (this.#gone()) return C.hipErrorNotInitialized;
+    if (this.#gone()) return C.hipErrorDeinitialized;
     const s = this.#stream(stream);
     if (s === undefined || s.id === 0) return C.hipErrorInvalidHandle;
     this.#streams.delete(BigInt(stream as bigint));
@@ -563,7 +566,7 @@ export class HipFlavor extends VendorProcess {
 
   // --- helpers -----------------------------------------------------------------------------------------
 
-  /** After dispose() the process is gone; every call answers hipErrorNotInitialized. */
+  /** After dispose() the process is gone (Note [HIP after dispose]). */
   #gone(): boolean {
     return this.runtime.disposed;
   }
@@ -575,24 +578,21 @@ export class HipFlavor extends VendorProcess {
    * must equal the sizes of whole consecutive chunks from there (no hole, no
    * partial last chunk). So a ptr inside a chunk with size a whole number of
    * chunks is accepted and acts on whole chunks; hipMalloc memory is not
-   * VMM memory and is refused. The chunks, or undefined (hipErrorInvalidValue).
+   * VMM memory and is refused. The first chunk's start, from which core's
+   * unmap and setAccess act on [start, start + size); -1 (hipErrorInvalidValue)
+   * if the chunks do not cover it. The walk visits only the chunks in range.
    */
-  #coverage(va: number, size: number): Mapping[] | undefined {
+  #coverage(va: number, size: number): number {
     const first = this.runtime.mappingAt(va);
-    if (first === undefined || first.reservation.origin !== 'vmm') return undefined;
+    if (first === undefined || first.reservation.origin !== 'vmm') return -1;
     const end = first.va + size;
-    if (end > first.reservation.end) return undefined;
-    const chunks: Mapping[] = [];
-    let covered = 0;
-    for (
-      let m: Mapping | undefined = first;
-      m !== undefined && m.end <= end;
-      m = this.runtime.nextMapping(m)
-    ) {
-      chunks.push(m);
-      covered += m.size;
+    if (end > first.reservation.end) return -1;
+    let m: Mapping | undefined = first;
+    while (m.end < end) {
+      m = this.runtime.nextMapping(m);
+      if (m === undefined) return -1;
     }
-    return covered === size ? chunks : undefined;
+    return m.end === end ? first.va : -1;
   }
 
   #memcpy(dst: HipMemory, src: HipMemory, sizeBytes: Size, kind: number, stream: HipHandle): number {
@@ -664,6 +664,19 @@ export class HipFlavor extends VendorProcess {
   }
 }
 
+/**
+ * Note [HIP after dispose]
+ * A disposed HipFlavor is a process whose runtime has been torn down: every
+ * call answers hipErrorDeinitialized (4, "driver shutting down") and changes
+ * nothing, the queries that never reach core (hipGetDeviceCount,
+ * hipGetDevice, hipMemGetAllocationGranularity) included. HIP itself has no
+ * uninitialised state to report (it initialises on first use), so
+ * hipErrorNotInitialized is never the answer; core's 'not-initialized' kind
+ * (a call on a disposed Runtime) maps to hipErrorDeinitialized too.
+ * hipGetErrorName and hipGetErrorString keep answering: they return strings,
+ * not codes, and read only a table.
+ */
+
 function isAllocationType(t: unknown): boolean {
   return t === C.hipMemAllocationTypePinned || t === C.hipMemAllocationTypeUncached;
 }
@@ -683,9 +696,5 @@ function copyProp(p: hipMemAllocationProp): hipMemAllocationProp {
  * AMD Instinct MI300X unless options name devices or a machine to join.
  */
 export function createHip(options: FlavorOptions = {}): HipFlavor {
-  const simulated = options.backend === undefined || options.backend === 'sim';
-  if (simulated && options.machine === undefined && options.devices === undefined) {
-    return new HipFlavor({ ...options, devices: ['MI300X'] });
-  }
   return new HipFlavor(options);
 }

@@ -100,7 +100,7 @@ describe('HIP constants and errors', () => {
     ['in-use', C.hipErrorUnknown],
     ['invalid-context', C.hipErrorInvalidContext],
     ['invalid-stream', C.hipErrorInvalidHandle],
-    ['not-initialized', C.hipErrorNotInitialized],
+    ['not-initialized', C.hipErrorDeinitialized],
     ['access-denied', C.hipErrorIllegalAddress],
   ] as const)('core %s -> %i', (kind, code) => {
     expect(codeFor(HIP_ERROR_TABLE, new VmmError(kind, 'x'), C.hipErrorUnknown, () => {})).toBe(code);
@@ -159,10 +159,10 @@ describe('devices', () => {
     hip.dispose();
   });
 
-  it('answers hipErrorNotInitialized after the process is gone', () => {
+  it('answers hipErrorDeinitialized after the process is gone', () => {
     const hip = makeHip();
     hip.dispose();
-    expect(hip.hipMalloc({ value: 0n }, 4096)).toBe(C.hipErrorNotInitialized);
+    expect(hip.hipMalloc({ value: 0n }, 4096)).toBe(C.hipErrorDeinitialized);
   });
 
   it.skipIf(!TWO_DEVICES)(`selects devices with hipSetDevice / hipGetDevice [${SKIP.twoDevices}]`, () => {
