@@ -121,7 +121,8 @@ export const BACKEND_OPERATIONS = [
 ] as const satisfies readonly (keyof Backend)[];
 
 // Compile-time check: every Backend method is traced (dispose is the end of the trace, not a call in it).
-const backendOperationsAreComplete: MethodsListed<Backend, (typeof BACKEND_OPERATIONS)[number] | 'dispose'> = true;
+const backendOperationsAreComplete: MethodsListed<Backend, (typeof BACKEND_OPERATIONS)[number] | 'dispose'> =
+  true;
 void backendOperationsAreComplete;
 
 export interface ImportedMemory {

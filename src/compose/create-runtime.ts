@@ -54,7 +54,8 @@ export function createProcess(options: ProcessOptions = {}): VmmProcess {
     const cuda = new CudaBackend({ ...options.cuda, tracer, report });
     return { runtime: new Runtime(cuda, { tracer, report }), machine: undefined, report };
   }
-  if (backend !== 'sim') throw new TypeError(`unknown backend ${String(backend)}: 'sim', 'cuda' or a Backend`);
+  if (backend !== 'sim')
+    throw new TypeError(`unknown backend ${String(backend)}: 'sim', 'cuda' or a Backend`);
   const machine = options.machine ?? new Machine({ devices: DEFAULT_DEVICES, ...options });
   const runtime = new Runtime(machine.spawn({ tracer }), { tracer, report });
   return { runtime, machine, report };

@@ -3,7 +3,7 @@ import { isMultipleOf, isPowerOfTwo } from '../util/integers.js';
 import { OrderedMap } from '../util/ordered-map.js';
 import { vmmError } from './errors.js';
 import { CORE, Mapping, PhysicalAllocation, Reservation } from './objects.js';
-import { type MethodsListed, instrument, type Tracer } from './trace.js';
+import { instrument, type MethodsListed, type Tracer } from './trace.js';
 import { Transaction } from './transaction.js';
 import {
   Access,
@@ -86,8 +86,10 @@ type RuntimeQueries =
   | 'dispose';
 
 // Compile-time check: every method of Runtime is traced or a query.
-const tracedOperationsAreComplete: MethodsListed<Runtime, (typeof TRACED_OPERATIONS)[number] | RuntimeQueries> =
-  true;
+const tracedOperationsAreComplete: MethodsListed<
+  Runtime,
+  (typeof TRACED_OPERATIONS)[number] | RuntimeQueries
+> = true;
 void tracedOperationsAreComplete;
 
 /**
@@ -438,7 +440,9 @@ export class Runtime implements Disposable {
     const first = this.mappingAt(va);
     // One mapping (the common case) goes without building a list.
     const mappings =
-      first !== undefined && first.va === va && first.end === va + size ? first : this.wholeMappings(va, size);
+      first !== undefined && first.va === va && first.end === va + size
+        ? first
+        : this.wholeMappings(va, size);
     if (Array.isArray(mappings)) {
       for (const m of mappings) this.#checkVmm(m);
       this.#unmapAll(mappings);

@@ -71,7 +71,9 @@ export class Tracer {
 
   /** The kept top-level spans, oldest first. */
   get roots(): TraceSpan[] {
-    return this.#head === 0 ? this.#roots : [...this.#roots.slice(this.#head), ...this.#roots.slice(0, this.#head)];
+    return this.#head === 0
+      ? this.#roots
+      : [...this.#roots.slice(this.#head), ...this.#roots.slice(0, this.#head)];
   }
 
   /** Top-level spans let go because of `limit`. */
@@ -175,7 +177,9 @@ function atCall(v: unknown, depth = 0): unknown {
 
 function isBox(v: unknown): boolean {
   try {
-    return v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype && 'value' in v;
+    return (
+      v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype && 'value' in v
+    );
   } catch {
     return false;
   }
@@ -237,7 +241,9 @@ export function formatTrace(spans: readonly TraceSpan[], indent = ''): string {
   let out = '';
   for (const s of spans) {
     const args = s.args
-      .map((a, i) => (s.outs?.[i] !== undefined ? `${formatValue(a)} => ${formatValue(s.outs[i])}` : formatValue(a)))
+      .map((a, i) =>
+        s.outs?.[i] !== undefined ? `${formatValue(a)} => ${formatValue(s.outs[i])}` : formatValue(a),
+      )
       .join(', ');
     const outcome =
       s.error !== undefined ? `! ${s.error}` : s.result === undefined ? '' : `-> ${formatValue(s.result)}`;

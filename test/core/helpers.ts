@@ -24,7 +24,8 @@ export function snapshot(
   machine: Machine,
   allocations: readonly PhysicalAllocation[] = [],
 ): unknown {
-  const backend = rt.backend as SimProcess;
+  // The machine's own record of the process (rt.backend may be a wrapper, as in fault injection).
+  const backend: SimProcess = machine.process(rt.pid);
   return {
     stats: rt.stats(),
     reservations: [...rt.reservations()].map((r) => [r.base, r.size, r.mappingCount, r.origin]),

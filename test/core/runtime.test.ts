@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { createMachine, type Machine } from '../../src/backends/sim/machine.js';
 import type { DeviceSpec } from '../../src/backends/sim/presets.js';
 import { SimProcess } from '../../src/backends/sim/process.js';
-import { vmmError } from '../../src/core/errors.js';
 import { Runtime } from '../../src/core/runtime.js';
 import { Tracer, type TraceSpan } from '../../src/core/trace.js';
 import { Access, type AllocationProperties, HandleType } from '../../src/core/types.js';
@@ -299,56 +298,7 @@ describe('Runtime: multi-step operations roll back', () => {
     expect(machine.devices[0].pool.used).toBe(0);
   });
 
-  it('setAccess that fails at its second descriptor restores the first device’s access', () => {
-    const machine = createMachine({ devices: ['H200', 'H200'] });
-    let calls = 0;
-    let failAt = -1;
-    class Flaky extends SimProcess {
-      override setAccess(va: number, size: number, device: number, access: Access): void {
-        if (++calls === failAt) throw vmmError('access-denied', 'injected failure');
-        super.setAccess(va, size, device, access);
-      }
-    }
-    const backend = new Flaky(machine, 99_999);
-    const reports: unknown[] = [];
-    const rt = new Runtime(backend, { report: (m) => reports.push(m) });
-    const r = rt.reserve(4 * G);
-    const a = rt.create(G, onDevice());
-    const b = rt.create(G, onDevice(1));
-    rt.map(r.base, G, a);
-    rt.map(r.base + G, G, b);
-    rt.setAccess(r.base, 2 * G, [{ device: 0, access: Access.Read }]);
-    rt.setAccess(r.base + G, G, [{ device: 0, access: Access.ReadWrite }]);
-    const before = snapshot(rt, machine, [a, b]);
-    const table0 = backend.pageTable(0);
-    expect(table0).toEqual([
-      { va: r.base, size: G, access: Access.Read },
-      { va: r.base + G, size: G, access: Access.ReadWrite },
-    ]);
-    calls = 0;
-    failAt = 2;
-    expectVmmError(
-      () =>
-        rt.setAccess(r.base, 2 * G, [
-          { device: 0, access: Access.None },
-          { device: 1, access: Access.ReadWrite },
-        ]),
-      'access-denied',
-    );
-    expect(rt.getAccess(r.base, 0)).toBe(Access.Read);
-    expect(rt.getAccess(r.base + G, 0)).toBe(Access.ReadWrite);
-    expect(rt.getAccess(r.base, 1)).toBe(Access.None);
-    expect(backend.pageTable(0)).toEqual(table0);
-    expect(backend.pageTable(1)).toEqual([]);
-    expect(snapshot(rt, machine, [a, b])).toEqual(before);
-    expect(reports).toEqual([]);
-    failAt = -1;
-    rt.dispose();
-    expect(machine.liveAllocations).toBe(0);
-  });
-});
-
-describe('Runtime: streams and teardown', () => {
+  // A setAccess failing at its second descriptor: test/core/fault-injection.test.ts, with every other step.
   it('unmap waits for work queued on streams', () => {
     const { machine, rt } = setup();
     const r = rt.reserve(2 * G);

@@ -6,8 +6,8 @@
  * object on the GPU to record what the real driver answers.
  */
 import type { LibraryHandle } from 'koffi';
-import { koffi } from './koffi.js';
 import { DRIVER_API, type DriverSymbol, type DriverTypes, declareDriverTypes } from './driver-api.js';
+import { koffi } from './koffi.js';
 
 /** Thrown when no CUDA driver library can be loaded (no NVIDIA driver on this machine). */
 export class CudaDriverUnavailableError extends Error {

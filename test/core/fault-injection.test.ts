@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { createMachine, type Machine } from '../../src/backends/sim/machine.js';
+import type { SimProcess } from '../../src/backends/sim/process.js';
+import { VmmError } from '../../src/core/errors.js';
+import type { PhysicalAllocation } from '../../src/core/objects.js';
+import { Runtime } from '../../src/core/runtime.js';
+import { Access, type AllocationProperties } from '../../src/core/types.js';
+import { FaultyBackend } from '../support/faulty-backend.js';
+import { snapshot } from './helpers.js';
+
+/**
+ * Invariant 1 by fault injection: every multi-step core operation is run
+ * once to count its backend steps, then again with each step k failing in
+ * turn. Before a point of no return (Note [Points of no return]) the call
+ * must throw and leave core and the machine exactly as they were; after
+ * one, it must complete and report. Either way, dispose leaves nothing.
+ */
+
+const G = 2 * 1024 * 1024;
+const onDevice = (id = 0, handleTypes = 0): AllocationProperties => ({
+  location: { type: 'device', id },
+  handleTypes,
+  uncached: false,
+});
+
+interface World {
+  machine: Machine;
+  rt: Runtime;
+  faults: FaultyBackend;
+  reports: string[];
+  allocations: PhysicalAllocation[];
+}
+
+interface Scenario {
+  readonly name: string;
+  /** Build the state the operation starts from; returns the allocations to watch. */
+  readonly prepare: (w: World) => () => void;
+  /** Steps k after which the operation completes (and reports) instead of throwing. */
+  readonly completesAt?: readonly number[];
+}
+
+function world(): World {
+  const machine = createMachine({ devices: ['H200', 'H200'] });
+  const faults = new FaultyBackend(machine.spawn());
+  const reports: string[] = [];
+  const rt = new Runtime(faults.backend, { report: (m) => reports.push(m) });
+  return { machine, rt, faults, reports, allocations: [] };
+}
+
+const RW = (device: number) => ({ device, access: Access.ReadWrite });
+
+const SCENARIOS: readonly Scenario[] = [
+  { name: 'malloc (reserve, create, map, setAccess)', prepare: (w) => () => void w.rt.malloc(1, 3 * G) },
+  {
+    name: 'mfree (unmap, release, free)',
+    prepare: (w) => {
+      const r = w.rt.malloc(0, G);
+      return () => w.rt.mfree(r.base);
+    },
+    // The memory is gone once released; the address range goes at dispose.
+    completesAt: [3],
+  },
+  {
+    name: 'setAccess for two devices over two mappings',
+    prepare: (w) => {
+      const r = w.rt.reserve(2 * G);
+      const a = w.rt.create(G, onDevice(0));
+      const b = w.rt.create(G, onDevice(1));
+      w.allocations.push(a, b);
+      w.rt.map(r.base, G, a);
+      w.rt.map(r.base + G, G, b);
+      w.rt.setAccess(r.base, 2 * G, [{ device: 0, access: Access.Read }]);
+      return () => w.rt.setAccess(r.base, 2 * G, [RW(0), RW(1)]);
+    },
+  },
+  {
+    name: 'unmap of two mappings whose allocations lose their last reference',
+    prepare: (w) => {
+      const r = w.rt.reserve(2 * G);
+      const a = w.rt.create(G, onDevice(0));
+      const b = w.rt.create(G, onDevice(0));
+      w.rt.map(r.base, G, a);
+      w.rt.map(r.base + G, G, b);
+      w.rt.setAccess(r.base, 2 * G, [RW(0), { device: 1, access: Access.Read }]);
+      w.rt.release(a);
+      w.rt.release(b);
+      return () => w.rt.unmap(r.base, 2 * G);
+    },
+    // Step 4 is the second release: the first allocation's memory is already gone.
+    completesAt: [4],
+  },
+  {
+    name: 'unmap of one mapping holding the last reference',
+    prepare: (w) => {
+      const r = w.rt.reserve(G);
+      const a = w.rt.create(G, onDevice(0));
+      w.rt.map(r.base, G, a);
+      w.rt.setAccess(r.base, G, [RW(0)]);
+      w.rt.release(a);
+      return () => w.rt.unmap(r.base, G);
+    },
+  },
+  {
+    name: 'release of the last reference of an exported allocation',
+    prepare: (w) => {
+      const a = w.rt.create(G, onDevice(0, 1));
+      w.allocations.push(a);
+      w.rt.exportShareable(a, false);
+      return () => w.rt.release(a);
+    },
+    // Step 2 withdraws the token of memory already released.
+    completesAt: [2],
+  },
+  ...(['map', 'reserve', 'create', 'free', 'exportFd', 'importFd'] as const).map(
+    (op): Scenario => ({
+      name: `${op} (one step)`,
+      prepare: (w) => {
+        const r = w.rt.reserve(2 * G);
+        const a = w.rt.create(G, onDevice(0, 1));
+        w.allocations.push(a);
+        const fd = w.rt.exportFd(a);
+        return {
+          map: () => void w.rt.map(r.base + G, G, a),
+          reserve: () => void w.rt.reserve(G),
+          create: () => void w.rt.create(G, onDevice(1)),
+          free: () => w.rt.free(r),
+          exportFd: () => void w.rt.exportFd(a),
+          importFd: () => void w.rt.importFd(fd),
+        }[op];
+      },
+    }),
+  ),
+];
+
+describe('fault injection: every step of every multi-step operation', () => {
+  for (const s of SCENARIOS) {
+    it(s.name, () => {
+      const dry = world();
+      const op = s.prepare(dry);
+      dry.faults.arm(0);
+      op();
+      const steps = dry.faults.calls;
+      expect(steps).toBeGreaterThan(0);
+      dry.rt.dispose();
+
+      for (let k = 1; k <= steps; k++) {
+        const w = world();
+        const run = s.prepare(w);
+        const before = snapshot(w.rt, w.machine, w.allocations);
+        w.faults.arm(k);
+        let thrown: unknown;
+        try {
+          run();
+        } catch (e) {
+          thrown = e;
+        }
+        const failedAt = w.faults.log[k - 1];
+        if (s.completesAt?.includes(k)) {
+          expect(thrown, `step ${k} (${failedAt}) is past the point of no return`).toBeUndefined();
+          expect(w.reports.length, `step ${k} (${failedAt}) is reported`).toBeGreaterThan(0);
+        } else {
+          expect(thrown, `step ${k} (${failedAt}) fails the call`).toBeInstanceOf(VmmError);
+          expect(
+            snapshot(w.rt, w.machine, w.allocations),
+            `state after step ${k} (${failedAt}) failed`,
+          ).toEqual(before);
+        }
+        w.faults.arm(0);
+        w.rt.dispose();
+        expect(w.machine.liveAllocations, `leak after step ${k}`).toBe(0);
+        expect(w.machine.devices.map((d) => d.pool.used)).toEqual([0, 0]);
+        expect((w.faults.inner as SimProcess).pageTable(0)).toEqual([]);
+      }
+    });
+  }
+});

@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import { createMachine } from '../../src/backends/sim/machine.js';
+import { Runtime } from '../../src/core/runtime.js';
+import { Access, type AllocationProperties } from '../../src/core/types.js';
+import { expectVmmError, snapshot } from './helpers.js';
+
+const G = 2 * 1024 * 1024;
+const onDevice = (handleTypes = 0): AllocationProperties => ({
+  location: { type: 'device', id: 0 },
+  handleTypes,
+  uncached: false,
+});
+
+describe('invariant 6: a disposed runtime refuses everything and changes nothing', () => {
+  it('every operation throws not-initialized; the shared machine is untouched', () => {
+    const machine = createMachine();
+    const neighbour = new Runtime(machine.spawn());
+    const kept = neighbour.malloc(0, G);
+    const rt = new Runtime(machine.spawn());
+    const r = rt.reserve(4 * G);
+    const a = rt.create(G, onDevice(1));
+    rt.map(r.base, G, a);
+    const s = rt.createStream(0);
+    rt.dispose();
+    const before = snapshot(neighbour, machine);
+    const buf = new Uint8Array(8);
+    const calls: [string, () => unknown][] = [
+      ['reserve', () => rt.reserve(G)],
+      ['free', () => rt.free(r)],
+      ['create', () => rt.create(G, onDevice())],
+      ['release', () => rt.release(a)],
+      ['retain', () => rt.retain(r.base)],
+      ['map', () => rt.map(r.base, G, a)],
+      ['unmap', () => rt.unmap(r.base, G)],
+      ['setAccess', () => rt.setAccess(r.base, G, [{ device: 0, access: Access.ReadWrite }])],
+      ['exportFd', () => rt.exportFd(a)],
+      ['importFd', () => rt.importFd(3)],
+      ['exportShareable', () => rt.exportShareable(a, false)],
+      ['allowImport', () => rt.allowImport(1, [1])],
+      ['importShareable', () => rt.importShareable(1)],
+      ['write', () => rt.write(0, kept.base, buf)],
+      ['read', () => rt.read(0, kept.base, buf)],
+      ['copy', () => rt.copy(0, kept.base, kept.base, 8)],
+      ['fill', () => rt.fill(0, kept.base, 1, 8)],
+      ['malloc', () => rt.malloc(0, G)],
+      ['mfree', () => rt.mfree(kept.base)],
+      ['createStream', () => rt.createStream(0)],
+      ['destroyStream', () => rt.destroyStream(s)],
+      ['synchronizeStream', () => rt.synchronizeStream(s)],
+      ['synchronize', () => rt.synchronize()],
+      ['memoryInfo', () => rt.memoryInfo(0)],
+      ['getAccess', () => rt.getAccess(r.base, 0)],
+    ];
+    for (const [name, call] of calls) {
+      const e = expectVmmError(call, 'not-initialized');
+      expect(e.message, name).toContain('torn down');
+    }
+    expect(snapshot(neighbour, machine)).toEqual(before);
+    expect(machine.devices[0].pool.used).toBe(G);
+    rt.dispose(); // twice is fine
+    neighbour.dispose();
+    expect(machine.liveAllocations).toBe(0);
+  });
+});
+
+describe('invariant 5: handle values are never reused within a process', () => {
+  it('a released handle stays invalid while new ones get new values', () => {
+    const rt = new Runtime(createMachine().spawn());
+    const first = rt.create(G, onDevice());
+    const id = first.id;
+    rt.release(first);
+    const seen = new Set([id]);
+    for (let i = 0; i < 50; i++) {
+      const a = rt.create(G, onDevice());
+      expect(seen.has(a.id)).toBe(false);
+      seen.add(a.id);
+      rt.release(a);
+    }
+    expect(rt.allocation(id)).toBeUndefined();
+    expectVmmError(() => rt.release(first), 'invalid-handle');
+    const live = rt.create(G, onDevice());
+    expectVmmError(() => rt.release(first), 'invalid-handle');
+    expect(live.handleRefs).toBe(1);
+    rt.dispose();
+  });
+});
+
+describe("Note [Core-owned state]: only core changes its objects' state", () => {
+  it('owner, counts and access bits cannot be written from outside', () => {
+    const rt = new Runtime(createMachine().spawn());
+    const r = rt.reserve(G);
+    const a = rt.create(G, onDevice());
+    const m = rt.map(r.base, G, a);
+    rt.setAccess(m.va, m.size, [{ device: 0, access: Access.ReadWrite }]);
+    const writes: (() => void)[] = [
+      () => ((r as { owner: unknown }).owner = undefined),
+      () => ((r as { mappingCount: number }).mappingCount = 0),
+      () => ((a as { handleRefs: number }).handleRefs = 5),
+      () => ((a as { mapRefs: number }).mapRefs = 0),
+      () => ((m as { accessBits: number }).accessBits = 0),
+    ];
+    for (const w of writes) expect(w).toThrow(TypeError);
+    expect([r.owner, r.mappingCount, a.handleRefs, a.mapRefs, m.accessOf(0)]).toEqual([rt, 1, 1, 1, 3]);
+    rt.dispose();
+  });
+});
+
+describe('VMM calls never touch one-step allocations', () => {
+  it('unmap, setAccess, map into and free of malloc memory are refused; mfree still works', () => {
+    const machine = createMachine();
+    const rt = new Runtime(machine.spawn());
+    const p = rt.malloc(0, G);
+    const a = rt.create(G, onDevice());
+    const before = snapshot(rt, machine, [a]);
+    expectVmmError(() => rt.unmap(p.base, G), 'not-mapped');
+    expectVmmError(() => rt.setAccess(p.base, G, [{ device: 0, access: Access.Read }]), 'not-mapped');
+    expectVmmError(() => rt.free(p), 'not-reserved');
+    expect(snapshot(rt, machine, [a])).toEqual(before);
+    rt.mfree(p.base);
+    expectVmmError(() => rt.mfree(p.base), 'not-reserved');
+    rt.release(a);
+    expect(machine.liveAllocations).toBe(0);
+    rt.dispose();
+  });
+});
