@@ -61,6 +61,15 @@ export interface Backend {
   closeFd(fd: number): void;
 
   /**
+   * Note [Tokens in the Backend]: a shareable token is a name in a
+   * machine-wide namespace that any process may open, subject to a list of
+   * allowed pids: ACL's uint64 shareable handle, and the shape of CUDA's
+   * fabric handles. Such a namespace outlives the exporting process's view
+   * and is checked in the importing process, so no flavour (which sees one
+   * process) can hold it; only the machine can, as the kernel and driver do.
+   * Hence these four calls stay here, vendor-neutral in form; which vendor
+   * uses them, and with which flags, is the flavour's business.
+   *
    * Export a handle as a machine-wide shareable token (ACL's uint64 shareable
    * handle). With `checkPid`, only processes later named by allowImport may
    * import it; the exporting process never may.

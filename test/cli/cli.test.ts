@@ -74,6 +74,6 @@ it('the CUDA demo succeeds and its trace crosses every layer', () => {
   expect(lines.filter((l) => l.includes('check:')).every((l) => l.endsWith('yes'))).toBe(true);
   const tree = formatTrace(tracer.roots);
   expect(tree).toMatch(
-    /\[flavor\] cuMemSetAccess[^\n]*\n\s+\[core\] setAccessFrom[^\n]*\n\s+\[backend\] setAccess[^\n]*\n\s+\[device\] pte\.set/,
+    /\[flavor\] cuMemSetAccess[^\n]*\n\s+\[core\] setAccess[^\n]*\n\s+\[backend\] setAccess[^\n]*\n\s+\[device\] pte\.set/,
   );
 });
