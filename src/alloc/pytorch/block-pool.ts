@@ -1,0 +1,108 @@
+import type { Block } from './block.js';
+import { PairSet } from './pair-set.js';
+
+/**
+ * One of PyTorch's `BlockPool`s (small or large, N3): the free blocks,
+ * ordered by (stream, size, address) as BlockComparatorSize orders them,
+ * and the unmapped ranges of expandable segments, ordered by (stream,
+ * address) as BlockComparatorAddress does.
+ *
+ * Note [Pools per stream]: best fit never crosses streams (N5), so each
+ * stream has its own set keyed by (size, address); a search is then a
+ * lookup of the stream and one ceiling. Walks over the whole pool (release,
+ * garbage collection) visit streams in ascending order, which is the order
+ * of the single std::set PyTorch keeps.
+ */
+export class BlockPool {
+  /** Free mapped blocks per stream, by (size, address). */
+  readonly #blocks = new Map<number, PairSet<Block>>();
+  /** Unmapped ranges of expandable segments per stream, by address. */
+  readonly #unmapped = new Map<number, PairSet<Block>>();
+  /** Calls of get_free_block on this pool while garbage collection is on (N10). */
+  getFreeBlocksCallCount = 0;
+  #size = 0;
+
+  constructor(readonly isSmall: boolean) {}
+
+  /** Free mapped blocks in the pool. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** PyTorch's insert_into_blocks: the block's age starts now. */
+  insert(b: Block): void {
+    b.gcCountBase = this.getFreeBlocksCallCount;
+    let set = this.#blocks.get(b.stream);
+    if (set === undefined) this.#blocks.set(b.stream, (set = new PairSet<Block>()));
+    set.insert(b.size, b.ptr, b);
+    this.#size++;
+  }
+
+  /** Remove a free block; its size and address must be as they were at insert. */
+  erase(b: Block): void {
+    if (this.#blocks.get(b.stream)?.delete(b.size, b.ptr) !== true)
+      throw new Error(`block 0x${b.ptr.toString(16)} (${b.size} bytes) is not in the pool`);
+    this.#size--;
+  }
+
+  /** The smallest free block of `stream` with size >= `size` (lower_bound of (stream, size, 0)). */
+  ceiling(stream: number, size: number): Block | undefined {
+    return this.#blocks.get(stream)?.ceiling(size, 0);
+  }
+
+  /** The free block after `b` in (size, address) order, in b's stream. */
+  after(b: Block): Block | undefined {
+    return this.#blocks.get(b.stream)?.higher(b.size, b.ptr);
+  }
+
+  /** The largest free block of `stream` ordered below (size, 0). */
+  below(stream: number, size: number): Block | undefined {
+    return this.#blocks.get(stream)?.lower(size, 0);
+  }
+
+  /** The free block before `b` in (size, address) order, in b's stream. */
+  before(b: Block): Block | undefined {
+    return this.#blocks.get(b.stream)?.lower(b.size, b.ptr);
+  }
+
+  /** Every free mapped block in (stream, size, address) order, as a new array. */
+  blocksInOrder(): Block[] {
+    const out: Block[] = [];
+    for (const stream of sortedKeys(this.#blocks)) out.push(...this.#blocks.get(stream)!.toArray());
+    return out;
+  }
+
+  insertUnmapped(b: Block): void {
+    let set = this.#unmapped.get(b.stream);
+    if (set === undefined) this.#unmapped.set(b.stream, (set = new PairSet<Block>()));
+    set.insert(b.ptr, 0, b);
+  }
+
+  eraseUnmapped(b: Block): void {
+    if (this.#unmapped.get(b.stream)?.delete(b.ptr, 0) !== true)
+      throw new Error(`unmapped block 0x${b.ptr.toString(16)} is not in the pool`);
+  }
+
+  /** The unmapped blocks of `stream` in address order, as a new array. */
+  unmappedOf(stream: number): Block[] {
+    return this.#unmapped.get(stream)?.toArray() ?? [];
+  }
+
+  /** Every unmapped block, streams ascending, as a new array. */
+  allUnmapped(): Block[] {
+    const out: Block[] = [];
+    for (const stream of sortedKeys(this.#unmapped)) out.push(...this.#unmapped.get(stream)!.toArray());
+    return out;
+  }
+
+  clear(): void {
+    this.#blocks.clear();
+    this.#unmapped.clear();
+    this.#size = 0;
+    this.getFreeBlocksCallCount = 0;
+  }
+}
+
+function sortedKeys(m: Map<number, unknown>): number[] {
+  return [...m.keys()].sort((a, b) => a - b);
+}

@@ -1,0 +1,596 @@
+import { isVmmError } from '../../core/errors.js';
+import type { Runtime } from '../../core/runtime.js';
+import { OrderedMap } from '../../util/ordered-map.js';
+import {
+  type AllocatorContext,
+  AllocatorOutOfMemoryError,
+  type CachingAllocator,
+  type SegmentEvent,
+} from '../allocator.js';
+import { Block } from './block.js';
+import { BlockPool } from './block-pool.js';
+import { ExpandableSegment } from './expandable-segment.js';
+import { type PytorchAllocatorSettings, validateSettings } from './settings.js';
+import {
+  allocationSize,
+  LARGE_BUFFER,
+  MIN_BLOCK_SIZE,
+  roundSize,
+  SMALL_BUFFER,
+  SMALL_SIZE,
+} from './sizes.js';
+import { PytorchStats } from './stats.js';
+
+/** One segment as a snapshot's `segments` list shows it (research note T4, E8). */
+export interface SegmentSnapshot {
+  readonly address: number;
+  readonly totalSize: number;
+  readonly stream: number;
+  readonly segmentType: 'small' | 'large';
+  readonly isExpandable: boolean;
+  readonly blocks: readonly BlockSnapshot[];
+}
+
+export interface BlockSnapshot {
+  readonly address: number;
+  readonly size: number;
+  readonly requestedSize: number;
+  readonly state: 'active_allocated' | 'inactive';
+}
+
+/**
+ * PyTorch's DeviceCachingAllocator for one device, built on vmmkit's core
+ * (c10/cuda/CUDACachingAllocator.cpp; rules N1-N11 and E1-E8 of the
+ * research note, cited where they apply). One class serves both modes, as
+ * in PyTorch, because the two differ only where a segment comes from (a
+ * one-step runtime.malloc, or pages mapped into an expandable segment) and
+ * in the split rule; the public classes fix the mode (native.ts,
+ * expandable.ts).
+ *
+ * Note [What is not modelled]: recordStream and its events (the interface
+ * has no cross-stream use, so a free completes at once, N9), CUDA graph and
+ * MemPool private pools, free-memory callbacks (none are registered in a
+ * plain process), peer access, IPC. Streams are the trace's raw handles:
+ * numbers that order blocks and separate pools, never runtime streams.
+ */
+export class PytorchCachingAllocator implements CachingAllocator {
+  readonly device: number;
+  readonly stats = new PytorchStats();
+  readonly settings: PytorchAllocatorSettings;
+  readonly #runtime: Runtime;
+  readonly #onSegmentEvent: ((event: SegmentEvent) => void) | undefined;
+  readonly #expandable: boolean;
+  readonly #small = new BlockPool(true);
+  readonly #large = new BlockPool(false);
+  /** Blocks handed out, by address (PyTorch's allocated_blocks). */
+  readonly #active = new OrderedMap<Block>();
+  /** One-step segments held (native mode): size by base address. */
+  readonly #segments = new Map<number, number>();
+  /** Expandable segments held, in creation order (expandable mode). */
+  readonly #expandableSegments: ExpandableSegment[] = [];
+  /** Bytes held from the driver (PyTorch's total_allocated_memory). */
+  #held = 0;
+  readonly #divisions: readonly number[];
+  readonly #anyDivisions: boolean;
+  readonly #maxSplitSize: number;
+  readonly #maxNonSplitRounding: number;
+  /** N6 (e), N10: garbage collection runs only under a memory fraction below 1. */
+  readonly #gcEnabled: boolean;
+  #limitBytes: number | undefined;
+  #disposed = false;
+
+  protected constructor(
+    context: AllocatorContext,
+    settings: PytorchAllocatorSettings,
+    expandable: boolean,
+    readonly name: string,
+  ) {
+    this.#runtime = context.runtime;
+    this.device = context.device;
+    context.runtime.device(context.device);
+    this.#onSegmentEvent = context.onSegmentEvent;
+    this.settings = validateSettings(settings);
+    this.#expandable = expandable;
+    this.#divisions = this.settings.roundupPower2Divisions;
+    this.#anyDivisions = this.#divisions.some((d) => d > 1);
+    this.#maxSplitSize = this.settings.maxSplitSize;
+    this.#maxNonSplitRounding = this.settings.maxNonSplitRoundingSize;
+    this.#gcEnabled = this.settings.memoryFraction < 1 && this.settings.garbageCollectionThreshold > 0;
+  }
+
+  // --- the interface ---------------------------------------------------------
+
+  /** N6, DeviceCachingAllocator::malloc. */
+  malloc(size: number, stream: number): number {
+    if (this.#disposed) throw new Error(`${this.name}: the allocator was disposed`);
+    if (!Number.isSafeInteger(size) || size <= 0)
+      throw new RangeError(`${this.name}: size ${size} is not a positive integer`);
+    if (!Number.isSafeInteger(stream) || stream < 0)
+      throw new RangeError(`${this.name}: stream ${stream} is not a stream handle`);
+    const rounded = roundSize(size, this.#divisions, this.#anyDivisions);
+    const pool = rounded <= SMALL_SIZE ? this.#small : this.#large; // N3
+    let block = this.#getFreeBlock(pool, stream, rounded);
+    if (block === undefined) {
+      const allocSize = allocationSize(rounded); // N4
+      if (this.#gcEnabled) this.#garbageCollect();
+      block = this.#allocBlock(pool, stream, rounded, allocSize, false);
+      if (block === undefined && this.#releaseAvailableCachedBlocks(pool, stream, rounded))
+        block = this.#allocBlock(pool, stream, rounded, allocSize, false);
+      if (block === undefined) {
+        this.#releaseCachedBlocks();
+        block = this.#allocBlock(pool, stream, rounded, allocSize, true);
+      }
+      if (block === undefined) {
+        this.stats.ooms++;
+        // PyTorch's message names alloc_size ("Tried to allocate ...").
+        throw new AllocatorOutOfMemoryError(
+          allocSize,
+          this.device,
+          this.stats.reservedBytes,
+          this.stats.allocatedBytes,
+        );
+      }
+    }
+    return this.#allocFoundBlock(block, pool, stream, rounded, size);
+  }
+
+  /** N9: free_block at once (no recorded streams), merging with free neighbours. */
+  free(address: number): void {
+    const b = this.#active.get(address);
+    if (b === undefined)
+      throw new RangeError(`${this.name}: invalid device pointer 0x${address.toString(16)}`);
+    this.#active.delete(address);
+    b.allocated = false;
+    this.stats.removeAllocated(b.size, b.requestedSize);
+    b.requestedSize = 0;
+    const pool = b.pool;
+    this.#tryMerge(b, b.prev, pool);
+    this.#tryMerge(b, b.next, pool);
+    pool.insert(b);
+  }
+
+  /** N10 / E7: release_cached_blocks. */
+  emptyCache(): void {
+    if (this.#disposed) return;
+    this.#releaseCachedBlocks();
+  }
+
+  /** The segments and their blocks, as torch.cuda.memory._snapshot() lists them (T4; E8 for expandable). */
+  snapshot(): SegmentSnapshot[] {
+    const all: Block[] = [
+      ...this.#large.blocksInOrder(),
+      ...this.#small.blocksInOrder(),
+      ...this.#active.values(),
+    ];
+    const out: SegmentSnapshot[] = [];
+    for (const head of all) {
+      if (head.prev?.mapped) continue;
+      const blocks: BlockSnapshot[] = [];
+      let total = 0;
+      for (let b: Block | undefined = head; b?.mapped; b = b.next) {
+        blocks.push({
+          address: b.ptr,
+          size: b.size,
+          requestedSize: b.requestedSize,
+          state: b.allocated ? 'active_allocated' : 'inactive',
+        });
+        total += b.size;
+      }
+      out.push({
+        address: head.ptr,
+        totalSize: total,
+        stream: head.stream,
+        segmentType: head.pool.isSmall ? 'small' : 'large',
+        isExpandable: head.segment !== undefined,
+        blocks,
+      });
+    }
+    return out.sort((a, b) => a.address - b.address);
+  }
+
+  /** Give every segment back to the driver, handed-out blocks included. Never throws. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    const rt = this.#runtime;
+    for (const base of this.#segments.keys()) rt.quietly(() => rt.mfree(base));
+    for (const seg of this.#expandableSegments) seg.dispose();
+    this.#segments.clear();
+    this.#expandableSegments.length = 0;
+    this.#active.clear();
+    this.#small.clear();
+    this.#large.clear();
+    this.#held = 0;
+    const s = this.stats;
+    s.reservedBytes = s.allocatedBytes = s.requestedBytes = s.liveBlocks = s.segments = 0;
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  // --- finding and handing out blocks -----------------------------------------
+
+  /** N5 get_free_block (E6 for expandable blocks); removes and returns the block, or undefined. */
+  #getFreeBlock(pool: BlockPool, stream: number, size: number): Block | undefined {
+    if (this.#gcEnabled) pool.getFreeBlocksCallCount++;
+    let b = pool.ceiling(stream, size);
+    if (b === undefined) return undefined;
+    if (b.segment !== undefined) {
+      // E6: rank by expandable size (the block plus the unmapped range after
+      // it), so the frontier block, which could grow, is taken last.
+      let next = pool.after(b);
+      while (next !== undefined && expandableSize(next) < expandableSize(b)) {
+        b = next;
+        next = pool.after(next);
+      }
+    }
+    const mss = this.#maxSplitSize;
+    // N5: no oversize block for a request below max_split_size...
+    if (size < mss && b.size >= mss) return undefined;
+    // ...and an oversize one only within max_non_split_rounding of the request.
+    if (size >= mss && b.size >= size + this.#maxNonSplitRounding) return undefined;
+    pool.erase(b);
+    return b;
+  }
+
+  /** N7 should_split. */
+  #shouldSplit(b: Block, size: number): boolean {
+    const remaining = b.size - size;
+    if (b.pool.isSmall || this.#expandable) return remaining >= MIN_BLOCK_SIZE;
+    return size < this.#maxSplitSize && remaining > SMALL_SIZE;
+  }
+
+  /** N8 alloc_found_block: the allocation keeps the low end; the rest goes back to the pool. */
+  #allocFoundBlock(b: Block, pool: BlockPool, stream: number, size: number, requested: number): number {
+    if (this.#shouldSplit(b, size)) {
+      const remaining = b;
+      b = new Block(remaining.ptr, size, stream, pool, remaining.segment);
+      b.splice(remaining.prev, remaining);
+      remaining.ptr += size;
+      remaining.size -= size;
+      pool.insert(remaining);
+    }
+    b.allocated = true;
+    b.requestedSize = requested;
+    this.#active.set(b.ptr, b);
+    this.stats.addAllocated(b.size, requested);
+    return b.ptr;
+  }
+
+  /** Merge free `src` into `dst` if it is a free neighbour in the same state (try_merge_blocks). */
+  #tryMerge(dst: Block, src: Block | undefined, pool: BlockPool): void {
+    if (src === undefined || src.allocated || src.mapped !== dst.mapped) return;
+    if (src.mapped) pool.erase(src);
+    else pool.eraseUnmapped(src);
+    if (dst.prev === src) {
+      dst.ptr = src.ptr;
+      dst.prev = src.prev;
+      if (dst.prev !== undefined) dst.prev.next = dst;
+    } else {
+      dst.next = src.next;
+      if (dst.next !== undefined) dst.next.prev = dst;
+    }
+    dst.size += src.size;
+  }
+
+  // --- getting memory from the driver -----------------------------------------
+
+  /** N6 (f) alloc_block: a new segment (native) or newly mapped pages (expandable). */
+  #allocBlock(
+    pool: BlockPool,
+    stream: number,
+    size: number,
+    allocSize: number,
+    isRetry: boolean,
+  ): Block | undefined {
+    if (isRetry) this.stats.allocRetries++;
+    // The fraction cap counts alloc_size even where expandable segments map less (as PyTorch does).
+    if (this.settings.memoryFraction < 1 && this.#held + allocSize > this.#allowedBytes()) return undefined;
+    if (this.#expandable) return this.#tryAllocateExpandableBlock(pool, stream, size);
+    let base: number;
+    try {
+      base = this.#runtime.malloc(this.device, allocSize).base;
+    } catch (e) {
+      if (isVmmError(e) && e.kind === 'out-of-memory') return undefined;
+      throw e;
+    }
+    this.#segments.set(base, allocSize);
+    this.#held += allocSize;
+    this.stats.addReserved(allocSize); // N11
+    this.stats.segments++;
+    this.stats.deviceAllocs++;
+    this.#emit('segment_alloc', base, allocSize, stream);
+    return new Block(base, allocSize, stream, pool, undefined);
+  }
+
+  /** Bytes the memory fraction allows (DeviceAllocationLimit::bytes). */
+  #allowedBytes(): number {
+    this.#limitBytes ??= Math.floor(
+      this.settings.memoryFraction * this.#runtime.memoryInfo(this.device).total,
+    );
+    return this.#limitBytes;
+  }
+
+  /** Native segment back to the driver (release_block). */
+  #releaseBlock(b: Block): void {
+    this.#runtime.mfree(b.ptr);
+    b.pool.erase(b);
+    this.#segments.delete(b.ptr);
+    this.#held -= b.size;
+    this.stats.reservedBytes -= b.size;
+    this.stats.segments--;
+    this.stats.deviceFrees++;
+    this.#emit('segment_free', b.ptr, b.size, b.stream);
+  }
+
+  /**
+   * N6 (g) release_available_cached_blocks, only with max_split_size set:
+   * free the smallest cached oversize block that covers the request, or
+   * else the largest oversize blocks until their sum does. Skips
+   * expandable blocks (E7). Returns whether enough was freed; what it freed
+   * stays freed either way, as in PyTorch.
+   */
+  #releaseAvailableCachedBlocks(pool: BlockPool, stream: number, size: number): boolean {
+    const mss = this.#maxSplitSize;
+    if (mss === Number.POSITIVE_INFINITY) return false;
+    const key = Math.max(size, mss);
+    const fit = pool.ceiling(stream, key);
+    if (fit !== undefined && fit.segment === undefined) {
+      this.#releaseBlock(fit);
+      return true;
+    }
+    let released = 0;
+    let cur = pool.below(stream, key);
+    while (cur !== undefined && released < key && cur.size >= mss) {
+      const before = pool.before(cur);
+      if (cur.segment === undefined) {
+        released += cur.size;
+        this.#releaseBlock(cur);
+      }
+      cur = before;
+    }
+    return released >= key;
+  }
+
+  /** N6 (h), N10, E7 release_cached_blocks: the large pool, then the small one. */
+  #releaseCachedBlocks(): void {
+    this.#releaseBlocks(this.#large);
+    this.#releaseBlocks(this.#small);
+  }
+
+  /** release_blocks: free every whole free segment, unmap the free pages of expandable ones. */
+  #releaseBlocks(pool: BlockPool): void {
+    const toUnmap: Block[] = [];
+    for (const b of pool.blocksInOrder()) {
+      if (b.segment !== undefined) toUnmap.push(b);
+      else if (!b.isSplit) this.#releaseBlock(b);
+    }
+    for (const b of toUnmap) {
+      this.#unmapBlock(b);
+      if (!b.mapped && b.prev === undefined && b.next === undefined) this.#releaseExpandableSegment(b);
+    }
+  }
+
+  /** N10 garbage_collect_cached_blocks: free the older unsplit large blocks until under the threshold. */
+  #garbageCollect(): void {
+    const threshold = Math.floor(this.settings.garbageCollectionThreshold * this.#allowedBytes());
+    if (this.#held <= threshold) return;
+    const target = this.#held - threshold;
+    const pool = this.#large;
+    const age = (b: Block) => pool.getFreeBlocksCallCount - b.gcCountBase;
+    let totalAge = 0;
+    let freeable = 0;
+    for (const b of pool.blocksInOrder()) {
+      if (!b.isSplit) {
+        totalAge += age(b);
+        freeable++;
+      }
+    }
+    if (freeable === 0) return;
+    let reclaimed = 0;
+    let freed = true;
+    while (reclaimed < target && freed && freeable > 0) {
+      const ageThreshold = totalAge / freeable;
+      freed = false;
+      for (const b of pool.blocksInOrder()) {
+        if (!b.isSplit && b.segment === undefined && age(b) >= ageThreshold) {
+          freed = true;
+          reclaimed += b.size;
+          totalAge -= age(b);
+          freeable--;
+          this.#releaseBlock(b);
+        }
+      }
+    }
+  }
+
+  // --- expandable segments ------------------------------------------------------
+
+  /**
+   * E2, E4 find_expandable_block: the lowest address, among this stream's
+   * unmapped ranges of the pool, where a free block plus unmapped space
+   * after it hold `size` bytes; else a new segment's whole range.
+   */
+  #findExpandableBlock(pool: BlockPool, stream: number, size: number): { block: Block; created: boolean } {
+    for (const u of pool.unmappedOf(stream)) {
+      const c = u.prev !== undefined && !u.prev.allocated ? u.prev : u;
+      let bytes = 0;
+      for (let b: Block | undefined = c; bytes < size && b !== undefined && !b.allocated; b = b.next)
+        bytes += b.size;
+      if (bytes >= size) return { block: c, created: false };
+    }
+    const page = pool.isSmall ? SMALL_BUFFER : LARGE_BUFFER;
+    const seg = ExpandableSegment.reserve(this.#runtime, this.device, stream, page);
+    this.#expandableSegments.push(seg);
+    this.stats.segments++;
+    const block = new Block(seg.base, seg.size, stream, pool, seg);
+    block.mapped = false;
+    pool.insertUnmapped(block);
+    return { block, created: true };
+  }
+
+  /**
+   * try_allocate_expandable_block: map the shortfall (E4) and return one
+   * free block of at least `size` bytes, removed from the pool.
+   *
+   * Note [Plan, then map]: PyTorch maps range by range and fixes its blocks
+   * after each; if a later range fails, the earlier ones stay mapped until
+   * the OOM path unmaps them. Here the ranges are worked out first (they
+   * follow from the blocks alone), all their pages are mapped, and only
+   * then do the blocks change; a failure takes back every page this request
+   * mapped (and a segment it created), so the allocator and the runtime are
+   * as before and no segment_map is reported for pages that did not stay.
+   */
+  #tryAllocateExpandableBlock(pool: BlockPool, stream: number, size: number): Block | undefined {
+    const { block: candidate, created } = this.#findExpandableBlock(pool, stream, size);
+    const seg = candidate.segment!;
+    const page = seg.pageSize;
+    // The unmapped blocks to map, and how many bytes (whole pages) of each.
+    const plan: Block[] = [];
+    const planBytes: number[] = [];
+    let covered = 0;
+    let after: Block | undefined;
+    if (candidate.mapped) {
+      covered = candidate.size;
+      after = candidate.next;
+    } else {
+      after = candidate;
+    }
+    while (covered < size) {
+      const u = after!;
+      const bytes = Math.ceil(Math.min(size - covered, u.size) / page) * page;
+      plan.push(u);
+      planBytes.push(bytes);
+      covered += bytes;
+      after = u.next;
+      if (bytes === u.size && after !== undefined && after.mapped && !after.allocated) {
+        covered += after.size;
+        after = after.next;
+      }
+    }
+    for (let k = 0; k < plan.length; k++) {
+      const begin = seg.pageLeft(plan[k].ptr);
+      let ok: boolean;
+      try {
+        ok = seg.mapPages(begin, begin + planBytes[k] / page);
+      } catch (e) {
+        this.#undoPlan(seg, plan, planBytes, k, created, candidate, pool);
+        throw e;
+      }
+      if (!ok) {
+        this.#undoPlan(seg, plan, planBytes, k, created, candidate, pool);
+        return undefined;
+      }
+    }
+    let result = candidate;
+    for (let k = 0; k < plan.length; k++) {
+      this.#mapBlock(plan[k], planBytes[k]);
+      result = plan[k];
+    }
+    pool.erase(result);
+    return result;
+  }
+
+  /** Take back the first `count` ranges of a plan, and the segment if this request made it. */
+  #undoPlan(
+    seg: ExpandableSegment,
+    plan: readonly Block[],
+    planBytes: readonly number[],
+    count: number,
+    created: boolean,
+    candidate: Block,
+    pool: BlockPool,
+  ): void {
+    for (let k = 0; k < count; k++) {
+      const begin = seg.pageLeft(plan[k].ptr);
+      seg.undoPages(begin, begin + planBytes[k] / seg.pageSize);
+    }
+    if (created) {
+      pool.eraseUnmapped(candidate);
+      this.#expandableSegments.splice(this.#expandableSegments.indexOf(seg), 1);
+      this.stats.segments--;
+      seg.dispose();
+    }
+  }
+
+  /** map_block's bookkeeping once the pages of [u.ptr, +bytes) are mapped. */
+  #mapBlock(u: Block, bytes: number): void {
+    const pool = u.pool;
+    const ptr = u.ptr;
+    pool.eraseUnmapped(u);
+    u.mapped = true;
+    if (bytes < u.size) {
+      const rest = new Block(ptr + bytes, u.size - bytes, u.stream, pool, u.segment);
+      rest.mapped = false;
+      rest.splice(u, u.next);
+      pool.insertUnmapped(rest);
+      u.size = bytes;
+    }
+    this.#tryMerge(u, u.prev, pool);
+    this.#tryMerge(u, u.next, pool);
+    pool.insert(u);
+    this.#held += bytes;
+    this.stats.addReserved(bytes);
+    this.stats.deviceAllocs++;
+    this.#emit('segment_map', ptr, bytes, u.stream);
+  }
+
+  /** E7 unmap_block: unmap the whole pages inside free block `b`. */
+  #unmapBlock(b: Block): void {
+    const seg = b.segment!;
+    const begin = seg.pageRight(b.ptr);
+    const end = seg.pageLeft(b.end);
+    if (begin >= end) return;
+    const reached = seg.unmapPages(begin, end);
+    if (reached > begin) this.#markUnmapped(b, seg.pageAddress(begin), seg.pageAddress(reached));
+    if (reached < end) throw seg.unmapError;
+  }
+
+  /** unmap_block's bookkeeping once the pages of [from, to) inside free block `b` are gone. */
+  #markUnmapped(b: Block, from: number, to: number): void {
+    const pool = b.pool;
+    const seg = b.segment;
+    pool.erase(b);
+    if (from > b.ptr) {
+      const before = new Block(b.ptr, from - b.ptr, b.stream, pool, seg);
+      before.splice(b.prev, b);
+      pool.insert(before);
+    }
+    if (b.end > to) {
+      const after = new Block(to, b.end - to, b.stream, pool, seg);
+      after.splice(b, b.next);
+      pool.insert(after);
+    }
+    b.ptr = from;
+    b.size = to - from;
+    b.mapped = false;
+    this.#tryMerge(b, b.prev, pool);
+    this.#tryMerge(b, b.next, pool);
+    pool.insertUnmapped(b);
+    this.#held -= to - from;
+    this.stats.reservedBytes -= to - from;
+    this.stats.deviceFrees++;
+    this.#emit('segment_unmap', from, to - from, b.stream);
+  }
+
+  /** release_expandable_segment: a wholly unmapped segment gives its range back. */
+  #releaseExpandableSegment(b: Block): void {
+    const seg = b.segment!;
+    seg.free();
+    b.pool.eraseUnmapped(b);
+    this.#expandableSegments.splice(this.#expandableSegments.indexOf(seg), 1);
+    this.stats.segments--;
+  }
+
+  // --- helpers -------------------------------------------------------------------
+
+  #emit(action: SegmentEvent['action'], address: number, size: number, stream: number): void {
+    this.#onSegmentEvent?.({ action, address, size, stream });
+  }
+}
+
+/** E6: a block's size plus the unmapped range right after it. */
+function expandableSize(b: Block): number {
+  return b.size + (b.next !== undefined && !b.next.mapped ? b.next.size : 0);
+}

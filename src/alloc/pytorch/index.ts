@@ -1,0 +1,13 @@
+/** Models of PyTorch's two CUDA caching allocators on vmmkit's core. */
+export type { BlockSnapshot, SegmentSnapshot } from './caching-allocator.js';
+export { PytorchCachingAllocator } from './caching-allocator.js';
+export { PytorchExpandableAllocator } from './expandable.js';
+export { PytorchNativeAllocator } from './native.js';
+export {
+  AllocatorSettingsError,
+  DEFAULT_PYTORCH_SETTINGS,
+  type PytorchAllocatorSettings,
+  settingsFromSnapshot,
+  validateSettings,
+} from './settings.js';
+export { PytorchStats } from './stats.js';

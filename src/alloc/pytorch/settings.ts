@@ -1,0 +1,178 @@
+import { isPowerOfTwo, LARGE_BUFFER, MiB, ROUNDUP_INTERVALS } from './sizes.js';
+
+/**
+ * The allocator settings that change what PyTorch's caching allocator does
+ * (PYTORCH_CUDA_ALLOC_CONF, as a snapshot's `allocator_settings` reports
+ * it, research note T4), plus the per-process memory fraction, which no
+ * snapshot records.
+ *
+ * Which allocator runs is the class's choice: PytorchNativeAllocator never
+ * uses expandable segments and PytorchExpandableAllocator always does, so
+ * `expandableSegments` only records what the trace was made with.
+ */
+export interface PytorchAllocatorSettings {
+  /** Blocks at least this large are never split (N5, N7); Infinity: no limit (PyTorch's SIZE_MAX). */
+  readonly maxSplitSize: number;
+  /** An oversize block may serve a request at most this much smaller (N5; max_non_split_rounding_mb). */
+  readonly maxNonSplitRoundingSize: number;
+  /** Divisions per power-of-two interval, 16 entries: sizes in [2^(20+i), 2^(21+i)) use entry i (N2). */
+  readonly roundupPower2Divisions: readonly number[];
+  /** Fraction of the allowed memory above which cached blocks are collected (N10); 0: off. */
+  readonly garbageCollectionThreshold: number;
+  /** Whether the trace was recorded with expandable_segments:True (E1). */
+  readonly expandableSegments: boolean;
+  /** torch.cuda.set_per_process_memory_fraction (N6 f): 1 means no cap; GC needs it below 1. */
+  readonly memoryFraction: number;
+}
+
+export const DEFAULT_PYTORCH_SETTINGS: PytorchAllocatorSettings = Object.freeze({
+  maxSplitSize: Number.POSITIVE_INFINITY,
+  maxNonSplitRoundingSize: LARGE_BUFFER,
+  roundupPower2Divisions: Object.freeze(new Array<number>(ROUNDUP_INTERVALS).fill(0)),
+  garbageCollectionThreshold: 0,
+  expandableSegments: false,
+  memoryFraction: 1,
+});
+
+/** A snapshot's allocator_settings (or settings given directly) that PyTorch would refuse. */
+export class AllocatorSettingsError extends Error {
+  override readonly name = 'AllocatorSettingsError';
+}
+
+/**
+ * Read a snapshot's `allocator_settings` dict, unpickled as a plain object
+ * (keys as torch/csrc/cuda/Module.cpp writes them: max_split_size,
+ * garbage_collection_threshold, expandable_segments, roundup_power2_divisions
+ * keyed "1", "2", "4", ... "32768" (MiB), and PYTORCH_CUDA_ALLOC_CONF, the
+ * configuration string, which alone carries max_non_split_rounding_mb).
+ * Absent keys (or an absent dict) take PyTorch's defaults; keys that do not
+ * change allocation (pinned_*, release_lock_on_cudamalloc, ...) are ignored.
+ * Integers may come as number or bigint. Throws AllocatorSettingsError.
+ */
+export function settingsFromSnapshot(allocatorSettings: unknown): PytorchAllocatorSettings {
+  if (allocatorSettings === undefined || allocatorSettings === null) return DEFAULT_PYTORCH_SETTINGS;
+  if (typeof allocatorSettings !== 'object' || Array.isArray(allocatorSettings))
+    throw new AllocatorSettingsError(`allocator_settings is not a dict: ${describe(allocatorSettings)}`);
+  const dict = allocatorSettings as Record<string, unknown>;
+  const conf = dict.PYTORCH_CUDA_ALLOC_CONF;
+  if (conf !== undefined && conf !== null && typeof conf !== 'string')
+    throw new AllocatorSettingsError(`PYTORCH_CUDA_ALLOC_CONF is not a string: ${describe(conf)}`);
+  return validateSettings({
+    maxSplitSize: readMaxSplitSize(dict.max_split_size),
+    maxNonSplitRoundingSize: readNonSplitRounding(typeof conf === 'string' ? conf : ''),
+    roundupPower2Divisions: readDivisions(dict.roundup_power2_divisions),
+    garbageCollectionThreshold: readNumber(
+      dict.garbage_collection_threshold,
+      'garbage_collection_threshold',
+      DEFAULT_PYTORCH_SETTINGS.garbageCollectionThreshold,
+    ),
+    expandableSegments: readBoolean(dict.expandable_segments, 'expandable_segments'),
+    memoryFraction: 1,
+  });
+}
+
+/**
+ * Check settings made by hand (or by settingsFromSnapshot) against PyTorch's
+ * own limits; returns them frozen. Throws AllocatorSettingsError.
+ */
+export function validateSettings(s: PytorchAllocatorSettings): PytorchAllocatorSettings {
+  if (
+    !(
+      s.maxSplitSize === Number.POSITIVE_INFINITY ||
+      (Number.isSafeInteger(s.maxSplitSize) && s.maxSplitSize >= LARGE_BUFFER)
+    )
+  )
+    throw new AllocatorSettingsError(`maxSplitSize ${s.maxSplitSize} must be at least 20 MiB (or Infinity)`);
+  if (!(Number.isSafeInteger(s.maxNonSplitRoundingSize) && s.maxNonSplitRoundingSize >= LARGE_BUFFER))
+    throw new AllocatorSettingsError(
+      `maxNonSplitRoundingSize ${s.maxNonSplitRoundingSize} must be at least 20 MiB`,
+    );
+  const d = s.roundupPower2Divisions;
+  if (!Array.isArray(d) || d.length !== ROUNDUP_INTERVALS)
+    throw new AllocatorSettingsError(`roundupPower2Divisions must have ${ROUNDUP_INTERVALS} entries`);
+  for (const v of d) {
+    if (!(v === 0 || (Number.isSafeInteger(v) && isPowerOfTwo(v))))
+      throw new AllocatorSettingsError(`roundup divisions must be 0 or a power of two, not ${v}`);
+  }
+  const t = s.garbageCollectionThreshold;
+  if (!(typeof t === 'number' && t >= 0 && t < 1))
+    throw new AllocatorSettingsError(`garbageCollectionThreshold ${t} must be in [0, 1) (0: off)`);
+  const f = s.memoryFraction;
+  if (!(typeof f === 'number' && f >= 0 && f <= 1))
+    throw new AllocatorSettingsError(`memoryFraction ${f} must be in [0, 1]`);
+  if (typeof s.expandableSegments !== 'boolean')
+    throw new AllocatorSettingsError(`expandableSegments must be a boolean`);
+  return Object.freeze({ ...s, roundupPower2Divisions: Object.freeze([...d]) });
+}
+
+/** max_split_size: bytes, with int64(SIZE_MAX) = -1 (how PyTorch writes "no limit") or >= 2^63 meaning none. */
+function readMaxSplitSize(v: unknown): number {
+  if (v === undefined || v === null) return DEFAULT_PYTORCH_SETTINGS.maxSplitSize;
+  const n = readInteger(v, 'max_split_size');
+  if (n === -1n || n >= 2n ** 63n) return Number.POSITIVE_INFINITY;
+  if (n < BigInt(LARGE_BUFFER) || n > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new AllocatorSettingsError(`max_split_size ${n} is out of range (at least 20 MiB, or -1 for none)`);
+  return Number(n);
+}
+
+/** roundup_power2_divisions: {"1": d, "2": d, "4": d, ...}; a missing key keeps 0. */
+function readDivisions(v: unknown): number[] {
+  const out = new Array<number>(ROUNDUP_INTERVALS).fill(0);
+  if (v === undefined || v === null) return out;
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new AllocatorSettingsError(`roundup_power2_divisions is not a dict: ${describe(v)}`);
+  const interval = new Map<string, number>();
+  for (let i = 0; i < ROUNDUP_INTERVALS; i++) interval.set(String(2 ** i), i);
+  for (const [key, value] of Object.entries(v)) {
+    const i = interval.get(key);
+    if (i === undefined)
+      throw new AllocatorSettingsError(`roundup_power2_divisions has an unknown interval key '${key}'`);
+    const n = readInteger(value, `roundup_power2_divisions['${key}']`);
+    if (!(n === 0n || (n > 0n && n <= 2n ** 52n && isPowerOfTwo(Number(n)))))
+      throw new AllocatorSettingsError(
+        `roundup_power2_divisions['${key}'] = ${n} is not 0 or a power of two`,
+      );
+    out[i] = Number(n);
+  }
+  return out;
+}
+
+/** max_non_split_rounding_mb from the configuration string (the dict has no key for it). */
+function readNonSplitRounding(conf: string): number {
+  const m = /(?:^|[,\s])max_non_split_rounding_mb\s*:\s*([^,\]\s]*)/.exec(conf);
+  if (m === null) return DEFAULT_PYTORCH_SETTINGS.maxNonSplitRoundingSize;
+  if (!/^\d+$/.test(m[1]))
+    throw new AllocatorSettingsError(`max_non_split_rounding_mb '${m[1]}' is not a whole number of MiB`);
+  const mb = Number(m[1]);
+  if (mb < LARGE_BUFFER / MiB || mb * MiB > Number.MAX_SAFE_INTEGER)
+    throw new AllocatorSettingsError(`max_non_split_rounding_mb ${mb} is out of range (at least 20)`);
+  return mb * MiB;
+}
+
+function readInteger(v: unknown, what: string): bigint {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
+  throw new AllocatorSettingsError(`${what} is not an integer: ${describe(v)}`);
+}
+
+function readNumber(v: unknown, what: string, absent: number): number {
+  if (v === undefined || v === null) return absent;
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  if (typeof v === 'bigint') return Number(v);
+  throw new AllocatorSettingsError(`${what} is not a number: ${describe(v)}`);
+}
+
+function readBoolean(v: unknown, what: string): boolean {
+  if (v === undefined || v === null) return false;
+  if (typeof v === 'boolean') return v;
+  throw new AllocatorSettingsError(`${what} is not a boolean: ${describe(v)}`);
+}
+
+function describe(v: unknown): string {
+  if (typeof v === 'bigint') return `${v}n`;
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
