@@ -10,7 +10,7 @@
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createMachine } from '../backends/sim/machine.js';
+import { createMachine } from '../compose/create-runtime.js';
 import { formatTrace, Tracer, traceToJson } from '../core/trace.js';
 import { createAcl } from '../flavors/acl/acl.js';
 import type { FlavorOptions } from '../flavors/common/process.js';

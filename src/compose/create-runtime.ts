@@ -35,6 +35,9 @@ export interface VmmProcess {
   readonly report: (message: string, error?: unknown) => void;
 }
 
+/** A simulated machine that several processes join (`createRuntime({ machine })`, `createHip({ machine })`). */
+export { createMachine, Machine, type MachineOptions } from '../backends/sim/machine.js';
+
 /** The default machine when none is named: one simulated H200. */
 export const DEFAULT_DEVICES = ['H200'] as const;
 

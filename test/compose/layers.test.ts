@@ -1,0 +1,46 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The layering DESIGN.md draws, checked on the source: each folder may import
+ * only the layers beneath it. The composition root (src/compose) and the
+ * package entry (src/index.ts) are the only places that see the backends.
+ */
+const ALLOWED: Record<string, readonly string[]> = {
+  util: ['util'],
+  core: ['core', 'util', 'backend'],
+  backend: ['backend', 'core'],
+  backends: ['backends', 'backend', 'core', 'util'],
+  compose: ['compose', 'backends', 'backend', 'core'],
+  flavors: ['flavors', 'core', 'compose', 'util', 'backend'],
+  alloc: ['alloc', 'core', 'compose', 'util'],
+  replay: ['replay', 'alloc', 'core', 'compose', 'util'],
+  report: ['report', 'replay', 'alloc', 'core', 'compose', 'util'],
+  cli: ['cli', 'flavors', 'alloc', 'replay', 'report', 'core', 'compose', 'util'],
+};
+
+function* sources(dir: string): Generator<string> {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) yield* sources(p);
+    else if (p.endsWith('.ts')) yield p;
+  }
+}
+
+describe('layers import only what lies beneath them', () => {
+  it('no folder of src reaches past its layer', () => {
+    const wrong: string[] = [];
+    for (const file of sources('src')) {
+      const layer = relative('src', file).split('/')[0];
+      const allowed = ALLOWED[layer];
+      if (allowed === undefined) continue; // src/index.ts: the package entry re-exports everything
+      const text = readFileSync(file, 'utf8');
+      for (const [, spec] of text.matchAll(/from '(\.[^']+)'/g)) {
+        const target = relative('src', join(file, '..', spec)).split('/')[0];
+        if (!allowed.includes(target)) wrong.push(`${file} imports ${spec} (${layer} -> ${target})`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+});
