@@ -42,7 +42,13 @@ export {
 } from './compose/create-runtime.js';
 export { ERROR_KINDS, type ErrorKind, isVmmError, VmmError } from './core/errors.js';
 export { Mapping, PhysicalAllocation, Reservation } from './core/objects.js';
-export { type AccessDescriptor, type ReserveOptions, Runtime, type RuntimeOptions } from './core/runtime.js';
+export {
+  type AccessDescriptor,
+  type ReserveOptions,
+  Runtime,
+  type RuntimeDescription,
+  type RuntimeOptions,
+} from './core/runtime.js';
 export { formatTrace, type Layer, Tracer, type TracerOptions, type TraceSpan, traceToJson } from './core/trace.js';
 export { Transaction } from './core/transaction.js';
 export {

@@ -34,6 +34,33 @@ export interface ReserveOptions {
   readonly hint?: number;
 }
 
+/** What `describe()` gives: a process's VMM state as plain data. */
+export interface RuntimeDescription {
+  readonly pid: number;
+  readonly devices: readonly DeviceInfo[];
+  readonly reservations: readonly {
+    readonly base: number;
+    readonly size: number;
+    readonly origin: Reservation['origin'];
+    readonly mappings: readonly {
+      readonly va: number;
+      readonly size: number;
+      readonly offset: number;
+      readonly handle: number;
+      /** Access of each device, by ordinal. */
+      readonly access: readonly Access[];
+    }[];
+  }[];
+  readonly allocations: readonly {
+    readonly handle: number;
+    readonly size: number;
+    readonly location: PhysicalAllocation['props']['location'];
+    readonly origin: PhysicalAllocation['origin'];
+    readonly handleRefs: number;
+    readonly mapRefs: number;
+  }[];
+}
+
 /**
  * The operations that get a trace span when a tracer is given: every method
  * that changes state or moves bytes. The type below fails to compile when a
@@ -82,6 +109,7 @@ type RuntimeQueries =
   | 'reservations'
   | 'mappings'
   | 'hasStream'
+  | 'describe'
   | 'quietly'
   | 'dispose';
 
@@ -262,6 +290,35 @@ export class Runtime implements Disposable {
       handles: this.#handles.size,
       streams: this.#streams.size,
     };
+  }
+
+  /**
+   * Everything this process holds, as plain data (for pictures and dumps):
+   * reservations with their mappings in address order, each mapping's
+   * allocation and per-device access, and every live handle.
+   */
+  describe(): RuntimeDescription {
+    const reservations = [...this.#reservations.values()].map((r) => ({
+      base: r.base,
+      size: r.size,
+      origin: r.origin,
+      mappings: this.mappingsIn(r.base, r.size).map((m) => ({
+        va: m.va,
+        size: m.size,
+        offset: m.offset,
+        handle: m.allocation.id,
+        access: this.devices.map((d) => m.accessOf(d.ordinal)),
+      })),
+    }));
+    const allocations = [...this.#handles.values()].map((a) => ({
+      handle: a.id,
+      size: a.size,
+      location: a.props.location,
+      origin: a.origin,
+      handleRefs: a.handleRefs,
+      mapRefs: a.mapRefs,
+    }));
+    return { pid: this.pid, devices: this.devices, reservations, allocations };
   }
 
   reservations(): IterableIterator<Reservation> {

@@ -123,3 +123,32 @@ describe('VMM calls never touch one-step allocations', () => {
     rt.dispose();
   });
 });
+
+describe('describe(): a process as plain data', () => {
+  it('lists reservations with their mappings in order, access per device, and live handles', () => {
+    const rt = new Runtime(createMachine({ devices: ['H200', 'H200'] }).spawn());
+    const r = rt.reserve(4 * G);
+    const a = rt.create(2 * G, onDevice());
+    rt.map(r.base + 2 * G, 2 * G, a);
+    rt.map(r.base, 2 * G, a);
+    rt.setAccess(r.base, 4 * G, [{ device: 1, access: Access.Read }]);
+    const p = rt.malloc(0, G);
+    const d = rt.describe();
+    expect(d.pid).toBe(rt.pid);
+    expect(d.reservations.map((x) => [x.base, x.size, x.origin, x.mappings.length])).toEqual([
+      [r.base, 4 * G, 'vmm', 2],
+      [p.base, G, 'malloc', 1],
+    ]);
+    expect(d.reservations[0].mappings.map((m) => [m.va - r.base, m.handle, m.access])).toEqual([
+      [0, a.id, [0, 1]],
+      [2 * G, a.id, [0, 1]],
+    ]);
+    expect(d.allocations.find((x) => x.handle === a.id)).toMatchObject({
+      size: 2 * G,
+      handleRefs: 1,
+      mapRefs: 2,
+    });
+    expect(JSON.parse(JSON.stringify(d)).reservations[1].mappings[0].access).toEqual([3, 0]);
+    rt.dispose();
+  });
+});
