@@ -125,3 +125,60 @@ describe('traceToJson', () => {
     expect(nested[0].result).toBe('0x3');
   });
 });
+
+describe('Tracer: truthful and bounded', () => {
+  it('records a reused out-parameter box as it was at each call, and what each call wrote', () => {
+    const tracer = new Tracer();
+    const target = {
+      n: 0,
+      reserve(box: { value: number }) {
+        box.value = 0x1000 * ++this.n;
+        return 0;
+      },
+    };
+    instrument(target, 'flavor', tracer, ['reserve']);
+    const box = { value: 0 };
+    target.reserve(box);
+    target.reserve(box);
+    const [first, second] = tracer.roots;
+    expect(first.args).toEqual([{ value: 0 }]);
+    expect(first.outs).toEqual([0x1000]);
+    expect(second.args).toEqual([{ value: 0x1000 }]);
+    expect(second.outs).toEqual([0x2000]);
+    expect(formatTrace([first])).toMatch(/^\[flavor\] reserve\(&0 => 4096\) -> 0 /);
+  });
+
+  it('keeps only the newest spans under a limit, counting the dropped, oldest first', () => {
+    const tracer = new Tracer({ limit: 3 });
+    for (let i = 0; i < 7; i++) tracer.event('alloc', `e${i}`, [i]);
+    expect(tracer.roots.map((s) => s.name)).toEqual(['e4', 'e5', 'e6']);
+    expect(tracer.dropped).toBe(4);
+    expect(() => new Tracer({ limit: 0 })).toThrow(RangeError);
+  });
+
+  it('streams finished top-level spans to a sink without keeping them', () => {
+    const seen: string[] = [];
+    const tracer = new Tracer({
+      sink: (s) => seen.push(`${s.layer}:${s.name}:${s.children.length}`),
+      keep: false,
+    });
+    const outer = tracer.begin('hip', 'hipMemMap', []);
+    tracer.event('rocclr', 'virtualMap', []);
+    tracer.end(outer, 0);
+    tracer.event('device', 'pte.set', []);
+    expect(seen).toEqual(['hip:hipMemMap:1', 'device:pte.set:0']);
+    expect(tracer.roots).toEqual([]);
+  });
+
+  it('records an argument it cannot read instead of failing the call', () => {
+    const tracer = new Tracer();
+    const hostile = {
+      get value(): number {
+        throw new Error('no');
+      },
+    };
+    const span = tracer.begin('flavor', 'f', [hostile, Proxy.revocable({}, {}).proxy]);
+    tracer.end(span, 0);
+    expect(tracer.roots).toHaveLength(1);
+  });
+});
