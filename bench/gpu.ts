@@ -15,9 +15,16 @@
  * runs every side in a rotating order after a warm-up long enough for V8 to
  * optimise the whole path. Then each call of the cycle timed on its own
  * through every layer and from C, and each cycle timed on its own (p10 to
- * p99 and mean: where a mean departs from its median). Writes DIR/h200-cuda.json,
- * merging the proof script's summary when given. `--fake` runs the vmmkit
- * paths on the simulated stand-in for libcuda, without the native side.
+ * p99 and mean: where a mean departs from its median). Writes DIR/h200-cuda.json;
+ * every key of it comes from this run or from a file named on the command line:
+ *
+ *   --prove DIR/prove.json        the proof's summary (conformance/gpu/prove.ts), with its date
+ *   --flavours flavors-on-gpu.txt the HIP/ACL tables' vitest transcript (conformance/gpu/run-all.sh)
+ *   --merge previous.json         an earlier h200-cuda.json: its headline figures, with its date,
+ *                                 GPU, driver and commit, go into `earlier` (its own `earlier` too)
+ *   --commit SHA                  the commit measured (else `git rev-parse HEAD`, else null)
+ *
+ * `--fake` runs the vmmkit paths on the simulated stand-in for libcuda, without the native side.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -37,6 +44,8 @@ const fake = args.includes('--fake');
 const outDir = opt('--out') ?? process.env.OUT ?? '.';
 const nativePath = opt('--native');
 const provePath = opt('--prove');
+const flavoursPath = opt('--flavours');
+const mergePath = opt('--merge');
 
 const MiB = 1 << 20;
 const GiB = 1 << 30;
@@ -514,6 +523,70 @@ function smi(): { gpu: string; driver: string } {
   }
 }
 
+interface Proof {
+  date?: string;
+  contract: { passed: number; total: number };
+  conformance: { cases: number; agree: number; agreeWithSimulator: number; agreeOrKnownDivergence: number };
+  sequences: Record<string, { cuda: { pass: boolean }; sim: { pass: boolean }; sameCodes: boolean }>;
+}
+
+function readProof(path: string): Proof {
+  if (!existsSync(path)) throw new Error(`--prove ${path}: no such file`);
+  return JSON.parse(readFileSync(path, 'utf8')) as Proof;
+}
+
+/** The counts and failing rows of a vitest --reporter=verbose transcript of the HIP/ACL tables. */
+function readFlavourTables(path: string) {
+  const text = readFileSync(path, 'utf8').replace(
+    new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'),
+    '',
+  );
+  const summary = text.split('\n').find((l) => /^\s*Tests\s/.test(l)) ?? '';
+  const count = (word: string) => Number(new RegExp(`(\\d+) ${word}`).exec(summary)?.[1] ?? 0);
+  const failures = [...text.matchAll(/^\s*FAIL\s+(.+)$/gm)].map((m) => m[1]!.trim());
+  return {
+    transcript: path,
+    passed: count('passed'),
+    skipped: count('skipped'),
+    failed: count('failed'),
+    failures: [...new Set(failures)],
+  };
+}
+
+/** The previous result file's headline, and the runs it had merged before, newest first. */
+function earlierRuns(path: string): unknown[] {
+  const prev = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  const own = {
+    file: path,
+    date: prev.date ?? null,
+    gpu: prev.gpu ?? null,
+    driver: prev.driver ?? null,
+    commit: prev.commit ?? null,
+    native_cycle_us: prev.native_cycle_us ?? null,
+    vmmkit_cycle_us: prev.vmmkit_cycle_us ?? null,
+    overhead_ratio: prev.overhead_ratio ?? null,
+    cycle_2MiB: prev.cycle_2MiB ?? null,
+    cycle_1GiB: prev.cycle_1GiB ?? null,
+    per_call_2MiB_sums_less_timer_us:
+      (prev.per_call_2MiB as { sums_less_timer_us?: unknown } | undefined)?.sums_less_timer_us ?? null,
+  };
+  return [own, ...(Array.isArray(prev.earlier) ? prev.earlier : [])];
+}
+
+/** The commit measured: --commit, else git's HEAD where the tree is a checkout, else null. */
+function commitMeasured(): string | null {
+  const given = opt('--commit');
+  if (given) return given;
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    return null;
+  }
+}
+
 function main(): void {
   const driver = fake ? createFakeDriver() : loadCudaDriver();
   const native = nativePath && !fake ? loadNative(nativePath) : undefined;
@@ -536,24 +609,14 @@ function main(): void {
   const stats = cu.runtime.stats();
   cu.dispose();
 
-  const prove =
-    provePath && existsSync(provePath)
-      ? (JSON.parse(readFileSync(provePath, 'utf8')) as {
-          contract: { passed: number; total: number };
-          conformance: {
-            cases: number;
-            agree: number;
-            agreeWithSimulator: number;
-            agreeOrKnownDivergence: number;
-          };
-          sequences: Record<string, { cuda: { pass: boolean }; sim: { pass: boolean }; sameCodes: boolean }>;
-        })
-      : undefined;
+  const prove = provePath ? readProof(provePath) : undefined;
   const { gpu, driver: driverVersion } = smi();
   const result = {
     gpu,
     driver: driverVersion,
     date: new Date().toISOString(),
+    commit: commitMeasured(),
+    command: `node dist/bench/gpu.js ${args.join(' ')}`,
     fake,
     native_cycle_us: cycle2.native_us,
     vmmkit_cycle_us: cycle2.vmmkit_us,
@@ -566,6 +629,7 @@ function main(): void {
           agree: prove.conformance.agree,
           agreeWithSimulator: prove.conformance.agreeWithSimulator,
           agreeOrKnownDivergence: prove.conformance.agreeOrKnownDivergence,
+          from: { file: provePath, date: prove.date ?? null },
         }
       : null,
     cycle_2MiB: cycle2,
@@ -573,6 +637,15 @@ function main(): void {
     per_call_2MiB: calls2,
     each_cycle_2MiB: spread2,
     copies_64MiB: copies,
+    ffi: {
+      note: 'This run, 2 MiB cycle: through the raw koffi functions with _Out_ arrays and struct objects, and with reused typed arrays and encoded structs (Note [Out-parameters as typed arrays]).',
+      raw_koffi_cycle_us: cycle2.raw_koffi_us ?? null,
+      raw_typed_cycle_us: cycle2.raw_typed_us ?? null,
+      saved_per_cycle_us:
+        cycle2.raw_koffi_us !== undefined && cycle2.raw_typed_us !== undefined
+          ? r2(cycle2.raw_koffi_us - cycle2.raw_typed_us)
+          : null,
+    },
     contract: prove ? prove.contract : null,
     flavours_over_cuda: prove
       ? Object.fromEntries(
@@ -582,9 +655,11 @@ function main(): void {
           ]),
         )
       : null,
+    flavour_tables: flavoursPath ? readFlavourTables(flavoursPath) : null,
     leftAfterBench: stats,
     method:
       'One Node process: the native C library (bench/native/vmm_bench.c, loaded through koffi) and vmmkit (createCuda({ backend: "cuda" })) share one primary context; rounds alternate sides; each figure is the median over rounds of the mean per cycle (or copy) in a round. raw_koffi_us: the same driver calls through the raw koffi functions, no vmmkit logic, koffi marshalling _Out_ arrays and struct objects; raw_typed_us: the same with reused typed arrays and encoded structs, as vmmkit passes them. per_call_2MiB: each call timed on its own (performance.now around it in JS, clock_gettime in C; timer is the cost of the JS timing around nothing, included in each JS figure), median over iterations, lower of two interleaved passes.',
+    earlier: mergePath ? earlierRuns(mergePath) : [],
   };
   writeFileSync(join(outDir, 'h200-cuda.json'), `${JSON.stringify(result, null, 1)}\n`);
   console.log(

@@ -1,7 +1,9 @@
 /**
  * Runs the CUDA conformance cases and records every answer.
  *
- *   node dist/conformance/cuda/record.js out.json     # against the real driver (libcuda)
+ *   node dist/conformance/cuda/record.js out.json     # every case, against the real driver (libcuda)
+ *   node dist/conformance/cuda/record.js out.json --only a,b --merge previous.json
+ *                                                     # cases a and b anew, the rest from previous.json
  *
  * `runCases(cu, env)` runs them in this process against any CudaApi (the
  * simulator's createCuda(), say). The CLI runs them against the real driver
@@ -10,7 +12,7 @@
  * and the parent starts a new child for the cases after it (see Note [Cases
  * that may poison the context] in cases.ts).
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { appendFileSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,6 +129,44 @@ export function runCases(cu: CudaApi, env: CaseEnv, names: readonly string[] = c
 
 // ------------------------------------------------------------------ CLI
 
+/** The GPU as nvidia-smi names it (the driver's release string is not in the CUDA API); null without nvidia-smi. */
+export interface GpuInfo {
+  name: string;
+  driverVersion: string;
+  memoryTotal: string;
+  cudaDriverVersion: number | null;
+}
+
+/** One recording session: when, on what, and what it had to restart. */
+export interface RunInfo {
+  recordedAt: string;
+  gpu: GpuInfo | null;
+  driver: DriverInfo | null;
+  restarts: { at: string; reason: string }[];
+  /** How many cases this run recorded. */
+  cases: number;
+}
+
+/**
+ * What record.js writes. The top-level recordedAt, gpu, driver and restarts
+ * describe the run that wrote the file; `runs` lists every run whose cases the
+ * file holds and `caseRun` names each case's run (an index into `runs`): one
+ * run, unless the file was written with --merge (Note [Merged transcripts]).
+ */
+export interface Transcript {
+  recorder: string;
+  recordedAt: string;
+  gpu: GpuInfo | null;
+  driver: DriverInfo | null;
+  caseCount: number;
+  restarts: RunInfo['restarts'];
+  runs: RunInfo[];
+  caseRun: { [name: string]: number };
+  cases: { [name: string]: CaseRecord };
+}
+
+const RECORDER = 'node dist/conformance/cuda/record.js (raw driver through koffi, createRawCuda)';
+
 interface Line {
   start?: number;
   index?: number;
@@ -135,8 +175,8 @@ interface Line {
   info?: DriverInfo;
 }
 
-/** Child: run cases from `first` on, one JSON line per event; exit 3 when the context is gone. */
-function worker(first: number, logPath: string): never {
+/** Child: run `names` from `first` on, one JSON line per event; exit 3 when the context is gone. */
+function worker(first: number, logPath: string, names: readonly string[]): never {
   const cu = createRawCuda(loadCudaDriver());
   const { env, info } = prepareEnv(cu);
   env.closeFd = (fd) => {
@@ -147,7 +187,6 @@ function worker(first: number, logPath: string): never {
     }
   };
   appendFileSync(logPath, `${JSON.stringify({ info } satisfies Line)}\n`);
-  const names = caseNames();
   for (let i = first; i < names.length; i++) {
     const name = names[i]!;
     appendFileSync(logPath, `${JSON.stringify({ start: i, name } satisfies Line)}\n`);
@@ -160,26 +199,36 @@ function worker(first: number, logPath: string): never {
   process.exit(0);
 }
 
-function main(argv: string[]): void {
-  if (argv[2] === '--worker') worker(Number(argv[3]), argv[4]!);
-  const outPath = argv[2];
-  if (!outPath) {
-    console.error('usage: record.js OUT.json');
-    process.exit(2);
+function nvidiaSmi(cudaDriverVersion: number | null): GpuInfo | null {
+  try {
+    const out = execFileSync(
+      'nvidia-smi',
+      ['--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    const [name, driverVersion, memoryTotal] = out
+      .split('\n')[0]!
+      .split(',')
+      .map((s) => s.trim());
+    if (!name || !driverVersion || !memoryTotal) return null;
+    return { name, driverVersion, memoryTotal, cudaDriverVersion };
+  } catch {
+    return null;
   }
-  // Fail early, in this process, with the loader's clear message when there is no driver.
-  loadCudaDriver();
-  const names = caseNames();
+}
+
+/** Run `names` against the real driver, a fresh child after each case that ends its process or context. */
+function recordRun(names: readonly string[]): { cases: Recording['cases']; run: RunInfo; seconds: number } {
   const cases: Recording['cases'] = {};
   let info: DriverInfo | undefined;
-  const restarts: { at: string; reason: string }[] = [];
+  const restarts: RunInfo['restarts'] = [];
   const logPath = join(tmpdir(), `vmmkit-record-${process.pid}.jsonl`);
   const self = fileURLToPath(import.meta.url);
-  let next = 0;
   const started = Date.now();
+  let next = 0;
   while (next < names.length) {
     writeFileSync(logPath, '');
-    const child = spawnSync(process.execPath, [self, '--worker', String(next), logPath], {
+    const child = spawnSync(process.execPath, [self, '--worker', String(next), logPath, names.join(',')], {
       stdio: ['ignore', 'inherit', 'inherit'],
       timeout: 240_000,
     });
@@ -208,23 +257,123 @@ function main(argv: string[]): void {
     restarts.push({ at: names[next - 1] ?? '(start)', reason });
   }
   rmSync(logPath, { force: true });
-  const ordered: Recording['cases'] = {};
-  for (const n of names) if (cases[n]) ordered[n] = cases[n];
-  const result = {
+  const run: RunInfo = {
     recordedAt: new Date().toISOString(),
+    gpu: nvidiaSmi(info?.driverVersion ?? null),
     driver: info ?? null,
-    caseCount: names.length,
     restarts,
-    cases: ordered,
+    cases: Object.keys(cases).length,
+  };
+  return { cases, run, seconds: (Date.now() - started) / 1000 };
+}
+
+/*
+ * Note [Merged transcripts]
+ * A transcript is normally one run of every case. When only some cases are
+ * re-recorded (new ones, say: `--only a,b --merge previous.json`), the file
+ * keeps the previous run's record of every other case, and each case says
+ * which run its record came from (`caseRun`, an index into `runs`: date,
+ * GPU and driver of that run). Runs no case points to any more are dropped;
+ * cases that no longer exist in cases.ts are dropped and named on stderr.
+ */
+export function mergeTranscripts(
+  previous: Pick<Transcript, 'runs' | 'caseRun' | 'cases'>,
+  run: RunInfo,
+  cases: Recording['cases'],
+  names: readonly string[],
+): Pick<Transcript, 'runs' | 'caseRun' | 'cases'> {
+  const runs: RunInfo[] = [];
+  const renumber = new Map<number, number>();
+  const caseRun: Transcript['caseRun'] = {};
+  const merged: Recording['cases'] = {};
+  const dropped = Object.keys(previous.cases).filter((n) => !names.includes(n));
+  if (dropped.length > 0)
+    console.error(`merge: dropped ${dropped.length} case(s) no longer in cases.ts: ${dropped.join(', ')}`);
+  for (const name of names) {
+    if (cases[name]) continue;
+    const old = previous.cases[name];
+    const from = previous.caseRun[name];
+    if (old === undefined || from === undefined || previous.runs[from] === undefined) continue;
+    if (!renumber.has(from)) {
+      renumber.set(from, runs.length);
+      runs.push(previous.runs[from]!);
+    }
+    merged[name] = old;
+    caseRun[name] = renumber.get(from)!;
+  }
+  const current = runs.length;
+  runs.push(run);
+  for (const name of names) {
+    if (!cases[name]) continue;
+    merged[name] = cases[name]!;
+    caseRun[name] = current;
+  }
+  // In cases.ts order, as a single run writes them.
+  const ordered: Recording['cases'] = {};
+  const orderedRuns: Transcript['caseRun'] = {};
+  for (const n of names) {
+    if (merged[n] === undefined) continue;
+    ordered[n] = merged[n]!;
+    orderedRuns[n] = caseRun[n]!;
+  }
+  return { runs, caseRun: orderedRuns, cases: ordered };
+}
+
+function readTranscript(path: string): Transcript {
+  const t = JSON.parse(readFileSync(path, 'utf8')) as Partial<Transcript>;
+  if (!t.cases || !Array.isArray(t.runs) || !t.caseRun)
+    throw new Error(
+      `${path} names no run per case (runs, caseRun): record every case again instead of merging`,
+    );
+  return t as Transcript;
+}
+
+function main(argv: string[]): void {
+  if (argv[2] === '--worker') worker(Number(argv[3]), argv[4]!, argv[5]!.split(','));
+  const args = argv.slice(2);
+  const flag = (name: string): string | undefined => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const outPath = args[0];
+  const mergePath = flag('--merge');
+  const only = flag('--only')?.split(',');
+  if (!outPath || outPath.startsWith('--') || (args.includes('--merge') && !mergePath)) {
+    console.error('usage: record.js OUT.json [--only CASE,CASE...] [--merge PREVIOUS.json]');
+    process.exit(2);
+  }
+  const all = caseNames();
+  const unknown = (only ?? []).filter((n) => !all.includes(n));
+  if (unknown.length > 0) {
+    console.error(`no such case(s): ${unknown.join(', ')}`);
+    process.exit(2);
+  }
+  // Read the previous file before the run, so a bad one fails before minutes of recording.
+  const previous = mergePath ? readTranscript(mergePath) : undefined;
+  // Fail early, in this process, with the loader's clear message when there is no driver.
+  loadCudaDriver();
+  const names = only ? all.filter((n) => only.includes(n)) : all;
+  const { cases, run, seconds } = recordRun(names);
+  const body = mergeTranscripts(previous ?? { runs: [], caseRun: {}, cases: {} }, run, cases, all);
+  const result: Transcript = {
+    recorder: RECORDER,
+    recordedAt: run.recordedAt,
+    gpu: run.gpu,
+    driver: run.driver,
+    caseCount: all.length,
+    restarts: run.restarts,
+    ...body,
   };
   writeFileSync(outPath, `${JSON.stringify(result, null, 1)}\n`);
-  const poisoned = Object.entries(ordered).filter(([, r]) => r.contextAfter !== undefined || r.crashed);
+  const poisoned = Object.entries(cases).filter(([, r]) => r.contextAfter !== undefined || r.crashed);
   console.log(
-    `recorded ${Object.keys(ordered).length}/${names.length} cases in ${((Date.now() - started) / 1000).toFixed(1)} s ` +
-      `on ${info?.deviceName ?? '?'} (driver ${info?.driverVersion ?? '?'}); ${restarts.length} restart(s)`,
+    `recorded ${Object.keys(cases).length}/${names.length} cases in ${seconds.toFixed(1)} s ` +
+      `on ${run.gpu?.name ?? run.driver?.deviceName ?? '?'} (driver ${run.gpu?.driverVersion ?? '?'}, ` +
+      `${run.driver?.driverVersion ?? '?'}); ${run.restarts.length} restart(s); ` +
+      `${Object.keys(result.cases).length}/${all.length} cases in ${outPath} from ${result.runs.length} run(s)`,
   );
   for (const [n, r] of poisoned) console.log(`  ${n}: context ${r.contextAfter ?? ''} ${r.crashed ?? ''}`);
-  for (const [n, r] of Object.entries(ordered)) if (r.threw) console.log(`  ${n}: threw ${r.threw}`);
+  for (const [n, r] of Object.entries(cases)) if (r.threw) console.log(`  ${n}: threw ${r.threw}`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main(process.argv);
