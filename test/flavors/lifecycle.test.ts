@@ -1,0 +1,487 @@
+/**
+ * A disposed process, through each front end: every call of the vendor's
+ * function list answers the vendor's "gone" code and changes nothing on the
+ * shared machine, except the few calls that answer without any driver state
+ * (Notes [CUDA after dispose], [HIP after dispose], [ACL after dispose]).
+ *
+ * Each flavour's call table is also run, in order, on a live twin with the
+ * same setup, where every call succeeds: so each call the disposed process
+ * refuses is one that would have done something.
+ */
+import { describe, expect, it } from 'vitest';
+import { createMachine, type Machine } from '../../src/backends/sim/machine.js';
+import { ACL_FUNCTIONS, type AclFlavor, createAcl } from '../../src/flavors/acl/acl.js';
+import * as A from '../../src/flavors/acl/constants.js';
+import * as CU from '../../src/flavors/cuda/constants.js';
+import { CUDA_FUNCTIONS, type CudaFlavor, createCuda } from '../../src/flavors/cuda/cuda.js';
+import * as H from '../../src/flavors/hip/constants.js';
+import { createHip, HIP_FUNCTIONS, type HipFlavor } from '../../src/flavors/hip/hip.js';
+
+const G = 2 * 1024 * 1024;
+
+/** Everything a process can change on its machine. */
+function machineState(machine: Machine): unknown {
+  return {
+    pools: machine.devices.map((d) => d.pool.used),
+    host: machine.host.used,
+    live: machine.liveAllocations,
+    resident: machine.residentBytes,
+    pids: machine.processes.map((p) => p.pid),
+  };
+}
+
+/** A call of the table, and what a live process answers (default: success). */
+interface Row<P, E> {
+  /** `box` makes the out-parameters, so the test can see what the call wrote into them. */
+  readonly call: (p: P, env: E, box: <T>(value: T) => { value: T }) => unknown;
+  readonly live?: number;
+}
+
+interface Script<P, E> {
+  readonly functions: readonly string[];
+  /** A process on `machine` with objects of every kind alive; `peer` is another process there. */
+  make(machine: Machine, peer: P): { process: P; env: E };
+  makePeer(machine: Machine): P;
+  readonly rows: Readonly<Record<string, Row<P, E>>>;
+  /** What a disposed process answers. */
+  readonly gone: number;
+  /** Calls that keep answering after dispose, as they do before. */
+  readonly stillAnswer: readonly string[];
+  dispose(p: P): void;
+}
+
+function suite<P, E>(vendor: string, script: Script<P, E>, devices: readonly string[]): void {
+  describe(`${vendor} after dispose`, () => {
+    it('the table names every function of the flavour once', () => {
+      expect(Object.keys(script.rows).sort()).toEqual([...script.functions].sort());
+    });
+
+    it('on a live process every call of the table, in order, succeeds', () => {
+      const machine = createMachine({ devices: devices as never });
+      const peer = script.makePeer(machine);
+      const { process, env } = script.make(machine, peer);
+      for (const [name, row] of Object.entries(script.rows)) {
+        const result = row.call(process, env, newBox);
+        if (typeof result === 'number') expect(result, name).toBe(row.live ?? 0);
+      }
+      script.dispose(process);
+      script.dispose(peer);
+    });
+
+    it('a disposed process answers every call with the gone code and changes nothing', () => {
+      const machine = createMachine({ devices: devices as never });
+      const peer = script.makePeer(machine);
+      const twin = script.make(machine, peer);
+      const { process, env } = script.make(machine, peer);
+      script.dispose(process);
+      const before = machineState(machine);
+      const boxes: { row: string; box: { value: unknown }; initial: unknown }[] = [];
+      let row = '';
+      const watched = <T>(value: T) => {
+        const b = { value };
+        boxes.push({ row, box: b, initial: value });
+        return b;
+      };
+      for (const [name, r] of Object.entries(script.rows)) {
+        row = name;
+        const result = r.call(process, env, watched);
+        if (script.stillAnswer.includes(name))
+          expect(result, name).toEqual(r.call(twin.process, twin.env, newBox));
+        else expect(result, name).toBe(script.gone);
+      }
+      expect(machineState(machine)).toEqual(before);
+      // Refused calls write no out-parameter: no handle, pointer, fd or count is handed out.
+      const written = boxes.filter((b) => b.box.value !== b.initial && !script.stillAnswer.includes(b.row));
+      expect(written.map((b) => b.row)).toEqual([]);
+      expect(boxes.length).toBeGreaterThan(10);
+      script.dispose(twin.process);
+      script.dispose(peer);
+    });
+  });
+}
+
+// --- CUDA ------------------------------------------------------------------------------------
+
+interface CudaEnv {
+  ctx: bigint;
+  p: bigint;
+  q: bigint;
+  h: bigint;
+  h2: bigint;
+  fd: number;
+  dptr: bigint;
+  stream: bigint;
+}
+
+const cuProp = {
+  type: CU.CU_MEM_ALLOCATION_TYPE_PINNED,
+  requestedHandleTypes: CU.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+  location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+};
+const cuRw = [{ location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, flags: 3 }];
+
+function ok(code: number, what: string): void {
+  expect(code, what).toBe(0);
+}
+
+/** An out-parameter. */
+const newBox = <T>(value: T) => ({ value });
+
+const cudaScript: Script<CudaFlavor, CudaEnv> = {
+  functions: CUDA_FUNCTIONS,
+  makePeer: (machine) => createCuda({ machine }),
+  make(machine) {
+    const cu = createCuda({ machine });
+    const b = newBox(0n);
+    const n = newBox(0);
+    ok(cu.cuInit(0), 'init');
+    ok(cu.cuDevicePrimaryCtxRetain(b, 0), 'ctx');
+    const ctx = b.value;
+    ok(cu.cuCtxSetCurrent(ctx), 'set ctx');
+    ok(cu.cuMemAddressReserve(b, 2 * G, 0, 0n, 0), 'reserve p');
+    const p = b.value;
+    ok(cu.cuMemAddressReserve(b, G, 0, 0n, 0), 'reserve q');
+    const q = b.value;
+    ok(cu.cuMemCreate(b, G, cuProp, 0), 'create h');
+    const h = b.value;
+    ok(cu.cuMemCreate(b, G, cuProp, 0), 'create h2');
+    const h2 = b.value;
+    ok(cu.cuMemMap(p, G, 0, h, 0), 'map');
+    ok(cu.cuMemSetAccess(p, G, cuRw, 1), 'access');
+    ok(cu.cuMemExportToShareableHandle(n, h, CU.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 'export');
+    const fd = n.value;
+    ok(cu.cuMemAlloc(b, G), 'alloc');
+    const dptr = b.value;
+    ok(cu.cuStreamCreate(b, 0), 'stream');
+    return { process: cu, env: { ctx, p, q, h, h2, fd, dptr, stream: b.value } };
+  },
+  rows: {
+    cuInit: { call: (cu) => cu.cuInit(0) },
+    cuDriverGetVersion: { call: (cu, _e, box) => cu.cuDriverGetVersion(box(0)) },
+    cuDeviceGet: { call: (cu, _e, box) => cu.cuDeviceGet(box(-1), 0) },
+    cuDeviceGetCount: { call: (cu, _e, box) => cu.cuDeviceGetCount(box(-1)) },
+    cuDeviceGetName: { call: (cu, _e, box) => cu.cuDeviceGetName(box(''), 64, 0) },
+    cuDeviceTotalMem: { call: (cu, _e, box) => cu.cuDeviceTotalMem(box(0), 0) },
+    cuDevicePrimaryCtxRetain: { call: (cu, _e, box) => cu.cuDevicePrimaryCtxRetain(box(0n), 0) },
+    cuCtxSetCurrent: { call: (cu, e) => cu.cuCtxSetCurrent(e.ctx) },
+    cuCtxGetCurrent: { call: (cu, _e, box) => cu.cuCtxGetCurrent(box(0n)) },
+    cuCtxGetDevice: { call: (cu, _e, box) => cu.cuCtxGetDevice(box(-1)) },
+    cuCtxSynchronize: { call: (cu) => cu.cuCtxSynchronize() },
+    cuMemGetAllocationGranularity: {
+      call: (cu, _e, box) =>
+        cu.cuMemGetAllocationGranularity(box(0), cuProp, CU.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+    },
+    cuMemAddressReserve: { call: (cu, _e, box) => cu.cuMemAddressReserve(box(0n), G, 0, 0n, 0) },
+    cuMemCreate: { call: (cu, _e, box) => cu.cuMemCreate(box(0n), G, cuProp, 0) },
+    cuMemMap: { call: (cu, e) => cu.cuMemMap(e.p + BigInt(G), G, 0, e.h, 0) },
+    cuMemSetAccess: { call: (cu, e) => cu.cuMemSetAccess(e.p + BigInt(G), G, cuRw, 1) },
+    cuMemGetAccess: {
+      call: (cu, e, box) => cu.cuMemGetAccess(box(-1), { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, e.p),
+    },
+    cuMemRetainAllocationHandle: { call: (cu, e, box) => cu.cuMemRetainAllocationHandle(box(0n), e.p) },
+    cuMemGetAllocationPropertiesFromHandle: {
+      call: (cu, e, box) => cu.cuMemGetAllocationPropertiesFromHandle(box(undefined as never), e.h),
+    },
+    cuMemExportToShareableHandle: {
+      call: (cu, e, box) =>
+        cu.cuMemExportToShareableHandle(box(-1), e.h2, CU.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+    },
+    cuMemImportFromShareableHandle: {
+      call: (cu, e, box) =>
+        cu.cuMemImportFromShareableHandle(box(0n), e.fd, CU.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+    },
+    cuMemcpyHtoD: { call: (cu, e) => cu.cuMemcpyHtoD(e.p, new Uint8Array(16).fill(7), 16) },
+    cuMemcpyDtoH: { call: (cu, e) => cu.cuMemcpyDtoH(new Uint8Array(16), e.p, 16) },
+    cuMemcpyDtoD: { call: (cu, e) => cu.cuMemcpyDtoD(e.p + 64n, e.p, 16) },
+    cuMemcpyHtoDAsync: { call: (cu, e) => cu.cuMemcpyHtoDAsync(e.p, new Uint8Array(16), 16, e.stream) },
+    cuMemcpyDtoHAsync: { call: (cu, e) => cu.cuMemcpyDtoHAsync(new Uint8Array(16), e.p, 16, e.stream) },
+    cuMemcpyDtoDAsync: { call: (cu, e) => cu.cuMemcpyDtoDAsync(e.p + 64n, e.p, 16, e.stream) },
+    cuMemsetD8: { call: (cu, e) => cu.cuMemsetD8(e.p, 1, 16) },
+    cuMemsetD8Async: { call: (cu, e) => cu.cuMemsetD8Async(e.p, 1, 16, e.stream) },
+    cuStreamCreate: { call: (cu, _e, box) => cu.cuStreamCreate(box(0n), 0) },
+    cuStreamSynchronize: { call: (cu, e) => cu.cuStreamSynchronize(e.stream) },
+    cuStreamDestroy: { call: (cu, e) => cu.cuStreamDestroy(e.stream) },
+    cuMemAlloc: { call: (cu, _e, box) => cu.cuMemAlloc(box(0n), G) },
+    cuMemFree: { call: (cu, e) => cu.cuMemFree(e.dptr) },
+    cuMemGetInfo: { call: (cu, _e, box) => cu.cuMemGetInfo(box(0), box(0)) },
+    cuMemUnmap: { call: (cu, e) => cu.cuMemUnmap(e.p, G) },
+    cuMemRelease: { call: (cu, e) => cu.cuMemRelease(e.h2) },
+    cuMemAddressFree: { call: (cu, e) => cu.cuMemAddressFree(e.q, G) },
+    cuDevicePrimaryCtxRelease: { call: (cu) => cu.cuDevicePrimaryCtxRelease(0) },
+    cuGetErrorName: { call: (cu, _e, box) => cu.cuGetErrorName(CU.CUDA_ERROR_INVALID_VALUE, box(null)) },
+    cuGetErrorString: { call: (cu, _e, box) => cu.cuGetErrorString(CU.CUDA_ERROR_INVALID_VALUE, box(null)) },
+  },
+  gone: CU.CUDA_ERROR_DEINITIALIZED,
+  stillAnswer: ['cuDriverGetVersion', 'cuGetErrorName', 'cuGetErrorString'],
+  dispose: (cu) => cu.dispose(),
+};
+
+// --- HIP -------------------------------------------------------------------------------------
+
+interface HipEnv {
+  p: bigint;
+  q: bigint;
+  h: bigint;
+  h2: bigint;
+  fd: number;
+  ptr: bigint;
+  stream: bigint;
+}
+
+const hipProp = {
+  type: H.hipMemAllocationTypePinned,
+  requestedHandleTypes: H.hipMemHandleTypePosixFileDescriptor,
+  location: { type: H.hipMemLocationTypeDevice, id: 0 },
+};
+const hipRw = [
+  { location: { type: H.hipMemLocationTypeDevice, id: 0 }, flags: H.hipMemAccessFlagsProtReadWrite },
+];
+
+const hipScript: Script<HipFlavor, HipEnv> = {
+  functions: HIP_FUNCTIONS,
+  makePeer: (machine) => createHip({ machine }),
+  make(machine) {
+    const hip = createHip({ machine });
+    const b = newBox(0n);
+    const n = newBox(0);
+    ok(hip.hipMemAddressReserve(b, 2 * G, 0, null, 0), 'reserve p');
+    const p = b.value;
+    ok(hip.hipMemAddressReserve(b, G, 0, null, 0), 'reserve q');
+    const q = b.value;
+    ok(hip.hipMemCreate(b, G, hipProp, 0), 'create h');
+    const h = b.value;
+    ok(hip.hipMemCreate(b, G, hipProp, 0), 'create h2');
+    const h2 = b.value;
+    ok(hip.hipMemMap(p, G, 0, h, 0), 'map');
+    ok(hip.hipMemSetAccess(p, G, hipRw, 1), 'access');
+    ok(hip.hipMemExportToShareableHandle(n, h, H.hipMemHandleTypePosixFileDescriptor, 0), 'export');
+    const fd = n.value;
+    ok(hip.hipMalloc(b, G), 'malloc');
+    const ptr = b.value;
+    ok(hip.hipStreamCreate(b), 'stream');
+    return { process: hip, env: { p, q, h, h2, fd, ptr, stream: b.value } };
+  },
+  rows: {
+    hipInit: { call: (hip) => hip.hipInit(0) },
+    hipGetDeviceCount: { call: (hip, _e, box) => hip.hipGetDeviceCount(box(-1)) },
+    hipSetDevice: { call: (hip) => hip.hipSetDevice(0) },
+    hipGetDevice: { call: (hip, _e, box) => hip.hipGetDevice(box(-1)) },
+    hipDeviceSynchronize: { call: (hip) => hip.hipDeviceSynchronize() },
+    hipMemGetAllocationGranularity: {
+      call: (hip, _e, box) =>
+        hip.hipMemGetAllocationGranularity(box(0), hipProp, H.hipMemAllocationGranularityMinimum),
+    },
+    hipMemAddressReserve: { call: (hip, _e, box) => hip.hipMemAddressReserve(box(0n), G, 0, null, 0) },
+    hipMemCreate: { call: (hip, _e, box) => hip.hipMemCreate(box(0n), G, hipProp, 0) },
+    hipMemMap: { call: (hip, e) => hip.hipMemMap(e.p + BigInt(G), G, 0, e.h, 0) },
+    hipMemSetAccess: { call: (hip, e) => hip.hipMemSetAccess(e.p + BigInt(G), G, hipRw, 1) },
+    hipMemGetAccess: {
+      call: (hip, e, box) => hip.hipMemGetAccess(box(-1), { type: H.hipMemLocationTypeDevice, id: 0 }, e.p),
+    },
+    hipMemRetainAllocationHandle: { call: (hip, e, box) => hip.hipMemRetainAllocationHandle(box(0n), e.p) },
+    hipMemGetAllocationPropertiesFromHandle: {
+      call: (hip, e, box) => hip.hipMemGetAllocationPropertiesFromHandle(box(undefined as never), e.h),
+    },
+    hipMemExportToShareableHandle: {
+      call: (hip, e, box) =>
+        hip.hipMemExportToShareableHandle(box(-1), e.h2, H.hipMemHandleTypePosixFileDescriptor, 0),
+    },
+    hipMemImportFromShareableHandle: {
+      call: (hip, e, box) =>
+        hip.hipMemImportFromShareableHandle(box(0n), e.fd, H.hipMemHandleTypePosixFileDescriptor),
+    },
+    hipMemcpy: {
+      call: (hip, e) => hip.hipMemcpy(e.p, new Uint8Array(16).fill(7), 16, H.hipMemcpyHostToDevice),
+    },
+    hipMemcpyAsync: {
+      call: (hip, e) => hip.hipMemcpyAsync(new Uint8Array(16), e.p, 16, H.hipMemcpyDeviceToHost, e.stream),
+    },
+    hipMemset: { call: (hip, e) => hip.hipMemset(e.p, 1, 16) },
+    hipMemsetAsync: { call: (hip, e) => hip.hipMemsetAsync(e.p, 1, 16, e.stream) },
+    hipStreamCreate: { call: (hip, _e, box) => hip.hipStreamCreate(box(0n)) },
+    hipStreamSynchronize: { call: (hip, e) => hip.hipStreamSynchronize(e.stream) },
+    hipStreamDestroy: { call: (hip, e) => hip.hipStreamDestroy(e.stream) },
+    hipMalloc: { call: (hip, _e, box) => hip.hipMalloc(box(0n), G) },
+    hipFree: { call: (hip, e) => hip.hipFree(e.ptr) },
+    hipMemGetInfo: { call: (hip, _e, box) => hip.hipMemGetInfo(box(0), box(0)) },
+    hipMemUnmap: { call: (hip, e) => hip.hipMemUnmap(e.p, G) },
+    hipMemRelease: { call: (hip, e) => hip.hipMemRelease(e.h2) },
+    hipMemAddressFree: { call: (hip, e) => hip.hipMemAddressFree(e.q, G) },
+    hipGetErrorName: { call: (hip) => hip.hipGetErrorName(H.hipErrorInvalidValue) },
+    hipGetErrorString: { call: (hip) => hip.hipGetErrorString(H.hipErrorInvalidValue) },
+  },
+  gone: H.hipErrorDeinitialized,
+  stillAnswer: ['hipGetErrorName', 'hipGetErrorString'],
+  dispose: (hip) => hip.dispose(),
+};
+
+// --- ACL -------------------------------------------------------------------------------------
+
+interface AclEnv {
+  p: bigint;
+  q: bigint;
+  h: bigint;
+  h2: bigint;
+  h3: bigint;
+  token: bigint;
+  peerToken: bigint;
+  peerPid: number;
+  ptr: bigint;
+  stream: bigint;
+}
+
+const aclProp = {
+  handleType: A.ACL_MEM_HANDLE_TYPE_NONE,
+  allocationType: A.ACL_MEM_ALLOCATION_TYPE_PINNED,
+  memAttr: A.ACL_HBM_MEM_HUGE,
+  location: { type: A.ACL_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+};
+const aclRw = [
+  { flags: A.ACL_RT_MEM_ACCESS_FLAGS_READWRITE, location: { type: A.ACL_MEM_LOCATION_TYPE_DEVICE, id: 0 } },
+];
+
+const aclScript: Script<AclFlavor, AclEnv> = {
+  functions: ACL_FUNCTIONS,
+  makePeer(machine) {
+    const acl = createAcl({ machine });
+    ok(acl.aclInit(), 'peer init');
+    ok(acl.aclrtSetDevice(0), 'peer device');
+    return acl;
+  },
+  make(machine, peer) {
+    const acl = createAcl({ machine });
+    const b = newBox(0n);
+    ok(acl.aclInit(), 'init');
+    ok(acl.aclrtSetDevice(0), 'device');
+    ok(acl.aclrtReserveMemAddress(b, 2 * G, 0, 0n, 0), 'reserve p');
+    const p = b.value;
+    ok(acl.aclrtReserveMemAddress(b, G, 0, 0n, 0), 'reserve q');
+    const q = b.value;
+    const handle = () => {
+      ok(acl.aclrtMallocPhysical(b, G, aclProp, 0), 'malloc physical');
+      return b.value;
+    };
+    const h = handle();
+    const h2 = handle();
+    const h3 = handle();
+    ok(acl.aclrtMapMem(p, G, 0, h, 0), 'map');
+    ok(acl.aclrtMemSetAccess(p, G, aclRw, 1), 'access');
+    ok(acl.aclrtMemExportToShareableHandle(h3, A.ACL_MEM_HANDLE_TYPE_NONE, 0, b), 'export');
+    const token = b.value;
+    // Something this process may import: the peer's memory, exported without pid checks.
+    const ph = newBox(0n);
+    ok(peer.aclrtMallocPhysical(ph, G, aclProp, 0), 'peer malloc physical');
+    ok(
+      peer.aclrtMemExportToShareableHandle(
+        ph.value,
+        A.ACL_MEM_HANDLE_TYPE_NONE,
+        A.ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+        b,
+      ),
+      'peer export',
+    );
+    const peerToken = b.value;
+    ok(acl.aclrtMalloc(b, 4096, 0), 'malloc');
+    const ptr = b.value;
+    ok(acl.aclrtCreateStream(b), 'stream');
+    return {
+      process: acl,
+      env: { p, q, h, h2, h3, token, peerToken, peerPid: peer.pid, ptr, stream: b.value },
+    };
+  },
+  rows: {
+    aclInit: { call: (acl) => acl.aclInit(), live: A.ACL_ERROR_REPEAT_INITIALIZE },
+    aclrtSetDevice: { call: (acl) => acl.aclrtSetDevice(0) },
+    aclrtGetDeviceCount: { call: (acl, _e, box) => acl.aclrtGetDeviceCount(box(-1)) },
+    aclrtReserveMemAddress: { call: (acl, _e, box) => acl.aclrtReserveMemAddress(box(0n), G, 0, 0n, 0) },
+    aclrtMallocPhysical: { call: (acl, _e, box) => acl.aclrtMallocPhysical(box(0n), G, aclProp, 0) },
+    aclrtMapMem: { call: (acl, e) => acl.aclrtMapMem(e.p + BigInt(G), G, 0, e.h, 0) },
+    aclrtMemSetAccess: { call: (acl, e) => acl.aclrtMemSetAccess(e.p + BigInt(G), G, aclRw, 1) },
+    aclrtMemGetAccess: {
+      call: (acl, e, box) =>
+        acl.aclrtMemGetAccess(e.p, { type: A.ACL_MEM_LOCATION_TYPE_DEVICE, id: 0 }, box(-1)),
+    },
+    aclrtMemRetainAllocationHandle: {
+      call: (acl, e, box) => acl.aclrtMemRetainAllocationHandle(e.p, box(0n)),
+    },
+    aclrtMemGetAllocationGranularity: {
+      call: (acl, _e, box) =>
+        acl.aclrtMemGetAllocationGranularity(aclProp, A.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, box(0)),
+    },
+    aclrtMemGetAllocationPropertiesFromHandle: {
+      call: (acl, e, box) => acl.aclrtMemGetAllocationPropertiesFromHandle(e.h, box(undefined as never)),
+    },
+    aclrtMemExportToShareableHandle: {
+      call: (acl, e, box) =>
+        acl.aclrtMemExportToShareableHandle(e.h2, A.ACL_MEM_HANDLE_TYPE_NONE, 0, box(0n)),
+    },
+    aclrtMemSetPidToShareableHandle: {
+      call: (acl, e) => acl.aclrtMemSetPidToShareableHandle(e.token, [e.peerPid], 1),
+    },
+    aclrtMemImportFromShareableHandle: {
+      call: (acl, e, box) => acl.aclrtMemImportFromShareableHandle(e.peerToken, 0, box(0n)),
+    },
+    aclrtDeviceGetBareTgid: { call: (acl, _e, box) => acl.aclrtDeviceGetBareTgid(box(-1)) },
+    aclrtMemcpy: {
+      call: (acl, e) => acl.aclrtMemcpy(e.p, 16, new Uint8Array(16).fill(7), 16, A.ACL_MEMCPY_HOST_TO_DEVICE),
+    },
+    aclrtMemcpyAsync: {
+      call: (acl, e) =>
+        acl.aclrtMemcpyAsync(new Uint8Array(16), 16, e.p, 16, A.ACL_MEMCPY_DEVICE_TO_HOST, e.stream),
+    },
+    aclrtMemset: { call: (acl, e) => acl.aclrtMemset(e.p, 16, 1, 16) },
+    aclrtCreateStream: { call: (acl, _e, box) => acl.aclrtCreateStream(box(0n)) },
+    aclrtSynchronizeStream: { call: (acl, e) => acl.aclrtSynchronizeStream(e.stream) },
+    aclrtDestroyStream: { call: (acl, e) => acl.aclrtDestroyStream(e.stream) },
+    aclrtSynchronizeDevice: { call: (acl) => acl.aclrtSynchronizeDevice() },
+    aclrtMalloc: { call: (acl, _e, box) => acl.aclrtMalloc(box(0n), 4096, 0) },
+    aclrtFree: { call: (acl, e) => acl.aclrtFree(e.ptr) },
+    aclrtGetMemInfo: { call: (acl, _e, box) => acl.aclrtGetMemInfo(A.ACL_HBM_MEM, box(0), box(0)) },
+    aclrtUnmapMem: { call: (acl, e) => acl.aclrtUnmapMem(e.p) },
+    aclrtFreePhysical: { call: (acl, e) => acl.aclrtFreePhysical(e.h2) },
+    aclrtReleaseMemAddress: { call: (acl, e) => acl.aclrtReleaseMemAddress(e.q) },
+    aclrtResetDevice: { call: (acl) => acl.aclrtResetDevice(0) },
+    // Not compared: it reports the last failure, which differs (checked below).
+    aclGetRecentErrMsg: { call: () => undefined },
+    aclFinalize: { call: (acl) => acl.aclFinalize() },
+  },
+  gone: A.ACL_ERROR_UNINITIALIZE,
+  stillAnswer: ['aclGetRecentErrMsg'],
+  dispose: (acl) => acl.dispose(),
+};
+
+suite('CUDA', cudaScript, ['H200']);
+suite('HIP', hipScript, ['MI300X']);
+suite('ACL', aclScript, ['Ascend910B']);
+
+describe('ACL after dispose: the recent error says why', () => {
+  it('aclGetRecentErrMsg keeps answering, naming the disposal', () => {
+    const acl = createAcl();
+    expect(acl.aclInit()).toBe(0);
+    acl.dispose();
+    expect(acl.aclrtSetDevice(0)).toBe(A.ACL_ERROR_UNINITIALIZE);
+    expect(acl.aclGetRecentErrMsg()).toMatch(/aclrtSetDevice failed: ACL_ERROR_UNINITIALIZE .*disposed/);
+    expect(acl.aclGetRecentErrMsg()).toBeNull();
+  });
+});
+
+describe('dispose and exports', () => {
+  it('a disposed process exports nothing, so no descriptor is left that no one can close', () => {
+    const machine = createMachine({ devices: ['H200'] });
+    const cu = createCuda({ machine });
+    const b = newBox(0n);
+    const fd = newBox(-1);
+    ok(cu.cuInit(0), 'init');
+    ok(cu.cuMemCreate(b, G, cuProp, 0), 'create');
+    const pid = cu.pid;
+    cu.dispose();
+    expect(cu.cuMemExportToShareableHandle(fd, b.value, CU.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)).toBe(
+      CU.CUDA_ERROR_DEINITIALIZED,
+    );
+    expect(fd.value).toBe(-1);
+    // The process has left the machine with its descriptor table, and its memory is back.
+    expect(machine.processes.map((p) => p.pid)).not.toContain(pid);
+    expect(machine.liveAllocations).toBe(0);
+    expect(machine.devices[0].pool.used).toBe(0);
+  });
+});
