@@ -1,0 +1,535 @@
+import { isVmmError, vmmError } from '../../core/errors.js';
+import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
+import { Access } from '../../core/types.js';
+import {
+  type AllocatorContext,
+  AllocatorOutOfMemoryError,
+  type AllocatorStats,
+  type CachingAllocator,
+  type SegmentEvent,
+} from '../allocator.js';
+import { Arena } from './arena.js';
+import type { Block } from './block.js';
+import { type Chunk, ChunkStore } from './chunk-store.js';
+
+/**
+ * Note [vmmkit allocator]
+ *
+ * What is counted: reserved = physical memory held (created, not released),
+ * idle and pooled chunks included; the goal is peak reserved / peak
+ * requested <= 1.02 on every trace at no more driver time than PyTorch's
+ * expandable segments (ES). Physical pages are interchangeable and virtual
+ * addresses are free, so the only waste that must exist is a page partly
+ * covered by a live block. Everything else is policy:
+ *
+ * 1. Placement as ES: one reservation (arena) per (stream, small|large),
+ *    blocks tiling it, best fit by size over free blocks whether mapped or
+ *    not (one ordered lookup), the low end of a free block kept (N8),
+ *    split at 512 B, free neighbours merged. Requests are rounded as
+ *    PyTorch rounds them (N2, 512 B), and a block never leaves its stream's
+ *    arena, so no block crosses streams before it is freed. Blocks of at
+ *    most 1 MiB go to the small arena, so they pin small-arena pages and
+ *    never the pages under large tensors.
+ * 2. Physical chunks of 2^k pages (k <= 9: 2 MiB to 1 GiB). The driver's
+ *    cost follows handles, not bytes (setAccess ~37 us per handle, create
+ *    ~12 us up to 64 MiB), so a run of n new pages is made as the binary
+ *    decomposition of n (at most log2 n handles) instead of n pages; a
+ *    partial first or last page of the block (shared with a neighbour) is a
+ *    chunk of its own, so a neighbour pins 2 MiB, not a large chunk. The
+ *    small arena uses single pages.
+ * 3. Each chunk counts the live blocks over it; at 0 it is idle (mapped, no
+ *    live block). Freeing never calls the driver.
+ * 4. Budget: held may grow freely up to (1 + slack) x the peak requested so
+ *    far (slack 1%), since that cannot raise the final ratio past 1 +
+ *    slack. Below the budget new pages are created (cheap: no unmap, and
+ *    idle memory stays mapped for cache hits; a short run at the end of the
+ *    large arena is then mapped ahead to `prefetchPages` so that many
+ *    medium blocks share few handles). Over the budget a need of 2^k pages
+ *    is met, in order, by a pooled chunk of that class, by unmapping the
+ *    longest-idle chunk of that class (GMLake's stitching: the physical
+ *    pages move to the new place, no create), by splitting the need into
+ *    two of 2^(k-1) when smaller idle or pooled chunks exist, and last by
+ *    creating, after releasing pooled and idle chunks (largest first) to
+ *    make room. So memory is moved only when it pays: when keeping it
+ *    would raise the peak.
+ * 5. A driver out-of-memory releases every pooled and idle chunk and tries
+ *    once more (N6 h); a malloc that still fails undoes what it mapped and
+ *    created (chunks it unmapped stay, pooled) and throws
+ *    AllocatorOutOfMemoryError. emptyCache releases pooled and idle chunks
+ *    and frees arenas with no live block.
+ *
+ * Unmapping waits for the work of every stream the runtime knows (core's
+ * unmap synchronises first, as drivers do), so a chunk moved from one
+ * stream's arena to another's is never touched by work still queued.
+ *
+ * Measured (test/alloc/vmmkit/measure.ts, synthetic traces of training,
+ * inference with caches grown by concatenation, many small blocks): see the
+ * report in that file's header.
+ */
+export interface VmmkitOptions {
+  /** Held memory may grow to (1 + slack) x peak requested before memory is moved instead of created (0.01). */
+  readonly slack?: number;
+  /** Rounded requests up to this go to the small arena (1 MiB, PyTorch's kSmallSize). */
+  readonly smallSize?: number;
+  /** The largest chunk, in pages (512: 1 GiB at 2 MiB pages); a power of two. */
+  readonly maxChunkPages?: number;
+  /** Below the budget, a run at the end of a large arena is mapped ahead to this many pages (8). */
+  readonly prefetchPages?: number;
+  /** Budget floor in bytes: held memory below this is never moved (0). */
+  readonly minBudget?: number;
+  /** Each arena's reservation (default: the device's memory, rounded up to a page). */
+  readonly arenaSize?: number;
+}
+
+const MIN_BLOCK = 512;
+
+/** Where a chunk used by a malloc in progress came from, for undo. */
+interface Taken {
+  readonly chunk: Chunk;
+  readonly created: boolean;
+}
+
+interface Stats {
+  reservedBytes: number;
+  peakReservedBytes: number;
+  allocatedBytes: number;
+  peakAllocatedBytes: number;
+  requestedBytes: number;
+  peakRequestedBytes: number;
+  liveBlocks: number;
+  ooms: number;
+}
+
+export class VmmkitAllocator implements CachingAllocator {
+  readonly name = 'vmmkit';
+  readonly device: number;
+  readonly #runtime: Runtime;
+  readonly #onEvent: ((e: SegmentEvent) => void) | undefined;
+  readonly #store: ChunkStore;
+  readonly #pageSize: number;
+  readonly #arenaSize: number;
+  readonly #slack: number;
+  readonly #smallSize: number;
+  readonly #prefetch: number;
+  readonly #minBudget: number;
+  readonly #access: readonly AccessDescriptor[];
+  /** Arenas by stream: [large, small]. */
+  readonly #arenas = new Map<number, (Arena | undefined)[]>();
+  readonly #live = new Map<number, Block>();
+  readonly #stats: Stats = {
+    reservedBytes: 0,
+    peakReservedBytes: 0,
+    allocatedBytes: 0,
+    peakAllocatedBytes: 0,
+    requestedBytes: 0,
+    peakRequestedBytes: 0,
+    liveBlocks: 0,
+    ooms: 0,
+  };
+  #disposed = false;
+
+  constructor(context: AllocatorContext, options: VmmkitOptions = {}) {
+    const rt = context.runtime;
+    const info = rt.device(context.device);
+    this.device = context.device;
+    this.#runtime = rt;
+    this.#onEvent = context.onSegmentEvent;
+    this.#pageSize = Math.max(info.minimumGranularity, rt.vaGranularity);
+    const {
+      slack = 0.01,
+      smallSize = 1024 * 1024,
+      maxChunkPages = 512,
+      prefetchPages = 8,
+      minBudget = 0,
+    } = options;
+    if (!(slack >= 0) || !Number.isFinite(slack)) throw new RangeError(`slack ${slack} is not >= 0`);
+    if (!isCount(smallSize)) throw vmmError('invalid-value', `smallSize ${smallSize}`);
+    if (
+      !isCount(maxChunkPages) ||
+      maxChunkPages === 0 ||
+      2 ** Math.round(Math.log2(maxChunkPages)) !== maxChunkPages
+    )
+      throw vmmError('invalid-value', `maxChunkPages ${maxChunkPages} is not a power of two`);
+    if (!isCount(prefetchPages)) throw vmmError('invalid-value', `prefetchPages ${prefetchPages}`);
+    if (!isCount(minBudget)) throw vmmError('invalid-value', `minBudget ${minBudget}`);
+    const arenaSize = options.arenaSize ?? info.totalMemory;
+    if (!isCount(arenaSize) || arenaSize === 0) throw vmmError('invalid-value', `arenaSize ${arenaSize}`);
+    this.#arenaSize = Math.ceil(arenaSize / this.#pageSize) * this.#pageSize;
+    this.#slack = slack;
+    this.#smallSize = smallSize;
+    this.#prefetch = prefetchPages;
+    this.#minBudget = minBudget;
+    this.#access = [{ device: context.device, access: Access.ReadWrite }];
+    this.#store = new ChunkStore(rt, context.device, this.#pageSize, Math.round(Math.log2(maxChunkPages)));
+  }
+
+  get stats(): AllocatorStats {
+    const s = this.#stats;
+    s.reservedBytes = this.#store.held;
+    s.peakReservedBytes = this.#store.peakHeld;
+    return s;
+  }
+
+  /** Driver work so far, for reports: chunks created and released. */
+  get chunkCounts(): {
+    created: number;
+    released: number;
+    held: number;
+    idleBytes: number;
+    poolBytes: number;
+  } {
+    const st = this.#store;
+    return {
+      created: st.creates,
+      released: st.releases,
+      held: st.all.size,
+      idleBytes: st.idleBytes,
+      poolBytes: st.poolBytes,
+    };
+  }
+
+  // --- malloc ------------------------------------------------------------------------
+
+  malloc(size: number, stream: number): number {
+    if (this.#disposed) throw vmmError('not-initialized', 'the allocator was disposed');
+    if (!isCount(size)) throw vmmError('invalid-value', `size ${size} is not a size`);
+    if (!Number.isSafeInteger(stream)) throw vmmError('invalid-value', `stream ${stream} is not a stream`);
+    const rounded = size <= MIN_BLOCK ? MIN_BLOCK : Math.ceil(size / MIN_BLOCK) * MIN_BLOCK;
+    const small = rounded <= this.#smallSize;
+    let arena: Arena;
+    try {
+      arena = this.#arena(stream, small);
+    } catch (e) {
+      throw this.#oom(size, e);
+    }
+    const fit = arena.free.bestFit(rounded);
+    if (fit === undefined) throw this.#oom(size, undefined);
+    const offset = fit.offset;
+    if (!this.#mappedAll(arena, offset, offset + rounded)) {
+      try {
+        this.#mapFor(arena, offset, offset + rounded, size);
+      } catch (e) {
+        throw this.#oom(size, e);
+      }
+    } else this.#activate(arena, offset, offset + rounded);
+    const b = arena.take(fit, rounded);
+    b.requested = size;
+    const address = arena.base + offset;
+    this.#live.set(address, b);
+    const s = this.#stats;
+    s.allocatedBytes += rounded;
+    s.requestedBytes += size;
+    s.liveBlocks++;
+    if (s.allocatedBytes > s.peakAllocatedBytes) s.peakAllocatedBytes = s.allocatedBytes;
+    if (s.requestedBytes > s.peakRequestedBytes) s.peakRequestedBytes = s.requestedBytes;
+    return address;
+  }
+
+  /** The driver's out-of-memory (or no room at all: no cause) becomes the allocator's; any other error goes up as it is. */
+  #oom(size: number, cause: unknown): unknown {
+    if (cause !== undefined && !(isVmmError(cause) && cause.kind === 'out-of-memory')) return cause;
+    this.#stats.ooms++;
+    return new AllocatorOutOfMemoryError(size, this.device, this.#store.held, this.#stats.allocatedBytes);
+  }
+
+  #arena(stream: number, small: boolean): Arena {
+    let pair = this.#arenas.get(stream);
+    if (pair === undefined) {
+      pair = [undefined, undefined];
+      this.#arenas.set(stream, pair);
+    }
+    const k = small ? 1 : 0;
+    let a = pair[k];
+    if (a === undefined) {
+      const r = this.#runtime.reserve(this.#arenaSize, { alignment: this.#pageSize });
+      a = new Arena(this.#runtime, r, this.#pageSize, stream, small);
+      pair[k] = a;
+    }
+    return a;
+  }
+
+  /** Whether every page [offset, end) touches is mapped (the cache-hit test: one step per chunk). */
+  #mappedAll(arena: Arena, offset: number, end: number): boolean {
+    const pages = arena.pages;
+    const last = arena.endPage(end);
+    for (let p = arena.firstPage(offset); p < last; ) {
+      const c = pages[p];
+      if (c === undefined) return false;
+      p = c.firstPage + c.pages;
+    }
+    return true;
+  }
+
+  /** Count a new live block over every chunk under [offset, end) (all mapped). */
+  #activate(arena: Arena, offset: number, end: number): void {
+    const pages = arena.pages;
+    const last = arena.endPage(end);
+    for (let p = arena.firstPage(offset); p < last; ) {
+      const c = pages[p]!;
+      if (c.live++ === 0) this.#store.unmarkIdle(c);
+      p = c.firstPage + c.pages;
+    }
+  }
+
+  /** Count a live block gone from every chunk under [offset, end). */
+  #deactivate(arena: Arena, offset: number, end: number): void {
+    const pages = arena.pages;
+    const last = arena.endPage(end);
+    for (let p = arena.firstPage(offset); p < last; ) {
+      const c = pages[p]!;
+      if (--c.live === 0) this.#store.markIdle(c);
+      p = c.firstPage + c.pages;
+    }
+  }
+
+  #budget(extraRequested: number): number {
+    const peak = Math.max(this.#stats.peakRequestedBytes, this.#stats.requestedBytes + extraRequested);
+    return Math.max(this.#minBudget, Math.ceil(peak * (1 + this.#slack)));
+  }
+
+  /**
+   * Map every unmapped page under [offset, end) (Note [vmmkit allocator],
+   * points 2 and 4), then count the block over every chunk there. All or
+   * nothing: a failure unmaps what this call mapped, releases what it
+   * created, pools the rest, and throws.
+   */
+  #mapFor(arena: Arena, offset: number, end: number, requested: number): void {
+    const store = this.#store;
+    const budget = this.#budget(requested);
+    const p0 = arena.firstPage(offset);
+    const p1 = arena.endPage(end);
+    const pageSize = this.#pageSize;
+    const runs: number[] = [];
+    // Chunks already mapped under the block are counted first, so that no reclaim below can take them.
+    const activated: Chunk[] = [];
+    for (let p = p0; p < p1; ) {
+      const c = arena.pages[p];
+      if (c !== undefined) {
+        if (c.live++ === 0) store.unmarkIdle(c);
+        activated.push(c);
+        p = c.firstPage + c.pages;
+      } else {
+        let q = p + 1;
+        while (q < p1 && arena.pages[q] === undefined) q++;
+        runs.push(p, q);
+        p = q;
+      }
+    }
+    const taken: Taken[] = [];
+    const mapped: Chunk[] = [];
+    const events: SegmentEvent[] = [];
+    try {
+      for (let r = 0; r < runs.length; r += 2) {
+        const p = runs[r];
+        let q = runs[r + 1];
+        let extended = false;
+        if (!arena.small && q === p1 && q - p < this.#prefetch) {
+          // Map ahead at the end of the arena's used range, while under budget.
+          let ahead = p + this.#prefetch;
+          if (store.held + (ahead - q) * pageSize + (q - p) * pageSize > budget) ahead = q;
+          while (q < ahead && q < arena.pages.length && arena.pages[q] === undefined) q++;
+          extended = q > p1;
+        }
+        const pieces = this.#pieces(arena, p, q, p0, p1, offset, end, extended);
+        let page = p;
+        while (pieces.length > 0) {
+          const cls = pieces.shift()!;
+          const t = this.#obtain(cls, budget);
+          if (t === undefined) {
+            // Split the need in two halves (smaller chunks exist to reuse).
+            pieces.unshift(cls - 1, cls - 1);
+            continue;
+          }
+          taken.push(t);
+          arena.map(t.chunk, page);
+          mapped.push(t.chunk);
+          page += t.chunk.pages;
+        }
+        arena.grant(p, q, this.#access);
+        events.push({
+          action: 'segment_map',
+          address: arena.base + p * pageSize,
+          size: (q - p) * pageSize,
+          stream: arena.stream,
+        });
+      }
+    } catch (e) {
+      const rt = this.#runtime;
+      for (let i = mapped.length - 1; i >= 0; i--) {
+        const c = mapped[i];
+        rt.quietly(() => arena.unmap(c));
+      }
+      for (const t of taken) {
+        const c = t.chunk;
+        if (c.arena !== undefined) continue; // could not be unmapped; stays (the runtime reported why)
+        if (t.created) rt.quietly(() => store.release(c));
+        else store.putPooled(c);
+      }
+      for (const c of activated) if (--c.live === 0) store.markIdle(c);
+      throw e;
+    }
+    for (const c of mapped) {
+      if (c.firstPage < p1) c.live = 1;
+      else store.markIdle(c);
+    }
+    if (this.#onEvent !== undefined) for (const ev of events) this.#onEvent(ev);
+  }
+
+  /** The chunk classes, in address order, that cover run [p, q) of a block over pages [p0, p1). */
+  #pieces(
+    arena: Arena,
+    p: number,
+    q: number,
+    p0: number,
+    p1: number,
+    offset: number,
+    end: number,
+    extended: boolean,
+  ): number[] {
+    const n = q - p;
+    if (arena.small) return new Array(n).fill(0);
+    const head = p === p0 && n > 1 && offset % this.#pageSize !== 0 ? 1 : 0;
+    const tail = !extended && q === p1 && n - head > 1 && end % this.#pageSize !== 0 ? 1 : 0;
+    const out: number[] = head ? [0] : [];
+    let m = n - head - tail;
+    const maxClass = this.#store.maxClass;
+    while (m > 0) {
+      const k = Math.min(Math.floor(Math.log2(m)), maxClass);
+      out.push(k);
+      m -= 2 ** k;
+    }
+    if (tail) out.push(0);
+    return out;
+  }
+
+  /** An unmapped chunk of class `cls` (point 4), or undefined: split the need. */
+  #obtain(cls: number, budget: number): Taken | undefined {
+    const store = this.#store;
+    const pooled = store.takePooled(cls);
+    if (pooled !== undefined) return { chunk: pooled, created: false };
+    const bytes = 2 ** cls * this.#pageSize;
+    if (store.held + bytes > budget) {
+      const idle = store.oldestIdle(cls);
+      if (idle !== undefined) {
+        this.#unmapIdle(idle);
+        return { chunk: idle, created: false };
+      }
+      if (cls > 0 && store.hasSmaller(cls)) return undefined;
+      this.#trim(budget - bytes);
+    }
+    try {
+      return { chunk: store.create(cls), created: true };
+    } catch (e) {
+      if (!isVmmError(e) || e.kind !== 'out-of-memory') throw e;
+      // N6 (h): give back everything cached and try once more.
+      this.#trim(0);
+      return { chunk: store.create(cls), created: true };
+    }
+  }
+
+  /** Unmap an idle chunk (it stays held, unmapped); on failure it stays idle and mapped. */
+  #unmapIdle(c: Chunk): void {
+    const arena = c.arena!;
+    const address = arena.base + c.firstPage * this.#pageSize;
+    this.#store.unmarkIdle(c);
+    try {
+      arena.unmap(c);
+    } catch (e) {
+      this.#store.markIdle(c);
+      throw e;
+    }
+    this.#onEvent?.({ action: 'segment_unmap', address, size: c.bytes, stream: arena.stream });
+  }
+
+  /** Release pooled, then idle chunks (largest first) until held <= `limit` or none is left. */
+  #trim(limit: number): void {
+    const store = this.#store;
+    while (store.held > limit) {
+      const p = store.takeAnyPooled();
+      if (p !== undefined) {
+        try {
+          store.release(p);
+        } catch (e) {
+          store.putPooled(p);
+          throw e;
+        }
+        continue;
+      }
+      const c = store.largestIdle();
+      if (c === undefined) return;
+      this.#unmapIdle(c);
+      try {
+        store.release(c);
+      } catch (e) {
+        store.putPooled(c);
+        throw e;
+      }
+    }
+  }
+
+  // --- free and emptyCache -----------------------------------------------------------
+
+  free(address: number): void {
+    const b = this.#live.get(address);
+    if (b === undefined) throw vmmError('invalid-value', `0x${address.toString(16)} is not a live block`);
+    const arena = b.arena;
+    this.#deactivate(arena, b.offset, b.end);
+    const s = this.#stats;
+    s.allocatedBytes -= b.size;
+    s.requestedBytes -= b.requested;
+    s.liveBlocks--;
+    this.#live.delete(address);
+    arena.give(b);
+  }
+
+  emptyCache(): void {
+    if (this.#disposed) return;
+    let first: unknown;
+    try {
+      this.#trim(0);
+    } catch (e) {
+      first = e;
+    }
+    for (const [stream, pair] of this.#arenas) {
+      for (let k = 0; k < 2; k++) {
+        const a = pair[k];
+        if (a === undefined || a.liveBlocks > 0 || a.mappedChunks > 0) continue;
+        try {
+          this.#runtime.free(a.reservation);
+          pair[k] = undefined;
+        } catch (e) {
+          first ??= e;
+        }
+      }
+      if (pair[0] === undefined && pair[1] === undefined) this.#arenas.delete(stream);
+    }
+    if (first !== undefined) throw first;
+  }
+
+  // --- teardown ----------------------------------------------------------------------
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    const rt = this.#runtime;
+    const store = this.#store;
+    for (const c of [...store.all]) {
+      const arena = c.arena;
+      if (arena !== undefined) rt.quietly(() => arena.unmap(c));
+      rt.quietly(() => store.release(c));
+    }
+    for (const pair of this.#arenas.values()) {
+      for (const a of pair) if (a !== undefined) rt.quietly(() => rt.free(a.reservation));
+    }
+    this.#arenas.clear();
+    this.#live.clear();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+function isCount(n: number): boolean {
+  return Number.isSafeInteger(n) && n >= 0;
+}
