@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { type CudaFlavor, createCuda, createMachine, Runtime } from '../src/index.js';
 import { growRows } from './grow.js';
+import { scalingRows } from './scaling.js';
 
 const MiB = 1024 * 1024;
 const S = 2 * MiB;
@@ -106,77 +107,6 @@ function cycleBench(): Row {
   };
 }
 
-/** A process with `live` mappings and 1024 free slots among them; `triple` maps, grants and unmaps one. */
-function scalingSetup(live: number): { triple: () => void; finish: () => void } {
-  const cu = setup();
-  const slots = live + 1024;
-  const base = { value: 0n };
-  const h = { value: 0n };
-  ok(cu.cuMemAddressReserve(base, slots * S, 0, 0n, 0), 'reserve');
-  ok(cu.cuMemCreate(h, S, prop, 0), 'create');
-  // Every slot but 1024 evenly spread ones is mapped (aliases of one handle: same bytes, no memory per mapping).
-  const isFree = new Uint8Array(slots);
-  for (let k = 0; k < 1024; k++) isFree[Math.floor((k * slots) / 1024)] = 1;
-  const free: bigint[] = [];
-  for (let i = 0; i < slots; i++) {
-    const va = base.value + BigInt(i * S);
-    if (isFree[i]) free.push(va);
-    else ok(cu.cuMemMap(va, S, 0, h.value, 0), 'map');
-  }
-  let k = 0;
-  const triple = () => {
-    const va = free[k];
-    k = (k + 337) & 1023;
-    cu.cuMemMap(va, S, 0, h.value, 0);
-    cu.cuMemSetAccess(va, S, rw, 1);
-    cu.cuMemUnmap(va, S);
-  };
-  ok(cu.cuMemMap(free[0], S, 0, h.value, 0), 'map');
-  ok(cu.cuMemSetAccess(free[0], S, rw, 1), 'setAccess');
-  ok(cu.cuMemUnmap(free[0], S), 'unmap');
-  const finish = () => {
-    if (cu.runtime.stats().mappings !== slots - free.length) throw new Error('scaling bench lost a mapping');
-    cu.dispose();
-  };
-  return { triple, finish };
-}
-
-function scalingBench(): Row[] {
-  const small = scalingSetup(1_000);
-  const large = scalingSetup(1_000_000);
-  alternate([small.triple, large.triple], 20_000, 2);
-  const [s, l] = alternate([small.triple, large.triple], 50_000, 9);
-  small.finish();
-  large.finish();
-  const ratio = l.best / s.best;
-  return [
-    {
-      name: 'map+setAccess+unmap, 1,000 live mappings',
-      value: s.best,
-      median: s.median,
-      unit: 'ns',
-      target: '',
-      met: true,
-    },
-    {
-      name: 'map+setAccess+unmap, 1,000,000 live mappings',
-      value: l.best,
-      median: l.median,
-      unit: 'ns',
-      target: '',
-      met: true,
-    },
-    {
-      name: 'scaling: 1,000,000 / 1,000 live mappings',
-      value: ratio,
-      median: l.median / s.median,
-      unit: 'x',
-      target: '<= 2',
-      met: ratio <= 2,
-    },
-  ];
-}
-
 function copyBench(): Row[] {
   const cu = setup();
   const total = 256 * MiB;
@@ -237,7 +167,7 @@ function copyBench(): Row[] {
 function main(): void {
   const rows: Row[] = [];
   rows.push(cycleBench());
-  rows.push(...scalingBench());
+  rows.push(...scalingRows(alternate));
   rows.push(...copyBench());
   rows.push(...growRows(new Runtime(createMachine({ devices: ['H200'] }).spawn())));
 
