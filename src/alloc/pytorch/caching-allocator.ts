@@ -1,4 +1,5 @@
 import { isVmmError } from '../../core/errors.js';
+import type { PhysicalAllocation } from '../../core/objects.js';
 import type { Runtime } from '../../core/runtime.js';
 import { OrderedMap } from '../../util/ordered-map.js';
 import {
@@ -68,6 +69,8 @@ export class PytorchCachingAllocator implements CachingAllocator {
   readonly #segments = new Map<number, number>();
   /** Expandable segments held, in creation order (expandable mode). */
   readonly #expandableSegments: ExpandableSegment[] = [];
+  /** Unmapped pages whose handle would not release (a driver failure); retried by every release. */
+  readonly #unreleased: PhysicalAllocation[] = [];
   /** Bytes held from the driver (PyTorch's total_allocated_memory). */
   #held = 0;
   readonly #divisions: readonly number[];
@@ -195,6 +198,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
     const rt = this.#runtime;
     for (const base of this.#segments.keys()) rt.quietly(() => rt.mfree(base));
     for (const seg of this.#expandableSegments) seg.dispose();
+    for (const a of this.#unreleased.splice(0)) rt.quietly(() => rt.release(a));
     this.#segments.clear();
     this.#expandableSegments.length = 0;
     this.#active.clear();
@@ -355,8 +359,21 @@ export class PytorchCachingAllocator implements CachingAllocator {
 
   /** N6 (h), N10, E7 release_cached_blocks: the large pool, then the small one. */
   #releaseCachedBlocks(): void {
+    this.#retryReleases();
     this.#releaseBlocks(this.#large);
     this.#releaseBlocks(this.#small);
+  }
+
+  /** Release the handles an earlier unmap could not; those that fail again stay listed. */
+  #retryReleases(): void {
+    const pending = this.#unreleased.splice(0);
+    for (const a of pending) {
+      try {
+        this.#runtime.release(a);
+      } catch {
+        this.#unreleased.push(a);
+      }
+    }
   }
 
   /** release_blocks: free every whole free segment, unmap the free pages of expandable ones. */
@@ -542,7 +559,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
     const begin = seg.pageRight(b.ptr);
     const end = seg.pageLeft(b.end);
     if (begin >= end) return;
-    const reached = seg.unmapPages(begin, end);
+    const reached = seg.unmapPages(begin, end, this.#unreleased);
     if (reached > begin) this.#markUnmapped(b, seg.pageAddress(begin), seg.pageAddress(reached));
     if (reached < end) throw seg.unmapError;
   }

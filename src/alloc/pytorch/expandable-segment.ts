@@ -16,8 +16,6 @@ import { Access } from '../../core/types.js';
 export class ExpandableSegment {
   /** The page mapped at each index, undefined where unmapped (PyTorch's handles_). */
   readonly #pages: (PhysicalAllocation | undefined)[] = [];
-  /** Pages unmapped whose handle could not be released; retried at dispose. */
-  readonly #unreleased: PhysicalAllocation[] = [];
   #mappedSize = 0;
 
   private constructor(
@@ -125,9 +123,10 @@ export class ExpandableSegment {
    * Unmap and release pages [begin, end) after finishing the device's work
    * (E7; PyTorch syncs the segment's stream, which replayed streams are not).
    * Returns the index reached: `end`, or the page whose unmap failed, with
-   * the error in `unmapError`; pages before it are gone either way.
+   * the error in `unmapError`; pages before it are gone either way. A page
+   * unmapped whose handle would not release goes to `unreleased`.
    */
-  unmapPages(begin: number, end: number): number {
+  unmapPages(begin: number, end: number, unreleased: PhysicalAllocation[]): number {
     const rt = this.runtime;
     this.unmapError = undefined;
     try {
@@ -150,8 +149,8 @@ export class ExpandableSegment {
       try {
         rt.release(a);
       } catch {
-        // The page is unmapped; its handle waits for dispose.
-        this.#unreleased.push(a);
+        // The page is unmapped; the caller retries its handle later.
+        unreleased.push(a);
       }
     }
     this.#trim();
@@ -175,9 +174,7 @@ export class ExpandableSegment {
       rt.quietly(() => rt.unmap(this.pageAddress(i), this.pageSize));
       rt.quietly(() => rt.release(a));
     }
-    for (const a of this.#unreleased) rt.quietly(() => rt.release(a));
     this.#pages.length = 0;
-    this.#unreleased.length = 0;
     this.#mappedSize = 0;
     if (this.reservation.owner !== undefined) rt.quietly(() => rt.free(this.reservation));
   }
