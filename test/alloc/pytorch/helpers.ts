@@ -1,6 +1,3 @@
-import { createMachine, type Machine } from '../../../src/backends/sim/machine.js';
-import type { DeviceSpec } from '../../../src/backends/sim/presets.js';
-import { Runtime } from '../../../src/core/runtime.js';
 import type { AllocatorContext, SegmentEvent } from '../../../src/alloc/allocator.js';
 import {
   DEFAULT_PYTORCH_SETTINGS,
@@ -8,6 +5,9 @@ import {
   PytorchExpandableAllocator,
   PytorchNativeAllocator,
 } from '../../../src/alloc/pytorch/index.js';
+import { createMachine, type Machine } from '../../../src/backends/sim/machine.js';
+import type { DeviceSpec } from '../../../src/backends/sim/presets.js';
+import { Runtime } from '../../../src/core/runtime.js';
 import { FaultyBackend } from '../../support/faulty-backend.js';
 
 export const KiB = 1024;
