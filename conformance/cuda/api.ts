@@ -9,15 +9,10 @@
  * contexts and streams are bigints; sizes accept number or bigint.
  */
 
-/** The surface itself is declared once, beside the raw binding (src/backends/cuda/driver.ts). */
-export type {
-  Box,
-  CUmemAccessDesc,
-  CUmemAllocationProp,
-  CUmemLocation,
-  RawCuda as CudaApi,
-  Size,
-} from '../../src/backends/cuda/driver.js';
+export type { RawCuda as CudaApi } from '../../src/backends/cuda/driver.js';
+/** The surface is the raw binding's (src/backends/cuda/driver.ts); its types are declared once, in src/c-api. */
+export type { Box, Size } from '../../src/c-api/arguments.js';
+export type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../src/c-api/cuda-structs.js';
 
 // The enum values (cuda.h), from the one list in the CUDA flavour.
 export {

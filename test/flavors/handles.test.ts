@@ -7,10 +7,11 @@
  * nothing, even after newer handles were made.
  *
  * CUDA: the H200 answers CUDA_ERROR_INVALID_VALUE to a second cuMemRelease
- * (release.twice) and crashes (SIGSEGV) mapping, querying or exporting a
- * released handle (release.thenMapReleasedHandle, properties.released,
- * export.released in conformance/cuda/known-divergences.ts); the simulator
- * answers CUDA_ERROR_INVALID_VALUE there too.
+ * (release.twice) and to exporting a released handle (export.released); it
+ * crashes (SIGSEGV) mapping one (release.thenMapReleasedHandle) and returns
+ * the old fields when asked for its properties (properties.released), both
+ * in conformance/cuda/known-divergences.ts. The simulator answers
+ * CUDA_ERROR_INVALID_VALUE to all four.
  */
 import { describe, expect, it } from 'vitest';
 import { type AclFlavor, createAcl } from '../../src/flavors/acl/acl.js';

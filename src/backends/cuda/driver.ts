@@ -6,6 +6,13 @@
  * object on the GPU to record what the real driver answers.
  */
 import type { LibraryHandle } from 'koffi';
+import type { Box, Size } from '../../c-api/arguments.js';
+import type {
+  CUmemAccessDesc,
+  CUmemAllocationFlags,
+  CUmemAllocationProp,
+  CUmemLocation,
+} from '../../c-api/cuda-structs.js';
 import { DRIVER_API, type DriverSymbol, type DriverTypes, declareDriverTypes } from './driver-api.js';
 import { koffi } from './koffi.js';
 
@@ -64,33 +71,6 @@ export function findCudaDriver(libraryPaths?: readonly string[]): CudaDriver | u
     if (e instanceof CudaDriverUnavailableError) return undefined;
     throw e;
   }
-}
-
-/** An out-parameter box, as vmmkit's flavours take them. */
-export interface Box<T> {
-  value: T;
-}
-export type Size = number | bigint;
-
-export interface CUmemLocation {
-  type: number;
-  id: number;
-}
-export interface CUmemAllocationFlags {
-  compressionType: number;
-  gpuDirectRDMACapable: number;
-  usage: number;
-}
-export interface CUmemAllocationProp {
-  type: number;
-  requestedHandleTypes: number;
-  location: CUmemLocation;
-  win32HandleMetaData?: bigint | number | null;
-  allocFlags?: Partial<CUmemAllocationFlags>;
-}
-export interface CUmemAccessDesc {
-  location: CUmemLocation;
-  flags: number;
 }
 
 /** The C-shaped CUDA surface, as vmmkit's CUDA flavour and the raw driver both offer it. */

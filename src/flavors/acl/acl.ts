@@ -4,7 +4,7 @@ import type { AccessDescriptor } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
-import { type Box, isBox, isHostBuffer, isStruct, toCount, toInt } from '../common/args.js';
+import { type Box, isBox, isHostBuffer, isStruct, type Size, toCount, toInt } from '../common/args.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
 import { ACL_ERROR_TABLE, ACL_UNKNOWN_ERROR } from './error-table.js';
@@ -33,7 +33,6 @@ export interface aclrtMemAccessDesc {
 
 /** void* on the device side, aclrtDrvMemHandle, aclrtStream: opaque pointers, 0 for NULL. */
 type Pointer = bigint | number | null | undefined;
-type Size = bigint | number;
 /** What aclrtMemcpy's void* dst / const void* src can be here: a device address or a host buffer. */
 type MemcpyPointer = Pointer | Uint8Array;
 

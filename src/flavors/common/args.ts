@@ -5,12 +5,9 @@
  * rule accepts).
  */
 
-/** An out-parameter, as C's `T*`: the call writes `value`. */
-export interface Box<T> {
-  value: T;
-}
+import type { Box } from '../../c-api/arguments.js';
 
-export type Integer = number | bigint;
+export type { Box, Size } from '../../c-api/arguments.js';
 
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
 

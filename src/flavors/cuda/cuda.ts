@@ -1,3 +1,4 @@
+import type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../c-api/cuda-structs.js';
 import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
 import type { AccessDescriptor, ReserveOptions } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
@@ -10,6 +11,7 @@ import {
   isHostBuffer,
   isPowerOfTwo,
   isStruct,
+  type Size,
   toCount,
   toInt,
 } from '../common/args.js';
@@ -17,30 +19,15 @@ import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import * as C from './constants.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
 
-/** CUmemLocation */
-export interface CUmemLocation {
-  type: number;
-  id: number;
-}
-
-/** CUmemAllocationProp (allocFlags and win32HandleMetaData are accepted and reported, not interpreted). */
-export interface CUmemAllocationProp {
-  type: number;
-  requestedHandleTypes: number;
-  location: CUmemLocation;
-  win32HandleMetaData?: bigint | number;
-  allocFlags?: { compressionType?: number; gpuDirectRDMACapable?: number; usage?: number };
-}
-
-/** CUmemAccessDesc */
-export interface CUmemAccessDesc {
-  location: CUmemLocation;
-  flags: number;
-}
+export type {
+  CUmemAccessDesc,
+  CUmemAllocationFlags,
+  CUmemAllocationProp,
+  CUmemLocation,
+} from '../../c-api/cuda-structs.js';
 
 type CUdeviceptr = bigint | number;
 type CUhandle = bigint | number;
-type Size = bigint | number;
 
 const ACCESS_FLAGS = new Set([
   C.CU_MEM_ACCESS_FLAGS_PROT_NONE,

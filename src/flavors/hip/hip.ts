@@ -3,7 +3,16 @@ import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
-import { type Box, isBox, isHostBuffer, isPowerOfTwo, isStruct, toCount, toInt } from '../common/args.js';
+import {
+  type Box,
+  isBox,
+  isHostBuffer,
+  isPowerOfTwo,
+  isStruct,
+  type Size,
+  toCount,
+  toInt,
+} from '../common/args.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
@@ -33,7 +42,6 @@ export interface hipMemAccessDesc {
 type HipPtr = bigint | number | null;
 /** An opaque handle (hipMemGenericAllocationHandle_t, hipStream_t). */
 type HipHandle = bigint | number | null;
-type Size = bigint | number;
 /** A hipMemcpy operand: a host buffer, or a device pointer. */
 type HipMemory = Uint8Array | HipPtr;
 

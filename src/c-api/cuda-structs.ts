@@ -1,0 +1,45 @@
+/**
+ * The structs of cuda.h that vmmkit's CUDA surfaces take and give back,
+ * with the C field names.
+ *
+ * Note [One declaration of the C surface]
+ * Two objects speak the C-shaped CUDA API: the CUDA front end
+ * (src/flavors/cuda) and the raw driver binding (src/backends/cuda/driver.ts,
+ * createRawCuda), and the conformance cases call either through one
+ * interface. They share these declarations, so the structs, Box and Size are
+ * declared here once, in a folder of their own that imports nothing. Neither
+ * side imports the other for them: a front end never imports a backend (the
+ * composition root makes its process; DESIGN.md, "Layers"), and the raw
+ * binding stays free of front-end imports, so it can be loaded to record
+ * what the driver answers with no vmmkit logic beside it. The koffi layouts
+ * of the same structs (driver-api.ts) are the binding's own: they describe
+ * bytes, not these JS shapes, and are checked against cuda.h's sizes.
+ */
+
+/** CUmemLocation */
+export interface CUmemLocation {
+  type: number;
+  id: number;
+}
+
+/** CUmemAllocationProp's allocFlags. */
+export interface CUmemAllocationFlags {
+  compressionType: number;
+  gpuDirectRDMACapable: number;
+  usage: number;
+}
+
+/** CUmemAllocationProp (the front end reports allocFlags and win32HandleMetaData, it does not interpret them). */
+export interface CUmemAllocationProp {
+  type: number;
+  requestedHandleTypes: number;
+  location: CUmemLocation;
+  win32HandleMetaData?: bigint | number | null;
+  allocFlags?: Partial<CUmemAllocationFlags>;
+}
+
+/** CUmemAccessDesc */
+export interface CUmemAccessDesc {
+  location: CUmemLocation;
+  flags: number;
+}
