@@ -26,8 +26,6 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
     'The driver crashed (SIGSEGV) mapping handle 0 and 0xdeadbeef; the simulator answers CUDA_ERROR_INVALID_VALUE.',
   'properties.bogus':
     'The driver crashed (SIGSEGV) reading the properties of handle 0 and 0xdeadbeef; the simulator answers CUDA_ERROR_INVALID_VALUE.',
-  'export.released':
-    'The driver crashed (SIGSEGV) exporting a released handle; the simulator answers CUDA_ERROR_INVALID_VALUE.',
   'reserve.hintInsideFreedLarge': FREED_LARGE_RANGE_HINT,
   'reserve.hintInto32MiBFreedPlus2MiB': FREED_LARGE_RANGE_HINT,
   'reserve.hintInto32MiBFreedPlusQuarter': FREED_LARGE_RANGE_HINT,
