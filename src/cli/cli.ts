@@ -3,6 +3,7 @@
  *
  *   vmmkit demo [--flavor cuda|hip|acl] [--json]   the seeds' sequences with their call trees
  *   vmmkit trace <script.mjs> [--json]             run a script with tracing on, print its tree
+ *   vmmkit replay <snapshot.pickle[.gz]> ...       a PyTorch memory trace through our allocators (replay.ts)
  *
  * A traced script is an ES module whose default export receives the
  * factories (createCuda, createHip, createAcl, createMachine), already
@@ -19,6 +20,7 @@ import { createHip } from '../flavors/hip/hip.js';
 import { aclDemo } from './demos/acl.js';
 import { cudaDemo } from './demos/cuda.js';
 import { hipDemo } from './demos/hip.js';
+import { REPLAY_USAGE, replayCommand } from './replay.js';
 
 const DEMOS = {
   cuda: { title: 'CUDA driver API on a simulated H200 (seed 1, section 6)', run: cudaDemo },
@@ -28,7 +30,8 @@ const DEMOS = {
 type Flavor = keyof typeof DEMOS;
 
 const USAGE = `usage: vmmkit demo [--flavor cuda|hip|acl] [--json]
-       vmmkit trace <script.mjs> [--json]`;
+       vmmkit trace <script.mjs> [--json]
+       ${REPLAY_USAGE}`;
 
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -48,9 +51,27 @@ function flag(args: string[], name: string): boolean {
 export interface CliOutput {
   out(line: string): void;
   err(line: string): void;
+  /** A progress bar on standard error, where it is a terminal: a fraction done, or -1 to clear it. */
+  progress?(fraction: number): void;
 }
 
-const CONSOLE: CliOutput = { out: (l) => console.log(l), err: (l) => console.error(l) };
+const CONSOLE: CliOutput = {
+  out: (l) => console.log(l),
+  err: (l) => console.error(l),
+  progress: process.stderr.isTTY ? progressBar : undefined,
+};
+
+function progressBar(fraction: number): void {
+  if (fraction < 0) {
+    process.stderr.write('\r\x1b[K');
+    return;
+  }
+  const width = 30;
+  const filled = Math.round(fraction * width);
+  process.stderr.write(
+    `\r[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${Math.floor(fraction * 100)}%`,
+  );
+}
 
 function printTree(io: CliOutput, tracer: Tracer, json: boolean): void {
   io.out(json ? JSON.stringify(traceToJson(tracer.roots), null, 2) : formatTrace(tracer.roots).trimEnd());
@@ -112,6 +133,7 @@ export async function runCli(argv: readonly string[], io: CliOutput = CONSOLE): 
   const [command, ...args] = argv;
   if (command === 'demo') return demo(io, args);
   if (command === 'trace') return trace(io, args);
+  if (command === 'replay') return replayCommand(io, args);
   io.err(USAGE);
   return command === undefined || command === '--help' || command === '-h' ? 0 : 2;
 }

@@ -1,0 +1,309 @@
+/**
+ * `vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json]
+ *                [--costs FILE] [--fidelity] [--stop-at-oom]`
+ *
+ * What would this recorded workload's memory look like under each allocator?
+ * Reads a PyTorch memory snapshot, replays its trace through each allocator
+ * named (all registered ones by default) and prints peak reserved bytes, the
+ * ratio to the trace's peak requested bytes, utilization, driver calls and
+ * their estimated time. With --json: exactly one object on stdout.
+ *
+ * Bad input (a missing, truncated or corrupt file, a pickle that is not a
+ * snapshot, an unknown action, a bad field) is one line on stderr and exit
+ * 1; a usage mistake exits 2. What a trace may hold and replay handles by
+ * counting (frees with no alloc: a trace that started mid-run; double frees;
+ * recorded OOMs; OOMs of an allocator) is reported as counts, with a note on
+ * stderr, and exits 0. An allocator whose run failed for another reason
+ * makes the exit 1, after the others have run.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  type AllocatorFactory,
+  type AllocatorRegistry,
+  DEFAULT_ALLOCATORS,
+  selectAllocators,
+  UnknownAllocatorError,
+} from '../replay/allocators.js';
+import { type CostTable, loadCostTable } from '../replay/cost-table.js';
+import { compareWithTrace, type FidelityReport } from '../replay/fidelity.js';
+import { readSnapshotFile } from '../replay/load.js';
+import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
+import { planReplay } from '../replay/trace-plan.js';
+import type { CliOutput } from './cli.js';
+
+export const REPLAY_USAGE =
+  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom]';
+
+/** Where the measured cost table lives in the package. */
+export const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
+
+export interface ReplayCliOptions {
+  /** The allocators by name (default: DEFAULT_ALLOCATORS). */
+  readonly registry?: AllocatorRegistry;
+  /** The cost table to use without --costs; null: none. Default: the package's DEFAULT_COSTS if present. */
+  readonly defaultCosts?: string | null;
+}
+
+class UsageError extends Error {}
+
+/** Run `vmmkit replay` with its arguments; returns the exit code. */
+export async function replayCommand(
+  io: CliOutput,
+  argv: readonly string[],
+  options: ReplayCliOptions = {},
+): Promise<number> {
+  try {
+    return run(io, [...argv], options);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`vmmkit replay: ${e.message}\nusage: ${REPLAY_USAGE}`);
+      return 2;
+    }
+    // Every failure is one line for a person, never a stack trace.
+    io.err(`vmmkit replay: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  }
+}
+
+function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
+  const json = flag(args, '--json');
+  const fidelity = flag(args, '--fidelity');
+  const stopAtOom = flag(args, '--stop-at-oom');
+  const backend = option(args, '--backend') ?? 'sim';
+  if (backend !== 'sim' && backend !== 'cuda')
+    throw new UsageError(`unknown backend '${backend}' (sim or cuda)`);
+  const names: string[] = [];
+  for (let name = option(args, '--allocator'); name !== undefined; name = option(args, '--allocator'))
+    names.push(name);
+  const costsPath = option(args, '--costs');
+  const unknown = args.find((a) => a.startsWith('--'));
+  if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
+  if (args.length !== 1)
+    throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
+  let allocators: AllocatorFactory[];
+  try {
+    allocators = selectAllocators(names, options.registry ?? DEFAULT_ALLOCATORS);
+  } catch (e) {
+    throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
+  }
+  if (allocators.length === 0) throw new Error('no allocators are registered');
+
+  const costs = findCosts(costsPath, options.defaultCosts);
+  if (costs === undefined && !json)
+    io.err('note: no driver cost table; driver time is not estimated (see --costs)');
+  const snapshot = readSnapshotFile(args[0]);
+  const plan = planReplay(snapshot);
+  const result = replay(snapshot, {
+    allocators,
+    backend,
+    costs,
+    plan,
+    stopAtOom,
+    keepEvents: fidelity,
+    onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
+  });
+  io.progress?.(-1);
+  const fidelityReports = fidelity
+    ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(plan.devices[d.device], d)))
+    : undefined;
+  for (const line of notes(result)) io.err(`note: ${line}`);
+  if (json) io.out(JSON.stringify(toJson(result, costs, fidelityReports)));
+  else for (const line of table(result, costs, fidelityReports)) io.out(line);
+  return result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
+}
+
+function option(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const value = args[i + 1];
+  if (value === undefined || value.startsWith('--')) throw new UsageError(`${name} needs a value`);
+  args.splice(i, 2);
+  return value;
+}
+
+function flag(args: string[], name: string): boolean {
+  const i = args.indexOf(name);
+  if (i >= 0) args.splice(i, 1);
+  return i >= 0;
+}
+
+function findCosts(given: string | undefined, fallback: string | null | undefined): CostTable | undefined {
+  if (given !== undefined) return loadCostTable(given);
+  if (fallback === null) return undefined;
+  const path = fallback ?? packagePath(DEFAULT_COSTS);
+  return path !== undefined && existsSync(path) ? loadCostTable(path) : undefined;
+}
+
+/** A path inside the vmmkit package, found by walking up from this file (src/ or dist/src/). */
+function packagePath(relative: string): string | undefined {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      try {
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'vmmkit')
+          return join(dir, relative);
+      } catch {
+        // not ours; keep walking
+      }
+    }
+    dir = dirname(dir);
+  }
+  return undefined;
+}
+
+function notes(r: ReplayResult): string[] {
+  const p = r.plan;
+  const out: string[] = [];
+  const c = (f: (d: (typeof p.devices)[number]['counts']) => number) =>
+    p.devices.reduce((s, d) => s + f(d.counts), 0);
+  if (p.startedMidRun)
+    out.push(
+      `the trace started mid-run: ${p.reconstructedBlocks} block(s) live before its first event were allocated first`,
+    );
+  if (c((x) => x.unmatchedFrees) > 0)
+    out.push(`${c((x) => x.unmatchedFrees)} free(s) of an address not live (double frees) were skipped`);
+  if (c((x) => x.duplicateAllocs) > 0)
+    out.push(
+      `${c((x) => x.duplicateAllocs)} alloc(s) at an address already live; the older block stays allocated`,
+    );
+  if (c((x) => x.inconsistentBlocks) > 0)
+    out.push(
+      `${c((x) => x.inconsistentBlocks)} block(s) active in 'segments' were freed by the trace and not allocated again`,
+    );
+  if (c((x) => x.ooms) > 0)
+    out.push(`the trace records ${c((x) => x.ooms)} OOM(s) of the recorded allocator`);
+  for (const a of r.allocators) {
+    if (a.ooms > 0)
+      out.push(
+        `${a.name}: ${a.ooms} malloc(s) ran out of memory${a.stoppedAtOom ? '; stopped at the first' : '; those blocks were skipped'}`,
+      );
+    if (a.error !== undefined) out.push(`${a.name}: the run failed: ${a.error}`);
+    for (const w of a.warnings) out.push(`${a.name}: ${w}`);
+  }
+  return out;
+}
+
+function devicesUsed(r: ReplayResult): number {
+  return r.plan.devices.filter((d) => d.trace.length > 0 || d.initialBlocks.length > 0).length;
+}
+
+function toJson(
+  r: ReplayResult,
+  costs: CostTable | undefined,
+  fidelity: FidelityReport[][] | undefined,
+): unknown {
+  const p = r.plan;
+  const c = (f: (d: (typeof p.devices)[number]['counts']) => number) =>
+    p.devices.reduce((s, d) => s + f(d.counts), 0);
+  return {
+    trace: {
+      events: p.events,
+      allocs: p.allocs,
+      peakRequestedBytes: p.peakRequestedBytes,
+      durationUs: p.durationUs,
+      devices: devicesUsed(r),
+      startedMidRun: p.startedMidRun,
+      reconstructedBlocks: p.reconstructedBlocks,
+      unmatchedFrees: c((x) => x.unmatchedFrees),
+      duplicateAllocs: c((x) => x.duplicateAllocs),
+      recordedOoms: c((x) => x.ooms),
+      recordedSegmentEvents: c((x) => x.segmentAlloc + x.segmentFree + x.segmentMap + x.segmentUnmap),
+    },
+    costTable: costs === undefined ? null : { ...costs.info },
+    allocators: r.allocators.map((a, i) => ({
+      name: a.name,
+      peakReservedBytes: a.peakReservedBytes,
+      peakAllocatedBytes: a.peakAllocatedBytes,
+      ratio: a.ratio,
+      utilization: a.utilization,
+      driverCalls: a.driverCalls,
+      driverTimeUs: a.driverTimeUs,
+      driverTimeMeasured: a.driverTimeMeasured,
+      measuredDriverTimeUs: a.measuredDriverTimeUs,
+      replayMs: a.replayMs,
+      ooms: a.ooms,
+      stoppedAtOom: a.stoppedAtOom,
+      error: a.error ?? null,
+      devices: a.devices.map((d) => ({
+        device: d.device,
+        peakReservedBytes: d.peakReservedBytes,
+        peakAllocatedBytes: d.peakAllocatedBytes,
+        peakRequestedBytes: d.peakRequestedBytes,
+        ratio: d.ratio,
+        utilization: d.utilization,
+        ooms: d.ooms,
+        firstOomEvent: d.firstOomEvent,
+      })),
+      ...(fidelity === undefined ? {} : { fidelity: fidelity[i] }),
+    })),
+  };
+}
+
+const GiB = 1024 ** 3;
+
+function bytes(n: number): string {
+  return n >= GiB / 10 ? `${(n / GiB).toFixed(2)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
+}
+
+function table(
+  r: ReplayResult,
+  costs: CostTable | undefined,
+  fidelity: FidelityReport[][] | undefined,
+): string[] {
+  const p = r.plan;
+  const lines = [
+    `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r)} device(s) over ${(p.durationUs / 1e6).toFixed(1)} s; peak requested ${bytes(p.peakRequestedBytes)}`,
+  ];
+  if (costs !== undefined)
+    lines.push(`driver costs: ${costs.info.source}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`);
+  const head = [
+    'allocator',
+    'peak reserved',
+    'ratio',
+    'utilization',
+    'OOMs',
+    'driver calls',
+    'driver time',
+    'replay',
+  ];
+  const rows = r.allocators.map((a) => row(a));
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((x) => x[i].length)));
+  const fmt = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  lines.push('', fmt(head), ...rows.map(fmt));
+  if (fidelity !== undefined) {
+    lines.push('');
+    r.allocators.forEach((a, i) => {
+      for (const f of fidelity[i]) {
+        lines.push(
+          `fidelity ${a.name} device ${f.device}: segment events ${f.segmentEventsMatched}/${f.segmentEventsRecorded} recorded matched (${f.segmentEventsReplayed} replayed); alloc offsets ${f.allocsMatched}/${f.allocsCompared} matched${f.allocsSkipped > 0 ? `, ${f.allocsSkipped} not compared` : ''}`,
+        );
+        if (f.firstDifference !== undefined) lines.push(`  first difference: ${f.firstDifference.message}`);
+      }
+    });
+  }
+  return lines;
+}
+
+function row(a: AllocatorRun): string[] {
+  const calls = Object.values(a.driverCalls).reduce((s, x) => s + x, 0);
+  const time =
+    a.driverTimeUs === null
+      ? '-'
+      : `${(a.driverTimeUs / 1000).toFixed(1)} ms${a.measuredDriverTimeUs !== null ? ` (measured ${(a.measuredDriverTimeUs / 1000).toFixed(1)} ms)` : ''}`;
+  if (a.error !== undefined && a.devices.length === 0)
+    return [a.name, 'failed', '-', '-', '-', String(calls), time, '-'];
+  return [
+    a.error === undefined ? a.name : `${a.name} (failed)`,
+    bytes(a.peakReservedBytes),
+    a.ratio === null ? '-' : a.ratio.toFixed(3),
+    a.utilization === null ? '-' : a.utilization.toFixed(3),
+    String(a.ooms),
+    calls.toLocaleString('en-US'),
+    time,
+    `${(a.replayMs / 1000).toFixed(2)} s`,
+  ];
+}

@@ -1,0 +1,246 @@
+/**
+ * Fidelity: does a model of an allocator do what the recorded one did
+ * (research note T5)? Two things are compared, in trace order:
+ *
+ *  1. the segment events: the model's (action, size) sequence against the
+ *     trace's segment_alloc / segment_free / segment_map / segment_unmap;
+ *  2. each alloc's offset inside the segment that holds it, recorded address
+ *     against recorded segment, ours against ours. Addresses themselves are
+ *     not compared: the driver's and the simulator's address spaces differ.
+ *
+ * A segment from segment_alloc is one range; ranges from segment_map are
+ * merged with mapped neighbours (an expandable segment grows page by page),
+ * so an offset under expandable segments is measured from the start of the
+ * contiguous mapped range. A recorded alloc in no known segment (one that
+ * existed before a mid-run trace began) is not compared; it is counted.
+ */
+
+import { BlockState, type DeviceRun, type ReplaySegmentEvent } from './replay.js';
+import { ACTIONS, Action } from './snapshot.js';
+import type { DevicePlan } from './trace-plan.js';
+
+export interface FidelityReport {
+  readonly device: number;
+  readonly segmentEventsRecorded: number;
+  readonly segmentEventsReplayed: number;
+  /** Leading segment events that agree in action and size. */
+  readonly segmentEventsMatched: number;
+  readonly allocsCompared: number;
+  readonly allocsMatched: number;
+  /** Allocs not compared: in no recorded or no replayed segment, or failed in the replay. */
+  readonly allocsSkipped: number;
+  /** The first difference, in trace order, or undefined when none. */
+  readonly firstDifference: FidelityDifference | undefined;
+}
+
+export type FidelityDifference =
+  | {
+      readonly kind: 'segment';
+      /** Position in the sequence of segment events. */
+      readonly index: number;
+      /** Trace event index of the recorded one (-1: the recorded sequence ended). */
+      readonly eventIndex: number;
+      readonly recorded: { readonly action: string; readonly size: number } | undefined;
+      readonly replayed:
+        | { readonly action: string; readonly size: number; readonly eventIndex: number }
+        | undefined;
+      readonly message: string;
+    }
+  | {
+      readonly kind: 'offset';
+      readonly eventIndex: number;
+      readonly size: number;
+      readonly recordedOffset: number;
+      readonly replayedOffset: number;
+      readonly message: string;
+    };
+
+const SEGMENT_ACTIONS = new Set<number>([
+  Action.segment_alloc,
+  Action.segment_free,
+  Action.segment_map,
+  Action.segment_unmap,
+]);
+
+/** Compare one device's replay (kept with keepEvents) against its recorded trace. */
+export function compareWithTrace(plan: DevicePlan, run: DeviceRun): FidelityReport {
+  const t = plan.trace;
+  const ours = run.segmentEvents;
+  let recordedCount = 0;
+  for (let i = 0; i < t.length; i++) if (SEGMENT_ACTIONS.has(t.action[i])) recordedCount++;
+
+  // 1. The sequences, position by position.
+  let first: FidelityDifference | undefined;
+  let matched = 0;
+  {
+    let k = 0;
+    for (let i = 0; i <= t.length && first === undefined; i++) {
+      const isSeg = i < t.length && SEGMENT_ACTIONS.has(t.action[i]);
+      if (i < t.length && !isSeg) continue;
+      const mine: ReplaySegmentEvent | undefined = ours[k];
+      if (i === t.length) {
+        if (mine !== undefined) first = segmentDifference(k, -1, undefined, mine);
+        break;
+      }
+      const recorded = { action: ACTIONS[t.action[i]], size: t.size[i] };
+      if (mine === undefined || mine.action !== recorded.action || mine.size !== recorded.size) {
+        first = segmentDifference(k, i, recorded, mine);
+        break;
+      }
+      matched++;
+      k++;
+    }
+  }
+
+  // 2. Offsets: walk the trace, applying each side's segment events as they happen.
+  const recordedRanges = new Ranges();
+  const ourRanges = new Ranges();
+  let next = 0;
+  while (next < ours.length && ours[next].eventIndex < 0) ourRanges.apply(ours[next++]);
+  let compared = 0;
+  let offsetsMatched = 0;
+  let skipped = 0;
+  let firstOffset: FidelityDifference | undefined;
+  for (let i = 0; i < t.length; i++) {
+    while (next < ours.length && ours[next].eventIndex <= i) ourRanges.apply(ours[next++]);
+    const a = t.action[i];
+    if (SEGMENT_ACTIONS.has(a)) {
+      recordedRanges.apply({ action: ACTIONS[a], address: t.addr[i], size: t.size[i] });
+      continue;
+    }
+    if (a !== Action.alloc) continue;
+    const id = plan.blockOf[i];
+    const address = run.blockAddress[id];
+    const recordedBase = recordedRanges.baseOf(t.addr[i]);
+    const ourBase = run.blockState[id] === BlockState.failed ? undefined : ourRanges.baseOf(address);
+    if (recordedBase === undefined || ourBase === undefined) {
+      skipped++;
+      continue;
+    }
+    compared++;
+    const recordedOffset = t.addr[i] - recordedBase;
+    const replayedOffset = address - ourBase;
+    if (recordedOffset === replayedOffset) offsetsMatched++;
+    else if (firstOffset === undefined) {
+      firstOffset = {
+        kind: 'offset',
+        eventIndex: i,
+        size: t.size[i],
+        recordedOffset,
+        replayedOffset,
+        message: `event ${i}: alloc of ${t.size[i]} bytes at offset ${recordedOffset} in its recorded segment, ${replayedOffset} in ours`,
+      };
+    }
+  }
+  const earliest =
+    first === undefined
+      ? firstOffset
+      : firstOffset === undefined
+        ? first
+        : firstOffset.eventIndex < (first.eventIndex < 0 ? Number.POSITIVE_INFINITY : first.eventIndex)
+          ? firstOffset
+          : first;
+  return {
+    device: plan.device,
+    segmentEventsRecorded: recordedCount,
+    segmentEventsReplayed: ours.length,
+    segmentEventsMatched: matched,
+    allocsCompared: compared,
+    allocsMatched: offsetsMatched,
+    allocsSkipped: skipped,
+    firstDifference: earliest,
+  };
+}
+
+function segmentDifference(
+  index: number,
+  eventIndex: number,
+  recorded: { action: string; size: number } | undefined,
+  mine: ReplaySegmentEvent | undefined,
+): FidelityDifference {
+  const r = recorded === undefined ? 'nothing more' : `${recorded.action} of ${recorded.size} bytes`;
+  const m = mine === undefined ? 'nothing more' : `${mine.action} of ${mine.size} bytes`;
+  return {
+    kind: 'segment',
+    index,
+    eventIndex,
+    recorded,
+    replayed:
+      mine === undefined ? undefined : { action: mine.action, size: mine.size, eventIndex: mine.eventIndex },
+    message: `segment event ${index}${eventIndex >= 0 ? ` (trace event ${eventIndex})` : ''}: recorded ${r}, replayed ${m}`,
+  };
+}
+
+/**
+ * Live segment ranges of one side: whole segments (segment_alloc) kept apart,
+ * mapped ranges (segment_map) merged with mapped neighbours. Few ranges are
+ * live at once, so sorted arrays do.
+ */
+class Ranges {
+  readonly #segments: { base: number; end: number }[] = [];
+  readonly #mapped: { base: number; end: number }[] = [];
+
+  apply(e: { readonly action: string; readonly address: number; readonly size: number }): void {
+    const end = e.address + e.size;
+    switch (e.action) {
+      case 'segment_alloc':
+        insert(this.#segments, { base: e.address, end });
+        break;
+      case 'segment_free': {
+        const i = this.#segments.findIndex((r) => r.base === e.address);
+        if (i >= 0) this.#segments.splice(i, 1);
+        break;
+      }
+      case 'segment_map': {
+        const list = this.#mapped;
+        const r = { base: e.address, end };
+        const i = insert(list, r);
+        if (i + 1 < list.length && list[i + 1].base === r.end) {
+          r.end = list[i + 1].end;
+          list.splice(i + 1, 1);
+        }
+        if (i > 0 && list[i - 1].end === r.base) {
+          list[i - 1].end = r.end;
+          list.splice(i, 1);
+        }
+        break;
+      }
+      case 'segment_unmap': {
+        const list = this.#mapped;
+        const i = list.findIndex((x) => x.base <= e.address && end <= x.end);
+        if (i < 0) break;
+        const x = list[i];
+        const pieces = [];
+        if (x.base < e.address) pieces.push({ base: x.base, end: e.address });
+        if (end < x.end) pieces.push({ base: end, end: x.end });
+        list.splice(i, 1, ...pieces);
+        break;
+      }
+    }
+  }
+
+  /** The base of the range holding `address`, or undefined. */
+  baseOf(address: number): number | undefined {
+    return find(this.#segments, address)?.base ?? find(this.#mapped, address)?.base;
+  }
+}
+
+function insert(list: { base: number; end: number }[], r: { base: number; end: number }): number {
+  let i = 0;
+  while (i < list.length && list[i].base < r.base) i++;
+  list.splice(i, 0, r);
+  return i;
+}
+
+function find(list: readonly { base: number; end: number }[], address: number) {
+  let lo = 0;
+  let hi = list.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const r = list[mid];
+    if (address < r.base) hi = mid - 1;
+    else if (address >= r.end) lo = mid + 1;
+    else return r;
+  }
+  return undefined;
+}

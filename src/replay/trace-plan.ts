@@ -1,0 +1,253 @@
+/**
+ * What replay needs to know about a trace before any allocator sees it:
+ * which block each event allocates or frees, which blocks were live before
+ * the trace began (T3), and the trace's own numbers (peak requested bytes,
+ * counts). Computed once and shared by every allocator's run.
+ *
+ * Note [Blocks, not addresses]: a recorded address is reused many times, so
+ * the plan gives every allocation its own block id, and each free event the
+ * id of the block it frees. A run then keeps our address per block in a
+ * typed array: no hash lookups and no garbage per event, whatever the
+ * allocator.
+ *
+ * Note [Started mid-run]: the trace is a ring buffer, so it may begin after
+ * blocks were allocated (research note T3; memory_viz calls them
+ * "initially_allocated"). The first event at an address tells: if it is a
+ * free, the block was live at the start. So is a block the final `segments`
+ * list shows active whose address no event touches. Such blocks get ids of
+ * their own and are allocated before the first event, in address order. A
+ * free of an address whose earlier history is in the trace but that is not
+ * live (a double free) cannot be explained that way: it is counted in
+ * `unmatchedFrees` and skipped. An alloc at an address already live (never
+ * freed in between) is counted in `duplicateAllocs`; the older block stays
+ * allocated, as nothing in the trace frees it.
+ */
+import { Action, type DeviceTrace, type MemorySnapshot } from './snapshot.js';
+
+export interface DevicePlan {
+  readonly device: number;
+  readonly trace: DeviceTrace;
+  /** Per event: the block an alloc creates or a free releases; -1 for every other event and unmatched frees. */
+  readonly blockOf: Int32Array;
+  readonly blockCount: number;
+  /** Requested bytes and stream of each block. */
+  readonly blockSize: Float64Array;
+  readonly blockStream: Float64Array;
+  /** Blocks live before the first event (Note [Started mid-run]), in address order. */
+  readonly initialBlocks: Int32Array;
+  /** Recorded address of each initial block, parallel to initialBlocks. */
+  readonly initialAddress: Float64Array;
+  /** The peak of the sum of live requested bytes (alloc to free_completed, initial blocks included). */
+  readonly peakRequestedBytes: number;
+  readonly counts: TraceCounts;
+  /** Last time_us minus first time_us (0 without times). */
+  readonly durationUs: number;
+}
+
+export interface TraceCounts {
+  readonly events: number;
+  readonly allocs: number;
+  readonly freeRequested: number;
+  readonly freeCompleted: number;
+  readonly segmentAlloc: number;
+  readonly segmentFree: number;
+  readonly segmentMap: number;
+  readonly segmentUnmap: number;
+  readonly snapshots: number;
+  readonly ooms: number;
+  readonly unmatchedFrees: number;
+  readonly duplicateAllocs: number;
+  /** Active blocks in `segments` whose address the trace freed and did not allocate again: the two disagree. */
+  readonly inconsistentBlocks: number;
+}
+
+export interface TracePlan {
+  readonly devices: readonly DevicePlan[];
+  /** Sums over devices. */
+  readonly peakRequestedBytes: number;
+  readonly events: number;
+  readonly allocs: number;
+  readonly durationUs: number;
+  readonly startedMidRun: boolean;
+  readonly reconstructedBlocks: number;
+}
+
+/** Plan the replay of every device's trace. */
+export function planReplay(snapshot: MemorySnapshot): TracePlan {
+  const devices = snapshot.traces.map((t) => planDevice(snapshot, t));
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const t of snapshot.traces) {
+    for (let i = 0; i < t.length; i++) {
+      const v = t.timeUs[i];
+      if (v < first) first = v;
+      if (v > last) last = v;
+    }
+  }
+  const sum = (f: (d: DevicePlan) => number) => devices.reduce((s, d) => s + f(d), 0);
+  const reconstructedBlocks = sum((d) => d.initialBlocks.length);
+  return {
+    devices,
+    peakRequestedBytes: sum((d) => d.peakRequestedBytes),
+    events: sum((d) => d.counts.events),
+    allocs: sum((d) => d.counts.allocs),
+    durationUs: last >= first ? last - first : 0,
+    startedMidRun: reconstructedBlocks > 0,
+    reconstructedBlocks,
+  };
+}
+
+/** Growable parallel arrays of block sizes and streams. */
+class BlockTable {
+  size = new Float64Array(1024);
+  stream = new Float64Array(1024);
+  count = 0;
+  add(size: number, stream: number): number {
+    if (this.count === this.size.length) {
+      const s = new Float64Array(this.count * 2);
+      s.set(this.size);
+      this.size = s;
+      const t = new Float64Array(this.count * 2);
+      t.set(this.stream);
+      this.stream = t;
+    }
+    this.size[this.count] = size;
+    this.stream[this.count] = stream;
+    return this.count++;
+  }
+}
+
+/** Address state in the walk: absent = never touched, FREED = touched and not live, else the live block's id. */
+const FREED = -1;
+
+function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace): DevicePlan {
+  const n = trace.length;
+  const { action, addr, size, stream } = trace;
+  const blockOf = new Int32Array(n).fill(-1);
+  const blocks = new BlockTable();
+  const at = new Map<number, number>();
+  const initial: { id: number; address: number }[] = [];
+  const c = {
+    events: n,
+    allocs: 0,
+    freeRequested: 0,
+    freeCompleted: 0,
+    segmentAlloc: 0,
+    segmentFree: 0,
+    segmentMap: 0,
+    segmentUnmap: 0,
+    snapshots: 0,
+    ooms: 0,
+    unmatchedFrees: 0,
+    duplicateAllocs: 0,
+    inconsistentBlocks: 0,
+  };
+  // Peak of (trace-live bytes - initial bytes freed so far); the initial total is added at the end.
+  let delta = 0;
+  let peakDelta = 0;
+  let initialBytes = 0;
+  const newInitial = (i: number) => {
+    const id = blocks.add(size[i], stream[i]);
+    initial.push({ id, address: addr[i] });
+    initialBytes += size[i];
+    return id;
+  };
+  for (let i = 0; i < n; i++) {
+    switch (action[i]) {
+      case Action.alloc: {
+        c.allocs++;
+        const prior = at.get(addr[i]);
+        if (prior !== undefined && prior !== FREED) c.duplicateAllocs++;
+        const id = blocks.add(size[i], stream[i]);
+        at.set(addr[i], id);
+        blockOf[i] = id;
+        delta += size[i];
+        if (delta > peakDelta) peakDelta = delta;
+        break;
+      }
+      case Action.free_requested: {
+        c.freeRequested++;
+        const prior = at.get(addr[i]);
+        if (prior === undefined) {
+          const id = newInitial(i);
+          at.set(addr[i], id);
+          blockOf[i] = id;
+        } else if (prior !== FREED) blockOf[i] = prior;
+        break;
+      }
+      case Action.free_completed: {
+        c.freeCompleted++;
+        const prior = at.get(addr[i]);
+        if (prior === undefined || prior === FREED) {
+          if (prior === FREED) {
+            c.unmatchedFrees++;
+            break;
+          }
+          const id = newInitial(i);
+          blockOf[i] = id;
+          at.set(addr[i], FREED);
+          delta -= size[i];
+          break;
+        }
+        blockOf[i] = prior;
+        at.set(addr[i], FREED);
+        delta -= blocks.size[prior];
+        break;
+      }
+      case Action.segment_alloc:
+        c.segmentAlloc++;
+        break;
+      case Action.segment_free:
+        c.segmentFree++;
+        break;
+      case Action.segment_map:
+        c.segmentMap++;
+        break;
+      case Action.segment_unmap:
+        c.segmentUnmap++;
+        break;
+      case Action.snapshot:
+        c.snapshots++;
+        break;
+      case Action.oom:
+        c.ooms++;
+        break;
+    }
+  }
+  // Blocks active at the end that no event touched were live all along.
+  for (const s of snapshot.segments) {
+    if (s.device !== trace.device) continue;
+    for (const b of s.blocks) {
+      if (b.state === 'inactive') continue;
+      const prior = at.get(b.address);
+      if (prior === FREED) c.inconsistentBlocks++;
+      if (prior !== undefined) continue;
+      const id = blocks.add(b.requestedSize, s.stream);
+      initial.push({ id, address: b.address });
+      initialBytes += b.requestedSize;
+      at.set(b.address, id);
+    }
+  }
+  initial.sort((x, y) => x.address - y.address);
+  let first = Number.NaN;
+  let last = Number.NaN;
+  for (let i = 0; i < n; i++) {
+    const t = trace.timeUs[i];
+    if (Number.isNaN(t)) continue;
+    if (!(t >= first)) first = t;
+    if (!(t <= last)) last = t;
+  }
+  return {
+    device: trace.device,
+    trace,
+    blockOf,
+    blockCount: blocks.count,
+    blockSize: blocks.size,
+    blockStream: blocks.stream,
+    initialBlocks: Int32Array.from(initial, (b) => b.id),
+    initialAddress: Float64Array.from(initial, (b) => b.address),
+    peakRequestedBytes: initialBytes + peakDelta,
+    counts: c,
+    durationUs: Number.isNaN(first) ? 0 : last - first,
+  };
+}
