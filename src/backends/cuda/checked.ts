@@ -32,11 +32,10 @@ export const CU_RESULT_NAMES: ReadonlyMap<number, string> = new Map([
 ]);
 
 /**
- * CUresult -> core's error kind: the one table of the checked layer. A code
- * not listed becomes 'invalid-value' (its name still in the message).
- * CUDA_ERROR_UNKNOWN is what cuMemImportFromShareableHandle answers for a
- * descriptor that is not open (conformance case import.bogusFd), the only
- * place vmmkit meets it.
+ * CUresult -> core's error kind, for the codes whose meaning does not depend
+ * on the call (Note [CUresult kinds per call]). A code not listed here or
+ * for its call in CALL_KINDS becomes 'invalid-value' (its name still in the
+ * message, and the number in CudaDriverError.result).
  */
 export const CU_RESULT_KINDS: ReadonlyMap<number, ErrorKind> = new Map<number, ErrorKind>([
   [1, 'invalid-value'],
@@ -46,14 +45,49 @@ export const CU_RESULT_KINDS: ReadonlyMap<number, ErrorKind> = new Map<number, E
   [100, 'invalid-device'],
   [101, 'invalid-device'],
   [201, 'invalid-context'],
-  [400, 'invalid-stream'],
   [500, 'invalid-value'],
   [700, 'access-denied'],
   [709, 'invalid-context'],
   [800, 'permission-denied'],
   [801, 'not-supported'],
-  [999, 'invalid-fd'],
 ]);
+
+/** The driver calls whose only handle argument is a CUstream (CudaDriverError's function names). */
+const STREAM_CALLS = [
+  'cuStreamSynchronize',
+  'cuStreamDestroy',
+  'cuMemcpyHtoDAsync',
+  'cuMemcpyDtoHAsync',
+  'cuMemcpyDtoDAsync',
+  'cuMemsetD8Async',
+] as const;
+
+const INVALID_STREAM: ReadonlyMap<number, ErrorKind> = new Map([[400, 'invalid-stream']]);
+
+/**
+ * Note [CUresult kinds per call]
+ * Two codes mean something only in the light of the call that gave them, so
+ * they are read per call, never for every call:
+ *  - CUDA_ERROR_UNKNOWN (999) is what cuMemImportFromShareableHandle answers
+ *    for a descriptor that is not open (conformance cases import.bogusFd,
+ *    import.afterFdClosed): 'invalid-fd' there. From any other call it says
+ *    only that the driver failed, and stays the fallback.
+ *  - CUDA_ERROR_INVALID_HANDLE (400) is "invalid resource handle": from a
+ *    call whose only handle argument is a stream, that stream
+ *    ('invalid-stream'). The H200 transcript has no case of it; the stream
+ *    calls' documentation is the ground. Elsewhere the handle could be a
+ *    context, a memory handle or a stream, so it stays the fallback.
+ * A call not named here reads CU_RESULT_KINDS alone.
+ */
+const CALL_KINDS: Readonly<Record<string, ReadonlyMap<number, ErrorKind>>> = {
+  cuMemImportFromShareableHandle: new Map([[999, 'invalid-fd']]),
+  ...Object.fromEntries(STREAM_CALLS.map((fn) => [fn, INVALID_STREAM])),
+};
+
+/** The kind of error `code` is when driver function `fn` returns it. */
+export function cuResultKind(fn: string, code: number): ErrorKind {
+  return CALL_KINDS[fn]?.get(code) ?? CU_RESULT_KINDS.get(code) ?? 'invalid-value';
+}
 
 export function cuResultName(code: number): string {
   return CU_RESULT_NAMES.get(code) ?? `CUresult ${code}`;
@@ -67,7 +101,7 @@ export class CudaDriverError extends VmmError {
     detail = '',
   ) {
     super(
-      CU_RESULT_KINDS.get(result) ?? 'invalid-value',
+      cuResultKind(fn, result),
       `${fn} returned ${cuResultName(result)} (${result})${detail ? `: ${detail}` : ''}`,
     );
   }

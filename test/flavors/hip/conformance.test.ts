@@ -303,7 +303,9 @@ describe('hipMemMap', () => {
   );
 
   it.each([
-    [sz(G), G, 0, 0, 0, C.hipSuccess],
+    // Part of a handle: ROCm maps it; over CUDA the driver maps whole handles only (cuMemMap's
+    // NOT_SUPPORTED, map.sizeSmallerThanHandle), so HIP on NVIDIA answers hipErrorNotSupported.
+    [`${sz(G)} of ${sz(2 * G)}`, G, 0, 0, 0, ON_CUDA ? C.hipErrorNotSupported : C.hipSuccess],
     ['size 0', 0, 0, 0, 0, C.hipErrorInvalidValue],
     [`size ${sz(G / 2)}`, G / 2, 0, 0, 0, C.hipErrorInvalidValue],
     [`offset ${sz(G)}`, G, G, 0, 0, C.hipErrorInvalidValue],
