@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { type CudaFlavor, createCuda, createMachine, Runtime } from '../src/index.js';
 import { growRows } from './grow.js';
+import { runReplayBench } from './replay.js';
 import { scalingRows } from './scaling.js';
 
 const MiB = 1024 * 1024;
@@ -193,6 +194,9 @@ function main(): void {
     `${JSON.stringify(result, null, 2)}\n`,
   );
   if (rows.some((r) => !r.met)) process.exitCode = 1;
+  // bench/replay.ts: parse + replay of a 1M-event snapshot, in processes of its own; writes replay.json.
+  console.log('');
+  if (!runReplayBench()) process.exitCode = 1;
 }
 
 main();

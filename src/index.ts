@@ -91,3 +91,4 @@ export {
   type hipMemAllocationProp,
   type hipMemLocation,
 } from './flavors/hip/hip.js';
+export * from './replay/index.js';

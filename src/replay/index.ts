@@ -1,0 +1,54 @@
+/**
+ * Replay of PyTorch memory traces: read a snapshot (our own pickle reader),
+ * plan its events, drive allocators with them, count and price their driver
+ * calls, compare their segment events with the recording.
+ */
+export {
+  type AllocatorFactory,
+  type AllocatorRegistry,
+  DEFAULT_ALLOCATORS,
+  selectAllocators,
+  UnknownAllocatorError,
+} from './allocators.js';
+export {
+  CostTable,
+  CostTableError,
+  type CostTableInfo,
+  DRIVER_CALLS,
+  type DriverCall,
+  loadCostTable,
+  parseCostTable,
+} from './cost-table.js';
+export { DriverMeter, type DriverUse } from './driver-meter.js';
+export { SnapshotError } from './errors.js';
+export { compareWithTrace, type FidelityDifference, type FidelityReport } from './fidelity.js';
+export { isGzip, readPickle, readSnapshotFile } from './load.js';
+export {
+  type PickleDict,
+  PickleError,
+  PickleTuple,
+  type PickleValue,
+  type PickleWriteOptions,
+  pickle,
+  unpickle,
+} from './pickle/index.js';
+export {
+  type AllocatorRun,
+  type DeviceRun,
+  ReplayError,
+  type ReplayOptions,
+  type ReplayResult,
+  type ReplaySegmentEvent,
+  replay,
+} from './replay.js';
+export {
+  ACTIONS,
+  type BlockState as SnapshotBlockState,
+  type DeviceTrace,
+  type MemorySnapshot,
+  parseSnapshot,
+  type SnapshotBlock,
+  type SnapshotSegment,
+  type TraceAction,
+} from './snapshot.js';
+export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './trace-plan.js';
