@@ -1,6 +1,6 @@
 import type { AllocatorContext, CachingAllocator, SegmentEvent } from '../../../src/alloc/allocator.js';
 import { AllocatorOutOfMemoryError } from '../../../src/alloc/allocator.js';
-import { type Backend, BACKEND_OPERATIONS } from '../../../src/backend/backend.js';
+import { BACKEND_OPERATIONS, type Backend } from '../../../src/backend/backend.js';
 import { createMachine } from '../../../src/backends/sim/machine.js';
 import { Runtime } from '../../../src/core/runtime.js';
 import { BlockState, type DeviceRun, type ReplaySegmentEvent } from '../../../src/replay/replay.js';
