@@ -15,6 +15,17 @@ export {
   type CachingAllocator,
   type SegmentEvent,
 } from './alloc/allocator.js';
+export {
+  AllocatorSettingsError,
+  type BlockSnapshot,
+  DEFAULT_PYTORCH_SETTINGS,
+  type PytorchAllocatorSettings,
+  PytorchExpandableAllocator,
+  PytorchNativeAllocator,
+  type SegmentSnapshot,
+  settingsFromSnapshot,
+  validateSettings,
+} from './alloc/pytorch/index.js';
 export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';
 export { CudaDriverError } from './backends/cuda/checked.js';
 export {
