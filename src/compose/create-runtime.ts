@@ -37,6 +37,7 @@ export interface VmmProcess {
 
 /** A simulated machine that several processes join (`createRuntime({ machine })`, `createHip({ machine })`). */
 export { createMachine, Machine, type MachineOptions } from '../backends/sim/machine.js';
+export { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from '../backends/sim/presets.js';
 
 /** The default machine when none is named: one simulated H200. */
 export const DEFAULT_DEVICES = ['H200'] as const;

@@ -11,7 +11,9 @@
  *                      comparison (fidelity.ts)
  *   snapshot, oom   -> nothing; oom is counted in the trace's numbers
  * Blocks live before the trace began are allocated first (trace-plan.ts,
- * Note [Started mid-run]).
+ * Note [Started mid-run]), and empty_cache() is called where the recorded
+ * allocator's segment frees show the program called it (Note [Inferred
+ * empty_cache]).
  *
  * An allocator that runs out of memory (AllocatorOutOfMemoryError) is
  * treated as PyTorch's caller would see it: the OOM is counted, that block
@@ -20,7 +22,7 @@
  * run; the result carries the message and the other allocators still run.
  */
 import { AllocatorOutOfMemoryError, type CachingAllocator, type SegmentEvent } from '../alloc/allocator.js';
-import type { DevicePreset, DeviceSpec } from '../backends/sim/presets.js';
+import type { DevicePreset, DeviceSpec } from '../compose/create-runtime.js';
 import { createProcess } from '../compose/create-runtime.js';
 import type { Runtime } from '../core/runtime.js';
 import type { AllocatorFactory } from './allocators.js';
@@ -272,8 +274,15 @@ function runDevice(
     const { action, size, stream } = d.trace;
     const blockOf = d.blockOf;
     const n = d.trace.length;
+    const emptyCache = d.emptyCacheBefore;
+    let nextEmpty = emptyCache.length > 0 ? emptyCache[0] : -1;
+    let e = 0;
     for (let i = 0; i < n && !stoppedAtOom; i++) {
       cursor = i;
+      if (i === nextEmpty) {
+        allocator.emptyCache();
+        nextEmpty = ++e < emptyCache.length ? emptyCache[e] : -1;
+      }
       const a = action[i];
       if (a === Action.alloc) {
         stoppedAtOom = !allocate(blockOf[i], size[i], stream[i]);

@@ -8,12 +8,13 @@ import { describe, expect, it } from 'vitest';
  * package entry (src/index.ts) are the only places that see the backends.
  */
 const ALLOWED: Record<string, readonly string[]> = {
+  'c-api': ['c-api'],
   util: ['util'],
   core: ['core', 'util', 'backend'],
   backend: ['backend', 'core'],
-  backends: ['backends', 'backend', 'core', 'util'],
+  backends: ['backends', 'backend', 'core', 'util', 'c-api'],
   compose: ['compose', 'backends', 'backend', 'core'],
-  flavors: ['flavors', 'core', 'compose', 'util', 'backend'],
+  flavors: ['flavors', 'core', 'compose', 'util', 'backend', 'c-api'],
   alloc: ['alloc', 'core', 'compose', 'util'],
   replay: ['replay', 'alloc', 'core', 'compose', 'util'],
   report: ['report', 'replay', 'alloc', 'core', 'compose', 'util'],
