@@ -35,11 +35,6 @@ export class Block {
     return this.ptr + this.size;
   }
 
-  /** Free and not waiting on anything: may be handed out or merged. */
-  get isFree(): boolean {
-    return !this.allocated;
-  }
-
   /** Link this block between `before` and `after` (either may be undefined). */
   splice(before: Block | undefined, after: Block | undefined): void {
     if (before !== undefined) before.next = this;

@@ -49,9 +49,10 @@ export interface BlockSnapshot {
  * expandable.ts).
  *
  * Note [What is not modelled]: recordStream and its events (the interface
- * has no cross-stream use, so a free completes at once, N9), CUDA graph and
- * MemPool private pools, free-memory callbacks (none are registered in a
- * plain process), peer access, IPC. Streams are the trace's raw handles:
+ * has no cross-stream use, so a free completes at once; a replay frees a
+ * block at its free_completed, when PyTorch makes it reusable, N9), CUDA
+ * graph and MemPool private pools, free-memory callbacks (torch's one
+ * serves CUDA IPC), peer access, IPC. Streams are the trace's raw handles:
  * numbers that order blocks and separate pools, never runtime streams.
  */
 export class PytorchCachingAllocator implements CachingAllocator {

@@ -15,7 +15,7 @@ export class PytorchStats implements AllocatorStats {
   peakRequestedBytes = 0;
   liveBlocks = 0;
   ooms = 0;
-  /** One-step segments held (num segments), or mapped ranges' pages are not counted here. */
+  /** Segments held: one-step allocations (native), or reserved ranges (expandable). */
   segments = 0;
   /** cudaMalloc / map_block calls that succeeded (num_device_alloc). */
   deviceAllocs = 0;
