@@ -4,7 +4,7 @@ import { Block, FreeIndex } from './block.js';
 import type { Chunk } from './chunk-store.js';
 
 /**
- * One stream's address range for one size class of blocks (small or large):
+ * One stream's address range for one size class of blocks (small, medium or large):
  * a reservation tiled by blocks, with physical chunks mapped behind the
  * pages that need them. Which chunk backs each page is one array lookup
  * (`pages`), so finding the chunks under a block costs one step per chunk.
@@ -24,7 +24,10 @@ export class Arena {
     readonly reservation: Reservation,
     readonly pageSize: number,
     readonly stream: number,
-    readonly small: boolean,
+    /** Size class of its blocks: 0 small, 1 medium, 2 large (see VmmkitOptions). */
+    readonly kind: number,
+    /** Its largest chunk class (2^maxClass pages). */
+    readonly maxClass: number,
   ) {
     this.base = reservation.base;
     this.size = reservation.size;

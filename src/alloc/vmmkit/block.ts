@@ -27,17 +27,71 @@ export class Block {
   }
 }
 
-/** The free blocks of one size. */
+/**
+ * The free blocks of one size, as a binary heap by offset: best fit takes
+ * the lowest address among equals, as PyTorch's (stream, size, address)
+ * order does, which keeps live blocks packed toward the start of an arena.
+ */
 class Bucket {
-  readonly blocks: Block[] = [];
+  readonly heap: Block[] = [];
   constructor(readonly size: number) {}
+
+  push(b: Block): void {
+    const h = this.heap;
+    b.slot = h.length;
+    h.push(b);
+    this.#up(b.slot);
+  }
+
+  remove(b: Block): void {
+    const h = this.heap;
+    const i = b.slot;
+    const last = h.pop()!;
+    b.slot = -1;
+    if (last === b) return;
+    h[i] = last;
+    last.slot = i;
+    this.#up(i);
+    this.#down(last.slot);
+  }
+
+  #up(i: number): void {
+    const h = this.heap;
+    const x = h[i];
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      const p = h[parent];
+      if (p.offset <= x.offset) break;
+      h[i] = p;
+      p.slot = i;
+      i = parent;
+    }
+    h[i] = x;
+    x.slot = i;
+  }
+
+  #down(i: number): void {
+    const h = this.heap;
+    const n = h.length;
+    const x = h[i];
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && h[c + 1].offset < h[c].offset) c++;
+      if (h[c].offset >= x.offset) break;
+      h[i] = h[c];
+      h[i].slot = i;
+      i = c;
+    }
+    h[i] = x;
+    x.slot = i;
+  }
 }
 
 /**
  * Free blocks by size, for best fit: the smallest free block at least as
- * large as a request, found with one ordered lookup (no scan). Blocks of one
- * size share a bucket; the most recently freed one is taken first (its pages
- * are the likeliest to be mapped still).
+ * large as a request, found with one ordered lookup (no scan), the lowest
+ * address among blocks of that size.
  */
 export class FreeIndex {
   readonly #bySize = new OrderedMap<Bucket>();
@@ -53,27 +107,19 @@ export class FreeIndex {
       bucket = new Bucket(b.size);
       this.#bySize.set(b.size, bucket);
     }
-    b.slot = bucket.blocks.length;
-    bucket.blocks.push(b);
+    bucket.push(b);
     this.#count++;
   }
 
   remove(b: Block): void {
     const bucket = this.#bySize.get(b.size)!;
-    const blocks = bucket.blocks;
-    const last = blocks.pop()!;
-    if (last !== b) {
-      blocks[b.slot] = last;
-      last.slot = b.slot;
-    }
-    b.slot = -1;
-    if (blocks.length === 0) this.#bySize.delete(bucket.size);
+    bucket.remove(b);
+    if (bucket.heap.length === 0) this.#bySize.delete(bucket.size);
     this.#count--;
   }
 
   /** The best fit for `size` bytes (not removed), or undefined. */
   bestFit(size: number): Block | undefined {
-    const bucket = this.#bySize.ceiling(size);
-    return bucket === undefined ? undefined : bucket.blocks[bucket.blocks.length - 1];
+    return this.#bySize.ceiling(size)?.heap[0];
   }
 }

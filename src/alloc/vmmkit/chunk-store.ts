@@ -15,6 +15,12 @@ export class Chunk {
   firstPage = -1;
   /** Live blocks overlapping its pages. */
   live = 0;
+  /** The store's clock when it last became idle. */
+  idleSince = 0;
+  /** Neighbours in its class's idle list (oldest first); `idle` says whether it is in the list. */
+  idle = false;
+  olderIdle: Chunk | undefined;
+  newerIdle: Chunk | undefined;
   constructor(
     readonly allocation: PhysicalAllocation,
     readonly cls: number,
@@ -41,11 +47,16 @@ export class ChunkStore {
   /** Bytes of idle chunks and of pooled chunks (the part of `held` no live block uses). */
   idleBytes = 0;
   poolBytes = 0;
+  /** Advanced by the allocator once per malloc: idle ages are counted in mallocs. */
+  clock = 0;
   /** Creates and releases done, for reports. */
   creates = 0;
   releases = 0;
   readonly #pool: Chunk[][];
-  readonly #idle: Set<Chunk>[];
+  /** Per class, the idle list's oldest and newest chunk. */
+  readonly #oldest: (Chunk | undefined)[];
+  readonly #newest: (Chunk | undefined)[];
+  readonly #idleCount: number[];
   readonly #props;
 
   constructor(
@@ -55,7 +66,9 @@ export class ChunkStore {
     readonly maxClass: number,
   ) {
     this.#pool = Array.from({ length: maxClass + 1 }, () => []);
-    this.#idle = Array.from({ length: maxClass + 1 }, () => new Set<Chunk>());
+    this.#oldest = new Array(maxClass + 1).fill(undefined);
+    this.#newest = new Array(maxClass + 1).fill(undefined);
+    this.#idleCount = new Array(maxClass + 1).fill(0);
     this.#props = { location: { type: 'device' as const, id: device }, handleTypes: 0, uncached: false };
   }
 
@@ -101,32 +114,52 @@ export class ChunkStore {
   }
 
   markIdle(c: Chunk): void {
-    this.#idle[c.cls].add(c);
+    c.idleSince = this.clock;
+    c.idle = true;
+    const k = c.cls;
+    const last = this.#newest[k];
+    c.olderIdle = last;
+    c.newerIdle = undefined;
+    if (last !== undefined) last.newerIdle = c;
+    else this.#oldest[k] = c;
+    this.#newest[k] = c;
+    this.#idleCount[k]++;
     this.idleBytes += c.bytes;
   }
 
   unmarkIdle(c: Chunk): void {
-    if (this.#idle[c.cls].delete(c)) this.idleBytes -= c.bytes;
+    if (!c.idle) return;
+    c.idle = false;
+    const k = c.cls;
+    if (c.olderIdle !== undefined) c.olderIdle.newerIdle = c.newerIdle;
+    else this.#oldest[k] = c.newerIdle;
+    if (c.newerIdle !== undefined) c.newerIdle.olderIdle = c.olderIdle;
+    else this.#newest[k] = c.olderIdle;
+    c.olderIdle = undefined;
+    c.newerIdle = undefined;
+    this.#idleCount[k]--;
+    this.idleBytes -= c.bytes;
   }
 
-  /** The chunk of class `cls` idle longest, still marked idle; undefined if none. */
-  oldestIdle(cls: number): Chunk | undefined {
-    const set = this.#idle[cls];
-    return set.size === 0 ? undefined : set.values().next().value;
+  /** The chunk of class `cls` idle longest, if it has been idle for `minAge` mallocs; still marked idle. */
+  oldestIdle(cls: number, minAge = 0): Chunk | undefined {
+    const c = this.#oldest[cls];
+    return c !== undefined && this.clock - c.idleSince >= minAge ? c : undefined;
   }
 
-  /** An idle chunk of the largest class that has one, for trimming. */
-  largestIdle(): Chunk | undefined {
+  /** An idle chunk (idle `minAge` mallocs or more) of the largest class that has one, for trimming. */
+  largestIdle(minAge = 0): Chunk | undefined {
     for (let k = this.maxClass; k >= 0; k--) {
-      const c = this.oldestIdle(k);
+      const c = this.oldestIdle(k, minAge);
       if (c !== undefined) return c;
     }
     return undefined;
   }
 
-  /** Whether some pooled or idle chunk is smaller than class `cls` (a need could be split to use it). */
-  hasSmaller(cls: number): boolean {
-    for (let k = 0; k < cls; k++) if (this.#pool[k].length > 0 || this.#idle[k].size > 0) return true;
+  /** Whether some pooled chunk, or chunk idle `minAge` mallocs, is smaller than class `cls` (a need could be split to use it). */
+  hasSmaller(cls: number, minAge = 0): boolean {
+    for (let k = 0; k < cls; k++)
+      if (this.#pool[k].length > 0 || this.oldestIdle(k, minAge) !== undefined) return true;
     return false;
   }
 
@@ -141,7 +174,7 @@ export class ChunkStore {
   /** Every idle chunk (still marked idle). */
   idleChunks(): Chunk[] {
     const out: Chunk[] = [];
-    for (const set of this.#idle) for (const c of set) out.push(c);
+    for (const first of this.#oldest) for (let c = first; c !== undefined; c = c.newerIdle) out.push(c);
     return out;
   }
 }
