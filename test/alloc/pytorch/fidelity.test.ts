@@ -22,9 +22,9 @@ import { hintedRuntime, recordedReservationHints, replayDevice } from './trace-r
  *      the recorded offset inside its segment (fidelity.ts compares).
  * New reservations are placed where the recording's segments were (Note
  * [Recorded addresses] in trace-replay.ts), so that ties between equal
- * blocks break as they did on the driver. Where the workload called
- * empty_cache() (memory given back with no allocation retry), the replay
- * calls emptyCache() at the same point.
+ * blocks break as they did on the driver, and emptyCache() is called where
+ * the plan infers the workload called empty_cache() (trace-plan.ts, Note
+ * [Inferred empty_cache]).
  */
 const DIR = 'traces/h200';
 const META = `${DIR}/pytorch-reserved.json`;
@@ -34,7 +34,6 @@ interface RecordedRun {
   readonly setting: 'native' | 'expandable';
   readonly trace: string;
   readonly maxMemoryReserved: number;
-  readonly numAllocRetries: number;
 }
 
 const runs: RecordedRun[] = existsSync(META)
@@ -64,7 +63,7 @@ function replayRun(r: RecordedRun, hinted: boolean) {
   for (const d of plan.devices) {
     if (d.trace.length === 0) continue;
     const rt = hintedRuntime(hinted ? recordedReservationHints(d, H200_RANGE) : []);
-    const { run, allocator } = replayDevice(d, make(r.setting, settings), rt, r.numAllocRetries === 0);
+    const { run, allocator } = replayDevice(d, make(r.setting, settings), rt);
     expect(run.ooms).toBe(0);
     peak += run.peakReservedBytes;
     reports.push({ report: compareWithTrace(d, run), allocs: d.counts.allocs });

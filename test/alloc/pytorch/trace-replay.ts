@@ -18,7 +18,8 @@ import type { DevicePlan } from '../../../src/replay/trace-plan.js';
  * expandable segments, the start of the first range mapped in it), as a
  * hint it honours when that range is free. Nothing else changes: the model
  * decides everything, the addresses only order the segments as the
- * driver's did.
+ * driver's did. (The real driver does not honour every such hint, so on
+ * the GPU this ordering is not guaranteed: gpu-replay.ts.)
  */
 export function hintingBackend(inner: Backend, hints: readonly number[]): Backend {
   let next = 0;
@@ -60,15 +61,13 @@ export function recordedReservationHints(plan: DevicePlan, rangeSize: number): n
 
 /**
  * Replay one device's trace as src/replay does (alloc -> malloc,
- * free_completed -> free) on a runtime of our choosing, and call
- * emptyCache() where the recording gave memory back with no allocation
- * retry to explain it (the workload called torch.cuda.empty_cache()).
+ * free_completed -> free, emptyCache() where the plan infers the workload
+ * called torch.cuda.empty_cache()), on a runtime of our choosing.
  */
 export function replayDevice(
   plan: DevicePlan,
   make: (context: AllocatorContext) => CachingAllocator,
   runtime: Runtime,
-  emptyCacheAtReleases: boolean,
 ): { run: DeviceRun; allocator: CachingAllocator } {
   const segmentEvents: ReplaySegmentEvent[] = [];
   let cursor = -1;
@@ -90,8 +89,13 @@ export function replayDevice(
   };
   for (const id of plan.initialBlocks) allocate(id, plan.blockSize[id], plan.blockStream[id]);
   const t = plan.trace;
+  let e = 0;
   for (let i = 0; i < t.length; i++) {
     cursor = i;
+    if (e < plan.emptyCacheBefore.length && plan.emptyCacheBefore[e] === i) {
+      allocator.emptyCache();
+      e++;
+    }
     const a = t.action[i];
     if (a === Action.alloc) allocate(plan.blockOf[i], t.size[i], t.stream[i]);
     else if (a === Action.free_completed) {
@@ -100,9 +104,6 @@ export function replayDevice(
         allocator.free(address[id]);
         state[id] = BlockState.freed;
       }
-    } else if (emptyCacheAtReleases && (a === Action.segment_free || a === Action.segment_unmap)) {
-      const p = i > 0 ? t.action[i - 1] : -1;
-      if (p !== Action.segment_free && p !== Action.segment_unmap) allocator.emptyCache();
     }
   }
   const stats = allocator.stats;
