@@ -113,6 +113,55 @@ describe('PytorchExpandableAllocator', () => {
     ]);
   });
 
+  it('E4: a request over free, unmapped, free, unmapped ranges maps each gap in turn (Note [Plan, then map])', () => {
+    const setup = () => {
+      const h = harness('expandable', {}, smallDevice(256 * MiB));
+      const l0 = h.alloc.malloc(5 * MiB, 0); // [0, 5) of page 0
+      const f1 = h.alloc.malloc(35 * MiB, 0); // [5, 40): page 1
+      const m = h.alloc.malloc(20 * MiB, 0); // [40, 60): page 2
+      const f3 = h.alloc.malloc(20 * MiB, 0); // [60, 80): page 3
+      h.alloc.malloc(5 * MiB, 0); // [80, 85): page 4
+      h.alloc.free(f1);
+      h.alloc.free(f3);
+      h.alloc.emptyCache(); // pages 1 and 3 go
+      h.alloc.free(m); // page 2: free and mapped, between two gaps
+      return { h, l0 };
+    };
+    const { h, l0 } = setup();
+    const mapped = h.events.length;
+    h.faults.arm(0);
+    expect(h.alloc.malloc(65 * MiB, 0)).toBe(l0 + 5 * MiB);
+    expect(h.faults.log).toEqual(['create', 'map', 'setAccess', 'create', 'map', 'setAccess']);
+    expect(events(h).slice(mapped)).toEqual([
+      ['segment_map', 20, 20, 0],
+      ['segment_map', 60, 20, 0],
+    ]);
+    expect(h.alloc.snapshot()[0].blocks.map((b) => [b.size / MiB, b.state])).toEqual([
+      [5, 'active_allocated'],
+      [65, 'active_allocated'],
+      [10, 'inactive'],
+      [5, 'active_allocated'],
+      [15, 'inactive'],
+    ]);
+    // The second gap failing takes back the first one too: all as before.
+    for (let k = 1; k <= 6; k++) {
+      const again = setup();
+      const before = {
+        snap: again.h.alloc.snapshot(),
+        rt: again.h.rt.stats(),
+        stats: { ...again.h.alloc.stats },
+      };
+      again.h.faults.kind = 'invalid-value';
+      again.h.faults.arm(k);
+      expect(() => again.h.alloc.malloc(65 * MiB, 0)).toThrow();
+      expect({
+        snap: again.h.alloc.snapshot(),
+        rt: again.h.rt.stats(),
+        stats: { ...again.h.alloc.stats },
+      }).toEqual(before);
+    }
+  });
+
   it('E7: the OOM path unmaps another stream’s free pages so this stream can map them', () => {
     const h = harness('expandable'); // 64 MiB
     h.alloc.free(h.alloc.malloc(40 * MiB, 0));
