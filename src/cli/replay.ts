@@ -1,6 +1,6 @@
 /**
  * `vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json]
- *                [--costs FILE] [--fidelity] [--stop-at-oom]`
+ *                [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache]`
  *
  * What would this recorded workload's memory look like under each allocator?
  * Reads a PyTorch memory snapshot, replays its trace through each allocator
@@ -34,7 +34,7 @@ import { planReplay } from '../replay/trace-plan.js';
 import type { CliOutput } from './cli.js';
 
 export const REPLAY_USAGE =
-  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom]';
+  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache]';
 
 /** Where the measured cost table lives in the package. */
 export const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
@@ -71,6 +71,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   const json = flag(args, '--json');
   const fidelity = flag(args, '--fidelity');
   const stopAtOom = flag(args, '--stop-at-oom');
+  const inferEmptyCache = !flag(args, '--no-empty-cache');
   const backend = option(args, '--backend') ?? 'sim';
   if (backend !== 'sim' && backend !== 'cuda')
     throw new UsageError(`unknown backend '${backend}' (sim or cuda)`);
@@ -94,7 +95,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   if (costs === undefined && !json)
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
   const snapshot = readSnapshotFile(args[0]);
-  const plan = planReplay(snapshot);
+  const plan = planReplay(snapshot, { inferEmptyCache });
   const result = replay(snapshot, {
     allocators,
     backend,
@@ -175,6 +176,10 @@ function notes(r: ReplayResult): string[] {
     );
   if (c((x) => x.ooms) > 0)
     out.push(`the trace records ${c((x) => x.ooms)} OOM(s) of the recorded allocator`);
+  if (c((x) => x.inferredEmptyCaches) > 0)
+    out.push(
+      `${c((x) => x.inferredEmptyCaches)} empty_cache() call(s) inferred from the recorded segment frees were replayed (--no-empty-cache leaves them out)`,
+    );
   for (const a of r.allocators) {
     if (a.ooms > 0)
       out.push(
@@ -210,6 +215,7 @@ function toJson(
       unmatchedFrees: c((x) => x.unmatchedFrees),
       duplicateAllocs: c((x) => x.duplicateAllocs),
       recordedOoms: c((x) => x.ooms),
+      inferredEmptyCaches: c((x) => x.inferredEmptyCaches),
       recordedSegmentEvents: c((x) => x.segmentAlloc + x.segmentFree + x.segmentMap + x.segmentUnmap),
     },
     costTable: costs === undefined ? null : { ...costs.info },

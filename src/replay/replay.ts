@@ -22,8 +22,12 @@
  * run; the result carries the message and the other allocators still run.
  */
 import { AllocatorOutOfMemoryError, type CachingAllocator, type SegmentEvent } from '../alloc/allocator.js';
-import type { DevicePreset, DeviceSpec } from '../compose/create-runtime.js';
-import { createProcess } from '../compose/create-runtime.js';
+import {
+  createProcess,
+  DEVICE_PRESETS,
+  type DevicePreset,
+  type DeviceSpec,
+} from '../compose/create-runtime.js';
 import type { Runtime } from '../core/runtime.js';
 import type { AllocatorFactory } from './allocators.js';
 import type { CostTable, DriverCall } from './cost-table.js';
@@ -47,6 +51,8 @@ export interface ReplayOptions {
   readonly onProgress?: (done: number, total: number) => void;
   /** A plan already made for this snapshot (planReplay), to skip making it again. */
   readonly plan?: TracePlan;
+  /** When making the plan here: infer empty_cache() calls (default true; Note [Inferred empty_cache]). */
+  readonly inferEmptyCache?: boolean;
 }
 
 /** A segment event an allocator made, with the trace event it made it in (-1: while rebuilding the start state). */
@@ -111,12 +117,21 @@ const PROGRESS_EVERY = 1 << 16;
 
 /** Replay `snapshot` through each allocator in turn. */
 export function replay(snapshot: MemorySnapshot, options: ReplayOptions): ReplayResult {
-  const plan = options.plan ?? planReplay(snapshot);
+  const plan =
+    options.plan ??
+    planReplay(snapshot, {
+      inferEmptyCache: options.inferEmptyCache,
+      deviceMemory: deviceMemory(options.device ?? 'H200'),
+    });
   const total = plan.events * options.allocators.length;
   const progress = { done: 0, total, report: options.onProgress };
   const allocators = options.allocators.map((f) => runOne(snapshot, plan, f, options, progress));
   options.onProgress?.(total, total);
   return { plan, allocators };
+}
+
+function deviceMemory(d: DevicePreset | DeviceSpec): number {
+  return typeof d === 'string' ? DEVICE_PRESETS[d].totalMemory : d.totalMemory;
 }
 
 interface Progress {

@@ -21,6 +21,20 @@
  * `unmatchedFrees` and skipped. An alloc at an address already live (never
  * freed in between) is counted in `duplicateAllocs`; the older block stays
  * allocated, as nothing in the trace frees it.
+ *
+ * Note [Inferred empty_cache]: torch.cuda.empty_cache() leaves no event of
+ * its own, only the recorded allocator's reaction: a run of segment_free
+ * (native) or segment_unmap (expandable segments) events. The program made
+ * that call, so every allocator replayed should get it: the plan marks the
+ * first event of each such run, and replay calls emptyCache() there. Two
+ * other paths free segments too, and a run is not taken for empty_cache when
+ * one of them may explain it: garbage collection (N10; only when the
+ * recorded settings set garbage_collection_threshold, and only for
+ * segment_free), and a malloc retrying after a failed cudaMalloc (N6 g/h),
+ * which needs a nearly full device: a run that starts while the recorded
+ * allocator held 90% or more of the device's memory is left alone. An
+ * empty_cache() that found nothing to free leaves no trace and cannot be
+ * inferred.
  */
 import { Action, type DeviceTrace, type MemorySnapshot } from './snapshot.js';
 
@@ -42,6 +56,8 @@ export interface DevicePlan {
   readonly counts: TraceCounts;
   /** Last time_us minus first time_us (0 without times). */
   readonly durationUs: number;
+  /** Events before which the program called empty_cache() (Note [Inferred empty_cache]), ascending. */
+  readonly emptyCacheBefore: Int32Array;
 }
 
 export interface TraceCounts {
@@ -59,7 +75,18 @@ export interface TraceCounts {
   readonly duplicateAllocs: number;
   /** Active blocks in `segments` whose address the trace freed and did not allocate again: the two disagree. */
   readonly inconsistentBlocks: number;
+  /** empty_cache() calls inferred (Note [Inferred empty_cache]). */
+  readonly inferredEmptyCaches: number;
 }
+
+export interface PlanOptions {
+  /** Infer empty_cache() calls from the recorded segment frees (default true). */
+  readonly inferEmptyCache?: boolean;
+  /** Bytes of the recorded device, for telling empty_cache from an OOM retry (default: an H200's). */
+  readonly deviceMemory?: number;
+}
+
+const H200_MEMORY = 150_109_880_320;
 
 export interface TracePlan {
   readonly devices: readonly DevicePlan[];
@@ -73,8 +100,8 @@ export interface TracePlan {
 }
 
 /** Plan the replay of every device's trace. */
-export function planReplay(snapshot: MemorySnapshot): TracePlan {
-  const devices = snapshot.traces.map((t) => planDevice(snapshot, t));
+export function planReplay(snapshot: MemorySnapshot, options: PlanOptions = {}): TracePlan {
+  const devices = snapshot.traces.map((t) => planDevice(snapshot, t, options));
   let first = Number.POSITIVE_INFINITY;
   let last = Number.NEGATIVE_INFINITY;
   for (const t of snapshot.traces) {
@@ -120,7 +147,7 @@ class BlockTable {
 /** Address state in the walk: absent = never touched, FREED = touched and not live, else the live block's id. */
 const FREED = -1;
 
-function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace): DevicePlan {
+function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanOptions): DevicePlan {
   const n = trace.length;
   const { action, addr, size, stream } = trace;
   const blockOf = new Int32Array(n).fill(-1);
@@ -141,6 +168,7 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace): DevicePlan {
     unmatchedFrees: 0,
     duplicateAllocs: 0,
     inconsistentBlocks: 0,
+    inferredEmptyCaches: 0,
   };
   // Peak of (trace-live bytes - initial bytes freed so far); the initial total is added at the end.
   let delta = 0;
@@ -229,6 +257,11 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace): DevicePlan {
     }
   }
   initial.sort((x, y) => x.address - y.address);
+  const emptyCacheBefore =
+    options.inferEmptyCache === false
+      ? new Int32Array(0)
+      : inferEmptyCache(trace, snapshot, options.deviceMemory ?? H200_MEMORY);
+  c.inferredEmptyCaches = emptyCacheBefore.length;
   let first = Number.NaN;
   let last = Number.NaN;
   for (let i = 0; i < n; i++) {
@@ -249,5 +282,25 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace): DevicePlan {
     peakRequestedBytes: initialBytes + peakDelta,
     counts: c,
     durationUs: Number.isNaN(first) ? 0 : last - first,
+    emptyCacheBefore,
   };
+}
+
+/** The first event of each run of segment frees that empty_cache() explains (Note [Inferred empty_cache]). */
+function inferEmptyCache(trace: DeviceTrace, snapshot: MemorySnapshot, deviceMemory: number): Int32Array {
+  const gc = snapshot.allocatorSettings?.garbage_collection_threshold;
+  const gcOn = typeof gc === 'number' && gc > 0;
+  const { action, size } = trace;
+  const out: number[] = [];
+  let held = 0;
+  let inRun = false;
+  for (let i = 0; i < trace.length; i++) {
+    const a = action[i];
+    const frees = a === Action.segment_unmap || (a === Action.segment_free && !gcOn);
+    if (frees && !inRun && held < 0.9 * deviceMemory) out.push(i);
+    inRun = a === Action.segment_free || a === Action.segment_unmap;
+    if (a === Action.segment_alloc || a === Action.segment_map) held += size[i];
+    else if (inRun) held -= size[i];
+  }
+  return Int32Array.from(out);
 }

@@ -137,6 +137,24 @@ describe('vmmkit replay', () => {
     expect(JSON.parse(stop.out[0]).allocators[0].stoppedAtOom).toBe(true);
   });
 
+  it('empty_cache() calls inferred from a recorded trace are noted; --no-empty-cache leaves them out', async () => {
+    const trace = fixture('../../../traces/h200/phases_streams-native.pickle.gz');
+    const on = capture();
+    expect(await runCli(['replay', trace, '--allocator', 'pytorch-native', '--json'], on.io)).toBe(0);
+    expect(on.err.join('\n')).toMatch(
+      /\d+ empty_cache\(\) call\(s\) inferred from the recorded segment frees/,
+    );
+    const off = capture();
+    expect(
+      await runCli(['replay', trace, '--allocator', 'pytorch-native', '--json', '--no-empty-cache'], off.io),
+    ).toBe(0);
+    const [a, b] = [on, off].map((c) => JSON.parse(c.out[0]));
+    expect(b.trace.inferredEmptyCaches).toBe(0);
+    expect(a.trace.inferredEmptyCaches).toBeGreaterThan(0);
+    // Without the calls the cache keeps every phase's segments: more is reserved.
+    expect(b.allocators[0].peakReservedBytes).toBeGreaterThan(a.allocators[0].peakReservedBytes);
+  });
+
   it('usage mistakes exit 2 with the usage line', async () => {
     for (const args of [
       [],

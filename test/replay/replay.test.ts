@@ -8,7 +8,7 @@ import { compareWithTrace } from '../../src/replay/fidelity.js';
 import { BlockState, replay } from '../../src/replay/replay.js';
 import { planReplay } from '../../src/replay/trace-plan.js';
 import { fixture, readFixture, snapshotOf } from './helpers.js';
-import { ONE_STEP } from './support/one-step-allocator.js';
+import { ONE_STEP, OneStepAllocator as OneStep } from './support/one-step-allocator.js';
 
 const MiB = 1024 * 1024;
 const testCosts = () => loadCostTable(fixture('test-driver-costs.json'));
@@ -63,6 +63,29 @@ describe('trace plan', () => {
     expect(dup.devices[0].counts.duplicateAllocs).toBe(1);
     // The older block is never freed: 100 stays live, so the peak is 150.
     expect(dup.peakRequestedBytes).toBe(150);
+  });
+
+  it('infers empty_cache() at the start of each run of segment frees, except where GC or an OOM retry may explain it', () => {
+    const events = [
+      ['segment_alloc', 0x1000_0000, 20 * MiB],
+      ['alloc', 0x1000_0000, MiB],
+      ['free_completed', 0x1000_0000, MiB],
+      ['segment_free', 0x1000_0000, 20 * MiB],
+      ['segment_map', 0x2000_0000, 20 * MiB],
+      ['segment_unmap', 0x2000_0000, 2 * MiB],
+      ['segment_unmap', 0x2000_0000 + 2 * MiB, 2 * MiB],
+      ['alloc', 0x1000_0000, MiB],
+    ] as const;
+    const s = snapshotOf(events);
+    // Two runs: the segment_free, and the two unmaps after the map.
+    expect([...planReplay(s).devices[0].emptyCacheBefore]).toEqual([3, 5]);
+    expect(planReplay(s).devices[0].counts.inferredEmptyCaches).toBe(2);
+    expect(planReplay(s, { inferEmptyCache: false }).devices[0].emptyCacheBefore).toHaveLength(0);
+    // The device was full when the frees began: they may be a malloc's retry.
+    expect(planReplay(s, { deviceMemory: 21 * MiB }).devices[0].emptyCacheBefore).toHaveLength(0);
+    // With garbage collection on, segment_free may be GC's; segment_unmap (expandable segments) is not.
+    const gc = { ...s, allocatorSettings: { garbage_collection_threshold: 0.8 } };
+    expect([...planReplay(gc).devices[0].emptyCacheBefore]).toEqual([5]);
   });
 
   it('sums devices', () => {
@@ -242,6 +265,36 @@ describe('replay', () => {
     ]);
     const r = replay(s, { allocators: [ONE_STEP, ONE_STEP], device });
     expect(r.allocators.map((a) => a.ooms)).toEqual([1, 1]);
+  });
+
+  it('replay calls emptyCache() where the plan says the program did', () => {
+    const calls: number[] = [];
+    let cursor = 0;
+    const counting = {
+      ...ONE_STEP,
+      create: (
+        context: Parameters<typeof ONE_STEP.create>[0],
+        settings: Parameters<typeof ONE_STEP.create>[1],
+      ) => {
+        const a = ONE_STEP.create(context, settings);
+        return Object.assign(a, {
+          emptyCache: () => calls.push(cursor),
+          malloc: (size: number, stream: number) => {
+            cursor++;
+            return OneStep.prototype.malloc.call(a, size, stream);
+          },
+        });
+      },
+    };
+    const s = snapshotOf([
+      ['alloc', 0x1000, MiB],
+      ['segment_free', 0x5000_0000, 2 * MiB],
+      ['alloc', 0x2000, MiB],
+    ]);
+    replay(s, { allocators: [counting] });
+    expect(calls).toEqual([1]);
+    replay(s, { allocators: [counting], inferEmptyCache: false });
+    expect(calls).toEqual([1]);
   });
 
   it('progress is reported up to the total', () => {
