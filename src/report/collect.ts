@@ -1,0 +1,94 @@
+/**
+ * Replaying a snapshot for the report: every allocator once with a
+ * ReplayRecorder (timelines, the replay's own numbers), then once more up to
+ * its peak to capture the address space there.
+ *
+ * Note [Two passes for the peak]: the peak of reserved bytes is known only
+ * once the run is over, and describing the address space at every new high
+ * would cost a description per page mapped on the way up (expandable
+ * segments map one page at a time). Replay is deterministic, so the second
+ * run makes exactly the same calls: the recorder of the first run gives the
+ * number of the call that reached the peak, and the second captures right
+ * after that call. Its other results are dropped.
+ */
+import type { DevicePreset, DeviceSpec } from '../backends/sim/presets.js';
+import type { AllocatorFactory } from '../replay/allocators.js';
+import type { CostTable } from '../replay/cost-table.js';
+import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
+import type { MemorySnapshot } from '../replay/snapshot.js';
+import { planReplay, type TracePlan } from '../replay/trace-plan.js';
+import { type DeviceRecording, RecorderError, ReplayRecorder } from './recorder.js';
+
+export interface RecordOptions {
+  readonly allocators: readonly AllocatorFactory[];
+  readonly costs?: CostTable;
+  readonly device?: DevicePreset | DeviceSpec;
+  readonly plan?: TracePlan;
+  /** Buckets per timeline series (default 2000). */
+  readonly buckets?: number;
+  /** Capture the address space at each allocator's peak (default true; costs a second replay). */
+  readonly peakLayout?: boolean;
+  /** Keep segment events and block addresses in the result (for exportSnapshot; default false). */
+  readonly keepEvents?: boolean;
+  /** Told how far the whole job is, 0 to 1. */
+  readonly onProgress?: (fraction: number) => void;
+}
+
+export interface RecordedRun {
+  readonly run: AllocatorRun;
+  /** One per device the allocator served, parallel to run.devices. */
+  readonly recordings: readonly DeviceRecording[];
+}
+
+export interface RecordedReplay {
+  readonly snapshot: MemorySnapshot;
+  readonly plan: TracePlan;
+  readonly result: ReplayResult;
+  readonly runs: readonly RecordedRun[];
+}
+
+/** Replay `snapshot` through each allocator, recording what the report draws. */
+export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): RecordedReplay {
+  const plan = options.plan ?? planReplay(snapshot);
+  const peakLayout = options.peakLayout ?? true;
+  const passes = peakLayout ? 2 : 1;
+  const report = options.onProgress;
+  const recorders = options.allocators.map((f) => new ReplayRecorder(f, plan, { buckets: options.buckets }));
+  const result = replay(snapshot, {
+    allocators: recorders.map((r) => r.factory),
+    costs: options.costs,
+    device: options.device,
+    plan,
+    keepEvents: options.keepEvents ?? false,
+    onProgress: report === undefined ? undefined : (done, total) => report(done / total / passes),
+  });
+  const first = recorders.map((r) => r.recordings());
+  const runs = result.allocators.map((run, i) => {
+    const recordings = first[i];
+    if (!peakLayout || run.error !== undefined) return { run, recordings };
+    const capture = new Map(recordings.map((r) => [r.device, r.peakCall]));
+    const again = new ReplayRecorder(options.allocators[i], plan, { buckets: 1, captureAfterCall: capture });
+    replay(snapshot, {
+      allocators: [again.factory],
+      device: options.device,
+      plan,
+      keepEvents: false,
+      onProgress:
+        report === undefined
+          ? undefined
+          : (done, total) => report((1 + (i + done / total) / options.allocators.length) / passes),
+    });
+    const layouts = new Map(again.recordings().map((r) => [r.device, r.layout]));
+    return {
+      run,
+      recordings: recordings.map((r) => {
+        const layout = layouts.get(r.device);
+        if (layout === undefined && r.peakCall >= 0)
+          throw new RecorderError(`the second run of ${run.name} did not reach call ${r.peakCall}`);
+        return { ...r, layout };
+      }),
+    };
+  });
+  report?.(1);
+  return { snapshot, plan, result, runs };
+}

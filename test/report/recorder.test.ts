@@ -1,0 +1,114 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { RuntimeDescription } from '../../src/core/runtime.js';
+import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
+import { readSnapshotFile } from '../../src/replay/load.js';
+import { replay } from '../../src/replay/replay.js';
+import { planReplay } from '../../src/replay/trace-plan.js';
+import { recordReplay } from '../../src/report/collect.js';
+import { ReplayRecorder } from '../../src/report/recorder.js';
+
+const trace = (name: string) => fileURLToPath(new URL(`../../traces/h200/${name}`, import.meta.url));
+
+describe('recordReplay on a real trace (phases_streams, native)', () => {
+  const snapshot = readSnapshotFile(trace('phases_streams-native.pickle.gz'));
+  const recorded = recordReplay(snapshot, { allocators: DEFAULT_ALLOCATORS, buckets: 100 });
+
+  it('changes nothing replay reports: the same peaks as a plain replay', () => {
+    const plain = replay(snapshot, { allocators: DEFAULT_ALLOCATORS, keepEvents: false });
+    expect(recorded.result.allocators.map((a) => [a.name, a.peakReservedBytes, a.driverCalls])).toEqual(
+      plain.allocators.map((a) => [a.name, a.peakReservedBytes, a.driverCalls]),
+    );
+  });
+
+  for (const [i, f] of DEFAULT_ALLOCATORS.entries()) {
+    it(`${f.name}: the timeline's maxima are the run's peaks, and its driver calls the meter's`, () => {
+      const { run, recordings } = recorded.runs[i];
+      expect(run.error).toBeUndefined();
+      const r = recordings[0];
+      const d = run.devices[0];
+      expect(r.reserved.max).toBe(d.peakReservedBytes);
+      expect(r.allocated.max).toBe(d.peakAllocatedBytes);
+      expect(r.requested.max).toBe(recorded.plan.peakRequestedBytes);
+      const calls = Object.values(run.driverCalls).reduce((s, x) => s + x, 0);
+      expect(r.driverCalls.max).toBe(calls);
+      expect(r.reserved.first.length).toBeLessThanOrEqual(100);
+    });
+
+    it(`${f.name}: the layout captured at the peak holds the peak's reserved bytes and live blocks`, () => {
+      const r = recorded.runs[i].recordings[0];
+      const layout = r.layout!;
+      expect(layout).toBeDefined();
+      expect(layout.reservedBytes).toBe(r.reserved.max);
+      const mapped = layout.description.reservations.reduce(
+        (s, res) => s + res.mappings.reduce((t, m) => t + m.size, 0),
+        0,
+      );
+      expect(mapped).toBe(layout.reservedBytes);
+      // Every live block lies in a mapped range, and none overlap.
+      for (const [k, b] of layout.blocks.entries()) {
+        if (k > 0)
+          expect(b.address).toBeGreaterThanOrEqual(layout.blocks[k - 1].address + layout.blocks[k - 1].size);
+        const inside = mappedRanges(layout.description).some(
+          ([start, end]) => b.address >= start && b.address + b.size <= end,
+        );
+        expect(inside, `block at 0x${b.address.toString(16)}`).toBe(true);
+      }
+      // The number of live blocks is the trace's at that event (allocs minus frees up to it).
+      const plan = recorded.plan.devices[0];
+      let live = plan.initialBlocks.length;
+      for (let e = 0; e <= layout.event; e++) {
+        if (plan.blockOf[e] < 0) continue;
+        const a = plan.trace.action[e];
+        if (a === 0) live++;
+        else if (a === 2) live--;
+      }
+      expect(layout.blocks.length).toBe(live);
+    });
+  }
+});
+
+describe('ReplayRecorder', () => {
+  it('says so when replay calls free for a block it did not allocate', () => {
+    const snapshot = readSnapshotFile(trace('phases_streams-native.pickle.gz'));
+    const plan = planReplay(snapshot);
+    const rec = new ReplayRecorder(DEFAULT_ALLOCATORS[0], plan);
+    const result = replay(snapshot, {
+      allocators: [
+        {
+          ...rec.factory,
+          create: (context, settings) => {
+            const a = rec.factory.create(context, settings);
+            // A free no event asks for: the recorder must not take it for the next one.
+            const malloc = a.malloc.bind(a);
+            let first = true;
+            a.malloc = (size, stream) => {
+              const address = malloc(size, stream);
+              if (first) {
+                first = false;
+                a.free(address + 512);
+              }
+              return address;
+            };
+            return a;
+          },
+        },
+      ],
+      plan,
+      keepEvents: false,
+    });
+    expect(result.allocators[0].error).toMatch(/RecorderError/);
+  });
+});
+
+/** Mapped address ranges, touching mappings merged (a block may span several pages or chunks). */
+function mappedRanges(d: RuntimeDescription): [number, number][] {
+  const ms = d.reservations.flatMap((r) => r.mappings).sort((a, b) => a.va - b.va);
+  const out: [number, number][] = [];
+  for (const m of ms) {
+    const last = out[out.length - 1];
+    if (last !== undefined && last[1] === m.va) last[1] = m.va + m.size;
+    else out.push([m.va, m.va + m.size]);
+  }
+  return out;
+}
