@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { findCudaDriver } from '../../src/backends/cuda/driver.js';
 import { runCli } from '../../src/cli/cli.js';
 import { replayCommand } from '../../src/cli/replay.js';
 import { fixture } from './helpers.js';
@@ -154,6 +155,17 @@ describe('vmmkit replay', () => {
     // Without the calls the cache keeps every phase's segments: more is reserved.
     expect(b.allocators[0].peakReservedBytes).toBeGreaterThan(a.allocators[0].peakReservedBytes);
   });
+
+  it.skipIf(findCudaDriver() !== undefined)(
+    '--backend cuda without a CUDA driver is one line and exit 1',
+    async () => {
+      const { code, out, err } = await replayCli([fixture('hand.pickle'), '--backend', 'cuda', '--json']);
+      expect(code).toBe(1);
+      expect(out).toEqual([]);
+      expect(err).toHaveLength(1);
+      expect(err[0]).toMatch(/^vmmkit replay: CUDA driver unavailable/);
+    },
+  );
 
   it('usage mistakes exit 2 with the usage line', async () => {
     for (const args of [
