@@ -4,7 +4,7 @@
  *   node dist/bench/gpu-grow.js --out FILE [--rounds 9] [--fixed-rounds 3] [--total-mib 4096] [--step-mib 2]
  *   node dist/bench/gpu-grow.js --fake --out FILE     (rehearsal on the simulated stand-in for libcuda)
  *
- * Sides (bench/grow.ts): a GrowableBuffer with geometric chunks, the same
+ * Runs over createRuntime({ backend: 'cuda' }). Sides (bench/grow.ts): a GrowableBuffer with geometric chunks, the same
  * with one chunk per 2 MiB step, and runtime.malloc doubling + copy + mfree;
  * each grows in 2 MiB steps, rounds rotating the order, best and median per
  * side, peak bytes from memoryInfo (cuMemGetInfo) read after every step in
@@ -16,9 +16,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
-import { CudaBackend } from '../src/backends/cuda/backend.js';
 import { loadCudaDriver } from '../src/backends/cuda/driver.js';
-import { Runtime } from '../src/core/runtime.js';
+import { createRuntime } from '../src/index.js';
 import { measureGrow } from './grow.js';
 
 const MiB = 1024 * 1024;
@@ -60,7 +59,7 @@ function main(): void {
   const rounds = num('--rounds', fake ? 3 : 9);
   const fixedRounds = num('--fixed-rounds', fake ? 1 : 3);
   const driver = fake ? createFakeDriver() : loadCudaDriver();
-  const rt = new Runtime(new CudaBackend({ driver }));
+  const rt = createRuntime({ backend: 'cuda', cuda: { driver } });
   const result = measureGrow(rt, { total, step, rounds, fixedRounds });
   const left = rt.stats();
   rt.dispose();
@@ -81,7 +80,7 @@ function main(): void {
     },
     leftAfterBench: left,
     method:
-      'One Node process, vmmkit Runtime over CudaBackend. Each side grows one buffer from one step to total in step increments; rounds rotate the order of sides after one warm-up run each; bestMs/medianMs over rounds (the doubling side includes its copies and a final synchronize). peakBytes: an extra untimed run per side reading cuMemGetInfo after every step, used bytes above the start of that run.',
+      'One Node process, createRuntime({ backend: "cuda" }). Each side grows one buffer from one step to total in step increments; rounds rotate the order of sides after one warm-up run each; bestMs/medianMs over rounds (the doubling side includes its copies and a final synchronize). peakBytes: an extra untimed run per side reading cuMemGetInfo after every step, used bytes above the start of that run.',
   };
   writeFileSync(path, `${JSON.stringify(report, null, 1)}\n`);
   console.log(JSON.stringify({ path, ...report.goal, sides: result.sides }, null, 1));

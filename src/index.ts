@@ -15,6 +15,7 @@ export {
   type CachingAllocator,
   type SegmentEvent,
 } from './alloc/allocator.js';
+export { type ChunkPolicy, GrowableBuffer, type GrowableBufferOptions } from './alloc/growable-buffer.js';
 export {
   AllocatorSettingsError,
   type BlockSnapshot,
@@ -26,6 +27,7 @@ export {
   settingsFromSnapshot,
   validateSettings,
 } from './alloc/pytorch/index.js';
+export { VmmkitAllocator, type VmmkitOptions } from './alloc/vmmkit/index.js';
 export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';
 export { CudaDriverError } from './backends/cuda/checked.js';
 export {
