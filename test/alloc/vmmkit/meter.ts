@@ -42,6 +42,8 @@ function price(curve: Curve, bytes: number): number {
 
 export interface DriverEstimate {
   us: number;
+  /** Wall time inside the metered calls (on a GPU: the driver's real time), microseconds. */
+  measuredUs: number;
   creates: number;
   releases: number;
   maps: number;
@@ -51,31 +53,47 @@ export interface DriverEstimate {
 
 /** Wrap `rt`'s VMM methods (this instance only) to price each call; returns the running estimate. */
 export function meter(rt: Runtime): DriverEstimate {
-  const e: DriverEstimate = { us: 0, creates: 0, releases: 0, maps: 0, unmaps: 0, setAccessHandles: 0 };
+  const e: DriverEstimate = {
+    us: 0,
+    measuredUs: 0,
+    creates: 0,
+    releases: 0,
+    maps: 0,
+    unmaps: 0,
+    setAccessHandles: 0,
+  };
   const { reserve, free, create, release, map, unmap, setAccess } = rt;
   const target = rt as unknown as Record<string, unknown>;
+  const timed = <T>(f: () => T): T => {
+    const t0 = performance.now();
+    try {
+      return f();
+    } finally {
+      e.measuredUs += (performance.now() - t0) * 1000;
+    }
+  };
   target.reserve = (size: number, o?: object) => {
     e.us += RESERVE;
-    return reserve.call(rt, size, o);
+    return timed(() => reserve.call(rt, size, o));
   };
   target.free = (r: Parameters<Runtime['free']>[0]) => {
     e.us += RESERVE;
-    return free.call(rt, r);
+    return timed(() => free.call(rt, r));
   };
   target.create = (size: number, props: Parameters<Runtime['create']>[1]) => {
-    const a = create.call(rt, size, props);
+    const a = timed(() => create.call(rt, size, props));
     e.us += price(CREATE, size);
     e.creates++;
     return a;
   };
   target.release = (a: Parameters<Runtime['release']>[0]) => {
     const size = a.size;
-    release.call(rt, a);
+    timed(() => release.call(rt, a));
     e.us += price(RELEASE, size);
     e.releases++;
   };
   target.map = (va: number, size: number, a: Parameters<Runtime['map']>[2], offset?: number) => {
-    const m = map.call(rt, va, size, a, offset);
+    const m = timed(() => map.call(rt, va, size, a, offset));
     e.us += MAP;
     e.maps++;
     return m;
@@ -83,7 +101,7 @@ export function meter(rt: Runtime): DriverEstimate {
   target.unmap = (va: number, size: number) => {
     const handles = rt.mappingsIn(va, size);
     const sizes = handles.map((m) => m.allocation);
-    unmap.call(rt, va, size);
+    timed(() => unmap.call(rt, va, size));
     for (const m of handles) e.us += price(UNMAP_PER_HANDLE, m.size);
     e.unmaps += handles.length;
     // An allocation whose last reference was the mapping is released inside unmap.
@@ -96,7 +114,7 @@ export function meter(rt: Runtime): DriverEstimate {
   };
   target.setAccess = (va: number, size: number, d: readonly AccessDescriptor[]) => {
     const handles = rt.mappingsIn(va, size);
-    setAccess.call(rt, va, size, d);
+    timed(() => setAccess.call(rt, va, size, d));
     for (const m of handles) e.us += d.length * price(SET_ACCESS_PER_HANDLE, m.size);
     e.setAccessHandles += handles.length * d.length;
   };
