@@ -1,4 +1,5 @@
 import { gzipSync } from 'node:zlib';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readPickle } from '../../src/replay/load.js';
 import {
@@ -253,6 +254,36 @@ describe('pickle writer', () => {
     expect(() => pickle(1, { protocol: 1 })).toThrow(/protocol 1/);
   });
 
+  it('round-trips any value of the mapping (property)', () => {
+    const key = fc.string({ maxLength: 12 });
+    const { value } = fc.letrec<{ value: PickleValue }>((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.constant(null),
+        fc.boolean(),
+        fc.integer(),
+        fc.maxSafeInteger(),
+        fc.bigInt().filter((b) => !Number.isSafeInteger(Number(b)) || BigInt(Number(b)) !== b),
+        fc.double({ noNaN: true }).filter((d) => !Number.isInteger(d) || !Number.isSafeInteger(d)),
+        fc.string(),
+        fc.uint8Array({ maxLength: 300 }),
+        fc.array(tie('value'), { maxLength: 5 }),
+        fc.array(tie('value'), { maxLength: 4 }).map((items) => new PickleTuple(items)),
+        fc.dictionary(key, tie('value'), { maxKeys: 5 }).map((d) => ({ ...d }) as PickleValue),
+      ),
+    }));
+    fc.assert(
+      fc.property(value, fc.constantFrom(3, 4, 5), (v, protocol) => {
+        expect(unpickle(pickle(v, { protocol }))).toEqual(v);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('-0 stays -0 (a float), as Python writes -0.0', () => {
+    expect(Object.is(unpickle(pickle(-0)), -0)).toBe(true);
+  });
+
   it('writes a repeated string once and BINGETs it after', () => {
     const p = pickle(['action', 'action', 'action']);
     expect(p.toString('latin1').split('action')).toHaveLength(2);
@@ -299,6 +330,35 @@ else:
         expect(back).toEqual(expected);
         expect(back.frames[0]).toBe(back.frames[1]);
       }
+    });
+
+    it("a snapshot the writer writes uses only opcodes memory_viz's reader knows", () => {
+      // torch/utils/viz/MemoryViz.js unpickle(): protocols 2 to 4 and these opcodes, no bytes opcodes.
+      const known = new Set(
+        'PROTO FRAME STOP MARK APPEND APPENDS LIST TUPLE EMPTY_TUPLE TUPLE1 TUPLE2 TUPLE3 DICT EMPTY_DICT SETITEM SETITEMS EMPTY_LIST NONE NEWTRUE NEWFALSE BININT BININT1 BININT2 LONG1 BINFLOAT SHORT_BINUNICODE BINUNICODE MEMOIZE BINPUT LONG_BINPUT BINGET LONG_BINGET'.split(
+          ' ',
+        ),
+      );
+      const { trace } = {
+        trace: Array.from({ length: 1500 }, (_, i) => ({
+          action: i % 2 ? 'alloc' : 'free_completed',
+          addr: 0x7f00_0000_0000 + i * 512,
+          size: i * 1000,
+          stream: 0,
+          time_us: 1_733_000_000_000_000 + i,
+          frames: [],
+        })),
+      };
+      const snapshot = { segments: [], device_traces: [trace], allocator_settings: { max_split_size: -1 } };
+      const names = python(
+        'import pickletools, sys\nprint(" ".join(sorted({op.name for op, _, _ in pickletools.genops(sys.stdin.buffer.read())})))',
+        pickle(snapshot),
+      )
+        .toString()
+        .trim()
+        .split(' ');
+      expect(names.filter((n) => !known.has(n))).toEqual([]);
+      expect(names).toContain('MEMOIZE');
     });
 
     it('python3 reads what the writer writes as the same value', () => {

@@ -101,7 +101,8 @@ class PickleWriter {
     if (v === null) this.byte(Op.NONE);
     else if (typeof v === 'boolean') this.byte(v ? Op.NEWTRUE : Op.NEWFALSE);
     else if (typeof v === 'number') {
-      if (Number.isSafeInteger(v)) this.#int(v);
+      // -0 is a float in Python too (-0.0); as an int it would come back as 0.
+      if (Number.isSafeInteger(v) && !Object.is(v, -0)) this.#int(v);
       else this.#float(v);
     } else if (typeof v === 'bigint') this.#long(v);
     else if (typeof v === 'string') this.#string(v);
