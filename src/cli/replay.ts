@@ -1,12 +1,14 @@
 /**
  * `vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json]
- *                [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache]`
+ *                [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--export DIR]`
  *
  * What would this recorded workload's memory look like under each allocator?
  * Reads a PyTorch memory snapshot, replays its trace through each allocator
  * named (all registered ones by default) and prints peak reserved bytes, the
  * ratio to the trace's peak requested bytes, utilization, driver calls and
- * their estimated time. With --json: exactly one object on stdout.
+ * their estimated time. With --json: exactly one object on stdout. With
+ * --export DIR, each allocator's run is also written as a snapshot of its
+ * own (export.ts), DIR/<snapshot>-<allocator>.pickle, for memory_viz.
  *
  * Bad input (a missing, truncated or corrupt file, a pickle that is not a
  * snapshot, an unknown action, a bad field) is one line on stderr and exit
@@ -16,8 +18,8 @@
  * stderr, and exits 0. An allocator whose run failed for another reason
  * makes the exit 1, after the others have run.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   type AllocatorFactory,
@@ -27,14 +29,16 @@ import {
   UnknownAllocatorError,
 } from '../replay/allocators.js';
 import { type CostTable, loadCostTable } from '../replay/cost-table.js';
+import { exportRun } from '../replay/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/fidelity.js';
 import { readSnapshotFile } from '../replay/load.js';
+import { pickle } from '../replay/pickle/writer.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
 import { planReplay } from '../replay/trace-plan.js';
 import type { CliOutput } from './cli.js';
 
 export const REPLAY_USAGE =
-  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache]';
+  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--export DIR]';
 
 /** Where the measured cost table lives in the package. */
 export const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
@@ -79,6 +83,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   for (let name = option(args, '--allocator'); name !== undefined; name = option(args, '--allocator'))
     names.push(name);
   const costsPath = option(args, '--costs');
+  const exportDir = option(args, '--export');
   const unknown = args.find((a) => a.startsWith('--'));
   if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
   if (args.length !== 1)
@@ -102,7 +107,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
     costs,
     plan,
     stopAtOom,
-    keepEvents: fidelity,
+    keepEvents: fidelity || exportDir !== undefined,
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
   io.progress?.(-1);
@@ -110,6 +115,15 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
     ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(plan.devices[d.device], d)))
     : undefined;
   for (const line of notes(result)) io.err(`note: ${line}`);
+  if (exportDir !== undefined) {
+    mkdirSync(exportDir, { recursive: true });
+    const stem = basename(args[0]).replace(/(\.pickle)?(\.gz)?$/, '');
+    for (const a of result.allocators) {
+      const path = join(exportDir, `${stem}-${a.name}.pickle`);
+      writeFileSync(path, pickle(exportRun(snapshot, plan, a)));
+      io.err(`note: wrote ${path}`);
+    }
+  }
   if (json) io.out(JSON.stringify(toJson(result, costs, fidelityReports)));
   else for (const line of table(result, costs, fidelityReports)) io.out(line);
   return result.allocators.some((a) => a.error !== undefined) ? 1 : 0;

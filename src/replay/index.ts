@@ -21,6 +21,7 @@ export {
 } from './cost-table.js';
 export { DriverMeter, type DriverUse } from './driver-meter.js';
 export { SnapshotError } from './errors.js';
+export { exportRun } from './export.js';
 export { compareWithTrace, type FidelityDifference, type FidelityReport } from './fidelity.js';
 export { isGzip, readPickle, readSnapshotFile } from './load.js';
 export {
