@@ -7,7 +7,8 @@
  *  - fixed: a GrowableBuffer with one chunk per step (the 104 ms figure
  *    of DESIGN.md at 2 MiB steps to 4 GiB);
  *  - doubling + copy: runtime.malloc a buffer twice the size, copy the
- *    bytes over, runtime.mfree the old one (what a program without VMM does).
+ *    bytes over, synchronize, runtime.mfree the old one (what a program
+ *    without VMM does; cuMemFree synchronises by itself).
  *
  * Each round times every side in turn (the order rotating), then the rounds
  * give each side's best and median. Peak memory comes from one more pass
@@ -92,6 +93,9 @@ function runSide(rt: Runtime, side: GrowSide, o: GrowOptions, probe: boolean): R
         const q = rt.malloc(device, next).base;
         sample();
         rt.copy(device, q, p, size - o.step);
+        // A device-to-device copy is asynchronous to the host, and mfree's unmap does not wait for it on the
+        // real driver (CUDA_ERROR_ILLEGAL_ADDRESS on the H200 without this): wait, as cuMemFree would.
+        rt.synchronize(device);
         rt.mfree(p);
         p = q;
         capacity = next;
