@@ -172,16 +172,17 @@ export class DriverMeter {
         `the cost table (${this.costs!.info.source}) has no entry for ${names.join(', ')}, which the allocator called`,
       );
     }
-    const calls = Object.fromEntries(DRIVER_CALLS.map((c, i) => [c, this.#counts[i]])) as Record<
-      DriverCall,
-      number
-    >;
     const total = (a: Float64Array) => a.reduce((s, x) => s + x, 0);
     return {
-      calls,
+      calls: this.calls(),
       estimatedUs: this.costs === undefined ? null : total(this.#estimated),
       measuredUs: this.measure ? total(this.#measured) : null,
     };
+  }
+
+  /** Calls by driver name so far (every call listed, zero included). */
+  calls(): Record<DriverCall, number> {
+    return Object.fromEntries(DRIVER_CALLS.map((c, i) => [c, this.#counts[i]])) as Record<DriverCall, number>;
   }
 
   /** Put the Runtime's own methods back. */

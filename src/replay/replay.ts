@@ -30,8 +30,8 @@ import {
 } from '../compose/create-runtime.js';
 import type { Runtime } from '../core/runtime.js';
 import type { AllocatorFactory } from './allocators.js';
-import type { CostTable, DriverCall } from './cost-table.js';
-import { DriverMeter } from './driver-meter.js';
+import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
+import { DriverMeter, type DriverUse } from './driver-meter.js';
 import { Action, type MemorySnapshot } from './snapshot.js';
 import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
 
@@ -186,9 +186,23 @@ function runOne(
     error = message(e);
   }
   const replayMs = performance.now() - start;
-  const use = meter.use();
+  let use: DriverUse;
+  try {
+    use = meter.use();
+  } catch (e) {
+    // A call the cost table lacks: the run's counts stand, its time cannot be estimated.
+    if (!(e instanceof CostTableError)) throw e;
+    error ??= e.message;
+    use = { calls: meter.calls(), estimatedUs: null, measuredUs: null };
+  }
   meter.detach();
-  for (const a of made) a.dispose();
+  for (const a of made) {
+    try {
+      a.dispose();
+    } catch (e) {
+      report(`${factory.name}: dispose threw (it must not)`, e);
+    }
+  }
   runtime.dispose();
   const sum = (f: (d: DeviceRun) => number) => devices.reduce((s, d) => s + f(d), 0);
   const peakReservedBytes = sum((d) => d.peakReservedBytes);

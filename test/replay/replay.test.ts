@@ -297,6 +297,16 @@ describe('replay', () => {
     expect(calls).toEqual([1]);
   });
 
+  it('a call missing from the cost table ends that run with an error naming it; the counts stand', () => {
+    const partial = new CostTable({ source: 'partial table' }, { cuMemAlloc: [[2 * MiB, 40]] });
+    const a = replay(readFixture('hand.pickle'), { allocators: [ONE_STEP], costs: partial }).allocators[0];
+    expect(a.error).toBe(
+      'the cost table (partial table) has no entry for cuMemFree, which the allocator called',
+    );
+    expect(a.driverTimeUs).toBeNull();
+    expect(a.driverCalls.cuMemFree).toBe(3);
+  });
+
   it('progress is reported up to the total', () => {
     const seen: [number, number][] = [];
     replay(readFixture('hand.pickle'), {
