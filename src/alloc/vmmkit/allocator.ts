@@ -77,6 +77,8 @@ export interface VmmkitOptions {
   readonly maxChunkPages?: number;
   /** Below the budget, a run at the end of a large arena is mapped ahead to this many pages (8). */
   readonly prefetchPages?: number;
+  /** Mapping ahead is allowed while held stays within (1 + prefetchSlack) x peak requested (default: slack + 0.03). */
+  readonly prefetchSlack?: number;
   /** Budget floor in bytes: held memory below this is never moved (0). */
   readonly minBudget?: number;
   /**
@@ -129,6 +131,8 @@ export class VmmkitAllocator implements CachingAllocator {
   readonly #minIdleAge: number;
   /** The hard budget over the soft one: (1 + hardSlack) / (1 + slack). */
   readonly #hardFactor: number;
+  /** The prefetch budget over the soft one. */
+  readonly #prefetchFactor: number;
   readonly #access: readonly AccessDescriptor[];
   /** Arenas by stream, by kind (small, medium, large). */
   readonly #arenas = new Map<number, (Arena | undefined)[]>();
@@ -184,6 +188,9 @@ export class VmmkitAllocator implements CachingAllocator {
     const hardSlack = options.hardSlack ?? Number.POSITIVE_INFINITY;
     if (!(hardSlack >= slack)) throw new RangeError(`hardSlack ${hardSlack} is below slack ${slack}`);
     this.#hardFactor = (1 + hardSlack) / (1 + slack);
+    const prefetchSlack = options.prefetchSlack ?? slack + 0.03;
+    if (!(prefetchSlack >= 0)) throw new RangeError(`prefetchSlack ${prefetchSlack} is not >= 0`);
+    this.#prefetchFactor = (1 + prefetchSlack) / (1 + slack);
     this.#access = [{ device: context.device, access: Access.ReadWrite }];
     this.#store = new ChunkStore(rt, context.device, this.#pageSize, Math.round(Math.log2(maxChunkPages)));
   }
@@ -349,10 +356,10 @@ export class VmmkitAllocator implements CachingAllocator {
       for (let r = 0; r < runs.length; r += 2) {
         const p = runs[r];
         let q = runs[r + 1];
-        if (arena.kind === LARGE && q === p1 && q - p < this.#prefetch) {
-          // Map ahead at the end of the arena's used range, while under budget.
+        if (arena.maxClass > 0 && q === p1 && q - p < this.#prefetch) {
+          // Map ahead past the block's end, into unmapped free space, while under the prefetch budget.
           let ahead = p + this.#prefetch;
-          if (store.held + (ahead - p) * pageSize > budget) ahead = q;
+          if (store.held + (ahead - p) * pageSize > budget * this.#prefetchFactor) ahead = q;
           while (q < ahead && q < arena.pages.length && arena.pages[q] === undefined) q++;
         }
         const pieces = this.#pieces(arena, q - p);
