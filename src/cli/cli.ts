@@ -4,6 +4,8 @@
  *   vmmkit demo [--flavor cuda|hip|acl] [--json]   the seeds' sequences with their call trees
  *   vmmkit trace <script.mjs> [--json]             run a script with tracing on, print its tree
  *   vmmkit replay <snapshot.pickle[.gz]> ...       a PyTorch memory trace through our allocators (replay.ts)
+ *   vmmkit report <snapshot.pickle[.gz]> ...       the same as an HTML report with charts and maps (report.ts)
+ *   vmmkit map <script.mjs> ...                    a script's address spaces as a picture (map.ts)
  *
  * A traced script is an ES module whose default export receives the
  * factories (createCuda, createHip, createAcl, createMachine), already
@@ -20,7 +22,9 @@ import { createHip } from '../flavors/hip/hip.js';
 import { aclDemo } from './demos/acl.js';
 import { cudaDemo } from './demos/cuda.js';
 import { hipDemo } from './demos/hip.js';
+import { MAP_USAGE, mapCommand } from './map.js';
 import { REPLAY_USAGE, replayCommand } from './replay.js';
+import { REPORT_USAGE, reportCommand } from './report.js';
 
 const DEMOS = {
   cuda: { title: 'CUDA driver API on a simulated H200 (seed 1, section 6)', run: cudaDemo },
@@ -31,7 +35,9 @@ type Flavor = keyof typeof DEMOS;
 
 const USAGE = `usage: vmmkit demo [--flavor cuda|hip|acl] [--json]
        vmmkit trace <script.mjs> [--json]
-       ${REPLAY_USAGE}`;
+       ${REPLAY_USAGE}
+       ${REPORT_USAGE}
+       ${MAP_USAGE}`;
 
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -134,6 +140,8 @@ export async function runCli(argv: readonly string[], io: CliOutput = CONSOLE): 
   if (command === 'demo') return demo(io, args);
   if (command === 'trace') return trace(io, args);
   if (command === 'replay') return replayCommand(io, args);
+  if (command === 'report') return reportCommand(io, args);
+  if (command === 'map') return mapCommand(io, args);
   io.err(USAGE);
   return command === undefined || command === '--help' || command === '-h' ? 0 : 2;
 }

@@ -1,0 +1,183 @@
+/**
+ * `vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--out report.html] [--costs FILE]
+ *                [--title TEXT] [--export-snapshot PATH]`
+ *
+ * The replay's answers as pictures: one self-contained HTML file with, per
+ * allocator, memory over time, fragmentation, driver calls and the address
+ * space at its peak (src/report). With --export-snapshot, each allocator's
+ * run is also written as a PyTorch snapshot pickle that memory_viz opens
+ * (one allocator: PATH itself; several: PATH with -NAME before the
+ * extension).
+ *
+ * Bad input (a missing or corrupt snapshot, an unknown allocator, an
+ * unwritable output) is one line on stderr and a nonzero exit, checked
+ * before the replay runs where it can be.
+ */
+import { accessSync, constants, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, extname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import {
+  type AllocatorRegistry,
+  DEFAULT_ALLOCATORS,
+  selectAllocators,
+  UnknownAllocatorError,
+} from '../replay/allocators.js';
+import { type CostTable, loadCostTable } from '../replay/cost-table.js';
+import { readSnapshotFile } from '../replay/load.js';
+import { pickle } from '../replay/pickle/writer.js';
+import { recordReplay } from '../report/collect.js';
+import { exportSnapshot } from '../report/export-snapshot.js';
+import { renderReportHtml } from '../report/html.js';
+import { reportData } from '../report/report-data.js';
+import type { CliOutput } from './cli.js';
+
+export const REPORT_USAGE =
+  'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH]';
+
+const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
+
+export interface ReportCliOptions {
+  readonly registry?: AllocatorRegistry;
+  /** The cost table to use without --costs; null: none. Default: the package's, if present. */
+  readonly defaultCosts?: string | null;
+}
+
+class UsageError extends Error {}
+
+/** Run `vmmkit report`; returns the exit code. */
+export async function reportCommand(
+  io: CliOutput,
+  argv: readonly string[],
+  options: ReportCliOptions = {},
+): Promise<number> {
+  try {
+    return run(io, [...argv], options);
+  } catch (e) {
+    io.progress?.(-1);
+    if (e instanceof UsageError) {
+      io.err(`vmmkit report: ${e.message}\nusage: ${REPORT_USAGE}`);
+      return 2;
+    }
+    io.err(`vmmkit report: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  }
+}
+
+function run(io: CliOutput, args: string[], options: ReportCliOptions): number {
+  const names: string[] = [];
+  for (let n = option(args, '--allocator'); n !== undefined; n = option(args, '--allocator')) names.push(n);
+  const out = option(args, '--out') ?? 'report.html';
+  const costsPath = option(args, '--costs');
+  const title = option(args, '--title');
+  const exportPath = option(args, '--export-snapshot');
+  const unknown = args.find((a) => a.startsWith('--'));
+  if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
+  if (args.length !== 1)
+    throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
+  let allocators: ReturnType<typeof selectAllocators>;
+  try {
+    allocators = selectAllocators(names, options.registry ?? DEFAULT_ALLOCATORS);
+  } catch (e) {
+    throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
+  }
+  if (allocators.length === 0) throw new Error('no allocators are registered');
+  const exports =
+    exportPath === undefined
+      ? []
+      : allocators.map((a) => ({
+          name: a.name,
+          path: allocators.length === 1 ? exportPath : withSuffix(exportPath, a.name),
+        }));
+  for (const path of [out, ...exports.map((e) => e.path)]) checkWritable(path);
+  const costs = findCosts(costsPath, options.defaultCosts);
+
+  const snapshot = readSnapshotFile(args[0]);
+  const recorded = recordReplay(snapshot, {
+    allocators,
+    costs,
+    keepEvents: exports.length > 0,
+    onProgress: io.progress,
+  });
+  io.progress?.(-1);
+  const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, costs);
+  write(out, renderReportHtml(data));
+  io.out(`wrote ${out}`);
+  for (const [i, e] of exports.entries()) {
+    const value = exportSnapshot(recorded.snapshot, recorded.plan, recorded.result.allocators[i]);
+    const bytes = pickle(value);
+    write(e.path, e.path.endsWith('.gz') ? gzipSync(bytes) : bytes);
+    io.out(`wrote ${e.path} (${e.name})`);
+  }
+  for (const a of recorded.result.allocators) {
+    if (a.error !== undefined) io.err(`note: ${a.name}: the run failed: ${a.error}`);
+    else if (a.ooms > 0)
+      io.err(`note: ${a.name}: ${a.ooms} malloc(s) ran out of memory; those blocks were skipped`);
+  }
+  return recorded.result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
+}
+
+function option(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const value = args[i + 1];
+  if (value === undefined || value.startsWith('--')) throw new UsageError(`${name} needs a value`);
+  args.splice(i, 2);
+  return value;
+}
+
+/** report.pickle.gz + vmmkit -> report-vmmkit.pickle.gz */
+function withSuffix(path: string, name: string): string {
+  const dir = dirname(path);
+  const base = basename(path);
+  const dot = base.indexOf('.');
+  const stem = dot <= 0 ? base : base.slice(0, dot);
+  const ext = dot <= 0 ? extname(base) : base.slice(dot);
+  return join(dir, `${stem}-${name}${ext}`);
+}
+
+/** Fail before the work when `path` cannot be written: its folder must exist and be writable. */
+export function checkWritable(path: string): void {
+  const dir = dirname(resolve(path));
+  if (!existsSync(dir)) throw new Error(`cannot write ${path}: no folder ${dir}`);
+  if (existsSync(path) && statSync(path).isDirectory())
+    throw new Error(`cannot write ${path}: it is a folder`);
+  try {
+    accessSync(existsSync(path) ? path : dir, constants.W_OK);
+  } catch {
+    throw new Error(`cannot write ${path}: permission denied`);
+  }
+}
+
+function write(path: string, content: string | Uint8Array): void {
+  try {
+    writeFileSync(path, content);
+  } catch (e) {
+    throw new Error(`cannot write ${path}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+function findCosts(given: string | undefined, fallback: string | null | undefined): CostTable | undefined {
+  if (given !== undefined) return loadCostTable(given);
+  if (fallback === null) return undefined;
+  const path = fallback ?? packagePath(DEFAULT_COSTS);
+  return path !== undefined && existsSync(path) ? loadCostTable(path) : undefined;
+}
+
+/** A path inside the vmmkit package, found by walking up from this file (src/ or dist/src/). */
+function packagePath(relative: string): string | undefined {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      try {
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'vmmkit')
+          return join(dir, relative);
+      } catch {
+        // not ours; keep walking
+      }
+    }
+    dir = dirname(dir);
+  }
+  return undefined;
+}

@@ -1,0 +1,193 @@
+/**
+ * The report page's own script, run in the browser (a string: it is
+ * embedded, never imported). It reads the JSON in #report-data and draws,
+ * per device, three uPlot charts on one time axis (memory, fragmentation,
+ * driver calls), synchronised in cursor and zoom: drag to zoom into a time
+ * range, the wheel to zoom around the cursor, a double click to zoom out.
+ * The tooltip shows each series' greatest value in the bucket under the
+ * cursor (and its least, where they differ), so the peak reads exactly.
+ * window.vmmkitReport holds the data and the charts, for tests.
+ */
+export const REPORT_SCRIPT = String.raw`
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('report-data').textContent);
+  var GiB = 1073741824, MiB = 1048576, KiB = 1024;
+  function fmtBytes(n) {
+    var a = Math.abs(n);
+    if (a >= GiB) return (n / GiB).toFixed(2) + ' GiB';
+    if (a >= MiB) return (n / MiB).toFixed(1) + ' MiB';
+    if (a >= KiB) return (n / KiB).toFixed(0) + ' KiB';
+    return n + ' B';
+  }
+  function fmtX(dev, v) {
+    return dev.xUnit === 'seconds' ? v.toFixed(3) + ' s' : 'event ' + Math.round(v).toLocaleString('en-US');
+  }
+  var charts = [];
+  function chartWidth() {
+    return Math.max(480, Math.min(1400, document.documentElement.clientWidth - 48));
+  }
+
+  function tooltipPlugin(dev, kind, format) {
+    var tip;
+    return {
+      hooks: {
+        init: function (u) {
+          tip = document.createElement('div');
+          tip.className = 'tooltip';
+          tip.dataset.chart = kind;
+          tip.style.display = 'none';
+          u.over.appendChild(tip);
+        },
+        setCursor: function (u) {
+          var idx = u.cursor.idx;
+          if (idx == null || u.cursor.left < 0) { tip.style.display = 'none'; return; }
+          var b = idx >> 1;
+          var first = b * dev.bucketWidth;
+          var last = Math.min(dev.events - 1, first + dev.bucketWidth - 1);
+          var html = '<div class="tip-x">' + fmtX(dev, u.data[0][2 * b + 1]) +
+            ' <span class="tip-events">(event' + (last > first ? 's ' + first.toLocaleString('en-US') + '\u2013' + last.toLocaleString('en-US') : ' ' + first.toLocaleString('en-US')) + ')</span></div>';
+          for (var s = 1; s < u.series.length; s++) {
+            if (!u.series[s].show) continue;
+            var v1 = u.data[s][2 * b], v2 = u.data[s][2 * b + 1];
+            var hi = Math.max(v1, v2), lo = Math.min(v1, v2);
+            html += '<div class="tip-row" data-series="' + u.series[s].label + '"><span class="swatch" style="background:' + u.series[s]._stroke + '"></span>' +
+              u.series[s].label + ': <b>' + format(hi) + '</b>' + (lo !== hi && kind !== 'calls' ? ' <span class="tip-lo">(low ' + format(lo) + ')</span>' : '') + '</div>';
+          }
+          tip.innerHTML = html;
+          tip.style.display = 'block';
+          var left = u.cursor.left + 14, top = Math.max(0, u.cursor.top - 10);
+          if (left + tip.offsetWidth > u.over.clientWidth) left = u.cursor.left - tip.offsetWidth - 14;
+          tip.style.left = left + 'px';
+          tip.style.top = top + 'px';
+        }
+      }
+    };
+  }
+
+  function wheelZoomPlugin(dev) {
+    return {
+      hooks: {
+        ready: function (u) {
+          u.over.addEventListener('wheel', function (e) {
+            e.preventDefault();
+            var xs = u.data[0];
+            var lo0 = xs[0], hi0 = xs[xs.length - 1];
+            var min = u.scales.x.min, max = u.scales.x.max;
+            var at = u.posToVal(e.offsetX, 'x');
+            var f = e.deltaY < 0 ? 0.75 : 1 / 0.75;
+            var nmin = at - (at - min) * f, nmax = at + (max - at) * f;
+            if (nmin < lo0) nmin = lo0;
+            if (nmax > hi0) nmax = hi0;
+            if (nmax - nmin <= 0) return;
+            u.setScale('x', { min: nmin, max: nmax });
+          }, { passive: false });
+        }
+      }
+    };
+  }
+
+  function peakPlugin(dev) {
+    return {
+      hooks: {
+        draw: function (u) {
+          var ctx = u.ctx;
+          ctx.save();
+          ctx.font = Math.round(11 * devicePixelRatio) + 'px system-ui, sans-serif';
+          dev.series.forEach(function (s, k) {
+            var a = data.allocators[s.allocator];
+            var x = u.valToPos(s.peakX, 'x', true), y = u.valToPos(s.peakReservedBytes, 'y', true);
+            if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+            ctx.fillStyle = a.color;
+            ctx.beginPath();
+            ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI);
+            ctx.fill();
+            var label = 'peak ' + fmtBytes(s.peakReservedBytes);
+            var w = ctx.measureText(label).width;
+            var lx = x + 6 * devicePixelRatio;
+            if (lx + w > u.bbox.left + u.bbox.width) lx = x - w - 6 * devicePixelRatio;
+            ctx.fillText(label, lx, y - (6 + 12 * k) * devicePixelRatio);
+          });
+          ctx.restore();
+        }
+      }
+    };
+  }
+
+  function syncZoom(group) {
+    var busy = false;
+    return function (u, key) {
+      if (key !== 'x' || busy) return;
+      busy = true;
+      group.forEach(function (o) {
+        if (o !== u && (o.scales.x.min !== u.scales.x.min || o.scales.x.max !== u.scales.x.max))
+          o.setScale('x', { min: u.scales.x.min, max: u.scales.x.max });
+      });
+      busy = false;
+    };
+  }
+
+  data.devices.forEach(function (dev) {
+    var root = document.getElementById('device-' + dev.device);
+    var group = [];
+    var peak = Math.max.apply(null, dev.series.map(function (s) { return s.peakReservedBytes; }).concat([dev.peakRequestedBytes, 1]));
+    var unit = peak >= GiB ? ['GiB', GiB] : ['MiB', MiB];
+    var xLabel = dev.xUnit === 'seconds' ? 'trace time (s)' : 'trace event';
+    var key = 'device-' + dev.device;
+    function make(kind, title, yLabel, yValues, series, ys, format, plugins, yRange) {
+      var el = root.querySelector('.chart-' + kind);
+      var opts = {
+        title: title,
+        width: chartWidth(),
+        height: kind === 'memory' ? 360 : 220,
+        scales: { x: { time: false }, y: { range: yRange } },
+        axes: [
+          { label: xLabel, labelSize: 28, size: 44 },
+          { label: yLabel, labelSize: 28, size: 70, values: function (u, vals) { return vals.map(yValues); } }
+        ],
+        series: [{ label: xLabel, value: function (u, v) { return v == null ? '' : fmtX(dev, v); } }].concat(series),
+        cursor: { drag: { x: true, y: false, setScale: true }, sync: { key: key }, points: { show: false } },
+        legend: { show: true, live: false },
+        plugins: [tooltipPlugin(dev, kind, format), wheelZoomPlugin(dev)].concat(plugins || []),
+        hooks: { setScale: [syncZoom(group)] }
+      };
+      var u = new uPlot(opts, [dev.x].concat(ys), el);
+      group.push(u);
+      charts.push({ kind: kind, device: dev.device, chart: u });
+      return u;
+    }
+    var memSeries = [{ label: 'requested', stroke: '#444', width: 1.5 }];
+    var memYs = [dev.series[0].requested];
+    dev.series.forEach(function (s) {
+      var a = data.allocators[s.allocator];
+      memSeries.push({ label: a.name + ' reserved', stroke: a.color, width: 2 });
+      memYs.push(s.reserved);
+    });
+    dev.series.forEach(function (s) {
+      var a = data.allocators[s.allocator];
+      memSeries.push({ label: a.name + ' allocated', stroke: a.color, width: 1, dash: [5, 4] });
+      memYs.push(s.allocated);
+    });
+    make('memory', 'Memory over time: requested, reserved (solid) and allocated (dashed) bytes', 'memory (' + unit[0] + ')',
+      function (v) { return +(v / unit[1]).toFixed(2); }, memSeries, memYs, fmtBytes, [peakPlugin(dev)],
+      function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; });
+    make('fragmentation', 'Fragmentation: share of reserved bytes no block holds (1 \u2212 allocated / reserved)', 'unused (% of reserved)',
+      function (v) { return +(v * 100).toFixed(1); },
+      dev.series.map(function (s) { var a = data.allocators[s.allocator]; return { label: a.name, stroke: a.color, width: 1.5 }; }),
+      dev.series.map(function (s) { return s.fragmentation; }),
+      function (v) { return (v * 100).toFixed(1) + '%'; }, [],
+      function () { return [0, 1]; });
+    make('calls', 'Driver calls per ' + dev.bucketWidth.toLocaleString('en-US') + ' event' + (dev.bucketWidth > 1 ? 's' : ''), 'driver calls',
+      function (v) { return v.toLocaleString('en-US'); },
+      dev.series.map(function (s) { var a = data.allocators[s.allocator]; return { label: a.name, stroke: a.color, width: 1.5, fill: a.color + '22' }; }),
+      dev.series.map(function (s) { return s.calls; }),
+      function (v) { return v.toLocaleString('en-US') + ' calls'; }, [],
+      function (u, min, max) { return [0, Math.max(max, 1) * 1.1]; });
+  });
+
+  window.addEventListener('resize', function () {
+    charts.forEach(function (c) { c.chart.setSize({ width: chartWidth(), height: c.chart.height }); });
+  });
+  window.vmmkitReport = { data: data, charts: charts, formatBytes: fmtBytes };
+})();
+`;

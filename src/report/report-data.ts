@@ -1,0 +1,185 @@
+/**
+ * What the HTML report embeds: plain numbers per allocator and device, in
+ * the shape the page's script draws (two points per bucket on a common x
+ * axis, Note [Min-max buckets]), and the address map at each peak as SVG.
+ */
+import type { CostTable } from '../replay/cost-table.js';
+import type { DevicePlan } from '../replay/trace-plan.js';
+import { layoutMap, type MapSummary } from './address-map.js';
+import type { RecordedReplay } from './collect.js';
+import type { MinMaxSeries } from './downsample.js';
+
+/** One colour per allocator, the same in every chart and map (colour-blind-safe order). */
+export const ALLOCATOR_COLORS = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9', '#000000'];
+
+export interface ReportAllocator {
+  readonly name: string;
+  readonly color: string;
+  readonly peakReservedBytes: number;
+  readonly peakAllocatedBytes: number;
+  readonly ratio: number | null;
+  readonly utilization: number | null;
+  readonly driverCalls: number;
+  readonly driverTimeUs: number | null;
+  readonly ooms: number;
+  readonly error: string | null;
+}
+
+export interface ReportSeries {
+  /** Index into ReportData.allocators. */
+  readonly allocator: number;
+  /** Two values per bucket (first, second), parallel to ReportDevice.x. */
+  readonly requested: number[];
+  readonly reserved: number[];
+  readonly allocated: number[];
+  readonly fragmentation: number[];
+  /** Driver calls made in each bucket (both points of a bucket hold it). */
+  readonly calls: number[];
+  readonly peakReservedBytes: number;
+  /** x of the event at which reserved bytes first reached their peak. */
+  readonly peakX: number;
+}
+
+export interface ReportMap {
+  readonly allocator: number;
+  readonly svg: string;
+  readonly summary: MapSummary;
+  /** The trace event the map was taken after (-1: before the first). */
+  readonly event: number;
+  readonly x: number;
+}
+
+export interface ReportDevice {
+  readonly device: number;
+  readonly events: number;
+  readonly bucketWidth: number;
+  /** 'seconds' from the first event's time_us, or 'events' when the trace has no times. */
+  readonly xUnit: 'seconds' | 'events';
+  /** Two x values per bucket: its first and its last event. */
+  readonly x: number[];
+  readonly peakRequestedBytes: number;
+  readonly series: ReportSeries[];
+  readonly maps: ReportMap[];
+}
+
+export interface ReportData {
+  readonly title: string;
+  readonly trace: {
+    readonly events: number;
+    readonly allocs: number;
+    readonly peakRequestedBytes: number;
+    readonly durationUs: number;
+    readonly startedMidRun: boolean;
+  };
+  readonly costs: string | null;
+  readonly allocators: ReportAllocator[];
+  readonly devices: ReportDevice[];
+}
+
+/** The report's numbers from a recorded replay. */
+export function reportData(recorded: RecordedReplay, title: string, costs?: CostTable): ReportData {
+  const { plan, runs } = recorded;
+  const allocators = runs.map(
+    ({ run }, i): ReportAllocator => ({
+      name: run.name,
+      color: ALLOCATOR_COLORS[i % ALLOCATOR_COLORS.length],
+      peakReservedBytes: run.peakReservedBytes,
+      peakAllocatedBytes: run.peakAllocatedBytes,
+      ratio: run.ratio,
+      utilization: run.utilization,
+      driverCalls: Object.values(run.driverCalls).reduce((s, x) => s + x, 0),
+      driverTimeUs: run.driverTimeUs,
+      ooms: run.ooms,
+      error: run.error ?? null,
+    }),
+  );
+  const devices: ReportDevice[] = [];
+  for (const d of plan.devices) {
+    const recs = runs.flatMap(({ recordings }, i) =>
+      recordings.filter((r) => r.device === d.device).map((r) => ({ i, r })),
+    );
+    if (recs.length === 0) continue;
+    const width = recs[0].r.bucketWidth;
+    const buckets = recs[0].r.reserved.first.length;
+    const time = eventTime(d);
+    const x: number[] = [];
+    for (let k = 0; k < buckets; k++) {
+      x.push(time.at(k * width), time.at(Math.min(d.trace.length - 1, (k + 1) * width - 1)));
+    }
+    const series = recs.map(({ i, r }): ReportSeries => {
+      const cum = r.driverCalls.second;
+      const calls: number[] = [];
+      for (let k = 0; k < buckets; k++) {
+        const c = cum[k] - (k > 0 ? cum[k - 1] : 0);
+        calls.push(c, c);
+      }
+      return {
+        allocator: i,
+        requested: interleave(r.requested),
+        reserved: interleave(r.reserved),
+        allocated: interleave(r.allocated),
+        fragmentation: interleave(r.fragmentation),
+        calls,
+        peakReservedBytes: r.reserved.max,
+        peakX: time.at(Math.max(0, r.reserved.maxEvent)),
+      };
+    });
+    const maps = recs.flatMap(({ i, r }): ReportMap[] => {
+      if (r.layout === undefined) return [];
+      const { svg, summary } = layoutMap(r.layout.description, {
+        blocks: r.layout.blocks,
+        color: allocators[i].color,
+        title: `${allocators[i].name}, device ${d.device}, after event ${r.layout.event.toLocaleString('en-US')} (the peak of reserved bytes)`,
+        attributes: { allocator: allocators[i].name, device: String(d.device) },
+        idPrefix: `map-${d.device}-${i}`,
+        width: 1200,
+      });
+      return [{ allocator: i, svg, summary, event: r.layout.event, x: time.at(Math.max(0, r.layout.event)) }];
+    });
+    devices.push({
+      device: d.device,
+      events: d.trace.length,
+      bucketWidth: width,
+      xUnit: time.unit,
+      x,
+      peakRequestedBytes: d.peakRequestedBytes,
+      series,
+      maps,
+    });
+  }
+  return {
+    title,
+    trace: {
+      events: plan.events,
+      allocs: plan.allocs,
+      peakRequestedBytes: plan.peakRequestedBytes,
+      durationUs: plan.durationUs,
+      startedMidRun: plan.startedMidRun,
+    },
+    costs: costs === undefined ? null : `${costs.info.source}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`,
+    allocators,
+    devices,
+  };
+}
+
+function interleave(s: MinMaxSeries): number[] {
+  const out: number[] = [];
+  for (let k = 0; k < s.first.length; k++) out.push(s.first[k], s.second[k]);
+  return out;
+}
+
+/** Seconds since the device's first timed event, or the event index when the trace has no times. */
+function eventTime(d: DevicePlan): { unit: 'seconds' | 'events'; at(event: number): number } {
+  const t = d.trace.timeUs;
+  let t0 = Number.NaN;
+  for (let i = 0; i < t.length && Number.isNaN(t0); i++) t0 = t[i];
+  if (Number.isNaN(t0)) return { unit: 'events', at: (e) => Math.max(0, e) };
+  // An event without a time takes the last time before it.
+  return {
+    unit: 'seconds',
+    at: (e) => {
+      for (let i = Math.max(0, e); i >= 0; i--) if (!Number.isNaN(t[i])) return (t[i] - t0) / 1e6;
+      return 0;
+    },
+  };
+}
