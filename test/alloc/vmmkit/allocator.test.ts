@@ -143,7 +143,7 @@ describe('VmmkitAllocator', () => {
     };
 
     for (const [name, options] of [
-      ['creating new pages', { slack: 10 }],
+      ['creating new pages', { slack: 0.5 }],
       ['moving idle pages (GMLake stitching)', { slack: 0, minIdleAge: 0 }],
     ] as const) {
       for (const kind of ['out-of-memory', 'invalid-value'] as const) {
