@@ -12,10 +12,11 @@
  * H200 driver time priced per handle (meter.ts), chunks created, and the
  * wall time of the replay here.
  */
+
+import { writeFileSync } from 'node:fs';
 import type { CachingAllocator } from '../../../src/alloc/allocator.js';
 import { DEFAULT_PYTORCH_SETTINGS, PytorchExpandableAllocator } from '../../../src/alloc/pytorch/index.js';
 import { VmmkitAllocator, type VmmkitOptions } from '../../../src/alloc/vmmkit/index.js';
-import { writeFileSync } from 'node:fs';
 import { createMachine } from '../../../src/backends/sim/machine.js';
 import { createRuntime } from '../../../src/compose/create-runtime.js';
 import { Runtime } from '../../../src/core/runtime.js';
