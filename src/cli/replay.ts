@@ -1,6 +1,7 @@
 /**
  * `vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json]
- *                [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--export DIR]`
+ *                [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--sim-addresses]
+ *                [--export DIR]`
  *
  * What would this recorded workload's memory look like under each allocator?
  * Reads a PyTorch memory snapshot, replays its trace through each allocator
@@ -38,7 +39,7 @@ import { planReplay } from '../replay/trace-plan.js';
 import type { CliOutput } from './cli.js';
 
 export const REPLAY_USAGE =
-  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--export DIR]';
+  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--sim-addresses] [--export DIR]';
 
 /** Where the measured cost table lives in the package. */
 export const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
@@ -76,6 +77,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   const fidelity = flag(args, '--fidelity');
   const stopAtOom = flag(args, '--stop-at-oom');
   const inferEmptyCache = !flag(args, '--no-empty-cache');
+  const recordedAddresses = !flag(args, '--sim-addresses');
   const backend = option(args, '--backend') ?? 'sim';
   if (backend !== 'sim' && backend !== 'cuda')
     throw new UsageError(`unknown backend '${backend}' (sim or cuda)`);
@@ -107,6 +109,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
     costs,
     plan,
     stopAtOom,
+    recordedAddresses,
     keepEvents: fidelity || exportDir !== undefined,
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
@@ -246,6 +249,7 @@ function toJson(
       replayMs: a.replayMs,
       ooms: a.ooms,
       stoppedAtOom: a.stoppedAtOom,
+      placedSegments: a.placedSegments,
       error: a.error ?? null,
       devices: a.devices.map((d) => ({
         device: d.device,

@@ -33,6 +33,7 @@ export {
   pickle,
   unpickle,
 } from './pickle/index.js';
+export { type Placement, placeAtRecordedAddresses } from './placement.js';
 export {
   type AllocatorRun,
   type DeviceRun,

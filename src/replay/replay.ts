@@ -32,6 +32,7 @@ import type { Runtime } from '../core/runtime.js';
 import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
+import { placeAtRecordedAddresses } from './placement.js';
 import { Action, type MemorySnapshot } from './snapshot.js';
 import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
 
@@ -53,6 +54,11 @@ export interface ReplayOptions {
   readonly plan?: TracePlan;
   /** When making the plan here: infer empty_cache() calls (default true; Note [Inferred empty_cache]). */
   readonly inferEmptyCache?: boolean;
+  /**
+   * On the simulator, serve one-step allocations at the recorded segment
+   * addresses (default true; placement.ts, Note [Recorded placement]).
+   */
+  readonly recordedAddresses?: boolean;
 }
 
 /** A segment event an allocator made, with the trace event it made it in (-1: while rebuilding the start state). */
@@ -105,6 +111,8 @@ export interface AllocatorRun {
   readonly error: string | undefined;
   /** What the runtime reported while tearing down (leaks, failed steps). */
   readonly warnings: readonly string[];
+  /** One-step allocations served at their recorded address (Note [Recorded placement]). */
+  readonly placedSegments: number;
   readonly devices: readonly DeviceRun[];
 }
 
@@ -158,6 +166,11 @@ function runOne(
       ? createProcess({ backend: 'cuda', report })
       : createProcess({ devices: Array(deviceCount).fill(options.device ?? 'H200'), report });
   const runtime = proc.runtime;
+  // Placement first, so that the meter, wrapping it, counts a placed malloc as one cuMemAlloc.
+  const placement =
+    backend === 'sim' && (options.recordedAddresses ?? true)
+      ? placeAtRecordedAddresses(runtime, plan)
+      : undefined;
   const meter = new DriverMeter(runtime, options.costs, backend === 'cuda');
   const made: CachingAllocator[] = [];
   const devices: DeviceRun[] = [];
@@ -196,6 +209,8 @@ function runOne(
     use = { calls: meter.calls(), estimatedUs: null, measuredUs: null };
   }
   meter.detach();
+  const placedSegments = placement?.placed ?? 0;
+  placement?.restore();
   for (const a of made) {
     try {
       a.dispose();
@@ -222,6 +237,7 @@ function runOne(
     stoppedAtOom,
     error,
     warnings,
+    placedSegments,
     devices,
   };
 }

@@ -5,6 +5,7 @@ import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
 import { CostTable, CostTableError, loadCostTable, parseCostTable } from '../../src/replay/cost-table.js';
 import { DriverMeter } from '../../src/replay/driver-meter.js';
 import { compareWithTrace } from '../../src/replay/fidelity.js';
+import { placeAtRecordedAddresses } from '../../src/replay/placement.js';
 import { BlockState, replay } from '../../src/replay/replay.js';
 import { planReplay } from '../../src/replay/trace-plan.js';
 import { fixture, readFixture, snapshotOf } from './helpers.js';
@@ -324,6 +325,65 @@ describe('replay', () => {
         expect(a.peakReservedBytes, `${a.name} on ${name}`).toBeGreaterThanOrEqual(r.plan.peakRequestedBytes);
       }
     }
+  });
+});
+
+describe('recorded placement', () => {
+  const R = 0x7f50_0000_0000;
+
+  it('one-step allocations land at the recorded segment addresses and still count as cuMemAlloc / cuMemFree', () => {
+    const s = snapshotOf([
+      ['segment_alloc', R + 64 * MiB, 2 * MiB],
+      ['alloc', R + 64 * MiB, 1000],
+      ['segment_alloc', R, 4 * MiB],
+      ['alloc', R, 3 * MiB],
+      ['free_completed', R, 3 * MiB],
+    ]);
+    const a = replay(s, { allocators: [ONE_STEP] }).allocators[0];
+    expect(a.placedSegments).toBe(2);
+    expect(a.devices[0].segmentEvents.map((e) => e.address)).toEqual([R + 64 * MiB, R, R]);
+    expect(a.driverCalls).toMatchObject({
+      cuMemAlloc: 2,
+      cuMemFree: 1,
+      cuMemAddressReserve: 0,
+      cuMemCreate: 0,
+      cuMemMap: 0,
+    });
+    const sim = replay(s, { allocators: [ONE_STEP], recordedAddresses: false }).allocators[0];
+    expect(sim.placedSegments).toBe(0);
+    expect(sim.devices[0].segmentEvents[0].address).not.toBe(R + 64 * MiB);
+  });
+
+  it('a size the recording does not have next gets an ordinary malloc, and the recording waits for it', () => {
+    const s = snapshotOf([
+      ['segment_alloc', R, 4 * MiB],
+      ['alloc', 0x1000, 1000],
+      ['alloc', R, 3 * MiB],
+    ]);
+    const a = replay(s, { allocators: [ONE_STEP] }).allocators[0];
+    expect(a.placedSegments).toBe(1);
+    const [first, second] = a.devices[0].segmentEvents;
+    expect(first.address).not.toBe(R);
+    expect(second.address).toBe(R);
+  });
+
+  it('a placed malloc that runs out of memory leaves nothing behind', () => {
+    const tiny = {
+      name: 'tiny',
+      totalMemory: 4 * MiB,
+      minimumGranularity: 2 * MiB,
+      recommendedGranularity: 2 * MiB,
+    };
+    const { runtime } = createProcess({ devices: [tiny] });
+    const placement = placeAtRecordedAddresses(
+      runtime,
+      planReplay(snapshotOf([['segment_alloc', R, 8 * MiB]])),
+    );
+    expect(() => runtime.malloc(0, 8 * MiB)).toThrow(/out-of-memory/);
+    expect(runtime.stats()).toMatchObject({ reservations: 0, mappings: 0, handles: 0 });
+    expect(placement.placed).toBe(0);
+    placement.restore();
+    runtime.dispose();
   });
 });
 
