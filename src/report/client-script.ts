@@ -42,24 +42,35 @@ export const REPORT_SCRIPT = String.raw`
         setCursor: function (u) {
           var idx = u.cursor.idx;
           if (idx == null || u.cursor.left < 0) { tip.style.display = 'none'; return; }
-          var b = idx >> 1;
-          var first = b * dev.bucketWidth;
-          var last = Math.min(dev.events - 1, first + dev.bucketWidth - 1);
-          var html = '<div class="tip-x">' + fmtX(dev, u.data[0][2 * b + 1]) +
+          // Every point at the hovered time counts (events may share a time), and both points of each bucket.
+          var xs = u.data[0], lo = idx, hi = idx;
+          while (lo > 0 && xs[lo - 1] === xs[idx]) lo--;
+          while (hi < xs.length - 1 && xs[hi + 1] === xs[idx]) hi++;
+          lo = lo & ~1;
+          hi = hi | 1;
+          var first = (lo >> 1) * dev.bucketWidth;
+          var last = Math.min(dev.events - 1, ((hi >> 1) + 1) * dev.bucketWidth - 1);
+          var html = '<div class="tip-x">' + fmtX(dev, xs[idx]) +
             ' <span class="tip-events">(event' + (last > first ? 's ' + first.toLocaleString('en-US') + '\u2013' + last.toLocaleString('en-US') : ' ' + first.toLocaleString('en-US')) + ')</span></div>';
           for (var s = 1; s < u.series.length; s++) {
             if (!u.series[s].show) continue;
-            var v1 = u.data[s][2 * b], v2 = u.data[s][2 * b + 1];
-            var hi = Math.max(v1, v2), lo = Math.min(v1, v2);
-            html += '<div class="tip-row" data-series="' + u.series[s].label + '"><span class="swatch" style="background:' + u.series[s]._stroke + '"></span>' +
-              u.series[s].label + ': <b>' + format(hi) + '</b>' + (lo !== hi && kind !== 'calls' ? ' <span class="tip-lo">(low ' + format(lo) + ')</span>' : '') + '</div>';
+            var top = -Infinity, bottom = Infinity;
+            for (var k = lo; k <= hi; k++) {
+              var v = u.data[s][k];
+              if (v > top) top = v;
+              if (v < bottom) bottom = v;
+            }
+            // Calls are counts per bucket: the buckets at this time add up.
+            if (kind === 'calls') for (top = 0, k = lo; k <= hi; k += 2) top += u.data[s][k];
+            html += '<div class="tip-row" data-series="' + u.series[s].label + '" data-value="' + top + '"><span class="swatch" style="background:' + u.series[s]._stroke + '"></span>' +
+              u.series[s].label + ': <b>' + format(top) + '</b>' + (bottom !== top && kind !== 'calls' ? ' <span class="tip-lo">(low ' + format(bottom) + ')</span>' : '') + '</div>';
           }
           tip.innerHTML = html;
           tip.style.display = 'block';
-          var left = u.cursor.left + 14, top = Math.max(0, u.cursor.top - 10);
+          var left = u.cursor.left + 14, y = Math.max(0, u.cursor.top - 10);
           if (left + tip.offsetWidth > u.over.clientWidth) left = u.cursor.left - tip.offsetWidth - 14;
           tip.style.left = left + 'px';
-          tip.style.top = top + 'px';
+          tip.style.top = y + 'px';
         }
       }
     };
