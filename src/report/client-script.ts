@@ -24,6 +24,9 @@ export const REPORT_SCRIPT = String.raw`
     return dev.xUnit === 'seconds' ? v.toFixed(3) + ' s' : 'event ' + Math.round(v).toLocaleString('en-US');
   }
   var charts = [];
+  var steps = uPlot.paths.stepped({ align: 1 });
+  var NICE = [];
+  for (var p = -3; p <= 6; p++) [1, 2, 2.5, 5].forEach(function (m) { NICE.push(m * Math.pow(10, p)); });
   function chartWidth() {
     return Math.max(480, Math.min(1400, document.documentElement.clientWidth - 48));
   }
@@ -145,7 +148,9 @@ export const REPORT_SCRIPT = String.raw`
     var unit = peak >= GiB ? ['GiB', GiB] : ['MiB', MiB];
     var xLabel = dev.xUnit === 'seconds' ? 'trace time (s)' : 'trace event';
     var key = 'device-' + dev.device;
-    function make(kind, title, yLabel, yValues, series, ys, format, plugins, yRange) {
+    function make(kind, title, yLabel, yValues, series, ys, format, plugins, yRange, yIncrs) {
+      // Memory holds between events: every line is drawn as steps.
+      series.forEach(function (s) { s.paths = steps; });
       var el = root.querySelector('.chart-' + kind);
       var opts = {
         title: title,
@@ -153,11 +158,17 @@ export const REPORT_SCRIPT = String.raw`
         height: kind === 'memory' ? 360 : 220,
         scales: { x: { time: false }, y: { range: yRange } },
         axes: [
-          { label: xLabel, labelSize: 28, size: 44 },
-          { label: yLabel, labelSize: 28, size: 70, values: function (u, vals) { return vals.map(yValues); } }
+          { label: xLabel, labelSize: 28, size: 44, values: function (u, vals) {
+            // As many decimals as the tick spacing needs, so close ticks never read the same.
+            var step = vals.length > 1 ? Math.abs(vals[1] - vals[0]) : 1;
+            var digits = 0;
+            while (digits < 9 && Math.abs(Math.round(step * Math.pow(10, digits)) - step * Math.pow(10, digits)) > 1e-6) digits++;
+            return vals.map(function (v) { return dev.xUnit === 'seconds' ? v.toFixed(digits) : Math.round(v).toLocaleString('en-US'); });
+          } },
+          { label: yLabel, labelSize: 28, size: 70, incrs: yIncrs, values: function (u, vals) { return vals.map(yValues); } }
         ],
         series: [{ label: xLabel, value: function (u, v) { return v == null ? '' : fmtX(dev, v); } }].concat(series),
-        cursor: { drag: { x: true, y: false, setScale: true }, sync: { key: key }, points: { show: false } },
+        cursor: { y: false, drag: { x: true, y: false, setScale: true }, sync: { key: key }, points: { show: false } },
         legend: { show: true, live: false },
         plugins: [tooltipPlugin(dev, kind, format), wheelZoomPlugin(dev)].concat(plugins || []),
         hooks: { setScale: [syncZoom(group)] }
@@ -181,7 +192,8 @@ export const REPORT_SCRIPT = String.raw`
     });
     make('memory', 'Memory over time: requested, reserved (solid) and allocated (dashed) bytes', 'memory (' + unit[0] + ')',
       function (v) { return +(v / unit[1]).toFixed(2); }, memSeries, memYs, fmtBytes, [peakPlugin(dev)],
-      function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; });
+      function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; },
+      NICE.map(function (m) { return m * unit[1]; }));
     make('fragmentation', 'Fragmentation: share of reserved bytes no block holds (1 \u2212 allocated / reserved)', 'unused (% of reserved)',
       function (v) { return +(v * 100).toFixed(1); },
       dev.series.map(function (s) { var a = data.allocators[s.allocator]; return { label: a.name, stroke: a.color, width: 1.5 }; }),

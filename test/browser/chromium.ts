@@ -8,7 +8,9 @@ export const CHROMIUM = '/usr/bin/chromium';
 
 /** Why the browser cannot run here, or undefined when it can. */
 export function chromiumMissing(): string | undefined {
-  return existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is missing (npm test's pretest installs it: scripts/setup-browser.mjs)`;
+  return existsSync(CHROMIUM)
+    ? undefined
+    : `${CHROMIUM} is missing (npm test's pretest installs it: scripts/setup-browser.mjs)`;
 }
 
 export interface OpenBrowser {
