@@ -260,6 +260,7 @@ function toJson(
         utilization: d.utilization,
         ooms: d.ooms,
         firstOomEvent: d.firstOomEvent,
+        deviceUsedAtPeakBytes: d.deviceUsedAtPeakBytes,
       })),
       ...(fidelity === undefined ? {} : { fidelity: fidelity[i] }),
     })),

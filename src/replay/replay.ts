@@ -50,6 +50,13 @@ export interface ReplayOptions {
   readonly stopAtOom?: boolean;
   /** Told every 65536 events (and at the end) how far the whole replay is. */
   readonly onProgress?: (done: number, total: number) => void;
+  /**
+   * Read the device's used memory (cuMemGetInfo through memoryInfo) each time
+   * the allocator's reserved bytes reach a new peak, so the run reports what
+   * the device itself held at that moment (Note [Device memory at the peak]).
+   * Default: on with the real backend, off on the simulator.
+   */
+  readonly measureDeviceMemory?: boolean;
   /** A plan already made for this snapshot (planReplay), to skip making it again. */
   readonly plan?: TracePlan;
   /** When making the plan here: infer empty_cache() calls (default true; Note [Inferred empty_cache]). */
@@ -86,6 +93,12 @@ export interface DeviceRun {
   readonly blockAddress: Float64Array;
   /** BlockState of each block at the end. */
   readonly blockState: Uint8Array;
+  /**
+   * Bytes the device itself held for this run when the allocator's reserved
+   * bytes peaked (used memory then, less the used memory before the
+   * allocator started); null unless measureDeviceMemory.
+   */
+  readonly deviceUsedAtPeakBytes: number | null;
 }
 
 export interface AllocatorRun {
@@ -293,11 +306,27 @@ function runDevice(
   let error: string | undefined;
   let stoppedAtOom = false;
   const stopAtOom = options.stopAtOom ?? false;
+  // Note [Device memory at the peak]: the model's reserved bytes are its own
+  // books; the driver's used memory is the ground truth. Sampling memoryInfo
+  // at each new reserved peak (rare: only when the allocator takes memory)
+  // shows whether the two agree, up to the driver's own overhead (page-table
+  // and bookkeeping pages it may count as used).
+  const measure = options.measureDeviceMemory ?? options.backend === 'cuda';
+  const usedBefore = measure ? usedBytes(runtime, d.device) : 0;
+  let lastPeak = 0;
+  let deviceUsedAtPeak: number | null = measure ? 0 : null;
+  const samplePeak = (): void => {
+    const reserved = allocator.stats.reservedBytes;
+    if (reserved <= lastPeak) return;
+    lastPeak = reserved;
+    deviceUsedAtPeak = usedBytes(runtime, d.device) - usedBefore;
+  };
 
   /** malloc for block `id`; false when the run must end (stopAtOom). */
   const allocate = (id: number, size: number, stream: number): boolean => {
     try {
       const a = allocator.malloc(size, stream);
+      if (measure) samplePeak();
       live[id] = a;
       if (keep) ours[id] = a;
       state[id] = BlockState.live;
@@ -363,8 +392,14 @@ function runDevice(
       segmentEvents,
       blockAddress: ours,
       blockState: state,
+      deviceUsedAtPeakBytes: deviceUsedAtPeak,
     },
     error,
     stoppedAtOom,
   };
+}
+
+function usedBytes(runtime: Runtime, device: number): number {
+  const info = runtime.memoryInfo(device);
+  return info.total - info.free;
 }

@@ -474,9 +474,29 @@ describe('fidelity', () => {
       ],
       blockAddress: Float64Array.of(ours + 3 * MiB),
       blockState: Uint8Array.of(BlockState.live),
+      deviceUsedAtPeakBytes: null,
     };
     const f = compareWithTrace(plan.devices[0], run);
     expect(f.allocsMatched).toBe(1);
     expect(f.firstDifference?.kind).toBe('segment');
+  });
+});
+
+describe('Note [Device memory at the peak]', () => {
+  it('on the simulator the device holds exactly what each allocator reserved at its peak', async () => {
+    const { readSnapshotFile } = await import('../../src/replay/load.js');
+    const { DEFAULT_ALLOCATORS, selectAllocators } = await import('../../src/replay/allocators.js');
+    const snapshot = readSnapshotFile('traces/h200/phases_streams-native.pickle.gz');
+    const result = replay(snapshot, {
+      allocators: selectAllocators([], DEFAULT_ALLOCATORS),
+      measureDeviceMemory: true,
+    });
+    expect(result.allocators.map((a) => a.name)).toEqual(['pytorch-native', 'pytorch-expandable', 'vmmkit']);
+    for (const a of result.allocators) {
+      const d = a.devices[0];
+      expect(d.deviceUsedAtPeakBytes, a.name).toBe(d.peakReservedBytes);
+    }
+    const off = replay(snapshot, { allocators: selectAllocators(['vmmkit'], DEFAULT_ALLOCATORS) });
+    expect(off.allocators[0].devices[0].deviceUsedAtPeakBytes).toBeNull();
   });
 });

@@ -112,6 +112,7 @@ export function replayDevice(
     peakReservedBytes: stats.peakReservedBytes,
     peakAllocatedBytes: stats.peakAllocatedBytes,
     peakRequestedBytes: plan.peakRequestedBytes,
+    deviceUsedAtPeakBytes: null,
     ratio: null,
     utilization: null,
     ooms: stats.ooms,
