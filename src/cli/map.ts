@@ -33,7 +33,7 @@ export async function mapCommand(io: CliOutput, argv: readonly string[]): Promis
     return await run(io, [...argv]);
   } catch (e) {
     if (e instanceof UsageError) {
-      io.err(`vmmkit map: ${e.message}\nusage: ${MAP_USAGE}`);
+      io.err(`vmmkit map: ${e.message} (usage: ${MAP_USAGE})`);
       return 2;
     }
     io.err(`vmmkit map: ${e instanceof Error ? e.message : String(e)}`);

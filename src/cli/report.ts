@@ -56,7 +56,7 @@ export async function reportCommand(
   } catch (e) {
     io.progress?.(-1);
     if (e instanceof UsageError) {
-      io.err(`vmmkit report: ${e.message}\nusage: ${REPORT_USAGE}`);
+      io.err(`vmmkit report: ${e.message} (usage: ${REPORT_USAGE})`);
       return 2;
     }
     io.err(`vmmkit report: ${e instanceof Error ? e.message : String(e)}`);

@@ -61,7 +61,8 @@ interface Piece {
 
 const ROW_HEIGHT = 22;
 const ROW_GAP = 6;
-const ROWS = 16;
+/** Rows of the strip: enough for many reservations to read, few for a small map. */
+const MAX_ROWS = 16;
 const MARGIN = 12;
 const HEADER = 42;
 
@@ -104,6 +105,8 @@ export function layoutMap(
     pieces.push(own);
   }
   const total = Math.max(at, 1);
+  const pieceCount = pieces.reduce((n, own) => n + own.length, 0);
+  const ROWS = Math.min(MAX_ROWS, Math.max(2, Math.ceil(pieceCount / 2)));
   const rowBytes = total / ROWS;
   const inner = width - 2 * MARGIN;
   const scale = inner / rowBytes;
@@ -160,15 +163,16 @@ export function layoutMap(
         )
         .join(', ');
       const tip = `mapping ${hex(m.va)}, ${formatBytes(m.size)}, handle ${m.handle}${m.offset ? ` at offset ${formatBytes(m.offset)}` : ''}; ${access}`;
-      g += rects(
+      g += `<g class="mapping" data-va="${m.va}" data-handle="${m.handle}">${rects(
         place(p, m.va),
         place(p, m.va + m.size),
-        'mapping',
-        ` fill="${hue}" fill-opacity="${blocks === undefined ? 0.75 : 0.18}" data-handle="${m.handle}"><title>${escapeXml(tip)}</title></rect`,
-      );
+        'mapping-part',
+        ` fill="${hue}" fill-opacity="${blocks === undefined ? 0.75 : 0.18}"><title>${escapeXml(tip)}</title></rect`,
+      )}`;
       if (blocks === undefined && m.access.every((x) => x === Access.None)) {
         g += rects(place(p, m.va), place(p, m.va + m.size), 'no-access', ` fill="url(#${id}-noaccess)"`);
       }
+      g += '</g>';
     }
     if (blocks !== undefined) {
       // Blocks in this reservation, and the pages of its mappings none of them touch.
@@ -212,7 +216,7 @@ export function layoutMap(
     const first = own[0];
     const tip = `reservation ${hex(r.base)}, ${formatBytes(r.size)} (${r.origin === 'malloc' ? 'one-step malloc' : 'reserved'}), ${r.mappings.length} mapping(s)`;
     body += `<g class="reservation" data-base="${r.base}" data-size="${r.size}"><title>${escapeXml(tip)}</title>${g}${
-      first === undefined ? '' : boundary(first.at, rowBytes, scale)
+      first === undefined ? '' : boundary(first.at, rowBytes, scale, ROWS)
     }</g>`;
   }
 
@@ -264,8 +268,8 @@ ${legend}
 }
 
 /** A dark tick where a reservation starts. */
-function boundary(at: number, rowBytes: number, scale: number): string {
-  const row = Math.min(ROWS - 1, Math.floor(at / rowBytes + 1e-9));
+function boundary(at: number, rowBytes: number, scale: number, rows: number): string {
+  const row = Math.min(rows - 1, Math.floor(at / rowBytes + 1e-9));
   const x = MARGIN + (at - row * rowBytes) * scale;
   const y = HEADER + row * (ROW_HEIGHT + ROW_GAP);
   return `<line class="boundary" x1="${x.toFixed(2)}" y1="${y - 2}" x2="${x.toFixed(2)}" y2="${y + ROW_HEIGHT + 2}" stroke="#222" stroke-width="1.5"/>`;

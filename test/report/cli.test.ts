@@ -1,0 +1,224 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/cli.js';
+import { captureScript } from '../../src/cli/map.js';
+import { readSnapshotFile } from '../../src/replay/load.js';
+import { planReplay } from '../../src/replay/trace-plan.js';
+import { renderMap } from '../../src/report/address-map.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const TRACE = join(root, 'traces/h200/phases_streams-native.pickle.gz');
+const SCRIPT = fileURLToPath(new URL('./fixtures/two-processes.mjs', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'vmmkit-report-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  const progress: number[] = [];
+  return {
+    io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) },
+    tty: {
+      out: (l: string) => out.push(l),
+      err: (l: string) => err.push(l),
+      progress: (f: number) => progress.push(f),
+    },
+    out,
+    err,
+    progress,
+  };
+}
+
+describe('vmmkit report', () => {
+  it('writes one self-contained HTML file, and with --export-snapshot a snapshot per allocator', async () => {
+    const c = capture();
+    const out = join(dir, 'r.html');
+    const snap = join(dir, 'run.pickle.gz');
+    const code = await runCli(
+      [
+        'report',
+        TRACE,
+        '--allocator',
+        'vmmkit',
+        '--allocator',
+        'pytorch-native',
+        '--out',
+        out,
+        '--export-snapshot',
+        snap,
+      ],
+      c.io,
+    );
+    expect(code, c.err.join('\n')).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    expect(html).toContain('<script type="application/json" id="report-data">');
+    expect(html).toContain('var uPlot=');
+    // Nothing to fetch: no src= or href= attribute pointing anywhere.
+    expect(html).not.toMatch(/\s(src|href)=["']?(https?:|\/\/)/);
+    for (const name of ['vmmkit', 'pytorch-native']) {
+      const file = join(dir, `run-${name}.pickle.gz`);
+      const back = readSnapshotFile(file);
+      expect(planReplay(back).peakRequestedBytes).toBe(
+        planReplay(readSnapshotFile(TRACE)).peakRequestedBytes,
+      );
+    }
+    expect(c.out).toEqual([
+      `wrote ${out}`,
+      `wrote ${join(dir, 'run-vmmkit.pickle.gz')} (vmmkit)`,
+      `wrote ${join(dir, 'run-pytorch-native.pickle.gz')} (pytorch-native)`,
+    ]);
+  });
+
+  it('reports progress to a terminal (rising to 1, then cleared) and prints none without one', async () => {
+    const tty = capture();
+    expect(await runCli(['report', TRACE, '--out', join(dir, 'p.html')], tty.tty)).toBe(0);
+    expect(tty.progress.length).toBeGreaterThan(1);
+    expect(tty.progress[tty.progress.length - 1]).toBe(-1);
+    const rising = tty.progress.slice(0, -1);
+    expect(rising[rising.length - 1]).toBe(1);
+    expect(rising.every((f, i) => i === 0 || f >= rising[i - 1])).toBe(true);
+    const pipe = capture();
+    expect(await runCli(['report', TRACE, '--out', join(dir, 'q.html')], pipe.io)).toBe(0);
+    expect(pipe.err).toEqual([]);
+  });
+
+  const bad: [string, string[], number, RegExp][] = [
+    [
+      'a missing snapshot',
+      ['report', join(dir, 'nope.pickle'), '--out', join(dir, 'x.html')],
+      1,
+      /nope\.pickle/,
+    ],
+    [
+      'an unknown allocator',
+      ['report', TRACE, '--allocator', 'jemalloc', '--out', join(dir, 'x.html')],
+      2,
+      /unknown allocator 'jemalloc'/,
+    ],
+    [
+      'an --out in a folder that does not exist',
+      ['report', TRACE, '--out', join(dir, 'no/such/r.html')],
+      1,
+      /cannot write .*no folder/,
+    ],
+    ['an --out that is a folder', ['report', TRACE, '--out', dir], 1, /cannot write .*is a folder/],
+    [
+      'an --export-snapshot that cannot be written',
+      ['report', TRACE, '--out', join(dir, 'x.html'), '--export-snapshot', join(dir, 'none/s.pickle')],
+      1,
+      /cannot write/,
+    ],
+    ['no snapshot', ['report'], 2, /no snapshot file given/],
+    ['an unknown option', ['report', TRACE, '--colour'], 2, /unknown option '--colour'/],
+    [
+      'a corrupt snapshot',
+      ['report', join(root, 'test/replay/fixtures/corrupt.pickle.gz'), '--out', join(dir, 'x.html')],
+      1,
+      /./,
+    ],
+    ['a missing script', ['map', join(dir, 'nope.mjs'), '--out', join(dir, 'm.html')], 1, /cannot load/],
+    [
+      'a map --out in a folder that does not exist',
+      ['map', SCRIPT, '--out', join(dir, 'no/m.svg')],
+      1,
+      /cannot write/,
+    ],
+    [
+      'a mark the script never makes',
+      ['map', SCRIPT, '--at', 'never', '--out', join(dir, 'm.html')],
+      1,
+      /never called mark\('never'\)/,
+    ],
+  ];
+  for (const [what, argv, code, message] of bad) {
+    it(`${what}: one line on stderr and exit ${code}, nothing written`, async () => {
+      const c = capture();
+      expect(await runCli(argv, c.io)).toBe(code);
+      expect(c.err.length).toBe(1);
+      expect(c.err[0]).not.toContain('\n');
+      expect(c.err[0]).toMatch(message);
+      expect(c.out).toEqual([]);
+      expect(existsSync(join(dir, 'x.html'))).toBe(false);
+    });
+  }
+});
+
+describe('vmmkit map and renderMap', () => {
+  it('describes each process at its end: A just before dispose, B when the script returned', async () => {
+    const caps = await captureScript(SCRIPT);
+    expect(caps.map((c) => c.label.replace(/process \d+ /, ''))).toEqual([
+      'just before it was disposed',
+      'when the script returned',
+    ]);
+    const [a, b] = caps.map((c) => c.description);
+    expect(a.reservations.map((r) => r.mappings.length)).toEqual([1]);
+    expect(b.reservations[0].mappings[0].access).toEqual([0]);
+    const svg = renderMap(a);
+    expect(svg.match(/class="reservation"/g)?.length).toBe(1);
+    expect(svg.match(/class="mapping"/g)?.length).toBe(1);
+    expect(svg).toContain('device 0 read-write');
+    expect(renderMap(b)).toContain('device 0 none');
+  });
+
+  it('--at draws every live process at the mark', async () => {
+    const caps = await captureScript(SCRIPT, 'mapped');
+    expect(caps.length).toBe(2);
+    expect(caps[0].description.reservations[0].mappings.length).toBe(2);
+    expect(caps[1].description.allocations.length).toBe(1);
+  });
+
+  it('writes HTML (a map and tables per process) or SVG by the --out name', async () => {
+    const c = capture();
+    const html = join(dir, 'm.html');
+    const svg = join(dir, 'm.svg');
+    expect(await runCli(['map', SCRIPT, '--at', 'mapped', '--out', html], c.io)).toBe(0);
+    expect(await runCli(['map', SCRIPT, '--out', svg], c.io)).toBe(0);
+    expect(c.out).toEqual([`wrote ${html} (2 processes)`, `wrote ${svg} (2 processes)`]);
+    const page = readFileSync(html, 'utf8');
+    expect(page.match(/<section class="process"/g)?.length).toBe(2);
+    expect(page.match(/class="mapping-row"/g)?.length).toBe(3);
+    expect(page.match(/class="handle-row"/g)?.length).toBe(3);
+    const text = readFileSync(svg, 'utf8');
+    expect(text.startsWith('<svg')).toBe(true);
+    expect(text.match(/class="address-map"/g)?.length).toBe(2);
+  });
+});
+
+/** The built command line (npm ci's prepare builds dist/), when it is newer than the sources it runs. */
+function builtCli(): string | undefined {
+  const main = join(root, 'dist/src/cli/report.js');
+  if (!existsSync(main)) return undefined;
+  const newest = Math.max(
+    ...['src/cli/report.ts', 'src/cli/cli.ts', 'src/report/collect.ts'].map(
+      (f) => statSync(join(root, f)).mtimeMs,
+    ),
+  );
+  return statSync(main).mtimeMs >= newest ? join(root, 'dist/src/cli/main.js') : undefined;
+}
+
+const cli = builtCli();
+const scriptMissing = spawnSync('script', ['--version']).error !== undefined;
+
+describe.skipIf(cli === undefined || scriptMissing)(
+  'the progress bar of the built vmmkit (skipped unless dist/ is current and util-linux script is here)',
+  () => {
+    it('draws on a terminal and stays quiet on a pipe', () => {
+      const out = join(dir, 'tty');
+      mkdirSync(out, { recursive: true });
+      const args = `report ${TRACE} --out ${join(out, 'r.html')}`;
+      // Under script(1) stderr is a pseudo-terminal.
+      const tty = spawnSync('script', ['-qec', `node ${cli} ${args}`, '/dev/null'], { encoding: 'utf8' });
+      expect(tty.status, tty.stderr).toBe(0);
+      expect(tty.stdout).toMatch(/\r\[#+ *\] \d+%/);
+      expect(tty.stdout).toContain('\x1b[K');
+      const pipe = spawnSync('node', [cli!, ...args.split(' ')], { encoding: 'utf8' });
+      expect(pipe.status).toBe(0);
+      expect(pipe.stderr).not.toContain('%');
+      expect(pipe.stderr).not.toContain('\r');
+    });
+  },
+);
