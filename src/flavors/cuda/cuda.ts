@@ -1,4 +1,5 @@
 import type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../c-api/cuda-structs.js';
+import { type ErrorKind, isVmmError } from '../../core/errors.js';
 import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
 import type { AccessDescriptor, ReserveOptions } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
@@ -104,6 +105,8 @@ export class CudaFlavor extends VendorProcess {
   readonly #descriptors = new DescriptorCache();
   readonly #addresses = new BigIntMemo();
   readonly #handleMemo = new BigIntMemo();
+  /** The allocation whose handle the flavour handed out last (Note [Last handle]). */
+  #lastAllocation: PhysicalAllocation | undefined;
   /** CUDA mappings core holds as several pieces, by piece (Note [Mappings past a reservation's end]). */
   readonly #spans = new Map<Mapping, Span>();
   /** Reservations the flavour made for spans; the program never sees them. */
@@ -321,7 +324,7 @@ export class CudaFlavor extends VendorProcess {
           usage: toInt(f.usage ?? 0) || 0,
         });
       }
-      handle.value = this.#handleValue(a.id);
+      handle.value = this.#handleValue(a);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.codes.code(e);
@@ -351,6 +354,15 @@ export class CudaFlavor extends VendorProcess {
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     // The driver maps whole allocations only.
     if (off !== 0 || n !== a.size) return C.CUDA_ERROR_NOT_SUPPORTED;
+    if (this.#hidden.size === 0) {
+      // Note [Core first]: a map inside one reservation is core's map exactly.
+      try {
+        this.runtime.map(va, n, a, 0);
+        return C.CUDA_SUCCESS;
+      } catch (e) {
+        if (!isKind(e, 'not-reserved')) return this.codes.code(e);
+      }
+    }
     // Only the start must lie in a reservation the program made (map.outsideAnyReservation,
     // alloc.mapOverAllocPointer); the rest may run past its end (Note [Mappings past a reservation's end]).
     const r = this.runtime.reservationContaining(va);
@@ -370,8 +382,17 @@ export class CudaFlavor extends VendorProcess {
     const n = toCount(size);
     if (va <= 0 || n < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const end = va + n;
+    if (this.#spans.size === 0) {
+      // Note [Core first]: whole mappings, no hole, none of cuMemAlloc's: core's unmap exactly.
+      try {
+        this.runtime.unmap(va, n);
+        return C.CUDA_SUCCESS;
+      } catch (e) {
+        if (!isKind(e, 'not-mapped')) return this.codes.code(e);
+      }
+    }
     try {
-      // The common case: exactly one mapping.
+      // One whole mapping that is no span's piece.
       const one = this.runtime.mappingAt(va);
       if (
         one !== undefined &&
@@ -429,6 +450,15 @@ export class CudaFlavor extends VendorProcess {
       if (!this.runtime.isDevice(d.location.id)) return C.CUDA_ERROR_INVALID_VALUE;
       const one = this.#descriptors.get(d.location.id, d.flags as Access);
       descriptors = k === 1 ? one : [...descriptors, one[0]];
+    }
+    if (this.#spans.size === 0 && !forHost) {
+      // Note [Core first]: whole mappings with no hole, none of cuMemAlloc's: core's setAccess exactly.
+      try {
+        this.runtime.setAccess(va, n, descriptors);
+        return C.CUDA_SUCCESS;
+      } catch (e) {
+        if (!isKind(e, 'not-mapped')) return this.codes.code(e);
+      }
     }
     const end = va + n;
     const first = this.runtime.mappingAt(va);
@@ -499,7 +529,7 @@ export class CudaFlavor extends VendorProcess {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      handle.value = this.#handleValue(this.runtime.retain(this.#addresses.toNumber(addr)).id);
+      handle.value = this.#handleValue(this.runtime.retain(this.#addresses.toNumber(addr)));
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.codes.code(e);
@@ -560,7 +590,7 @@ export class CudaFlavor extends VendorProcess {
     // A descriptor that is not open (or -1) gives UNKNOWN, through the error table's invalid-fd
     // (import.bogusFd, import.afterFdClosed).
     try {
-      handle.value = this.#handleValue(this.runtime.importFd(toCount(osHandle)).id);
+      handle.value = this.#handleValue(this.runtime.importFd(toCount(osHandle)));
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.codes.code(e);
@@ -930,18 +960,31 @@ export class CudaFlavor extends VendorProcess {
   }
 
   /**
-   * The handle value the program sees: core's id as a bigint. Core never
-   * hands an id out twice in a process, so a released handle's value stays
-   * invalid for good; the flavour keeps no table of its own (only the memo
-   * of the last pair, for the map and release that follow a create).
+   * The handle value the program sees for `a`: core's id as a bigint. Core
+   * never hands an id out twice in a process, so a released handle's value
+   * stays invalid for good; the flavour keeps no table of its own, only the
+   * last allocation it handed out (Note [Last handle]).
    */
-  #handleValue(id: number): bigint {
-    return this.#handleMemo.toBigInt(id);
+  #handleValue(a: PhysicalAllocation): bigint {
+    this.#lastAllocation = a;
+    return this.#handleMemo.toBigInt(a.id);
   }
 
+  /**
+   * Note [Last handle]: the handle a call names is most often the one the
+   * previous create, retain or import returned (map it, then release it). The
+   * flavour remembers that allocation and, when the same value comes back,
+   * asks the allocation itself whether it is still live in this process
+   * (owner and handle references, kept by core) instead of looking the value
+   * up. Any other value, or that one once released, goes to core's lookup.
+   */
   #allocation(handle: CUhandle): PhysicalAllocation | undefined {
     const id = this.#handleMemo.toNumber(handle);
-    return id < 0 ? undefined : this.runtime.allocation(id);
+    if (id < 0) return undefined;
+    const last = this.#lastAllocation;
+    if (last !== undefined && last.id === id && last.owner === this.runtime && last.handleRefs > 0)
+      return last;
+    return this.runtime.allocation(id);
   }
 
   /** A stream handle as core's stream id (0 for the default stream), or -1 if unknown. */
@@ -967,6 +1010,19 @@ export class CudaFlavor extends VendorProcess {
  * treats it as one mapping, and the hidden reservations go with it.
  */
 /**
+ * Note [Core first]
+ * cuMemMap, cuMemUnmap and cuMemSetAccess accept more than core does (a map
+ * past its reservation's end, an unmap or setAccess over holes), but their
+ * common case is exactly core's operation: a map inside one reservation, an
+ * unmap or setAccess over whole adjacent mappings. So while no span exists
+ * (Note [Mappings past a reservation's end]) each hands its range to core
+ * first, and only when core refuses the range itself (not-reserved,
+ * not-mapped: it changed nothing, runtime.ts invariant 1) works out the
+ * driver's wider answer. Core refuses cuMemAlloc memory there too, so the
+ * common call makes no lookup of its own: one lookup of the range in all.
+ */
+
+/**
  * Note [CUDA after dispose]
  * A disposed CudaFlavor is a process whose driver has shut down: every call
  * answers CUDA_ERROR_DEINITIALIZED (4, "driver shutting down") and changes
@@ -983,6 +1039,11 @@ interface Span {
 }
 
 const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable: 0, usage: 0 });
+
+/** A VmmError of this kind. */
+function isKind(e: unknown, kind: ErrorKind): boolean {
+  return isVmmError(e) && e.kind === kind;
+}
 
 /** A size given as a bigint above 2^53 that is a positive multiple of `granularity`. */
 function isLargeMultiple(size: unknown, granularity: number): boolean {
