@@ -11,9 +11,18 @@
  * side imports the other for them: a front end never imports a backend (the
  * composition root makes its process; DESIGN.md, "Layers"), and the raw
  * binding stays free of front-end imports, so it can be loaded to record
- * what the driver answers with no vmmkit logic beside it. The koffi layouts
- * of the same structs (driver-api.ts) are the binding's own: they describe
- * bytes, not these JS shapes, and are checked against cuda.h's sizes.
+ * what the driver answers with no vmmkit logic beside it.
+ *
+ * What stays declared elsewhere, and why:
+ *  - the koffi layouts of the same structs and their byte offsets
+ *    (driver-api.ts): they describe bytes, not these JS shapes, and are
+ *    checked against cuda.h's sizes when the driver loads;
+ *  - DecodedProp (driver-api.ts): what the checked layer reads back, every
+ *    field present, not the argument type a caller fills in;
+ *  - hipMemAllocationProp, hipMemAccessDesc, hipMemLocation (hip.ts) and
+ *    ACL's aclrt* structs (acl.ts): HIP's and CANN's headers declare them as
+ *    types of their own, programs name them so, and ACL's differ in fields;
+ *    HIP's share CUDA's shape today, which an alias would make a promise.
  */
 
 /** CUmemLocation */

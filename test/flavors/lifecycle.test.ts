@@ -485,3 +485,19 @@ describe('dispose and exports', () => {
     expect(machine.devices[0].pool.used).toBe(0);
   });
 });
+
+describe('a runtime disposed under its front end', () => {
+  it("answers core's not-initialized with each vendor's gone code", () => {
+    const cu = createCuda();
+    ok(cu.cuInit(0), 'cuInit');
+    cu.runtime.dispose();
+    expect(cu.cuMemAddressReserve(newBox(0n), G, 0, 0n, 0)).toBe(CU.CUDA_ERROR_DEINITIALIZED);
+    const hip = createHip();
+    hip.runtime.dispose();
+    expect(hip.hipMemAddressReserve(newBox(0n), G, 0, null, 0)).toBe(H.hipErrorDeinitialized);
+    const acl = createAcl();
+    ok(acl.aclInit(), 'aclInit');
+    acl.runtime.dispose();
+    expect(acl.aclrtReserveMemAddress(newBox(0n), G, 0, 0n, 0)).toBe(A.ACL_ERROR_UNINITIALIZE);
+  });
+});
