@@ -90,6 +90,24 @@ export class Arena {
     return b;
   }
 
+  /**
+   * Carve `size` bytes at `offset` out of free block `b` (offset inside it):
+   * the free space before it stays free as its own block (see take).
+   */
+  takeAt(b: Block, offset: number, size: number): Block {
+    if (offset === b.offset) return this.take(b, size);
+    this.free.remove(b);
+    const rest = new Block(this, offset, b.end - offset);
+    rest.prev = b;
+    rest.next = b.next;
+    if (b.next !== undefined) b.next.prev = rest;
+    b.next = rest;
+    b.size = offset - b.offset;
+    this.free.add(b);
+    this.free.add(rest);
+    return this.take(rest, size);
+  }
+
   /** Return a live block, merged with free neighbours. */
   give(b: Block): void {
     b.live = false;

@@ -59,6 +59,9 @@ const optionsArb: fc.Arbitrary<VmmkitOptions> = fc
     prefetchPages: fc.constantFrom(0, 8),
     maxChunkPages: fc.constantFrom(1, 4, 512),
     smallSize: fc.constantFrom(64 * 1024, MiB),
+    mediumSize: fc.constantFrom(MiB, 4 * MiB),
+    fillSlivers: fc.boolean(),
+    alignWholePages: fc.boolean(),
   })
   .map(({ hardOver, ...o }) => ({ ...o, hardSlack: o.slack + hardOver }));
 
