@@ -106,7 +106,7 @@ export function layoutMap(
   }
   const total = Math.max(at, 1);
   const pieceCount = pieces.reduce((n, own) => n + own.length, 0);
-  const ROWS = Math.min(MAX_ROWS, Math.max(2, Math.ceil(pieceCount / 2)));
+  const ROWS = pieceCount <= 4 ? 1 : Math.min(MAX_ROWS, Math.ceil(pieceCount / 3));
   const rowBytes = total / ROWS;
   const inner = width - 2 * MARGIN;
   const scale = inner / rowBytes;
@@ -193,7 +193,8 @@ export function layoutMap(
           place(p, blk.address),
           place(last, blk.address + blk.size),
           'block-part',
-          ` fill="${color ?? '#3465a4'}"><title>${escapeXml(`block ${hex(blk.address)}, ${formatBytes(blk.size)}`)}</title></rect`,
+          // A thin light edge keeps neighbouring blocks apart.
+          ` fill="${color ?? '#3465a4'}" stroke="#ffffff" stroke-opacity="0.7" stroke-width="0.6"><title>${escapeXml(`block ${hex(blk.address)}, ${formatBytes(blk.size)}`)}</title></rect`,
         )}</g>`;
       }
       for (const m of r.mappings) {

@@ -4,8 +4,9 @@
  * per device, three uPlot charts on one time axis (memory, fragmentation,
  * driver calls), synchronised in cursor and zoom: drag to zoom into a time
  * range, the wheel to zoom around the cursor, a double click to zoom out.
- * The tooltip shows each series' greatest value in the bucket under the
- * cursor (and its least, where they differ), so the peak reads exactly.
+ * The tooltip shows each series' greatest value among the points drawn
+ * within a pixel of the cursor (and its least, where they differ), so
+ * hovering over a peak reads it exactly.
  * window.vmmkitReport holds the data and the charts, for tests.
  */
 export const REPORT_SCRIPT = String.raw`
@@ -45,10 +46,12 @@ export const REPORT_SCRIPT = String.raw`
         setCursor: function (u) {
           var idx = u.cursor.idx;
           if (idx == null || u.cursor.left < 0) { tip.style.display = 'none'; return; }
-          // Every point at the hovered time counts (events may share a time), and both points of each bucket.
+          // Every point drawn within a pixel of the cursor counts (a pixel may hold many buckets, and
+          // events may share a time), and both points of each bucket: what is under the cursor is what it reads.
           var xs = u.data[0], lo = idx, hi = idx;
-          while (lo > 0 && xs[lo - 1] === xs[idx]) lo--;
-          while (hi < xs.length - 1 && xs[hi + 1] === xs[idx]) hi++;
+          var xl = Math.min(xs[idx], u.posToVal(u.cursor.left - 1, 'x')), xr = Math.max(xs[idx], u.posToVal(u.cursor.left + 1, 'x'));
+          while (lo > 0 && xs[lo - 1] >= xl) lo--;
+          while (hi < xs.length - 1 && xs[hi + 1] <= xr) hi++;
           lo = lo & ~1;
           hi = hi | 1;
           var first = (lo >> 1) * dev.bucketWidth;

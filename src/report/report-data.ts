@@ -3,6 +3,7 @@
  * the shape the page's script draws (two points per bucket on a common x
  * axis, Note [Min-max buckets]), and the address map at each peak as SVG.
  */
+import { basename } from 'node:path';
 import type { CostTable } from '../replay/cost-table.js';
 import type { DevicePlan } from '../replay/trace-plan.js';
 import { layoutMap, type MapSummary } from './address-map.js';
@@ -156,7 +157,11 @@ export function reportData(recorded: RecordedReplay, title: string, costs?: Cost
       durationUs: plan.durationUs,
       startedMidRun: plan.startedMidRun,
     },
-    costs: costs === undefined ? null : `${costs.info.source}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`,
+    // The file's name only: a report is shared, the folder it was made in is nobody's business.
+    costs:
+      costs === undefined
+        ? null
+        : `${basename(costs.info.source)}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`,
     allocators,
     devices,
   };

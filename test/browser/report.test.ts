@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBenchSnapshot } from '../../bench/replay.js';
+import { runCli } from '../../src/cli/cli.js';
 import { reportCommand } from '../../src/cli/report.js';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
 import { readSnapshotFile } from '../../src/replay/load.js';
@@ -218,6 +219,24 @@ describe.skipIf(missing !== undefined)('the report of phases_streams (native) in
     await page.dblclick('.chart-memory .u-over');
   });
 
+  it("reads each allocator's peak when hovering over its peak at full width", async () => {
+    const { page } = loaded;
+    for (const [i, a] of plain.allocators.entries()) {
+      const at = await page.evaluate((k) => {
+        const r = (globalThis as unknown as ReportWindow).vmmkitReport;
+        const u = r.charts[0].chart;
+        const box = u.over.getBoundingClientRect();
+        return {
+          x: box.left + u.valToPos(r.data.devices[0].series[k].peakX, 'x'),
+          y: box.top + box.height / 2,
+        };
+      }, i);
+      await page.mouse.move(at.x, at.y);
+      const row = page.locator(`.chart-memory .tooltip [data-series="${a.name} reserved"]`);
+      await expect.poll(async () => Number(await row.getAttribute('data-value'))).toBe(a.peakReservedBytes);
+    }
+  });
+
   it('zooms by dragging, and the other charts follow; the wheel zooms too', async () => {
     const { page } = loaded;
     const full = (await charts(page))[0];
@@ -326,4 +345,44 @@ describe.skipIf(missing !== undefined)('a report of a million events in chromium
     await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
     await expect.poll(() => page.locator('.chart-memory .tooltip').isVisible()).toBe(true);
   }, 120_000);
+});
+
+describe.skipIf(missing !== undefined)("vmmkit map's page in chromium", () => {
+  let open: OpenBrowser;
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  it('loads with no error and draws each process with its reservations and mappings', async () => {
+    const script = fileURLToPath(new URL('../report/fixtures/two-processes.mjs', import.meta.url));
+    const file = join(OUT, 'map.html');
+    const lines: string[] = [];
+    const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+    expect(await runCli(['map', script, '--at', 'mapped', '--out', file], io), lines.join('\n')).toBe(0);
+    open = await launchChromium();
+    const page = await open.browser.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.goto(pathToFileURL(file).href);
+    const drawn = await page.evaluate(() =>
+      Array.from((globalThis as unknown as ReportWindow).document.querySelectorAll('svg.address-map')).map(
+        (svg) => ({
+          reservations: svg.querySelectorAll('.reservation').length,
+          mappings: svg.querySelectorAll('g.mapping').length,
+          noAccess: svg.querySelectorAll('.no-access').length,
+        }),
+      ),
+    );
+    expect(problems).toEqual([]);
+    expect(drawn.map((d) => [d.reservations, d.mappings])).toEqual([
+      [1, 2],
+      [1, 1],
+    ]);
+    expect(drawn[0].noAccess).toBe(0);
+    expect(drawn[1].noAccess).toBeGreaterThan(0);
+    await page.screenshot({ path: join(OUT, 'map.png'), fullPage: true });
+  });
 });
