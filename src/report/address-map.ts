@@ -154,7 +154,7 @@ export function layoutMap(
       }
     }
     for (const m of [...r.mappings].sort((x, y) => x.va - y.va)) {
-      const p = own.find((q) => q.mapped && q.va <= m.va && m.va + m.size <= q.va + q.size)!;
+      const p = pieceAt(own, m.va);
       const hue = color ?? handleColor(handleIndex.get(m.handle) ?? 0);
       const access = m.access
         .map(
@@ -181,12 +181,9 @@ export function layoutMap(
       const mine: LiveBlock[] = [];
       for (let k = b; k < blocks.length && blocks[k].address < end; k++) mine.push(blocks[k]);
       for (const blk of mine) {
-        const p = own.find((q) => q.mapped && q.va <= blk.address && blk.address < q.va + q.size);
-        if (p === undefined) continue;
-        const last =
-          own.find(
-            (q) => q.mapped && q.va < blk.address + blk.size && blk.address + blk.size <= q.va + q.size,
-          ) ?? p;
+        const p = pieceAt(own, blk.address);
+        if (!p.mapped) continue;
+        const last = pieceAt(own, blk.address + blk.size - 1);
         blockCount++;
         blockBytes += blk.size;
         g += `<g class="block" data-address="${blk.address}">${rects(
@@ -197,22 +194,38 @@ export function layoutMap(
           ` fill="${color ?? '#3465a4'}" stroke="#ffffff" stroke-opacity="0.7" stroke-width="0.6"><title>${escapeXml(`block ${hex(blk.address)}, ${formatBytes(blk.size)}`)}</title></rect`,
         )}</g>`;
       }
-      for (const m of r.mappings) {
-        const p = own.find((q) => q.mapped && q.va <= m.va && m.va + m.size <= q.va + q.size)!;
-        let k = 0;
+      // Untouched pages in runs (one rectangle per run, not per page), across touching mappings.
+      let runStart = -1;
+      let runEnd = -1;
+      const flush = () => {
+        if (runStart < 0) return;
+        g += rects(
+          place(pieceAt(own, runStart), runStart),
+          place(pieceAt(own, runEnd - 1), runEnd),
+          'releasable',
+          ` fill="url(#${id}-releasable)"`,
+        );
+        runStart = -1;
+      };
+      let k = 0;
+      for (const m of [...r.mappings].sort((x, y) => x.va - y.va)) {
         for (let page = m.va; page + pageSize <= m.va + m.size; page += pageSize) {
           while (k < mine.length && mine[k].address + mine[k].size <= page) k++;
           const touched = k < mine.length && mine[k].address < page + pageSize;
-          if (touched) continue;
+          if (touched) {
+            flush();
+            continue;
+          }
           releasableBytes += pageSize;
-          g += rects(
-            place(p, page),
-            place(p, page + pageSize),
-            'releasable',
-            ` fill="url(#${id}-releasable)"`,
-          );
+          if (runStart >= 0 && runEnd === page) runEnd = page + pageSize;
+          else {
+            flush();
+            runStart = page;
+            runEnd = page + pageSize;
+          }
         }
       }
+      flush();
     }
     const first = own[0];
     const tip = `reservation ${hex(r.base)}, ${formatBytes(r.size)} (${r.origin === 'malloc' ? 'one-step malloc' : 'reserved'}), ${r.mappings.length} mapping(s)`;
@@ -266,6 +279,18 @@ ${body}
 ${legend}
 </svg>`;
   return { svg, summary };
+}
+
+/** The piece holding address `va` (pieces tile their reservation in address order). */
+function pieceAt(own: readonly Piece[], va: number): Piece {
+  let lo = 0;
+  let hi = own.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (own[mid].va <= va) lo = mid;
+    else hi = mid - 1;
+  }
+  return own[lo];
 }
 
 /** A dark tick where a reservation starts. */

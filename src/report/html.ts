@@ -76,7 +76,11 @@ ${maps || '<p class="hint">No map: the run failed before its peak.</p>'}
 </section>`;
     })
     .join('\n');
-  const json = JSON.stringify(data).replace(/</g, '\\u003c');
+  // The maps are in the page already; the script needs only the numbers.
+  const json = JSON.stringify(data, (key, value) => (key === 'svg' ? undefined : value)).replace(
+    /</g,
+    '\\u003c',
+  );
   return `<!doctype html>
 <html lang="en">
 <head>
