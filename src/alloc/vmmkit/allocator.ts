@@ -80,8 +80,11 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  *   phases_streams     1.0005  5.2 ms | 1.0005  8.1 ms | 1.0071 7.3 ms
  *   transformer_train  1.0626  5.0 ms | 1.0182 12.1 ms | 1.0713 4.9 ms
  * Never above ES on these, at most 1.02 on two of five (three memory
- * first); driver time within 2x of ES on three (cnn 3.6x, kv 2.4x, where ES
- * calls the driver 89 times in all). The synthetic traces of
+ * first); estimated driver time within 2x of ES on three (cnn 3.6x, kv
+ * 2.4x, where ES calls the driver 89 times in all). Replayed on the H200
+ * itself (--backend cuda, default settings), the same ratios and measured
+ * driver time vmmkit / ES: cnn 24.1 / 6.3 ms, kv 9.6 / 5.1, moe 15.0 /
+ * 14.1, phases 9.0 / 19.5, transformer 11.8 / 15.5. The synthetic traces of
  * test/alloc/vmmkit/traces.ts (measure.ts) disagree on the medium arena
  * (point 2): tuning on them alone chose settings the real traces refuted.
  */
