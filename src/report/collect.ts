@@ -11,7 +11,7 @@
  * number of the call that reached the peak, and the second captures right
  * after that call. Its other results are dropped.
  */
-import type { DevicePreset, DeviceSpec } from '../backends/sim/presets.js';
+import type { DevicePreset, DeviceSpec } from '../compose/create-runtime.js';
 import type { AllocatorFactory } from '../replay/allocators.js';
 import type { CostTable } from '../replay/cost-table.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
