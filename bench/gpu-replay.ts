@@ -4,6 +4,7 @@
  *
  *   node dist/bench/gpu-replay.js --out FILE [--trace NAME ...]     (default: all of traces/h200)
  *   node dist/bench/gpu-replay.js --sim-only --out FILE             (the simulator side alone, here)
+ *   node dist/bench/gpu-replay.js --fake --out FILE                 (rehearsal over the stand-in for libcuda)
  *
  * For each trace and allocator: peak reserved bytes (the allocator's books)
  * and the device's own used memory at that peak (cuMemGetInfo, Note [Device
@@ -13,6 +14,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { DEFAULT_ALLOCATORS, selectAllocators } from '../src/replay/allocators.js';
 import { loadCostTable } from '../src/replay/cost-table.js';
 import { readSnapshotFile } from '../src/replay/load.js';
@@ -24,6 +26,7 @@ const args = process.argv.slice(2);
 const out = args[args.indexOf('--out') + 1];
 if (!args.includes('--out') || out === undefined) throw new Error('--out FILE is required');
 const simOnly = args.includes('--sim-only');
+const cuda = args.includes('--fake') ? { driver: createFakeDriver() } : undefined;
 const chosen = args.flatMap((a, i) => (args[i - 1] === '--trace' ? [a] : []));
 const traces = chosen.length > 0 ? chosen : readdirSync(DIR).filter((f) => f.endsWith('.pickle.gz'));
 const costs = loadCostTable('bench/results/h200-driver-costs.json');
@@ -66,7 +69,7 @@ for (const trace of traces) {
   const sim = replay(snapshot, { allocators, costs, plan, measureDeviceMemory: true, keepEvents: false });
   const real = simOnly
     ? undefined
-    : replay(snapshot, { allocators, costs, plan, backend: 'cuda', keepEvents: false });
+    : replay(snapshot, { allocators, costs, plan, backend: 'cuda', cuda, keepEvents: false });
   const row = {
     trace,
     events: plan.events,
@@ -91,5 +94,5 @@ for (const trace of traces) {
 }
 writeFileSync(
   out,
-  `${JSON.stringify({ script: 'bench/gpu-replay.ts', date: new Date().toISOString(), gpu: gpu(), simOnly, results }, null, 1)}\n`,
+  `${JSON.stringify({ script: 'bench/gpu-replay.ts', date: new Date().toISOString(), gpu: cuda ? 'fake (rehearsal)' : gpu(), simOnly, results }, null, 1)}\n`,
 );

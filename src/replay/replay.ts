@@ -27,6 +27,7 @@ import {
   DEVICE_PRESETS,
   type DevicePreset,
   type DeviceSpec,
+  type ProcessOptions,
 } from '../compose/create-runtime.js';
 import type { Runtime } from '../core/runtime.js';
 import type { AllocatorFactory } from './allocators.js';
@@ -40,6 +41,8 @@ export interface ReplayOptions {
   readonly allocators: readonly AllocatorFactory[];
   /** 'sim' (default): a fresh simulated machine per allocator. 'cuda': the real GPUs. */
   readonly backend?: 'sim' | 'cuda';
+  /** With backend 'cuda': the driver to use or the libcuda paths to try (a stand-in driver rehearses a GPU run). */
+  readonly cuda?: ProcessOptions['cuda'];
   /** The simulated device model (default: H200). */
   readonly device?: DevicePreset | DeviceSpec;
   /** Prices driver calls (driverTimeUs); without one driverTimeUs is null. */
@@ -176,7 +179,7 @@ function runOne(
   const start = performance.now();
   const proc =
     backend === 'cuda'
-      ? createProcess({ backend: 'cuda', report })
+      ? createProcess({ backend: 'cuda', cuda: options.cuda, report })
       : createProcess({ devices: Array(deviceCount).fill(options.device ?? 'H200'), report });
   const runtime = proc.runtime;
   // Placement first, so that the meter, wrapping it, counts a placed malloc as one cuMemAlloc.
