@@ -412,6 +412,23 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
     },
   },
   {
+    name: 'an unmap right after a stream-0 device copy waits for it (the copy lands; nothing faults)',
+    run: (b) => {
+      const g = granularity(b);
+      const n = 32 * g;
+      const src = mapped(b, n);
+      const dst = mapped(b, n);
+      const data = pattern(4096, 33);
+      b.write(0, src.va + n - 4096, data, 0);
+      b.copy(0, dst.va, src.va, n, 0);
+      src.undo();
+      const back = new Uint8Array(4096);
+      b.read(0, dst.va + n - 4096, back, 0);
+      assertEqualBytes(back, data, 'copied bytes after the source was unmapped');
+      dst.undo();
+    },
+  },
+  {
     name: 'freeing a reservation with memory mapped in it fails and changes nothing',
     run: (b) => {
       const g = granularity(b);

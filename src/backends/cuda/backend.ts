@@ -86,6 +86,11 @@ export class CudaBackend implements Backend {
   readonly #report: (message: string, error?: unknown) => void;
   #nextStream = 1;
   #disposed = false;
+  /**
+   * Devices that may still be running stream-0 work this process queued
+   * (Note [Stream 0 is asynchronous]), as bits by ordinal.
+   */
+  #unfinished = 0;
 
   constructor(options: CudaBackendOptions = {}) {
     const driver = options.driver ?? loadCudaDriver(options.libraryPaths);
@@ -210,6 +215,7 @@ export class CudaBackend implements Backend {
   }
 
   unmap(va: number, size: number): void {
+    if (this.#unfinished !== 0) this.synchronizeDevice(-1);
     this.cu.unmap(va, size);
     for (let at = va, end = va + size; at < end; ) {
       const n = this.#mapped.get(at);
@@ -333,6 +339,7 @@ export class CudaBackend implements Backend {
     if (stream === 0) {
       this.#use(device);
       if (size > 0) this.cu.memcpyDtoD(dst, src, size);
+      this.#unfinished |= 1 << device;
       return;
     }
     const s = this.#stream(stream, device);
@@ -343,6 +350,7 @@ export class CudaBackend implements Backend {
     if (stream === 0) {
       this.#use(device);
       if (size > 0) this.cu.memsetD8(va, value & 0xff, size);
+      this.#unfinished |= 1 << device;
       return;
     }
     const s = this.#stream(stream, device);
@@ -388,12 +396,14 @@ export class CudaBackend implements Backend {
   synchronizeDevice(device: number): void {
     if (device !== -1) {
       this.#synchronize(device);
+      this.#unfinished &= ~(1 << device);
       return;
     }
     let failure: unknown;
     for (let d = 0; d < this.devices.length; d++) {
       try {
         this.#synchronize(d);
+        this.#unfinished &= ~(1 << d);
       } catch (e) {
         failure ??= e;
       }
@@ -473,6 +483,15 @@ export class CudaBackend implements Backend {
 }
 
 /**
+ * Note [Stream 0 is asynchronous]: cuMemcpyDtoD and cuMemsetD8 may return
+ * before the device has finished (the driver documents both as asynchronous
+ * with respect to the host for device memory), and cuMemUnmap does not wait
+ * for them: unmapping right after such a copy faulted the H200 with
+ * CUDA_ERROR_ILLEGAL_ADDRESS. The Backend contract says unmap never races
+ * queued work, so this backend remembers which devices may still be busy
+ * with stream-0 work and synchronises them before an unmap; a process that
+ * never copies pays nothing.
+ *
  * Note [Whole-handle maps]: the H200's cuMemMap maps a whole handle (offset
  * 0, size the handle's, else NOT_SUPPORTED) and checks only that the start
  * lies in a reservation, so one driver mapping may run on into an adjacent
