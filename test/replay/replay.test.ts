@@ -170,6 +170,28 @@ describe('driver meter', () => {
     runtime.dispose();
   });
 
+  it('prices setAccess and unmap per mapping in their range (Note [Per-handle prices]), counting each call once', () => {
+    const { runtime } = createProcess();
+    const meter = new DriverMeter(runtime, testCosts(), false);
+    const va = runtime.reserve(6 * MiB);
+    const props = { location: { type: 'device', id: 0 }, handleTypes: 0, uncached: false } as const;
+    const handles = [0, 1, 2].map((i) => {
+      const a = runtime.create(2 * MiB, props);
+      runtime.map(va.base + i * 2 * MiB, 2 * MiB, a);
+      return a;
+    });
+    const before = meter.use().estimatedUs ?? 0;
+    runtime.setAccess(va.base, 6 * MiB, [{ device: 0, access: Access.ReadWrite }]);
+    runtime.unmap(va.base, 6 * MiB);
+    const use = meter.use();
+    expect(use.calls).toMatchObject({ cuMemSetAccess: 1, cuMemUnmap: 1 });
+    // Three 2 MiB mappings: 3 x 30 for access, 3 x 20 for the unmap.
+    expect((use.estimatedUs ?? 0) - before).toBe(150);
+    for (const a of handles) runtime.release(a);
+    meter.detach();
+    runtime.dispose();
+  });
+
   it('measures wall time when asked', () => {
     const { runtime } = createProcess();
     const meter = new DriverMeter(runtime, undefined, true);
