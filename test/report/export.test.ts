@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
 import { readPickle, readSnapshotFile } from '../../src/replay/load.js';
@@ -9,6 +10,7 @@ import { planReplay } from '../../src/replay/trace-plan.js';
 import { recordReplay } from '../../src/report/collect.js';
 import { ExportError, exportSnapshot } from '../../src/report/export-snapshot.js';
 import { python, pythonMissing } from '../replay/python.js';
+import { inconsistencyForMemoryViz, unreadableByMemoryViz } from './memory-viz-shape.js';
 
 const trace = (name: string) => fileURLToPath(new URL(`../../traces/h200/${name}`, import.meta.url));
 
@@ -46,6 +48,11 @@ describe.each(['phases_streams-native.pickle.gz', 'phases_streams-expandable.pic
         ];
         expect(allocs).toEqual(expectedAllocs);
         expect(segs).toEqual(dr.segmentEvents.map((e) => `${Action[e.action]}:${e.address}:${e.size}`));
+      });
+
+      it(`${f.name}: memory_viz's reader knows every opcode, and its backward walk finds every block and segment`, () => {
+        expect(unreadableByMemoryViz(bytes)).toBeUndefined();
+        expect(inconsistencyForMemoryViz(exported, 0)).toBeUndefined();
       });
 
       it(`${f.name}: replaying the export asks for the same peak, and the same allocator reserves the same peak`, () => {
@@ -105,6 +112,13 @@ describe.each(['phases_streams-native.pickle.gz', 'phases_streams-expandable.pic
         expect(r.actions).toContain('alloc');
       },
     );
+
+    it('the memory_viz checks catch a gzipped file, a protocol 5 pickle and a snapshot missing its segments', () => {
+      const exported = exportSnapshot(snapshot, recorded.plan, recorded.result.allocators[0]);
+      expect(unreadableByMemoryViz(gzipSync(pickle(exported)))).toMatch(/gzip/);
+      expect(unreadableByMemoryViz(pickle(exported, { protocol: 5 }))).toMatch(/protocol 5/);
+      expect(inconsistencyForMemoryViz({ ...exported, segments: [] }, 0)).toMatch(/^event \d+: /);
+    });
 
     it('refuses a run replayed without keepEvents', () => {
       const plain = replay(snapshot, { allocators: [DEFAULT_ALLOCATORS[0]], keepEvents: false });
