@@ -7,6 +7,8 @@ import { replay } from '../../src/replay/replay.js';
 import { planReplay } from '../../src/replay/trace-plan.js';
 import { recordReplay } from '../../src/report/collect.js';
 import { ReplayRecorder } from '../../src/report/recorder.js';
+import { reportData } from '../../src/report/report-data.js';
+import { snapshotOf } from '../replay/helpers.js';
 
 const trace = (name: string) => fileURLToPath(new URL(`../../traces/h200/${name}`, import.meta.url));
 
@@ -112,3 +114,47 @@ function mappedRanges(d: RuntimeDescription): [number, number][] {
   }
   return out;
 }
+
+describe('recordReplay on two devices', () => {
+  const MiB = 1024 ** 2;
+  const snapshot = snapshotOf(
+    [
+      ['alloc', 0x1000, 3 * MiB],
+      ['alloc', 0x2000, 1 * MiB],
+      ['free_completed', 0x1000, 3 * MiB],
+    ],
+    [
+      ['alloc', 0x9000, 30 * MiB],
+      ['free_completed', 0x9000, 30 * MiB],
+      ['alloc', 0xa000, 2 * MiB],
+    ],
+  );
+  const recorded = recordReplay(snapshot, { allocators: DEFAULT_ALLOCATORS });
+
+  it("records each device apart, and each device's map holds only its own reservations and blocks", () => {
+    for (const { run, recordings } of recorded.runs) {
+      expect(recordings.map((r) => r.device)).toEqual([0, 1]);
+      for (const [k, r] of recordings.entries()) {
+        expect(r.reserved.max, run.name).toBe(run.devices[k].peakReservedBytes);
+        const layout = r.layout!;
+        const handles = new Set(layout.description.allocations.map((a) => a.handle));
+        expect(layout.description.allocations.every((a) => a.location.id === r.device)).toBe(true);
+        for (const res of layout.description.reservations)
+          for (const m of res.mappings) expect(handles.has(m.handle)).toBe(true);
+      }
+      // Device 0 peaks with both blocks live; device 1 with its 30 MiB block.
+      expect(recordings[0].layout!.blocks.map((b) => b.size)).toEqual([3 * MiB, MiB]);
+      expect(recordings[1].layout!.blocks.map((b) => b.size)).toEqual([30 * MiB]);
+    }
+  });
+
+  it('gives the report one section per device', () => {
+    const data = reportData(recorded, 'two devices');
+    expect(data.devices.map((d) => [d.device, d.series.length, d.maps.length])).toEqual([
+      [0, 3, 3],
+      [1, 3, 3],
+    ]);
+    expect(data.devices[1].xUnit).toBe('seconds');
+    expect(data.devices[1].x[data.devices[1].x.length - 1]).toBe(2e-6);
+  });
+});
