@@ -20,12 +20,11 @@ import type { FlavorOptions } from '../flavors/common/process.js';
 import { createCuda } from '../flavors/cuda/cuda.js';
 import { createHip } from '../flavors/hip/hip.js';
 import { type MapCapture, renderMapPage, renderMapSvg } from '../report/map-page.js';
+import { parseOptions, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { checkWritable } from './report.js';
 
 export const MAP_USAGE = 'vmmkit map <script.mjs> [--out map.html|map.svg] [--at NAME]';
-
-class UsageError extends Error {}
 
 /** Run `vmmkit map`; returns the exit code. */
 export async function mapCommand(io: CliOutput, argv: readonly string[]): Promise<number> {
@@ -41,11 +40,13 @@ export async function mapCommand(io: CliOutput, argv: readonly string[]): Promis
   }
 }
 
-async function run(io: CliOutput, args: string[]): Promise<number> {
-  const out = take(args, '--out') ?? 'map.html';
-  const at = take(args, '--at');
-  const unknown = args.find((a) => a.startsWith('--'));
-  if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
+async function run(io: CliOutput, argv: string[]): Promise<number> {
+  const { values, positionals: args } = parseOptions(argv, {
+    out: { type: 'string' },
+    at: { type: 'string' },
+  });
+  const out = values.out ?? 'map.html';
+  const at = values.at;
   if (args.length !== 1) throw new UsageError(args.length === 0 ? 'no script given' : 'give one script');
   checkWritable(out);
   const script = args[0];
@@ -61,15 +62,6 @@ async function run(io: CliOutput, args: string[]): Promise<number> {
   }
   io.out(`wrote ${out} (${captures.length} process${captures.length === 1 ? '' : 'es'})`);
   return 0;
-}
-
-function take(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const value = args[i + 1];
-  if (value === undefined || value.startsWith('--')) throw new UsageError(`${name} needs a value`);
-  args.splice(i, 2);
-  return value;
 }
 
 /** Run `script` and describe its processes at its end (or at mark `at`). */

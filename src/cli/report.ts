@@ -30,6 +30,7 @@ import { recordReplay } from '../report/collect.js';
 import { exportSnapshot } from '../report/export-snapshot.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';
+import { parseOptions, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
 
 export const REPORT_USAGE =
@@ -42,8 +43,6 @@ export interface ReportCliOptions {
   /** The cost table to use without --costs; null: none. Default: the package's, if present. */
   readonly defaultCosts?: string | null;
 }
-
-class UsageError extends Error {}
 
 /** Run `vmmkit report`; returns the exit code. */
 export async function reportCommand(
@@ -64,15 +63,19 @@ export async function reportCommand(
   }
 }
 
-function run(io: CliOutput, args: string[], options: ReportCliOptions): number {
-  const names: string[] = [];
-  for (let n = option(args, '--allocator'); n !== undefined; n = option(args, '--allocator')) names.push(n);
-  const out = option(args, '--out') ?? 'report.html';
-  const costsPath = option(args, '--costs');
-  const title = option(args, '--title');
-  const exportPath = option(args, '--export-snapshot');
-  const unknown = args.find((a) => a.startsWith('--'));
-  if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
+function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
+  const { values, positionals: args } = parseOptions(argv, {
+    allocator: { type: 'string', multiple: true },
+    out: { type: 'string' },
+    costs: { type: 'string' },
+    title: { type: 'string' },
+    'export-snapshot': { type: 'string' },
+  });
+  const names = values.allocator ?? [];
+  const out = values.out ?? 'report.html';
+  const costsPath = values.costs;
+  const title = values.title;
+  const exportPath = values['export-snapshot'];
   if (args.length !== 1)
     throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
   let allocators: ReturnType<typeof selectAllocators>;
@@ -115,15 +118,6 @@ function run(io: CliOutput, args: string[], options: ReportCliOptions): number {
       io.err(`note: ${a.name}: ${a.ooms} malloc(s) ran out of memory; those blocks were skipped`);
   }
   return recorded.result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
-}
-
-function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const value = args[i + 1];
-  if (value === undefined || value.startsWith('--')) throw new UsageError(`${name} needs a value`);
-  args.splice(i, 2);
-  return value;
 }
 
 /** report.pickle.gz + vmmkit -> report-vmmkit.pickle.gz */

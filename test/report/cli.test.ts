@@ -113,6 +113,8 @@ describe('vmmkit report', () => {
       /cannot write/,
     ],
     ['no snapshot', ['report'], 2, /no snapshot file given/],
+    ['an --out with no value', ['report', TRACE, '--out'], 2, /--out needs a value/],
+    ['a map option of its own', ['map', SCRIPT, '--allocator', 'vmmkit'], 2, /unknown option '--allocator'/],
     ['an unknown option', ['report', TRACE, '--colour'], 2, /unknown option '--colour'/],
     [
       'a corrupt snapshot',
