@@ -34,3 +34,18 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
   'properties.released':
     'The driver returned the old fields of a just-released handle (a use after free of its handle object); the simulator answers CUDA_ERROR_INVALID_VALUE for a dead handle.',
 };
+
+const WHOLE_HANDLE_MAPS =
+  "The driver maps a whole handle from its start even where the range runs past the reservation's end (into the next reservation, or into address space no reservation holds). Core keeps every mapping inside one reservation, so the CUDA flavour hands such a map down as pieces; the simulator maps pieces and agrees with the driver, while the real backend, whose cuMemMap takes whole handles only, refuses the first piece with CUDA_ERROR_NOT_SUPPORTED (Note [Whole-handle maps]).";
+
+/**
+ * Where vmmkit running over the real driver (createCuda({ backend: 'cuda' }),
+ * conformance/gpu/prove.ts) answers differently from the raw driver, beyond
+ * the cases above, each with the reason.
+ */
+export const KNOWN_BACKEND_DIVERGENCES: Readonly<Record<string, string>> = {
+  'map.spanningTwoReservations': WHOLE_HANDLE_MAPS,
+  'map.pastReservationEnd': WHOLE_HANDLE_MAPS,
+  'map.pastReservationEndIntoFreedRange': WHOLE_HANDLE_MAPS,
+  'map.pastReservationEndIntoNextReservation': WHOLE_HANDLE_MAPS,
+};

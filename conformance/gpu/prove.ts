@@ -36,7 +36,7 @@ import { createCuda } from '../../src/flavors/cuda/cuda.js';
 import { createHip } from '../../src/flavors/hip/hip.js';
 import { runBackendContract } from '../backend/contract.js';
 import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
-import { KNOWN_DIVERGENCES } from '../cuda/known-divergences.js';
+import { KNOWN_BACKEND_DIVERGENCES, KNOWN_DIVERGENCES } from '../cuda/known-divergences.js';
 import { prepareEnv, runCase, runSimulatedCase } from '../cuda/record.js';
 import { createFakeDriver } from './fake-driver.js';
 import { aclSequence, hipSequence, type SeqResult, twoGpuSequence } from './sequences.js';
@@ -247,9 +247,10 @@ function main(): void {
     const vsSimulator = differences(simulatedCase(name), record);
     if (vsDriver.length === 0) agreeDriver++;
     if (vsSimulator.length === 0) agreeSim++;
-    if (vsDriver.length === 0 || KNOWN_DIVERGENCES[name] !== undefined) agreeDriverOutsideKnown++;
+    const known = KNOWN_DIVERGENCES[name] ?? KNOWN_BACKEND_DIVERGENCES[name];
+    if (vsDriver.length === 0 || known !== undefined) agreeDriverOutsideKnown++;
     perCase[name] = { record, vsDriver, vsSimulator };
-    if (KNOWN_DIVERGENCES[name]) perCase[name].knownDivergence = KNOWN_DIVERGENCES[name];
+    if (known) perCase[name].knownDivergence = known;
   }
   const disagreeing = names.filter((n) => perCase[n].vsDriver.length > 0);
   console.log(
@@ -257,7 +258,7 @@ function main(): void {
   );
   for (const n of disagreeing)
     console.log(
-      `  ${n}${KNOWN_DIVERGENCES[n] ? ' (known)' : ''}: ${perCase[n].vsDriver.slice(0, 3).join(' / ')}`,
+      `  ${n}${perCase[n].knownDivergence ? ' (known)' : ''}: ${perCase[n].vsDriver.slice(0, 3).join(' / ')}`,
     );
   for (const r of cases.value.restarts) console.log(`  restart: ${r}`);
 
@@ -324,7 +325,7 @@ function main(): void {
       agreeWithSimulator: agreeSim,
       agreeOrKnownDivergence: agreeDriverOutsideKnown,
       disagreeing: Object.fromEntries(
-        disagreeing.map((n) => [n, { known: KNOWN_DIVERGENCES[n] ?? null, diff: perCase[n].vsDriver }]),
+        disagreeing.map((n) => [n, { known: perCase[n].knownDivergence ?? null, diff: perCase[n].vsDriver }]),
       ),
       restarts: cases.value.restarts,
       leaks: cases.value.leaks,
