@@ -4,7 +4,18 @@ import type { AccessDescriptor } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
-import { type Box, isBox, isHostBuffer, isStruct, type Size, toCount, toInt } from '../common/args.js';
+import {
+  type Box,
+  isBox,
+  isHostBuffer,
+  isStruct,
+  type Size,
+  show,
+  toCount,
+  toInt,
+  probeBox,
+  writeBox,
+} from '../common/args.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
 import { ACL_ERROR_TABLE, ACL_UNKNOWN_ERROR } from './error-table.js';
@@ -225,8 +236,7 @@ export class AclFlavor extends VendorProcess {
   aclrtGetDeviceCount(count: Box<number>): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(count)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'count is NULL');
-    count.value = this.runtime.devices.length;
-    return C.ACL_SUCCESS;
+    return writeBox(count, this.runtime.devices.length) ? C.ACL_SUCCESS : this.#unwritable();
   }
 
   /** Undo one aclrtSetDevice; at the last, the device's streams are destroyed (their work finishes first). */
@@ -286,7 +296,10 @@ export class AclFlavor extends VendorProcess {
         this.#reason = `expectPtr 0x${hint.toString(16)} is not free`;
         throw new AclRefusal(C.ACL_ERROR_RT_PARAM_INVALID);
       }
-      virPtr.value = BigInt(r.base);
+      if (!writeBox(virPtr, BigInt(r.base))) {
+        this.runtime.free(r);
+        throw new AclRefusal(this.#unwritable());
+      }
     });
   }
 
@@ -320,8 +333,11 @@ export class AclFlavor extends VendorProcess {
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
     return this.#run(() => {
       const a = this.runtime.create(n, { location: checked, handleTypes: 0, uncached: false });
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        throw new AclRefusal(this.#unwritable());
+      }
       this.#memAttrs.set(a, prop.memAttr);
-      handle.value = BigInt(a.id);
     });
   }
 
@@ -429,8 +445,7 @@ export class AclFlavor extends VendorProcess {
     const m = this.#mappingStartingAt(va);
     if (m === undefined)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
-    flag.value = m.accessOf(device);
-    return C.ACL_SUCCESS;
+    return writeBox(flag, m.accessOf(device)) ? C.ACL_SUCCESS : this.#unwritable();
   }
 
   /** A new reference to the handle mapped at any address inside a mapping; undo with aclrtFreePhysical. */
@@ -440,7 +455,11 @@ export class AclFlavor extends VendorProcess {
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
     if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
     return this.#run(() => {
-      handle.value = BigInt(this.runtime.retain(va).id);
+      const a = this.runtime.retain(va);
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        throw new AclRefusal(this.#unwritable());
+      }
     });
   }
 
@@ -457,8 +476,9 @@ export class AclFlavor extends VendorProcess {
     const opt = toInt(option);
     if (opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `option ${String(option)}`);
-    granularity.value = this.#granularity(prop.memAttr, location, opt);
-    return C.ACL_SUCCESS;
+    return writeBox(granularity, this.#granularity(prop.memAttr, location, opt))
+      ? C.ACL_SUCCESS
+      : this.#unwritable();
   }
 
   aclrtMemGetAllocationPropertiesFromHandle(handle: Pointer, prop: Box<aclrtPhysicalMemProp>): number {
@@ -468,7 +488,7 @@ export class AclFlavor extends VendorProcess {
     const a = this.#allocation(handle);
     if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
     const { location } = a.props;
-    prop.value = {
+    return writeBox(prop, {
       handleType: C.ACL_MEM_HANDLE_TYPE_NONE,
       allocationType: C.ACL_MEM_ALLOCATION_TYPE_PINNED,
       memAttr: this.#memAttrs.get(a) ?? C.ACL_HBM_MEM_HUGE,
@@ -477,8 +497,9 @@ export class AclFlavor extends VendorProcess {
         type: location.type === 'device' ? C.ACL_MEM_LOCATION_TYPE_DEVICE : C.ACL_MEM_LOCATION_TYPE_HOST,
       },
       reserve: 0n,
-    };
-    return C.ACL_SUCCESS;
+    })
+      ? C.ACL_SUCCESS
+      : this.#unwritable();
   }
 
   // --- sharing between processes ------------------------------------------------------------------
@@ -512,10 +533,15 @@ export class AclFlavor extends VendorProcess {
     if (a.props.location.type !== 'device')
       return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'only device memory can be shared');
     if (a.exports > 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'the handle was already exported');
+    // A token cannot be taken back: the box must take a write before the export, not only pass isBox.
+    if (!probeBox(shareableHandle)) return this.#unwritable();
     return this.#run(() => {
       const token = this.runtime.exportShareable(a, f === C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT);
+      // The box took its own value back a moment ago (probeBox); a Proxy that refuses now has
+      // the token exported, which no call can take back: reported, not hidden.
+      if (!writeBox(shareableHandle, BigInt(token)))
+        this.report('a shareable token was exported but its box refused it', token);
       this.#exported.add(token);
-      shareableHandle.value = BigInt(token);
     });
   }
 
@@ -560,15 +586,18 @@ export class AclFlavor extends VendorProcess {
         'a process may not import its own shareable handle',
       );
     return this.#run(() => {
-      handle.value = BigInt(this.runtime.importShareable(token).id);
+      const a = this.runtime.importShareable(token);
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        throw new AclRefusal(this.#unwritable());
+      }
     });
   }
 
   aclrtDeviceGetBareTgid(pid: Box<number>): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(pid)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL');
-    pid.value = this.runtime.pid;
-    return C.ACL_SUCCESS;
+    return writeBox(pid, this.runtime.pid) ? C.ACL_SUCCESS : this.#unwritable();
   }
 
   // --- the one-step path ------------------------------------------------------------------------------
@@ -592,7 +621,11 @@ export class AclFlavor extends VendorProcess {
         : C.ACL_MALLOC_PADDING;
     const padded = aclMallocSize(n, padding);
     return this.#run(() => {
-      devPtr.value = BigInt(this.runtime.malloc(this.#current, padded).base);
+      const r = this.runtime.malloc(this.#current, padded);
+      if (!writeBox(devPtr, BigInt(r.base))) {
+        this.runtime.mfree(r.base);
+        throw new AclRefusal(this.#unwritable());
+      }
     });
   }
 
@@ -615,14 +648,11 @@ export class AclFlavor extends VendorProcess {
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, `attr ${String(attr)}`);
     if (!HBM_MEM_ATTRS.has(a) && a !== C.ACL_MEM_NORMAL && a !== C.ACL_MEM_HUGE && a !== C.ACL_MEM_HUGE1G) {
       // DDR on the device: an Ascend 910B has none.
-      free.value = 0;
-      total.value = 0;
-      return C.ACL_SUCCESS;
+      return writeBox(free, 0) && writeBox(total, 0) ? C.ACL_SUCCESS : this.#unwritable();
     }
     const info = this.runtime.memoryInfo(this.#current);
-    free.value = info.free;
-    total.value = info.total;
-    return C.ACL_SUCCESS;
+    if (!writeBox(free, info.free)) return this.#unwritable();
+    return writeBox(total, info.total) ? C.ACL_SUCCESS : this.#unwritable();
   }
 
   // --- copies and sets -------------------------------------------------------------------------------------
@@ -666,8 +696,11 @@ export class AclFlavor extends VendorProcess {
     return this.#run(() => {
       const id = this.runtime.createStream(this.#current);
       const h = STREAM_BASE + this.#nextStream++;
+      if (!writeBox(stream, h)) {
+        this.runtime.destroyStream(id);
+        throw new AclRefusal(this.#unwritable());
+      }
       this.#streams.set(h, { id, device: this.#current });
-      stream.value = h;
     });
   }
 
@@ -858,6 +891,11 @@ export class AclFlavor extends VendorProcess {
     return this.#gone
       ? this.#bad(C.ACL_ERROR_UNINITIALIZE, 'the process was disposed')
       : this.#bad(C.ACL_ERROR_UNINITIALIZE, 'aclInit was not called');
+  }
+
+  /** An out box that a Proxy refused after it passed isBox (Note [Untrusted arguments]). */
+  #unwritable(): number {
+    return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'an out-parameter cannot be written');
   }
 
   /** Refuse with `code`, remembering why for aclGetRecentErrMsg. */

@@ -6,6 +6,7 @@
  */
 
 import type { Box } from '../../c-api/arguments.js';
+import { isWritableBox } from './untrusted.js';
 
 export type { Box, Size } from '../../c-api/arguments.js';
 
@@ -29,19 +30,24 @@ export function toInt(x: unknown): number {
   return Number.NaN;
 }
 
-/** True for a usable out-parameter (C's non-NULL pointer). */
-export function isBox(x: unknown): x is Box<unknown> {
-  return typeof x === 'object' && x !== null;
-}
+/** True for a usable out-parameter (C's non-NULL pointer) that the call can write (Note [Untrusted arguments]). */
+export const isBox: (x: unknown) => x is Box<unknown> = isWritableBox;
 
 /** True for a struct argument that is present (C's non-NULL struct pointer). */
 export function isStruct<T>(x: T): x is NonNullable<T> & object {
   return typeof x === 'object' && x !== null;
 }
 
-export function isHostBuffer(x: unknown): x is Uint8Array {
-  return x instanceof Uint8Array;
-}
+export {
+  hostBytes,
+  isHostBuffer,
+  probeBox,
+  readFields,
+  readList,
+  readLocation,
+  show,
+  writeBox,
+} from './untrusted.js';
 
 export { isPowerOfTwo } from '../../util/integers.js';
 

@@ -15,6 +15,7 @@ import {
   type Size,
   toCount,
   toInt,
+  writeBox,
 } from '../common/args.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import * as C from './constants.js';
@@ -150,23 +151,20 @@ export class CudaFlavor extends VendorProcess {
 
   cuDriverGetVersion(version: Box<number>): number {
     if (!isBox(version)) return C.CUDA_ERROR_INVALID_VALUE;
-    version.value = C.SIMULATED_DRIVER_VERSION;
-    return C.CUDA_SUCCESS;
+    return writeBox(version, C.SIMULATED_DRIVER_VERSION) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuDeviceGet(device: Box<number>, ordinal: number): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
     if (!this.runtime.isDevice(toInt(ordinal))) return C.CUDA_ERROR_INVALID_DEVICE;
-    device.value = toInt(ordinal);
-    return C.CUDA_SUCCESS;
+    return writeBox(device, toInt(ordinal)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuDeviceGetCount(count: Box<number>): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(count)) return C.CUDA_ERROR_INVALID_VALUE;
-    count.value = this.runtime.devices.length;
-    return C.CUDA_SUCCESS;
+    return writeBox(count, this.runtime.devices.length) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuDeviceGetName(name: Box<string>, len: number, dev: number): number {
@@ -174,16 +172,18 @@ export class CudaFlavor extends VendorProcess {
     if (!isBox(name) || toInt(len) <= 0) return C.CUDA_ERROR_INVALID_VALUE;
     if (!this.runtime.isDevice(toInt(dev))) return C.CUDA_ERROR_INVALID_DEVICE;
     // The C call writes at most len - 1 characters and a terminating NUL.
-    name.value = this.runtime.devices[toInt(dev)].name.slice(0, toInt(len) - 1);
-    return C.CUDA_SUCCESS;
+    return writeBox(name, this.runtime.devices[toInt(dev)].name.slice(0, toInt(len) - 1))
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuDeviceTotalMem(bytes: Box<number>, dev: number): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(bytes)) return C.CUDA_ERROR_INVALID_VALUE;
     if (!this.runtime.isDevice(toInt(dev))) return C.CUDA_ERROR_INVALID_DEVICE;
-    bytes.value = this.runtime.devices[toInt(dev)].totalMemory;
-    return C.CUDA_SUCCESS;
+    return writeBox(bytes, this.runtime.devices[toInt(dev)].totalMemory)
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number {
@@ -191,8 +191,8 @@ export class CudaFlavor extends VendorProcess {
     if (!isBox(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
     const d = toInt(dev);
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
+    if (!writeBox(ctx, contextHandle(d))) return C.CUDA_ERROR_INVALID_VALUE;
     this.#primaryRefs[d]++;
-    ctx.value = contextHandle(d);
     return C.CUDA_SUCCESS;
   }
 
@@ -220,16 +220,16 @@ export class CudaFlavor extends VendorProcess {
   cuCtxGetCurrent(ctx: Box<bigint>): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
-    ctx.value = this.#current === -1 ? 0n : contextHandle(this.#current);
-    return C.CUDA_SUCCESS;
+    return writeBox(ctx, this.#current === -1 ? 0n : contextHandle(this.#current))
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuCtxGetDevice(device: Box<number>): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
-    device.value = this.#current;
-    return C.CUDA_SUCCESS;
+    return writeBox(device, this.#current) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuCtxSynchronize(): number {
@@ -254,9 +254,9 @@ export class CudaFlavor extends VendorProcess {
     const named =
       isStruct(loc) && loc.type === C.CU_MEM_LOCATION_TYPE_DEVICE && this.runtime.isDevice(loc.id);
     const d = this.runtime.devices[named ? loc.id : Math.max(this.#current, 0)];
-    granularity.value =
+    const value =
       opt === C.CU_MEM_ALLOC_GRANULARITY_MINIMUM ? d.minimumGranularity : d.recommendedGranularity;
-    return C.CUDA_SUCCESS;
+    return writeBox(granularity, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuMemAddressReserve(
@@ -282,8 +282,10 @@ export class CudaFlavor extends VendorProcess {
     if (hint !== 0 && !isMultipleOf(hint, Math.max(align, g))) return C.CUDA_ERROR_INVALID_VALUE;
     try {
       const options = align === 0 && hint === 0 ? NO_RESERVE_OPTIONS : { alignment: align, hint };
-      ptr.value = this.#addresses.toBigInt(this.runtime.reserve(n, options).base);
-      return C.CUDA_SUCCESS;
+      const r = this.runtime.reserve(n, options);
+      if (writeBox(ptr, this.#addresses.toBigInt(r.base))) return C.CUDA_SUCCESS;
+      this.runtime.free(r);
+      return C.CUDA_ERROR_INVALID_VALUE;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -324,8 +326,9 @@ export class CudaFlavor extends VendorProcess {
           usage: toInt(f.usage ?? 0) || 0,
         });
       }
-      handle.value = this.#handleValue(a);
-      return C.CUDA_SUCCESS;
+      if (writeBox(handle, this.#handleValue(a))) return C.CUDA_SUCCESS;
+      this.runtime.release(a);
+      return C.CUDA_ERROR_INVALID_VALUE;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -514,23 +517,26 @@ export class CudaFlavor extends VendorProcess {
     if (m === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     if (m.reservation.origin === 'malloc') {
       // cuMemAlloc memory is no VMM mapping: 0 with no flags (getAccess.cuMemAllocPointer).
-      flags.value = C.CU_MEM_ACCESS_FLAGS_PROT_NONE;
+      return writeBox(flags, C.CU_MEM_ACCESS_FLAGS_PROT_NONE) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
     } else if (host) {
       // The host answers read-write, on device and host memory alike, whatever was set
       // (getAccess.hostLocation, setAccess.hostAllocationHostLocation).
-      flags.value = C.CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      return writeBox(flags, C.CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        ? C.CUDA_SUCCESS
+        : C.CUDA_ERROR_INVALID_VALUE;
     } else {
-      flags.value = m.accessOf(location.id);
     }
-    return C.CUDA_SUCCESS;
+    return writeBox(flags, m.accessOf(location.id)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuMemRetainAllocationHandle(handle: Box<bigint>, addr: CUdeviceptr): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      handle.value = this.#handleValue(this.runtime.retain(this.#addresses.toNumber(addr)));
-      return C.CUDA_SUCCESS;
+      const a = this.runtime.retain(this.#addresses.toNumber(addr));
+      if (writeBox(handle, this.#handleValue(a))) return C.CUDA_SUCCESS;
+      this.runtime.release(a);
+      return C.CUDA_ERROR_INVALID_VALUE;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -538,11 +544,11 @@ export class CudaFlavor extends VendorProcess {
 
   cuMemGetAllocationPropertiesFromHandle(prop: Box<CUmemAllocationProp>, handle: CUhandle): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (!isStruct(prop)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!isBox(prop)) return C.CUDA_ERROR_INVALID_VALUE;
     const a = this.#allocation(handle);
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     const { location, handleTypes } = a.props;
-    prop.value = {
+    return writeBox(prop, {
       type: C.CU_MEM_ALLOCATION_TYPE_PINNED,
       // An imported handle reports no requested types (import.sameProcess).
       requestedHandleTypes: a.origin === 'imported' ? C.CU_MEM_HANDLE_TYPE_NONE : handleTypes,
@@ -553,8 +559,9 @@ export class CudaFlavor extends VendorProcess {
       },
       win32HandleMetaData: 0n,
       allocFlags: { ...(this.#allocFlags.get(a) ?? NO_ALLOC_FLAGS) },
-    };
-    return C.CUDA_SUCCESS;
+    })
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuMemExportToShareableHandle(
@@ -572,8 +579,10 @@ export class CudaFlavor extends VendorProcess {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
     try {
-      shareable.value = this.runtime.exportFd(a);
-      return C.CUDA_SUCCESS;
+      const fd = this.runtime.exportFd(a);
+      if (writeBox(shareable, fd)) return C.CUDA_SUCCESS;
+      this.#unexport(fd);
+      return C.CUDA_ERROR_INVALID_VALUE;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -590,8 +599,10 @@ export class CudaFlavor extends VendorProcess {
     // A descriptor that is not open (or -1) gives UNKNOWN, through the error table's invalid-fd
     // (import.bogusFd, import.afterFdClosed).
     try {
-      handle.value = this.#handleValue(this.runtime.importFd(toCount(osHandle)));
-      return C.CUDA_SUCCESS;
+      const a = this.runtime.importFd(toCount(osHandle));
+      if (writeBox(handle, this.#handleValue(a))) return C.CUDA_SUCCESS;
+      this.runtime.release(a);
+      return C.CUDA_ERROR_INVALID_VALUE;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -605,8 +616,10 @@ export class CudaFlavor extends VendorProcess {
     const n = toCount(bytesize);
     if (!isBox(dptr) || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      dptr.value = this.#addresses.toBigInt(this.runtime.malloc(this.#current, n).base);
-      return C.CUDA_SUCCESS;
+      const r = this.runtime.malloc(this.#current, n);
+      if (writeBox(dptr, this.#addresses.toBigInt(r.base))) return C.CUDA_SUCCESS;
+      this.runtime.mfree(r.base);
+      return C.CUDA_ERROR_INVALID_VALUE;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -632,9 +645,8 @@ export class CudaFlavor extends VendorProcess {
     if (code !== C.CUDA_SUCCESS) return code;
     if (!isBox(free) || !isBox(total)) return C.CUDA_ERROR_INVALID_VALUE;
     const info = this.runtime.memoryInfo(this.#current);
-    free.value = info.free;
-    total.value = info.total;
-    return C.CUDA_SUCCESS;
+    if (!writeBox(free, info.free)) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(total, info.total) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   // --- copies and sets ------------------------------------------------------------------------
@@ -749,12 +761,18 @@ export class CudaFlavor extends VendorProcess {
     if (!isBox(phStream) || (f !== C.CU_STREAM_DEFAULT && f !== C.CU_STREAM_NON_BLOCKING)) {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
-    return this.codes.run(() => {
+    try {
       const id = this.runtime.createStream(this.#current);
       const h = STREAM_BASE + BigInt(id);
+      if (!writeBox(phStream, h)) {
+        this.runtime.destroyStream(id);
+        return C.CUDA_ERROR_INVALID_VALUE;
+      }
       this.#streams.set(h, id);
-      phStream.value = h;
-    });
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
   }
 
   cuStreamSynchronize(hStream: bigint | number): number {
@@ -781,14 +799,14 @@ export class CudaFlavor extends VendorProcess {
   cuGetErrorName(error: number, pStr: Box<string | null>): number {
     if (!isBox(pStr)) return C.CUDA_ERROR_INVALID_VALUE;
     const entry = C.CUDA_RESULTS.get(toInt(error));
-    pStr.value = entry?.[0] ?? null;
+    if (!writeBox(pStr, entry?.[0] ?? null)) return C.CUDA_ERROR_INVALID_VALUE;
     return entry === undefined ? C.CUDA_ERROR_INVALID_VALUE : C.CUDA_SUCCESS;
   }
 
   cuGetErrorString(error: number, pStr: Box<string | null>): number {
     if (!isBox(pStr)) return C.CUDA_ERROR_INVALID_VALUE;
     const entry = C.CUDA_RESULTS.get(toInt(error));
-    pStr.value = entry?.[1] ?? null;
+    if (!writeBox(pStr, entry?.[1] ?? null)) return C.CUDA_ERROR_INVALID_VALUE;
     return entry === undefined ? C.CUDA_ERROR_INVALID_VALUE : C.CUDA_SUCCESS;
   }
 
@@ -797,6 +815,19 @@ export class CudaFlavor extends VendorProcess {
   /** What a call answers before cuInit, and after dispose (Note [CUDA after dispose]). */
   #uninitialized(): number {
     return this.#gone ? C.CUDA_ERROR_DEINITIALIZED : C.CUDA_ERROR_NOT_INITIALIZED;
+  }
+
+  /**
+   * Take back an fd exported a moment ago whose box refused it: the fd is
+   * closed, so nothing stays held (the allocation's export count in core
+   * keeps the one, which no CUDA rule reads).
+   */
+  #unexport(fd: number): void {
+    try {
+      this.runtime.backend.closeFd(fd);
+    } catch (e) {
+      this.report('could not close an fd whose box refused it', e);
+    }
   }
 
   /** Unmap these mappings (address order, none split), one core unmap per run of adjacent ones. */

@@ -12,6 +12,7 @@ import {
   type Size,
   toCount,
   toInt,
+  writeBox,
 } from '../common/args.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
@@ -147,8 +148,7 @@ export class HipFlavor extends VendorProcess {
   hipGetDeviceCount(count: Box<number>): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(count)) return C.hipErrorInvalidValue;
-    count.value = this.runtime.devices.length;
-    return C.hipSuccess;
+    return writeBox(count, this.runtime.devices.length) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   hipSetDevice(deviceId: number): number {
@@ -162,8 +162,7 @@ export class HipFlavor extends VendorProcess {
   hipGetDevice(deviceId: Box<number>): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(deviceId)) return C.hipErrorInvalidValue;
-    deviceId.value = this.#current;
-    return C.hipSuccess;
+    return writeBox(deviceId, this.#current) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   hipDeviceSynchronize(): number {
@@ -192,14 +191,13 @@ export class HipFlavor extends VendorProcess {
       return C.hipErrorInvalidValue;
     }
     if (prop.location.type !== C.hipMemLocationTypeDevice) {
-      granularity.value = HOST_GRANULARITY;
-      return C.hipSuccess;
+      return writeBox(granularity, HOST_GRANULARITY) ? C.hipSuccess : C.hipErrorInvalidValue;
     }
     // hip_vm.cpp reads the current device's info, not location.id's.
     const d = this.runtime.devices[this.#current];
-    granularity.value =
+    const value =
       opt === C.hipMemAllocationGranularityMinimum ? d.minimumGranularity : d.recommendedGranularity;
-    return C.hipSuccess;
+    return writeBox(granularity, value) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   hipMemAddressReserve(ptr: Box<bigint>, size: Size, alignment: Size, addr: HipPtr, flags: Size): number {
@@ -212,8 +210,10 @@ export class HipFlavor extends VendorProcess {
     if (align < 0 || (align !== 0 && !isPowerOfTwo(align))) return C.hipErrorInvalidValue;
     const hint = Math.max(0, toCount(addr ?? 0));
     try {
-      ptr.value = BigInt(this.runtime.reserve(n, { alignment: align, hint }).base);
-      return C.hipSuccess;
+      const r = this.runtime.reserve(n, { alignment: align, hint });
+      if (writeBox(ptr, BigInt(r.base))) return C.hipSuccess;
+      this.runtime.free(r);
+      return C.hipErrorInvalidValue;
     } catch (e) {
       // virtualAlloc returning null is answered with hipErrorOutOfMemory.
       return isVmmError(e) ? C.hipErrorOutOfMemory : this.codes.code(e);
@@ -285,8 +285,11 @@ export class HipFlavor extends VendorProcess {
         handleTypes,
         uncached: prop.type === C.hipMemAllocationTypeUncached,
       });
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        return C.hipErrorInvalidValue;
+      }
       this.#props.set(a, copyProp(prop));
-      handle.value = BigInt(a.id);
       return C.hipSuccess;
     } catch (e) {
       return this.codes.code(e);
@@ -390,8 +393,7 @@ export class HipFlavor extends VendorProcess {
     }
     const m = this.runtime.mappingAt(va);
     if (m === undefined || m.reservation.origin !== 'vmm') return C.hipErrorInvalidValue;
-    flags.value = m.accessOf(location.id);
-    return C.hipSuccess;
+    return writeBox(flags, m.accessOf(location.id)) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   /** A new reference to the allocation mapped at any address inside a VMM mapping; none for hipMalloc memory. */
@@ -400,8 +402,10 @@ export class HipFlavor extends VendorProcess {
     const va = toCount(addr ?? 0);
     if (!isBox(handle) || va <= 0) return C.hipErrorInvalidValue;
     try {
-      handle.value = BigInt(this.runtime.retain(va).id);
-      return C.hipSuccess;
+      const a = this.runtime.retain(va);
+      if (writeBox(handle, BigInt(a.id))) return C.hipSuccess;
+      this.runtime.release(a);
+      return C.hipErrorInvalidValue;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -411,8 +415,7 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     const a = this.#allocation(handle);
     if (toCount(handle ?? 0) <= 0 || !isBox(prop) || a === undefined) return C.hipErrorInvalidValue;
-    prop.value = copyProp(this.#propsOf(a));
-    return C.hipSuccess;
+    return writeBox(prop, copyProp(this.#propsOf(a))) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   /**
@@ -436,8 +439,10 @@ export class HipFlavor extends VendorProcess {
     if (this.#propsOf(a).requestedHandleTypes !== type) return C.hipErrorInvalidValue;
     if (type !== C.hipMemHandleTypePosixFileDescriptor) return C.hipErrorInvalidValue;
     try {
-      shareableHandle.value = this.runtime.exportFd(a);
-      return C.hipSuccess;
+      const fd = this.runtime.exportFd(a);
+      if (writeBox(shareableHandle, fd)) return C.hipSuccess;
+      this.runtime.backend.closeFd(fd);
+      return C.hipErrorInvalidValue;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -453,6 +458,10 @@ export class HipFlavor extends VendorProcess {
     try {
       const a = this.runtime.importFd(fd);
       const { location } = a.props;
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        return C.hipErrorInvalidValue;
+      }
       this.#props.set(a, {
         type: C.hipMemAllocationTypePinned,
         requestedHandleTypes: type,
@@ -461,7 +470,6 @@ export class HipFlavor extends VendorProcess {
           id: location.type === 'device' ? location.id : 0,
         },
       });
-      handle.value = BigInt(a.id);
       return C.hipSuccess;
     } catch (e) {
       return this.codes.code(e);
@@ -476,12 +484,13 @@ export class HipFlavor extends VendorProcess {
     const n = toCount(size);
     if (!isBox(ptr) || n < 0) return C.hipErrorInvalidValue;
     if (n === 0) {
-      ptr.value = 0n;
-      return C.hipSuccess;
+      return writeBox(ptr, 0n) ? C.hipSuccess : C.hipErrorInvalidValue;
     }
     try {
-      ptr.value = BigInt(this.runtime.malloc(this.#current, n).base);
-      return C.hipSuccess;
+      const r = this.runtime.malloc(this.#current, n);
+      if (writeBox(ptr, BigInt(r.base))) return C.hipSuccess;
+      this.runtime.mfree(r.base);
+      return C.hipErrorInvalidValue;
     } catch (e) {
       return this.codes.code(e);
     }
@@ -501,9 +510,8 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(free) || !isBox(total)) return C.hipErrorInvalidValue;
     const info = this.runtime.memoryInfo(this.#current);
-    free.value = info.free;
-    total.value = info.total;
-    return C.hipSuccess;
+    if (!writeBox(free, info.free)) return C.hipErrorInvalidValue;
+    return writeBox(total, info.total) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   // --- copies and sets ------------------------------------------------------------------------
@@ -535,12 +543,18 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(stream)) return C.hipErrorInvalidValue;
     const device = this.#current;
-    return this.codes.run(() => {
+    try {
       const id = this.runtime.createStream(device);
       const h = STREAM_BASE + BigInt(id);
+      if (!writeBox(stream, h)) {
+        this.runtime.destroyStream(id);
+        return C.hipErrorInvalidValue;
+      }
       this.#streams.set(h, { id, device });
-      stream.value = h;
-    });
+      return C.hipSuccess;
+    } catch (e) {
+      return this.codes.code(e);
+    }
   }
 
   /** The null stream (0) waits for the current device's work. */

@@ -1,0 +1,155 @@
+/**
+ * Reading and writing what a caller passed, without trusting it.
+ *
+ * Note [Untrusted arguments]
+ * A C caller passes bytes; a JavaScript caller passes objects, and an object
+ * can run code when it is touched: a getter, a setter, a Proxy trap, a
+ * subclass's `length`, a frozen or read-only `value`. The front ends promise
+ * never to throw for bad input and never to change anything when a call
+ * fails, so every touch of a caller's object goes through this file:
+ *  - an out box is checked before any work (isWritableBox: an own writable
+ *    data property `value`, or an extensible object with no accessor or
+ *    read-only `value` up its prototype chain); the check itself runs no
+ *    caller code for ordinary objects, only a Proxy's traps, which are
+ *    caught. A Proxy can still pass the check and refuse the write, so the
+ *    write after the work is writeBox (false instead of a throw), and the
+ *    allocating calls undo their work when it fails;
+ *  - a struct is read once, field by field, into a plain copy
+ *    (readFields), so a getter runs once and a value cannot change between
+ *    validation and use; a throwing getter or trap makes the copy undefined,
+ *    which the call answers as a missing struct;
+ *  - an array of structs is read once (readList), Array.isArray included (it
+ *    throws on a revoked Proxy);
+ *  - a host buffer is recognised by its internal slots, not its properties
+ *    (hostBytes): ArrayBuffer.isView, the element type and byteLength read
+ *    through %TypedArray%.prototype's getters, and what core gets is a plain
+ *    Uint8Array over the same bytes, so no species constructor, overridden
+ *    `length` or `subarray` of the caller runs;
+ *  - a caller's value is formatted into a message only through show(), which
+ *    never calls the value's own toString (a Symbol, an Object.create(null)).
+ */
+
+import type { Box } from '../../c-api/arguments.js';
+
+/** True for an out box the call can write without running caller code (see the Note). */
+export function isWritableBox(x: unknown): x is Box<unknown> {
+  if (typeof x !== 'object' || x === null) return false;
+  try {
+    const own = Object.getOwnPropertyDescriptor(x, 'value');
+    if (own !== undefined) return own.writable === true;
+    if (!Object.isExtensible(x)) return false;
+    for (let p = Object.getPrototypeOf(x); p !== null; p = Object.getPrototypeOf(p)) {
+      const inherited = Object.getOwnPropertyDescriptor(p, 'value');
+      // A setter up the chain would run caller code; a read-only value refuses the write.
+      if (inherited !== undefined) return inherited.writable === true;
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Write a box that passed isWritableBox; false if a Proxy refused it after all. */
+export function writeBox<T>(box: Box<T>, value: T): boolean {
+  try {
+    box.value = value;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Write a box's own value back to it: unobservable for an ordinary object,
+ * and a Proxy that refuses writes says so now. For a call whose work cannot
+ * be undone once done (an exported shareable token).
+ */
+export function probeBox(box: Box<unknown>): boolean {
+  try {
+    const v = box.value;
+    box.value = v;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The fields of a caller's struct, each read once into a plain object; undefined if it is no object or a read throws. */
+export function readFields<K extends string>(
+  x: unknown,
+  keys: readonly K[],
+): Partial<Record<K, unknown>> | undefined {
+  if (typeof x !== 'object' || x === null) return undefined;
+  try {
+    const out: Partial<Record<K, unknown>> = {};
+    for (const k of keys) out[k] = (x as Record<K, unknown>)[k];
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A plain copy of the location struct in field `loc` (type and id), or undefined. */
+export function readLocation(loc: unknown): { type: unknown; id: unknown } | undefined {
+  return readFields(loc, LOCATION_FIELDS) as { type: unknown; id: unknown } | undefined;
+}
+
+const LOCATION_FIELDS = ['type', 'id'] as const;
+
+/** The first `count` elements of a caller's array, read once; 'not-array', 'short' or the copy. */
+export function readList(x: unknown, count: number): unknown[] | 'not-array' | 'short' {
+  try {
+    if (!Array.isArray(x)) return 'not-array';
+    const length = x.length;
+    if (!(length >= count)) return 'short';
+    const out = new Array<unknown>(count);
+    for (let i = 0; i < count; i++) out[i] = x[i];
+    return out;
+  } catch {
+    return 'not-array';
+  }
+}
+
+// %TypedArray%.prototype's getters read a view's internal slots, whatever its own properties say.
+const TYPED_ARRAY_PROTOTYPE = Object.getPrototypeOf(Uint8Array.prototype) as object;
+const getter = (name: PropertyKey) =>
+  Object.getOwnPropertyDescriptor(TYPED_ARRAY_PROTOTYPE, name)?.get as (this: unknown) => unknown;
+const typeTagOf = getter(Symbol.toStringTag);
+const bufferOf = getter('buffer') as (this: unknown) => ArrayBufferLike;
+const byteOffsetOf = getter('byteOffset') as (this: unknown) => number;
+const byteLengthOf = getter('byteLength') as (this: unknown) => number;
+
+/** True for a real Uint8Array (a subclass included), by its internal slots. */
+export function isHostBuffer(x: unknown): x is Uint8Array {
+  return ArrayBuffer.isView(x) && typeTagOf.call(x) === 'Uint8Array';
+}
+
+/**
+ * A plain Uint8Array over exactly the bytes of the caller's Uint8Array
+ * (length 0 when its buffer is detached), or undefined for anything else.
+ */
+export function hostBytes(x: unknown): Uint8Array | undefined {
+  if (!isHostBuffer(x)) return undefined;
+  const length = byteLengthOf.call(x);
+  if (length === 0) return new Uint8Array(0);
+  return new Uint8Array(bufferOf.call(x), byteOffsetOf.call(x), length);
+}
+
+/** A caller's value for a message; never throws, never runs the value's code. */
+export function show(x: unknown): string {
+  switch (typeof x) {
+    case 'number':
+    case 'bigint':
+    case 'boolean':
+    case 'undefined':
+      return String(x);
+    case 'string':
+      return JSON.stringify(x.length > 40 ? `${x.slice(0, 40)}...` : x);
+    case 'symbol':
+      return 'a symbol';
+    case 'function':
+      return 'a function';
+    default:
+      return x === null ? 'null' : 'an object';
+  }
+}
