@@ -707,16 +707,18 @@ export class Runtime implements Disposable {
   /**
    * Allocate device memory in one step, as cuMemAlloc / hipMalloc do:
    * reserve, create, map and grant the device read-write, as one
-   * transaction. Size is rounded up to the granularity.
+   * transaction. Size is rounded up to the granularity. `hint` asks for a
+   * base address, honoured when free, as reserve's is (cuMemAlloc has none;
+   * replay uses it to put segments where a recorded driver put them).
    */
-  malloc(device: number, size: number): Reservation {
+  malloc(device: number, size: number, options: { readonly hint?: number } = {}): Reservation {
     this.#live();
     const info = this.device(device);
     if (!isCount(size) || size === 0) throw vmmError('invalid-value', `size ${size} is not positive`);
     const g = Math.max(info.minimumGranularity, this.vaGranularity);
     const rounded = Math.ceil(size / g) * g;
     return Transaction.run(this.#report, (tx) => {
-      const r = this.#reserve(rounded, 0, 0, 'malloc');
+      const r = this.#reserve(rounded, 0, options.hint ?? 0, 'malloc');
       tx.undo(() => this.#free(r));
       const props = { location: { type: 'device', id: device }, handleTypes: 0, uncached: false } as const;
       const a = this.#create(rounded, props, 'malloc');

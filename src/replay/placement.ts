@@ -13,18 +13,16 @@
  * kv_cache_decode, 6% more reserved). The driver's choice of address is not
  * the allocator's doing, so replay makes the same choice the driver made.
  *
- * A placed allocation is made as core's malloc makes one (reserve, create,
- * map, grant the device read-write, drop the handle), with the recorded
- * address as the reservation's hint; mfree of it unmaps and frees. Both are
- * installed under the driver meter, which still counts each as one
- * cuMemAlloc or cuMemFree. Where the allocator asks for a size the recording
+ * A placed allocation is core's own malloc with the recorded address as its
+ * hint, so it is an ordinary one-step allocation in every other respect (its
+ * mfree is core's). The wrapper is installed under the driver meter, which
+ * still counts each as one cuMemAlloc. Where the allocator asks for a size the recording
  * does not have next, it gets an ordinary malloc and the recording waits
  * for it to catch up. Only on the simulator: on a GPU the real cuMemAlloc
  * is the thing measured.
  */
 import type { Reservation } from '../core/objects.js';
 import type { Runtime } from '../core/runtime.js';
-import { Access } from '../core/types.js';
 import { Action } from './snapshot.js';
 import type { TracePlan } from './trace-plan.js';
 
@@ -49,8 +47,7 @@ export function placeAtRecordedAddresses(runtime: Runtime, plan: TracePlan): Pla
     if (q.addr.length > 0) queues.set(d.device, q);
   }
   const rt = runtime;
-  const { malloc, mfree } = runtime;
-  const mine = new Set<number>();
+  const { malloc } = runtime;
   const state = { placed: 0 };
   const own = runtime as unknown as Record<string, unknown>;
   if (queues.size === 0) return { placed: 0, restore: () => {} };
@@ -63,41 +60,9 @@ export function placeAtRecordedAddresses(runtime: Runtime, plan: TracePlan): Pla
     if (q === undefined || q.next >= q.addr.length || q.size[q.next] !== rounded || !(size > 0))
       return malloc.call(rt, device, size);
     const hint = q.addr[q.next++];
-    const r = rt.reserve(rounded, { hint });
-    try {
-      const a = rt.create(rounded, {
-        location: { type: 'device', id: device },
-        handleTypes: 0,
-        uncached: false,
-      });
-      try {
-        rt.map(r.base, rounded, a);
-        rt.setAccess(r.base, rounded, [{ device, access: Access.ReadWrite }]);
-      } catch (e) {
-        rt.quietly(() => {
-          if (rt.mappingAt(r.base) !== undefined) rt.unmap(r.base, rounded);
-        });
-        rt.quietly(() => rt.release(a));
-        throw e;
-      }
-      rt.release(a);
-    } catch (e) {
-      rt.quietly(() => rt.free(r));
-      throw e;
-    }
-    mine.add(r.base);
+    const r = malloc.call(rt, device, size, { hint });
     if (r.base === hint) state.placed++;
     return r;
-  };
-  own.mfree = (va: number): void => {
-    if (!mine.has(va)) {
-      mfree.call(rt, va);
-      return;
-    }
-    const r = rt.reservationAt(va)!;
-    rt.unmap(va, r.size);
-    rt.free(r);
-    mine.delete(va);
   };
   return {
     get placed() {
@@ -105,7 +70,6 @@ export function placeAtRecordedAddresses(runtime: Runtime, plan: TracePlan): Pla
     },
     restore: () => {
       delete own.malloc;
-      delete own.mfree;
     },
   };
 }
