@@ -152,3 +152,22 @@ describe('describe(): a process as plain data', () => {
     rt.dispose();
   });
 });
+
+describe('malloc with a placement hint', () => {
+  it('is placed at a free hinted address and is an ordinary one-step allocation; a taken hint is ignored', () => {
+    const machine = createMachine();
+    const rt = new Runtime(machine.spawn());
+    const probe = rt.reserve(8 * G);
+    const at = probe.base + 4 * G;
+    rt.free(probe);
+    const p = rt.malloc(0, G, { hint: at });
+    expect(p.base).toBe(at);
+    expect(p.origin).toBe('malloc');
+    const q = rt.malloc(0, G, { hint: at });
+    expect(q.base).not.toBe(at);
+    rt.mfree(p.base);
+    rt.mfree(q.base);
+    expect(machine.liveAllocations).toBe(0);
+    rt.dispose();
+  });
+});
