@@ -46,7 +46,7 @@ export interface AllocatorStats {
 
 /**
  * What an allocator did to its memory, in the actions of PyTorch's trace
- * (research note T2): segment_alloc / segment_free for one-step segments,
+ * (docs/pytorch-allocators.md, T2): segment_alloc / segment_free for one-step segments,
  * segment_map / segment_unmap for pages of a reserved range.
  */
 export interface SegmentEvent {

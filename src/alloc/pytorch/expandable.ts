@@ -9,7 +9,7 @@ import type { PytorchAllocatorSettings } from './settings.js';
  * grows, one create + map per page and one setAccess per range; blocks
  * split at 512 bytes in both pools; free never unmaps; emptyCache() and the
  * OOM retry unmap the pages lying wholly inside free blocks. Rules E1-E8 of
- * the research note; the algorithm is in caching-allocator.ts.
+ * docs/pytorch-allocators.md; the algorithm is in caching-allocator.ts.
  */
 export class PytorchExpandableAllocator extends PytorchCachingAllocator {
   constructor(context: AllocatorContext, settings: PytorchAllocatorSettings) {

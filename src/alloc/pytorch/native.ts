@@ -7,7 +7,7 @@ import type { PytorchAllocatorSettings } from './settings.js';
  * segment is one one-step allocation (runtime.malloc, PyTorch's cudaMalloc)
  * of get_allocation_size bytes, split into blocks and given back whole
  * (runtime.mfree) only by the OOM retry, emptyCache() and garbage
- * collection. Rules N1-N11 of the research note; the algorithm is in
+ * collection. Rules N1-N11 of docs/pytorch-allocators.md; the algorithm is in
  * caching-allocator.ts.
  */
 export class PytorchNativeAllocator extends PytorchCachingAllocator {

@@ -3,7 +3,7 @@ import { isPowerOfTwo, LARGE_BUFFER, MiB, ROUNDUP_INTERVALS } from './sizes.js';
 /**
  * The allocator settings that change what PyTorch's caching allocator does
  * (PYTORCH_CUDA_ALLOC_CONF, as a snapshot's `allocator_settings` reports
- * it, research note T4), plus the per-process memory fraction, which no
+ * it, docs/pytorch-allocators.md T4), plus the per-process memory fraction, which no
  * snapshot records.
  *
  * Which allocator runs is the class's choice: PytorchNativeAllocator never
