@@ -7,7 +7,7 @@
  * createMachine. Real NVIDIA backend: createCudaBackend, or
  * `{ backend: 'cuda' }` in a front end's options (libcuda loads only then).
  */
-export type { Backend, ImportedMemory } from './backend/backend.js';
+
 export {
   type AllocatorContext,
   AllocatorOutOfMemoryError,
@@ -28,6 +28,7 @@ export {
   validateSettings,
 } from './alloc/pytorch/index.js';
 export { VmmkitAllocator, type VmmkitOptions } from './alloc/vmmkit/index.js';
+export type { Backend, ImportedMemory } from './backend/backend.js';
 export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';
 export { CudaDriverError } from './backends/cuda/checked.js';
 export {
@@ -62,7 +63,14 @@ export {
   type RuntimeDescription,
   type RuntimeOptions,
 } from './core/runtime.js';
-export { formatTrace, type Layer, Tracer, type TracerOptions, type TraceSpan, traceToJson } from './core/trace.js';
+export {
+  formatTrace,
+  type Layer,
+  Tracer,
+  type TracerOptions,
+  type TraceSpan,
+  traceToJson,
+} from './core/trace.js';
 export { Transaction } from './core/transaction.js';
 export {
   Access,
