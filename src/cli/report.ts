@@ -25,10 +25,10 @@ import {
   UnknownAllocatorError,
 } from '../replay/allocators.js';
 import { type CostTable, loadCostTable } from '../replay/cost-table.js';
+import { exportRun } from '../replay/export.js';
 import { readSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
 import { recordReplay } from '../report/collect.js';
-import { exportSnapshot } from '../report/export-snapshot.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';
 import type { CliOutput } from './cli.js';
@@ -107,7 +107,7 @@ function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
   write(out, renderReportHtml(data));
   io.out(`wrote ${out}`);
   for (const [i, e] of exports.entries()) {
-    const value = exportSnapshot(recorded.snapshot, recorded.plan, recorded.result.allocators[i]);
+    const value = exportRun(recorded.snapshot, recorded.plan, recorded.result.allocators[i]);
     const bytes = pickle(value);
     write(e.path, e.path.endsWith('.gz') ? gzipSync(bytes) : bytes);
     io.out(`wrote ${e.path} (${e.name})`);

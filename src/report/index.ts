@@ -1,13 +1,12 @@
 /**
  * Pictures of memory: the HTML report of a replay (timelines and address
  * maps per allocator), the address-space map of any process
- * (renderMap(runtime.describe())), and a replay exported as a snapshot that
- * PyTorch's memory_viz opens.
+ * (renderMap(runtime.describe())). A replay exported as a snapshot that
+ * PyTorch's memory_viz opens is src/replay/export.ts (exportRun).
  */
 export { layoutMap, type MapOptions, type MapSummary, renderMap } from './address-map.js';
 export { type RecordedReplay, type RecordedRun, type RecordOptions, recordReplay } from './collect.js';
 export { MinMaxBuckets, type MinMaxSeries } from './downsample.js';
-export { ExportError, exportSnapshot } from './export-snapshot.js';
 export { renderReportHtml } from './html.js';
 export { type MapCapture, renderMapPage, renderMapSvg } from './map-page.js';
 export {

@@ -2,20 +2,21 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
+import { exportRun } from '../../src/replay/export.js';
 import { readPickle, readSnapshotFile } from '../../src/replay/load.js';
+import type { PickleDict } from '../../src/replay/pickle/value.js';
 import { pickle } from '../../src/replay/pickle/writer.js';
-import { replay } from '../../src/replay/replay.js';
+import { ReplayError, replay } from '../../src/replay/replay.js';
 import { Action, parseSnapshot } from '../../src/replay/snapshot.js';
 import { planReplay } from '../../src/replay/trace-plan.js';
 import { recordReplay } from '../../src/report/collect.js';
-import { ExportError, exportSnapshot } from '../../src/report/export-snapshot.js';
 import { python, pythonMissing } from '../replay/python.js';
 import { inconsistencyForMemoryViz, unreadableByMemoryViz } from './memory-viz-shape.js';
 
 const trace = (name: string) => fileURLToPath(new URL(`../../traces/h200/${name}`, import.meta.url));
 
 describe.each(['phases_streams-native.pickle.gz', 'phases_streams-expandable.pickle.gz'])(
-  'exportSnapshot of %s',
+  'exportRun (the memory_viz export) of %s',
   (file) => {
     const snapshot = readSnapshotFile(trace(file));
     const recorded = recordReplay(snapshot, {
@@ -26,7 +27,7 @@ describe.each(['phases_streams-native.pickle.gz', 'phases_streams-expandable.pic
 
     for (const [i, f] of DEFAULT_ALLOCATORS.entries()) {
       const run = recorded.result.allocators[i];
-      const exported = exportSnapshot(snapshot, recorded.plan, run);
+      const exported = exportRun(snapshot, recorded.plan, run) as PickleDict;
       const bytes = pickle(exported);
       const back = parseSnapshot(readPickle(bytes));
 
@@ -85,7 +86,7 @@ describe.each(['phases_streams-native.pickle.gz', 'phases_streams-expandable.pic
     it.skipIf(pythonMissing() !== undefined)(
       "Python's pickle loads the export (memory_viz's keys present)",
       () => {
-        const bytes = pickle(exportSnapshot(snapshot, recorded.plan, recorded.result.allocators[2]));
+        const bytes = pickle(exportRun(snapshot, recorded.plan, recorded.result.allocators[2]));
         const out = python(
           [
             'import pickle, sys, json',
@@ -114,7 +115,7 @@ describe.each(['phases_streams-native.pickle.gz', 'phases_streams-expandable.pic
     );
 
     it('the memory_viz checks catch a gzipped file, a protocol 5 pickle and a snapshot missing its segments', () => {
-      const exported = exportSnapshot(snapshot, recorded.plan, recorded.result.allocators[0]);
+      const exported = exportRun(snapshot, recorded.plan, recorded.result.allocators[0]) as PickleDict;
       expect(unreadableByMemoryViz(gzipSync(pickle(exported)))).toMatch(/gzip/);
       expect(unreadableByMemoryViz(pickle(exported, { protocol: 5 }))).toMatch(/protocol 5/);
       expect(inconsistencyForMemoryViz({ ...exported, segments: [] }, 0)).toMatch(/^event \d+: /);
@@ -122,7 +123,7 @@ describe.each(['phases_streams-native.pickle.gz', 'phases_streams-expandable.pic
 
     it('refuses a run replayed without keepEvents', () => {
       const plain = replay(snapshot, { allocators: [DEFAULT_ALLOCATORS[0]], keepEvents: false });
-      expect(() => exportSnapshot(snapshot, plain.plan, plain.allocators[0])).toThrow(ExportError);
+      expect(() => exportRun(snapshot, plain.plan, plain.allocators[0])).toThrow(ReplayError);
     });
   },
 );
