@@ -6,12 +6,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMachine, type Machine } from '../../src/backends/sim/machine.js';
-import { type AclFlavor, createAcl } from '../../src/flavors/acl/acl.js';
+import { createAcl } from '../../src/flavors/acl/acl.js';
 import * as A from '../../src/flavors/acl/constants.js';
 import * as CU from '../../src/flavors/cuda/constants.js';
 import { type CudaFlavor, createCuda } from '../../src/flavors/cuda/cuda.js';
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip, type HipFlavor } from '../../src/flavors/hip/hip.js';
+import { createHip } from '../../src/flavors/hip/hip.js';
 
 const G = 2 * 1024 * 1024;
 
@@ -249,4 +249,372 @@ describe('A: out boxes that cannot be written', () => {
       expect(failures).toEqual([]);
     });
   }
+});
+
+/** Runs `f`, turning a throw into a string the expectation shows. */
+function answer(f: () => unknown): unknown {
+  try {
+    return f();
+  } catch (e) {
+    return `threw ${e instanceof Error ? e.message : 'a non-error'}`;
+  }
+}
+
+const throwing = (field: string) =>
+  Object.defineProperty({ type: 0, requestedHandleTypes: 0, location: { type: 1, id: 0 } }, field, {
+    get() {
+      throw new Error(`getter ${field}`);
+    },
+  });
+
+function revoked(target: object): object {
+  const p = Proxy.revocable(target, {});
+  p.revoke();
+  return p.proxy;
+}
+
+describe('B: getters and proxies of the caller never escape', () => {
+  it('CUDA: a throwing getter in a prop or descriptor, a revoked Proxy as buffer or descriptor list', () => {
+    const { machine, cu, p } = cudaSetup();
+    const before = state(cu.runtime, machine);
+    const I = CU.CUDA_ERROR_INVALID_VALUE;
+    for (const field of ['location', 'type', 'requestedHandleTypes', 'allocFlags']) {
+      expect(
+        answer(() => cu.cuMemCreate({ value: 0n }, G, throwing(field) as never, 0)),
+        field,
+      ).toBe(I);
+      expect(answer(() => cu.cuMemGetAllocationGranularity({ value: 0 }, throwing(field) as never, 0))).toBe(
+        I,
+      );
+    }
+    expect(answer(() => cu.cuMemCreate({ value: 0n }, G, revoked({}) as never, 0))).toBe(I);
+    expect(answer(() => cu.cuMemcpyHtoD(p, revoked(new Uint8Array(4)) as never, 4))).toBe(I);
+    expect(answer(() => cu.cuMemcpyDtoH(revoked(new Uint8Array(4)) as never, p, 4))).toBe(I);
+    expect(answer(() => cu.cuMemSetAccess(p, G, revoked([]) as never, 1))).toBe(I);
+    expect(answer(() => cu.cuMemSetAccess(p, G, [throwing('location')] as never, 1))).toBe(I);
+    expect(answer(() => cu.cuMemGetAccess({ value: 0 }, revoked({}) as never, p))).toBe(I);
+    expect(state(cu.runtime, machine)).toBe(before);
+  });
+
+  it('HIP: the same', () => {
+    const { machine, hip, p } = hipSetup();
+    const before = state(hip.runtime, machine);
+    const I = H.hipErrorInvalidValue;
+    for (const field of ['location', 'type', 'requestedHandleTypes', 'allocFlags']) {
+      expect(
+        answer(() => hip.hipMemCreate({ value: 0n }, G, throwing(field) as never, 0)),
+        field,
+      ).toBe(I);
+      expect(
+        answer(() => hip.hipMemGetAllocationGranularity({ value: 0 }, throwing(field) as never, 0)),
+      ).toBe(I);
+    }
+    expect(
+      answer(() => hip.hipMemcpy(p, revoked(new Uint8Array(4)) as never, 4, H.hipMemcpyHostToDevice)),
+    ).toBe(I);
+    expect(
+      answer(() => hip.hipMemcpy(revoked(new Uint8Array(4)) as never, p, 4, H.hipMemcpyDeviceToHost)),
+    ).toBe(I);
+    expect(answer(() => hip.hipMemSetAccess(p, G, revoked([]) as never, 1))).toBe(I);
+    expect(answer(() => hip.hipMemSetAccess(p, G, [throwing('location')] as never, 1))).toBe(I);
+    expect(answer(() => hip.hipMemGetAccess({ value: 0 }, revoked({}) as never, p))).toBe(I);
+    expect(state(hip.runtime, machine)).toBe(before);
+  });
+
+  it('ACL: the same', () => {
+    const { machine, acl, p } = aclSetup();
+    const before = state(acl.runtime, machine);
+    const I = A.ACL_ERROR_INVALID_PARAM;
+    for (const field of ['location', 'handleType', 'allocationType', 'memAttr']) {
+      const prop = Object.defineProperty({ ...aclProp }, field, {
+        get() {
+          throw new Error('getter');
+        },
+      });
+      expect(
+        answer(() => acl.aclrtMallocPhysical({ value: 0n }, G, prop as never, 0)),
+        field,
+      ).toBe(I);
+      expect(answer(() => acl.aclrtMemGetAllocationGranularity(prop as never, 0, { value: 0 }))).toBe(I);
+    }
+    const H2D = A.ACL_MEMCPY_HOST_TO_DEVICE;
+    expect(answer(() => acl.aclrtMemcpy(p, 4, revoked(new Uint8Array(4)) as never, 4, H2D))).toBe(
+      A.ACL_ERROR_RT_PARAM_INVALID,
+    );
+    expect(answer(() => acl.aclrtMemSetAccess(p, G, revoked([]) as never, 1))).toBe(I);
+    expect(answer(() => acl.aclrtMemSetAccess(p, G, [throwing('location')] as never, 1))).toBe(
+      A.ACL_ERROR_RT_PARAM_INVALID,
+    );
+    expect(answer(() => acl.aclrtMemGetAccess(p, revoked({}) as never, { value: 0 }))).toBe(I);
+    expect(answer(() => acl.aclrtMemSetPidToShareableHandle(1, revoked([]) as never, 1))).toBe(I);
+    expect(state(acl.runtime, machine)).toBe(before);
+  });
+});
+
+describe('C: ACL never throws while describing a hostile value', () => {
+  it('Symbols and Object.create(null) in every argument position give a code and a message', () => {
+    const { acl, p, h } = aclSetup();
+    const hostile = [Symbol('s'), Object.create(null), revoked({})];
+    const failures: string[] = [];
+    for (const x of hostile) {
+      const calls: Record<string, () => unknown> = {
+        handleType: () =>
+          acl.aclrtMallocPhysical({ value: 0n }, G, { ...aclProp, handleType: x } as never, 0),
+        allocationType: () =>
+          acl.aclrtMallocPhysical({ value: 0n }, G, { ...aclProp, allocationType: x } as never, 0),
+        memAttr: () => acl.aclrtMallocPhysical({ value: 0n }, G, { ...aclProp, memAttr: x } as never, 0),
+        locationId: () =>
+          acl.aclrtMallocPhysical({ value: 0n }, G, { ...aclProp, location: { type: 1, id: x } } as never, 0),
+        locationType: () =>
+          acl.aclrtMallocPhysical({ value: 0n }, G, { ...aclProp, location: { type: x, id: 0 } } as never, 0),
+        hostNumaId: () =>
+          acl.aclrtMallocPhysical(
+            { value: 0n },
+            G,
+            { ...aclProp, location: { type: A.ACL_MEM_LOCATION_TYPE_HOST_NUMA, id: x } } as never,
+            0,
+          ),
+        accessLocation: () => acl.aclrtMemGetAccess(p, { type: x, id: x } as never, { value: 0 }),
+        accessDevice: () => acl.aclrtMemGetAccess(p, { type: 1, id: x } as never, { value: 0 }),
+        size: () => acl.aclrtReserveMemAddress({ value: 0n }, x as never, 0, 0, 0),
+        flags: () => acl.aclrtReserveMemAddress({ value: 0n }, G, 0, 0, x as never),
+        alignment: () => acl.aclrtReserveMemAddress({ value: 0n }, G, x as never, 0, 0),
+        expectPtr: () => acl.aclrtReserveMemAddress({ value: 0n }, G, 0, x as never, 0),
+        stream: () => acl.aclrtSynchronizeStream(x as never),
+        destroyStream: () => acl.aclrtDestroyStream(x as never),
+        memcpyStream: () => acl.aclrtMemcpyAsync(p, 4, p + 64n, 4, A.ACL_MEMCPY_DEVICE_TO_DEVICE, x as never),
+        kind: () => acl.aclrtMemcpy(p, 4, p + 64n, 4, x as never),
+        count: () => acl.aclrtMemcpy(p, 4, p + 64n, x as never, A.ACL_MEMCPY_DEVICE_TO_DEVICE),
+        destMax: () => acl.aclrtMemcpy(p, x as never, p + 64n, 4, A.ACL_MEMCPY_DEVICE_TO_DEVICE),
+        memsetValue: () => acl.aclrtMemset(p, 4, x as never, 4),
+        memsetMax: () => acl.aclrtMemset(p, x as never, 0, 4),
+        freePhysical: () => acl.aclrtFreePhysical(x as never),
+        mapHandle: () => acl.aclrtMapMem(p, G, 0, x as never, 0),
+        mapOffset: () => acl.aclrtMapMem(p, G, x as never, h, 0),
+        exportType: () => acl.aclrtMemExportToShareableHandle(h, x as never, 0, { value: 0n }),
+        exportFlags: () => acl.aclrtMemExportToShareableHandle(h, 0, x as never, { value: 0n }),
+        setPid: () => acl.aclrtMemSetPidToShareableHandle(x as never, [1], 1),
+        importDevice: () => acl.aclrtMemImportFromShareableHandle(1, x as never, { value: 0n }),
+        setDevice: () => acl.aclrtSetDevice(x as never),
+        resetDevice: () => acl.aclrtResetDevice(x as never),
+        memInfo: () => acl.aclrtGetMemInfo(x as never, { value: 0 }, { value: 0 }),
+        granularityOption: () => acl.aclrtMemGetAllocationGranularity(aclProp, x as never, { value: 0 }),
+        malloc: () => acl.aclrtMalloc({ value: 0n }, x as never, 0),
+        init: () => acl.aclInit(x as never),
+      };
+      for (const [name, call] of Object.entries(calls)) {
+        const code = answer(call);
+        if (typeof code !== 'number') failures.push(`${name}: ${String(code)}`);
+        else if (code !== 0 && typeof answer(() => acl.aclGetRecentErrMsg()) !== 'string')
+          failures.push(`${name}: no message`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+});
+
+/** A Uint8Array whose buffer has been transferred away (detached). */
+function detached(): Uint8Array {
+  const b = new Uint8Array(8);
+  structuredClone(b.buffer, { transfer: [b.buffer] });
+  return b;
+}
+
+class LyingLength extends Uint8Array {
+  override get length(): number {
+    return 1 << 30;
+  }
+}
+
+class ThrowingSubarray extends Uint8Array {
+  override subarray(): Uint8Array<ArrayBuffer> {
+    throw new Error('subarray');
+  }
+}
+
+describe('D: host buffers are judged by their internal slots', () => {
+  it('CUDA: a Proxy is no buffer, a lying subclass is its real bytes, a detached view with count 0 succeeds', () => {
+    const { cu, p } = cudaSetup();
+    cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 3 }], 1);
+    const I = CU.CUDA_ERROR_INVALID_VALUE;
+    expect(answer(() => cu.cuMemcpyHtoD(p, new Proxy(new Uint8Array(16), {}) as never, 16))).toBe(I);
+    expect(answer(() => cu.cuMemcpyHtoD(p, new LyingLength(4), 16))).toBe(I);
+    const src = new ThrowingSubarray(16).fill(9);
+    expect(answer(() => cu.cuMemcpyHtoD(p, src, 16))).toBe(0);
+    const back = new ThrowingSubarray(16);
+    expect(answer(() => cu.cuMemcpyDtoH(back, p, 16))).toBe(0);
+    expect([...back]).toEqual(new Array(16).fill(9));
+    expect(answer(() => cu.cuMemcpyHtoD(p, detached(), 0))).toBe(0);
+    expect(answer(() => cu.cuMemcpyDtoH(detached(), p, 0))).toBe(0);
+    expect(answer(() => cu.cuMemcpyDtoH(detached(), p, 1))).toBe(I);
+  });
+
+  it('HIP: a host-to-host copy from a subclass whose length lies copies only its real bytes or refuses', () => {
+    const { hip } = hipSetup();
+    const H2H = H.hipMemcpyHostToHost;
+    const dst = new Uint8Array(16);
+    expect(answer(() => hip.hipMemcpy(dst, new LyingLength(4), 16, H2H))).toBe(H.hipErrorInvalidValue);
+    const liar = new LyingLength(16).fill(5);
+    expect(answer(() => hip.hipMemcpy(dst, liar, 16, H2H))).toBe(0);
+    expect([...dst]).toEqual(new Array(16).fill(5));
+    expect(answer(() => hip.hipMemcpy(new ThrowingSubarray(4), new ThrowingSubarray(4), 4, H2H))).toBe(0);
+    expect(answer(() => hip.hipMemcpy(detached(), detached(), 0, H2H))).toBe(0);
+    expect(answer(() => hip.hipMemcpy(new Proxy(dst, {}) as never, liar, 4, H2H))).toBe(
+      H.hipErrorInvalidValue,
+    );
+  });
+
+  it('ACL: the same for aclrtMemcpy', () => {
+    const { acl } = aclSetup();
+    const H2H = A.ACL_MEMCPY_HOST_TO_HOST;
+    const dst = new Uint8Array(16);
+    expect(answer(() => acl.aclrtMemcpy(dst, 16, new LyingLength(4), 16, H2H))).toBe(
+      A.ACL_ERROR_INVALID_PARAM,
+    );
+    expect(answer(() => acl.aclrtMemcpy(new ThrowingSubarray(4), 4, new ThrowingSubarray(4), 4, H2H))).toBe(
+      0,
+    );
+    expect(answer(() => acl.aclrtMemcpy(new Proxy(dst, {}) as never, 4, dst, 4, H2H))).toBe(
+      A.ACL_ERROR_RT_PARAM_INVALID,
+    );
+  });
+});
+
+describe('E: each field of a struct is read once', () => {
+  it('CUDA: a location id getter that changes between reads is read once', () => {
+    const { cu } = cudaSetup();
+    let reads = 0;
+    const prop = {
+      ...cuProp,
+      location: {
+        type: CU.CU_MEM_LOCATION_TYPE_DEVICE,
+        get id() {
+          reads++;
+          return reads === 1 ? 0 : 'garbage';
+        },
+      },
+    };
+    expect(answer(() => cu.cuMemGetAllocationGranularity({ value: 0 }, prop as never, 0))).toBe(0);
+    expect(reads).toBe(1);
+    reads = 0;
+    const b = { value: 0n };
+    expect(answer(() => cu.cuMemCreate(b, G, prop as never, 0))).toBe(0);
+    expect(reads).toBe(1);
+    const out = { value: undefined as never as { location: { id: unknown } } };
+    expect(cu.cuMemGetAllocationPropertiesFromHandle(out as never, b.value)).toBe(0);
+    expect(out.value.location.id).toBe(0);
+  });
+
+  it('HIP: hipMemCreate stores the location id it validated', () => {
+    const { hip } = hipSetup();
+    let reads = 0;
+    const location = {
+      type: H.hipMemLocationTypeDevice,
+      get id() {
+        reads++;
+        return reads === 1 ? 0 : 'garbage';
+      },
+    };
+    const b = { value: 0n };
+    expect(answer(() => hip.hipMemCreate(b, G, { ...hipProp, location } as never, 0))).toBe(0);
+    expect(reads).toBe(1);
+    const out = { value: undefined as never as { location: { id: unknown } } };
+    expect(hip.hipMemGetAllocationPropertiesFromHandle(out as never, b.value)).toBe(0);
+    expect(out.value.location.id).toBe(0);
+  });
+
+  it('ACL: aclrtMallocPhysical reads each field once', () => {
+    const { acl } = aclSetup();
+    let reads = 0;
+    const prop = {
+      ...aclProp,
+      get memAttr() {
+        reads++;
+        return reads === 1 ? A.ACL_HBM_MEM_HUGE : 'garbage';
+      },
+    };
+    const b = { value: 0n };
+    expect(answer(() => acl.aclrtMallocPhysical(b, G, prop as never, 0))).toBe(0);
+    expect(reads).toBe(1);
+    const out = { value: undefined as never as { memAttr: unknown } };
+    expect(acl.aclrtMemGetAllocationPropertiesFromHandle(b.value, out as never)).toBe(0);
+    expect(out.value.memAttr).toBe(A.ACL_HBM_MEM_HUGE);
+  });
+});
+
+describe('F: a VMM unmap never touches cuMemAlloc memory', () => {
+  for (const mapped of [false, true]) {
+    it(`cuMemUnmap over a 2 MiB reservation${mapped ? ' (mapped)' : ''} and the cuMemAlloc memory after it`, () => {
+      const machine = createMachine({ devices: ['H200'] });
+      const cu = createCuda({ machine });
+      const b = { value: 0n };
+      cu.cuInit(0);
+      cu.cuDevicePrimaryCtxRetain(b, 0);
+      cu.cuCtxSetCurrent(b.value);
+      const baseline = machine.devices[0].pool.used;
+      expect(cu.cuMemAddressReserve(b, G, 0, 0, 0)).toBe(0);
+      const r = b.value;
+      expect(cu.cuMemAlloc(b, G)).toBe(0);
+      const dptr = b.value;
+      // The simulator places the cuMemAlloc memory right after the reservation.
+      expect(dptr).toBe(r + BigInt(G));
+      let h = 0n;
+      if (mapped) {
+        expect(cu.cuMemCreate(b, G, cuProp, 0)).toBe(0);
+        h = b.value;
+        expect(cu.cuMemMap(r, G, 0, h, 0)).toBe(0);
+      }
+      expect(cu.cuMemcpyHtoD(dptr, new Uint8Array(16).fill(3), 16)).toBe(0);
+      const before = state(cu.runtime, machine);
+      // The driver refuses cuMemUnmap on cuMemAlloc memory (alloc.unmapOnAllocPointer: 1).
+      expect(cu.cuMemUnmap(r, 2 * G)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
+      expect(state(cu.runtime, machine)).toBe(before);
+      const back = new Uint8Array(16);
+      expect(cu.cuMemcpyDtoH(back, dptr, 16)).toBe(0);
+      expect([...back]).toEqual(new Array(16).fill(3));
+      if (mapped) {
+        expect(cu.cuMemUnmap(r, G)).toBe(0);
+        expect(cu.cuMemRelease(h)).toBe(0);
+      }
+      expect(cu.cuMemFree(dptr)).toBe(0);
+      expect(cu.cuMemAddressFree(r, G)).toBe(0);
+      expect(cu.runtime.stats()).toEqual({ reservations: 0, mappings: 0, handles: 0, streams: 0 });
+      expect(machine.devices[0].pool.used).toBe(baseline);
+    });
+  }
+});
+
+describe('G: a disposed process takes nothing from the machine', () => {
+  it('allocating and exporting calls after dispose answer the gone code and leave the pools alone', () => {
+    const { machine, cu, h } = cudaSetup();
+    const hip = createHip({ machine: createMachine({ devices: ['MI300X'] }) });
+    const acl = createAcl({ machine: createMachine({ devices: ['Ascend910B'] }) });
+    acl.aclInit(null);
+    acl.aclrtSetDevice(0);
+    cu.dispose();
+    hip.dispose();
+    acl.dispose();
+    const used = machine.devices[0].pool.used;
+    expect(used).toBe(0);
+    expect(cu.cuMemAlloc({ value: 0n }, G)).toBe(CU.CUDA_ERROR_DEINITIALIZED);
+    expect(cu.cuMemExportToShareableHandle({ value: 0 }, h, 1, 0)).toBe(CU.CUDA_ERROR_DEINITIALIZED);
+    expect(hip.hipMalloc({ value: 0n }, G)).toBe(H.hipErrorDeinitialized);
+    expect(acl.aclrtMalloc({ value: 0n }, G, 0)).toBe(A.ACL_ERROR_UNINITIALIZE);
+    expect(machine.devices[0].pool.used).toBe(0);
+  });
+});
+
+describe('H: requestedHandleTypes is a C enum, a number', () => {
+  it('HIP and CUDA refuse a bigint and create nothing', () => {
+    const { machine, hip } = hipSetup();
+    const before = state(hip.runtime, machine);
+    const p = { ...hipProp, requestedHandleTypes: 1n };
+    expect(answer(() => hip.hipMemCreate({ value: 0n }, G, p as never, 0))).toBe(H.hipErrorInvalidValue);
+    expect(state(hip.runtime, machine)).toBe(before);
+    const c = cudaSetup();
+    const cBefore = state(c.cu.runtime, c.machine);
+    const q = { ...cuProp, requestedHandleTypes: 1n };
+    expect(answer(() => c.cu.cuMemCreate({ value: 0n }, G, q as never, 0))).toBe(CU.CUDA_ERROR_INVALID_VALUE);
+    expect(state(c.cu.runtime, c.machine)).toBe(cBefore);
+  });
 });

@@ -5,15 +5,22 @@ import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
+  ACCESS_DESC_SHAPE,
   type Box,
+  hostBytes,
   isBox,
   isHostBuffer,
   isStruct,
+  LOCATION_SHAPE,
+  probeBox,
+  readArrayLike,
+  readList,
+  readStruct,
   type Size,
+  type StructShape,
   show,
   toCount,
   toInt,
-  probeBox,
   writeBox,
 } from '../common/args.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
@@ -81,6 +88,15 @@ export const ACL_FUNCTIONS = [
   'aclrtGetMemInfo',
   'aclGetRecentErrMsg',
 ] as const;
+
+/** aclrtPhysicalMemProp's fields, for the one read of a caller's struct. */
+const PHYSICAL_MEM_PROP_SHAPE: StructShape = [
+  'handleType',
+  'allocationType',
+  'memAttr',
+  ['location', LOCATION_SHAPE],
+  'reserve',
+];
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -227,7 +243,7 @@ export class AclFlavor extends VendorProcess {
     if (!this.#initialized) return this.#uninitialized();
     const d = toInt(deviceId);
     if (!this.runtime.isDevice(d))
-      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${String(deviceId)}`);
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
     this.#deviceRefs[d]++;
     this.#current = d;
     return C.ACL_SUCCESS;
@@ -244,7 +260,7 @@ export class AclFlavor extends VendorProcess {
     if (!this.#initialized) return this.#uninitialized();
     const d = toInt(deviceId);
     if (!this.runtime.isDevice(d))
-      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${String(deviceId)}`);
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
     if (this.#deviceRefs[d] === 0) return C.ACL_SUCCESS;
     if (--this.#deviceRefs[d] > 0) return C.ACL_SUCCESS;
     if (this.#current === d) this.#current = -1;
@@ -274,21 +290,21 @@ export class AclFlavor extends VendorProcess {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(virPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
     const f = toCount(flags);
     if (f !== 0 && f !== 1)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${String(flags)} must be 0 or 1`);
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} must be 0 or 1`);
     if (toCount(alignment) !== 0)
       return this.#bad(
         C.ACL_ERROR_RT_PARAM_INVALID,
-        `alignment ${String(alignment)} is reserved and must be 0`,
+        `alignment ${show(alignment)} is reserved and must be 0`,
       );
     const g = this.runtime.vaGranularity;
     if (!isMultipleOf(n, g))
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
     const hint = toCount(expectPtr ?? 0);
     if (hint < 0 || !isMultipleOf(hint, g))
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `expectPtr ${String(expectPtr)} is not ${g}-aligned`);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `expectPtr ${show(expectPtr)} is not ${g}-aligned`);
     return this.#run(() => {
       const r = this.runtime.reserve(n, { hint });
       if (hint !== 0 && r.base !== hint) {
@@ -318,14 +334,16 @@ export class AclFlavor extends VendorProcess {
 
   // --- physical memory ------------------------------------------------------------------------
 
-  aclrtMallocPhysical(handle: Box<bigint>, size: Size, prop: aclrtPhysicalMemProp, flags: Size): number {
+  aclrtMallocPhysical(handle: Box<bigint>, size: Size, propArg: aclrtPhysicalMemProp, flags: Size): number {
     if (!this.#initialized) return this.#uninitialized();
+    // One read of each field, into a plain copy (Note [Untrusted arguments]).
+    const prop = readStruct<aclrtPhysicalMemProp>(propArg, PHYSICAL_MEM_PROP_SHAPE);
     if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
-    if (!isStruct(prop)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL');
+    if (prop === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL or cannot be read');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
     if (toCount(flags) !== 0)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${String(flags)} is reserved (0)`);
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} is reserved (0)`);
     const checked = this.#checkProp(prop);
     if (typeof checked === 'number') return checked;
     const g = this.#granularity(prop.memAttr, checked);
@@ -346,7 +364,7 @@ export class AclFlavor extends VendorProcess {
     if (!this.#initialized) return this.#uninitialized();
     if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
     const a = this.#allocation(handle);
-    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${show(handle)}`);
     return this.#run(() => this.runtime.release(a));
   }
 
@@ -358,13 +376,13 @@ export class AclFlavor extends VendorProcess {
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
     if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
     if (toCount(flags) !== 0)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${String(flags)} is reserved (0)`);
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} is reserved (0)`);
     const a = this.#allocation(handle);
-    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${show(handle)}`);
     if (toCount(offset) !== 0)
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `offset ${String(offset)} must be 0`);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `offset ${show(offset)} must be 0`);
     if (n !== a.size)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the physical size ${a.size}`);
     const r = this.runtime.reservationContaining(va);
@@ -412,14 +430,16 @@ export class AclFlavor extends VendorProcess {
     const va = toCount(virPtr ?? 0);
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
-    if (!Array.isArray(desc)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'desc is NULL');
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
     const k = toCount(count);
-    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${String(count)} must be positive`);
-    if (desc.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `desc holds fewer than ${k} entries`);
+    // The caller's list read once (Note [Untrusted arguments]).
+    const list = readList(desc, Math.max(k, 0));
+    if (list === 'not-array') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'desc is NULL or cannot be read');
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${show(count)} must be positive`);
+    if (list.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `desc holds fewer than ${k} entries`);
     const descriptors: AccessDescriptor[] = [];
     for (let i = 0; i < k; i++) {
-      const d = desc[i];
+      const d = readStruct<aclrtMemAccessDesc>(list[i], ACCESS_DESC_SHAPE);
       if (!isStruct(d) || !isStruct(d.location) || !ACCESS_FLAGS.has(d.flags))
         return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `desc[${i}] has bad flags`);
       const device = this.#accessDevice(d.location);
@@ -434,11 +454,13 @@ export class AclFlavor extends VendorProcess {
     return this.#run(() => this.runtime.setAccess(va, n, descriptors));
   }
 
-  aclrtMemGetAccess(virPtr: Pointer, location: aclrtMemLocation, flag: Box<number>): number {
+  aclrtMemGetAccess(virPtr: Pointer, locationArg: aclrtMemLocation, flag: Box<number>): number {
     if (!this.#initialized) return this.#uninitialized();
     const va = toCount(virPtr ?? 0);
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
-    if (!isStruct(location)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'location is NULL');
+    const location = readStruct<aclrtMemLocation>(locationArg, LOCATION_SHAPE);
+    if (location === undefined)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'location is NULL or cannot be read');
     if (!isBox(flag)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'flag is NULL');
     const device = this.#accessDevice(location);
     if (device instanceof AclRefusal) return device.code;
@@ -464,18 +486,19 @@ export class AclFlavor extends VendorProcess {
   }
 
   aclrtMemGetAllocationGranularity(
-    prop: aclrtPhysicalMemProp,
+    propArg: aclrtPhysicalMemProp,
     option: number,
     granularity: Box<number>,
   ): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (!isStruct(prop)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL');
+    const prop = readStruct<aclrtPhysicalMemProp>(propArg, PHYSICAL_MEM_PROP_SHAPE);
+    if (prop === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL or cannot be read');
     if (!isBox(granularity)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'granularity is NULL');
     const location = this.#checkLocationAndAttr(prop);
     if (typeof location === 'number') return location;
     const opt = toInt(option);
     if (opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED)
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `option ${String(option)}`);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `option ${show(option)}`);
     return writeBox(granularity, this.#granularity(prop.memAttr, location, opt))
       ? C.ACL_SUCCESS
       : this.#unwritable();
@@ -486,7 +509,7 @@ export class AclFlavor extends VendorProcess {
     if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
     if (!isBox(prop)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL');
     const a = this.#allocation(handle);
-    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${show(handle)}`);
     const { location } = a.props;
     return writeBox(prop, {
       handleType: C.ACL_MEM_HANDLE_TYPE_NONE,
@@ -520,14 +543,14 @@ export class AclFlavor extends VendorProcess {
     if (toInt(handleType) !== C.ACL_MEM_HANDLE_TYPE_NONE)
       return this.#bad(
         C.ACL_ERROR_INVALID_PARAM,
-        `handleType ${String(handleType)} must be ACL_MEM_HANDLE_TYPE_NONE`,
+        `handleType ${show(handleType)} must be ACL_MEM_HANDLE_TYPE_NONE`,
       );
     if (!isBox(shareableHandle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'shareableHandle is NULL');
     const a = this.#allocation(handle);
-    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${String(handle)}`);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${show(handle)}`);
     const f = toCount(flags);
     if (f !== C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT && f !== C.ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `flags ${String(flags)}`);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `flags ${show(flags)}`);
     if (a.origin !== 'created')
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'only memory from aclrtMallocPhysical can be exported');
     if (a.props.location.type !== 'device')
@@ -552,14 +575,14 @@ export class AclFlavor extends VendorProcess {
     pidNum: Size,
   ): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (pid === null || typeof pid !== 'object' || typeof pid.length !== 'number')
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL');
     const k = toCount(pidNum);
-    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pidNum ${String(pidNum)} must be positive`);
-    if (pid.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
+    const given = readArrayLike(pid, Math.max(k, 0));
+    if (given === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL or cannot be read');
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pidNum ${show(pidNum)} must be positive`);
+    if (given === 'short') return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
     const pids: number[] = [];
     for (let i = 0; i < k; i++) {
-      const p = toInt(pid[i]);
+      const p = toInt(given[i]);
       if (!Number.isInteger(p)) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `pid[${i}] is not a pid`);
       pids.push(p);
     }
@@ -567,7 +590,7 @@ export class AclFlavor extends VendorProcess {
     if (!this.#exported.has(token))
       return this.#bad(
         C.ACL_ERROR_RT_PARAM_INVALID,
-        `this process exported no shareable handle ${String(shareableHandle)}`,
+        `this process exported no shareable handle ${show(shareableHandle)}`,
       );
     return this.#run(() => this.runtime.allowImport(token, pids));
   }
@@ -577,7 +600,7 @@ export class AclFlavor extends VendorProcess {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
     if (!this.runtime.isDevice(toInt(deviceId)))
-      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${String(deviceId)}`);
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
     const token = toCount(shareableHandle);
     // CANN: export and import in one process is not supported.
     if (this.#exported.has(token))
@@ -612,7 +635,7 @@ export class AclFlavor extends VendorProcess {
     if (code !== C.ACL_SUCCESS) return code;
     if (!isBox(devPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${String(size)} must be positive`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
     // Out-of-range policies are accepted (CANN: huge pages from 2 MiB, normal below).
     const base = toInt(policy) & 0xff;
     const padding =
@@ -645,7 +668,7 @@ export class AclFlavor extends VendorProcess {
     if (!isBox(free) || !isBox(total)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'free or total is NULL');
     const a = toInt(attr);
     if (!(a >= C.ACL_DDR_MEM && a <= C.ACL_MEM_P2P_HUGE1G))
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `attr ${String(attr)}`);
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `attr ${show(attr)}`);
     if (!HBM_MEM_ATTRS.has(a) && a !== C.ACL_MEM_NORMAL && a !== C.ACL_MEM_HUGE && a !== C.ACL_MEM_HUGE1G) {
       // DDR on the device: an Ascend 910B has none.
       return writeBox(free, 0) && writeBox(total, 0) ? C.ACL_SUCCESS : this.#unwritable();
@@ -678,10 +701,9 @@ export class AclFlavor extends VendorProcess {
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
     const n = toCount(count);
     const max = toCount(maxCount);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${String(count)} must be positive`);
-    if (max < n)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds maxCount ${String(maxCount)}`);
-    if (!Number.isInteger(value)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `value ${String(value)}`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${show(count)} must be positive`);
+    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds maxCount ${show(maxCount)}`);
+    if (!Number.isInteger(value)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `value ${show(value)}`);
     const code = this.#needDevice();
     if (code !== C.ACL_SUCCESS) return code;
     return this.#run(() => this.runtime.fill(this.#current, va, value, n));
@@ -710,7 +732,7 @@ export class AclFlavor extends VendorProcess {
     if (code !== C.ACL_SUCCESS) return code;
     if (isNull(stream)) return this.#run(() => this.runtime.synchronize(this.#current));
     const s = this.#stream(stream);
-    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${String(stream)}`);
+    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
     return this.#run(() => this.runtime.synchronizeStream(s.id));
   }
 
@@ -718,7 +740,7 @@ export class AclFlavor extends VendorProcess {
     if (!this.#initialized) return this.#uninitialized();
     if (isNull(stream)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'stream is NULL');
     const s = this.#stream(stream);
-    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${String(stream)}`);
+    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
     this.#streams.delete(BigInt(stream as bigint | number));
     return this.#run(() => this.runtime.destroyStream(s.id));
   }
@@ -753,17 +775,20 @@ export class AclFlavor extends VendorProcess {
     if (isNullPointer(src)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'src is NULL');
     const n = toCount(count);
     const max = toCount(destMax);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${String(count)} must be positive`);
-    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds destMax ${String(destMax)}`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${show(count)} must be positive`);
+    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds destMax ${show(destMax)}`);
+    // Host operands by the views' internal slots, as plain views of the same bytes (Note [Untrusted arguments]).
+    const srcBytes = hostBytes(src);
+    const dstBytes = hostBytes(dst);
     let k = toInt(kind);
     if (k === C.ACL_MEMCPY_DEFAULT) {
       // The runtime infers the direction from the pointers.
       k =
-        isHostBuffer(src) && isHostBuffer(dst)
+        srcBytes !== undefined && dstBytes !== undefined
           ? C.ACL_MEMCPY_HOST_TO_HOST
-          : isHostBuffer(src)
+          : srcBytes !== undefined
             ? C.ACL_MEMCPY_HOST_TO_DEVICE
-            : isHostBuffer(dst)
+            : dstBytes !== undefined
               ? C.ACL_MEMCPY_DEVICE_TO_HOST
               : C.ACL_MEMCPY_DEVICE_TO_DEVICE;
     } else if (k === C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE || k === C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE) {
@@ -774,15 +799,15 @@ export class AclFlavor extends VendorProcess {
     const hostSrc = k === C.ACL_MEMCPY_HOST_TO_HOST || k === C.ACL_MEMCPY_HOST_TO_DEVICE;
     const hostDst = k === C.ACL_MEMCPY_HOST_TO_HOST || k === C.ACL_MEMCPY_DEVICE_TO_HOST;
     if (k < C.ACL_MEMCPY_HOST_TO_HOST || k > C.ACL_MEMCPY_DEVICE_TO_DEVICE)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `kind ${String(kind)}`);
-    if (hostSrc !== isHostBuffer(src) || hostDst !== isHostBuffer(dst))
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `the pointers do not match kind ${String(kind)}`);
-    if (isHostBuffer(src) && src.length < n)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `kind ${show(kind)}`);
+    if (hostSrc !== (srcBytes !== undefined) || hostDst !== (dstBytes !== undefined))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `the pointers do not match kind ${show(kind)}`);
+    if (srcBytes !== undefined && srcBytes.length < n)
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, `src holds fewer than ${n} bytes`);
-    if (isHostBuffer(dst) && dst.length < n)
+    if (dstBytes !== undefined && dstBytes.length < n)
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, `dst holds fewer than ${n} bytes`);
-    if (k === C.ACL_MEMCPY_HOST_TO_HOST) {
-      (dst as Uint8Array).set((src as Uint8Array).subarray(0, n));
+    if (srcBytes !== undefined && dstBytes !== undefined) {
+      dstBytes.set(srcBytes.subarray(0, n));
       return C.ACL_SUCCESS;
     }
     const code = this.#needDevice();
@@ -790,15 +815,15 @@ export class AclFlavor extends VendorProcess {
     let streamId = 0;
     if (stream !== null && !isNull(stream)) {
       const s = this.#stream(stream);
-      if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${String(stream)}`);
+      if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
       streamId = s.id;
     }
     const d = this.#current;
     return this.#run(() => {
-      if (k === C.ACL_MEMCPY_HOST_TO_DEVICE)
-        this.runtime.write(d, toCount(dst as Pointer), (src as Uint8Array).subarray(0, n), streamId);
-      else if (k === C.ACL_MEMCPY_DEVICE_TO_HOST)
-        this.runtime.read(d, toCount(src as Pointer), (dst as Uint8Array).subarray(0, n), streamId);
+      if (srcBytes !== undefined)
+        this.runtime.write(d, toCount(dst as Pointer), srcBytes.subarray(0, n), streamId);
+      else if (dstBytes !== undefined)
+        this.runtime.read(d, toCount(src as Pointer), dstBytes.subarray(0, n), streamId);
       else this.runtime.copy(d, toCount(dst as Pointer), toCount(src as Pointer), n, streamId);
     });
   }
@@ -808,10 +833,13 @@ export class AclFlavor extends VendorProcess {
     if (prop.handleType !== C.ACL_MEM_HANDLE_TYPE_NONE)
       return this.#bad(
         C.ACL_ERROR_INVALID_PARAM,
-        `handleType ${prop.handleType} must be ACL_MEM_HANDLE_TYPE_NONE`,
+        `handleType ${show(prop.handleType)} must be ACL_MEM_HANDLE_TYPE_NONE`,
       );
     if (prop.allocationType !== C.ACL_MEM_ALLOCATION_TYPE_PINNED)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `allocationType ${prop.allocationType} must be PINNED`);
+      return this.#bad(
+        C.ACL_ERROR_INVALID_PARAM,
+        `allocationType ${show(prop.allocationType)} must be PINNED`,
+      );
     return this.#checkLocationAndAttr(prop);
   }
 
@@ -822,23 +850,23 @@ export class AclFlavor extends VendorProcess {
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'location type ACL_MEM_LOCATION_TYPE_UNREGISTERED');
     const isDevice = loc.type === C.ACL_MEM_LOCATION_TYPE_DEVICE;
     if (isDevice && DDR_MEM_ATTRS.has(prop.memAttr))
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `memAttr ${prop.memAttr} is for host locations only`);
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `memAttr ${show(prop.memAttr)} is for host locations only`);
     if (!KNOWN_MEM_ATTRS.has(prop.memAttr))
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `memAttr ${prop.memAttr} is not supported`);
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `memAttr ${show(prop.memAttr)} is not supported`);
     if (isDevice) {
       if (!this.runtime.isDevice(loc.id))
-        return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${loc.id}`);
+        return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(loc.id)}`);
       return { type: 'device', id: loc.id };
     }
     if (loc.type === C.ACL_MEM_LOCATION_TYPE_HOST) return { type: 'host', id: 0 };
     if (loc.type === C.ACL_MEM_LOCATION_TYPE_HOST_NUMA) {
       const id = toCount(loc.id);
-      if (id < 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `NUMA node ${loc.id}`);
+      if (id < 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `NUMA node ${show(loc.id)}`);
       return { type: 'host', id };
     }
     if (loc.type === C.ACL_MEM_LOCATION_TYPE_MANAGED)
       return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'managed memory has no physical handle');
-    return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `location type ${loc.type}`);
+    return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `location type ${show(loc.type)}`);
   }
 
   /** Size and address granularity: 1 GiB for the HUGE1G attributes, the device's granularity (2 MiB) otherwise. */
@@ -855,13 +883,13 @@ export class AclFlavor extends VendorProcess {
   #accessDevice(location: aclrtMemLocation): number | AclRefusal {
     if (location.type === C.ACL_MEM_LOCATION_TYPE_DEVICE) {
       if (this.runtime.isDevice(location.id)) return location.id;
-      return new AclRefusal(this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${location.id}`));
+      return new AclRefusal(this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(location.id)}`));
     }
     if (location.type === C.ACL_MEM_LOCATION_TYPE_HOST)
       return new AclRefusal(
         this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'host access to device mappings is not simulated'),
       );
-    return new AclRefusal(this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `location type ${location.type}`));
+    return new AclRefusal(this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `location type ${show(location.type)}`));
   }
 
   #mappingStartingAt(va: number): Mapping | undefined {
@@ -917,9 +945,7 @@ export class AclFlavor extends VendorProcess {
   #code(e: unknown): number {
     if (e instanceof AclRefusal) return e.code;
     const code = this.codes.code(e);
-    this.#reason = isVmmError(e)
-      ? e.message
-      : `internal error: ${e instanceof Error ? e.message : String(e)}`;
+    this.#reason = isVmmError(e) ? e.message : `internal error: ${e instanceof Error ? e.message : show(e)}`;
     return code;
   }
 

@@ -38,18 +38,22 @@ export function isStruct<T>(x: T): x is NonNullable<T> & object {
   return typeof x === 'object' && x !== null;
 }
 
+export { isPowerOfTwo } from '../../util/integers.js';
 export {
+  ACCESS_DESC_SHAPE,
+  ALLOCATION_PROP_SHAPE,
   hostBytes,
   isHostBuffer,
+  LOCATION_SHAPE,
   probeBox,
+  readArrayLike,
   readFields,
   readList,
-  readLocation,
+  readStruct,
+  type StructShape,
   show,
   writeBox,
 } from './untrusted.js';
-
-export { isPowerOfTwo } from '../../util/integers.js';
 
 /**
  * Converts device addresses (or handles) between the API's bigint and

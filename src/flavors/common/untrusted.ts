@@ -89,21 +89,76 @@ export function readFields<K extends string>(
   }
 }
 
-/** A plain copy of the location struct in field `loc` (type and id), or undefined. */
-export function readLocation(loc: unknown): { type: unknown; id: unknown } | undefined {
-  return readFields(loc, LOCATION_FIELDS) as { type: unknown; id: unknown } | undefined;
+/** Which fields of a struct to copy: a name, or a name and the fields of the struct it holds. */
+export type StructShape = readonly (string | readonly [string, StructShape])[];
+
+/**
+ * A plain copy of a caller's struct with the fields `shape` names, each read
+ * once (nested structs copied the same way; a nested field that is no object
+ * is kept as it is, so a missing location stays missing); undefined if `x` is
+ * no object or any read throws.
+ */
+export function readStruct<T>(x: unknown, shape: StructShape): T | undefined {
+  if (typeof x !== 'object' || x === null) return undefined;
+  try {
+    return copyStruct(x, shape) as T;
+  } catch {
+    return undefined;
+  }
 }
 
-const LOCATION_FIELDS = ['type', 'id'] as const;
+function copyStruct(x: object, shape: StructShape): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of shape) {
+    if (typeof field === 'string') out[field] = (x as Record<string, unknown>)[field];
+    else {
+      const v = (x as Record<string, unknown>)[field[0]];
+      out[field[0]] = typeof v === 'object' && v !== null ? copyStruct(v, field[1]) : v;
+    }
+  }
+  return out;
+}
 
-/** The first `count` elements of a caller's array, read once; 'not-array', 'short' or the copy. */
-export function readList(x: unknown, count: number): unknown[] | 'not-array' | 'short' {
+/** The fields of a location struct (CUmemLocation, hipMemLocation, aclrtMemLocation). */
+export const LOCATION_SHAPE: StructShape = ['type', 'id'];
+/** An access descriptor's fields (CUmemAccessDesc, hipMemAccessDesc, aclrtMemAccessDesc). */
+export const ACCESS_DESC_SHAPE: StructShape = ['flags', ['location', LOCATION_SHAPE]];
+/** CUmemAllocationProp's and hipMemAllocationProp's fields. */
+export const ALLOCATION_PROP_SHAPE: StructShape = [
+  'type',
+  'requestedHandleTypes',
+  ['location', LOCATION_SHAPE],
+  'win32HandleMetaData',
+  ['allocFlags', ['compressionType', 'gpuDirectRDMACapable', 'usage']],
+];
+
+/** The first `count` elements of a caller's array-like (an array or typed array), read once; undefined if a read throws. */
+export function readArrayLike(x: unknown, count: number): unknown[] | 'short' | undefined {
+  if (typeof x !== 'object' || x === null) return undefined;
+  try {
+    const length = (x as ArrayLike<unknown>).length;
+    if (typeof length !== 'number') return undefined;
+    if (!(length >= count)) return 'short';
+    const out = new Array<unknown>(count);
+    for (let i = 0; i < count; i++) out[i] = (x as ArrayLike<unknown>)[i];
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The first `count` elements of a caller's array (fewer when it is
+ * shorter), read once, Array.isArray included (it throws on a revoked
+ * Proxy); 'not-array' for anything else or a read that throws.
+ */
+export function readList(x: unknown, count: number): unknown[] | 'not-array' {
   try {
     if (!Array.isArray(x)) return 'not-array';
     const length = x.length;
-    if (!(length >= count)) return 'short';
-    const out = new Array<unknown>(count);
-    for (let i = 0; i < count; i++) out[i] = x[i];
+    const n = Math.min(length, count);
+    const out = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) out[i] = x[i];
     return out;
   } catch {
     return 'not-array';

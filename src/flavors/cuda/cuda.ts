@@ -6,12 +6,15 @@ import { instrument } from '../../core/trace.js';
 import { Access, type AllocationProperties, type Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
+  ALLOCATION_PROP_SHAPE,
   BigIntMemo,
   type Box,
+  hostBytes,
   isBox,
-  isHostBuffer,
   isPowerOfTwo,
   isStruct,
+  LOCATION_SHAPE,
+  readStruct,
   type Size,
   toCount,
   toInt,
@@ -242,7 +245,8 @@ export class CudaFlavor extends VendorProcess {
 
   cuMemGetAllocationGranularity(granularity: Box<number>, prop: CUmemAllocationProp, option: number): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(granularity) || !isStruct(prop)) return C.CUDA_ERROR_INVALID_VALUE;
+    const copy = readStruct<CUmemAllocationProp>(prop, ALLOCATION_PROP_SHAPE);
+    if (!isBox(granularity) || copy === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     const opt = toInt(option);
     if (opt !== C.CU_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
       return C.CUDA_ERROR_INVALID_VALUE;
@@ -250,7 +254,7 @@ export class CudaFlavor extends VendorProcess {
     // The driver checks only the option: a bad device id, allocation type, location type or handle
     // type still answers 0 with the granularity (granularity.badDeviceId, .badAllocationType,
     // .badLocationType, .withHandleTypes, .hostNuma). The device named, else the current one, decides.
-    const loc = prop.location;
+    const loc = copy.location;
     const named =
       isStruct(loc) && loc.type === C.CU_MEM_LOCATION_TYPE_DEVICE && this.runtime.isDevice(loc.id);
     const d = this.runtime.devices[named ? loc.id : Math.max(this.#current, 0)];
@@ -308,8 +312,10 @@ export class CudaFlavor extends VendorProcess {
 
   cuMemCreate(handle: Box<bigint>, size: Size, prop: CUmemAllocationProp, flags: number): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(handle) || !isStruct(prop) || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
-    const checked = this.#checkProp(prop);
+    // One read of each field, into a plain copy (Note [Untrusted arguments]).
+    const copy = readStruct<CUmemAllocationProp>(prop, ALLOCATION_PROP_SHAPE);
+    if (!isBox(handle) || copy === undefined || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const checked = this.#checkProp(copy);
     if (typeof checked === 'number') return checked;
     const n = toCount(size);
     const g =
@@ -317,7 +323,7 @@ export class CudaFlavor extends VendorProcess {
     if (n <= 0 || !isMultipleOf(n, g)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
       const a = this.runtime.create(n, checked);
-      const f = prop.allocFlags;
+      const f = copy.allocFlags;
       if (isStruct(f) && (f.compressionType || f.gpuDirectRDMACapable || f.usage)) {
         // Reported back by cuMemGetAllocationPropertiesFromHandle (create.gpuDirectRDMACapable).
         this.#allocFlags.set(a, {
@@ -435,23 +441,40 @@ export class CudaFlavor extends VendorProcess {
     const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     const k = toCount(count);
-    if (va <= 0 || n <= 0 || k <= 0 || !Array.isArray(desc) || desc.length < k)
-      return C.CUDA_ERROR_INVALID_VALUE;
+    if (va <= 0 || n <= 0 || k <= 0) return C.CUDA_ERROR_INVALID_VALUE;
     let descriptors: readonly AccessDescriptor[] = [];
     let forHost = false;
+    // Each field of the caller's list is read once, into locals, and a throwing read is a bad
+    // argument (Note [Untrusted arguments]); no copy is allocated on this hot path.
+    let flags: unknown;
+    let type: unknown;
+    let id: unknown;
+    try {
+      if (!Array.isArray(desc) || !(desc.length >= k)) return C.CUDA_ERROR_INVALID_VALUE;
+    } catch {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
     for (let i = 0; i < k; i++) {
-      const d = desc[i];
-      if (!isStruct(d) || !isStruct(d.location) || !ACCESS_FLAGS.has(d.flags))
+      try {
+        const d: unknown = desc[i];
+        if (!isStruct(d)) return C.CUDA_ERROR_INVALID_VALUE;
+        const { location } = d as CUmemAccessDesc;
+        flags = (d as CUmemAccessDesc).flags;
+        if (!isStruct(location)) return C.CUDA_ERROR_INVALID_VALUE;
+        type = location.type;
+        id = location.id;
+      } catch {
         return C.CUDA_ERROR_INVALID_VALUE;
-      const type = d.location.type;
+      }
+      if (!ACCESS_FLAGS.has(flags as number)) return C.CUDA_ERROR_INVALID_VALUE;
       if (type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
         forHost = true;
         continue;
       }
       if (type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
       // A bad device id is INVALID_VALUE here, not INVALID_DEVICE (setAccess.badDeviceId).
-      if (!this.runtime.isDevice(d.location.id)) return C.CUDA_ERROR_INVALID_VALUE;
-      const one = this.#descriptors.get(d.location.id, d.flags as Access);
+      if (!this.runtime.isDevice(id as number)) return C.CUDA_ERROR_INVALID_VALUE;
+      const one = this.#descriptors.get(id as number, flags as Access);
       descriptors = k === 1 ? one : [...descriptors, one[0]];
     }
     if (this.#spans.size === 0 && !forHost) {
@@ -508,11 +531,12 @@ export class CudaFlavor extends VendorProcess {
 
   cuMemGetAccess(flags: Box<number>, location: CUmemLocation, ptr: CUdeviceptr): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(flags) || !isStruct(location)) return C.CUDA_ERROR_INVALID_VALUE;
-    const type = location.type;
+    const loc = readStruct<CUmemLocation>(location, LOCATION_SHAPE);
+    if (!isBox(flags) || loc === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    const type = loc.type;
     const host = type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA;
     if (!host && type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
-    if (!host && !this.runtime.isDevice(location.id)) return C.CUDA_ERROR_INVALID_DEVICE;
+    if (!host && !this.runtime.isDevice(loc.id)) return C.CUDA_ERROR_INVALID_DEVICE;
     const m = this.runtime.mappingAt(this.#addresses.toNumber(ptr));
     if (m === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     if (m.reservation.origin === 'malloc') {
@@ -526,7 +550,7 @@ export class CudaFlavor extends VendorProcess {
         : C.CUDA_ERROR_INVALID_VALUE;
     } else {
     }
-    return writeBox(flags, m.accessOf(location.id)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(flags, m.accessOf(loc.id)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuMemRetainAllocationHandle(handle: Box<bigint>, addr: CUdeviceptr): number {
@@ -676,11 +700,13 @@ export class CudaFlavor extends VendorProcess {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     const n = toCount(byteCount);
-    if (!isHostBuffer(srcHost) || n < 0 || n > srcHost.length) return C.CUDA_ERROR_INVALID_VALUE;
+    // The caller's bytes, by the view's internal slots (Note [Untrusted arguments]).
+    const bytes = hostBytes(srcHost);
+    if (bytes === undefined || n < 0 || n > bytes.length) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     return this.codes.run(() =>
-      this.runtime.write(this.#current, this.#addresses.toNumber(dstDevice), srcHost.subarray(0, n), stream),
+      this.runtime.write(this.#current, this.#addresses.toNumber(dstDevice), bytes.subarray(0, n), stream),
     );
   }
 
@@ -697,11 +723,12 @@ export class CudaFlavor extends VendorProcess {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     const n = toCount(byteCount);
-    if (!isHostBuffer(dstHost) || n < 0 || n > dstHost.length) return C.CUDA_ERROR_INVALID_VALUE;
+    const bytes = hostBytes(dstHost);
+    if (bytes === undefined || n < 0 || n > bytes.length) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.#stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     return this.codes.run(() =>
-      this.runtime.read(this.#current, this.#addresses.toNumber(srcDevice), dstHost.subarray(0, n), stream),
+      this.runtime.read(this.#current, this.#addresses.toNumber(srcDevice), bytes.subarray(0, n), stream),
     );
   }
 
@@ -874,7 +901,9 @@ export class CudaFlavor extends VendorProcess {
 
   #parseProp(prop: CUmemAllocationProp): AllocationProperties | number {
     if (prop.type !== C.CU_MEM_ALLOCATION_TYPE_PINNED) return C.CUDA_ERROR_INVALID_VALUE;
-    let types = toInt(prop.requestedHandleTypes ?? 0);
+    // A C enum: a number, never a bigint (issue 10 H).
+    const requested = prop.requestedHandleTypes ?? 0;
+    let types = typeof requested === 'number' ? toInt(requested) : Number.NaN;
     if (!(types >= 0)) return C.CUDA_ERROR_INVALID_VALUE;
     // Windows handles on Linux: INVALID_VALUE (create.handleTypeWin32); fabric handles need an IMEX
     // channel the H200 machine lacks: NOT_PERMITTED (create.handleTypeFabric).

@@ -4,11 +4,16 @@ import { instrument } from '../../core/trace.js';
 import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
+  ACCESS_DESC_SHAPE,
+  ALLOCATION_PROP_SHAPE,
   type Box,
+  hostBytes,
   isBox,
-  isHostBuffer,
   isPowerOfTwo,
   isStruct,
+  LOCATION_SHAPE,
+  readList,
+  readStruct,
   type Size,
   toCount,
   toInt,
@@ -174,14 +179,17 @@ export class HipFlavor extends VendorProcess {
 
   hipMemGetAllocationGranularity(
     granularity: Box<number>,
-    prop: hipMemAllocationProp,
+    propArg: hipMemAllocationProp,
     option: number,
   ): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     const opt = toInt(option);
+    // One read of each field, into a plain copy (Note [Untrusted arguments]).
+    const copy = readStruct<hipMemAllocationProp>(propArg, ALLOCATION_PROP_SHAPE);
+    const prop = copy ?? ({} as hipMemAllocationProp);
     if (
       !isBox(granularity) ||
-      !isStruct(prop) ||
+      copy === undefined ||
       !isAllocationType(prop.type) ||
       !isStruct(prop.location) ||
       !LOCATION_TYPES.has(prop.location.type) ||
@@ -237,14 +245,17 @@ export class HipFlavor extends VendorProcess {
     return this.codes.run(() => this.runtime.free(r));
   }
 
-  hipMemCreate(handle: Box<bigint>, size: Size, prop: hipMemAllocationProp, flags: Size): number {
+  hipMemCreate(handle: Box<bigint>, size: Size, propArg: hipMemAllocationProp, flags: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     const n = toCount(size);
+    // One read of each field, into a plain copy: what is validated is what is stored (issue 10 E).
+    const copy = readStruct<hipMemAllocationProp>(propArg, ALLOCATION_PROP_SHAPE);
+    const prop = copy ?? ({} as hipMemAllocationProp);
     if (
       !isBox(handle) ||
       n <= 0 ||
       toInt(flags) !== 0 ||
-      !isStruct(prop) ||
+      copy === undefined ||
       !isAllocationType(prop.type) ||
       !isStruct(prop.location) ||
       !LOCATION_TYPES.has(prop.location.type)
@@ -263,7 +274,10 @@ export class HipFlavor extends VendorProcess {
     } else {
       location = { type: 'host', id: 0 };
     }
-    const handleTypes = toInt(prop.requestedHandleTypes ?? 0);
+    // A C enum: a number, never a bigint (issue 10 H).
+    const requested = prop.requestedHandleTypes ?? 0;
+    if (typeof requested !== 'number') return C.hipErrorInvalidValue;
+    const handleTypes = toInt(requested);
     if (
       handleTypes !== C.hipMemHandleTypeNone &&
       handleTypes !== C.hipMemHandleTypePosixFileDescriptor &&
@@ -350,7 +364,8 @@ export class HipFlavor extends VendorProcess {
     const va = toCount(ptr ?? 0);
     const n = toCount(size);
     const c = toCount(count);
-    const descs = Array.isArray(desc) ? desc : isStruct(desc) ? [desc as hipMemAccessDesc] : undefined;
+    // The caller's list (or single descriptor) read once into plain copies (Note [Untrusted arguments]).
+    const descs = readDescriptors(desc, c);
     if (va <= 0 || n <= 0 || descs === undefined || c <= 0) return C.hipErrorInvalidValue;
     const start = this.#coverage(va, n);
     if (start < 0) return C.hipErrorInvalidValue;
@@ -379,12 +394,13 @@ export class HipFlavor extends VendorProcess {
     return C.hipSuccess;
   }
 
-  hipMemGetAccess(flags: Box<number>, location: hipMemLocation, ptr: HipPtr): number {
+  hipMemGetAccess(flags: Box<number>, locationArg: hipMemLocation, ptr: HipPtr): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     const va = toCount(ptr ?? 0);
+    const location = readStruct<hipMemLocation>(locationArg, LOCATION_SHAPE);
     if (
       !isBox(flags) ||
-      !isStruct(location) ||
+      location === undefined ||
       va <= 0 ||
       location.type !== C.hipMemLocationTypeDevice ||
       !this.runtime.isDevice(location.id)
@@ -623,8 +639,11 @@ export class HipFlavor extends VendorProcess {
     if (n === 0) return C.hipSuccess;
     const k = toInt(kind);
     if (!MEMCPY_KINDS.has(k)) return C.hipErrorInvalidMemcpyDirection;
-    const dstHost = isHostBuffer(dst);
-    const srcHost = isHostBuffer(src);
+    // Host operands by the views' internal slots, as plain views of the same bytes (Note [Untrusted arguments]).
+    const dstBytes = hostBytes(dst);
+    const srcBytes = hostBytes(src);
+    const dstHost = dstBytes !== undefined;
+    const srcHost = srcBytes !== undefined;
     const dstVa = dstHost ? 0 : toCount(dst ?? 0);
     const srcVa = srcHost ? 0 : toCount(src ?? 0);
     if ((!dstHost && dstVa <= 0) || (!srcHost && srcVa <= 0)) return C.hipErrorInvalidValue;
@@ -633,16 +652,19 @@ export class HipFlavor extends VendorProcess {
       const wantSrcHost = k === C.hipMemcpyHostToHost || k === C.hipMemcpyHostToDevice;
       if (dstHost !== wantDstHost || srcHost !== wantSrcHost) return C.hipErrorInvalidValue;
     }
-    if ((dstHost && dst.length < n) || (srcHost && src.length < n)) return C.hipErrorInvalidValue;
+    if ((dstBytes !== undefined && dstBytes.length < n) || (srcBytes !== undefined && srcBytes.length < n))
+      return C.hipErrorInvalidValue;
     const s = this.#stream(stream);
     if (s === undefined) return C.hipErrorInvalidHandle;
     const device = s.id === 0 ? this.#current : s.device;
-    if (dstHost && srcHost) {
-      dst.set(src.subarray(0, n));
+    if (dstBytes !== undefined && srcBytes !== undefined) {
+      dstBytes.set(srcBytes.subarray(0, n));
       return C.hipSuccess;
     }
-    if (srcHost) return this.codes.run(() => this.runtime.write(device, dstVa, src.subarray(0, n), s.id));
-    if (dstHost) return this.codes.run(() => this.runtime.read(device, srcVa, dst.subarray(0, n), s.id));
+    if (srcBytes !== undefined)
+      return this.codes.run(() => this.runtime.write(device, dstVa, srcBytes.subarray(0, n), s.id));
+    if (dstBytes !== undefined)
+      return this.codes.run(() => this.runtime.read(device, srcVa, dstBytes.subarray(0, n), s.id));
     return this.codes.run(() => this.runtime.copy(device, dstVa, srcVa, n, s.id));
   }
 
@@ -698,6 +720,27 @@ export class HipFlavor extends VendorProcess {
  * hipGetErrorName and hipGetErrorString keep answering: they return strings,
  * not codes, and read only a table.
  */
+
+/** hipMemSetAccess's descriptors: an array, or for C's `&desc` one struct; plain copies of the first `count`, or undefined. */
+function readDescriptors(desc: unknown, count: number): (hipMemAccessDesc | undefined)[] | undefined {
+  if (count <= 0) return undefined;
+  const list = readList(desc, count);
+  if (list === 'not-array') {
+    const one = readStruct<hipMemAccessDesc>(desc, ACCESS_DESC_SHAPE);
+    // The single struct stands for element 0; more than one would read past it.
+    return one === undefined ? undefined : [one, ...new Array<undefined>(count - 1)];
+  }
+  // Past a short array's end are holes, which the loop refuses when it reaches them.
+  const items = list;
+  const out: (hipMemAccessDesc | undefined)[] = [];
+  for (let i = 0; i < count; i++) {
+    const d = readStruct<hipMemAccessDesc>(items[i], ACCESS_DESC_SHAPE);
+    if (d === undefined && items[i] !== undefined && typeof items[i] === 'object' && items[i] !== null)
+      return undefined;
+    out.push(d);
+  }
+  return out;
+}
 
 function isAllocationType(t: unknown): boolean {
   return t === C.hipMemAllocationTypePinned || t === C.hipMemAllocationTypeUncached;
