@@ -111,7 +111,10 @@ export const REPORT_SCRIPT = String.raw`
           var ctx = u.ctx;
           ctx.save();
           ctx.font = Math.round(11 * devicePixelRatio) + 'px system-ui, sans-serif';
-          dev.series.forEach(function (s, k) {
+          // Labels never overlap: each moves up until it clears the ones placed before it.
+          var placed = [];
+          var lh = 13 * devicePixelRatio;
+          dev.series.forEach(function (s) {
             var a = data.allocators[s.allocator];
             var x = u.valToPos(s.peakX, 'x', true), y = u.valToPos(s.peakReservedBytes, 'y', true);
             if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
@@ -123,7 +126,19 @@ export const REPORT_SCRIPT = String.raw`
             var w = ctx.measureText(label).width;
             var lx = x + 6 * devicePixelRatio;
             if (lx + w > u.bbox.left + u.bbox.width) lx = x - w - 6 * devicePixelRatio;
-            ctx.fillText(label, lx, y - (6 + 12 * k) * devicePixelRatio);
+            var ly = y - 6 * devicePixelRatio;
+            for (var moved = true; moved; ) {
+              moved = false;
+              for (var i = 0; i < placed.length; i++) {
+                var p = placed[i];
+                if (lx < p.x + p.w && p.x < lx + w && ly > p.y - lh && ly - lh < p.y) {
+                  ly = p.y - lh;
+                  moved = true;
+                }
+              }
+            }
+            placed.push({ x: lx, y: ly, w: w });
+            ctx.fillText(label, lx, ly);
           });
           ctx.restore();
         }
@@ -197,7 +212,7 @@ export const REPORT_SCRIPT = String.raw`
       function (v) { return +(v / unit[1]).toFixed(2); }, memSeries, memYs, fmtBytes, [peakPlugin(dev)],
       function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; },
       NICE.map(function (m) { return m * unit[1]; }));
-    make('fragmentation', 'Fragmentation: share of reserved bytes no block holds (1 \u2212 allocated / reserved)', 'unused (% of reserved)',
+    make('fragmentation', 'Fragmentation: share of reserved bytes no block holds (1 \u2212 allocated / reserved)', 'unused (%)',
       function (v) { return +(v * 100).toFixed(1); },
       dev.series.map(function (s) { var a = data.allocators[s.allocator]; return { label: a.name, stroke: a.color, width: 1.5 }; }),
       dev.series.map(function (s) { return s.fragmentation; }),
