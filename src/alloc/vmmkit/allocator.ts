@@ -119,6 +119,21 @@ export interface VmmkitOptions {
   readonly arenaSize?: number;
 }
 
+/** What an allocator holds and where, for analysis (bench/vmmkit-traces.ts): each arena's blocks and mapped pages, and unmapped held bytes. */
+export interface MemoryLayout {
+  readonly pageSize: number;
+  readonly arenas: readonly {
+    readonly stream: number;
+    readonly kind: 'small' | 'medium' | 'large';
+    /** Every block, live or free, in address order (absolute addresses). */
+    readonly blocks: readonly { address: number; size: number; requested: number; live: boolean }[];
+    /** Whether the page at `address` (a page boundary in the arena) is mapped. */
+    mappedPage(address: number): boolean;
+  }[];
+  /** Bytes held in unmapped handles (the pool). */
+  readonly pooledBytes: number;
+}
+
 const MIN_BLOCK = 512;
 const SMALL = 0;
 const MEDIUM = 1;
@@ -153,6 +168,7 @@ export class VmmkitAllocator implements CachingAllocator {
   readonly #smallSize: number;
   readonly #mediumSize: number;
   readonly #prefetch: number;
+  readonly #maxChunkPages: number;
   readonly #minBudget: number;
   readonly #minIdleAge: number;
   /** The hard budget over the soft one: (1 + hardSlack) / (1 + slack). */
@@ -215,17 +231,18 @@ export class VmmkitAllocator implements CachingAllocator {
     this.#mediumSize = mediumSize;
     this.#prefetch = prefetchPages;
     this.#minBudget = minBudget;
-    this.#minIdleAge = options.minIdleAge ?? 64;
-    this.#fillSlivers = options.fillSlivers ?? true;
-    this.#alignWholePages = options.alignWholePages ?? true;
+    this.#minIdleAge = options.minIdleAge ?? 1000;
+    this.#fillSlivers = options.fillSlivers ?? false;
+    this.#alignWholePages = options.alignWholePages ?? false;
     const hardSlack = options.hardSlack ?? Number.POSITIVE_INFINITY;
     if (!(hardSlack >= slack)) throw new RangeError(`hardSlack ${hardSlack} is below slack ${slack}`);
     this.#hardFactor = (1 + hardSlack) / (1 + slack);
-    const prefetchSlack = options.prefetchSlack ?? slack;
+    const prefetchSlack = options.prefetchSlack ?? 0.1;
     if (!(prefetchSlack >= 0)) throw new RangeError(`prefetchSlack ${prefetchSlack} is not >= 0`);
     this.#prefetchFactor = (1 + prefetchSlack) / (1 + slack);
     this.#access = [{ device: context.device, access: Access.ReadWrite }];
-    this.#store = new ChunkStore(rt, context.device, this.#pageSize, Math.round(Math.log2(maxChunkPages)));
+    this.#maxChunkPages = maxChunkPages;
+    this.#store = new ChunkStore(rt, context.device, this.#pageSize);
   }
 
   get stats(): AllocatorStats {
@@ -251,6 +268,28 @@ export class VmmkitAllocator implements CachingAllocator {
       idleBytes: st.idleBytes,
       poolBytes: st.poolBytes,
     };
+  }
+
+  /** Where the held memory is now (for analysis; walks every block). */
+  layout(): MemoryLayout {
+    const arenas: MemoryLayout['arenas'][number][] = [];
+    for (const [stream, list] of this.#arenas) {
+      for (const a of list) {
+        if (a === undefined) continue;
+        const blocks: { address: number; size: number; requested: number; live: boolean }[] = [];
+        let b: Block | undefined = a.firstBlock;
+        for (; b !== undefined; b = b.next)
+          blocks.push({ address: a.base + b.offset, size: b.size, requested: b.requested, live: b.live });
+        const page = this.#pageSize;
+        arenas.push({
+          stream,
+          kind: a.kind === SMALL ? 'small' : a.kind === MEDIUM ? 'medium' : 'large',
+          blocks,
+          mappedPage: (address) => a.pages[Math.floor((address - a.base) / page)] !== undefined,
+        });
+      }
+    }
+    return { pageSize: this.#pageSize, arenas, pooledBytes: this.#store.poolBytes };
   }
 
   // --- malloc ------------------------------------------------------------------------
@@ -335,9 +374,9 @@ export class VmmkitAllocator implements CachingAllocator {
     let a = arenas[kind];
     if (a === undefined) {
       const r = this.#runtime.reserve(this.#arenaSize, { alignment: this.#pageSize });
-      const maxClass =
-        kind === SMALL ? 0 : kind === MEDIUM ? Math.min(2, this.#store.maxClass) : this.#store.maxClass;
-      a = new Arena(this.#runtime, r, this.#pageSize, stream, kind, maxClass);
+      const maxPages =
+        kind === SMALL ? 1 : kind === MEDIUM ? Math.min(4, this.#maxChunkPages) : this.#maxChunkPages;
+      a = new Arena(this.#runtime, r, this.#pageSize, stream, kind, maxPages);
       arenas[kind] = a;
     }
     return a;
@@ -429,22 +468,16 @@ export class VmmkitAllocator implements CachingAllocator {
       for (let r = 0; r < runs.length; r += 2) {
         const p = runs[r];
         let q = runs[r + 1];
-        if (arena.maxClass > 0 && q === p1 && q - p < this.#prefetch) {
+        if (arena.maxChunkPages > 1 && q === p1 && q - p < this.#prefetch) {
           // Map ahead past the block's end, into unmapped free space, while under the prefetch budget.
           let ahead = p + this.#prefetch;
           if (store.held + (ahead - p) * pageSize > budget * this.#prefetchFactor) ahead = q;
           while (q < ahead && q < arena.pages.length && arena.pages[q] === undefined) q++;
         }
-        const pieces = this.#pieces(arena, q - p);
         let page = p;
-        while (pieces.length > 0) {
-          const cls = pieces.shift()!;
-          const t = this.#obtain(cls, budget);
-          if (t === undefined) {
-            // Split the need in two halves (smaller chunks exist to reuse).
-            pieces.unshift(cls - 1, cls - 1);
-            continue;
-          }
+        while (page < q) {
+          // One handle for the whole run (up to the arena's largest): 3 driver calls per growth.
+          const t = this.#obtain(Math.min(q - page, arena.maxChunkPages), budget);
           taken.push(t);
           arena.map(t.chunk, page);
           mapped.push(t.chunk);
@@ -480,44 +513,34 @@ export class VmmkitAllocator implements CachingAllocator {
     if (this.#onEvent !== undefined) for (const ev of events) this.#onEvent(ev);
   }
 
-  /** The chunk classes, in address order, that cover a run of `n` pages: n in binary, largest first. */
-  #pieces(arena: Arena, n: number): number[] {
-    if (arena.maxClass === 0) return new Array(n).fill(0);
-    const out: number[] = [];
-    let m = n;
-    while (m > 0) {
-      const k = Math.min(Math.floor(Math.log2(m)), arena.maxClass);
-      out.push(k);
-      m -= 2 ** k;
-    }
-    return out;
-  }
-
-  /** An unmapped chunk of class `cls` (point 4), or undefined: split the need. */
-  #obtain(cls: number, budget: number): Taken | undefined {
+  /**
+   * An unmapped chunk of at most `pages` pages for a run that needs that
+   * many (point 4): pooled, else created while under the budget, else an
+   * idle chunk moved, else created after trimming.
+   */
+  #obtain(pages: number, budget: number): Taken {
     const store = this.#store;
-    const pooled = store.takePooled(cls);
+    const pooled = store.takePooled(pages);
     if (pooled !== undefined) return { chunk: pooled, created: false };
-    const bytes = 2 ** cls * this.#pageSize;
+    const bytes = pages * this.#pageSize;
     if (store.held + bytes > budget) {
       // Past the hard budget even the working set (recently idle chunks) is moved.
       const hard = store.held + bytes > budget * this.#hardFactor;
       const minAge = hard ? 0 : this.#minIdleAge;
-      const idle = store.oldestIdle(cls, minAge);
+      const idle = store.largestIdle(pages, minAge);
       if (idle !== undefined) {
         this.#unmapIdle(idle);
         return { chunk: idle, created: false };
       }
-      if (cls > 0 && store.hasSmaller(cls, minAge)) return undefined;
       this.#trim(budget - bytes, minAge);
     }
     try {
-      return { chunk: store.create(cls), created: true };
+      return { chunk: store.create(pages), created: true };
     } catch (e) {
       if (!isVmmError(e) || e.kind !== 'out-of-memory') throw e;
       // N6 (h): give back everything cached and try once more.
       this.#trim(0);
-      return { chunk: store.create(cls), created: true };
+      return { chunk: store.create(pages), created: true };
     }
   }
 
@@ -553,7 +576,7 @@ export class VmmkitAllocator implements CachingAllocator {
         }
         continue;
       }
-      const c = store.largestIdle(minAge);
+      const c = store.largestIdle(Number.POSITIVE_INFINITY, minAge);
       if (c === undefined) return;
       this.#unmapIdle(c);
       try {

@@ -16,6 +16,8 @@ export class Arena {
   readonly free = new FreeIndex();
   /** Live blocks in the arena. */
   liveBlocks = 0;
+  /** The block at offset 0 (blocks tile the arena; the first never merges away). */
+  readonly firstBlock: Block;
   /** Chunks mapped in the arena. */
   mappedChunks = 0;
 
@@ -26,13 +28,14 @@ export class Arena {
     readonly stream: number,
     /** Size class of its blocks: 0 small, 1 medium, 2 large (see VmmkitOptions). */
     readonly kind: number,
-    /** Its largest chunk class (2^maxClass pages). */
-    readonly maxClass: number,
+    /** The most pages one of its chunks has. */
+    readonly maxChunkPages: number,
   ) {
     this.base = reservation.base;
     this.size = reservation.size;
     this.pages = new Array(Math.floor(this.size / pageSize)).fill(undefined);
     const all = new Block(this, 0, this.size);
+    this.firstBlock = all;
     this.free.add(all);
   }
 

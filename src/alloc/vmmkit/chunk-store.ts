@@ -3,10 +3,10 @@ import type { Runtime } from '../../core/runtime.js';
 import type { Arena } from './arena.js';
 
 /**
- * One physical allocation (one driver handle) of 2^cls pages. It is in one
- * of three states: mapped in an arena and overlapped by live blocks
- * (`live` > 0); mapped but overlapped by none (idle: its memory could be
- * unmapped and used elsewhere); or unmapped, waiting in the pool.
+ * One physical allocation (one driver handle) of whole pages, any number of
+ * them. It is in one of three states: mapped in an arena and overlapped by
+ * live blocks (`live` > 0); mapped but overlapped by none (idle: its memory
+ * could be unmapped and used elsewhere); or unmapped, waiting in the pool.
  */
 export class Chunk {
   /** The arena it is mapped in, undefined while pooled. */
@@ -17,13 +17,12 @@ export class Chunk {
   live = 0;
   /** The store's clock when it last became idle. */
   idleSince = 0;
-  /** Neighbours in its class's idle list (oldest first); `idle` says whether it is in the list. */
+  /** Neighbours in the idle list (oldest first); `idle` says whether it is in the list. */
   idle = false;
   olderIdle: Chunk | undefined;
   newerIdle: Chunk | undefined;
   constructor(
     readonly allocation: PhysicalAllocation,
-    readonly cls: number,
     readonly pages: number,
   ) {}
 
@@ -34,9 +33,10 @@ export class Chunk {
 
 /**
  * The physical memory an allocator holds, by state: what it created and has
- * not released (held), mapped chunks no live block overlaps (idle), and
- * unmapped chunks (the pool), each kept per size class so that a need of
- * 2^k pages finds a chunk of exactly that size in O(1).
+ * not released (held), mapped chunks no live block overlaps (idle, one list
+ * oldest first), and unmapped chunks (the pool). Idle and pooled chunks are
+ * looked for only when the allocator must grow past its budget, so a scan
+ * of these lists is off the cache-hit path.
  */
 export class ChunkStore {
   /** Bytes created and not released: the allocator's reserved bytes. */
@@ -52,34 +52,26 @@ export class ChunkStore {
   /** Creates and releases done, for reports. */
   creates = 0;
   releases = 0;
-  readonly #pool: Chunk[][];
-  /** Per class, the idle list's oldest and newest chunk. */
-  readonly #oldest: (Chunk | undefined)[];
-  readonly #newest: (Chunk | undefined)[];
-  readonly #idleCount: number[];
+  readonly #pool: Chunk[] = [];
+  #oldest: Chunk | undefined;
+  #newest: Chunk | undefined;
   readonly #props;
 
   constructor(
     readonly runtime: Runtime,
     readonly device: number,
     readonly pageSize: number,
-    readonly maxClass: number,
   ) {
-    this.#pool = Array.from({ length: maxClass + 1 }, () => []);
-    this.#oldest = new Array(maxClass + 1).fill(undefined);
-    this.#newest = new Array(maxClass + 1).fill(undefined);
-    this.#idleCount = new Array(maxClass + 1).fill(0);
     this.#props = { location: { type: 'device' as const, id: device }, handleTypes: 0, uncached: false };
   }
 
-  /** Create a chunk of 2^cls pages; throws the runtime's VmmError (out-of-memory) unchanged. */
-  create(cls: number): Chunk {
-    const pages = 2 ** cls;
+  /** Create a chunk of `pages` pages; throws the runtime's VmmError (out-of-memory) unchanged. */
+  create(pages: number): Chunk {
     const a = this.runtime.create(pages * this.pageSize, this.#props);
     this.held += a.size;
     if (this.held > this.peakHeld) this.peakHeld = this.held;
     this.creates++;
-    const c = new Chunk(a, cls, pages);
+    const c = new Chunk(a, pages);
     this.all.add(c);
     return c;
   }
@@ -92,89 +84,69 @@ export class ChunkStore {
     this.releases++;
   }
 
-  pooled(cls: number): number {
-    return this.#pool[cls].length;
-  }
-
-  takePooled(cls: number): Chunk | undefined {
-    const c = this.#pool[cls].pop();
-    if (c !== undefined) this.poolBytes -= c.bytes;
+  /** The largest pooled chunk of at most `maxPages` pages, removed from the pool; undefined if none. */
+  takePooled(maxPages: number): Chunk | undefined {
+    let best = -1;
+    const pool = this.#pool;
+    for (let i = 0; i < pool.length; i++)
+      if (pool[i].pages <= maxPages && (best < 0 || pool[i].pages > pool[best].pages)) best = i;
+    if (best < 0) return undefined;
+    const c = pool[best];
+    pool[best] = pool[pool.length - 1];
+    pool.pop();
+    this.poolBytes -= c.bytes;
     return c;
   }
 
   putPooled(c: Chunk): void {
-    this.#pool[c.cls].push(c);
+    this.#pool.push(c);
     this.poolBytes += c.bytes;
   }
 
-  /** A pooled chunk of the largest class, for trimming; undefined if the pool is empty. */
+  /** The largest pooled chunk, for trimming; undefined if the pool is empty. */
   takeAnyPooled(): Chunk | undefined {
-    for (let k = this.maxClass; k >= 0; k--) if (this.#pool[k].length > 0) return this.takePooled(k);
-    return undefined;
+    return this.takePooled(Number.POSITIVE_INFINITY);
   }
 
   markIdle(c: Chunk): void {
     c.idleSince = this.clock;
     c.idle = true;
-    const k = c.cls;
-    const last = this.#newest[k];
+    const last = this.#newest;
     c.olderIdle = last;
     c.newerIdle = undefined;
     if (last !== undefined) last.newerIdle = c;
-    else this.#oldest[k] = c;
-    this.#newest[k] = c;
-    this.#idleCount[k]++;
+    else this.#oldest = c;
+    this.#newest = c;
     this.idleBytes += c.bytes;
   }
 
   unmarkIdle(c: Chunk): void {
     if (!c.idle) return;
     c.idle = false;
-    const k = c.cls;
     if (c.olderIdle !== undefined) c.olderIdle.newerIdle = c.newerIdle;
-    else this.#oldest[k] = c.newerIdle;
+    else this.#oldest = c.newerIdle;
     if (c.newerIdle !== undefined) c.newerIdle.olderIdle = c.olderIdle;
-    else this.#newest[k] = c.olderIdle;
+    else this.#newest = c.olderIdle;
     c.olderIdle = undefined;
     c.newerIdle = undefined;
-    this.#idleCount[k]--;
     this.idleBytes -= c.bytes;
   }
 
-  /** The chunk of class `cls` idle longest, if it has been idle for `minAge` mallocs; still marked idle. */
-  oldestIdle(cls: number, minAge = 0): Chunk | undefined {
-    const c = this.#oldest[cls];
-    return c !== undefined && this.clock - c.idleSince >= minAge ? c : undefined;
+  /**
+   * The largest chunk of at most `maxPages` pages idle for `minAge` mallocs
+   * or more (the oldest among equals), still marked idle; undefined if none.
+   */
+  largestIdle(maxPages: number, minAge = 0): Chunk | undefined {
+    let best: Chunk | undefined;
+    for (let c = this.#oldest; c !== undefined && this.clock - c.idleSince >= minAge; c = c.newerIdle)
+      if (c.pages <= maxPages && (best === undefined || c.pages > best.pages)) best = c;
+    return best;
   }
 
-  /** An idle chunk (idle `minAge` mallocs or more) of the largest class that has one, for trimming. */
-  largestIdle(minAge = 0): Chunk | undefined {
-    for (let k = this.maxClass; k >= 0; k--) {
-      const c = this.oldestIdle(k, minAge);
-      if (c !== undefined) return c;
-    }
-    return undefined;
-  }
-
-  /** Whether some pooled chunk, or chunk idle `minAge` mallocs, is smaller than class `cls` (a need could be split to use it). */
-  hasSmaller(cls: number, minAge = 0): boolean {
-    for (let k = 0; k < cls; k++)
-      if (this.#pool[k].length > 0 || this.oldestIdle(k, minAge) !== undefined) return true;
-    return false;
-  }
-
-  /** Every pooled chunk, removed from the pool. */
-  drainPool(): Chunk[] {
-    const out: Chunk[] = [];
-    for (const list of this.#pool) while (list.length > 0) out.push(list.pop()!);
-    this.poolBytes = 0;
-    return out;
-  }
-
-  /** Every idle chunk (still marked idle). */
+  /** Every idle chunk (still marked idle), oldest first. */
   idleChunks(): Chunk[] {
     const out: Chunk[] = [];
-    for (const first of this.#oldest) for (let c = first; c !== undefined; c = c.newerIdle) out.push(c);
+    for (let c = this.#oldest; c !== undefined; c = c.newerIdle) out.push(c);
     return out;
   }
 }

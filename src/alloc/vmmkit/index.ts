@@ -1,2 +1,2 @@
 /** vmmkit's own caching allocator (Note [vmmkit allocator] in allocator.ts). */
-export { VmmkitAllocator, type VmmkitOptions } from './allocator.js';
+export { type MemoryLayout, VmmkitAllocator, type VmmkitOptions } from './allocator.js';

@@ -1,0 +1,242 @@
+/**
+ * vmmkit's allocator beside PyTorch's expandable segments (the model) on
+ * every recorded H200 trace (traces/h200/*-expandable.pickle.gz), through
+ * the same replay `vmmkit replay` runs, driver time priced with
+ * bench/results/h200-driver-costs.json:
+ *
+ *   npx tsc -p . && node dist/bench/vmmkit-traces.js ['{"option": value}'] [--breakdown]
+ *
+ * Prints per trace: peak reserved / peak requested and estimated driver
+ * time of both, and vmmkit's driver calls. With --breakdown, also where the
+ * memory is at each allocator's peak reserved (Note [vmmkit allocator]):
+ * (a) live requested bytes, (b) 512 B rounding inside live blocks, (c) free
+ * bytes on mapped pages no live block touches, (d) free bytes on mapped
+ * pages a live block touches (partial pages), (e) idle unmapped handles,
+ * by pool (small / large) and stream. Each run is replayed twice: the first
+ * finds the malloc at which reserved last peaks, the second stops there.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { AllocatorContext, CachingAllocator } from '../src/alloc/allocator.js';
+import { PytorchExpandableAllocator, settingsFromSnapshot } from '../src/alloc/pytorch/index.js';
+import { type MemoryLayout, VmmkitAllocator, type VmmkitOptions } from '../src/alloc/vmmkit/index.js';
+import type { AllocatorFactory } from '../src/replay/allocators.js';
+import { loadCostTable } from '../src/replay/cost-table.js';
+import { readSnapshotFile } from '../src/replay/load.js';
+import type { PickleDict } from '../src/replay/pickle/value.js';
+import { replay } from '../src/replay/replay.js';
+import { planReplay } from '../src/replay/trace-plan.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const MiB = 1024 * 1024;
+
+export interface TraceRow {
+  readonly trace: string;
+  readonly expandable: { ratio: number; driverUs: number };
+  readonly vmmkit: { ratio: number; driverUs: number; calls: Record<string, number> };
+}
+
+/** The recorded traces this replays (the expandable recordings; the native ones make the same requests). */
+export function traceFiles(): string[] {
+  const dir = `${root}traces/h200/`;
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('-expandable.pickle.gz'))
+    .sort()
+    .map((f) => dir + f);
+}
+
+export function vmmkitFactory(options: VmmkitOptions = {}): AllocatorFactory {
+  return { name: 'vmmkit', description: 'vmmkit', create: (c) => new VmmkitAllocator(c, options) };
+}
+
+const expandableFactory: AllocatorFactory = {
+  name: 'pytorch-expandable',
+  description: 'expandable segments',
+  create: (c, s) => new PytorchExpandableAllocator(c, settingsFromSnapshot(s)),
+};
+
+/** Ratio and estimated driver time of the expandable model and of vmmkit (with `options`) on one trace. */
+export function compareOnTrace(file: string, options: VmmkitOptions = {}): TraceRow {
+  const costs = loadCostTable(`${root}bench/results/h200-driver-costs.json`);
+  const snapshot = readSnapshotFile(file);
+  const result = replay(snapshot, {
+    allocators: [expandableFactory, vmmkitFactory(options)],
+    costs,
+    keepEvents: false,
+  });
+  const [es, vk] = result.allocators;
+  for (const a of result.allocators)
+    if (a.error !== undefined || a.ooms > 0)
+      throw new Error(`${a.name} on ${file}: ${a.error ?? `${a.ooms} OOMs`}`);
+  return {
+    trace: (file.split('/').pop() ?? file).replace('-expandable.pickle.gz', ''),
+    expandable: { ratio: es.ratio!, driverUs: es.driverTimeUs! },
+    vmmkit: { ratio: vk.ratio!, driverUs: vk.driverTimeUs!, calls: vk.driverCalls },
+  };
+}
+
+// --- where the memory is at the peak ----------------------------------------------------
+
+interface Area {
+  readonly stream: number;
+  readonly pool: 'small' | 'large';
+  readonly pageSize: number;
+  /** Blocks in address order, tiling mapped and unmapped space. */
+  readonly blocks: readonly { address: number; size: number; requested: number; live: boolean }[];
+  /** Whether the page at this address (a multiple of pageSize) is mapped. */
+  readonly mapped: (pageAddress: number) => boolean;
+}
+
+type Breakdown = Record<string, number>;
+
+function add(out: Breakdown, key: string, bytes: number): void {
+  if (bytes !== 0) out[key] = (out[key] ?? 0) + bytes;
+}
+
+/** Sort the bytes of `areas` into (a) to (d), by pool and stream; (e) comes from the allocator. */
+function classify(areas: readonly Area[], out: Breakdown): void {
+  for (const a of areas) {
+    const tag = `${a.pool} s${a.stream}`;
+    const page = a.pageSize;
+    const liveOn = new Set<number>();
+    for (const b of a.blocks) {
+      if (!b.live) continue;
+      add(out, `a live ${tag}`, b.requested);
+      add(out, `b rounding ${tag}`, b.size - b.requested);
+      for (let p = Math.floor(b.address / page); p < Math.ceil((b.address + b.size) / page); p++)
+        liveOn.add(p);
+    }
+    for (const b of a.blocks) {
+      if (b.live) continue;
+      const first = Math.floor(b.address / page);
+      const last = Math.ceil((b.address + b.size) / page);
+      if (last - first > 1 << 20) continue; // an arena's unmapped tail
+      for (let p = first; p < last; p++) {
+        if (!a.mapped(p * page)) continue;
+        const lo = Math.max(b.address, p * page);
+        const hi = Math.min(b.address + b.size, (p + 1) * page);
+        add(out, liveOn.has(p) ? `d partial pages ${tag}` : `c free pages ${tag}`, hi - lo);
+      }
+    }
+  }
+}
+
+function esAreas(a: PytorchExpandableAllocator): Area[] {
+  return a.snapshot().map((s) => ({
+    stream: s.stream,
+    pool: s.segmentType,
+    pageSize: 2 * MiB,
+    blocks: s.blocks.map((b) => ({
+      address: b.address,
+      size: b.size,
+      requested: b.requestedSize,
+      live: b.state === 'active_allocated',
+    })),
+    mapped: () => true,
+  }));
+}
+
+function vmmkitAreas(layout: MemoryLayout): Area[] {
+  return layout.arenas.map((r) => ({
+    stream: r.stream,
+    pool: r.kind === 'small' ? 'small' : 'large',
+    pageSize: layout.pageSize,
+    blocks: r.blocks,
+    mapped: (p) => r.mappedPage(p),
+  }));
+}
+
+/** Where `make`'s memory is when its reserved bytes last peak on `file`. */
+function breakdownAtPeak(
+  file: string,
+  make: (c: AllocatorContext, s: PickleDict | undefined) => CachingAllocator,
+  areas: (a: CachingAllocator) => { areas: Area[]; pooled: number },
+): Breakdown {
+  const snapshot = readSnapshotFile(file);
+  const plan = planReplay(snapshot);
+  let mallocs = 0;
+  let peakAt = -1;
+  let peak = 0;
+  let stopAt = -1;
+  let out: Breakdown | undefined;
+  const wrap = (inner: CachingAllocator): CachingAllocator => ({
+    name: inner.name,
+    device: inner.device,
+    get stats() {
+      return inner.stats;
+    },
+    malloc(size, stream) {
+      const r = inner.malloc(size, stream);
+      mallocs++;
+      if (inner.stats.reservedBytes > peak) {
+        peak = inner.stats.reservedBytes;
+        peakAt = mallocs;
+      }
+      if (mallocs === stopAt && out === undefined) {
+        out = { reserved: inner.stats.reservedBytes, requested: inner.stats.requestedBytes };
+        const { areas: list, pooled } = areas(inner);
+        classify(list, out);
+        add(out, 'e idle unmapped handles', pooled);
+      }
+      return r;
+    },
+    free: (a) => inner.free(a),
+    emptyCache: () => inner.emptyCache(),
+    dispose: () => inner.dispose(),
+    [Symbol.dispose]: () => inner.dispose(),
+  });
+  const factory: AllocatorFactory = { name: 'x', description: 'x', create: (c, s) => wrap(make(c, s)) };
+  replay(snapshot, { allocators: [factory], plan, keepEvents: false });
+  stopAt = peakAt;
+  mallocs = 0;
+  peak = 0;
+  replay(snapshot, { allocators: [factory], plan, keepEvents: false });
+  return out!;
+}
+
+function printBreakdown(name: string, b: Breakdown): void {
+  const mib = (n: number) => (n / MiB).toFixed(1).padStart(8);
+  console.log(`  ${name}: reserved ${mib(b.reserved)} MiB, live requested then ${mib(b.requested)} MiB`);
+  for (const k of Object.keys(b).sort())
+    if (k !== 'reserved' && k !== 'requested') console.log(`    ${k.padEnd(28)} ${mib(b[k])}`);
+}
+
+function main(argv: readonly string[]): void {
+  const json = argv.find((a) => a.startsWith('{'));
+  const options: VmmkitOptions = json === undefined ? {} : JSON.parse(json);
+  const breakdown = argv.includes('--breakdown');
+  console.log('trace               expandable ratio, driver | vmmkit ratio, driver (x ES) | vmmkit calls');
+  for (const file of traceFiles()) {
+    const r = compareOnTrace(file, options);
+    const c = r.vmmkit.calls;
+    console.log(
+      `${r.trace.padEnd(19)} ${r.expandable.ratio.toFixed(4)} ${(r.expandable.driverUs / 1000).toFixed(1).padStart(5)} ms | ` +
+        `${r.vmmkit.ratio.toFixed(4)} ${(r.vmmkit.driverUs / 1000).toFixed(1).padStart(5)} ms (${(r.vmmkit.driverUs / r.expandable.driverUs).toFixed(2)}x)` +
+        ` | create ${c.cuMemCreate} map ${c.cuMemMap} unmap ${c.cuMemUnmap} setAccess ${c.cuMemSetAccess} release ${c.cuMemRelease}`,
+    );
+    if (breakdown) {
+      printBreakdown(
+        'expandable',
+        breakdownAtPeak(
+          file,
+          (c, s) => new PytorchExpandableAllocator(c, settingsFromSnapshot(s)),
+          (a) => ({ areas: esAreas(a as PytorchExpandableAllocator), pooled: 0 }),
+        ),
+      );
+      printBreakdown(
+        'vmmkit',
+        breakdownAtPeak(
+          file,
+          (c) => new VmmkitAllocator(c, options),
+          (a) => {
+            const l = (a as VmmkitAllocator).layout();
+            return { areas: vmmkitAreas(l), pooled: l.pooledBytes };
+          },
+        ),
+      );
+    }
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) main(process.argv.slice(2));
