@@ -8,6 +8,7 @@
  * tracer is given, `instrument` replaces an object's methods with wrapping
  * functions on that one instance; without one, the objects are untouched.
  */
+import type { RuntimeDescription } from './runtime.js';
 
 /**
  * The layer a span belongs to. Open: vmmkit's own are 'flavor', 'core',
@@ -15,6 +16,72 @@
  * 'hip' / 'rocclr' / 'rocr' / 'thunk') and an allocator its own ('alloc').
  */
 export type Layer = string;
+
+/**
+ * Note [Vendor layers]: the generic tree ([flavor] hipMemMap -> [core] map ->
+ * [backend] map -> [device] vm.bind) is vmmkit's own structure. A vendor's
+ * engineer knows another: ROCm's hipMemMap -> roc::Device::virtualMap ->
+ * hsa_amd_vmem_map. A flavour hands instrument its vendor's table
+ * (src/flavors/<vendor>/layers.ts); a tracer made with `{ layers: 'vendor' }`
+ * then translates every span opened under a root span of that flavour, at
+ * begin time, so breakpoints (`on`) fire on the vendor's names. A span is
+ * looked up by its generic call path, most specific first: the key of
+ * `[backend] release` inside `[core] unmap` inside `[flavor] hipMemUnmap` is
+ * tried as 'flavor:hipMemUnmap > core:unmap > backend:release', then
+ * 'core:unmap > backend:release', then 'backend:release'. A span with no
+ * entry keeps its generic layer and name. The generic tree stays the
+ * default (existing traces, tests and tools read it).
+ */
+
+/** One frame of a vendor's stack. */
+export interface VendorFrame {
+  readonly layer: Layer;
+  readonly name: string;
+}
+
+/** A leaf frame (bookkeeping with nothing below it), or a chain of frames each called by the one before. */
+export type VendorLeaf = VendorFrame | readonly VendorFrame[];
+
+/** What one generic span becomes in a vendor's stack. */
+export interface VendorStep {
+  /**
+   * The frames the span becomes, outermost first, each calling the next; the
+   * span's own children go inside the last. Empty: vmmkit's span has no
+   * counterpart in the vendor's stack; its children take its place.
+   */
+  readonly path: readonly VendorFrame[];
+  /** Which frame of `path` shows the arguments, outs and result (default 0, the outermost). */
+  readonly argsAt?: number;
+  /** Frames inside the last frame, before and after (on success) the span's own children. */
+  readonly enter?: readonly VendorLeaf[];
+  readonly leave?: readonly VendorLeaf[];
+  /** Frames beside the span in its parent, just before it and (on success) just after it. */
+  readonly before?: readonly VendorLeaf[];
+  readonly after?: readonly VendorLeaf[];
+  /** The vendor does all of it in these frames: vmmkit's spans below are not shown (nor break). */
+  readonly opaque?: boolean;
+}
+
+/** A vendor's layer table: the layer of its API calls, and each generic span's translation (Note [Vendor layers]). */
+export interface VendorLayers {
+  readonly vendor: string;
+  /** The layer the flavour's own calls show as (HIP's 'hip'). */
+  readonly api: Layer;
+  /** Keyed by generic call path suffixes: 'layer:name', or 'parentLayer:parentName > layer:name', ... */
+  readonly steps: Readonly<Record<string, VendorStep>>;
+}
+
+/** What a breakpoint listener is given (Note [Breakpoints]). */
+export interface BreakContext {
+  /** The span just opened (arguments recorded; no result yet). */
+  readonly span: TraceSpan;
+  /** The open frames from the root down to `span`. */
+  readonly path: readonly TraceSpan[];
+  /** The vendor whose table named the span ('HIP', 'CUDA', 'ACL'), if any. */
+  readonly vendor: string | undefined;
+  /** The state of the process the call runs in (`Runtime.describe()`), as it is now. */
+  describe(): RuntimeDescription | undefined;
+}
 
 export interface TraceSpan {
   readonly layer: Layer;
@@ -42,13 +109,32 @@ export interface TracerOptions {
   readonly sink?: (span: TraceSpan) => void;
   /** Keep closed top-level spans in `roots` (default true; false with a sink streams without keeping). */
   readonly keep?: boolean;
+  /** 'generic' (default): vmmkit's layers; 'vendor': each flavour's own (Note [Vendor layers]). */
+  readonly layers?: 'generic' | 'vendor';
 }
 
-/** An open span and the live arguments whose boxes are read when it closes. */
+/**
+ * An open span and the live arguments whose boxes are read when it closes.
+ * In generic mode `frames` is just `span`; translated, it is the vendor's
+ * path (empty when the span has no counterpart), `carrier` the frame that
+ * shows the arguments, and `container` where the children go (undefined
+ * below an opaque step: they are recorded nowhere).
+ */
 interface OpenSpan {
   readonly span: TraceSpan;
   readonly live: readonly unknown[];
+  readonly carrier: TraceSpan;
+  readonly frames: readonly TraceSpan[];
+  readonly container: TraceSpan[] | undefined;
+  /** The generic keys from the root down ('flavor:hipMemMap', 'core:map', ...). */
+  readonly keys: readonly string[];
+  readonly vendor: VendorLayers | undefined;
+  readonly step: VendorStep | undefined;
+  /** The object whose method opened the span (a flavour, a Runtime, a backend). */
+  readonly target: unknown;
 }
+
+type Listener = (context: BreakContext) => void;
 
 export class Tracer {
   readonly #roots: TraceSpan[] = [];
@@ -60,13 +146,48 @@ export class Tracer {
   readonly #limit: number;
   readonly #sink: ((span: TraceSpan) => void) | undefined;
   readonly #keep: boolean;
+  readonly #vendorLayers: boolean;
+  readonly #listeners = new Map<string, Listener[]>();
+  readonly #listenerErrors: unknown[] = [];
 
   constructor(options: TracerOptions = {}) {
-    const { limit = Number.POSITIVE_INFINITY, sink, keep = true } = options;
+    const { limit = Number.POSITIVE_INFINITY, sink, keep = true, layers = 'generic' } = options;
     if (!(limit >= 1)) throw new RangeError(`a tracer keeps at least one span, not ${limit}`);
+    if (layers !== 'generic' && layers !== 'vendor')
+      throw new RangeError(`layers are 'generic' or 'vendor', not ${String(layers)}`);
     this.#limit = limit;
     this.#sink = sink;
     this.#keep = keep;
+    this.#vendorLayers = layers === 'vendor';
+  }
+
+  /** Which layers spans are named in ('generic' or 'vendor'). */
+  get layers(): 'generic' | 'vendor' {
+    return this.#vendorLayers ? 'vendor' : 'generic';
+  }
+
+  /**
+   * Note [Breakpoints]: call `listener` each time a span or vendor frame
+   * named `name` opens: the full name ('roc::Device::virtualMap'), its last
+   * part ('virtualMap'), or 'layer:name'. It runs before the call does its
+   * work, so `describe()` shows the state before it. A listener that throws
+   * does not disturb the traced call: the error is kept in listenerErrors.
+   * Returns a function that removes the listener.
+   */
+  on(name: string, listener: (context: BreakContext) => void): () => void {
+    const list = this.#listeners.get(name) ?? [];
+    list.push(listener);
+    this.#listeners.set(name, list);
+    return () => {
+      const i = list.indexOf(listener);
+      if (i >= 0) list.splice(i, 1);
+      if (list.length === 0) this.#listeners.delete(name);
+    };
+  }
+
+  /** Errors thrown by breakpoint listeners, oldest first. */
+  get listenerErrors(): readonly unknown[] {
+    return this.#listenerErrors;
   }
 
   /** The kept top-level spans, oldest first. */
@@ -81,30 +202,147 @@ export class Tracer {
     return this.#dropped;
   }
 
-  /** Open a span as a child of the innermost open one. */
-  begin(layer: Layer, name: string, args: readonly unknown[]): TraceSpan {
-    const span: TraceSpan = {
-      layer,
-      name,
-      args: args.map(atCall),
-      start: performance.now() - this.#origin,
-      durationUs: 0,
-      children: [],
-    };
+  /**
+   * Open a span as a child of the innermost open one. `target` is the object
+   * whose method is traced (breakpoints find the process through it);
+   * `layers` is the vendor table of a flavour's calls (Note [Vendor layers]).
+   */
+  begin(
+    layer: Layer,
+    name: string,
+    args: readonly unknown[],
+    target?: unknown,
+    layers?: VendorLayers,
+  ): TraceSpan {
     const parent = this.#stack[this.#stack.length - 1];
-    if (parent) parent.span.children.push(span);
-    this.#stack.push({ span, live: args });
-    return span;
+    const copied = args.map(atCall);
+    const vendor = this.#vendorLayers ? (parent ? parent.vendor : layers) : undefined;
+    if (vendor === undefined) {
+      const span = this.#span(layer, name, copied);
+      if (parent) parent.container?.push(span);
+      this.#push({
+        span,
+        live: args,
+        carrier: span,
+        frames: [span],
+        container: parent === undefined || parent.container ? span.children : undefined,
+        keys: [],
+        vendor: undefined,
+        step: undefined,
+        target,
+      });
+      return span;
+    }
+    return this.#beginVendor(layer, name, args, copied, target, vendor, parent);
+  }
+
+  #beginVendor(
+    layer: Layer,
+    name: string,
+    live: readonly unknown[],
+    copied: unknown[],
+    target: unknown,
+    vendor: VendorLayers,
+    parent: OpenSpan | undefined,
+  ): TraceSpan {
+    const key = `${layer}:${name}`;
+    const keys = parent ? [...parent.keys, key] : [key];
+    const hidden = parent !== undefined && parent.container === undefined;
+    let step = hidden ? undefined : lookup(vendor, keys);
+    if (step === undefined && !hidden)
+      step = { path: [{ layer: layer === 'flavor' ? vendor.api : layer, name }] };
+    // An elided span needs a parent to hand its children to.
+    if (step !== undefined && step.path.length === 0 && parent === undefined)
+      step = { ...step, path: [{ layer, name }] };
+    const container = parent?.container;
+    if (step?.before && container) this.#leaves(step.before, container);
+    const frames: TraceSpan[] = [];
+    const at = step?.argsAt ?? 0;
+    for (const [i, f] of (step?.path ?? [{ layer, name }]).entries()) {
+      const span = this.#span(f.layer, f.name, i === at ? copied : []);
+      (i === 0 ? container : frames[i - 1].children)?.push(span);
+      frames.push(span);
+    }
+    const last = frames[frames.length - 1];
+    const entry: OpenSpan = {
+      span: frames[0] ?? this.#span(layer, name, copied),
+      live,
+      carrier: frames[Math.min(at, frames.length - 1)] ?? this.#span(layer, name, copied),
+      frames,
+      container: hidden || step?.opaque ? undefined : last ? last.children : container,
+      keys,
+      vendor,
+      step,
+      target,
+    };
+    this.#push(entry);
+    if (!hidden) for (const f of frames) this.#fire(f, vendor);
+    if (step?.enter && last) this.#leaves(step.enter, last.children);
+    return entry.span;
+  }
+
+  #span(layer: Layer, name: string, args: unknown[]): TraceSpan {
+    return { layer, name, args, start: performance.now() - this.#origin, durationUs: 0, children: [] };
+  }
+
+  #push(entry: OpenSpan): void {
+    this.#stack.push(entry);
+    if (this.#listeners.size > 0 && entry.vendor === undefined) this.#fire(entry.span, undefined);
+  }
+
+  /** Record leaf frames (and chains) into `into`, each one breakable. */
+  #leaves(leaves: readonly VendorLeaf[], into: TraceSpan[]): void {
+    for (const leaf of leaves) {
+      const chain: readonly VendorFrame[] = isChain(leaf) ? leaf : [leaf];
+      let list = into;
+      const made: TraceSpan[] = [];
+      for (const f of chain) {
+        const span = this.#span(f.layer, f.name, []);
+        list.push(span);
+        made.push(span);
+        list = span.children;
+      }
+      for (let i = 0; i < made.length; i++) this.#fire(made[i], this.#stack[0]?.vendor, made.slice(0, i));
+    }
+  }
+
+  /** Call the listeners of `span`'s names; `extra` are leaf frames above it that are not on the stack. */
+  #fire(span: TraceSpan, vendor: VendorLayers | undefined, extra: readonly TraceSpan[] = []): void {
+    if (this.#listeners.size === 0) return;
+    const short = span.name.slice(span.name.lastIndexOf('::') + 2);
+    const names = new Set([span.name, short, `${span.layer}:${span.name}`]);
+    const listeners = [...names].flatMap((n) => this.#listeners.get(n) ?? []);
+    if (listeners.length === 0) return;
+    const stack = [...this.#stack];
+    const path: TraceSpan[] = [];
+    outer: for (const e of stack) {
+      for (const f of e.frames) {
+        path.push(f);
+        if (f === span) break outer;
+      }
+    }
+    if (path[path.length - 1] !== span) path.push(...extra, span);
+    const context: BreakContext = {
+      span,
+      path,
+      vendor: vendor?.vendor,
+      describe: () => describeProcess(stack),
+    };
+    for (const l of listeners) {
+      try {
+        l(context);
+      } catch (e) {
+        this.#listenerErrors.push(e);
+      }
+    }
   }
 
   end(span: TraceSpan, result: unknown): void {
-    span.result = atCall(result);
-    this.#close(span);
+    this.#close(span, { result: atCall(result) });
   }
 
   fail(span: TraceSpan, error: unknown): void {
-    span.error = error instanceof Error ? error.message : String(error);
-    this.#close(span);
+    this.#close(span, { error: error instanceof Error ? error.message : String(error) });
   }
 
   /** A leaf record inside the current span (a page-table update, a copy). */
@@ -112,24 +350,49 @@ export class Tracer {
     this.end(this.begin(layer, name, args), undefined);
   }
 
-  #close(span: TraceSpan): void {
-    span.durationUs = Math.round((performance.now() - this.#origin - span.start) * 1000 * 10) / 10;
+  #close(span: TraceSpan, outcome: { result?: unknown; error?: string }): void {
     // Pop back to the span (a throw that skipped an end leaves deeper spans open).
     let i = this.#stack.length - 1;
     while (i >= 0 && this.#stack[i].span !== span) i--;
-    if (i < 0) return;
-    const { live } = this.#stack[i];
+    if (i < 0) {
+      // Not open (closed already): record the outcome on it, as before.
+      if (outcome.error !== undefined) span.error = outcome.error;
+      else span.result = outcome.result;
+      span.durationUs = this.#since(span);
+      return;
+    }
+    const entry = this.#stack[i];
+    const { live, carrier, step } = entry;
+    if (outcome.error !== undefined) for (const f of entry.frames) f.error = outcome.error;
+    else carrier.result = outcome.result;
+    if (entry.frames.length === 0) {
+      if (outcome.error !== undefined) span.error = outcome.error;
+      else span.result = outcome.result;
+    }
     let outs: unknown[] | undefined;
     for (let k = 0; k < live.length; k++) {
       if (!isBox(live[k])) continue;
       const after = readBox(live[k]);
       // Only what the call wrote: an input box read and left alone shows once.
-      if (Object.is(after, (span.args[k] as { value?: unknown }).value)) continue;
+      if (Object.is(after, (carrier.args[k] as { value?: unknown }).value)) continue;
       (outs ??= new Array(live.length).fill(undefined))[k] = atCall(after);
     }
-    if (outs) span.outs = outs;
+    if (outs) carrier.outs = outs;
+    this.#stack.length = i + 1;
+    if (step !== undefined && outcome.error === undefined) {
+      const last = entry.frames[entry.frames.length - 1];
+      if (step.leave && last) this.#leaves(step.leave, last.children);
+      const container = this.#stack[i - 1]?.container;
+      if (step.after && container) this.#leaves(step.after, container);
+    }
+    for (const f of entry.frames) f.durationUs = this.#since(f);
+    span.durationUs = this.#since(span);
     this.#stack.length = i;
     if (i === 0) this.#closeRoot(span);
+  }
+
+  #since(span: TraceSpan): number {
+    return Math.round((performance.now() - this.#origin - span.start) * 1000 * 10) / 10;
   }
 
   #closeRoot(span: TraceSpan): void {
@@ -150,6 +413,46 @@ export class Tracer {
     this.#dropped = 0;
     this.#stack.length = 0;
   }
+}
+
+/** The most specific step for a generic call path (Note [Vendor layers]). */
+function lookup(vendor: VendorLayers, keys: readonly string[]): VendorStep | undefined {
+  for (let i = 0; i < keys.length; i++) {
+    const step = vendor.steps[keys.slice(i).join(' > ')];
+    if (step !== undefined) return step;
+  }
+  return undefined;
+}
+
+function isChain(leaf: VendorLeaf): leaf is readonly VendorFrame[] {
+  return Array.isArray(leaf);
+}
+
+/**
+ * The state of the process a call runs in: the first traced object on the
+ * open path that is a Runtime (it has describe and mappingsIn) or holds one
+ * (a flavour's `runtime`).
+ */
+function describeProcess(stack: readonly OpenSpan[]): RuntimeDescription | undefined {
+  for (const { target } of stack) {
+    const t = target as { runtime?: unknown; describe?: unknown; mappingsIn?: unknown } | undefined;
+    if (t === null || typeof t !== 'object') continue;
+    const rt = (isRuntime(t.runtime) ? t.runtime : isRuntime(t) ? t : undefined) as
+      | { describe(): RuntimeDescription }
+      | undefined;
+    if (rt !== undefined) return rt.describe();
+  }
+  return undefined;
+}
+
+function isRuntime(v: unknown): boolean {
+  const r = v as { describe?: unknown; mappingsIn?: unknown } | null | undefined;
+  return (
+    r !== null &&
+    typeof r === 'object' &&
+    typeof r.describe === 'function' &&
+    typeof r.mappingsIn === 'function'
+  );
 }
 
 /**
@@ -202,13 +505,15 @@ export function instrument<T extends object>(
   layer: Layer,
   tracer: Tracer,
   names: readonly string[],
+  /** A flavour's vendor table (Note [Vendor layers]). */
+  layers?: VendorLayers,
 ): T {
   const methods = target as unknown as Record<string, (...args: unknown[]) => unknown>;
   for (const name of names) {
     const method = methods[name];
     if (typeof method !== 'function') continue;
     methods[name] = function traced(this: unknown, ...args: unknown[]) {
-      const span = tracer.begin(layer, name, args);
+      const span = tracer.begin(layer, name, args, this, layers);
       try {
         const result = method.apply(this, args);
         tracer.end(span, result);
