@@ -1,0 +1,60 @@
+/**
+ * The issue's requirement for vmmkit's allocator (issue 8, item 3), on every
+ * trace recorded on the H200 (traces/h200/*-expandable.pickle.gz; the native
+ * recordings make the same requests): replayed as `vmmkit replay` replays
+ * it, vmmkit's peak reserved / peak requested is strictly below what the
+ * model of PyTorch's expandable segments reaches, at no more than twice its
+ * estimated driver time (bench/results/h200-driver-costs.json). Both
+ * allocators run with their defaults; nothing here is set per trace.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { PytorchExpandableAllocator, settingsFromSnapshot } from '../../../src/alloc/pytorch/index.js';
+import { VmmkitAllocator } from '../../../src/alloc/vmmkit/index.js';
+import { loadCostTable } from '../../../src/replay/cost-table.js';
+import { readSnapshotFile } from '../../../src/replay/load.js';
+import { replay } from '../../../src/replay/replay.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const dir = `${root}traces/h200/`;
+const traces = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('-expandable.pickle.gz')) : [];
+
+describe.skipIf(traces.length === 0)('vmmkit against expandable segments on the recorded H200 traces', () => {
+  const costs = loadCostTable(`${root}bench/results/h200-driver-costs.json`);
+
+  it('finds all five recorded workloads', () => {
+    expect(traces.sort()).toEqual(
+      ['cnn_train', 'kv_cache_decode', 'moe_train', 'phases_streams', 'transformer_train'].map(
+        (w) => `${w}-expandable.pickle.gz`,
+      ),
+    );
+  });
+
+  for (const file of traces) {
+    it(`${file}: ratio strictly below expandable's, estimated driver time at most 2x`, () => {
+      const result = replay(readSnapshotFile(dir + file), {
+        allocators: [
+          {
+            name: 'pytorch-expandable',
+            description: '',
+            create: (c, s) => new PytorchExpandableAllocator(c, settingsFromSnapshot(s)),
+          },
+          { name: 'vmmkit', description: '', create: (c) => new VmmkitAllocator(c) },
+        ],
+        costs,
+        keepEvents: false,
+      });
+      const [es, vk] = result.allocators;
+      for (const a of result.allocators) {
+        expect(a.error, a.name).toBeUndefined();
+        expect(a.ooms, a.name).toBe(0);
+        expect(a.warnings, a.name).toEqual([]);
+      }
+      expect(result.plan.peakRequestedBytes).toBeGreaterThan(0);
+      expect(vk.ratio!).toBeLessThan(es.ratio!);
+      expect(vk.driverTimeUs!).toBeGreaterThan(0);
+      expect(vk.driverTimeUs!).toBeLessThanOrEqual(2 * es.driverTimeUs!);
+    });
+  }
+});
