@@ -113,7 +113,13 @@ export function layoutMap(
   const rowsUsed = Math.max(1, Math.ceil(at / rowBytes - 1e-9));
 
   /** Rectangles for drawn bytes [from, to) of the strip, split at row ends. */
-  const rects = (from: number, to: number, cls: string, extra = ''): string => {
+  const rects = (
+    from: number,
+    to: number,
+    cls: string,
+    extra = '',
+    band?: { top: number; height: number },
+  ): string => {
     let out = '';
     let a = from;
     while (a < to - 1e-6) {
@@ -122,8 +128,8 @@ export function layoutMap(
       const b = Math.min(to, rowEnd);
       const x = MARGIN + (a - row * rowBytes) * scale;
       const w = Math.max(0.5, (b - a) * scale);
-      const y = HEADER + row * (ROW_HEIGHT + ROW_GAP);
-      out += `<rect class="${cls}" x="${x.toFixed(2)}" y="${y}" width="${w.toFixed(2)}" height="${ROW_HEIGHT}"${extra}/>`;
+      const y = HEADER + row * (ROW_HEIGHT + ROW_GAP) + (band?.top ?? 0);
+      out += `<rect class="${cls}" x="${x.toFixed(2)}" y="${y}" width="${w.toFixed(2)}" height="${band?.height ?? ROW_HEIGHT}"${extra}/>`;
       a = b;
     }
     return out;
@@ -171,6 +177,21 @@ export function layoutMap(
       )}`;
       if (blocks === undefined && m.access.every((x) => x === Access.None)) {
         g += rects(place(p, m.va), place(p, m.va + m.size), 'no-access', ` fill="url(#${id}-noaccess)"`);
+      }
+      if (blocks === undefined) {
+        // One band per device along the row's bottom: dark for read-write, light for read only.
+        const bandHeight = Math.max(1.5, Math.min(4, 12 / m.access.length));
+        m.access.forEach((x, d) => {
+          if (x === Access.None) return;
+          const top = ROW_HEIGHT - bandHeight * (m.access.length - d);
+          g += rects(
+            place(p, m.va),
+            place(p, m.va + m.size),
+            'access',
+            ` data-device="${d}" fill="${x === Access.ReadWrite ? '#1b5e20' : '#9ccc65'}"`,
+            { top, height: bandHeight },
+          );
+        });
       }
       g += '</g>';
     }
@@ -259,6 +280,8 @@ export function layoutMap(
           [`url(#${id}-swatch-mapped)`, 'mapped (colour per handle)'],
           [`url(#${id}-unmapped)`, 'reserved, not mapped'],
           [`url(#${id}-noaccess)`, 'mapped, no device access'],
+          ['#1b5e20', 'band per device: read-write'],
+          ['#9ccc65', 'read only'],
         ])
       : legendItems(legendY, [
           [color ?? '#3465a4', 'live block'],

@@ -164,6 +164,9 @@ describe('vmmkit map and renderMap', () => {
     expect(svg.match(/class="mapping"/g)?.length).toBe(1);
     expect(svg).toContain('device 0 read-write');
     expect(renderMap(b)).toContain('device 0 none');
+    // Access bands: device 0's read-write band under A's mapping, none under B's.
+    expect(svg.match(/class="access"[^>]*data-device="0"/g)?.length).toBe(1);
+    expect(renderMap(b)).not.toContain('class="access"');
   });
 
   it('--at draws every live process at the mark', async () => {
