@@ -12,8 +12,9 @@
  * (a) live requested bytes, (b) 512 B rounding inside live blocks, (c) free
  * bytes on mapped pages no live block touches, (d) free bytes on mapped
  * pages a live block touches (partial pages), (e) idle unmapped handles,
- * by pool (small / large) and stream. Each run is replayed twice: the first
- * finds the malloc at which reserved last peaks, the second stops there.
+ * by pool (small / large) and stream; and the same when the live requested
+ * bytes peak. Each run is replayed twice: the first finds the malloc at
+ * which the peak is first reached, the second stops there.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -147,11 +148,12 @@ function vmmkitAreas(layout: MemoryLayout): Area[] {
   }));
 }
 
-/** Where `make`'s memory is when its reserved bytes last peak on `file`. */
+/** Where `make`'s memory is when its reserved bytes (or, with `of` 'requested', the requested bytes) first reach their peak on `file`. */
 function breakdownAtPeak(
   file: string,
   make: (c: AllocatorContext, s: PickleDict | undefined) => CachingAllocator,
   areas: (a: CachingAllocator) => { areas: Area[]; pooled: number },
+  of: 'reserved' | 'requested' = 'reserved',
 ): Breakdown {
   const snapshot = readSnapshotFile(file);
   const plan = planReplay(snapshot);
@@ -169,8 +171,9 @@ function breakdownAtPeak(
     malloc(size, stream) {
       const r = inner.malloc(size, stream);
       mallocs++;
-      if (inner.stats.reservedBytes > peak) {
-        peak = inner.stats.reservedBytes;
+      const now = of === 'reserved' ? inner.stats.reservedBytes : inner.stats.requestedBytes;
+      if (now > peak) {
+        peak = now;
         peakAt = mallocs;
       }
       if (mallocs === stopAt && out === undefined) {
@@ -216,25 +219,29 @@ function main(argv: readonly string[]): void {
         ` | create ${c.cuMemCreate} map ${c.cuMemMap} unmap ${c.cuMemUnmap} setAccess ${c.cuMemSetAccess} release ${c.cuMemRelease}`,
     );
     if (breakdown) {
-      printBreakdown(
-        'expandable',
-        breakdownAtPeak(
-          file,
-          (c, s) => new PytorchExpandableAllocator(c, settingsFromSnapshot(s)),
-          (a) => ({ areas: esAreas(a as PytorchExpandableAllocator), pooled: 0 }),
-        ),
-      );
-      printBreakdown(
-        'vmmkit',
-        breakdownAtPeak(
-          file,
-          (c) => new VmmkitAllocator(c, options),
-          (a) => {
-            const l = (a as VmmkitAllocator).layout();
-            return { areas: vmmkitAreas(l), pooled: l.pooledBytes };
-          },
-        ),
-      );
+      for (const of of ['reserved', 'requested'] as const) {
+        printBreakdown(
+          `expandable at its peak ${of}`,
+          breakdownAtPeak(
+            file,
+            (c, s) => new PytorchExpandableAllocator(c, settingsFromSnapshot(s)),
+            (a) => ({ areas: esAreas(a as PytorchExpandableAllocator), pooled: 0 }),
+            of,
+          ),
+        );
+        printBreakdown(
+          `vmmkit at its peak ${of}`,
+          breakdownAtPeak(
+            file,
+            (c) => new VmmkitAllocator(c, options),
+            (a) => {
+              const l = (a as VmmkitAllocator).layout();
+              return { areas: vmmkitAreas(l), pooled: l.pooledBytes };
+            },
+            of,
+          ),
+        );
+      }
     }
   }
 }
