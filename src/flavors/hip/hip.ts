@@ -22,6 +22,7 @@ import {
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
+import { HIP_LAYERS } from './layers.js';
 
 /** hipMemLocation */
 export interface hipMemLocation {
@@ -139,7 +140,7 @@ export class HipFlavor extends VendorProcess {
       success: C.hipSuccess,
       unknown: C.hipErrorUnknown,
     });
-    if (options.tracer) instrument(this, 'flavor', options.tracer, HIP_FUNCTIONS);
+    if (options.tracer) instrument(this, 'flavor', options.tracer, HIP_FUNCTIONS, HIP_LAYERS);
   }
 
   // --- initialisation and devices ------------------------------------------------------
