@@ -113,3 +113,4 @@ export {
   type hipMemLocation,
 } from './flavors/hip/hip.js';
 export * from './replay/index.js';
+export * from './report/index.js';
