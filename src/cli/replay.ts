@@ -37,12 +37,10 @@ import { pickle } from '../replay/pickle/writer.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
 import { planReplay } from '../replay/trace-plan.js';
 import type { CliOutput } from './cli.js';
+import { DEFAULT_COSTS, findCosts } from './package-files.js';
 
 export const REPLAY_USAGE =
   'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--sim-addresses] [--export DIR]';
-
-/** Where the measured cost table lives in the package. */
-export const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
 
 export interface ReplayCliOptions {
   /** The allocators by name (default: DEFAULT_ALLOCATORS). */
@@ -145,31 +143,6 @@ function flag(args: string[], name: string): boolean {
   const i = args.indexOf(name);
   if (i >= 0) args.splice(i, 1);
   return i >= 0;
-}
-
-function findCosts(given: string | undefined, fallback: string | null | undefined): CostTable | undefined {
-  if (given !== undefined) return loadCostTable(given);
-  if (fallback === null) return undefined;
-  const path = fallback ?? packagePath(DEFAULT_COSTS);
-  return path !== undefined && existsSync(path) ? loadCostTable(path) : undefined;
-}
-
-/** A path inside the vmmkit package, found by walking up from this file (src/ or dist/src/). */
-function packagePath(relative: string): string | undefined {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'vmmkit')
-          return join(dir, relative);
-      } catch {
-        // not ours; keep walking
-      }
-    }
-    dir = dirname(dir);
-  }
-  return undefined;
 }
 
 function notes(r: ReplayResult): string[] {

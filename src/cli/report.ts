@@ -32,11 +32,10 @@ import { recordReplay } from '../report/collect.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';
 import type { CliOutput } from './cli.js';
+import { DEFAULT_COSTS, findCosts } from './package-files.js';
 
 export const REPORT_USAGE =
   'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH]';
-
-const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
 
 export interface ReportCliOptions {
   readonly registry?: AllocatorRegistry;
@@ -149,31 +148,6 @@ function write(path: string, content: string | Uint8Array): void {
   } catch (e) {
     throw new Error(`cannot write ${path}: ${e instanceof Error ? e.message : String(e)}`);
   }
-}
-
-function findCosts(given: string | undefined, fallback: string | null | undefined): CostTable | undefined {
-  if (given !== undefined) return loadCostTable(given);
-  if (fallback === null) return undefined;
-  const path = fallback ?? packagePath(DEFAULT_COSTS);
-  return path !== undefined && existsSync(path) ? loadCostTable(path) : undefined;
-}
-
-/** A path inside the vmmkit package, found by walking up from this file (src/ or dist/src/). */
-function packagePath(relative: string): string | undefined {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'vmmkit')
-          return join(dir, relative);
-      } catch {
-        // not ours; keep walking
-      }
-    }
-    dir = dirname(dir);
-  }
-  return undefined;
 }
 
 // Options of report and map: Node's own util.parseArgs (strict), its errors turned into one short line.
