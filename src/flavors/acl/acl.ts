@@ -26,6 +26,7 @@ import {
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
 import { ACL_ERROR_TABLE, ACL_UNKNOWN_ERROR } from './error-table.js';
+import { aclLayers } from './layers.js';
 
 /** aclrtMemLocation */
 export interface aclrtMemLocation {
@@ -200,7 +201,8 @@ export class AclFlavor extends VendorProcess {
     });
     this.#deviceRefs = this.runtime.devices.map(() => 0);
     this.#recordFailures();
-    if (options.tracer) instrument(this, 'flavor', options.tracer, ACL_FUNCTIONS);
+    if (options.tracer)
+      instrument(this, 'flavor', options.tracer, ACL_FUNCTIONS, aclLayers(this.runtime.backend.kind));
   }
 
   /**

@@ -93,3 +93,38 @@ export function devicesOf(d: RuntimeDescription): string {
   for (const dev of d.devices) counts.set(dev.name, (counts.get(dev.name) ?? 0) + 1);
   return [...counts].map(([name, n]) => `${n} x ${name}`).join(', ');
 }
+
+const libcuda = frameOf('libcuda');
+
+/**
+ * The backend primitives as the real NVIDIA backend makes them: each one is
+ * a call into libcuda.so.1 (src/backends/cuda/backend.ts). Copies are named
+ * for the primitive alone: the backend picks among cuMemcpy* variants by stream.
+ */
+const REAL_DRIVER_STEPS: Readonly<Record<string, { readonly path: readonly VendorFrame[] }>> = {
+  'backend:reserve': { path: [libcuda('cuMemAddressReserve')] },
+  'backend:free': { path: [libcuda('cuMemAddressFree')] },
+  'backend:create': { path: [libcuda('cuMemCreate')] },
+  'backend:release': { path: [libcuda('cuMemRelease')] },
+  'backend:map': { path: [libcuda('cuMemMap')] },
+  'backend:unmap': { path: [libcuda('cuMemUnmap')] },
+  'backend:setAccess': { path: [libcuda('cuMemSetAccess')] },
+  'backend:exportFd': { path: [libcuda('cuMemExportToShareableHandle')] },
+  'backend:importFd': { path: [libcuda('cuMemImportFromShareableHandle')] },
+};
+
+/**
+ * A vendor's table for a process whose backend is the real NVIDIA driver:
+ * the vendor's upper layers stay, while whatever the table said about the
+ * layers below (backend primitives, simulated device events) gives way to the
+ * libcuda call that really runs. On the simulator the table is used as is.
+ */
+export function layersFor(table: VendorLayers, backend: 'sim' | 'cuda'): VendorLayers {
+  if (backend === 'sim') return table;
+  const steps: Record<string, VendorLayers['steps'][string]> = {};
+  for (const [key, step] of Object.entries(table.steps)) {
+    const last = key.slice(key.lastIndexOf('>') + 1).trim();
+    if (!last.startsWith('backend:') && !last.startsWith('device:')) steps[key] = step;
+  }
+  return { ...table, steps: { ...steps, ...REAL_DRIVER_STEPS } };
+}

@@ -23,6 +23,7 @@ import {
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import * as C from './constants.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
+import { cudaLayers } from './layers.js';
 
 export type {
   CUmemAccessDesc,
@@ -129,7 +130,8 @@ export class CudaFlavor extends VendorProcess {
       unknown: C.CUDA_ERROR_UNKNOWN,
     });
     this.#primaryRefs = this.runtime.devices.map(() => 0);
-    if (options.tracer) instrument(this, 'flavor', options.tracer, CUDA_FUNCTIONS);
+    if (options.tracer)
+      instrument(this, 'flavor', options.tracer, CUDA_FUNCTIONS, cudaLayers(this.runtime.backend.kind));
   }
 
   /**

@@ -22,7 +22,7 @@ import {
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
-import { HIP_LAYERS } from './layers.js';
+import { hipLayers } from './layers.js';
 
 /** hipMemLocation */
 export interface hipMemLocation {
@@ -140,7 +140,8 @@ export class HipFlavor extends VendorProcess {
       success: C.hipSuccess,
       unknown: C.hipErrorUnknown,
     });
-    if (options.tracer) instrument(this, 'flavor', options.tracer, HIP_FUNCTIONS, HIP_LAYERS);
+    if (options.tracer)
+      instrument(this, 'flavor', options.tracer, HIP_FUNCTIONS, hipLayers(this.runtime.backend.kind));
   }
 
   // --- initialisation and devices ------------------------------------------------------

@@ -21,7 +21,15 @@
 import type { RuntimeDescription } from '../../core/runtime.js';
 import type { VendorLayers } from '../../core/trace.js';
 import { Access } from '../../core/types.js';
-import { devicesOf, frameOf, hex, placeOf, renderState, type VendorView } from '../common/layers.js';
+import {
+  devicesOf,
+  frameOf,
+  hex,
+  layersFor,
+  placeOf,
+  renderState,
+  type VendorView,
+} from '../common/layers.js';
 
 const hip = frameOf('hip');
 const rocclr = frameOf('rocclr');
@@ -190,6 +198,11 @@ export function formatHipState(d: RuntimeDescription): string {
       (at.length > 0 ? `; sub-buffers at ${at.map(hex).join(', ')}` : ''),
     access: (a) => PROT[a],
   });
+}
+
+/** HIP's table for a process on `backend` (on the real NVIDIA driver the primitives are libcuda calls). */
+export function hipLayers(backend: 'sim' | 'cuda'): VendorLayers {
+  return layersFor(HIP_LAYERS, backend);
 }
 
 export const HIP_VIEW: VendorView = { layers: HIP_LAYERS, formatState: formatHipState };
