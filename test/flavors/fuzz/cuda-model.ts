@@ -1,0 +1,494 @@
+/** The CUDA flavour's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
+import type { Machine } from '../../../src/backends/sim/machine.js';
+import * as C from '../../../src/flavors/cuda/constants.js';
+import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import type { CallSpec, Episode, FlavorModel } from './episode.js';
+import { corrupt } from './garbage.js';
+import { asNumber, smallCount, teardownRuns } from './shared.js';
+
+/** A small device: allocations of a few 64 KiB granules, and out of memory within reach. */
+export const FUZZ_GRANULE = 64 * 1024;
+const G = FUZZ_GRANULE;
+const DEVICES = [
+  { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
+];
+
+type E = Episode<CudaFlavor>;
+const pid = (p: CudaFlavor) => p.runtime.pid;
+
+function size(ep: E): bigint | number {
+  const n = ep.rng.pick([G, G, 2 * G, 3 * G, 4 * G]);
+  return ep.rng.chance(0.5) ? BigInt(n) : n;
+}
+
+function prop(ep: E): object {
+  const valid = {
+    type: C.CU_MEM_ALLOCATION_TYPE_PINNED,
+    requestedHandleTypes: ep.rng.pick([
+      C.CU_MEM_HANDLE_TYPE_NONE,
+      C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+    ]),
+    location: ep.rng.chance(0.9)
+      ? { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }
+      : { type: C.CU_MEM_LOCATION_TYPE_HOST_NUMA, id: 0 },
+  };
+  return ep.rng.chance(ep.garbageRate) ? corrupt(ep.rng, valid) : valid;
+}
+
+function descs(ep: E): unknown {
+  const valid = [
+    { location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, flags: ep.rng.pick([1, 3, 3, 3, 0]) },
+  ];
+  if (!ep.rng.chance(ep.garbageRate)) return valid;
+  return ep.rng.chance(0.5) ? [corrupt(ep.rng, valid[0] as never)] : ep.arg(() => valid);
+}
+
+const ptr = (ep: E, p: CudaFlavor) => ep.arg(() => ep.pointer(pid(p), G));
+/** A pointer into mapped memory, most of the time (copies and sets). */
+const mem = (ep: E, p: CudaFlavor) => ep.arg(() => ep.mappedPointer(p, G));
+const handle = (ep: E, p: CudaFlavor) => ep.arg(() => ep.handle(pid(p)));
+const stream = (ep: E, p: CudaFlavor) => ep.arg(() => ep.stream(pid(p)));
+const zero = (ep: E) => ep.arg(() => 0);
+const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
+
+const calls: CallSpec<CudaFlavor>[] = [
+  { name: 'cuInit', weight: 0.2, run: (ep, p) => ({ result: p.cuInit(zero(ep)) }) },
+  { name: 'cuDriverGetVersion', weight: 0.2, run: (ep, p) => ({ result: p.cuDriverGetVersion(ep.box(0)) }) },
+  { name: 'cuDeviceGet', weight: 0.2, run: (ep, p) => ({ result: p.cuDeviceGet(ep.box(0), zero(ep)) }) },
+  { name: 'cuDeviceGetCount', weight: 0.2, run: (ep, p) => ({ result: p.cuDeviceGetCount(ep.box(0)) }) },
+  {
+    name: 'cuDeviceGetName',
+    weight: 0.2,
+    run: (ep, p) => ({
+      result: p.cuDeviceGetName(
+        ep.box(''),
+        ep.arg(() => 64),
+        zero(ep),
+      ),
+    }),
+  },
+  {
+    name: 'cuDeviceTotalMem',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.cuDeviceTotalMem(ep.box(0), zero(ep)) }),
+  },
+  {
+    name: 'cuDevicePrimaryCtxRetain',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.cuDevicePrimaryCtxRetain(ep.box(0n), zero(ep)) }),
+  },
+  {
+    name: 'cuDevicePrimaryCtxRelease',
+    weight: 0.05,
+    run: (ep, p) => ({ result: p.cuDevicePrimaryCtxRelease(zero(ep)) }),
+  },
+  {
+    name: 'cuCtxSetCurrent',
+    weight: 0.2,
+    run: (ep, p) => {
+      const b = { value: 0n };
+      p.cuCtxGetCurrent(b);
+      return { result: p.cuCtxSetCurrent(ep.arg(() => (b.value === 0n ? 0xc0_0000n : b.value))) };
+    },
+  },
+  { name: 'cuCtxGetCurrent', weight: 0.2, run: (ep, p) => ({ result: p.cuCtxGetCurrent(ep.box(0n)) }) },
+  { name: 'cuCtxGetDevice', weight: 0.2, run: (ep, p) => ({ result: p.cuCtxGetDevice(ep.box(0)) }) },
+  { name: 'cuCtxSynchronize', weight: 0.3, run: (_ep, p) => ({ result: p.cuCtxSynchronize() }) },
+  {
+    name: 'cuMemGetAllocationGranularity',
+    weight: 0.3,
+    run: (ep, p) => ({
+      result: p.cuMemGetAllocationGranularity(
+        ep.box(0),
+        prop(ep) as never,
+        ep.arg(() => ep.rng.below(2)),
+      ),
+    }),
+  },
+  {
+    name: 'cuMemAddressReserve',
+    weight: 2,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.cuMemAddressReserve(
+          b,
+          ep.arg(() => size(ep)),
+          ep.arg(() => 0),
+          ep.arg(() => (ep.rng.chance(0.2) ? ep.pointer(pid(p), G) : 0n)),
+          zero(ep),
+        ),
+        onSuccess: () => ep.remember(ep.pointers, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'cuMemAddressFree',
+    run: (ep, p) => {
+      const at = ptr(ep, p);
+      return {
+        result: p.cuMemAddressFree(
+          at,
+          ep.arg(() => size(ep)),
+        ),
+        onSuccess: () => ep.forget(ep.pointers, pid(p), at),
+      };
+    },
+  },
+  {
+    name: 'cuMemCreate',
+    weight: 2,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.cuMemCreate(
+          b,
+          ep.arg(() => size(ep)),
+          prop(ep) as never,
+          zero(ep),
+        ),
+        onSuccess: () => ep.remember(ep.handles, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'cuMemRelease',
+    run: (ep, p) => {
+      const h = handle(ep, p);
+      return { result: p.cuMemRelease(h), onSuccess: () => ep.forget(ep.handles, pid(p), h) };
+    },
+  },
+  {
+    name: 'cuMemMap',
+    weight: 3,
+    run: (ep, p) => {
+      const t = ep.rng.chance(0.7) ? ep.mapTarget(p) : undefined;
+      if (t === undefined)
+        return {
+          result: p.cuMemMap(
+            ptr(ep, p),
+            ep.arg(() => size(ep)),
+            zero(ep),
+            handle(ep, p),
+            zero(ep),
+          ),
+        };
+      return {
+        result: p.cuMemMap(
+          ep.arg(() => t[0]),
+          ep.arg(() => t[1]),
+          zero(ep),
+          ep.arg(() => t[2]),
+          zero(ep),
+        ),
+      };
+    },
+  },
+  {
+    name: 'cuMemUnmap',
+    weight: 1.5,
+    run: (ep, p) => {
+      const m = ep.rng.chance(0.5) ? ep.mapping(p) : undefined;
+      if (m === undefined)
+        return {
+          result: p.cuMemUnmap(
+            ptr(ep, p),
+            ep.arg(() => size(ep)),
+          ),
+        };
+      return {
+        result: p.cuMemUnmap(
+          ep.arg(() => BigInt(m[0])),
+          ep.arg(() => m[1]),
+        ),
+      };
+    },
+  },
+  {
+    name: 'cuMemSetAccess',
+    weight: 3,
+    run: (ep, p) => {
+      const m = ep.rng.chance(0.8) ? ep.mapping(p) : undefined;
+      const at = m === undefined ? ptr(ep, p) : ep.arg(() => BigInt(m[0]));
+      const n = m === undefined ? ep.arg(() => size(ep)) : ep.arg(() => m[1]);
+      return {
+        result: p.cuMemSetAccess(
+          at,
+          n,
+          descs(ep) as never,
+          ep.arg(() => 1),
+        ),
+      };
+    },
+  },
+  {
+    name: 'cuMemGetAccess',
+    run: (ep, p) => ({
+      result: p.cuMemGetAccess(
+        ep.box(0),
+        ep.arg(() => ({ type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 })),
+        ptr(ep, p),
+      ),
+    }),
+  },
+  {
+    name: 'cuMemRetainAllocationHandle',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.cuMemRetainAllocationHandle(b, ptr(ep, p)),
+        onSuccess: () => ep.remember(ep.handles, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'cuMemGetAllocationPropertiesFromHandle',
+    weight: 0.5,
+    run: (ep, p) => ({
+      result: p.cuMemGetAllocationPropertiesFromHandle(ep.box(undefined as never), handle(ep, p)),
+    }),
+  },
+  {
+    name: 'cuMemExportToShareableHandle',
+    run: (ep, p, peer) => {
+      const b = ep.box(0);
+      const h = handle(ep, p);
+      return {
+        result: p.cuMemExportToShareableHandle(
+          b,
+          h,
+          ep.arg(() => C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+          zero(ep),
+        ),
+        onSuccess: () => {
+          // The exporter keeps its fd; a copy goes to the peer, as over a Unix socket.
+          const fd = b.value;
+          const key = ep.shadowKey(pid(p), BigInt(asNumber(h)));
+          ep.exported.set(`${pid(p)}:${fd}`, key);
+          ep.fds.get(pid(p))?.push(fd);
+          const theirs = ep.machine.passFd(pid(p), fd, pid(peer));
+          ep.exported.set(`${pid(peer)}:${theirs}`, key);
+          ep.fds.get(pid(peer))?.push(theirs);
+        },
+      };
+    },
+  },
+  {
+    name: 'cuMemImportFromShareableHandle',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      const fd = ep.arg(() => ep.fd(pid(p)));
+      return {
+        result: p.cuMemImportFromShareableHandle(
+          b,
+          fd,
+          ep.arg(() => C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+        ),
+        onSuccess: () => {
+          ep.remember(ep.handles, pid(p), b.value);
+          ep.alias(pid(p), b.value, `${pid(p)}:${asNumber(fd)}`);
+        },
+      };
+    },
+  },
+  {
+    name: 'cuMemAlloc',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.cuMemAlloc(
+          b,
+          ep.arg(() => ep.rng.pick([1, 100, G, 2 * G])),
+        ),
+        onSuccess: () => ep.remember(ep.pointers, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'cuMemFree',
+    run: (ep, p) => {
+      const at = ptr(ep, p);
+      return { result: p.cuMemFree(at), onSuccess: () => ep.forget(ep.pointers, pid(p), at) };
+    },
+  },
+  { name: 'cuMemGetInfo', weight: 0.3, run: (ep, p) => ({ result: p.cuMemGetInfo(ep.box(0), ep.box(0)) }) },
+  {
+    name: 'cuMemcpyHtoD',
+    weight: 3,
+    run: (ep, p) => {
+      const n = count(ep);
+      const src = ep.host(64);
+      const dst = mem(ep, p);
+      const plain = ep.isPlain(src);
+      return {
+        result: p.cuMemcpyHtoD(dst, src, n),
+        effects: plain
+          ? { write: { va: asNumber(dst), bytes: src.slice(0, asNumber(n)) } }
+          : { unknown: { va: asNumber(dst), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'cuMemcpyDtoH',
+    weight: 3,
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = ep.host(64);
+      const src = mem(ep, p);
+      return {
+        result: p.cuMemcpyDtoH(dst, src, n),
+        effects: ep.isPlain(dst) ? { read: { va: asNumber(src), into: dst, size: asNumber(n) } } : undefined,
+      };
+    },
+  },
+  {
+    name: 'cuMemcpyDtoD',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      const src = mem(ep, p);
+      return {
+        result: p.cuMemcpyDtoD(dst, src, n),
+        effects: { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'cuMemcpyHtoDAsync',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      return {
+        result: p.cuMemcpyHtoDAsync(dst, ep.host(64), n, stream(ep, p)),
+        effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'cuMemcpyDtoHAsync',
+    run: (ep, p) => ({ result: p.cuMemcpyDtoHAsync(ep.host(64), mem(ep, p), count(ep), stream(ep, p)) }),
+  },
+  {
+    name: 'cuMemcpyDtoDAsync',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      return {
+        result: p.cuMemcpyDtoDAsync(dst, mem(ep, p), n, stream(ep, p)),
+        effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'cuMemsetD8',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      const value = ep.arg(() => ep.rng.below(256));
+      return {
+        result: p.cuMemsetD8(dst, value, n),
+        effects: { fill: { va: asNumber(dst), value: asNumber(value), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'cuMemsetD8Async',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      return {
+        result: p.cuMemsetD8Async(
+          dst,
+          ep.arg(() => 7),
+          n,
+          stream(ep, p),
+        ),
+        effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'cuStreamCreate',
+    weight: 0.5,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.cuStreamCreate(
+          b,
+          ep.arg(() => ep.rng.below(2)),
+        ),
+        onSuccess: () => ep.remember(ep.streams, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'cuStreamSynchronize',
+    weight: 0.5,
+    run: (ep, p) => ({ result: p.cuStreamSynchronize(stream(ep, p)) }),
+  },
+  {
+    name: 'cuStreamDestroy',
+    weight: 0.3,
+    run: (ep, p) => {
+      const s = stream(ep, p);
+      return { result: p.cuStreamDestroy(s), onSuccess: () => ep.forget(ep.streams, pid(p), s) };
+    },
+  },
+  {
+    name: 'cuGetErrorName',
+    weight: 0.2,
+    run: (ep, p) => ({
+      result: p.cuGetErrorName(
+        ep.arg(() => 1),
+        ep.box(null),
+      ),
+    }),
+  },
+  {
+    name: 'cuGetErrorString',
+    weight: 0.2,
+    run: (ep, p) => ({
+      result: p.cuGetErrorString(
+        ep.arg(() => 2),
+        ep.box(null),
+      ),
+    }),
+  },
+];
+
+export const CUDA_MODEL: FlavorModel<CudaFlavor> = {
+  vendor: 'CUDA',
+  devices: DEVICES,
+  codes: new Set(C.CUDA_RESULTS.keys()),
+  success: C.CUDA_SUCCESS,
+  make: (machine: Machine, report) => createCuda({ machine, report }),
+  prepare(p) {
+    const b = { value: 0n };
+    p.cuInit(0);
+    p.cuDevicePrimaryCtxRetain(b, 0);
+    p.cuCtxSetCurrent(b.value);
+  },
+  calls,
+  teardown(ep, p) {
+    const failed: string[] = [];
+    const b = { value: 0n };
+    // The fuzzer may have released the primary context or made none current.
+    p.cuDevicePrimaryCtxRetain(b, 0);
+    p.cuCtxSetCurrent(b.value);
+    // Work queued on streams may fail when it runs; the second synchronize is clean.
+    p.cuCtxSynchronize();
+    if (p.cuCtxSynchronize() !== 0) failed.push('cuCtxSynchronize');
+    for (const s of ep.streams.get(pid(p)) ?? [])
+      if (p.cuStreamDestroy(s) !== 0) failed.push('cuStreamDestroy');
+    failed.push(
+      ...teardownRuns(p.runtime.describe(), {
+        unmap: (va, n) => p.cuMemUnmap(BigInt(va), n),
+        freeReservation: (base, n) => p.cuMemAddressFree(BigInt(base), n),
+        freeMalloc: (base) => p.cuMemFree(BigInt(base)),
+        release: (h) => p.cuMemRelease(BigInt(h)),
+        describe: () => p.runtime.describe(),
+      }),
+    );
+    return failed;
+  },
+};
