@@ -57,6 +57,7 @@ const optionsArb: fc.Arbitrary<VmmkitOptions> = fc
     minIdleAge: fc.constantFrom(0, 4, 256),
     hardOver: fc.constantFrom(Number.POSITIVE_INFINITY, 0.01),
     prefetchPages: fc.constantFrom(0, 8),
+    prefetchSlack: fc.constantFrom(0, 0.1, 1000),
     maxChunkPages: fc.constantFrom(1, 4, 512),
     smallSize: fc.constantFrom(64 * 1024, MiB),
     mediumSize: fc.constantFrom(MiB, 4 * MiB),
