@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createMachine } from '../../src/compose/create-runtime.js';
-import { type TraceSpan, Tracer } from '../../src/core/trace.js';
-import * as A from '../../src/flavors/acl/constants.js';
+import { Tracer, type TraceSpan } from '../../src/core/trace.js';
 import { createAcl } from '../../src/flavors/acl/acl.js';
+import * as A from '../../src/flavors/acl/constants.js';
 import { ACL_LAYERS } from '../../src/flavors/acl/layers.js';
 import { layersFor } from '../../src/flavors/common/layers.js';
 import { createCuda } from '../../src/flavors/cuda/cuda.js';
