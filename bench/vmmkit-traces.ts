@@ -12,7 +12,9 @@
  * (a) live requested bytes, (b) 512 B rounding inside live blocks, (c) free
  * bytes on mapped pages no live block touches, (d) free bytes on mapped
  * pages a live block touches (partial pages), (e) idle unmapped handles,
- * by pool (small / large) and stream; and the same when the live requested
+ * by pool (small / large) and stream, with the malloc that made the peak,
+ * the largest free block then and (vmmkit) its handles, idle ones and
+ * their idle ages; and the same when the live requested
  * bytes peak. Each run is replayed twice: the first finds the malloc at
  * which the peak is first reached, the second stops there.
  */
@@ -152,9 +154,9 @@ function vmmkitAreas(layout: MemoryLayout): Area[] {
 function breakdownAtPeak(
   file: string,
   make: (c: AllocatorContext, s: PickleDict | undefined) => CachingAllocator,
-  areas: (a: CachingAllocator) => { areas: Area[]; pooled: number },
+  areas: (a: CachingAllocator) => { areas: Area[]; pooled: number; detail?: string },
   of: 'reserved' | 'requested' = 'reserved',
-): Breakdown {
+): { bytes: Breakdown; detail: string } {
   const snapshot = readSnapshotFile(file);
   const plan = planReplay(snapshot);
   let mallocs = 0;
@@ -162,6 +164,7 @@ function breakdownAtPeak(
   let peak = 0;
   let stopAt = -1;
   let out: Breakdown | undefined;
+  let detail = '';
   const wrap = (inner: CachingAllocator): CachingAllocator => ({
     name: inner.name,
     device: inner.device,
@@ -169,6 +172,7 @@ function breakdownAtPeak(
       return inner.stats;
     },
     malloc(size, stream) {
+      const before = inner.stats.reservedBytes;
       const r = inner.malloc(size, stream);
       mallocs++;
       const now = of === 'reserved' ? inner.stats.reservedBytes : inner.stats.requestedBytes;
@@ -178,9 +182,18 @@ function breakdownAtPeak(
       }
       if (mallocs === stopAt && out === undefined) {
         out = { reserved: inner.stats.reservedBytes, requested: inner.stats.requestedBytes };
-        const { areas: list, pooled } = areas(inner);
+        const { areas: list, pooled, detail: more } = areas(inner);
         classify(list, out);
         add(out, 'e idle unmapped handles', pooled);
+        // The largest free block on mapped pages (not an arena's unmapped tail).
+        let hole = 0;
+        for (const a of list)
+          for (const b of a.blocks)
+            if (!b.live && a.mapped(Math.floor((b.address + b.size - 1) / a.pageSize) * a.pageSize))
+              hole = Math.max(hole, b.size);
+        detail =
+          `malloc ${mallocs} of ${(size / MiB).toFixed(2)} MiB grew reserved ${((inner.stats.reservedBytes - before) / MiB).toFixed(0)} MiB;` +
+          ` largest free block ${(hole / MiB).toFixed(1)} MiB${more === undefined ? '' : `; ${more}`}`;
       }
       return r;
     },
@@ -195,12 +208,13 @@ function breakdownAtPeak(
   mallocs = 0;
   peak = 0;
   replay(snapshot, { allocators: [factory], plan, keepEvents: false });
-  return out!;
+  return { bytes: out!, detail };
 }
 
-function printBreakdown(name: string, b: Breakdown): void {
+function printBreakdown(name: string, { bytes: b, detail }: { bytes: Breakdown; detail: string }): void {
   const mib = (n: number) => (n / MiB).toFixed(1).padStart(8);
   console.log(`  ${name}: reserved ${mib(b.reserved)} MiB, live requested then ${mib(b.requested)} MiB`);
+  console.log(`    (${detail})`);
   for (const k of Object.keys(b).sort())
     if (k !== 'reserved' && k !== 'requested') console.log(`    ${k.padEnd(28)} ${mib(b[k])}`);
 }
@@ -236,7 +250,13 @@ function main(argv: readonly string[]): void {
             (c) => new VmmkitAllocator(c, options),
             (a) => {
               const l = (a as VmmkitAllocator).layout();
-              return { areas: vmmkitAreas(l), pooled: l.pooledBytes };
+              const idle = l.arenas.flatMap((r) => r.chunks.filter((c) => c.live === 0));
+              const ages = idle.map((c) => c.idleFor);
+              const handles = l.arenas.reduce((n, r) => n + r.chunks.length, 0);
+              const detail =
+                `${handles} handles mapped, ${idle.length} idle` +
+                (idle.length > 0 ? ` (${Math.min(...ages)} to ${Math.max(...ages)} mallocs)` : '');
+              return { areas: vmmkitAreas(l), pooled: l.pooledBytes, detail };
             },
             of,
           ),

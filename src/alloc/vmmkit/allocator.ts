@@ -82,7 +82,7 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  *   The growth that sets the peak is a block that fits no free block:
  *   transformer's last growth is a 384 MiB block beside a 228 MiB hole;
  *   cnn's is a 0.25 MiB small block while 688 MiB of the large arena
- *   lies free in 56 idle chunks, idle for 4-204 mallocs (under 1000).
+ *   lies in free whole pages, 55 chunks idle for 4-204 mallocs (under 1000).
  * - Those free pages are rarely whole idle handles: a hole's pages belong
  *   to handles that a live neighbour also covers (transformer, at that
  *   growth: 3 idle chunks of 8 pages in all), so stitching cannot move
