@@ -2,7 +2,9 @@
  * The vmmkit command line (src/cli/main.ts runs it).
  *
  *   vmmkit demo [--flavor cuda|hip|acl] [--json]   the seeds' sequences with their call trees
- *   vmmkit trace <script.mjs> [--json]             run a script with tracing on, print its tree
+ *   vmmkit trace [--layers generic|vendor] [--break NAME ...] <script.mjs> [--json]
+ *                                                  run a script with tracing on, print its tree
+ *   vmmkit inspect <script.mjs> [--json]           each process's state in its vendor's objects (inspect.ts)
  *   vmmkit replay <snapshot.pickle[.gz]> ...       a PyTorch memory trace through our allocators (replay.ts)
  *   vmmkit report <snapshot.pickle[.gz]> ...       the same as an HTML report with charts and maps (report.ts)
  *   vmmkit map <script.mjs> ...                    a script's address spaces as a picture (map.ts)
@@ -22,6 +24,7 @@ import { createHip } from '../flavors/hip/hip.js';
 import { aclDemo } from './demos/acl.js';
 import { cudaDemo } from './demos/cuda.js';
 import { hipDemo } from './demos/hip.js';
+import { formatBreak, INSPECT_USAGE, inspectCommand } from './inspect.js';
 import { MAP_USAGE, mapCommand } from './map.js';
 import { REPLAY_USAGE, replayCommand } from './replay.js';
 import { REPORT_USAGE, reportCommand } from './report.js';
@@ -34,7 +37,8 @@ const DEMOS = {
 type Flavor = keyof typeof DEMOS;
 
 const USAGE = `usage: vmmkit demo [--flavor cuda|hip|acl] [--json]
-       vmmkit trace <script.mjs> [--json]
+       vmmkit trace [--layers generic|vendor] [--break NAME ...] <script.mjs> [--json]
+       ${INSPECT_USAGE}
        ${REPLAY_USAGE}
        ${REPORT_USAGE}
        ${MAP_USAGE}`;
@@ -105,12 +109,26 @@ function demo(io: CliOutput, args: string[]): number {
 
 async function trace(io: CliOutput, args: string[]): Promise<number> {
   const json = flag(args, '--json');
+  const layers = option(args, '--layers') ?? 'generic';
+  const breaks: string[] = [];
+  while (args.includes('--break')) {
+    const name = option(args, '--break');
+    if (name === undefined) break;
+    breaks.push(name);
+  }
   const script = args[0];
-  if (script === undefined) {
-    io.err(USAGE);
+  if (script === undefined || (layers !== 'generic' && layers !== 'vendor')) {
+    io.err(script === undefined ? USAGE : `--layers is generic or vendor, not '${layers}'\n${USAGE}`);
     return 2;
   }
-  const tracer = new Tracer();
+  const tracer = new Tracer({ layers });
+  // Each break prints where it stopped and the process state there, as the script runs.
+  const hits = new Map(breaks.map((name) => [name, 0]));
+  for (const name of breaks)
+    tracer.on(name, (context) => {
+      hits.set(name, (hits.get(name) ?? 0) + 1);
+      io.out(formatBreak(context));
+    });
   const bind =
     <T>(create: (options?: FlavorOptions) => T) =>
     (options: FlavorOptions = {}) =>
@@ -131,6 +149,7 @@ async function trace(io: CliOutput, args: string[]): Promise<number> {
   }
   await (mod.default as (f: typeof factories) => unknown)(factories);
   printTree(io, tracer, json);
+  for (const [name, n] of hits) if (n === 0) io.err(`breakpoint ${name} was never reached`);
   return 0;
 }
 
@@ -142,6 +161,7 @@ export async function runCli(argv: readonly string[], io: CliOutput = CONSOLE): 
   if (command === 'replay') return replayCommand(io, args);
   if (command === 'report') return reportCommand(io, args);
   if (command === 'map') return mapCommand(io, args);
+  if (command === 'inspect') return inspectCommand(io, args);
   io.err(USAGE);
   return command === undefined || command === '--help' || command === '-h' ? 0 : 2;
 }
