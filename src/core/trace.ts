@@ -309,10 +309,12 @@ export class Tracer {
   /** Call the listeners of `span`'s names; `extra` are leaf frames above it that are not on the stack. */
   #fire(span: TraceSpan, vendor: VendorLayers | undefined, extra: readonly TraceSpan[] = []): void {
     if (this.#listeners.size === 0) return;
-    const short = span.name.slice(span.name.lastIndexOf('::') + 2);
-    const names = new Set([span.name, short, `${span.layer}:${span.name}`]);
-    const listeners = [...names].flatMap((n) => this.#listeners.get(n) ?? []);
-    if (listeners.length === 0) return;
+    const cut = span.name.lastIndexOf('::');
+    const full = this.#listeners.get(span.name);
+    const short = cut >= 0 ? this.#listeners.get(span.name.slice(cut + 2)) : undefined;
+    const layered = this.#listeners.get(`${span.layer}:${span.name}`);
+    if (full === undefined && short === undefined && layered === undefined) return;
+    const listeners = [...(full ?? []), ...(short ?? []), ...(layered ?? [])];
     const stack = [...this.#stack];
     const path: TraceSpan[] = [];
     outer: for (const e of stack) {

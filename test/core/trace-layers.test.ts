@@ -188,6 +188,9 @@ describe('breakpoints (Note [Breakpoints])', () => {
       contexts.push(c);
     });
     tracer.on('finishDeep', (c) => contexts.push(c));
+    // Only whole names match: a name's tail past '::', never a cut of a plain name.
+    tracer.on('rv_leaf', () => hits.push('cut'));
+    tracer.on('Upper::step', () => hits.push('middle'));
     front.call(2, { value: 0 });
     expect(hits).toEqual(['full', 'short', 'layer']);
     expect(contexts[0].path.map((s) => s.name)).toEqual(['call', 'ns::Upper::step']);
