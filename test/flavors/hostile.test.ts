@@ -618,3 +618,27 @@ describe('H: requestedHandleTypes is a C enum, a number', () => {
     expect(state(c.cu.runtime, c.machine)).toBe(cBefore);
   });
 });
+
+describe('lists a Proxy claims are endless', () => {
+  it('a descriptor list or pid list of 2^40 elements is refused, not read', () => {
+    const endless = () =>
+      new Proxy([], {
+        get: (_t, key) => (key === 'length' ? 2 ** 40 : { location: { type: 1, id: 0 }, flags: 3 }),
+      });
+    const c = cudaSetup();
+    expect(answer(() => c.cu.cuMemSetAccess(c.p, G, endless() as never, 2 ** 40))).toBe(
+      CU.CUDA_ERROR_INVALID_VALUE,
+    );
+    const h = hipSetup();
+    expect(answer(() => h.hip.hipMemSetAccess(h.p, G, endless() as never, 2 ** 40))).toBe(
+      H.hipErrorInvalidValue,
+    );
+    const a = aclSetup();
+    expect(answer(() => a.acl.aclrtMemSetAccess(a.p, G, endless() as never, 2 ** 40))).toBe(
+      A.ACL_ERROR_INVALID_PARAM,
+    );
+    expect(
+      answer(() => a.acl.aclrtMemSetPidToShareableHandle(1, { length: 2 ** 40 } as never, 2 ** 40)),
+    ).toBe(A.ACL_ERROR_INVALID_PARAM);
+  });
+});

@@ -45,6 +45,7 @@ export {
   hostBytes,
   isHostBuffer,
   LOCATION_SHAPE,
+  MAX_LIST_LENGTH,
   probeBox,
   readArrayLike,
   readFields,

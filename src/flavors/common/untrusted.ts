@@ -132,9 +132,16 @@ export const ALLOCATION_PROP_SHAPE: StructShape = [
   ['allocFlags', ['compressionType', 'gpuDirectRDMACapable', 'usage']],
 ];
 
+/**
+ * The most elements a call reads from a caller's list. A C caller's count
+ * past its array reads past the end; here a Proxy can claim any length and
+ * answer every index, so a count above this is refused instead of read.
+ */
+export const MAX_LIST_LENGTH = 4096;
+
 /** The first `count` elements of a caller's array-like (an array or typed array), read once; undefined if a read throws. */
 export function readArrayLike(x: unknown, count: number): unknown[] | 'short' | undefined {
-  if (typeof x !== 'object' || x === null) return undefined;
+  if (typeof x !== 'object' || x === null || count > MAX_LIST_LENGTH) return undefined;
   try {
     const length = (x as ArrayLike<unknown>).length;
     if (typeof length !== 'number') return undefined;
@@ -153,6 +160,7 @@ export function readArrayLike(x: unknown, count: number): unknown[] | 'short' | 
  * Proxy); 'not-array' for anything else or a read that throws.
  */
 export function readList(x: unknown, count: number): unknown[] | 'not-array' {
+  if (count > MAX_LIST_LENGTH) return 'not-array';
   try {
     if (!Array.isArray(x)) return 'not-array';
     const length = x.length;

@@ -14,6 +14,7 @@ import {
   isPowerOfTwo,
   isStruct,
   LOCATION_SHAPE,
+  MAX_LIST_LENGTH,
   readStruct,
   type Size,
   toCount,
@@ -443,7 +444,7 @@ export class CudaFlavor extends VendorProcess {
     const va = this.#addresses.toNumber(ptr);
     const n = toCount(size);
     const k = toCount(count);
-    if (va <= 0 || n <= 0 || k <= 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (va <= 0 || n <= 0 || k <= 0 || k > MAX_LIST_LENGTH) return C.CUDA_ERROR_INVALID_VALUE;
     let descriptors: readonly AccessDescriptor[] = [];
     let forHost = false;
     // Each field of the caller's list is read once, into locals, and a throwing read is a bad

@@ -729,8 +729,8 @@ function readDescriptors(desc: unknown, count: number): (hipMemAccessDesc | unde
   const list = readList(desc, count);
   if (list === 'not-array') {
     const one = readStruct<hipMemAccessDesc>(desc, ACCESS_DESC_SHAPE);
-    // The single struct stands for element 0; more than one would read past it.
-    return one === undefined ? undefined : [one, ...new Array<undefined>(count - 1)];
+    // The single struct stands for element 0; the loop finds nothing past it.
+    return one === undefined ? undefined : [one];
   }
   // Past a short array's end are holes, which the loop refuses when it reaches them.
   const items = list;

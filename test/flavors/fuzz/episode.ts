@@ -72,7 +72,17 @@ export interface CallSpec<P extends FuzzedProcess> {
   readonly weight?: number;
   /** Calls whose failure may leave earlier effects (a vendor rule, named in the table). */
   readonly partialOnFailure?: boolean;
-  run(ep: Episode<P>, p: P, peer: P): { result: unknown; effects?: Effects; onSuccess?: () => void };
+  run(
+    ep: Episode<P>,
+    p: P,
+    peer: P,
+  ): {
+    result: unknown;
+    effects?: Effects;
+    onSuccess?: () => void;
+    /** This call may fail after earlier effects, by a vendor rule (hipMemSetAccess with several descriptors). */
+    partial?: boolean;
+  };
 }
 
 /** A flavour's part: how to make its processes, its call table, its codes and its teardown. */
@@ -315,7 +325,7 @@ export class Episode<P extends FuzzedProcess> {
       this.#violate('throw', spec.name, `threw ${e instanceof Error ? e.message : typeof e}`, index);
       return;
     }
-    const { result, effects, onSuccess } = outcome;
+    const { result, effects, onSuccess, partial } = outcome;
     this.#history.push(
       `${index} ${p === this.ghost ? 'ghost' : p.runtime.pid} ${spec.name} -> ${String(result)}${effects ? ` ${JSON.stringify(effects, (_k, v) => (v instanceof Uint8Array ? `[${v.length} bytes ${v[0]}..]` : v))}` : ''}`,
     );
@@ -327,7 +337,7 @@ export class Episode<P extends FuzzedProcess> {
     }
     const failed = typeof result === 'number' && result !== this.model.success;
     if (failed) {
-      if (!spec.partialOnFailure) {
+      if (!spec.partialOnFailure && !partial) {
         const after = this.#fingerprint(this.processes.map((q) => q.runtime.describe()));
         if (after !== before)
           this.#violate('changed', spec.name, `answered ${result}; ${firstDifference(before, after)}`, index);

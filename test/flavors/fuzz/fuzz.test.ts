@@ -7,11 +7,12 @@
 import { describe, expect, it } from 'vitest';
 import { CUDA_MODEL } from './cuda-model.js';
 import { fuzz } from './episode.js';
+import { HIP_MODEL } from './hip-model.js';
 import { Random } from './random.js';
 
 const SEED = Number(process.env.VMMKIT_FUZZ_SEED ?? 20261201);
 const CALLS = Number(process.env.VMMKIT_FUZZ_CALLS ?? 210_000);
-const MODELS = [CUDA_MODEL] as const;
+const MODELS = [CUDA_MODEL, HIP_MODEL] as const;
 
 describe(`front ends under hostile input (seed ${SEED}, ${CALLS} calls)`, () => {
   for (const model of MODELS) {

@@ -136,6 +136,12 @@ const OBJECTS: readonly (() => unknown)[] = [
   () => new Proxy({ value: 0 }, throwingTraps),
   () => new Proxy({ value: 0 }, { set: () => false }),
   () => new Proxy([], throwingTraps),
+  // An array that claims 2^40 elements and answers every index with a valid-looking descriptor.
+  () =>
+    new Proxy([], {
+      get: (_t, key) => (key === 'length' ? 2 ** 40 : { location: { type: 1, id: 0 }, flags: 3 }),
+    }),
+  () => ({ length: 2 ** 53 - 1 }),
   () => revoked({ value: 0 }),
   () => revoked([]),
   () => revoked(new Uint8Array(16)),

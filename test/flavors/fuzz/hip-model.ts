@@ -1,0 +1,416 @@
+/** The HIP flavour's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
+import type { Machine } from '../../../src/backends/sim/machine.js';
+import * as C from '../../../src/flavors/hip/constants.js';
+import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
+import { FUZZ_GRANULE as G } from './cuda-model.js';
+import type { CallSpec, Episode, FlavorModel } from './episode.js';
+import { corrupt } from './garbage.js';
+import { asNumber, smallCount, teardownRuns } from './shared.js';
+
+const DEVICES = [
+  { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
+];
+
+type E = Episode<HipFlavor>;
+const pid = (p: HipFlavor) => p.runtime.pid;
+
+function size(ep: E): bigint | number {
+  const n = ep.rng.pick([G, G, 2 * G, 3 * G, 4 * G]);
+  return ep.rng.chance(0.5) ? BigInt(n) : n;
+}
+
+function prop(ep: E): object {
+  const valid = {
+    type: C.hipMemAllocationTypePinned,
+    requestedHandleTypes: ep.rng.pick([C.hipMemHandleTypeNone, C.hipMemHandleTypePosixFileDescriptor]),
+    location: ep.rng.chance(0.9)
+      ? { type: C.hipMemLocationTypeDevice, id: 0 }
+      : { type: C.hipMemLocationTypeHostNuma, id: 0 },
+  };
+  return ep.rng.chance(ep.garbageRate) ? corrupt(ep.rng, valid) : valid;
+}
+
+function descs(ep: E): unknown {
+  const one = { location: { type: C.hipMemLocationTypeDevice, id: 0 }, flags: ep.rng.pick([1, 3, 3, 3, 0]) };
+  if (!ep.rng.chance(ep.garbageRate)) return ep.rng.chance(0.2) ? one : [one];
+  return ep.rng.chance(0.5) ? [corrupt(ep.rng, one)] : ep.arg(() => [one]);
+}
+
+const ptr = (ep: E, p: HipFlavor) => ep.arg(() => ep.pointer(pid(p), G));
+const mem = (ep: E, p: HipFlavor) => ep.arg(() => ep.mappedPointer(p, G));
+const handle = (ep: E, p: HipFlavor) => ep.arg(() => ep.handle(pid(p)));
+const stream = (ep: E, p: HipFlavor) => ep.arg(() => ep.stream(pid(p)));
+const zero = (ep: E) => ep.arg(() => 0);
+const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
+
+/** hipMemcpy in one of its directions, sync or on a stream. */
+function memcpy(ep: E, p: HipFlavor, async: boolean) {
+  const n = count(ep);
+  const s = async ? stream(ep, p) : 0n;
+  switch (ep.rng.below(4)) {
+    case 0: {
+      const src = ep.host(64);
+      const dst = mem(ep, p);
+      const result = p.hipMemcpyAsync(
+        dst,
+        src,
+        n,
+        ep.arg(() => C.hipMemcpyHostToDevice),
+        s,
+      );
+      const write = !async && ep.isPlain(src) && { va: asNumber(dst), bytes: src.slice(0, asNumber(n)) };
+      return { result, effects: write ? { write } : { unknown: { va: asNumber(dst), size: asNumber(n) } } };
+    }
+    case 1: {
+      const dst = ep.host(64);
+      const src = mem(ep, p);
+      const result = p.hipMemcpyAsync(
+        dst,
+        src,
+        n,
+        ep.arg(() => C.hipMemcpyDeviceToHost),
+        s,
+      );
+      return {
+        result,
+        effects:
+          !async && ep.isPlain(dst)
+            ? { read: { va: asNumber(src), into: dst, size: asNumber(n) } }
+            : undefined,
+      };
+    }
+    case 2: {
+      const dst = mem(ep, p);
+      const src = mem(ep, p);
+      const result = p.hipMemcpyAsync(
+        dst,
+        src,
+        n,
+        ep.arg(() => ep.rng.pick([C.hipMemcpyDeviceToDevice, C.hipMemcpyDefault])),
+        s,
+      );
+      const effects = async
+        ? { unknown: { va: asNumber(dst), size: asNumber(n) } }
+        : { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } };
+      return { result, effects };
+    }
+    default:
+      return {
+        result: p.hipMemcpy(
+          ep.host(64),
+          ep.host(64),
+          n,
+          ep.arg(() => C.hipMemcpyHostToHost),
+        ),
+      };
+  }
+}
+
+const calls: CallSpec<HipFlavor>[] = [
+  { name: 'hipInit', weight: 0.2, run: (ep, p) => ({ result: p.hipInit(zero(ep)) }) },
+  { name: 'hipGetDeviceCount', weight: 0.2, run: (ep, p) => ({ result: p.hipGetDeviceCount(ep.box(0)) }) },
+  { name: 'hipSetDevice', weight: 0.2, run: (ep, p) => ({ result: p.hipSetDevice(zero(ep)) }) },
+  { name: 'hipGetDevice', weight: 0.2, run: (ep, p) => ({ result: p.hipGetDevice(ep.box(0)) }) },
+  { name: 'hipDeviceSynchronize', weight: 0.3, run: (_ep, p) => ({ result: p.hipDeviceSynchronize() }) },
+  {
+    name: 'hipMemGetAllocationGranularity',
+    weight: 0.3,
+    run: (ep, p) => ({
+      result: p.hipMemGetAllocationGranularity(
+        ep.box(0),
+        prop(ep) as never,
+        ep.arg(() => ep.rng.below(2)),
+      ),
+    }),
+  },
+  {
+    name: 'hipMemAddressReserve',
+    weight: 2,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.hipMemAddressReserve(
+          b,
+          ep.arg(() => size(ep)),
+          ep.arg(() => 0),
+          ep.arg(() => 0n),
+          zero(ep),
+        ),
+        onSuccess: () => ep.remember(ep.pointers, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'hipMemAddressFree',
+    run: (ep, p) => {
+      const at = ptr(ep, p);
+      return {
+        result: p.hipMemAddressFree(
+          at,
+          ep.arg(() => size(ep)),
+        ),
+        onSuccess: () => ep.forget(ep.pointers, pid(p), at),
+      };
+    },
+  },
+  {
+    name: 'hipMemCreate',
+    weight: 2,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.hipMemCreate(
+          b,
+          ep.arg(() => size(ep)),
+          prop(ep) as never,
+          zero(ep),
+        ),
+        onSuccess: () => ep.remember(ep.handles, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'hipMemRelease',
+    run: (ep, p) => {
+      const h = handle(ep, p);
+      return { result: p.hipMemRelease(h), onSuccess: () => ep.forget(ep.handles, pid(p), h) };
+    },
+  },
+  {
+    name: 'hipMemMap',
+    weight: 3,
+    run: (ep, p) => {
+      const t = ep.rng.chance(0.7) ? ep.mapTarget(p) : undefined;
+      if (t === undefined)
+        return {
+          result: p.hipMemMap(
+            ptr(ep, p),
+            ep.arg(() => size(ep)),
+            zero(ep),
+            handle(ep, p),
+            zero(ep),
+          ),
+        };
+      return {
+        result: p.hipMemMap(
+          ep.arg(() => t[0]),
+          ep.arg(() => t[1]),
+          zero(ep),
+          ep.arg(() => t[2]),
+          zero(ep),
+        ),
+      };
+    },
+  },
+  {
+    name: 'hipMemUnmap',
+    weight: 1.5,
+    run: (ep, p) => {
+      const m = ep.rng.chance(0.5) ? ep.mapping(p) : undefined;
+      if (m === undefined)
+        return {
+          result: p.hipMemUnmap(
+            ptr(ep, p),
+            ep.arg(() => size(ep)),
+          ),
+        };
+      return {
+        result: p.hipMemUnmap(
+          ep.arg(() => BigInt(m[0])),
+          ep.arg(() => m[1]),
+        ),
+      };
+    },
+  },
+  {
+    name: 'hipMemSetAccess',
+    weight: 3,
+    run: (ep, p) => {
+      const m = ep.rng.chance(0.8) ? ep.mapping(p) : undefined;
+      const at = m === undefined ? ptr(ep, p) : ep.arg(() => BigInt(m[0]));
+      const n = m === undefined ? ep.arg(() => size(ep)) : ep.arg(() => m[1]);
+      const c = ep.arg(() => 1);
+      // hip_vm.cpp applies descriptors one by one: a bad later one fails the call after the earlier took effect.
+      return { result: p.hipMemSetAccess(at, n, descs(ep) as never, c), partial: asNumber(c) !== 1 };
+    },
+  },
+  {
+    name: 'hipMemGetAccess',
+    run: (ep, p) => ({
+      result: p.hipMemGetAccess(
+        ep.box(0),
+        ep.arg(() => ({ type: C.hipMemLocationTypeDevice, id: 0 })),
+        ptr(ep, p),
+      ),
+    }),
+  },
+  {
+    name: 'hipMemRetainAllocationHandle',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.hipMemRetainAllocationHandle(b, mem(ep, p)),
+        onSuccess: () => ep.remember(ep.handles, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'hipMemGetAllocationPropertiesFromHandle',
+    weight: 0.5,
+    run: (ep, p) => ({
+      result: p.hipMemGetAllocationPropertiesFromHandle(ep.box(undefined as never), handle(ep, p)),
+    }),
+  },
+  {
+    name: 'hipMemExportToShareableHandle',
+    run: (ep, p, peer) => {
+      const b = ep.box(0);
+      const h = handle(ep, p);
+      return {
+        result: p.hipMemExportToShareableHandle(
+          b,
+          h,
+          ep.arg(() => C.hipMemHandleTypePosixFileDescriptor),
+          zero(ep),
+        ),
+        onSuccess: () => {
+          const fd = b.value;
+          const key = ep.shadowKey(pid(p), BigInt(asNumber(h)));
+          ep.exported.set(`${pid(p)}:${fd}`, key);
+          ep.fds.get(pid(p))?.push(fd);
+          const theirs = ep.machine.passFd(pid(p), fd, pid(peer));
+          ep.exported.set(`${pid(peer)}:${theirs}`, key);
+          ep.fds.get(pid(peer))?.push(theirs);
+        },
+      };
+    },
+  },
+  {
+    name: 'hipMemImportFromShareableHandle',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      const fd = ep.arg(() => ep.fd(pid(p)));
+      return {
+        result: p.hipMemImportFromShareableHandle(
+          b,
+          fd as never,
+          ep.arg(() => C.hipMemHandleTypePosixFileDescriptor),
+        ),
+        onSuccess: () => {
+          ep.remember(ep.handles, pid(p), b.value);
+          ep.alias(pid(p), b.value, `${pid(p)}:${asNumber(fd)}`);
+        },
+      };
+    },
+  },
+  {
+    name: 'hipMalloc',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.hipMalloc(
+          b,
+          ep.arg(() => ep.rng.pick([0, 1, 100, G, 2 * G])),
+        ),
+        onSuccess: () => ep.remember(ep.pointers, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'hipFree',
+    run: (ep, p) => {
+      const at = ptr(ep, p);
+      return { result: p.hipFree(at), onSuccess: () => ep.forget(ep.pointers, pid(p), at) };
+    },
+  },
+  { name: 'hipMemGetInfo', weight: 0.3, run: (ep, p) => ({ result: p.hipMemGetInfo(ep.box(0), ep.box(0)) }) },
+  { name: 'hipMemcpy', weight: 6, run: (ep, p) => memcpy(ep, p, false) },
+  { name: 'hipMemcpyAsync', weight: 1, run: (ep, p) => memcpy(ep, p, true) },
+  {
+    name: 'hipMemset',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      const value = ep.arg(() => ep.rng.below(256));
+      return {
+        result: p.hipMemset(dst, value, n),
+        effects: { fill: { va: asNumber(dst), value: asNumber(value), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'hipMemsetAsync',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      return {
+        result: p.hipMemsetAsync(
+          dst,
+          ep.arg(() => 9),
+          n,
+          stream(ep, p),
+        ),
+        effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'hipStreamCreate',
+    weight: 0.5,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return { result: p.hipStreamCreate(b), onSuccess: () => ep.remember(ep.streams, pid(p), b.value) };
+    },
+  },
+  {
+    name: 'hipStreamSynchronize',
+    weight: 0.5,
+    run: (ep, p) => ({ result: p.hipStreamSynchronize(stream(ep, p)) }),
+  },
+  {
+    name: 'hipStreamDestroy',
+    weight: 0.3,
+    run: (ep, p) => {
+      const s = stream(ep, p);
+      return { result: p.hipStreamDestroy(s), onSuccess: () => ep.forget(ep.streams, pid(p), s) };
+    },
+  },
+  { name: 'hipGetErrorName', weight: 0.2, run: (ep, p) => ({ result: p.hipGetErrorName(ep.arg(() => 1)) }) },
+  {
+    name: 'hipGetErrorString',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.hipGetErrorString(ep.arg(() => 2)) }),
+  },
+];
+
+export const HIP_MODEL: FlavorModel<HipFlavor> = {
+  vendor: 'HIP',
+  devices: DEVICES,
+  codes: new Set(C.HIP_ERRORS.keys()),
+  success: C.hipSuccess,
+  make: (machine: Machine, report) => createHip({ machine, report }),
+  prepare: (p) => void p.hipSetDevice(0),
+  calls,
+  teardown(ep, p) {
+    const failed: string[] = [];
+    p.hipSetDevice(0);
+    p.hipDeviceSynchronize();
+    if (p.hipDeviceSynchronize() !== 0) failed.push('hipDeviceSynchronize');
+    for (const s of ep.streams.get(pid(p)) ?? [])
+      if (p.hipStreamDestroy(s) !== 0) failed.push('hipStreamDestroy');
+    failed.push(
+      ...teardownRuns(
+        p.runtime.describe(),
+        {
+          unmap: (va, n) => p.hipMemUnmap(BigInt(va), n),
+          freeReservation: (base, n) => p.hipMemAddressFree(BigInt(base), n),
+          freeMalloc: (base) => p.hipFree(BigInt(base)),
+          release: (h) => p.hipMemRelease(BigInt(h)),
+          describe: () => p.runtime.describe(),
+        },
+        false,
+      ),
+    );
+    return failed;
+  },
+};
