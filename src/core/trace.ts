@@ -77,7 +77,7 @@ export interface BreakContext {
   readonly span: TraceSpan;
   /** The open frames from the root down to `span`. */
   readonly path: readonly TraceSpan[];
-  /** The vendor whose table named the span ('HIP', 'CUDA', 'ACL'), if any. */
+  /** The vendor of the flavour call the span runs under ('HIP', 'CUDA', 'ACL'), in either layer mode. */
   readonly vendor: string | undefined;
   /** The state of the process the call runs in (`Runtime.describe()`), as it is now. */
   describe(): RuntimeDescription | undefined;
@@ -129,6 +129,8 @@ interface OpenSpan {
   /** The generic keys from the root down ('flavor:hipMemMap', 'core:map', ...). */
   readonly keys: readonly string[];
   readonly vendor: VendorLayers | undefined;
+  /** The vendor of the flavour call at the root, in either mode (breakpoints say it). */
+  readonly named: string | undefined;
   readonly step: VendorStep | undefined;
   /** The object whose method opened the span (a flavour, a Runtime, a backend). */
   readonly target: unknown;
@@ -228,6 +230,7 @@ export class Tracer {
         container: parent === undefined || parent.container ? span.children : undefined,
         keys: [],
         vendor: undefined,
+        named: parent ? parent.named : layers?.vendor,
         step: undefined,
         target,
       });
@@ -272,11 +275,12 @@ export class Tracer {
       container: hidden || step?.opaque ? undefined : last ? last.children : container,
       keys,
       vendor,
+      named: vendor.vendor,
       step,
       target,
     };
     this.#push(entry);
-    if (!hidden) for (const f of frames) this.#fire(f, vendor);
+    if (!hidden) for (const f of frames) this.#fire(f);
     if (step?.enter && last) this.#leaves(step.enter, last.children);
     return entry.span;
   }
@@ -287,7 +291,7 @@ export class Tracer {
 
   #push(entry: OpenSpan): void {
     this.#stack.push(entry);
-    if (this.#listeners.size > 0 && entry.vendor === undefined) this.#fire(entry.span, undefined);
+    if (this.#listeners.size > 0 && entry.vendor === undefined) this.#fire(entry.span);
   }
 
   /** Record leaf frames (and chains) into `into`, each one breakable. */
@@ -302,12 +306,12 @@ export class Tracer {
         made.push(span);
         list = span.children;
       }
-      for (let i = 0; i < made.length; i++) this.#fire(made[i], this.#stack[0]?.vendor, made.slice(0, i));
+      for (let i = 0; i < made.length; i++) this.#fire(made[i], made.slice(0, i));
     }
   }
 
   /** Call the listeners of `span`'s names; `extra` are leaf frames above it that are not on the stack. */
-  #fire(span: TraceSpan, vendor: VendorLayers | undefined, extra: readonly TraceSpan[] = []): void {
+  #fire(span: TraceSpan, extra: readonly TraceSpan[] = []): void {
     if (this.#listeners.size === 0) return;
     const cut = span.name.lastIndexOf('::');
     const full = this.#listeners.get(span.name);
@@ -327,7 +331,7 @@ export class Tracer {
     const context: BreakContext = {
       span,
       path,
-      vendor: vendor?.vendor,
+      vendor: stack[0]?.named,
       describe: () => describeProcess(stack),
     };
     for (const l of listeners) {

@@ -83,10 +83,11 @@ describe('vmmkit trace --layers and --break', () => {
     expect(strip(generic.out.at(-1)!)).toBe(strip(plain.out.at(-1)!));
     expect(plain.out.at(-1)).toContain('[flavor] hipMemMap');
     expect(plain.out.at(-1)).not.toContain('[rocclr]');
-    // 'map' is core's and the backend's: two stops per hipMemMap; the state is in vmmkit's own words.
+    // 'map' is core's and the backend's: two stops per hipMemMap, the state still in HIP's objects.
     const breaks = generic.out.filter((l) => l.startsWith('--- break at map'));
     expect(breaks).toHaveLength(6);
-    expect(breaks[0]).toContain('reservation 0x700000000000 +0x400000');
+    expect(breaks[0].split('\n')[0]).toBe('--- break at map: [flavor] hipMemMap > [core] map');
+    expect(breaks[0]).toContain('parent virtual amd::Memory 0x700000000000 +0x400000 (kParent, VA only)');
   });
 
   it('bad --layers is a usage error; a breakpoint never reached is said', async () => {

@@ -210,7 +210,11 @@ describe('breakpoints (Note [Breakpoints])', () => {
   it('work in generic mode too; removing a listener stops it; a throwing listener leaves the call alone', () => {
     const { tracer, front } = make('generic');
     let n = 0;
-    const off = tracer.on('leaf', () => n++);
+    const off = tracer.on('leaf', (c) => {
+      n++;
+      // The flavour call's vendor is known in generic mode too (for the state's words).
+      expect(c.vendor).toBe('V');
+    });
     tracer.on('step', () => {
       throw new Error('listener bug');
     });
