@@ -34,6 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SETTINGS = {"native": None, "expandable": "expandable_segments:True"}
 # Far more than any workload here makes, so the history ring never drops an event.
 MAX_ENTRIES = 50_000_000
+# --seed-offset N (passed to the children through the environment) moves every seed by N: other
+# shapes and sizes for the same kinds of workload, to check allocators on traces they were not tuned on.
+SEED_OFFSET = int(os.environ.get("VMMKIT_TRACE_SEED_OFFSET", "0"))
 
 
 # ----------------------------------------------------------------- workloads
@@ -46,7 +49,7 @@ def transformer_train(torch, dev, scale):
     """A GPT-style decoder (6 layers, d=768) trained with AdamW under bf16 autocast;
     every step draws its batch size and sequence length anew."""
     nn, F = torch.nn, torch.nn.functional
-    rng = random.Random(1)
+    rng = random.Random(1 + SEED_OFFSET)
     vocab, d, heads, layers = 8192, 768, 12, 6
 
     class Block(nn.Module):
@@ -94,7 +97,7 @@ def kv_cache_decode(torch, dev, scale):
     twelve requests of different prompt and output lengths, up to four in flight,
     decoded round-robin (one token per request per tick), bf16 weights, batch 8 each."""
     nn, F = torch.nn, torch.nn.functional
-    rng = random.Random(2)
+    rng = random.Random(2 + SEED_OFFSET)
     vocab, d, heads, layers, beams = 8192, 1024, 16, 4, 8
     hd = d // heads
 
@@ -172,6 +175,8 @@ def cnn_train(torch, dev, scale):
     net = nn.Sequential(*blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000)).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     sizes = [64, 96, 128, 160, 192, 224]
+    if SEED_OFFSET:
+        random.Random(3 + SEED_OFFSET).shuffle(sizes)
     for s in range(max(2, 36 // scale)):
         side = sizes[s % len(sizes)]
         x = torch.randn(32, 3, side, side, device=dev)
@@ -186,7 +191,7 @@ def moe_train(torch, dev, scale):
     with AdamW; the router is biased so experts get very uneven token counts, and the
     token count per step varies, so every expert's activations change size every step."""
     nn, F = torch.nn, torch.nn.functional
-    rng = random.Random(4)
+    rng = random.Random(4 + SEED_OFFSET)
     d, hidden, experts, top = 1024, 2048, 8, 2
 
     class MoE(nn.Module):
@@ -252,14 +257,17 @@ def phases_streams(torch, dev, scale):
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
 
-    train(4096, max(2, 12 // scale))
+    rng = random.Random(5 + SEED_OFFSET)
+    first, second = (4096, 6144) if not SEED_OFFSET else (rng.choice((2048, 3072, 4096)), rng.choice((5120, 6144, 8192)))
+    sides = (3000, 5000, 7000, 9000) if not SEED_OFFSET else tuple(rng.randrange(2000, 10000, 500) for _ in range(4))
+    train(first, max(2, 12 // scale))
     release()
-    for n in (3000, 5000, 7000, 9000):
+    for n in sides:
         a = torch.randn(n, n, device=dev)
         b = (a @ a.T).softmax(-1)
         del a, b
     release()
-    train(6144, max(2, 12 // scale))
+    train(second, max(2, 12 // scale))
 
 
 WORKLOADS = {
@@ -317,7 +325,7 @@ def child(workload, setting, out_dir):
     sys.path.insert(0, HERE)
     from trace_stats import summarize
 
-    torch.manual_seed(0)
+    torch.manual_seed(SEED_OFFSET)
     torch.backends.cudnn.benchmark = False  # the same algorithms (and workspaces) every run
     torch.backends.cudnn.deterministic = True
     # Before the first CUDA allocation, so the history holds every event of the run.
@@ -339,6 +347,7 @@ def child(workload, setting, out_dir):
     return {
         "workload": workload,
         "setting": setting,
+        "seedOffset": SEED_OFFSET,
         "allocConf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "torch": torch.__version__,
@@ -405,7 +414,7 @@ def smoke():
     import torch
 
     for name, fn in WORKLOADS.items():
-        torch.manual_seed(0)
+        torch.manual_seed(SEED_OFFSET)
         t = time.time()
         fn(torch, torch.device("cpu"), 15)
         print(f"{name}: ran on the CPU in {time.time() - t:.1f} s", flush=True)
@@ -418,8 +427,12 @@ def main():
     ap.add_argument("--only", help="comma-separated workload names")
     ap.add_argument("--jobs", type=int, default=5, help="runs at a time (each its own process)")
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--seed-offset", type=int, default=0, help="move every seed by N (held-out traces)")
     ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "SETTING", "DIR"), help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.seed_offset and not a.child:
+        # The children read it at import; the parent re-executes itself for each run.
+        os.environ["VMMKIT_TRACE_SEED_OFFSET"] = str(a.seed_offset)
     if a.child:
         print(json.dumps(child(*a.child)), flush=True)
         return 0
