@@ -138,6 +138,9 @@ interface OpenSpan {
 
 type Listener = (context: BreakContext) => void;
 
+/** Listener errors kept, so a listener that always throws cannot grow memory without bound. */
+const MAX_LISTENER_ERRORS = 100;
+
 export class Tracer {
   readonly #roots: TraceSpan[] = [];
   /** Index of the oldest kept root when `limit` is set (a ring over #roots). */
@@ -172,9 +175,12 @@ export class Tracer {
    * Note [Breakpoints]: call `listener` each time a span or vendor frame
    * named `name` opens: the full name ('roc::Device::virtualMap'), its last
    * part ('virtualMap'), or 'layer:name'. It runs before the call does its
-   * work, so `describe()` shows the state before it. A listener that throws
-   * does not disturb the traced call: the error is kept in listenerErrors.
-   * Returns a function that removes the listener.
+   * work, so `describe()` shows the state before it. That state is core's
+   * books, which core updates once a step's backend work succeeded: inside
+   * one call over several mappings (an unmap of two chunks) the books still
+   * show every chunk until the call ends. A listener that throws does not
+   * disturb the traced call: the error is kept in listenerErrors (the first
+   * hundred). Returns a function that removes the listener.
    */
   on(name: string, listener: (context: BreakContext) => void): () => void {
     const list = this.#listeners.get(name) ?? [];
@@ -338,7 +344,7 @@ export class Tracer {
       try {
         l(context);
       } catch (e) {
-        this.#listenerErrors.push(e);
+        if (this.#listenerErrors.length < MAX_LISTENER_ERRORS) this.#listenerErrors.push(e);
       }
     }
   }
