@@ -2,7 +2,7 @@
  * Recorded PyTorch traces replayed through every allocator on a real GPU
  * (issue 8, "real hardware"), beside the same replay on the simulator:
  *
- *   node dist/bench/gpu-replay.js --out FILE [--trace NAME ...]     (default: all of traces/h200)
+ *   node dist/bench/gpu-replay.js --out FILE [--dir DIR] [--trace NAME ...]   (default: all of traces/h200)
  *   node dist/bench/gpu-replay.js --sim-only --out FILE             (the simulator side alone, here)
  *   node dist/bench/gpu-replay.js --fake --out FILE                 (rehearsal over the stand-in for libcuda)
  *
@@ -21,8 +21,8 @@ import { readSnapshotFile } from '../src/replay/load.js';
 import { type AllocatorRun, replay } from '../src/replay/replay.js';
 import { planReplay } from '../src/replay/trace-plan.js';
 
-const DIR = 'traces/h200';
 const args = process.argv.slice(2);
+const DIR = args.includes('--dir') ? args[args.indexOf('--dir') + 1] : 'traces/h200';
 const out = args[args.indexOf('--out') + 1];
 if (!args.includes('--out') || out === undefined) throw new Error('--out FILE is required');
 const simOnly = args.includes('--sim-only');
@@ -94,5 +94,5 @@ for (const trace of traces) {
 }
 writeFileSync(
   out,
-  `${JSON.stringify({ script: 'bench/gpu-replay.ts', date: new Date().toISOString(), gpu: cuda ? 'fake (rehearsal)' : gpu(), simOnly, results }, null, 1)}\n`,
+  `${JSON.stringify({ script: 'bench/gpu-replay.ts', dir: DIR, date: new Date().toISOString(), gpu: cuda ? 'fake (rehearsal)' : gpu(), simOnly, results }, null, 1)}\n`,
 );
