@@ -109,13 +109,15 @@ function demo(io: CliOutput, args: string[]): number {
 
 async function trace(io: CliOutput, args: string[]): Promise<number> {
   const json = flag(args, '--json');
-  const layers = option(args, '--layers') ?? 'generic';
+  const asked = option(args, '--layers');
   const breaks: string[] = [];
   while (args.includes('--break')) {
     const name = option(args, '--break');
     if (name === undefined) break;
     breaks.push(name);
   }
+  // Breakpoints are named as the vendors name their functions, so --break alone traces in vendor layers.
+  const layers = asked ?? (breaks.length > 0 ? 'vendor' : 'generic');
   const script = args[0];
   if (script === undefined || (layers !== 'generic' && layers !== 'vendor')) {
     io.err(script === undefined ? USAGE : `--layers is generic or vendor, not '${layers}'\n${USAGE}`);

@@ -90,6 +90,13 @@ describe('vmmkit trace --layers and --break', () => {
     expect(breaks[0]).toContain('parent virtual amd::Memory 0x700000000000 +0x400000 (kParent, VA only)');
   });
 
+  it('--break alone traces in vendor layers (the names are the vendors’)', async () => {
+    const { io, out } = capture();
+    expect(await runCli(['trace', '--break', 'roc::Device::virtualMap', HIP_SCRIPT], io)).toBe(0);
+    expect(out.filter((l) => l.startsWith('--- break at roc::Device::virtualMap'))).toHaveLength(3);
+    expect(out.at(-1)).toContain('[hip] hipMemMap');
+  });
+
   it('bad --layers is a usage error; a breakpoint never reached is said', async () => {
     const bad = capture();
     expect(await runCli(['trace', '--layers', 'rocm', HIP_SCRIPT], bad.io)).toBe(2);
