@@ -642,3 +642,21 @@ describe('lists a Proxy claims are endless', () => {
     ).toBe(A.ACL_ERROR_INVALID_PARAM);
   });
 });
+
+describe('two out boxes are written both or neither', () => {
+  it('cuMemGetInfo, hipMemGetInfo and aclrtGetMemInfo leave the first box alone when the second refuses', () => {
+    const refusing = () => HOSTILE_BOXES.proxyThrowingSet?.() as never;
+    const c = cudaSetup();
+    const f1 = { value: -1 };
+    expect(answer(() => c.cu.cuMemGetInfo(f1, refusing()))).toBe(CU.CUDA_ERROR_INVALID_VALUE);
+    const h = hipSetup();
+    const f2 = { value: -1 };
+    expect(answer(() => h.hip.hipMemGetInfo(f2, refusing()))).toBe(H.hipErrorInvalidValue);
+    const a = aclSetup();
+    const f3 = { value: -1 };
+    expect(answer(() => a.acl.aclrtGetMemInfo(A.ACL_HBM_MEM, f3, refusing()))).toBe(
+      A.ACL_ERROR_INVALID_PARAM,
+    );
+    expect([f1.value, f2.value, f3.value]).toEqual([-1, -1, -1]);
+  });
+});

@@ -22,6 +22,7 @@ import {
   toCount,
   toInt,
   writeBox,
+  writeBoxes,
 } from '../common/args.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
@@ -673,11 +674,10 @@ export class AclFlavor extends VendorProcess {
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, `attr ${show(attr)}`);
     if (!HBM_MEM_ATTRS.has(a) && a !== C.ACL_MEM_NORMAL && a !== C.ACL_MEM_HUGE && a !== C.ACL_MEM_HUGE1G) {
       // DDR on the device: an Ascend 910B has none.
-      return writeBox(free, 0) && writeBox(total, 0) ? C.ACL_SUCCESS : this.#unwritable();
+      return writeBoxes(free, 0, total, 0) ? C.ACL_SUCCESS : this.#unwritable();
     }
     const info = this.runtime.memoryInfo(this.#current);
-    if (!writeBox(free, info.free)) return this.#unwritable();
-    return writeBox(total, info.total) ? C.ACL_SUCCESS : this.#unwritable();
+    return writeBoxes(free, info.free, total, info.total) ? C.ACL_SUCCESS : this.#unwritable();
   }
 
   // --- copies and sets -------------------------------------------------------------------------------------

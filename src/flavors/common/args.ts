@@ -54,6 +54,7 @@ export {
   type StructShape,
   show,
   writeBox,
+  writeBoxes,
 } from './untrusted.js';
 
 /**

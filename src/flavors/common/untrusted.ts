@@ -74,6 +74,24 @@ export function probeBox(box: Box<unknown>): boolean {
   }
 }
 
+/**
+ * Write two boxes or neither: the second is probed before the first is
+ * written, and if it still refuses, the first gets its old value back.
+ */
+export function writeBoxes<A, B>(first: Box<A>, a: A, second: Box<B>, b: B): boolean {
+  if (!probeBox(second)) return false;
+  let old: unknown;
+  try {
+    old = first.value;
+  } catch {
+    return false;
+  }
+  if (!writeBox(first, a)) return false;
+  if (writeBox(second, b)) return true;
+  writeBox(first, old as A);
+  return false;
+}
+
 /** The fields of a caller's struct, each read once into a plain object; undefined if it is no object or a read throws. */
 export function readFields<K extends string>(
   x: unknown,

@@ -20,6 +20,7 @@ import {
   toCount,
   toInt,
   writeBox,
+  writeBoxes,
 } from '../common/args.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import * as C from './constants.js';
@@ -672,8 +673,7 @@ export class CudaFlavor extends VendorProcess {
     if (code !== C.CUDA_SUCCESS) return code;
     if (!isBox(free) || !isBox(total)) return C.CUDA_ERROR_INVALID_VALUE;
     const info = this.runtime.memoryInfo(this.#current);
-    if (!writeBox(free, info.free)) return C.CUDA_ERROR_INVALID_VALUE;
-    return writeBox(total, info.total) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return writeBoxes(free, info.free, total, info.total) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   // --- copies and sets ------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import {
   toCount,
   toInt,
   writeBox,
+  writeBoxes,
 } from '../common/args.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
@@ -528,8 +529,7 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(free) || !isBox(total)) return C.hipErrorInvalidValue;
     const info = this.runtime.memoryInfo(this.#current);
-    if (!writeBox(free, info.free)) return C.hipErrorInvalidValue;
-    return writeBox(total, info.total) ? C.hipSuccess : C.hipErrorInvalidValue;
+    return writeBoxes(free, info.free, total, info.total) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   // --- copies and sets ------------------------------------------------------------------------

@@ -263,6 +263,8 @@ const calls: CallSpec<CudaFlavor>[] = [
         onSuccess: () => {
           // The exporter keeps its fd; a copy goes to the peer, as over a Unix socket.
           const fd = b.value;
+          // A hostile box that took the write may read back anything.
+          if (typeof fd !== 'number') return;
           const key = ep.shadowKey(pid(p), BigInt(asNumber(h)));
           ep.exported.set(`${pid(p)}:${fd}`, key);
           ep.fds.get(pid(p))?.push(fd);

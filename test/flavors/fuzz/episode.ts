@@ -102,6 +102,7 @@ export interface FlavorModel<P extends FuzzedProcess> {
 
 /** Shadow of one physical allocation: the bytes the fuzzer knows, and which. */
 class Shadow {
+  constructor(readonly id: number) {}
   data = new Uint8Array(0);
   known = new Uint8Array(0);
   ensure(size: number): void {
@@ -244,8 +245,10 @@ export class Episode<P extends FuzzedProcess> {
   mappedPointer(p: P, granularity: number, n = 64): bigint {
     const m = this.rng.chance(0.7) ? this.mapping(p) : undefined;
     if (m === undefined) return this.pointer(p.runtime.pid, granularity);
+    // A few offsets most of the time, so reads land where earlier writes did.
     const room = Math.max(0, m[1] - n);
-    return BigInt(m[0] + (this.rng.chance(0.5) ? 0 : this.rng.below(room + 1)));
+    const offset = this.rng.chance(0.8) ? this.rng.pick([0, 0, 16, 64]) : this.rng.below(room + 1);
+    return BigInt(m[0] + Math.min(offset, room));
   }
 
   handle(pid: number): bigint {
@@ -291,7 +294,7 @@ export class Episode<P extends FuzzedProcess> {
     const from = this.exported.get(exportKey);
     if (from === undefined) return;
     let shadow = this.#shadows.get(from);
-    if (shadow === undefined) this.#shadows.set(from, (shadow = new Shadow()));
+    if (shadow === undefined) this.#shadows.set(from, (shadow = this.#newShadow()));
     const key = `${pid}:${id}`;
     const mine = this.#shadows.get(key);
     // A handle that had a shadow of its own already is the same memory imported twice: keep what it knew.
@@ -403,6 +406,25 @@ export class Episode<P extends FuzzedProcess> {
 
   // --- shadows -----------------------------------------------------------------------------------
 
+  #shadowIds = 0;
+  #newShadow(): Shadow {
+    return new Shadow(this.#shadowIds++);
+  }
+
+  /**
+   * Bytes an asynchronous write of each process may still land on, as
+   * `${shadow id}:${offset}`: its queue runs when that process next
+   * synchronises or makes a synchronous copy, which may be after another
+   * process wrote the same memory through an import.
+   */
+  readonly #pending = new Map<number, Set<string>>();
+
+  #pendingElsewhere(pid: number, place: Place): boolean {
+    const key = `${place[0].id}:${place[1]}`;
+    for (const [other, set] of this.#pending) if (other !== pid && set.has(key)) return true;
+    return false;
+  }
+
   /** Where each byte of [va, va + size) lives, per the layout before the call; undefined if any is unmapped. */
   #places(pid: number, layout: RuntimeDescription, va: number, size: number): Place[] | undefined {
     const out: Place[] = [];
@@ -416,7 +438,7 @@ export class Episode<P extends FuzzedProcess> {
       if (m.va > at) return undefined;
       const key = this.shadowKey(pid, m.handle);
       let shadow = this.#shadows.get(key);
-      if (shadow === undefined) this.#shadows.set(key, (shadow = new Shadow()));
+      if (shadow === undefined) this.#shadows.set(key, (shadow = this.#newShadow()));
       const stop = Math.min(end, m.va + m.size);
       shadow.ensure(m.offset + (stop - m.va));
       for (; at < stop; at++) out.push([shadow, m.offset + (at - m.va)]);
@@ -425,6 +447,12 @@ export class Episode<P extends FuzzedProcess> {
   }
 
   #apply(call: string, pid: number, layout: RuntimeDescription, e: Effects, index: number): void {
+    // A synchronous copy or set ran this process's queued work first (the legacy default stream).
+    if (e.write || e.fill || e.copy || e.read) this.#pending.delete(pid);
+    const know = (place: Place, value: number) => {
+      place[0].data[place[1]] = value;
+      place[0].known[place[1]] = this.#pendingElsewhere(pid, place) ? 0 : 1;
+    };
     // Large ranges (a hostile size that happened to be valid) are skipped: the shadow is for checking, not a model.
     const small = (n: number) => Number.isSafeInteger(n) && n >= 0 && n <= 1 << 20;
     if (e.write && small(e.write.bytes.length)) {
@@ -433,9 +461,8 @@ export class Episode<P extends FuzzedProcess> {
         this.#violate('bytes', call, 'wrote outside every mapping', index);
         return;
       }
-      places.forEach(([s, o], i) => {
-        s.data[o] = e.write?.bytes[i] ?? 0;
-        s.known[o] = 1;
+      places.forEach((place, i) => {
+        know(place, e.write?.bytes[i] ?? 0);
       });
     }
     if (e.fill && small(e.fill.size)) {
@@ -444,10 +471,7 @@ export class Episode<P extends FuzzedProcess> {
         this.#violate('bytes', call, 'filled outside every mapping', index);
         return;
       }
-      for (const [s, o] of places) {
-        s.data[o] = e.fill.value & 0xff;
-        s.known[o] = 1;
-      }
+      for (const place of places) know(place, e.fill.value & 0xff);
     }
     if (e.copy && small(e.copy.size)) {
       const from = this.#places(pid, layout, e.copy.src, e.copy.size);
@@ -458,14 +482,19 @@ export class Episode<P extends FuzzedProcess> {
       }
       // Read every source byte first: the ranges may overlap.
       const values = from.map(([s, o]) => (s.known[o] ? s.data[o] : -1));
-      to.forEach(([s, o], i) => {
+      to.forEach((place, i) => {
         const v = values[i] ?? -1;
-        s.known[o] = v >= 0 ? 1 : 0;
-        if (v >= 0) s.data[o] = v;
+        if (v >= 0) know(place, v);
+        else place[0].known[place[1]] = 0;
       });
     }
     if (e.unknown && small(e.unknown.size)) {
-      for (const [s, o] of this.#places(pid, layout, e.unknown.va, e.unknown.size) ?? []) s.known[o] = 0;
+      let mine = this.#pending.get(pid);
+      if (mine === undefined) this.#pending.set(pid, (mine = new Set()));
+      for (const [s, o] of this.#places(pid, layout, e.unknown.va, e.unknown.size) ?? []) {
+        s.known[o] = 0;
+        mine.add(`${s.id}:${o}`);
+      }
     }
     if (e.read && small(e.read.size)) {
       const places = this.#places(pid, layout, e.read.va, e.read.size);

@@ -5,6 +5,7 @@
  * flavours), e.g. `VMMKIT_FUZZ_SEED=7 VMMKIT_FUZZ_CALLS=1000000 npx vitest run test/flavors/fuzz`.
  */
 import { describe, expect, it } from 'vitest';
+import { ACL_MODEL } from './acl-model.js';
 import { CUDA_MODEL } from './cuda-model.js';
 import { fuzz } from './episode.js';
 import { HIP_MODEL } from './hip-model.js';
@@ -12,7 +13,7 @@ import { Random } from './random.js';
 
 const SEED = Number(process.env.VMMKIT_FUZZ_SEED ?? 20261201);
 const CALLS = Number(process.env.VMMKIT_FUZZ_CALLS ?? 210_000);
-const MODELS = [CUDA_MODEL, HIP_MODEL] as const;
+const MODELS = [CUDA_MODEL, HIP_MODEL, ACL_MODEL] as const;
 
 describe(`front ends under hostile input (seed ${SEED}, ${CALLS} calls)`, () => {
   for (const model of MODELS) {

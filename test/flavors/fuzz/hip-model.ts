@@ -275,6 +275,7 @@ const calls: CallSpec<HipFlavor>[] = [
         ),
         onSuccess: () => {
           const fd = b.value;
+          if (typeof fd !== 'number') return;
           const key = ep.shadowKey(pid(p), BigInt(asNumber(h)));
           ep.exported.set(`${pid(p)}:${fd}`, key);
           ep.fds.get(pid(p))?.push(fd);

@@ -1,0 +1,414 @@
+/** The ACL flavour's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
+import type { Machine } from '../../../src/backends/sim/machine.js';
+import { type AclFlavor, createAcl } from '../../../src/flavors/acl/acl.js';
+import * as C from '../../../src/flavors/acl/constants.js';
+import { FUZZ_GRANULE as G } from './cuda-model.js';
+import type { CallSpec, Episode, FlavorModel } from './episode.js';
+import { corrupt } from './garbage.js';
+import { asNumber, smallCount, teardownRuns } from './shared.js';
+
+const DEVICES = [
+  { name: 'FuzzNPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
+];
+
+type E = Episode<AclFlavor>;
+const pid = (p: AclFlavor) => p.runtime.pid;
+
+function size(ep: E): bigint | number {
+  const n = ep.rng.pick([G, G, 2 * G, 3 * G, 4 * G]);
+  return ep.rng.chance(0.5) ? BigInt(n) : n;
+}
+
+function prop(ep: E): object {
+  const valid = {
+    handleType: C.ACL_MEM_HANDLE_TYPE_NONE,
+    allocationType: C.ACL_MEM_ALLOCATION_TYPE_PINNED,
+    memAttr: ep.rng.pick([C.ACL_HBM_MEM_HUGE, C.ACL_HBM_MEM_NORMAL, C.ACL_MEM_HUGE]),
+    location: { type: C.ACL_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+  };
+  return ep.rng.chance(ep.garbageRate) ? corrupt(ep.rng, valid) : valid;
+}
+
+function descs(ep: E): unknown {
+  const one = {
+    location: { type: C.ACL_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+    flags: ep.rng.pick([1, 3, 3, 3, 0]),
+  };
+  if (!ep.rng.chance(ep.garbageRate)) return [one];
+  return ep.rng.chance(0.5) ? [corrupt(ep.rng, one)] : ep.arg(() => [one]);
+}
+
+const ptr = (ep: E, p: AclFlavor) => ep.arg(() => ep.pointer(pid(p), G));
+const mem = (ep: E, p: AclFlavor) => ep.arg(() => ep.mappedPointer(p, G));
+const handle = (ep: E, p: AclFlavor) => ep.arg(() => ep.handle(pid(p)));
+const stream = (ep: E, p: AclFlavor) => ep.arg(() => ep.stream(pid(p)));
+const zero = (ep: E) => ep.arg(() => 0);
+const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
+
+function memcpy(ep: E, p: AclFlavor, async: boolean) {
+  const n = count(ep);
+  const max = ep.arg(() => 64);
+  const s = async ? stream(ep, p) : undefined;
+  const call = (dst: unknown, src: unknown, kind: unknown) =>
+    async
+      ? p.aclrtMemcpyAsync(dst as never, max, src as never, n, kind as never, s as never)
+      : p.aclrtMemcpy(dst as never, max, src as never, n, kind as never);
+  switch (ep.rng.below(4)) {
+    case 0: {
+      const src = ep.host(64);
+      const dst = mem(ep, p);
+      const result = call(
+        dst,
+        src,
+        ep.arg(() => C.ACL_MEMCPY_HOST_TO_DEVICE),
+      );
+      const write = !async && ep.isPlain(src) && { va: asNumber(dst), bytes: src.slice(0, asNumber(n)) };
+      return { result, effects: write ? { write } : { unknown: { va: asNumber(dst), size: asNumber(n) } } };
+    }
+    case 1: {
+      const dst = ep.host(64);
+      const src = mem(ep, p);
+      const result = call(
+        dst,
+        src,
+        ep.arg(() => C.ACL_MEMCPY_DEVICE_TO_HOST),
+      );
+      return {
+        result,
+        effects:
+          !async && ep.isPlain(dst)
+            ? { read: { va: asNumber(src), into: dst, size: asNumber(n) } }
+            : undefined,
+      };
+    }
+    case 2: {
+      const dst = mem(ep, p);
+      const src = mem(ep, p);
+      const result = call(
+        dst,
+        src,
+        ep.arg(() => C.ACL_MEMCPY_DEVICE_TO_DEVICE),
+      );
+      const effects = async
+        ? { unknown: { va: asNumber(dst), size: asNumber(n) } }
+        : { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } };
+      return { result, effects };
+    }
+    default:
+      return {
+        result: call(
+          ep.host(64),
+          ep.host(64),
+          ep.arg(() => C.ACL_MEMCPY_HOST_TO_HOST),
+        ),
+      };
+  }
+}
+
+const calls: CallSpec<AclFlavor>[] = [
+  { name: 'aclInit', weight: 0.1, run: (ep, p) => ({ result: p.aclInit(ep.arg(() => null)) }) },
+  { name: 'aclFinalize', weight: 0.02, run: (_ep, p) => ({ result: p.aclFinalize() }) },
+  { name: 'aclrtSetDevice', weight: 0.3, run: (ep, p) => ({ result: p.aclrtSetDevice(zero(ep)) }) },
+  {
+    name: 'aclrtGetDeviceCount',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.aclrtGetDeviceCount(ep.box(0)) }),
+  },
+  { name: 'aclrtResetDevice', weight: 0.05, run: (ep, p) => ({ result: p.aclrtResetDevice(zero(ep)) }) },
+  {
+    name: 'aclrtReserveMemAddress',
+    weight: 2,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.aclrtReserveMemAddress(
+          b,
+          ep.arg(() => size(ep)),
+          zero(ep),
+          ep.arg(() => 0n),
+          zero(ep),
+        ),
+        onSuccess: () => ep.remember(ep.pointers, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'aclrtReleaseMemAddress',
+    run: (ep, p) => {
+      const at = ptr(ep, p);
+      return { result: p.aclrtReleaseMemAddress(at), onSuccess: () => ep.forget(ep.pointers, pid(p), at) };
+    },
+  },
+  {
+    name: 'aclrtMallocPhysical',
+    weight: 2,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.aclrtMallocPhysical(
+          b,
+          ep.arg(() => size(ep)),
+          prop(ep) as never,
+          zero(ep),
+        ),
+        onSuccess: () => ep.remember(ep.handles, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'aclrtFreePhysical',
+    run: (ep, p) => {
+      const h = handle(ep, p);
+      return { result: p.aclrtFreePhysical(h), onSuccess: () => ep.forget(ep.handles, pid(p), h) };
+    },
+  },
+  {
+    name: 'aclrtMapMem',
+    weight: 3,
+    run: (ep, p) => {
+      const t = ep.rng.chance(0.7) ? ep.mapTarget(p) : undefined;
+      if (t === undefined)
+        return {
+          result: p.aclrtMapMem(
+            ptr(ep, p),
+            ep.arg(() => size(ep)),
+            zero(ep),
+            handle(ep, p),
+            zero(ep),
+          ),
+        };
+      return {
+        result: p.aclrtMapMem(
+          ep.arg(() => t[0]),
+          ep.arg(() => t[1]),
+          zero(ep),
+          ep.arg(() => t[2]),
+          zero(ep),
+        ),
+      };
+    },
+  },
+  {
+    name: 'aclrtUnmapMem',
+    weight: 1.5,
+    run: (ep, p) => {
+      const m = ep.rng.chance(0.5) ? ep.mapping(p) : undefined;
+      return { result: p.aclrtUnmapMem(m === undefined ? ptr(ep, p) : ep.arg(() => BigInt(m[0]))) };
+    },
+  },
+  {
+    name: 'aclrtMemSetAccess',
+    weight: 3,
+    run: (ep, p) => {
+      const m = ep.rng.chance(0.8) ? ep.mapping(p) : undefined;
+      const at = m === undefined ? ptr(ep, p) : ep.arg(() => BigInt(m[0]));
+      const n = m === undefined ? ep.arg(() => size(ep)) : ep.arg(() => m[1]);
+      return {
+        result: p.aclrtMemSetAccess(
+          at,
+          n,
+          descs(ep) as never,
+          ep.arg(() => 1),
+        ),
+      };
+    },
+  },
+  {
+    name: 'aclrtMemGetAccess',
+    run: (ep, p) => ({
+      result: p.aclrtMemGetAccess(
+        ptr(ep, p),
+        ep.arg(() => ({ type: C.ACL_MEM_LOCATION_TYPE_DEVICE, id: 0 })),
+        ep.box(0),
+      ),
+    }),
+  },
+  {
+    name: 'aclrtMemRetainAllocationHandle',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.aclrtMemRetainAllocationHandle(mem(ep, p), b),
+        onSuccess: () => ep.remember(ep.handles, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'aclrtMemGetAllocationGranularity',
+    weight: 0.3,
+    run: (ep, p) => ({
+      result: p.aclrtMemGetAllocationGranularity(
+        prop(ep) as never,
+        ep.arg(() => ep.rng.below(2)),
+        ep.box(0),
+      ),
+    }),
+  },
+  {
+    name: 'aclrtMemGetAllocationPropertiesFromHandle',
+    weight: 0.5,
+    run: (ep, p) => ({
+      result: p.aclrtMemGetAllocationPropertiesFromHandle(handle(ep, p), ep.box(undefined as never)),
+    }),
+  },
+  {
+    name: 'aclrtMemExportToShareableHandle',
+    run: (ep, p, peer) => {
+      const b = ep.box(0n);
+      const h = handle(ep, p);
+      const flags = ep.arg(() =>
+        ep.rng.pick([C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT, C.ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION]),
+      );
+      return {
+        result: p.aclrtMemExportToShareableHandle(h, zero(ep), flags, b),
+        onSuccess: () => {
+          // Tokens are machine-wide: the peer imports the same number.
+          if (typeof b.value !== 'bigint') return;
+          const token = Number(b.value);
+          const key = ep.shadowKey(pid(p), BigInt(asNumber(h)));
+          ep.exported.set(`${pid(peer)}:${token}`, key);
+          ep.fds.get(pid(p))?.push(token);
+          ep.fds.get(pid(peer))?.push(token);
+        },
+      };
+    },
+  },
+  {
+    name: 'aclrtMemSetPidToShareableHandle',
+    run: (ep, p, peer) => ({
+      result: p.aclrtMemSetPidToShareableHandle(
+        ep.arg(() => ep.fd(pid(p))),
+        ep.arg(() => [pid(peer)]),
+        ep.arg(() => 1),
+      ),
+    }),
+  },
+  {
+    name: 'aclrtMemImportFromShareableHandle',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      const token = ep.arg(() => ep.fd(pid(p)));
+      return {
+        result: p.aclrtMemImportFromShareableHandle(token, zero(ep), b),
+        onSuccess: () => {
+          ep.remember(ep.handles, pid(p), b.value);
+          ep.alias(pid(p), b.value, `${pid(p)}:${asNumber(token)}`);
+        },
+      };
+    },
+  },
+  {
+    name: 'aclrtDeviceGetBareTgid',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.aclrtDeviceGetBareTgid(ep.box(0)) }),
+  },
+  {
+    name: 'aclrtMalloc',
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.aclrtMalloc(
+          b,
+          ep.arg(() => ep.rng.pick([1, 100, G, 2 * G])),
+          ep.arg(() => 0),
+        ),
+        onSuccess: () => ep.remember(ep.pointers, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'aclrtFree',
+    run: (ep, p) => {
+      const at = ptr(ep, p);
+      return { result: p.aclrtFree(at), onSuccess: () => ep.forget(ep.pointers, pid(p), at) };
+    },
+  },
+  {
+    name: 'aclrtGetMemInfo',
+    weight: 0.3,
+    run: (ep, p) => ({
+      result: p.aclrtGetMemInfo(
+        ep.arg(() => C.ACL_HBM_MEM),
+        ep.box(0),
+        ep.box(0),
+      ),
+    }),
+  },
+  { name: 'aclrtMemcpy', weight: 6, run: (ep, p) => memcpy(ep, p, false) },
+  { name: 'aclrtMemcpyAsync', weight: 1, run: (ep, p) => memcpy(ep, p, true) },
+  {
+    name: 'aclrtMemset',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      const value = ep.arg(() => ep.rng.below(256));
+      return {
+        result: p.aclrtMemset(
+          dst,
+          ep.arg(() => 64),
+          value,
+          n,
+        ),
+        effects: { fill: { va: asNumber(dst), value: asNumber(value), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'aclrtCreateStream',
+    weight: 0.5,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return { result: p.aclrtCreateStream(b), onSuccess: () => ep.remember(ep.streams, pid(p), b.value) };
+    },
+  },
+  {
+    name: 'aclrtSynchronizeStream',
+    weight: 0.5,
+    run: (ep, p) => ({ result: p.aclrtSynchronizeStream(stream(ep, p)) }),
+  },
+  {
+    name: 'aclrtDestroyStream',
+    weight: 0.3,
+    run: (ep, p) => {
+      const s = stream(ep, p);
+      return { result: p.aclrtDestroyStream(s), onSuccess: () => ep.forget(ep.streams, pid(p), s) };
+    },
+  },
+  { name: 'aclrtSynchronizeDevice', weight: 0.3, run: (_ep, p) => ({ result: p.aclrtSynchronizeDevice() }) },
+  { name: 'aclGetRecentErrMsg', weight: 0.3, run: (_ep, p) => ({ result: p.aclGetRecentErrMsg() }) },
+];
+
+export const ACL_MODEL: FlavorModel<AclFlavor> = {
+  vendor: 'ACL',
+  devices: DEVICES,
+  codes: new Set([C.ACL_SUCCESS, ...C.ACL_ERROR_NAMES.keys()]),
+  success: C.ACL_SUCCESS,
+  make: (machine: Machine, report) => createAcl({ machine, report }),
+  prepare(p) {
+    p.aclInit(null);
+    p.aclrtSetDevice(0);
+  },
+  calls,
+  teardown(ep, p) {
+    const failed: string[] = [];
+    // aclFinalize or aclrtResetDevice may have run: initialise again (a repeat is refused, harmlessly).
+    p.aclInit(null);
+    if (p.aclrtSetDevice(0) !== 0) failed.push('aclrtSetDevice');
+    p.aclrtSynchronizeDevice();
+    if (p.aclrtSynchronizeDevice() !== 0) failed.push('aclrtSynchronizeDevice');
+    failed.push(
+      ...teardownRuns(
+        p.runtime.describe(),
+        {
+          unmap: (va) => p.aclrtUnmapMem(BigInt(va)),
+          freeReservation: (base) => p.aclrtReleaseMemAddress(BigInt(base)),
+          freeMalloc: (base) => p.aclrtFree(BigInt(base)),
+          release: (h) => p.aclrtFreePhysical(BigInt(h)),
+          describe: () => p.runtime.describe(),
+        },
+        false,
+      ),
+    );
+    return failed;
+  },
+};
