@@ -389,7 +389,7 @@ export const ACL_MODEL: FlavorModel<AclFlavor> = {
     p.aclrtSetDevice(0);
   },
   calls,
-  teardown(ep, p) {
+  teardown(_ep, p) {
     const failed: string[] = [];
     // aclFinalize or aclrtResetDevice may have run: initialise again (a repeat is refused, harmlessly).
     p.aclInit(null);

@@ -1,7 +1,7 @@
 /**
- * The fuzzer's seeded random source (xorshift128+ over two 32-bit halves is
- * more than this needs; mulberry32 is enough and fast): every choice of a run
- * comes from here, so a seed replays a run exactly.
+ * The fuzzer's seeded random source (mulberry32: 32 bits of state, fast, and
+ * plenty for choosing arguments): every choice of a run comes from here, so
+ * a seed replays a run exactly.
  */
 export class Random {
   #state: number;

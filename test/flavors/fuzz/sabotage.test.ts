@@ -1,0 +1,94 @@
+/**
+ * Each check of the fuzzer can fail: a CUDA process is sabotaged to break
+ * one rule of Note [Fuzzer checks] (episode.ts) at a time, and a short run
+ * must report that rule.
+ */
+import { describe, expect, it } from 'vitest';
+import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
+import { CUDA_MODEL } from './cuda-model.js';
+import { type Episode, fuzz, type Violation } from './episode.js';
+import { Random } from './random.js';
+
+type Method = (...args: unknown[]) => unknown;
+
+/** Replace `name` on every live process of the episode with `wrap(original)`. */
+function wrapEach(
+  ep: Episode<CudaFlavor>,
+  name: string,
+  wrap: (original: Method, p: CudaFlavor) => Method,
+): void {
+  for (const p of ep.processes) {
+    const methods = p as unknown as Record<string, Method>;
+    const original = methods[name]?.bind(p) as Method;
+    methods[name] = wrap(original, p);
+  }
+}
+
+const SABOTAGE: Record<Violation['rule'], (ep: Episode<CudaFlavor>) => void> = {
+  throw: (ep) =>
+    wrapEach(ep, 'cuDeviceGetCount', () => () => {
+      throw new Error('sabotage');
+    }),
+  code: (ep) => wrapEach(ep, 'cuDriverGetVersion', () => () => 12345),
+  internal: (ep) => {
+    for (const p of ep.processes) {
+      const rt = p.runtime as unknown as { synchronize: () => void };
+      rt.synchronize = () => {
+        throw new TypeError('sabotage');
+      };
+    }
+  },
+  changed: (ep) =>
+    wrapEach(ep, 'cuMemAddressFree', (original, p) => (...args) => {
+      const code = original(...args);
+      if (code !== 0) p.runtime.reserve(64 * 1024);
+      return code;
+    }),
+  box: (ep) =>
+    wrapEach(ep, 'cuMemCreate', (original) => (...args) => {
+      const code = original(...args);
+      const box = args[0] as { value: unknown };
+      if (code !== 0 && Object.getPrototypeOf(box) === Object.prototype && Object.isExtensible(box))
+        box.value = 1n;
+      return code;
+    }),
+  host: (ep) =>
+    wrapEach(ep, 'cuMemcpyDtoH', (original) => (...args) => {
+      const code = original(...args);
+      const host = args[0];
+      if (
+        code !== 0 &&
+        host instanceof Uint8Array &&
+        Object.getPrototypeOf(host) === Uint8Array.prototype &&
+        host.length > 0
+      )
+        host[0] = (host[0] ?? 0) ^ 1;
+      return code;
+    }),
+  bytes: (ep) =>
+    wrapEach(ep, 'cuMemcpyDtoH', (original) => (...args) => {
+      const code = original(...args);
+      const host = args[0];
+      if (code === 0 && host instanceof Uint8Array && host.length > 0) host[0] = (host[0] ?? 0) ^ 0xff;
+      return code;
+    }),
+  baseline: (ep) =>
+    wrapEach(
+      ep,
+      'cuMemFree',
+      (original) =>
+        (...args) =>
+          args[0] === 0n ? original(...args) : 0,
+    ),
+};
+
+describe('the fuzzer reports each broken rule', () => {
+  it.each(Object.keys(SABOTAGE) as Violation['rule'][])('%s', (rule) => {
+    const run = fuzz(CUDA_MODEL, new Random(7), 6000, 2000, 0.12, SABOTAGE[rule]);
+    expect(run.violations.map((v) => v.rule)).toContain(rule);
+  });
+
+  it('the same run unsabotaged reports nothing', () => {
+    expect(fuzz(CUDA_MODEL, new Random(7), 6000).violations).toEqual([]);
+  });
+});
