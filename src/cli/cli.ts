@@ -36,7 +36,7 @@ const DEMOS = {
 } as const;
 type Flavor = keyof typeof DEMOS;
 
-const USAGE = `usage: vmmkit demo [--flavor cuda|hip|acl] [--json]
+const USAGE = `usage: vmmkit demo [--flavor cuda|hip|acl] [--layers vendor|generic] [--json]
        vmmkit trace [--layers generic|vendor] [--break NAME ...] <script.mjs> [--json]
        ${INSPECT_USAGE}
        ${REPLAY_USAGE}
@@ -90,18 +90,27 @@ function printTree(io: CliOutput, tracer: Tracer, json: boolean): void {
 function demo(io: CliOutput, args: string[]): number {
   const json = flag(args, '--json');
   const only = option(args, '--flavor');
+  const layers = option(args, '--layers') ?? 'vendor';
   if (only !== undefined && !(only in DEMOS)) {
     io.err(`unknown flavor '${only}'\n${USAGE}`);
+    return 2;
+  }
+  if (layers !== 'generic' && layers !== 'vendor') {
+    io.err(`--layers is generic or vendor, not '${layers}'\n${USAGE}`);
     return 2;
   }
   const flavors = only === undefined ? (Object.keys(DEMOS) as Flavor[]) : [only as Flavor];
   let ok = true;
   for (const f of flavors) {
     const { title, run } = DEMOS[f];
-    const tracer = new Tracer();
+    const tracer = new Tracer({ layers });
     io.out(`\n=== ${title} ===\n`);
     ok = run((line) => io.out(line), tracer) && ok;
-    io.out(`\n--- call tree: flavour -> core -> backend -> device ---\n`);
+    io.out(
+      layers === 'vendor'
+        ? `\n--- call tree through the vendor's own layers (--layers generic: vmmkit's) ---\n`
+        : `\n--- call tree: flavour -> core -> backend -> device ---\n`,
+    );
     printTree(io, tracer, json);
   }
   return ok ? 0 : 1;
@@ -116,8 +125,8 @@ async function trace(io: CliOutput, args: string[]): Promise<number> {
     if (name === undefined) break;
     breaks.push(name);
   }
-  // Breakpoints are named as the vendors name their functions, so --break alone traces in vendor layers.
-  const layers = asked ?? (breaks.length > 0 ? 'vendor' : 'generic');
+  // Vendor layers by default: breakpoints are named as the vendors name their functions.
+  const layers = asked ?? 'vendor';
   const script = args[0];
   if (script === undefined || (layers !== 'generic' && layers !== 'vendor')) {
     io.err(script === undefined ? USAGE : `--layers is generic or vendor, not '${layers}'\n${USAGE}`);

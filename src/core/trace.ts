@@ -109,7 +109,11 @@ export interface TracerOptions {
   readonly sink?: (span: TraceSpan) => void;
   /** Keep closed top-level spans in `roots` (default true; false with a sink streams without keeping). */
   readonly keep?: boolean;
-  /** 'generic' (default): vmmkit's layers; 'vendor': each flavour's own (Note [Vendor layers]). */
+  /**
+   * 'vendor' (default): a front end's calls trace down its vendor's own stack
+   * (Note [Vendor layers]); 'generic': vmmkit's layers (flavor, core, backend,
+   * device). Spans with no front end above them are generic either way.
+   */
   readonly layers?: 'generic' | 'vendor';
 }
 
@@ -156,7 +160,7 @@ export class Tracer {
   readonly #listenerErrors: unknown[] = [];
 
   constructor(options: TracerOptions = {}) {
-    const { limit = Number.POSITIVE_INFINITY, sink, keep = true, layers = 'generic' } = options;
+    const { limit = Number.POSITIVE_INFINITY, sink, keep = true, layers = 'vendor' } = options;
     if (!(limit >= 1)) throw new RangeError(`a tracer keeps at least one span, not ${limit}`);
     if (layers !== 'generic' && layers !== 'vendor')
       throw new RangeError(`layers are 'generic' or 'vendor', not ${String(layers)}`);

@@ -20,16 +20,34 @@ describe('vmmkit command line', () => {
     expect(text).toContain('CUDA sequence: every call returned CUDA_SUCCESS');
     expect(text).toContain('HIP sequence: every call returned hipSuccess');
     expect(text).toContain('checked 65536 bytes: all match');
-    // Each layer appears in the trees.
+    // Each vendor's own layers appear in the trees (seed 1's HIP path among them).
+    for (const layer of [
+      '[cuda] cuMemMap',
+      '[hip] hipMemMap',
+      '[rocclr] roc::Device::virtualMap',
+      '[rocr] hsa_amd_vmem_map',
+      '[thunk] hsaKmtMemoryVaMap',
+      '[acl] aclrtMapMem',
+    ]) {
+      expect(text).toContain(layer);
+    }
+    expect(text).not.toContain('[core] map');
+  });
+
+  it("demo --layers generic shows vmmkit's own layers; a bad --layers is a usage error", async () => {
+    const { io, out } = capture();
+    expect(await runCli(['demo', '--layers', 'generic'], io)).toBe(0);
+    const text = out.join('\n');
     for (const layer of [
       '[flavor] hipMemMap',
       '[core] map',
       '[backend] map',
       '[device] vm.bind',
       '[flavor] aclrtMapMem',
-    ]) {
+    ])
       expect(text).toContain(layer);
-    }
+    const bad = capture();
+    expect(await runCli(['demo', '--layers', 'kernel'], bad.io)).toBe(2);
   });
 
   it('demo --flavor picks one flavour; an unknown one is a usage error', async () => {
@@ -43,7 +61,7 @@ describe('vmmkit command line', () => {
 
   it('demo --json prints the call tree as JSON with nested layers', async () => {
     const { io, out } = capture();
-    expect(await runCli(['demo', '--flavor', 'cuda', '--json'], io)).toBe(0);
+    expect(await runCli(['demo', '--flavor', 'cuda', '--layers', 'generic', '--json'], io)).toBe(0);
     const json = out.find((l) => l.startsWith('['));
     const tree = JSON.parse(json!) as { name: string; layer: string; children: { layer: string }[] }[];
     const map = tree.find((s) => s.name === 'cuMemMap')!;
@@ -53,7 +71,7 @@ describe('vmmkit command line', () => {
 
   it("trace runs a user's script with tracing on and prints its tree", async () => {
     const { io, out } = capture();
-    expect(await runCli(['trace', 'examples/grow.mjs'], io)).toBe(0);
+    expect(await runCli(['trace', '--layers', 'generic', 'examples/grow.mjs'], io)).toBe(0);
     const text = out.join('\n');
     expect(text).toContain('[flavor] cuMemsetD8');
     expect(text).toContain('[device] copyEngine.fill');
@@ -69,7 +87,7 @@ describe('vmmkit command line', () => {
 
 it('the CUDA demo succeeds and its trace crosses every layer', () => {
   const lines: string[] = [];
-  const tracer = new Tracer();
+  const tracer = new Tracer({ layers: 'generic' });
   expect(cudaDemo((l) => lines.push(l), tracer)).toBe(true);
   expect(lines.filter((l) => l.includes('check:')).every((l) => l.endsWith('yes'))).toBe(true);
   const tree = formatTrace(tracer.roots);

@@ -74,9 +74,12 @@ describe('vmmkit trace --layers and --break', () => {
     expect(tree).not.toContain('[core]');
   });
 
-  it('--layers generic (the default) gives the generic tree, breaking on generic names', async () => {
+  it('--layers generic gives the generic tree (vendor layers are the default), breaking on generic names', async () => {
+    const vendor = capture();
+    expect(await runCli(['trace', HIP_SCRIPT], vendor.io)).toBe(0);
+    expect(vendor.out.at(-1)).toContain('[rocclr] roc::Device::virtualMap');
     const plain = capture();
-    expect(await runCli(['trace', HIP_SCRIPT], plain.io)).toBe(0);
+    expect(await runCli(['trace', '--layers', 'generic', HIP_SCRIPT], plain.io)).toBe(0);
     const generic = capture();
     expect(await runCli(['trace', '--layers', 'generic', '--break', 'map', HIP_SCRIPT], generic.io)).toBe(0);
     const strip = (t: string) => t.replace(/ {2}\([\d.]+ us\)/g, '');

@@ -4,7 +4,7 @@ import { formatTrace, Tracer } from '../../../src/core/trace.js';
 
 it('the ACL demo runs the seven steps, each answering ACL_SUCCESS', () => {
   const lines: string[] = [];
-  const tracer = new Tracer();
+  const tracer = new Tracer({ layers: 'generic' });
   aclDemo((l) => lines.push(l), tracer);
   const calls = lines.filter((l) => l.includes(' -> '));
   expect(calls.length).toBe(14);
