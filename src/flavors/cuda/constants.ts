@@ -66,6 +66,9 @@ export const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
 // cuStreamCreate flags
 export const CU_STREAM_DEFAULT = 0;
 export const CU_STREAM_NON_BLOCKING = 1;
+/** Special CUstream handles, valid wherever a CUstream is taken (cuda.h). */
+export const CU_STREAM_LEGACY = 0x1n;
+export const CU_STREAM_PER_THREAD = 0x2n;
 
 /** The driver version the simulator reports (CUDA 13.0, as driver 580 on the H200). */
 export const SIMULATED_DRIVER_VERSION = 13000;

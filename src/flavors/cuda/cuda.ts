@@ -218,7 +218,13 @@ export class CudaFlavor extends VendorProcess {
       this.#current = -1;
       return C.CUDA_SUCCESS;
     }
-    const d = typeof ctx === 'bigint' ? Number(ctx - CONTEXT_BASE) : Number.NaN;
+    // A context handle as a bigint or a number (the types say both).
+    const d =
+      typeof ctx === 'bigint'
+        ? Number(ctx - CONTEXT_BASE)
+        : typeof ctx === 'number' && Number.isSafeInteger(ctx)
+          ? ctx - Number(CONTEXT_BASE)
+          : Number.NaN;
     if (!this.runtime.isDevice(d) || this.#primaryRefs[d] === 0) return C.CUDA_ERROR_INVALID_CONTEXT;
     this.#current = d;
     return C.CUDA_SUCCESS;
@@ -1050,11 +1056,12 @@ export class CudaFlavor extends VendorProcess {
     return this.runtime.allocation(id);
   }
 
-  /** A stream handle as core's stream id (0 for the default stream), or -1 if unknown. */
+  /** A stream handle (a bigint or a number) as core's stream id (0 for the default stream), or -1 if unknown. */
   #stream(h: bigint | number): number {
     if (h === 0n || h === 0 || h === null || h === undefined) return 0;
-    if (typeof h !== 'bigint') return -1;
-    return this.#streams.get(h) ?? -1;
+    if (isSpecialStream(h)) return 0;
+    const key = typeof h === 'bigint' ? h : Number.isSafeInteger(h) ? BigInt(h) : undefined;
+    return key === undefined ? -1 : (this.#streams.get(key) ?? -1);
   }
 }
 
@@ -1102,6 +1109,24 @@ interface Span {
 }
 
 const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable: 0, usage: 0 });
+
+/**
+ * Note [Special streams]
+ * cuda.h's CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) are valid
+ * wherever a CUstream is taken. The legacy stream is the NULL stream of the
+ * default (legacy) semantics: it waits for every blocking stream and they for
+ * it. The per-thread stream is a thread's own default stream, ordered with
+ * the legacy one. A simulated process has one thread and runs work on core's
+ * stream 0 after everything queued on every stream (SimProcess#submit), which
+ * is the legacy semantics; both handles are that stream here, so work on
+ * either is at least as ordered as on the driver. Neither can be destroyed
+ * (CUDA_ERROR_INVALID_HANDLE, as for the NULL stream). HIP's
+ * hipStreamPerThread (2) is the same stream for the same reason, and ACL's
+ * default stream is its NULL stream (null, undefined, 0 or 0n).
+ */
+function isSpecialStream(h: bigint | number): boolean {
+  return h === C.CU_STREAM_LEGACY || h === C.CU_STREAM_PER_THREAD || h === 1 || h === 2;
+}
 
 /** A VmmError of this kind. */
 function isKind(e: unknown, kind: ErrorKind): boolean {

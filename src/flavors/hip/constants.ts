@@ -90,6 +90,8 @@ export const hipMemcpyDeviceToDeviceNoCU = 1024;
 // hipStreamCreateWithFlags flags
 export const hipStreamDefault = 0;
 export const hipStreamNonBlocking = 1;
+/** The implicit per-thread stream, ((hipStream_t)2) in hip_runtime_api.h. */
+export const hipStreamPerThread = 2n;
 
 /**
  * CL_DEVICE_MEM_BASE_ADDR_ALIGN on ROCm devices, in bytes: hipMemCreate

@@ -705,8 +705,11 @@ export class HipFlavor extends VendorProcess {
   /** A stream handle as core's stream id (0 for the null stream) and its device, or undefined if unknown. */
   #stream(h: HipHandle): { id: number; device: number } | undefined {
     if (h === null || h === undefined || h === 0 || h === 0n) return { id: 0, device: this.#current };
-    if (typeof h !== 'bigint') return undefined;
-    return this.#streams.get(h);
+    // hipStreamPerThread: the current device's default stream here (Note [Special streams], cuda.ts).
+    if (h === C.hipStreamPerThread || h === 2) return { id: 0, device: this.#current };
+    const key =
+      typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : undefined;
+    return key === undefined ? undefined : this.#streams.get(key);
   }
 }
 

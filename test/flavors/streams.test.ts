@@ -1,0 +1,125 @@
+/**
+ * Issue 10: the special stream handles are streams wherever a stream is
+ * taken (Note [Special streams], cuda.ts), and stream and context handles
+ * may be passed as numbers, as their types say.
+ */
+import { describe, expect, it } from 'vitest';
+import { createAcl } from '../../src/flavors/acl/acl.js';
+import * as A from '../../src/flavors/acl/constants.js';
+import * as CU from '../../src/flavors/cuda/constants.js';
+import { createCuda } from '../../src/flavors/cuda/cuda.js';
+import * as H from '../../src/flavors/hip/constants.js';
+import { createHip } from '../../src/flavors/hip/hip.js';
+
+const G = 2 * 1024 * 1024;
+
+function cudaWithMemory() {
+  const cu = createCuda();
+  const b = { value: 0n };
+  cu.cuInit(0);
+  cu.cuDevicePrimaryCtxRetain(b, 0);
+  const ctx = b.value;
+  cu.cuCtxSetCurrent(ctx);
+  cu.cuMemAlloc(b, G);
+  return { cu, ctx, p: b.value };
+}
+
+describe('CUDA: CU_STREAM_LEGACY and CU_STREAM_PER_THREAD', () => {
+  for (const [name, s] of [
+    ['CU_STREAM_LEGACY', CU.CU_STREAM_LEGACY],
+    ['CU_STREAM_PER_THREAD', CU.CU_STREAM_PER_THREAD],
+    ['CU_STREAM_LEGACY as a number', 1],
+    ['CU_STREAM_PER_THREAD as a number', 2],
+  ] as const) {
+    it(`${name} is accepted by every call that takes a stream, in order with the default stream`, () => {
+      const { cu, p } = cudaWithMemory();
+      const src = new Uint8Array(64).map((_, i) => i + 1);
+      expect(cu.cuMemcpyHtoDAsync(p, src, 64, s)).toBe(0);
+      expect(cu.cuMemcpyDtoDAsync(p + 64n, p, 64, s)).toBe(0);
+      expect(cu.cuMemsetD8Async(p + 128n, 9, 16, s)).toBe(0);
+      const back = new Uint8Array(64);
+      expect(cu.cuMemcpyDtoHAsync(back, p + 64n, 64, s)).toBe(0);
+      expect(cu.cuStreamSynchronize(s)).toBe(0);
+      expect([...back]).toEqual([...src]);
+      const set = new Uint8Array(16);
+      expect(cu.cuMemcpyDtoH(set, p + 128n, 16)).toBe(0);
+      expect([...set]).toEqual(new Array(16).fill(9));
+      // Like the NULL stream, a special stream cannot be destroyed.
+      expect(cu.cuStreamDestroy(s)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
+      // A client that synchronises the legacy stream at every free.
+      expect(cu.cuMemFree(p)).toBe(0);
+      expect(cu.cuStreamSynchronize(s)).toBe(0);
+      cu.dispose();
+    });
+  }
+
+  it('created streams and contexts are accepted as numbers; other handles stay refused', () => {
+    const { cu, ctx, p } = cudaWithMemory();
+    const b = { value: 0n };
+    expect(cu.cuStreamCreate(b, 0)).toBe(0);
+    const n = Number(b.value);
+    expect(cu.cuMemsetD8Async(p, 1, 16, n)).toBe(0);
+    expect(cu.cuStreamSynchronize(n)).toBe(0);
+    expect(cu.cuStreamDestroy(n)).toBe(0);
+    expect(cu.cuStreamSynchronize(n)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuStreamSynchronize(3)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuCtxSetCurrent(0)).toBe(0);
+    expect(cu.cuCtxSetCurrent(Number(ctx))).toBe(0);
+    const current = { value: 0n };
+    expect(cu.cuCtxGetCurrent(current)).toBe(0);
+    expect(current.value).toBe(ctx);
+    expect(cu.cuCtxSetCurrent(Number(ctx) + 7)).toBe(CU.CUDA_ERROR_INVALID_CONTEXT);
+    cu.dispose();
+  });
+});
+
+describe('HIP: hipStreamPerThread', () => {
+  for (const s of [H.hipStreamPerThread, 2] as const) {
+    it(`${typeof s} ${s} is accepted wherever a stream is taken`, () => {
+      const hip = createHip();
+      const b = { value: 0n };
+      expect(hip.hipMalloc(b, G)).toBe(0);
+      const p = b.value;
+      const src = new Uint8Array(32).fill(4);
+      expect(hip.hipMemcpyAsync(p, src, 32, H.hipMemcpyHostToDevice, s)).toBe(0);
+      expect(hip.hipMemsetAsync(p + 32n, 5, 32, s)).toBe(0);
+      const back = new Uint8Array(64);
+      expect(hip.hipMemcpyAsync(back, p, 64, H.hipMemcpyDeviceToHost, s)).toBe(0);
+      expect(hip.hipStreamSynchronize(s)).toBe(0);
+      expect([...back]).toEqual([...new Array(32).fill(4), ...new Array(32).fill(5)]);
+      expect(hip.hipStreamDestroy(s)).toBe(H.hipErrorInvalidHandle);
+      expect(hip.hipStreamCreate(b)).toBe(0);
+      expect(hip.hipStreamSynchronize(Number(b.value))).toBe(0);
+      expect(hip.hipStreamDestroy(Number(b.value))).toBe(0);
+      hip.dispose();
+    });
+  }
+  it('a handle that names no stream is refused', () => {
+    const hip = createHip();
+    expect(hip.hipStreamSynchronize(1n)).toBe(H.hipErrorInvalidHandle);
+    expect(hip.hipStreamSynchronize(3)).toBe(H.hipErrorInvalidHandle);
+    hip.dispose();
+  });
+});
+
+describe("ACL: the default stream's forms", () => {
+  for (const s of [null, undefined, 0, 0n] as const) {
+    it(`${String(s)} is the default stream for copies and synchronisation`, () => {
+      const acl = createAcl();
+      acl.aclInit(null);
+      acl.aclrtSetDevice(0);
+      const b = { value: 0n };
+      expect(acl.aclrtMalloc(b, G, 0)).toBe(0);
+      const p = b.value;
+      expect(
+        acl.aclrtMemcpyAsync(p, 16, new Uint8Array(16).fill(6), 16, A.ACL_MEMCPY_HOST_TO_DEVICE, s),
+      ).toBe(0);
+      const back = new Uint8Array(16);
+      expect(acl.aclrtMemcpyAsync(back, 16, p, 16, A.ACL_MEMCPY_DEVICE_TO_HOST, s)).toBe(0);
+      expect(acl.aclrtSynchronizeStream(s)).toBe(0);
+      expect([...back]).toEqual(new Array(16).fill(6));
+      expect(acl.aclrtDestroyStream(s)).toBe(A.ACL_ERROR_INVALID_PARAM);
+      acl.dispose();
+    });
+  }
+});
