@@ -47,6 +47,7 @@ export {
 export { PAGE_SIZE } from './backends/sim/physical-memory.js';
 export { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from './backends/sim/presets.js';
 export { SimProcess } from './backends/sim/process.js';
+export { formatBreak, formatState, inspect } from './cli/inspect.js';
 export {
   createProcess,
   createRuntime,
@@ -64,12 +65,14 @@ export {
   type RuntimeOptions,
 } from './core/runtime.js';
 export {
+  type BreakContext,
   formatTrace,
   type Layer,
   Tracer,
   type TracerOptions,
   type TraceSpan,
   traceToJson,
+  type VendorLayers,
 } from './core/trace.js';
 export { Transaction } from './core/transaction.js';
 export {
