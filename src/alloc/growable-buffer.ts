@@ -56,10 +56,10 @@ interface Chunk {
  * grants, memory held never exceeds the size reached plus the last chunk
  * (the copy path holds old and new at once: 1.5x at the end), and the
  * pointer never moves. bench/gpu-grow.ts measures both sides on the GPU;
- * on one H200 (driver 580, 9 rounds, 2 MiB steps to 4 GiB): geometric
- * 0.64 ms best, 1.08 ms median, peak 4 GiB (1.0x); runtime.malloc doubling
- * plus copy 4.66 / 5.19 ms, peak 6 GiB (1.5x); one 2 MiB chunk per step
- * 74 / 77 ms, 2048 handles.
+ * on one H200 (driver 580, 9 rounds, 2 MiB steps to 4 GiB; committed as
+ * bench/results/h200-grow.json): geometric 1.066 ms best, 2.074 ms median, peak
+ * 4 GiB (1.0x); runtime.malloc doubling plus copy 7.4 / 8.12 ms, peak 6 GiB
+ * (1.5x); one 2 MiB chunk per step 102.702 / 105.749 ms, 2048 handles.
  */
 const DEFAULT_POLICY: ChunkPolicy = { kind: 'geometric', factor: 2 };
 
