@@ -13,6 +13,7 @@
  * factories (createCuda, createHip, createAcl, createMachine), already
  * bound to the tracer: `export default ({ createHip }) => { ... }`.
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createMachine } from '../compose/create-runtime.js';
@@ -151,7 +152,19 @@ async function trace(io: CliOutput, args: string[]): Promise<number> {
     createMachine,
     tracer,
   };
-  const mod = (await import(pathToFileURL(resolve(script)).href)) as { default?: unknown };
+  // A script that cannot be loaded is one line, not a module loader's stack.
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(pathToFileURL(resolve(script)).href)) as { default?: unknown };
+  } catch (e) {
+    const code = (e as { code?: unknown } | null)?.code;
+    io.err(
+      code === 'ERR_MODULE_NOT_FOUND' && !existsSync(resolve(script))
+        ? `vmmkit trace: no such script: ${script}`
+        : `vmmkit trace: cannot load ${script}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`,
+    );
+    return 2;
+  }
   if (typeof mod.default !== 'function') {
     io.err(
       `${script} must export a default function taking { createCuda, createHip, createAcl, createMachine }`,

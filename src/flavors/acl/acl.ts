@@ -203,7 +203,13 @@ export class AclFlavor extends VendorProcess {
     this.#deviceRefs = this.runtime.devices.map(() => 0);
     this.#recordFailures();
     if (options.tracer)
-      instrument(this, 'flavor', options.tracer, ACL_FUNCTIONS, aclLayers(this.runtime.backend.kind));
+      instrument(
+        this,
+        'flavor',
+        options.tracer,
+        [...ACL_FUNCTIONS, 'dispose'],
+        aclLayers(this.runtime.backend.kind),
+      );
   }
 
   /**

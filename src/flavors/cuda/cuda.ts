@@ -133,7 +133,13 @@ export class CudaFlavor extends VendorProcess {
     });
     this.#primaryRefs = this.runtime.devices.map(() => 0);
     if (options.tracer)
-      instrument(this, 'flavor', options.tracer, CUDA_FUNCTIONS, cudaLayers(this.runtime.backend.kind));
+      instrument(
+        this,
+        'flavor',
+        options.tracer,
+        [...CUDA_FUNCTIONS, 'dispose'],
+        cudaLayers(this.runtime.backend.kind),
+      );
   }
 
   /**

@@ -142,7 +142,13 @@ export class HipFlavor extends VendorProcess {
       unknown: C.hipErrorUnknown,
     });
     if (options.tracer)
-      instrument(this, 'flavor', options.tracer, HIP_FUNCTIONS, hipLayers(this.runtime.backend.kind));
+      instrument(
+        this,
+        'flavor',
+        options.tracer,
+        [...HIP_FUNCTIONS, 'dispose'],
+        hipLayers(this.runtime.backend.kind),
+      );
   }
 
   // --- initialisation and devices ------------------------------------------------------

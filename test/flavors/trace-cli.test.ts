@@ -1,0 +1,71 @@
+/**
+ * Issue 10, the trace command as a new user meets it: a missing script is a
+ * one-line error, and a traced process's dispose is a span of the front end
+ * (the vendor layer), not a parentless core span.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/cli.js';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
+}
+
+describe('vmmkit trace', () => {
+  it('a missing script is one line on stderr and exit code 2', async () => {
+    const c = capture();
+    expect(await runCli(['trace', 'missing-script-for-the-test.mjs'], c.io)).toBe(2);
+    expect(c.err).toEqual(['vmmkit trace: no such script: missing-script-for-the-test.mjs']);
+  });
+
+  it('a script whose own import is missing says so in one line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-trace-'));
+    const script = join(dir, 'bad.mjs');
+    writeFileSync(script, "import 'no-such-package-anywhere';\nexport default () => {};\n");
+    const c = capture();
+    expect(await runCli(['trace', script], c.io)).toBe(2);
+    expect(c.err).toHaveLength(1);
+    expect(c.err[0]).toMatch(/^vmmkit trace: cannot load .*bad\.mjs: .*no-such-package-anywhere/);
+  });
+
+  it("a process's dispose is a span of its front end, with core's work under it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-trace-'));
+    const script = join(dir, 's.mjs');
+    writeFileSync(
+      script,
+      `export default ({ createCuda }) => {
+  const cu = createCuda();
+  const b = { value: 0n };
+  cu.cuInit(0);
+  cu.cuDevicePrimaryCtxRetain(b, 0);
+  cu.cuCtxSetCurrent(b.value);
+  cu.cuMemAlloc(b, 2 * 1024 * 1024);
+  cu.dispose();
+};
+`,
+    );
+    const c = capture();
+    expect(await runCli(['trace', script, '--json'], c.io)).toBe(0);
+    interface Span {
+      name: string;
+      layer?: string;
+      children?: Span[];
+    }
+    const roots = JSON.parse(c.out.join('\n')) as Span[];
+    // Every root is a call of the script; nothing of core's or the backend's hangs loose.
+    expect(roots.map((r) => r.name)).toEqual([
+      'cuInit',
+      'cuDevicePrimaryCtxRetain',
+      'cuCtxSetCurrent',
+      'cuMemAlloc',
+      'dispose',
+    ]);
+    const dispose = roots[4];
+    // The teardown's steps (named in the vendor's layers: the driver's unbind and frees) sit under it.
+    expect(dispose?.children?.length).toBe(4);
+  });
+});
