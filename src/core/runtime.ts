@@ -521,41 +521,44 @@ export class Runtime implements Disposable {
     this.#forget(m);
     const a = m.allocation;
     if (a.refCount !== 0) return;
-    try {
+    // The last reference went: releasing is the step that can fail, and then the unmap is undone.
+    Transaction.run(this.#report, (tx) => {
+      tx.undo(() => this.#restore([m]));
       this.#giveBack(a);
-    } catch (e) {
-      // Nothing was given back: put the mapping back (invariant 1).
-      this.#remember(m);
-      this.quietly(() => this.#remap(m));
-      throw e;
-    }
+    });
   }
 
   /** Unmap several mappings: all unmaps first, releases last (Note [Points of no return]). */
   #unmapAll(mappings: readonly Mapping[]): void {
     if (this.#streams.size > 0) this.backend.synchronizeDevice(-1);
-    Transaction.run(this.#report, (tx) => {
+    const unused = Transaction.run(this.#report, (tx) => {
       for (const m of mappings) {
         this.backend.unmap(m.va, m.size);
         tx.undo(() => this.#remap(m));
       }
+      for (const m of mappings) this.#forget(m);
+      tx.undo(() => {
+        for (const m of mappings) this.#remember(m);
+      });
+      const unused = [...new Set(mappings.map((m) => m.allocation))].filter((a) => a.refCount === 0);
+      // The first release is the point of no return: if it fails, nothing has been given back yet.
+      if (unused.length > 0) this.#giveBack(unused[0]);
+      return unused;
     });
-    for (const m of mappings) this.#forget(m);
-    const unused = [...new Set(mappings.map((m) => m.allocation))].filter((a) => a.refCount === 0);
-    for (let i = 0; i < unused.length; i++) {
+    for (let i = 1; i < unused.length; i++) {
       try {
         this.#giveBack(unused[i]);
       } catch (e) {
-        if (i > 0) {
-          this.#unreleased.add(unused[i]);
-          this.#report('an unmap could not release memory; it stays held until dispose', e);
-          continue;
-        }
-        for (const m of mappings) this.#remember(m);
-        for (const m of mappings) this.quietly(() => this.#remap(m));
-        throw e;
+        this.#unreleased.add(unused[i]);
+        this.#report('an unmap could not release memory; it stays held until dispose', e);
       }
     }
+  }
+
+  /** Put unmapped mappings back, in the books and the backend (undo of an unmap). */
+  #restore(mappings: readonly Mapping[]): void {
+    for (const m of mappings) this.#remember(m);
+    for (const m of mappings) this.#remap(m);
   }
 
   /** Take a mapping out of the books (its backend mapping is already gone). */
