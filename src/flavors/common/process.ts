@@ -49,7 +49,7 @@ export abstract class VendorProcess implements Disposable {
   protected readonly codes: VendorCodes;
 
   constructor(options: FlavorOptions, errors: VendorErrors) {
-    const p = createProcess(options);
+    const p = createProcess(options.report === undefined ? { ...options, report: reportOneLine } : options);
     this.runtime = p.runtime;
     this.machine = p.machine;
     this.report = p.report;
@@ -74,4 +74,34 @@ export abstract class VendorProcess implements Disposable {
   [Symbol.dispose](): void {
     this.dispose();
   }
+}
+
+/**
+ * The report hook a front end uses when the caller gives none: one line per
+ * problem on stderr (console.warn), the error's name and first message line
+ * included, its stack only when the environment variable VMMKIT_STACKS is set
+ * (to anything but '' or '0'). A vendor call already answered the problem
+ * with a code; the line is for whoever reads the log, not a crash report.
+ */
+export function reportOneLine(message: string, error?: unknown): void {
+  const stacks = stacksWanted();
+  let line = `vmmkit: ${message}`;
+  if (error instanceof Error) {
+    line += `: ${error.name}: ${firstLine(error.message)}`;
+    if (stacks && error.stack !== undefined) line += `\n${error.stack}`;
+  } else if (error !== undefined) {
+    line += `: ${typeof error === 'string' ? firstLine(error) : typeof error}`;
+  }
+  console.warn(line);
+}
+
+function firstLine(text: string): string {
+  const i = text.indexOf('\n');
+  return i < 0 ? text : text.slice(0, i);
+}
+
+function stacksWanted(): boolean {
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+  const v = env?.VMMKIT_STACKS;
+  return v !== undefined && v !== '' && v !== '0';
 }
