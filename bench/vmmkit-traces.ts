@@ -1,6 +1,6 @@
 /**
  * vmmkit's allocator beside PyTorch's expandable segments (the model) on
- * every recorded H200 trace (traces/h200/*-expandable.pickle.gz), through
+ * every recorded H200 trace (traces/h200 and traces/h200-heldout, *-expandable.pickle.gz), through
  * the same replay `vmmkit replay` runs, driver time priced with
  * bench/results/h200-driver-costs.json:
  *
@@ -40,14 +40,19 @@ export interface TraceRow {
 }
 
 /** The recorded traces this replays (the expandable recordings; the native ones make the same requests). */
-export function traceFiles(): string[] {
-  const dir = `${root}traces/h200/`;
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('-expandable.pickle.gz'))
-    .sort()
-    .map((f) => dir + f);
+export function traceFiles(folders: readonly string[] = TRACE_FOLDERS): string[] {
+  return folders.flatMap((folder) => {
+    const dir = `${root}${folder}/`;
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir)
+      .filter((f) => f.endsWith('-expandable.pickle.gz'))
+      .sort()
+      .map((f) => dir + f);
+  });
 }
+
+/** The folders replayed: the traces the defaults were first chosen on, and the held-out ones (record.py --seed-offset 100). */
+export const TRACE_FOLDERS = ['traces/h200', 'traces/h200-heldout'] as const;
 
 export function vmmkitFactory(options: VmmkitOptions = {}): AllocatorFactory {
   return { name: 'vmmkit', description: 'vmmkit', create: (c) => new VmmkitAllocator(c, options) };
@@ -73,7 +78,13 @@ export function compareOnTrace(file: string, options: VmmkitOptions = {}): Trace
     if (a.error !== undefined || a.ooms > 0)
       throw new Error(`${a.name} on ${file}: ${a.error ?? `${a.ooms} OOMs`}`);
   return {
-    trace: (file.split('/').pop() ?? file).replace('-expandable.pickle.gz', ''),
+    trace: file
+      .split('/')
+      .slice(-2)
+      .join('/')
+      .replace('-expandable.pickle.gz', '')
+      .replace('h200-heldout/', 'heldout/')
+      .replace('h200/', ''),
     expandable: { ratio: es.ratio!, driverUs: es.driverTimeUs! },
     vmmkit: { ratio: vk.ratio!, driverUs: vk.driverTimeUs!, calls: vk.driverCalls },
   };
@@ -223,12 +234,14 @@ function main(argv: readonly string[]): void {
   const json = argv.find((a) => a.startsWith('{'));
   const options: VmmkitOptions = json === undefined ? {} : JSON.parse(json);
   const breakdown = argv.includes('--breakdown');
-  console.log('trace               expandable ratio, driver | vmmkit ratio, driver (x ES) | vmmkit calls');
+  console.log(
+    'trace                       expandable ratio, driver | vmmkit ratio, driver (x ES) | vmmkit calls',
+  );
   for (const file of traceFiles()) {
     const r = compareOnTrace(file, options);
     const c = r.vmmkit.calls;
     console.log(
-      `${r.trace.padEnd(19)} ${r.expandable.ratio.toFixed(4)} ${(r.expandable.driverUs / 1000).toFixed(1).padStart(5)} ms | ` +
+      `${r.trace.padEnd(27)} ${r.expandable.ratio.toFixed(4)} ${(r.expandable.driverUs / 1000).toFixed(1).padStart(5)} ms | ` +
         `${r.vmmkit.ratio.toFixed(4)} ${(r.vmmkit.driverUs / 1000).toFixed(1).padStart(5)} ms (${(r.vmmkit.driverUs / r.expandable.driverUs).toFixed(2)}x)` +
         ` | create ${c.cuMemCreate} map ${c.cuMemMap} unmap ${c.cuMemUnmap} setAccess ${c.cuMemSetAccess} release ${c.cuMemRelease}`,
     );

@@ -152,6 +152,12 @@ export interface VmmkitOptions {
   readonly hardSlack?: number;
   /** Over the budget, only chunks idle for this many mallocs are moved or released (1000): younger ones are the working set. 0: memory first. */
   readonly minIdleAge?: number;
+  /**
+   * When a miss first takes free space on mapped pages, in its arena or (small blocks) its
+   * stream's next one up (large, or medium where there is one) (point 5 of the Note): 'grow' (default) when it would otherwise create memory past
+   * the budget, 'miss' on every miss, 'never'.
+   */
+  readonly mappedFirst?: 'grow' | 'miss' | 'never';
   /** Each arena's reservation (default: the device's memory, rounded up to a page). */
   readonly arenaSize?: number;
 }
@@ -213,6 +219,7 @@ export class VmmkitAllocator implements CachingAllocator {
   /** The hard budget over the soft one: (1 + hardSlack) / (1 + slack). */
   readonly #hardFactor: number;
   readonly #fillSlivers: boolean;
+  readonly #mappedFirst: 'grow' | 'miss' | 'never';
   readonly #alignWholePages: boolean;
   /** The prefetch budget over the soft one. */
   readonly #prefetchFactor: number;
@@ -273,6 +280,7 @@ export class VmmkitAllocator implements CachingAllocator {
     this.#minIdleAge = options.minIdleAge ?? 1000;
     this.#fillSlivers = options.fillSlivers ?? false;
     this.#alignWholePages = options.alignWholePages ?? false;
+    this.#mappedFirst = options.mappedFirst ?? 'grow';
     const hardSlack = options.hardSlack ?? Number.POSITIVE_INFINITY;
     if (!(hardSlack >= slack)) throw new RangeError(`hardSlack ${hardSlack} is below slack ${slack}`);
     this.#hardFactor = (1 + hardSlack) / (1 + slack);
@@ -385,6 +393,19 @@ export class VmmkitAllocator implements CachingAllocator {
       )
         offset = aligned;
     }
+    if (
+      this.#mappedFirst !== 'never' &&
+      !this.#mappedAll(arena, offset, offset + rounded) &&
+      (this.#mappedFirst === 'miss' || this.#wouldGrow(arena, offset, offset + rounded, size))
+    ) {
+      // Point 5 of the Note: growth is the last resort; free space already mapped comes first.
+      const m = this.#mappedFit(stream, arena, rounded);
+      if (m !== undefined) {
+        arena = m.arena;
+        fit = m.block;
+        offset = m.offset;
+      }
+    }
     if (!this.#mappedAll(arena, offset, offset + rounded)) {
       try {
         this.#mapFor(arena, offset, offset + rounded, size);
@@ -439,6 +460,74 @@ export class VmmkitAllocator implements CachingAllocator {
       p = c.firstPage + c.pages;
     }
     return true;
+  }
+
+  /** Whether mapping [offset, end) would create memory past the budget (no pooled chunk covers its unmapped pages). */
+  #wouldGrow(arena: Arena, offset: number, end: number, requested: number): boolean {
+    let need = 0;
+    const pages = arena.pages;
+    const last = arena.endPage(end);
+    for (let p = arena.firstPage(offset); p < last; p++) if (pages[p] === undefined) need++;
+    const bytes = need * this.#pageSize;
+    return this.#store.poolBytes < bytes && this.#store.held + bytes > this.#budget(requested);
+  }
+
+  /**
+   * The smallest free extent that lies wholly on mapped pages and holds
+   * `size` bytes (lowest address among equals), in `own` or, for a small
+   * block, in its stream's next arena up (large, or medium where there is one) (point 5 of the Note): its
+   * block and the offset to place at. Walks every block of those arenas,
+   * so it runs only on a miss, which costs driver calls anyway.
+   */
+  #mappedFit(
+    stream: number,
+    own: Arena,
+    size: number,
+  ): { arena: Arena; block: Block; offset: number } | undefined {
+    // The next class up: a medium arena, where there is one, exists to keep smaller blocks off large pages.
+    const large =
+      own.kind === SMALL
+        ? this.#arenas.get(stream)?.[this.#mediumSize > this.#smallSize ? MEDIUM : LARGE]
+        : undefined;
+    let best: { arena: Arena; block: Block; offset: number } | undefined;
+    let bestSize = Number.POSITIVE_INFINITY;
+    const page = this.#pageSize;
+    for (const a of large === undefined ? [own] : [own, large]) {
+      if (a.mappedChunks === 0) continue;
+      // Mapped runs of the arena, in page order.
+      const runs = this.#mappedRuns(a);
+      let r = 0;
+      for (let b: Block | undefined = a.firstBlock; b !== undefined && r < runs.length; b = b.next) {
+        if (b.live || b.size < size) continue;
+        const end = b.end;
+        while (r < runs.length && runs[r + 1] * page <= b.offset) r += 2;
+        for (let k = r; k < runs.length && runs[k] * page < end; k += 2) {
+          const lo = Math.max(b.offset, runs[k] * page);
+          const hi = Math.min(end, runs[k + 1] * page);
+          const n = hi - lo;
+          if (n >= size && n < bestSize) {
+            bestSize = n;
+            // In the large arena, at the extent's high end: large blocks are carved off low ends, so that part stays whole.
+            best = { arena: a, block: b, offset: a === own ? lo : hi - size };
+          }
+        }
+      }
+    }
+    return best;
+  }
+
+  /** The arena's mapped pages as [first, end) page pairs in order (a run may span several chunks). */
+  #mappedRuns(a: Arena): number[] {
+    const starts: number[] = [];
+    for (const c of this.#store.all) if (c.arena === a) starts.push(c.firstPage);
+    starts.sort((x, y) => x - y);
+    const runs: number[] = [];
+    for (const p of starts) {
+      const end = p + a.pages[p]!.pages;
+      if (runs.length > 0 && runs[runs.length - 1] === p) runs[runs.length - 1] = end;
+      else runs.push(p, end);
+    }
+    return runs;
   }
 
   /** Whether every page [offset, end) touches is mapped and already under a live block. */

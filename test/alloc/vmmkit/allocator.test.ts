@@ -53,6 +53,56 @@ describe('VmmkitAllocator', () => {
     alloc.dispose();
   });
 
+  it('a miss takes free space already mapped before it grows: a small block lands in its stream large arena, with no driver call', () => {
+    const s = faultySetup([smallDevice(64)]);
+    const alloc = new VmmkitAllocator({ runtime: s.rt, device: 0 }, { prefetchPages: 0 });
+    const keep = alloc.malloc(MiB, 0);
+    // The small arena's one page is full; the large arena's 10 MiB are mapped and free.
+    const fill = alloc.malloc(MiB, 0);
+    const big = alloc.malloc(10 * MiB, 0);
+    alloc.free(big);
+    const held = alloc.stats.reservedBytes;
+    s.faulty.arm(0);
+    const x = alloc.malloc(200 * 1024, 0);
+    expect(s.faulty.log).toEqual([]);
+    expect(alloc.stats.reservedBytes).toBe(held);
+    // At the high end of the free extent (the large arena's low ends are where large blocks go).
+    expect(x).toBe(big + 10 * MiB - 200 * 1024);
+    s.rt.write(0, x + 200 * 1024 - 4, Uint8Array.of(1, 2, 3, 4));
+    // Freed, its space merges back; the large block fits there again without growth.
+    alloc.free(x);
+    expect(alloc.malloc(10 * MiB, 0)).toBe(big);
+    expect(alloc.stats.reservedBytes).toBe(held);
+    // Another stream never gets it: stream 1 grows its own arena.
+    const y = alloc.malloc(200 * 1024, 1);
+    expect(alloc.stats.reservedBytes).toBe(held + 2 * MiB);
+    expect(y).not.toBe(big);
+    for (const b of [keep, fill, y]) alloc.free(b);
+    alloc.dispose();
+  });
+
+  it('with mappedFirst off, the same miss grows the small arena', () => {
+    const { alloc } = setup(64, { prefetchPages: 0, mappedFirst: 'never' });
+    alloc.malloc(MiB, 0);
+    alloc.malloc(MiB, 0);
+    alloc.free(alloc.malloc(10 * MiB, 0));
+    const held = alloc.stats.reservedBytes;
+    alloc.malloc(200 * 1024, 0);
+    expect(alloc.stats.reservedBytes).toBe(held + 2 * MiB);
+    alloc.dispose();
+  });
+
+  it('a large block never takes the small arena free pages', () => {
+    const { alloc } = setup(64, { prefetchPages: 0 });
+    const smalls = Array.from({ length: 12 }, () => alloc.malloc(MiB, 0));
+    for (const b of smalls) alloc.free(b);
+    const held = alloc.stats.reservedBytes;
+    expect(held).toBe(6 * 2 * MiB);
+    alloc.malloc(4 * MiB, 0);
+    expect(alloc.stats.reservedBytes).toBe(held + 4 * MiB);
+    alloc.dispose();
+  });
+
   it('blocks of different streams never share a range, and memory moves between streams only when idle', () => {
     const { alloc, rt } = setup(16, { slack: 0, minIdleAge: 0 });
     const a = alloc.malloc(20 * MiB, 1);
@@ -123,16 +173,17 @@ describe('VmmkitAllocator', () => {
       const alloc = new VmmkitAllocator({ runtime: s.rt, device: 0 }, options);
       const live = [alloc.malloc(9 * MiB + 100, 0), alloc.malloc(2000, 0), alloc.malloc(3 * MiB, 0)];
       const gone = [alloc.malloc(17 * MiB, 1), alloc.malloc(700 * 1024, 1), alloc.malloc(6 * MiB, 1)];
-      for (const [i, b] of live.entries()) s.rt.write(0, b, pattern(4096, i));
+      // 2000 bytes: the small block's (it may sit next to a large one in the large arena).
+      for (const [i, b] of live.entries()) s.rt.write(0, b, pattern(2000, i));
       for (const b of gone) alloc.free(b);
       return { ...s, alloc, live };
     };
     const request = 25 * MiB + 512;
     const intact = (p: ReturnType<typeof prepare>) => {
       for (const [i, b] of p.live.entries()) {
-        const back = new Uint8Array(4096);
+        const back = new Uint8Array(2000);
         p.rt.read(0, b, back);
-        expect(back).toEqual(pattern(4096, i));
+        expect(back).toEqual(pattern(2000, i));
       }
     };
     const finish = (p: ReturnType<typeof prepare>) => {

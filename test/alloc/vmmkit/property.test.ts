@@ -63,6 +63,7 @@ const optionsArb: fc.Arbitrary<VmmkitOptions> = fc
     mediumSize: fc.constantFrom(MiB, 4 * MiB),
     fillSlivers: fc.boolean(),
     alignWholePages: fc.boolean(),
+    mappedFirst: fc.constantFrom('grow' as const, 'miss' as const, 'never' as const),
   })
   .map(({ hardOver, ...o }) => ({ ...o, hardSlack: o.slack + hardOver }));
 
