@@ -50,8 +50,28 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  *    stays within (1 + prefetchSlack) P (10%): ES's 20 MiB large-pool
  *    granularity is what keeps its growths few, and this is the same
  *    saving without ES's frontier waste at the peak.
- * 5. Slivers (fillSlivers, off): a small block first tries the free part of
- *    a page a large block of its stream pins. 6. alignWholePages (off): a
+ * 5. Growth is the last resort (third round, mappedFirst 'grow'): a
+ *    small block whose own best fit would create memory past the budget
+ *    (no pooled chunk covers it) first takes the smallest free extent on
+ *    mapped pages of its own arena or of its stream's next arena up
+ *    (large, or medium where there is one), placed at the extent's high
+ *    end; no driver call. Why each part:
+ *    - mapped memory that fits costs no driver time and no memory, while
+ *      creating costs both, so it comes first; past the budget is exactly
+ *      when creating would raise the peak.
+ *    - small blocks only: large blocks in the small arena would span
+ *      single-page handles that small blocks recycle (measured, both
+ *      directions: held-out kv 1.1214, above ES's 1.1037; small to large
+ *      only: 1.0966).
+ *    - at the high end: large blocks are carved off low ends (N8), so the
+ *      low part of the hole stays one piece for them (low end: synthetic
+ *      inference 1.35 against ES's 1.32; high end 1.30).
+ *    - gated by the budget rather than on every miss ('miss'): on every
+ *      miss small blocks spread over the large arena while there is no
+ *      pressure, synthetic inference 1.40 (test/alloc/vmmkit/traces.ts).
+ *    No constant is new; the budget is point 4's.
+ * 6. Slivers (fillSlivers, off): a small block first tries the free part of
+ *    a page a large block of its stream pins. alignWholePages (off): a
  *    block of whole pages starts on a page boundary when it can.
  * 7. Unmapping idle memory waits for the device first (once per malloc or
  *    emptyCache), as ES synchronises before it unmaps (E7).
@@ -61,6 +81,7 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  *    and throws AllocatorOutOfMemoryError. emptyCache releases pooled and
  *    idle chunks and frees arenas with no live block.
  *
+ * Second round's analysis, before point 5 (traces/h200 only).
  * Where the memory is (`node dist/bench/vmmkit-traces.js --breakdown`), MiB,
  * at the malloc where the live requested bytes first peak, ES / vmmkit:
  * reserved, then (c) free bytes on mapped pages no live block touches and
@@ -115,16 +136,43 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  *   is chosen on these five traces, and the margins are small (2 MiB on
  *   cnn and kv), so a new trace may not keep it.
  *
+ * Third round: held-out traces (traces/h200-heldout, record.py
+ *   --seed-offset 100: the same workloads with other shapes, recorded
+ *   after the defaults above were chosen). With points 1-4 alone
+ *   (mappedFirst 'never') held-out cnn was 1.0646 against ES's 1.0623:
+ *   its peak is the small arena growing while the large arena has free
+ *   mapped pages, which point 5 serves instead. Point 5's variants, on
+ *   all ten traces, are measured above; it was added without retuning
+ *   the second round's constants. How robust the result is, one option
+ *   changed at a time (same command with '{"option": value}'): all ten
+ *   stay strictly below ES with mappedFirst 'miss', prefetchPages 0 or 4,
+ *   prefetchSlack 0.05, slack 0, minIdleAge 256; they do not with
+ *   prefetchPages 16 (held-out cnn and moe equal ES's), prefetchSlack
+ *   0.2 (kv 1.0928), slack 0.05 (cnn 1.0439: point 5 fires later) or
+ *   minIdleAge 0 (held-out kv 1.1108). So prefetchPages, prefetchSlack,
+ *   slack and minIdleAge are still values chosen on traces/h200, not
+ *   derived from the cost model; point 5 adds none.
+ * Cost: a miss that reaches point 5 walks the blocks of two arenas. On
+ *   the 1M-event synthetic bench (`node dist/bench/replay.js`) vmmkit's
+ *   replay went from ~0.35 s to 1.5 s (parse + three allocators 3.8 s,
+ *   target 10 s); a cache hit is unchanged (no walk, no driver call).
+ *
  * Result (`npx tsc -p . && node dist/bench/vmmkit-traces.js`, simulated
  * H200, estimated driver time), ratio and driver time, ES | vmmkit:
- *   cnn_train          1.0393 2.1 ms | 1.0370 3.0 ms (1.42x)
- *   kv_cache_decode    1.0853 1.3 ms | 1.0816 1.7 ms (1.37x)
- *   moe_train          1.0317 6.0 ms | 1.0267 3.8 ms (0.64x)
- *   phases_streams     1.0071 9.9 ms | 1.0005 4.3 ms (0.43x)
- *   transformer_train  1.0713 8.0 ms | 1.0660 5.0 ms (0.63x)
- * Strictly below ES on all five, within 2x of its driver time on all five
- * and below it on three; <= 1.02 on one (phases). Not yet replayed on the
- * H200 itself (bench/gpu-replay.ts).
+ *   cnn_train                  1.0393 2.1 ms | 1.0210 2.4 ms (1.15x)
+ *   kv_cache_decode            1.0853 1.3 ms | 1.0816 1.7 ms (1.37x)
+ *   moe_train                  1.0317 6.0 ms | 1.0261 3.8 ms (0.63x)
+ *   phases_streams             1.0071 9.9 ms | 1.0005 4.3 ms (0.43x)
+ *   transformer_train          1.0713 8.0 ms | 1.0660 3.8 ms (0.47x)
+ *   heldout/cnn_train          1.0623 2.1 ms | 1.0347 1.8 ms (0.86x)
+ *   heldout/kv_cache_decode    1.1037 1.3 ms | 1.0966 2.0 ms (1.49x)
+ *   heldout/moe_train          1.0249 6.0 ms | 1.0230 3.3 ms (0.55x)
+ *   heldout/phases_streams     1.0071 8.7 ms | 1.0005 3.9 ms (0.45x)
+ *   heldout/transformer_train  1.0323 9.6 ms | 1.0221 4.2 ms (0.44x)
+ * Strictly below ES on all ten, within 2x of its driver time on all ten
+ * and below it on seven; <= 1.02 on two (phases). The goal (<= 1.02 at no
+ * more driver time than ES) is not reached. Not yet replayed on the H200
+ * itself (bench/gpu-replay.ts).
  */
 export interface VmmkitOptions {
   /** Held memory may grow to (1 + slack) x peak requested before memory is moved instead of created (0.01). */
@@ -139,7 +187,7 @@ export interface VmmkitOptions {
   readonly prefetchPages?: number;
   /** Mapping ahead is allowed while held stays within (1 + prefetchSlack) x peak requested (0.1). */
   readonly prefetchSlack?: number;
-  /** Small and medium blocks first try free space on pages large blocks already pin (false; point 5 of the Note). */
+  /** Small and medium blocks first try free space on pages large blocks already pin (false; point 6 of the Note). */
   readonly fillSlivers?: boolean;
   /** A large block of whole pages starts on a page boundary when its free block allows (false; point 6). */
   readonly alignWholePages?: boolean;
@@ -238,7 +286,7 @@ export class VmmkitAllocator implements CachingAllocator {
     ooms: 0,
   };
   #disposed = false;
-  /** Advanced per malloc and emptyCache; the device was synchronised in epoch #synced (point 5). */
+  /** Advanced per malloc and emptyCache; the device was synchronised in epoch #synced (point 7). */
   #epoch = 0;
   #synced = -1;
 
@@ -360,7 +408,7 @@ export class VmmkitAllocator implements CachingAllocator {
     let arena: Arena | undefined;
     let fit: Block | undefined;
     if (kind !== LARGE && this.#fillSlivers) {
-      // Point 5 of the Note: a small block first tries the free tail of a page a large block already pins.
+      // Point 6 of the Note: a small block first tries the free tail of a page a large block already pins.
       const large = this.#arenas.get(stream)?.[LARGE];
       const f = large?.free.bestFit(rounded);
       if (
