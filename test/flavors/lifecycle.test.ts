@@ -162,6 +162,10 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuDeviceGetCount: { call: (cu, _e, box) => cu.cuDeviceGetCount(box(-1)) },
     cuDeviceGetName: { call: (cu, _e, box) => cu.cuDeviceGetName(box(''), 64, 0) },
     cuDeviceTotalMem: { call: (cu, _e, box) => cu.cuDeviceTotalMem(box(0), 0) },
+    cuDeviceGetAttribute: {
+      call: (cu, _e, box) =>
+        cu.cuDeviceGetAttribute(box(-1), CU.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
+    },
     cuDevicePrimaryCtxRetain: { call: (cu, _e, box) => cu.cuDevicePrimaryCtxRetain(box(0n), 0) },
     cuCtxSetCurrent: { call: (cu, e) => cu.cuCtxSetCurrent(e.ctx) },
     cuCtxGetCurrent: { call: (cu, _e, box) => cu.cuCtxGetCurrent(box(0n)) },
@@ -200,6 +204,10 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuMemsetD8Async: { call: (cu, e) => cu.cuMemsetD8Async(e.p, 1, 16, e.stream) },
     cuStreamCreate: { call: (cu, _e, box) => cu.cuStreamCreate(box(0n), 0) },
     cuStreamSynchronize: { call: (cu, e) => cu.cuStreamSynchronize(e.stream) },
+    cuStreamIsCapturing: { call: (cu, e, box) => cu.cuStreamIsCapturing(e.stream, box(-1)) },
+    cuThreadExchangeStreamCaptureMode: {
+      call: (cu, _e, box) => cu.cuThreadExchangeStreamCaptureMode(box(CU.CU_STREAM_CAPTURE_MODE_RELAXED)),
+    },
     cuStreamDestroy: { call: (cu, e) => cu.cuStreamDestroy(e.stream) },
     cuMemAlloc: { call: (cu, _e, box) => cu.cuMemAlloc(box(0n), G) },
     cuMemFree: { call: (cu, e) => cu.cuMemFree(e.dptr) },
@@ -266,6 +274,8 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipGetDeviceCount: { call: (hip, _e, box) => hip.hipGetDeviceCount(box(-1)) },
     hipSetDevice: { call: (hip) => hip.hipSetDevice(0) },
     hipGetDevice: { call: (hip, _e, box) => hip.hipGetDevice(box(-1)) },
+    hipDeviceGet: { call: (hip, _e, box) => hip.hipDeviceGet(box(-1), 0) },
+    hipRuntimeGetVersion: { call: (hip, _e, box) => hip.hipRuntimeGetVersion(box(0)) },
     hipDeviceSynchronize: { call: (hip) => hip.hipDeviceSynchronize() },
     hipMemGetAllocationGranularity: {
       call: (hip, _e, box) =>

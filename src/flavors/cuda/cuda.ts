@@ -23,6 +23,7 @@ import {
   writeBoxes,
 } from '../common/args.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
+import { deviceAttribute, isDeviceAttribute } from './attributes.js';
 import * as C from './constants.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
 import { cudaLayers } from './layers.js';
@@ -57,6 +58,7 @@ export const CUDA_FUNCTIONS = [
   'cuDeviceGetCount',
   'cuDeviceGetName',
   'cuDeviceTotalMem',
+  'cuDeviceGetAttribute',
   'cuDevicePrimaryCtxRetain',
   'cuDevicePrimaryCtxRelease',
   'cuCtxSetCurrent',
@@ -90,6 +92,8 @@ export const CUDA_FUNCTIONS = [
   'cuStreamCreate',
   'cuStreamSynchronize',
   'cuStreamDestroy',
+  'cuStreamIsCapturing',
+  'cuThreadExchangeStreamCaptureMode',
   'cuGetErrorName',
   'cuGetErrorString',
 ] as const;
@@ -107,6 +111,8 @@ export class CudaFlavor extends VendorProcess {
   readonly #primaryRefs: number[];
   /** The calling thread's current context: a device ordinal, or -1. */
   #current = -1;
+  /** The calling thread's stream capture mode (cuThreadExchangeStreamCaptureMode). */
+  #captureMode: number = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
   readonly #streams = new Map<bigint, number>();
   readonly #props = new Map<number, AllocationProperties | number>();
   readonly #descriptors = new DescriptorCache();
@@ -197,6 +203,19 @@ export class CudaFlavor extends VendorProcess {
     return writeBox(bytes, this.runtime.devices[toInt(dev)].totalMemory)
       ? C.CUDA_SUCCESS
       : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /** A device attribute (Note [Device attributes]); one cuda.h defines but vmmkit does not know is INVALID_VALUE. */
+  cuDeviceGetAttribute(pi: Box<number>, attrib: number, dev: number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(pi)) return C.CUDA_ERROR_INVALID_VALUE;
+    const a = typeof attrib === 'number' ? attrib : Number.NaN;
+    if (!isDeviceAttribute(a)) return C.CUDA_ERROR_INVALID_VALUE;
+    const d = toInt(dev);
+    if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
+    const value = deviceAttribute(this.runtime.devices[d].name, a);
+    if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(pi, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number {
@@ -834,6 +853,42 @@ export class CudaFlavor extends VendorProcess {
     if (stream <= 0) return C.CUDA_ERROR_INVALID_HANDLE;
     this.#streams.delete(BigInt(hStream));
     return this.codes.run(() => this.runtime.destroyStream(stream));
+  }
+
+  /** Nothing captures in vmmkit: every valid stream answers CU_STREAM_CAPTURE_STATUS_NONE. */
+  cuStreamIsCapturing(hStream: bigint | number, captureStatus: Box<number>): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    if (!isBox(captureStatus)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (this.#stream(hStream) < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return writeBox(captureStatus, C.CU_STREAM_CAPTURE_STATUS_NONE)
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /**
+   * Swap the calling thread's capture mode: `mode.value` in, the previous
+   * mode out. No capture ever runs here, so the mode only round-trips, as a
+   * caching allocator's "relaxed while I allocate" guard expects.
+   */
+  cuThreadExchangeStreamCaptureMode(mode: Box<number>): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(mode)) return C.CUDA_ERROR_INVALID_VALUE;
+    let wanted: unknown;
+    try {
+      wanted = mode.value;
+    } catch {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    if (
+      wanted !== C.CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      wanted !== C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      wanted !== C.CU_STREAM_CAPTURE_MODE_RELAXED
+    )
+      return C.CUDA_ERROR_INVALID_VALUE;
+    if (!writeBox(mode, this.#captureMode)) return C.CUDA_ERROR_INVALID_VALUE;
+    this.#captureMode = wanted;
+    return C.CUDA_SUCCESS;
   }
 
   // --- errors ----------------------------------------------------------------------------------------

@@ -100,3 +100,9 @@ export const hipStreamPerThread = 2n;
 export const HIP_MEM_BASE_ADDR_ALIGN = 2048;
 /** Host NUMA nodes the simulated machine has (hipMemLocationTypeHostNuma ids below this are valid). */
 export const SIMULATED_HOST_NUMA_NODES = 1;
+/**
+ * What hipRuntimeGetVersion answers: HIP_VERSION's encoding (major * 10,000,000
+ * + minor * 100,000 + patch) of 6.2.0. A simulated runtime's number, not a
+ * build's: programs compare it with a minimum, and any ROCm 6 passes.
+ */
+export const SIMULATED_HIP_RUNTIME_VERSION = 60_200_000;

@@ -85,6 +85,8 @@ export const HIP_FUNCTIONS = [
   'hipGetDeviceCount',
   'hipSetDevice',
   'hipGetDevice',
+  'hipDeviceGet',
+  'hipRuntimeGetVersion',
   'hipDeviceSynchronize',
   'hipMemGetAllocationGranularity',
   'hipMemAddressReserve',
@@ -177,6 +179,22 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(deviceId)) return C.hipErrorInvalidValue;
     return writeBox(deviceId, this.#current) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  /** The device handle of `ordinal` (HIP's hipDevice_t is the ordinal itself). */
+  hipDeviceGet(device: Box<number>, ordinal: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(device)) return C.hipErrorInvalidValue;
+    const d = toInt(ordinal);
+    if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
+    return writeBox(device, d) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  /** HIP_VERSION of the simulated runtime (C.SIMULATED_HIP_RUNTIME_VERSION). */
+  hipRuntimeGetVersion(runtimeVersion: Box<number>): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(runtimeVersion)) return C.hipErrorInvalidValue;
+    return writeBox(runtimeVersion, C.SIMULATED_HIP_RUNTIME_VERSION) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   hipDeviceSynchronize(): number {

@@ -47,7 +47,10 @@ const ptr = (ep: E, p: CudaFlavor) => ep.arg(() => ep.pointer(pid(p), G));
 /** A pointer into mapped memory, most of the time (copies and sets). */
 const mem = (ep: E, p: CudaFlavor) => ep.arg(() => ep.mappedPointer(p, G));
 const handle = (ep: E, p: CudaFlavor) => ep.arg(() => ep.handle(pid(p)));
-const stream = (ep: E, p: CudaFlavor) => ep.arg(() => ep.stream(pid(p)));
+const stream = (ep: E, p: CudaFlavor) =>
+  ep.arg(() =>
+    ep.rng.chance(0.1) ? ep.rng.pick([C.CU_STREAM_LEGACY, C.CU_STREAM_PER_THREAD]) : ep.stream(pid(p)),
+  );
 const zero = (ep: E) => ep.arg(() => 0);
 const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
 
@@ -66,6 +69,27 @@ const calls: CallSpec<CudaFlavor>[] = [
         zero(ep),
       ),
     }),
+  },
+  {
+    name: 'cuDeviceGetAttribute',
+    weight: 0.2,
+    run: (ep, p) => ({
+      result: p.cuDeviceGetAttribute(
+        ep.box(0),
+        ep.arg(() => ep.rng.pick([16, 75, 102, 103, 128, 999])),
+        zero(ep),
+      ),
+    }),
+  },
+  {
+    name: 'cuStreamIsCapturing',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.cuStreamIsCapturing(stream(ep, p), ep.box(0)) }),
+  },
+  {
+    name: 'cuThreadExchangeStreamCaptureMode',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.cuThreadExchangeStreamCaptureMode(ep.box(ep.rng.below(4))) }),
   },
   {
     name: 'cuDeviceTotalMem',

@@ -39,7 +39,8 @@ function descs(ep: E): unknown {
 const ptr = (ep: E, p: HipFlavor) => ep.arg(() => ep.pointer(pid(p), G));
 const mem = (ep: E, p: HipFlavor) => ep.arg(() => ep.mappedPointer(p, G));
 const handle = (ep: E, p: HipFlavor) => ep.arg(() => ep.handle(pid(p)));
-const stream = (ep: E, p: HipFlavor) => ep.arg(() => ep.stream(pid(p)));
+const stream = (ep: E, p: HipFlavor) =>
+  ep.arg(() => (ep.rng.chance(0.1) ? C.hipStreamPerThread : ep.stream(pid(p))));
 const zero = (ep: E) => ep.arg(() => 0);
 const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
 
@@ -110,6 +111,12 @@ const calls: CallSpec<HipFlavor>[] = [
   { name: 'hipInit', weight: 0.2, run: (ep, p) => ({ result: p.hipInit(zero(ep)) }) },
   { name: 'hipGetDeviceCount', weight: 0.2, run: (ep, p) => ({ result: p.hipGetDeviceCount(ep.box(0)) }) },
   { name: 'hipSetDevice', weight: 0.2, run: (ep, p) => ({ result: p.hipSetDevice(zero(ep)) }) },
+  { name: 'hipDeviceGet', weight: 0.2, run: (ep, p) => ({ result: p.hipDeviceGet(ep.box(0), zero(ep)) }) },
+  {
+    name: 'hipRuntimeGetVersion',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.hipRuntimeGetVersion(ep.box(0)) }),
+  },
   { name: 'hipGetDevice', weight: 0.2, run: (ep, p) => ({ result: p.hipGetDevice(ep.box(0)) }) },
   { name: 'hipDeviceSynchronize', weight: 0.3, run: (_ep, p) => ({ result: p.hipDeviceSynchronize() }) },
   {
