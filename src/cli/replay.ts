@@ -19,9 +19,8 @@
  * stderr, and exits 0. An allocator whose run failed for another reason
  * makes the exit 1, after the others have run.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import {
   type AllocatorFactory,
   type AllocatorRegistry,
@@ -29,7 +28,7 @@ import {
   selectAllocators,
   UnknownAllocatorError,
 } from '../replay/allocators.js';
-import { type CostTable, loadCostTable } from '../replay/cost-table.js';
+import type { CostTable } from '../replay/cost-table.js';
 import { exportRun } from '../replay/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/fidelity.js';
 import { readSnapshotFile } from '../replay/load.js';
@@ -37,7 +36,7 @@ import { pickle } from '../replay/pickle/writer.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
 import { planReplay } from '../replay/trace-plan.js';
 import type { CliOutput } from './cli.js';
-import { DEFAULT_COSTS, findCosts } from './package-files.js';
+import { findCosts } from './package-files.js';
 
 export const REPLAY_USAGE =
   'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--sim-addresses] [--export DIR]';

@@ -13,9 +13,8 @@
  * unwritable output) is one line on stderr and a nonzero exit, checked
  * before the replay runs where it can be.
  */
-import { accessSync, constants, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import {
@@ -24,7 +23,6 @@ import {
   selectAllocators,
   UnknownAllocatorError,
 } from '../replay/allocators.js';
-import { type CostTable, loadCostTable } from '../replay/cost-table.js';
 import { exportRun } from '../replay/export.js';
 import { readSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
@@ -32,7 +30,7 @@ import { recordReplay } from '../report/collect.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';
 import type { CliOutput } from './cli.js';
-import { DEFAULT_COSTS, findCosts } from './package-files.js';
+import { findCosts } from './package-files.js';
 
 export const REPORT_USAGE =
   'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH]';
