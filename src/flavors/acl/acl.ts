@@ -62,6 +62,7 @@ export const ACL_FUNCTIONS = [
   'aclFinalize',
   'aclrtSetDevice',
   'aclrtGetDeviceCount',
+  'aclrtGetDevice',
   'aclrtResetDevice',
   'aclrtReserveMemAddress',
   'aclrtReleaseMemAddress',
@@ -83,6 +84,7 @@ export const ACL_FUNCTIONS = [
   'aclrtMemcpy',
   'aclrtMemcpyAsync',
   'aclrtMemset',
+  'aclrtMemsetAsync',
   'aclrtCreateStream',
   'aclrtSynchronizeStream',
   'aclrtDestroyStream',
@@ -256,6 +258,14 @@ export class AclFlavor extends VendorProcess {
     this.#deviceRefs[d]++;
     this.#current = d;
     return C.ACL_SUCCESS;
+  }
+
+  /** The device aclrtSetDevice made current; ACL_ERROR_RT_CONTEXT_NULL before one is set. */
+  aclrtGetDevice(deviceId: Box<number>): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(deviceId)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'deviceId is NULL');
+    return writeBox(deviceId, this.#current) ? C.ACL_SUCCESS : this.#unwritable();
   }
 
   aclrtGetDeviceCount(count: Box<number>): number {
@@ -704,6 +714,15 @@ export class AclFlavor extends VendorProcess {
   }
 
   aclrtMemset(devPtr: Pointer, maxCount: Size, value: number, count: Size): number {
+    return this.#memset(devPtr, maxCount, value, count, null);
+  }
+
+  /** aclrtMemset on a stream (NULL: the default stream). */
+  aclrtMemsetAsync(devPtr: Pointer, maxCount: Size, value: number, count: Size, stream: Pointer): number {
+    return this.#memset(devPtr, maxCount, value, count, stream);
+  }
+
+  #memset(devPtr: Pointer, maxCount: Size, value: number, count: Size, stream: Pointer): number {
     if (!this.#initialized) return this.#uninitialized();
     const va = toCount(devPtr ?? 0);
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
@@ -714,7 +733,13 @@ export class AclFlavor extends VendorProcess {
     if (!Number.isInteger(value)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `value ${show(value)}`);
     const code = this.#needDevice();
     if (code !== C.ACL_SUCCESS) return code;
-    return this.#run(() => this.runtime.fill(this.#current, va, value, n));
+    let streamId = 0;
+    if (!isNull(stream)) {
+      const s = this.#stream(stream);
+      if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+      streamId = s.id;
+    }
+    return this.#run(() => this.runtime.fill(this.#current, va, value, n, streamId));
   }
 
   // --- streams ---------------------------------------------------------------------------------------------

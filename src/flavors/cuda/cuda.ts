@@ -22,6 +22,7 @@ import {
   writeBox,
   writeBoxes,
 } from '../common/args.js';
+import { fillWide } from '../common/fill.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { deviceAttribute, isDeviceAttribute } from './attributes.js';
 import * as C from './constants.js';
@@ -89,6 +90,8 @@ export const CUDA_FUNCTIONS = [
   'cuMemcpyDtoDAsync',
   'cuMemsetD8',
   'cuMemsetD8Async',
+  'cuMemsetD16',
+  'cuMemsetD32',
   'cuStreamCreate',
   'cuStreamSynchronize',
   'cuStreamDestroy',
@@ -799,6 +802,28 @@ export class CudaFlavor extends VendorProcess {
 
   cuMemsetD8Async(dstDevice: CUdeviceptr, uc: number, n: Size, hStream: bigint | number): number {
     return this.#memset(dstDevice, uc, n, hStream);
+  }
+
+  /** N 16-bit values; the destination must be 2-byte aligned. */
+  cuMemsetD16(dstDevice: CUdeviceptr, us: number, n: Size): number {
+    return this.#memsetWide(dstDevice, us, n, 2);
+  }
+
+  /** N 32-bit values; the destination must be 4-byte aligned. */
+  cuMemsetD32(dstDevice: CUdeviceptr, ui: number, n: Size): number {
+    return this.#memsetWide(dstDevice, ui, n, 4);
+  }
+
+  /** cuMemsetD16 and D32: `count` elements of `width` bytes, little-endian, through core's write (or fill when every byte is the same). */
+  #memsetWide(dstDevice: CUdeviceptr, value: number, n: Size, width: 2 | 4): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const count = toCount(n);
+    const va = this.#addresses.toNumber(dstDevice);
+    if (count < 0 || !Number.isInteger(value) || count * width > Number.MAX_SAFE_INTEGER)
+      return C.CUDA_ERROR_INVALID_VALUE;
+    if (va > 0 && va % width !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.codes.run(() => fillWide(this.runtime, this.#current, va, value, count, width));
   }
 
   #memset(dstDevice: CUdeviceptr, uc: number, n: Size, hStream: bigint | number): number {

@@ -20,6 +20,7 @@ import {
   writeBox,
   writeBoxes,
 } from '../common/args.js';
+import { fillWide } from '../common/fill.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
@@ -106,11 +107,18 @@ export const HIP_FUNCTIONS = [
   'hipMemGetInfo',
   'hipMemcpy',
   'hipMemcpyAsync',
+  'hipMemcpyHtoD',
+  'hipMemcpyDtoH',
+  'hipMemcpyDtoD',
   'hipMemset',
   'hipMemsetAsync',
+  'hipMemsetD32',
   'hipStreamCreate',
+  'hipStreamCreateWithFlags',
   'hipStreamSynchronize',
   'hipStreamDestroy',
+  'hipGetLastError',
+  'hipPeekAtLastError',
   'hipGetErrorName',
   'hipGetErrorString',
 ] as const;
@@ -132,6 +140,8 @@ export class HipFlavor extends VendorProcess {
   #current = 0;
   /** Stream handle -> core stream id and the device it was created on. */
   readonly #streams = new Map<bigint, { id: number; device: number }>();
+  /** The last failure a call answered (Note [HIP last error]). */
+  #lastError: number = C.hipSuccess;
   /** The hipMemAllocationProp each allocation reports (GenericAllocation::GetProperties). */
   readonly #props = new WeakMap<PhysicalAllocation, hipMemAllocationProp>();
 
@@ -143,6 +153,7 @@ export class HipFlavor extends VendorProcess {
       success: C.hipSuccess,
       unknown: C.hipErrorUnknown,
     });
+    this.#recordErrors();
     if (options.tracer)
       instrument(
         this,
@@ -569,6 +580,33 @@ export class HipFlavor extends VendorProcess {
     return this.#memcpy(dst, src, sizeBytes, kind, stream);
   }
 
+  /** hipMemcpy with the direction in the name: the operands must be what it says. */
+  hipMemcpyHtoD(dst: HipPtr, src: Uint8Array, sizeBytes: Size): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memcpy(dst, src, sizeBytes, C.hipMemcpyHostToDevice, 0n);
+  }
+
+  hipMemcpyDtoH(dst: Uint8Array, src: HipPtr, sizeBytes: Size): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToHost, 0n);
+  }
+
+  hipMemcpyDtoD(dst: HipPtr, src: HipPtr, sizeBytes: Size): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToDevice, 0n);
+  }
+
+  /** `count` 32-bit values (little-endian); the destination must be 4-byte aligned. */
+  hipMemsetD32(dst: HipPtr, value: number, count: Size): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const n = toCount(count);
+    const va = toCount(dst ?? 0);
+    if (n < 0 || !Number.isInteger(value) || n * 4 > Number.MAX_SAFE_INTEGER) return C.hipErrorInvalidValue;
+    if (n === 0) return C.hipSuccess;
+    if (va <= 0 || va % 4 !== 0) return C.hipErrorInvalidValue;
+    return this.codes.run(() => fillWide(this.runtime, this.#current, va, value, n, 4));
+  }
+
   hipMemset(dst: HipPtr, value: number, sizeBytes: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#memset(dst, value, sizeBytes, 0n);
@@ -599,6 +637,14 @@ export class HipFlavor extends VendorProcess {
     }
   }
 
+  /** flags: hipStreamDefault or hipStreamNonBlocking (a blocking stream is what every stream is here). */
+  hipStreamCreateWithFlags(stream: Box<bigint>, flags: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const f = toInt(flags);
+    if (f !== C.hipStreamDefault && f !== C.hipStreamNonBlocking) return C.hipErrorInvalidValue;
+    return this.hipStreamCreate(stream);
+  }
+
   /** The null stream (0) waits for the current device's work. */
   hipStreamSynchronize(stream: HipHandle): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
@@ -619,6 +665,18 @@ export class HipFlavor extends VendorProcess {
 
   // --- errors ----------------------------------------------------------------------------------------
 
+  /** The last error any call of this process answered, then hipSuccess again (Note [HIP last error]). */
+  hipGetLastError(): number {
+    const e = this.#lastError;
+    this.#lastError = C.hipSuccess;
+    return e;
+  }
+
+  /** The last error, left in place. */
+  hipPeekAtLastError(): number {
+    return this.#lastError;
+  }
+
   /** The enumerator's name; "hipErrorUnknown" for a value HIP does not know. */
   hipGetErrorName(hipError: number): string {
     return C.HIP_ERRORS.get(toInt(hipError))?.[0] ?? 'hipErrorUnknown';
@@ -629,6 +687,26 @@ export class HipFlavor extends VendorProcess {
   }
 
   // --- helpers -----------------------------------------------------------------------------------------
+
+  /**
+   * Note [HIP last error]: HIP keeps, per thread, the last error any API call
+   * returned; hipGetLastError reads and clears it, hipPeekAtLastError reads
+   * it, and a successful call leaves it alone. Each call of this instance is
+   * wrapped to record a failing answer (one thread per process here).
+   */
+  #recordErrors(): void {
+    const methods = this as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of HIP_FUNCTIONS) {
+      if (name === 'hipGetLastError' || name === 'hipPeekAtLastError') continue;
+      const method = methods[name];
+      if (typeof method !== 'function') continue;
+      methods[name] = (...args: unknown[]) => {
+        const result = method.apply(this, args);
+        if (typeof result === 'number' && result !== C.hipSuccess) this.#lastError = result;
+        return result;
+      };
+    }
+  }
 
   /** After dispose() the process is gone (Note [HIP after dispose]). */
   #gone(): boolean {

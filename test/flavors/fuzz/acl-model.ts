@@ -354,6 +354,24 @@ const calls: CallSpec<AclFlavor>[] = [
     },
   },
   {
+    name: 'aclrtMemsetAsync',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      return {
+        result: p.aclrtMemsetAsync(
+          dst,
+          ep.arg(() => 64),
+          ep.arg(() => 5),
+          n,
+          stream(ep, p),
+        ),
+        effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
+      };
+    },
+  },
+  { name: 'aclrtGetDevice', weight: 0.2, run: (ep, p) => ({ result: p.aclrtGetDevice(ep.box(0)) }) },
+  {
     name: 'aclrtCreateStream',
     weight: 0.5,
     run: (ep, p) => {

@@ -4,7 +4,7 @@ import * as C from '../../../src/flavors/cuda/constants.js';
 import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { asNumber, smallCount, teardownRuns } from './shared.js';
+import { asNumber, smallCount, teardownRuns, widePattern } from './shared.js';
 
 /** A small device: allocations of a few 64 KiB granules, and out of memory within reach. */
 export const FUZZ_GRANULE = 64 * 1024;
@@ -433,6 +433,18 @@ const calls: CallSpec<CudaFlavor>[] = [
       };
     },
   },
+  ...([2, 4] as const).map((width) => ({
+    name: width === 2 ? 'cuMemsetD16' : 'cuMemsetD32',
+    weight: 0.7,
+    run: (ep: E, p: CudaFlavor) => {
+      const n = ep.arg(() => ep.rng.pick([0, 1, 4, 16]));
+      const dst = mem(ep, p);
+      const value = ep.arg(() => ep.rng.below(2 ** 32));
+      const result = width === 2 ? p.cuMemsetD16(dst, value, n) : p.cuMemsetD32(dst, value, n);
+      const bytes = widePattern(value, n, width);
+      return { result, effects: bytes ? { write: { va: asNumber(dst), bytes } } : undefined };
+    },
+  })),
   {
     name: 'cuStreamCreate',
     weight: 0.5,

@@ -5,7 +5,7 @@ import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { asNumber, smallCount, teardownRuns } from './shared.js';
+import { asNumber, smallCount, teardownRuns, widePattern } from './shared.js';
 
 const DEVICES = [
   { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
@@ -359,6 +359,72 @@ const calls: CallSpec<HipFlavor>[] = [
           stream(ep, p),
         ),
         effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'hipMemsetD32',
+    weight: 0.7,
+    run: (ep, p) => {
+      const n = ep.arg(() => ep.rng.pick([0, 1, 4, 16]));
+      const dst = mem(ep, p);
+      const value = ep.arg(() => ep.rng.below(2 ** 32));
+      const bytes = widePattern(value, n, 4);
+      return {
+        result: p.hipMemsetD32(dst, value, n),
+        effects: bytes ? { write: { va: asNumber(dst), bytes } } : undefined,
+      };
+    },
+  },
+  {
+    name: 'hipMemcpyHtoD',
+    run: (ep, p) => {
+      const n = count(ep);
+      const src = ep.host(64);
+      const dst = mem(ep, p);
+      const effects = ep.isPlain(src)
+        ? { write: { va: asNumber(dst), bytes: src.slice(0, asNumber(n)) } }
+        : { unknown: { va: asNumber(dst), size: asNumber(n) } };
+      return { result: p.hipMemcpyHtoD(dst, src, n), effects };
+    },
+  },
+  {
+    name: 'hipMemcpyDtoH',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = ep.host(64);
+      const src = mem(ep, p);
+      return {
+        result: p.hipMemcpyDtoH(dst, src, n),
+        effects: ep.isPlain(dst) ? { read: { va: asNumber(src), into: dst, size: asNumber(n) } } : undefined,
+      };
+    },
+  },
+  {
+    name: 'hipMemcpyDtoD',
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      const src = mem(ep, p);
+      return {
+        result: p.hipMemcpyDtoD(dst, src, n),
+        effects: { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } },
+      };
+    },
+  },
+  { name: 'hipGetLastError', weight: 0.2, run: (_ep, p) => ({ result: p.hipGetLastError() }) },
+  { name: 'hipPeekAtLastError', weight: 0.2, run: (_ep, p) => ({ result: p.hipPeekAtLastError() }) },
+  {
+    name: 'hipStreamCreateWithFlags',
+    weight: 0.3,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.hipStreamCreateWithFlags(
+          b,
+          ep.arg(() => ep.rng.below(2)),
+        ),
+        onSuccess: () => ep.remember(ep.streams, pid(p), b.value),
       };
     },
   },

@@ -58,3 +58,13 @@ export function teardownRuns(layout: RuntimeDescription, calls: TeardownCalls, r
   }
   return failed;
 }
+
+/** The bytes a successful cuMemsetD16/D32 or hipMemsetD32 writes, little-endian, or undefined when not worth shadowing. */
+export function widePattern(value: unknown, count: unknown, width: 2 | 4): Uint8Array | undefined {
+  const n = asNumber(count);
+  if (typeof value !== 'number' || !Number.isSafeInteger(n) || n < 0 || n * width > 1 << 16) return undefined;
+  const v = width === 2 ? value & 0xffff : value >>> 0;
+  const out = new Uint8Array(n * width);
+  for (let i = 0; i < out.length; i++) out[i] = (v >>> (8 * (i % width))) & 0xff;
+  return out;
+}
