@@ -700,8 +700,9 @@ export class HipFlavor extends VendorProcess {
       if (name === 'hipGetLastError' || name === 'hipPeekAtLastError') continue;
       const method = methods[name];
       if (typeof method !== 'function') continue;
-      methods[name] = (...args: unknown[]) => {
-        const result = method.apply(this, args);
+      // Fixed arguments, not a rest array: V8 calls through this without allocating (no HIP call takes more than 6).
+      methods[name] = (a?: unknown, b?: unknown, c?: unknown, d?: unknown, e?: unknown, f?: unknown) => {
+        const result = method.call(this, a, b, c, d, e, f);
         if (typeof result === 'number' && result !== C.hipSuccess) this.#lastError = result;
         return result;
       };

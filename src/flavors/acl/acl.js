@@ -1,0 +1,893 @@
+import { isVmmError } from '../../core/errors.js';
+import { instrument } from '../../core/trace.js';
+import { isMultipleOf } from '../../util/integers.js';
+import {
+  ACCESS_DESC_SHAPE,
+  hostBytes,
+  isBox,
+  isHostBuffer,
+  isStruct,
+  LOCATION_SHAPE,
+  probeBox,
+  readArrayLike,
+  readList,
+  readStruct,
+  show,
+  toCount,
+  toInt,
+  writeBox,
+  writeBoxes,
+} from '../common/args.js';
+import { VendorProcess, withDefaultDevices } from '../common/process.js';
+import * as C from './constants.js';
+import { ACL_ERROR_TABLE, ACL_UNKNOWN_ERROR } from './error-table.js';
+import { aclLayers } from './layers.js';
+/** The function names of the ACL flavour (for tracing, parity and documentation). */
+export const ACL_FUNCTIONS = [
+  'aclInit',
+  'aclFinalize',
+  'aclrtSetDevice',
+  'aclrtGetDeviceCount',
+  'aclrtGetDevice',
+  'aclrtResetDevice',
+  'aclrtReserveMemAddress',
+  'aclrtReleaseMemAddress',
+  'aclrtMallocPhysical',
+  'aclrtFreePhysical',
+  'aclrtMapMem',
+  'aclrtUnmapMem',
+  'aclrtMemSetAccess',
+  'aclrtMemGetAccess',
+  'aclrtMemRetainAllocationHandle',
+  'aclrtMemGetAllocationGranularity',
+  'aclrtMemGetAllocationPropertiesFromHandle',
+  'aclrtMemExportToShareableHandle',
+  'aclrtMemSetPidToShareableHandle',
+  'aclrtMemImportFromShareableHandle',
+  'aclrtDeviceGetBareTgid',
+  'aclrtMalloc',
+  'aclrtFree',
+  'aclrtMemcpy',
+  'aclrtMemcpyAsync',
+  'aclrtMemset',
+  'aclrtMemsetAsync',
+  'aclrtCreateStream',
+  'aclrtSynchronizeStream',
+  'aclrtDestroyStream',
+  'aclrtSynchronizeDevice',
+  'aclrtGetMemInfo',
+  'aclGetRecentErrMsg',
+];
+/** aclrtPhysicalMemProp's fields, for the one read of a caller's struct. */
+const PHYSICAL_MEM_PROP_SHAPE = [
+  'handleType',
+  'allocationType',
+  'memAttr',
+  ['location', LOCATION_SHAPE],
+  'reserve',
+];
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+/** Stream handles are opaque; these are deterministic per process. */
+const STREAM_BASE = 0xa50000n;
+/** The simulated machine of an ACL process that names none. */
+const ACL_DEFAULT_DEVICES = ['Ascend910B'];
+/** Attributes CANN's aclrtMallocPhysical knows (memAttrHandlers); others answer ACL_ERROR_INVALID_PARAM. */
+const KNOWN_MEM_ATTRS = new Set([
+  C.ACL_DDR_MEM_HUGE,
+  C.ACL_DDR_MEM_NORMAL,
+  C.ACL_HBM_MEM_HUGE,
+  C.ACL_HBM_MEM_NORMAL,
+  C.ACL_DDR_MEM_P2P_HUGE,
+  C.ACL_DDR_MEM_P2P_NORMAL,
+  C.ACL_HBM_MEM_P2P_HUGE,
+  C.ACL_HBM_MEM_P2P_NORMAL,
+  C.ACL_HBM_MEM_HUGE1G,
+  C.ACL_HBM_MEM_P2P_HUGE1G,
+  C.ACL_MEM_NORMAL,
+  C.ACL_MEM_HUGE,
+  C.ACL_MEM_HUGE1G,
+  C.ACL_MEM_P2P_NORMAL,
+  C.ACL_MEM_P2P_HUGE,
+  C.ACL_MEM_P2P_HUGE1G,
+]);
+/** DDR attributes that CANN accepts only for host locations. */
+const DDR_MEM_ATTRS = new Set([
+  C.ACL_DDR_MEM_HUGE,
+  C.ACL_DDR_MEM_NORMAL,
+  C.ACL_DDR_MEM_P2P_HUGE,
+  C.ACL_DDR_MEM_P2P_NORMAL,
+]);
+const HUGE1G_MEM_ATTRS = new Set([
+  C.ACL_HBM_MEM_HUGE1G,
+  C.ACL_HBM_MEM_P2P_HUGE1G,
+  C.ACL_MEM_HUGE1G,
+  C.ACL_MEM_P2P_HUGE1G,
+]);
+/** aclrtGetMemInfo's attributes for device HBM (an Ascend 910B has no device DDR). */
+const HBM_MEM_ATTRS = new Set([
+  C.ACL_HBM_MEM,
+  C.ACL_HBM_MEM_HUGE,
+  C.ACL_HBM_MEM_NORMAL,
+  C.ACL_HBM_MEM_P2P_HUGE,
+  C.ACL_HBM_MEM_P2P_NORMAL,
+  C.ACL_HBM_MEM_HUGE1G,
+  C.ACL_HBM_MEM_P2P_HUGE1G,
+]);
+const ACCESS_FLAGS = new Set([
+  C.ACL_RT_MEM_ACCESS_FLAGS_NONE,
+  C.ACL_RT_MEM_ACCESS_FLAGS_READ,
+  C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
+]);
+/**
+ * One process using Ascend's ACL runtime: every method has the C name and
+ * argument order and returns the aclError. ACL's own argument checks (null
+ * pointers, zero sizes, reserved flags) come first and answer
+ * ACL_ERROR_INVALID_PARAM, as CANN's acl layer does before it calls the
+ * runtime; the runtime's rules follow with its 107xxx / 207xxx codes; the
+ * work is done by core.
+ *
+ * Note [ACL's size-less calls]: aclrtUnmapMem(virPtr) and
+ * aclrtReleaseMemAddress(virPtr) take no size. The flavour looks the size up
+ * in core (mappingAt / reservationAt) and requires virPtr to be exactly the
+ * start of what aclrtMapMem / aclrtReserveMemAddress returned.
+ */
+export class AclFlavor extends VendorProcess {
+  #initialized = false;
+  /** Set by dispose(): the process is gone (Note [ACL after dispose]). */
+  #gone = false;
+  /** aclrtSetDevice count per device ordinal (aclrtResetDevice undoes one). */
+  #deviceRefs;
+  /** The calling thread's current device, or -1. */
+  #current = -1;
+  /** Stream handle -> [core stream id, device]. */
+  #streams = new Map();
+  #nextStream = 1n;
+  /** memAttr given at aclrtMallocPhysical, for aclrtMemGetAllocationPropertiesFromHandle. */
+  #memAttrs = new WeakMap();
+  /** What each reservation's mappings hold, while it has any (Note [ACL reservation holdings]). */
+  #holdings = new WeakMap();
+  /** Shareable handles this process exported (import of one's own export is refused). */
+  #exported = new Set();
+  /** The failure aclGetRecentErrMsg reports (and clears); per process, never module state. */
+  #recentError = null;
+  /** Why the current call failed, when a check or core said so. */
+  #reason;
+  constructor(options = {}) {
+    super(withDefaultDevices(options, ACL_DEFAULT_DEVICES), {
+      vendor: 'ACL',
+      table: ACL_ERROR_TABLE,
+      success: C.ACL_SUCCESS,
+      unknown: ACL_UNKNOWN_ERROR,
+    });
+    this.#deviceRefs = this.runtime.devices.map(() => 0);
+    this.#recordFailures();
+    if (options.tracer)
+      instrument(
+        this,
+        'flavor',
+        options.tracer,
+        [...ACL_FUNCTIONS, 'dispose'],
+        aclLayers(this.runtime.backend.kind),
+      );
+  }
+  /**
+   * End the process (Note [ACL after dispose]): everything it holds goes, and
+   * every later call answers ACL_ERROR_UNINITIALIZE. Never throws.
+   */
+  dispose() {
+    this.#gone = true;
+    this.#initialized = false;
+    this.#current = -1;
+    super.dispose();
+  }
+  // --- initialisation and devices ------------------------------------------------------------
+  aclInit(configPath) {
+    if (this.#gone) return this.#uninitialized();
+    if (configPath !== undefined && configPath !== null && typeof configPath !== 'string')
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'configPath is not a string');
+    if (this.#initialized) return this.#bad(C.ACL_ERROR_REPEAT_INITIALIZE, 'aclInit was already called');
+    this.#initialized = true;
+    return C.ACL_SUCCESS;
+  }
+  aclFinalize() {
+    if (this.#gone) return this.#uninitialized();
+    if (!this.#initialized) return this.#bad(C.ACL_ERROR_REPEAT_FINALIZE, 'aclInit was not called');
+    // aclFinalize resets every device the process still holds.
+    for (let d = 0; d < this.#deviceRefs.length; d++) {
+      if (this.#deviceRefs[d] > 0) {
+        this.#deviceRefs[d] = 1;
+        this.aclrtResetDevice(d);
+      }
+    }
+    this.#initialized = false;
+    return C.ACL_SUCCESS;
+  }
+  aclrtSetDevice(deviceId) {
+    if (!this.#initialized) return this.#uninitialized();
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
+    this.#deviceRefs[d]++;
+    this.#current = d;
+    return C.ACL_SUCCESS;
+  }
+  /** The device aclrtSetDevice made current; ACL_ERROR_RT_CONTEXT_NULL before one is set. */
+  aclrtGetDevice(deviceId) {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(deviceId)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'deviceId is NULL');
+    return writeBox(deviceId, this.#current) ? C.ACL_SUCCESS : this.#unwritable();
+  }
+  aclrtGetDeviceCount(count) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(count)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'count is NULL');
+    return writeBox(count, this.runtime.devices.length) ? C.ACL_SUCCESS : this.#unwritable();
+  }
+  /** Undo one aclrtSetDevice; at the last, the device's streams are destroyed (their work finishes first). */
+  aclrtResetDevice(deviceId) {
+    if (!this.#initialized) return this.#uninitialized();
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
+    if (this.#deviceRefs[d] === 0) return C.ACL_SUCCESS;
+    if (--this.#deviceRefs[d] > 0) return C.ACL_SUCCESS;
+    if (this.#current === d) this.#current = -1;
+    return this.#run(() => {
+      for (const [h, s] of [...this.#streams]) {
+        if (s.device !== d) continue;
+        this.#streams.delete(h);
+        this.runtime.destroyStream(s.id);
+      }
+    });
+  }
+  // --- virtual addresses ----------------------------------------------------------------------
+  /**
+   * alignment is reserved (0); expectPtr is honoured exactly or the call
+   * fails, as CANN documents for a user-chosen address; flags 0 or 1 (page
+   * size hint, accepted by the acl layer).
+   */
+  aclrtReserveMemAddress(virPtr, size, alignment, expectPtr, flags) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(virPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
+    const f = toCount(flags);
+    if (f !== 0 && f !== 1)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} must be 0 or 1`);
+    if (toCount(alignment) !== 0)
+      return this.#bad(
+        C.ACL_ERROR_RT_PARAM_INVALID,
+        `alignment ${show(alignment)} is reserved and must be 0`,
+      );
+    const g = this.runtime.vaGranularity;
+    if (!isMultipleOf(n, g))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
+    const hint = toCount(expectPtr ?? 0);
+    if (hint < 0 || !isMultipleOf(hint, g))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `expectPtr ${show(expectPtr)} is not ${g}-aligned`);
+    return this.#run(() => {
+      const r = this.runtime.reserve(n, { hint });
+      if (hint !== 0 && r.base !== hint) {
+        this.runtime.free(r);
+        this.#reason = `expectPtr 0x${hint.toString(16)} is not free`;
+        throw new AclRefusal(C.ACL_ERROR_RT_PARAM_INVALID);
+      }
+      if (!writeBox(virPtr, BigInt(r.base))) {
+        this.runtime.free(r);
+        throw new AclRefusal(this.#unwritable());
+      }
+    });
+  }
+  aclrtReleaseMemAddress(virPtr) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'vmm')
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not a reserved address`);
+    // CANN: unmap first. Nothing is released while a mapping remains.
+    if (r.mappingCount > 0)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `${r.mappingCount} mapping(s) remain in the range`);
+    return this.#run(() => this.runtime.free(r));
+  }
+  // --- physical memory ------------------------------------------------------------------------
+  aclrtMallocPhysical(handle, size, propArg, flags) {
+    if (!this.#initialized) return this.#uninitialized();
+    // One read of each field, into a plain copy (Note [Untrusted arguments]).
+    const prop = readStruct(propArg, PHYSICAL_MEM_PROP_SHAPE);
+    if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    if (prop === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL or cannot be read');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
+    if (toCount(flags) !== 0)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} is reserved (0)`);
+    const checked = this.#checkProp(prop);
+    if (typeof checked === 'number') return checked;
+    const g = this.#granularity(prop.memAttr, checked);
+    if (!isMultipleOf(n, g))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
+    return this.#run(() => {
+      const a = this.runtime.create(n, { location: checked, handleTypes: 0, uncached: false });
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        throw new AclRefusal(this.#unwritable());
+      }
+      this.#memAttrs.set(a, prop.memAttr);
+    });
+  }
+  /** Drop this handle; memory still mapped lives on until its last aclrtUnmapMem (core's refcount). */
+  aclrtFreePhysical(handle) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    const a = this.#allocation(handle);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${show(handle)}`);
+    return this.#run(() => this.runtime.release(a));
+  }
+  // --- mapping and access -----------------------------------------------------------------------
+  aclrtMapMem(virPtr, size, offset, handle, flags) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
+    if (toCount(flags) !== 0)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} is reserved (0)`);
+    const a = this.#allocation(handle);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${show(handle)}`);
+    if (toCount(offset) !== 0)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `offset ${show(offset)} must be 0`);
+    if (n !== a.size)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the physical size ${a.size}`);
+    const r = this.runtime.reservationContaining(va);
+    if (r !== undefined && r.origin !== 'vmm')
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'the address belongs to aclrtMalloc');
+    // One reservation may not bind handles of two devices, nor mix created and imported handles
+    // (Note [ACL reservation holdings]).
+    const held = r !== undefined && r.mappingCount > 0 ? this.#holdings.get(r) : undefined;
+    if (held !== undefined) {
+      if (!sameLocation(held.location, a.props.location))
+        return this.#bad(
+          C.ACL_ERROR_RT_PARAM_INVALID,
+          'the reservation already holds memory of another device',
+        );
+      if (held.imported !== (a.origin === 'imported'))
+        return this.#bad(
+          C.ACL_ERROR_RT_PARAM_INVALID,
+          'the reservation may not hold both allocated and imported handles',
+        );
+    }
+    return this.#run(() => {
+      const m = this.runtime.map(va, n, a, 0);
+      if (held === undefined)
+        this.#holdings.set(m.reservation, { location: a.props.location, imported: a.origin === 'imported' });
+    });
+  }
+  aclrtUnmapMem(virPtr) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const m = this.#mappingStartingAt(va);
+    if (m === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
+    return this.#run(() => this.runtime.unmap(m.va, m.size));
+  }
+  /**
+   * virPtr and size must be exactly one aclrtMapMem's (CANN's documentation).
+   * CANN documents only READWRITE as supported today; NONE and READ, which
+   * aclrtMemAccessFlags defines, are simulated too.
+   */
+  aclrtMemSetAccess(virPtr, size, desc, count) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
+    const k = toCount(count);
+    // The caller's list read once (Note [Untrusted arguments]).
+    const list = readList(desc, Math.max(k, 0));
+    if (list === 'not-array') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'desc is NULL or cannot be read');
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${show(count)} must be positive`);
+    if (list.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `desc holds fewer than ${k} entries`);
+    const descriptors = [];
+    for (let i = 0; i < k; i++) {
+      const d = readStruct(list[i], ACCESS_DESC_SHAPE);
+      if (!isStruct(d) || !isStruct(d.location) || !ACCESS_FLAGS.has(d.flags))
+        return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `desc[${i}] has bad flags`);
+      const device = this.#accessDevice(d.location);
+      if (device instanceof AclRefusal) return device.code;
+      descriptors.push({ device, access: d.flags });
+    }
+    const m = this.#mappingStartingAt(va);
+    if (m === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
+    if (m.size !== n)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the mapped size ${m.size}`);
+    return this.#run(() => this.runtime.setAccess(va, n, descriptors));
+  }
+  aclrtMemGetAccess(virPtr, locationArg, flag) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    const location = readStruct(locationArg, LOCATION_SHAPE);
+    if (location === undefined)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'location is NULL or cannot be read');
+    if (!isBox(flag)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'flag is NULL');
+    const device = this.#accessDevice(location);
+    if (device instanceof AclRefusal) return device.code;
+    const m = this.#mappingStartingAt(va);
+    if (m === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
+    return writeBox(flag, m.accessOf(device)) ? C.ACL_SUCCESS : this.#unwritable();
+  }
+  /** A new reference to the handle mapped at any address inside a mapping; undo with aclrtFreePhysical. */
+  aclrtMemRetainAllocationHandle(virPtr, handle) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(virPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
+    if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    return this.#run(() => {
+      const a = this.runtime.retain(va);
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        throw new AclRefusal(this.#unwritable());
+      }
+    });
+  }
+  aclrtMemGetAllocationGranularity(propArg, option, granularity) {
+    if (!this.#initialized) return this.#uninitialized();
+    const prop = readStruct(propArg, PHYSICAL_MEM_PROP_SHAPE);
+    if (prop === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL or cannot be read');
+    if (!isBox(granularity)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'granularity is NULL');
+    const location = this.#checkLocationAndAttr(prop);
+    if (typeof location === 'number') return location;
+    const opt = toInt(option);
+    if (opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `option ${show(option)}`);
+    return writeBox(granularity, this.#granularity(prop.memAttr, location, opt))
+      ? C.ACL_SUCCESS
+      : this.#unwritable();
+  }
+  aclrtMemGetAllocationPropertiesFromHandle(handle, prop) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    if (!isBox(prop)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop is NULL');
+    const a = this.#allocation(handle);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${show(handle)}`);
+    const { location } = a.props;
+    return writeBox(prop, {
+      handleType: C.ACL_MEM_HANDLE_TYPE_NONE,
+      allocationType: C.ACL_MEM_ALLOCATION_TYPE_PINNED,
+      memAttr: this.#memAttrs.get(a) ?? C.ACL_HBM_MEM_HUGE,
+      location: {
+        id: location.id,
+        type: location.type === 'device' ? C.ACL_MEM_LOCATION_TYPE_DEVICE : C.ACL_MEM_LOCATION_TYPE_HOST,
+      },
+      reserve: 0n,
+    })
+      ? C.ACL_SUCCESS
+      : this.#unwritable();
+  }
+  // --- sharing between processes ------------------------------------------------------------------
+  /**
+   * flags: ACL_RT_VMM_EXPORT_FLAG_DEFAULT (importers must be named with
+   * aclrtMemSetPidToShareableHandle) or ..._DISABLE_PID_VALIDATION. A handle
+   * is exported at most once (CANN: handle and shareableHandle are one to one).
+   */
+  aclrtMemExportToShareableHandle(handle, handleType, flags, shareableHandle) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    if (toInt(handleType) !== C.ACL_MEM_HANDLE_TYPE_NONE)
+      return this.#bad(
+        C.ACL_ERROR_INVALID_PARAM,
+        `handleType ${show(handleType)} must be ACL_MEM_HANDLE_TYPE_NONE`,
+      );
+    if (!isBox(shareableHandle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'shareableHandle is NULL');
+    const a = this.#allocation(handle);
+    if (a === undefined) return this.#bad(C.ACL_ERROR_RT_INVALID_HANDLE, `no handle ${show(handle)}`);
+    const f = toCount(flags);
+    if (f !== C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT && f !== C.ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `flags ${show(flags)}`);
+    if (a.origin !== 'created')
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'only memory from aclrtMallocPhysical can be exported');
+    if (a.props.location.type !== 'device')
+      return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'only device memory can be shared');
+    if (a.exports > 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'the handle was already exported');
+    // A token cannot be taken back: the box must take a write before the export, not only pass isBox.
+    if (!probeBox(shareableHandle)) return this.#unwritable();
+    return this.#run(() => {
+      const token = this.runtime.exportShareable(a, f === C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT);
+      // The box took its own value back a moment ago (probeBox); a Proxy that refuses now has
+      // the token exported, which no call can take back: reported, not hidden.
+      if (!writeBox(shareableHandle, BigInt(token)))
+        this.report('a shareable token was exported but its box refused it', token);
+      this.#exported.add(token);
+    });
+  }
+  /** Name the processes (by aclrtDeviceGetBareTgid's pid) that may import; called by the exporter. */
+  aclrtMemSetPidToShareableHandle(shareableHandle, pid, pidNum) {
+    if (!this.#initialized) return this.#uninitialized();
+    const k = toCount(pidNum);
+    const given = readArrayLike(pid, Math.max(k, 0));
+    if (given === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL or cannot be read');
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pidNum ${show(pidNum)} must be positive`);
+    if (given === 'short') return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
+    const pids = [];
+    for (let i = 0; i < k; i++) {
+      const p = toInt(given[i]);
+      if (!Number.isInteger(p)) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `pid[${i}] is not a pid`);
+      pids.push(p);
+    }
+    const token = toCount(shareableHandle);
+    if (!this.#exported.has(token))
+      return this.#bad(
+        C.ACL_ERROR_RT_PARAM_INVALID,
+        `this process exported no shareable handle ${show(shareableHandle)}`,
+      );
+    return this.#run(() => this.runtime.allowImport(token, pids));
+  }
+  /** A handle in this process to memory another process exported. deviceId names the device it is used on. */
+  aclrtMemImportFromShareableHandle(shareableHandle, deviceId, handle) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(handle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'handle is NULL');
+    if (!this.runtime.isDevice(toInt(deviceId)))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
+    const token = toCount(shareableHandle);
+    // CANN: export and import in one process is not supported.
+    if (this.#exported.has(token))
+      return this.#bad(
+        C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        'a process may not import its own shareable handle',
+      );
+    return this.#run(() => {
+      const a = this.runtime.importShareable(token);
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        throw new AclRefusal(this.#unwritable());
+      }
+    });
+  }
+  aclrtDeviceGetBareTgid(pid) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(pid)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL');
+    return writeBox(pid, this.runtime.pid) ? C.ACL_SUCCESS : this.#unwritable();
+  }
+  // --- the one-step path ------------------------------------------------------------------------------
+  /**
+   * size rounds up to 32 bytes and gains 32 bytes of padding (none for the
+   * 1 GiB huge-page policies), as CANN documents; core then maps whole
+   * granules, so the padding shows when it crosses a 2 MiB boundary.
+   */
+  aclrtMalloc(devPtr, size, policy) {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(devPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
+    // Out-of-range policies are accepted (CANN: huge pages from 2 MiB, normal below).
+    const base = toInt(policy) & 0xff;
+    const padding =
+      base === C.ACL_MEM_MALLOC_HUGE1G_ONLY || base === C.ACL_MEM_MALLOC_HUGE1G_ONLY_P2P
+        ? 0
+        : C.ACL_MALLOC_PADDING;
+    const padded = aclMallocSize(n, padding);
+    return this.#run(() => {
+      const r = this.runtime.malloc(this.#current, padded);
+      if (!writeBox(devPtr, BigInt(r.base))) {
+        this.runtime.mfree(r.base);
+        throw new AclRefusal(this.#unwritable());
+      }
+    });
+  }
+  aclrtFree(devPtr) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(devPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'malloc')
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not from aclrtMalloc`);
+    return this.#run(() => this.runtime.mfree(va));
+  }
+  aclrtGetMemInfo(attr, free, total) {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(free) || !isBox(total)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'free or total is NULL');
+    const a = toInt(attr);
+    if (!(a >= C.ACL_DDR_MEM && a <= C.ACL_MEM_P2P_HUGE1G))
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `attr ${show(attr)}`);
+    if (!HBM_MEM_ATTRS.has(a) && a !== C.ACL_MEM_NORMAL && a !== C.ACL_MEM_HUGE && a !== C.ACL_MEM_HUGE1G) {
+      // DDR on the device: an Ascend 910B has none.
+      return writeBoxes(free, 0, total, 0) ? C.ACL_SUCCESS : this.#unwritable();
+    }
+    const info = this.runtime.memoryInfo(this.#current);
+    return writeBoxes(free, info.free, total, info.total) ? C.ACL_SUCCESS : this.#unwritable();
+  }
+  // --- copies and sets -------------------------------------------------------------------------------------
+  aclrtMemcpy(dst, destMax, src, count, kind) {
+    return this.#memcpy(dst, destMax, src, count, kind, null);
+  }
+  aclrtMemcpyAsync(dst, destMax, src, count, kind, stream) {
+    return this.#memcpy(dst, destMax, src, count, kind, stream);
+  }
+  aclrtMemset(devPtr, maxCount, value, count) {
+    return this.#memset(devPtr, maxCount, value, count, null);
+  }
+  /** aclrtMemset on a stream (NULL: the default stream). */
+  aclrtMemsetAsync(devPtr, maxCount, value, count, stream) {
+    return this.#memset(devPtr, maxCount, value, count, stream);
+  }
+  #memset(devPtr, maxCount, value, count, stream) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(devPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
+    const n = toCount(count);
+    const max = toCount(maxCount);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${show(count)} must be positive`);
+    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds maxCount ${show(maxCount)}`);
+    if (!Number.isInteger(value)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `value ${show(value)}`);
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    let streamId = 0;
+    if (!isNull(stream)) {
+      const s = this.#stream(stream);
+      if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+      streamId = s.id;
+    }
+    return this.#run(() => this.runtime.fill(this.#current, va, value, n, streamId));
+  }
+  // --- streams ---------------------------------------------------------------------------------------------
+  aclrtCreateStream(stream) {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(stream)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'stream is NULL');
+    return this.#run(() => {
+      const id = this.runtime.createStream(this.#current);
+      const h = STREAM_BASE + this.#nextStream++;
+      if (!writeBox(stream, h)) {
+        this.runtime.destroyStream(id);
+        throw new AclRefusal(this.#unwritable());
+      }
+      this.#streams.set(h, { id, device: this.#current });
+    });
+  }
+  /** A NULL stream is the default stream: its work is everything submitted synchronously, so only the device's streams remain. */
+  aclrtSynchronizeStream(stream) {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (isNull(stream)) return this.#run(() => this.runtime.synchronize(this.#current));
+    const s = this.#stream(stream);
+    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+    return this.#run(() => this.runtime.synchronizeStream(s.id));
+  }
+  aclrtDestroyStream(stream) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(stream)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'stream is NULL');
+    const s = this.#stream(stream);
+    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+    this.#streams.delete(BigInt(stream));
+    return this.#run(() => this.runtime.destroyStream(s.id));
+  }
+  aclrtSynchronizeDevice() {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    return this.#run(() => this.runtime.synchronize(this.#current));
+  }
+  // --- errors ----------------------------------------------------------------------------------------------
+  /** The description of this process's most recent failed call, cleared by reading; null when there is none. */
+  aclGetRecentErrMsg() {
+    const msg = this.#recentError;
+    this.#recentError = null;
+    return msg;
+  }
+  // --- helpers -----------------------------------------------------------------------------------------------
+  #memcpy(dst, destMax, src, count, kind, stream) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNullPointer(dst)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'dst is NULL');
+    if (isNullPointer(src)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'src is NULL');
+    const n = toCount(count);
+    const max = toCount(destMax);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${show(count)} must be positive`);
+    if (max < n) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${n} exceeds destMax ${show(destMax)}`);
+    // Host operands by the views' internal slots, as plain views of the same bytes (Note [Untrusted arguments]).
+    const srcBytes = hostBytes(src);
+    const dstBytes = hostBytes(dst);
+    let k = toInt(kind);
+    if (k === C.ACL_MEMCPY_DEFAULT) {
+      // The runtime infers the direction from the pointers.
+      k =
+        srcBytes !== undefined && dstBytes !== undefined
+          ? C.ACL_MEMCPY_HOST_TO_HOST
+          : srcBytes !== undefined
+            ? C.ACL_MEMCPY_HOST_TO_DEVICE
+            : dstBytes !== undefined
+              ? C.ACL_MEMCPY_DEVICE_TO_HOST
+              : C.ACL_MEMCPY_DEVICE_TO_DEVICE;
+    } else if (k === C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE || k === C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE) {
+      k = C.ACL_MEMCPY_DEVICE_TO_DEVICE;
+    } else if (k === C.ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+      k = C.ACL_MEMCPY_HOST_TO_DEVICE;
+    }
+    const hostSrc = k === C.ACL_MEMCPY_HOST_TO_HOST || k === C.ACL_MEMCPY_HOST_TO_DEVICE;
+    const hostDst = k === C.ACL_MEMCPY_HOST_TO_HOST || k === C.ACL_MEMCPY_DEVICE_TO_HOST;
+    if (k < C.ACL_MEMCPY_HOST_TO_HOST || k > C.ACL_MEMCPY_DEVICE_TO_DEVICE)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `kind ${show(kind)}`);
+    if (hostSrc !== (srcBytes !== undefined) || hostDst !== (dstBytes !== undefined))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `the pointers do not match kind ${show(kind)}`);
+    if (srcBytes !== undefined && srcBytes.length < n)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `src holds fewer than ${n} bytes`);
+    if (dstBytes !== undefined && dstBytes.length < n)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `dst holds fewer than ${n} bytes`);
+    if (srcBytes !== undefined && dstBytes !== undefined) {
+      dstBytes.set(srcBytes.subarray(0, n));
+      return C.ACL_SUCCESS;
+    }
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    let streamId = 0;
+    if (stream !== null && !isNull(stream)) {
+      const s = this.#stream(stream);
+      if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+      streamId = s.id;
+    }
+    const d = this.#current;
+    return this.#run(() => {
+      if (srcBytes !== undefined) this.runtime.write(d, toCount(dst), srcBytes.subarray(0, n), streamId);
+      else if (dstBytes !== undefined) this.runtime.read(d, toCount(src), dstBytes.subarray(0, n), streamId);
+      else this.runtime.copy(d, toCount(dst), toCount(src), n, streamId);
+    });
+  }
+  /** Validate prop in CANN's order (acl layer: handleType, allocationType, location type, memAttr); a code if bad. */
+  #checkProp(prop) {
+    if (prop.handleType !== C.ACL_MEM_HANDLE_TYPE_NONE)
+      return this.#bad(
+        C.ACL_ERROR_INVALID_PARAM,
+        `handleType ${show(prop.handleType)} must be ACL_MEM_HANDLE_TYPE_NONE`,
+      );
+    if (prop.allocationType !== C.ACL_MEM_ALLOCATION_TYPE_PINNED)
+      return this.#bad(
+        C.ACL_ERROR_INVALID_PARAM,
+        `allocationType ${show(prop.allocationType)} must be PINNED`,
+      );
+    return this.#checkLocationAndAttr(prop);
+  }
+  #checkLocationAndAttr(prop) {
+    const loc = prop.location;
+    if (!isStruct(loc)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'prop.location is missing');
+    if (loc.type === C.ACL_MEM_LOCATION_TYPE_UNREGISTERED)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'location type ACL_MEM_LOCATION_TYPE_UNREGISTERED');
+    const isDevice = loc.type === C.ACL_MEM_LOCATION_TYPE_DEVICE;
+    if (isDevice && DDR_MEM_ATTRS.has(prop.memAttr))
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `memAttr ${show(prop.memAttr)} is for host locations only`);
+    if (!KNOWN_MEM_ATTRS.has(prop.memAttr))
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `memAttr ${show(prop.memAttr)} is not supported`);
+    if (isDevice) {
+      if (!this.runtime.isDevice(loc.id))
+        return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(loc.id)}`);
+      return { type: 'device', id: loc.id };
+    }
+    if (loc.type === C.ACL_MEM_LOCATION_TYPE_HOST) return { type: 'host', id: 0 };
+    if (loc.type === C.ACL_MEM_LOCATION_TYPE_HOST_NUMA) {
+      const id = toCount(loc.id);
+      if (id < 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `NUMA node ${show(loc.id)}`);
+      return { type: 'host', id };
+    }
+    if (loc.type === C.ACL_MEM_LOCATION_TYPE_MANAGED)
+      return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'managed memory has no physical handle');
+    return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `location type ${show(loc.type)}`);
+  }
+  /** Size and address granularity: 1 GiB for the HUGE1G attributes, the device's granularity (2 MiB) otherwise. */
+  #granularity(memAttr, location, option = C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM) {
+    if (HUGE1G_MEM_ATTRS.has(memAttr)) return GiB;
+    const d = this.runtime.devices[location.type === 'device' ? location.id : 0];
+    return Math.max(
+      option === C.ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM ? d.minimumGranularity : d.recommendedGranularity,
+      this.runtime.vaGranularity,
+    );
+  }
+  /** The device ordinal an access location names, or the refusal. */
+  #accessDevice(location) {
+    if (location.type === C.ACL_MEM_LOCATION_TYPE_DEVICE) {
+      if (this.runtime.isDevice(location.id)) return location.id;
+      return new AclRefusal(this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(location.id)}`));
+    }
+    if (location.type === C.ACL_MEM_LOCATION_TYPE_HOST)
+      return new AclRefusal(
+        this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'host access to device mappings is not simulated'),
+      );
+    return new AclRefusal(this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `location type ${show(location.type)}`));
+  }
+  #mappingStartingAt(va) {
+    const m = this.runtime.mappingAt(va);
+    return m !== undefined && m.va === va && m.reservation.origin === 'vmm' ? m : undefined;
+  }
+  #allocation(handle) {
+    const id = toCount(handle ?? 0);
+    return id <= 0 ? undefined : this.runtime.allocation(id);
+  }
+  #stream(h) {
+    if (typeof h !== 'bigint' && typeof h !== 'number') return undefined;
+    const key = typeof h === 'bigint' ? h : Number.isSafeInteger(h) ? BigInt(h) : -1n;
+    return this.#streams.get(key);
+  }
+  #needDevice() {
+    if (!this.#initialized) return this.#uninitialized();
+    if (this.#current === -1)
+      return this.#bad(C.ACL_ERROR_RT_CONTEXT_NULL, 'no device was set (aclrtSetDevice)');
+    return C.ACL_SUCCESS;
+  }
+  #uninitialized() {
+    return this.#gone
+      ? this.#bad(C.ACL_ERROR_UNINITIALIZE, 'the process was disposed')
+      : this.#bad(C.ACL_ERROR_UNINITIALIZE, 'aclInit was not called');
+  }
+  /** An out box that a Proxy refused after it passed isBox (Note [Untrusted arguments]). */
+  #unwritable() {
+    return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'an out-parameter cannot be written');
+  }
+  /** Refuse with `code`, remembering why for aclGetRecentErrMsg. */
+  #bad(code, reason) {
+    this.#reason = reason;
+    return code;
+  }
+  #run(work) {
+    try {
+      work();
+      return C.ACL_SUCCESS;
+    } catch (e) {
+      return this.#code(e);
+    }
+  }
+  /** VendorCodes' answer, plus the reason aclGetRecentErrMsg reports and ACL's own refusals. */
+  #code(e) {
+    if (e instanceof AclRefusal) return e.code;
+    const code = this.codes.code(e);
+    this.#reason = isVmmError(e) ? e.message : `internal error: ${e instanceof Error ? e.message : show(e)}`;
+    return code;
+  }
+  /**
+   * Wrap each ACL call of this instance so a failing one leaves its
+   * description for aclGetRecentErrMsg (and a success leaves it alone, as
+   * ACL keeps the message until it is read).
+   */
+  #recordFailures() {
+    for (const name of ACL_FUNCTIONS) {
+      if (name === 'aclGetRecentErrMsg') continue;
+      const method = this[name];
+      this[name] = (...args) => {
+        this.#reason = undefined;
+        const result = method.apply(this, args);
+        if (typeof result === 'number' && result !== C.ACL_SUCCESS) {
+          const codeName = C.ACL_ERROR_NAMES.get(result) ?? 'aclError';
+          this.#recentError = `${name} failed: ${codeName} (${result})${this.#reason ? `: ${this.#reason}` : ''}`;
+        }
+        return result;
+      };
+    }
+  }
+}
+/** A refusal decided inside #run after core already acted (and was undone). */
+class AclRefusal {
+  code;
+  constructor(code) {
+    this.code = code;
+  }
+}
+/** aclrtMalloc's accounted size: up to a multiple of 32, plus the padding. */
+export function aclMallocSize(size, padding = C.ACL_MALLOC_PADDING) {
+  return Math.ceil(size / C.ACL_MALLOC_ALIGN) * C.ACL_MALLOC_ALIGN + padding;
+}
+function isNull(p) {
+  return p === null || p === undefined || p === 0 || p === 0n;
+}
+function isNullPointer(p) {
+  return !isHostBuffer(p) && isNull(p);
+}
+function sameLocation(a, b) {
+  return a.type === b.type && a.id === b.id;
+}
+/** A process using Ascend ACL, on a simulated machine (default: one Ascend 910B). */
+export function createAcl(options = {}) {
+  return new AclFlavor(options);
+}
+//# sourceMappingURL=acl.js.map

@@ -1,0 +1,29 @@
+import * as C from './constants.js';
+/**
+ * aclError for each core error kind. Core's failures happen below ACL's own
+ * argument checks (null pointers, zero sizes, reserved flags: those answer
+ * ACL_ERROR_INVALID_PARAM in the flavour), so they come back as the runtime
+ * codes that ACL_GET_ERRCODE_RTS passes up. CANN documents no code for most
+ * of these cases; the choices are the closest runtime code by meaning.
+ */
+export const ACL_ERROR_TABLE = {
+  'invalid-value': C.ACL_ERROR_RT_PARAM_INVALID,
+  'invalid-device': C.ACL_ERROR_RT_INVALID_DEVICEID,
+  'invalid-handle': C.ACL_ERROR_RT_INVALID_HANDLE,
+  'out-of-memory': C.ACL_ERROR_RT_MEMORY_ALLOCATION,
+  'not-supported': C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+  'not-reserved': C.ACL_ERROR_RT_PARAM_INVALID,
+  'not-mapped': C.ACL_ERROR_RT_PARAM_INVALID,
+  overlap: C.ACL_ERROR_RT_PARAM_INVALID,
+  'in-use': C.ACL_ERROR_RT_PARAM_INVALID,
+  'access-denied': C.ACL_ERROR_RT_NO_PERMISSION,
+  'permission-denied': C.ACL_ERROR_RT_NO_PERMISSION,
+  'invalid-fd': C.ACL_ERROR_RT_PARAM_INVALID,
+  'invalid-stream': C.ACL_ERROR_RT_PARAM_INVALID,
+  'not-initialized': C.ACL_ERROR_UNINITIALIZE,
+  'invalid-context': C.ACL_ERROR_RT_CONTEXT_NULL,
+  'already-exported': C.ACL_ERROR_RT_PARAM_INVALID,
+};
+/** The code a call answers when vmmkit itself failed (a bug, reported). */
+export const ACL_UNKNOWN_ERROR = C.ACL_ERROR_INTERNAL_ERROR;
+//# sourceMappingURL=error-table.js.map

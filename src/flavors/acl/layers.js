@@ -1,0 +1,112 @@
+import { Access } from '../../core/types.js';
+import { devicesOf, frameOf, hex, layersFor, placeOf, renderState } from '../common/layers.js';
+
+const rts = frameOf('rts');
+const hal = frameOf('hal');
+const svm = frameOf('svm');
+export const ACL_LAYERS = {
+  vendor: 'ACL',
+  api: 'acl',
+  steps: {
+    'core:reserve': { path: [rts('rtReserveMemAddress'), rts('NpuDriver::ReserveMemAddress')] },
+    // Address space only: no physical page yet.
+    'backend:reserve': { path: [hal('halMemAddressReserve'), svm('vmm_malloc_va')] },
+    'core:free': { path: [rts('rtReleaseMemAddress'), rts('NpuDriver::ReleaseMemAddress')] },
+    'backend:free': { path: [hal('halMemAddressFree'), svm('vmm_free_va')] },
+    'core:create': { path: [rts('rtMallocPhysical'), rts('NpuDriver::MallocPhysical')] },
+    // The handle starts with one reference; svm_module_mem_malloc asks the kernel for the pages.
+    'backend:create': {
+      path: [hal('halMemCreate'), svm('vmm_malloc_pa'), svm('svm_module_mem_malloc')],
+    },
+    // halMemRelease drops one reference (vmm_free_pa); the pages go at zero, so while the memory is
+    // still mapped the free waits for the unmap, as aclrtFreePhysical documents.
+    'core:release': {
+      path: [rts('rtFreePhysical'), rts('NpuDriver::FreePhysical'), hal('halMemRelease'), svm('vmm_free_pa')],
+    },
+    'core:release > backend:release': { path: [] },
+    'core:map': { path: [rts('rtMapMem'), rts('NpuDriver::MapMem')] },
+    'backend:map': { path: [hal('halMemMap'), svm('vmm_mmap')] },
+    // One segment registered for the range. CANN's driver also builds the page tables here
+    // (svm_smm_client_map); vmmkit's device builds them at aclrtMemSetAccess, seen below.
+    // An imported handle goes through vmm_cross_app_mmap instead (not told apart here).
+    'backend:map > device:vm.bind': {
+      path: [svm('vmm_single_app_mmap')],
+      enter: [svm('svm_svmm_add_seg')],
+    },
+    'core:unmap': { path: [rts('rtUnmapMem'), rts('NpuDriver::UnmapMem')] },
+    // Segment removed and the reference dropped before the page tables go.
+    'backend:unmap': {
+      path: [hal('halMemUnmap'), svm('vmm_munmap')],
+      enter: [svm('svm_svmm_del_seg'), svm('vmm_free_pa')],
+    },
+    'backend:unmap > device:pte.clear': { path: [svm('svm_smm_client_unmap')] },
+    // A free deferred to this unmap completes inside vmm_free_pa above.
+    'core:unmap > backend:release': { path: [] },
+    'core:setAccess': { path: [rts('rtMemSetAccess'), rts('NpuDriver::MemSetAccess')] },
+    'backend:setAccess': { path: [hal('halMemSetAccess')] },
+    'core:retain': { path: [rts('rtMemRetainAllocationHandle')] },
+    'core:exportShareable': {
+      path: [rts('rtMemExportToShareableHandle'), rts('NpuDriver::ExportToShareableHandle')],
+    },
+    'backend:exportShareable': { path: [hal('halMemExportToShareableHandle')] },
+    'core:allowImport': {
+      path: [rts('rtMemSetPidToShareableHandle'), rts('NpuDriver::SetPidToShareableHandle')],
+    },
+    'backend:allowImport': { path: [hal('halMemSetPidToShareableHandle')] },
+    'core:importShareable': {
+      path: [rts('rtMemImportFromShareableHandle'), rts('NpuDriver::ImportFromShareableHandle')],
+    },
+    'backend:importShareable': { path: [hal('halMemImportFromShareableHandle')] },
+    'flavor:aclrtMemGetAccess': {
+      path: [frameOf('acl')('aclrtMemGetAccess')],
+      enter: [[rts('rtMemGetAccess'), rts('NpuDriver::MemGetAccess'), hal('halMemGetAccess')]],
+    },
+    'flavor:aclrtMemGetAllocationGranularity': {
+      path: [frameOf('acl')('aclrtMemGetAllocationGranularity')],
+      enter: [
+        [
+          rts('rtMemGetAllocationGranularity'),
+          rts('NpuDriver::GetAllocationGranularity'),
+          hal('halMemGetAllocationGranularity'),
+        ],
+      ],
+    },
+    // The one-step path: halMemAlloc reserves, allocates and maps in one driver call. The runtime's
+    // frames between rtMalloc and halMemAlloc differ by memory type and are not named here.
+    'core:malloc': { path: [rts('rtMalloc'), hal('halMemAlloc')], opaque: true },
+    'core:mfree': { path: [rts('rtFree'), hal('halMemFree')], opaque: true },
+  },
+};
+const FLAGS = {
+  [Access.None]: 'ACL_RT_MEM_ACCESS_FLAGS_NONE',
+  [Access.Read]: 'ACL_RT_MEM_ACCESS_FLAGS_READ',
+  [Access.ReadWrite]: 'ACL_RT_MEM_ACCESS_FLAGS_READWRITE',
+};
+/**
+ * The state in ACL's words: reserved virtual address ranges (virPtr), the
+ * physical handles (aclrtDrvMemHandle) mapped into them, and each handle's
+ * references. A handle freed while mapped is still listed (0 handle
+ * references) until its last unmap, as aclrtFreePhysical defers the free.
+ */
+export function formatAclState(d) {
+  return renderState(d, {
+    process: (x) => `ACL process ${x.pid} (${devicesOf(x)})`,
+    reservation: (r) => `virtual address range ${hex(r.base)} +${hex(r.size)} (aclrtReserveMemAddress)`,
+    mapping: (m, access) =>
+      `mapped ${hex(m.va)} +${hex(m.size)} -> aclrtDrvMemHandle ${hex(m.handle)} (offset ${hex(m.offset)}); ${access}`,
+    oneStep: (r, access) => `aclrtMalloc memory ${hex(r.base)} +${hex(r.size)}; ${access}`,
+    allocation: (a, at) =>
+      `aclrtDrvMemHandle ${hex(a.handle)}: ${hex(a.size)} physical on ${placeOf(a.location)}` +
+      `${a.origin === 'imported' ? ', imported' : ''}; ${a.handleRefs} handle reference${a.handleRefs === 1 ? '' : 's'}, ` +
+      `${a.mapRefs} mapping${a.mapRefs === 1 ? '' : 's'}` +
+      (a.handleRefs === 0 ? ' (freed; goes at the last unmap)' : '') +
+      (at.length > 0 ? `; mapped at ${at.map(hex).join(', ')}` : ''),
+    access: (a) => FLAGS[a],
+  });
+}
+/** ACL's table for a process on `backend` (on the real NVIDIA driver the primitives are libcuda calls). */
+export function aclLayers(backend) {
+  return layersFor(ACL_LAYERS, backend);
+}
+export const ACL_VIEW = { layers: ACL_LAYERS, formatState: formatAclState };
+//# sourceMappingURL=layers.js.map

@@ -1,0 +1,78 @@
+/**
+ * Argument conversion shared by the C-shaped flavours. C callers pass 64-bit
+ * integers; here they arrive as bigint or number and become plain numbers
+ * (or -1 when no valid non-negative integer below 2^53 was given, which no
+ * rule accepts).
+ */
+import { isWritableBox } from './untrusted.js';
+
+const MAX = BigInt(Number.MAX_SAFE_INTEGER);
+/** A non-negative integer argument as a number, or -1 if it is not one. */
+export function toCount(x) {
+  if (typeof x === 'number') return Number.isSafeInteger(x) && x >= 0 ? x : -1;
+  if (typeof x === 'bigint') {
+    // Exact: any bigint above 2^53 - 1 converts to 2^53 or more.
+    const n = Number(x);
+    return n >= 0 && n <= Number.MAX_SAFE_INTEGER ? n : -1;
+  }
+  return -1;
+}
+/** A C int argument (may be negative), or NaN if it is not an integer. */
+export function toInt(x) {
+  if (typeof x === 'number') return Number.isInteger(x) ? x : Number.NaN;
+  if (typeof x === 'bigint') return x >= -MAX && x <= MAX ? Number(x) : Number.NaN;
+  return Number.NaN;
+}
+/** True for a usable out-parameter (C's non-NULL pointer) that the call can write (Note [Untrusted arguments]). */
+export const isBox = isWritableBox;
+/** True for a struct argument that is present (C's non-NULL struct pointer). */
+export function isStruct(x) {
+  return typeof x === 'object' && x !== null;
+}
+export { isPowerOfTwo } from '../../util/integers.js';
+export {
+  ACCESS_DESC_SHAPE,
+  ALLOCATION_PROP_SHAPE,
+  hostBytes,
+  isHostBuffer,
+  LOCATION_SHAPE,
+  MAX_LIST_LENGTH,
+  probeBox,
+  readArrayLike,
+  readFields,
+  readList,
+  readStruct,
+  show,
+  writeBox,
+  writeBoxes,
+} from './untrusted.js';
+/**
+ * Converts device addresses (or handles) between the API's bigint and
+ * core's number, remembering the last pair. Note [Address memo]: the commonest pointer
+ * argument is the one the previous call returned (reserve, then map, set
+ * access, unmap and free at that address), and each conversion costs about
+ * as much as a map lookup, so one remembered pair removes most of them.
+ * Per flavour instance: no module state.
+ */
+export class BigIntMemo {
+  #big = -1n;
+  #num = -1;
+  toBigInt(n) {
+    if (n !== this.#num) {
+      this.#num = n;
+      this.#big = BigInt(n);
+    }
+    return this.#big;
+  }
+  /** Like toCount. */
+  toNumber(x) {
+    if (x === this.#big) return this.#num;
+    const n = toCount(x);
+    if (n >= 0 && typeof x === 'bigint') {
+      this.#big = x;
+      this.#num = n;
+    }
+    return n;
+  }
+}
+//# sourceMappingURL=args.js.map

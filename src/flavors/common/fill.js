@@ -1,0 +1,42 @@
+import { Access } from '../../core/types.js';
+/**
+ * Fill `count` elements of `width` bytes at va with `value` (little-endian,
+ * truncated to the width, as C's unsigned short / unsigned int). A value
+ * whose bytes are all equal is core's fill; any other is one write of the
+ * pattern, which core checks whole before it writes a byte, so a refused
+ * call writes nothing. Above 64 MiB the pattern is written in 1 MiB pieces
+ * after checking that every byte is mapped and writable by `device`.
+ */
+export function fillWide(runtime, device, va, value, count, width) {
+  const v = width === 2 ? value & 0xffff : value >>> 0;
+  const bytes = [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, (v >>> 24) & 0xff].slice(0, width);
+  const total = count * width;
+  if (bytes.every((b) => b === bytes[0])) {
+    runtime.fill(device, va, bytes[0] ?? 0, total);
+    return;
+  }
+  const pattern = (n) => {
+    const out = new Uint8Array(n);
+    for (let i = 0; i < n; i++) out[i] = bytes[i % width] ?? 0;
+    return out;
+  };
+  if (total <= WHOLE_PATTERN_LIMIT) {
+    runtime.write(device, va, pattern(total));
+    return;
+  }
+  // Every byte mapped and writable, or core's own refusal (a fill of a range it refuses writes nothing).
+  for (let at = va, m = runtime.mappingAt(va); at < va + total; m = m && runtime.nextMapping(m)) {
+    if (m === undefined || m.va > at || (m.accessOf(device) & Access.ReadWrite) !== Access.ReadWrite) {
+      runtime.fill(device, va, 0, total);
+      throw new RangeError('a range core accepted was not mapped writable');
+    }
+    at = m.end;
+  }
+  const piece = pattern(1 << 20);
+  for (let at = 0; at < total; at += piece.length) {
+    const n = Math.min(piece.length, total - at);
+    runtime.write(device, va + at, n === piece.length ? piece : piece.subarray(0, n));
+  }
+}
+const WHOLE_PATTERN_LIMIT = 64 * 1024 * 1024;
+//# sourceMappingURL=fill.js.map

@@ -1,0 +1,93 @@
+/** The CUDA driver API's numbers, under their C names (cuda.h). */
+export const CUDA_SUCCESS = 0;
+export const CUDA_ERROR_INVALID_VALUE = 1;
+export const CUDA_ERROR_OUT_OF_MEMORY = 2;
+export const CUDA_ERROR_NOT_INITIALIZED = 3;
+export const CUDA_ERROR_DEINITIALIZED = 4;
+export const CUDA_ERROR_NO_DEVICE = 100;
+export const CUDA_ERROR_INVALID_DEVICE = 101;
+export const CUDA_ERROR_INVALID_IMAGE = 200;
+export const CUDA_ERROR_INVALID_CONTEXT = 201;
+export const CUDA_ERROR_ALREADY_MAPPED = 208;
+export const CUDA_ERROR_NOT_MAPPED = 211;
+export const CUDA_ERROR_INVALID_HANDLE = 400;
+export const CUDA_ERROR_NOT_FOUND = 500;
+export const CUDA_ERROR_NOT_READY = 600;
+export const CUDA_ERROR_ILLEGAL_ADDRESS = 700;
+export const CUDA_ERROR_NOT_PERMITTED = 800;
+export const CUDA_ERROR_NOT_SUPPORTED = 801;
+export const CUDA_ERROR_UNKNOWN = 999;
+/** CUresult -> [name, the driver's description], as cuGetErrorName / cuGetErrorString give them. */
+export const CUDA_RESULTS = new Map([
+  [CUDA_SUCCESS, ['CUDA_SUCCESS', 'no error']],
+  [CUDA_ERROR_INVALID_VALUE, ['CUDA_ERROR_INVALID_VALUE', 'invalid argument']],
+  [CUDA_ERROR_OUT_OF_MEMORY, ['CUDA_ERROR_OUT_OF_MEMORY', 'out of memory']],
+  [CUDA_ERROR_NOT_INITIALIZED, ['CUDA_ERROR_NOT_INITIALIZED', 'initialization error']],
+  [CUDA_ERROR_DEINITIALIZED, ['CUDA_ERROR_DEINITIALIZED', 'driver shutting down']],
+  [CUDA_ERROR_NO_DEVICE, ['CUDA_ERROR_NO_DEVICE', 'no CUDA-capable device is detected']],
+  [CUDA_ERROR_INVALID_DEVICE, ['CUDA_ERROR_INVALID_DEVICE', 'invalid device ordinal']],
+  [CUDA_ERROR_INVALID_IMAGE, ['CUDA_ERROR_INVALID_IMAGE', 'device kernel image is invalid']],
+  [CUDA_ERROR_INVALID_CONTEXT, ['CUDA_ERROR_INVALID_CONTEXT', 'invalid device context']],
+  [CUDA_ERROR_ALREADY_MAPPED, ['CUDA_ERROR_ALREADY_MAPPED', 'resource already mapped']],
+  [CUDA_ERROR_NOT_MAPPED, ['CUDA_ERROR_NOT_MAPPED', 'resource not mapped']],
+  [CUDA_ERROR_INVALID_HANDLE, ['CUDA_ERROR_INVALID_HANDLE', 'invalid resource handle']],
+  [CUDA_ERROR_NOT_FOUND, ['CUDA_ERROR_NOT_FOUND', 'named symbol not found']],
+  [CUDA_ERROR_NOT_READY, ['CUDA_ERROR_NOT_READY', 'device not ready']],
+  [CUDA_ERROR_ILLEGAL_ADDRESS, ['CUDA_ERROR_ILLEGAL_ADDRESS', 'an illegal memory access was encountered']],
+  [CUDA_ERROR_NOT_PERMITTED, ['CUDA_ERROR_NOT_PERMITTED', 'operation not permitted']],
+  [CUDA_ERROR_NOT_SUPPORTED, ['CUDA_ERROR_NOT_SUPPORTED', 'operation not supported']],
+  [CUDA_ERROR_UNKNOWN, ['CUDA_ERROR_UNKNOWN', 'unknown error']],
+]);
+// CUmemAllocationType
+export const CU_MEM_ALLOCATION_TYPE_INVALID = 0;
+export const CU_MEM_ALLOCATION_TYPE_PINNED = 1;
+// CUmemLocationType
+export const CU_MEM_LOCATION_TYPE_INVALID = 0;
+export const CU_MEM_LOCATION_TYPE_DEVICE = 1;
+export const CU_MEM_LOCATION_TYPE_HOST = 2;
+export const CU_MEM_LOCATION_TYPE_HOST_NUMA = 3;
+export const CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4;
+// CUmemAllocationHandleType
+export const CU_MEM_HANDLE_TYPE_NONE = 0;
+export const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
+export const CU_MEM_HANDLE_TYPE_WIN32 = 2;
+export const CU_MEM_HANDLE_TYPE_WIN32_KMT = 4;
+export const CU_MEM_HANDLE_TYPE_FABRIC = 8;
+// CUmemAccess_flags
+export const CU_MEM_ACCESS_FLAGS_PROT_NONE = 0;
+export const CU_MEM_ACCESS_FLAGS_PROT_READ = 1;
+export const CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
+// CUmemAllocationGranularity_flags
+export const CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
+export const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
+// cuStreamCreate flags
+export const CU_STREAM_DEFAULT = 0;
+export const CU_STREAM_NON_BLOCKING = 1;
+/** Special CUstream handles, valid wherever a CUstream is taken (cuda.h). */
+export const CU_STREAM_LEGACY = 0x1n;
+export const CU_STREAM_PER_THREAD = 0x2n;
+/** The driver version the simulator reports (CUDA 13.0, as driver 580 on the H200). */
+export const SIMULATED_DRIVER_VERSION = 13000;
+/** CUdevice_attribute (cuda.h): the ones vmmkit answers (attributes.ts). */
+export const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+export const CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20;
+export const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+export const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+export const CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102;
+export const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103;
+export const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED = 104;
+export const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED = 105;
+export const CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED = 107;
+export const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110;
+export const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 116;
+export const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED = 128;
+/** One past the last attribute of CUDA 13's cuda.h (CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED = 143). */
+export const CU_DEVICE_ATTRIBUTE_MAX = 144;
+/** CUcomputemode */
+export const CU_COMPUTE_MODE_DEFAULT = 0;
+/** CUstreamCaptureStatus and CUstreamCaptureMode */
+export const CU_STREAM_CAPTURE_STATUS_NONE = 0;
+export const CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+export const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+export const CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+//# sourceMappingURL=constants.js.map

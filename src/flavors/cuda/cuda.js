@@ -1,0 +1,1077 @@
+import { isVmmError } from '../../core/errors.js';
+import { instrument } from '../../core/trace.js';
+import { Access } from '../../core/types.js';
+import { isMultipleOf } from '../../util/integers.js';
+import {
+  ALLOCATION_PROP_SHAPE,
+  BigIntMemo,
+  hostBytes,
+  isBox,
+  isPowerOfTwo,
+  isStruct,
+  LOCATION_SHAPE,
+  MAX_LIST_LENGTH,
+  readStruct,
+  toCount,
+  toInt,
+  writeBox,
+  writeBoxes,
+} from '../common/args.js';
+import { fillWide } from '../common/fill.js';
+import { VendorProcess } from '../common/process.js';
+import { deviceAttribute, isDeviceAttribute } from './attributes.js';
+import * as C from './constants.js';
+import { CUDA_ERROR_TABLE } from './error-table.js';
+import { cudaLayers } from './layers.js';
+
+const ACCESS_FLAGS = new Set([
+  C.CU_MEM_ACCESS_FLAGS_PROT_NONE,
+  C.CU_MEM_ACCESS_FLAGS_PROT_READ,
+  C.CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+]);
+const WINDOWS_HANDLE_TYPES = C.CU_MEM_HANDLE_TYPE_WIN32 | C.CU_MEM_HANDLE_TYPE_WIN32_KMT;
+/** NUMA nodes of the simulated host (CU_MEM_LOCATION_TYPE_HOST_NUMA ids 0 to this - 1). */
+const HOST_NUMA_NODES = 1;
+/** Context handles are opaque; these are deterministic per device. */
+const CONTEXT_BASE = 0xc00000n;
+const STREAM_BASE = 0x50000n;
+/** The function names of the CUDA flavour (for tracing, parity and documentation). */
+export const CUDA_FUNCTIONS = [
+  'cuInit',
+  'cuDriverGetVersion',
+  'cuDeviceGet',
+  'cuDeviceGetCount',
+  'cuDeviceGetName',
+  'cuDeviceTotalMem',
+  'cuDeviceGetAttribute',
+  'cuDevicePrimaryCtxRetain',
+  'cuDevicePrimaryCtxRelease',
+  'cuCtxSetCurrent',
+  'cuCtxGetCurrent',
+  'cuCtxGetDevice',
+  'cuCtxSynchronize',
+  'cuMemGetAllocationGranularity',
+  'cuMemAddressReserve',
+  'cuMemAddressFree',
+  'cuMemCreate',
+  'cuMemRelease',
+  'cuMemMap',
+  'cuMemUnmap',
+  'cuMemSetAccess',
+  'cuMemGetAccess',
+  'cuMemRetainAllocationHandle',
+  'cuMemGetAllocationPropertiesFromHandle',
+  'cuMemExportToShareableHandle',
+  'cuMemImportFromShareableHandle',
+  'cuMemAlloc',
+  'cuMemFree',
+  'cuMemGetInfo',
+  'cuMemcpyHtoD',
+  'cuMemcpyDtoH',
+  'cuMemcpyDtoD',
+  'cuMemcpyHtoDAsync',
+  'cuMemcpyDtoHAsync',
+  'cuMemcpyDtoDAsync',
+  'cuMemsetD8',
+  'cuMemsetD8Async',
+  'cuMemsetD16',
+  'cuMemsetD32',
+  'cuStreamCreate',
+  'cuStreamSynchronize',
+  'cuStreamDestroy',
+  'cuStreamIsCapturing',
+  'cuThreadExchangeStreamCaptureMode',
+  'cuGetErrorName',
+  'cuGetErrorString',
+];
+/**
+ * One process using the CUDA driver API: every method has the C name and
+ * argument order and returns the CUresult. Checks run in the driver's order
+ * and answer with the driver's codes; the work is done by core.
+ */
+export class CudaFlavor extends VendorProcess {
+  #initialized = false;
+  /** Set by dispose(): the process is gone (Note [CUDA after dispose]). */
+  #gone = false;
+  /** Primary contexts retained, per device ordinal: retain count. */
+  #primaryRefs;
+  /** The calling thread's current context: a device ordinal, or -1. */
+  #current = -1;
+  /** The calling thread's stream capture mode (cuThreadExchangeStreamCaptureMode). */
+  #captureMode = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
+  #streams = new Map();
+  #props = new Map();
+  #descriptors = new DescriptorCache();
+  #addresses = new BigIntMemo();
+  #handleMemo = new BigIntMemo();
+  /** The allocation whose handle the flavour handed out last (Note [Last handle]). */
+  #lastAllocation;
+  /** CUDA mappings core holds as several pieces, by piece (Note [Mappings past a reservation's end]). */
+  #spans = new Map();
+  /** Reservations the flavour made for spans; the program never sees them. */
+  #hidden = new Set();
+  /** allocFlags given at cuMemCreate, when any is set: core does not interpret them, the driver reports them. */
+  #allocFlags = new WeakMap();
+  constructor(options = {}) {
+    super(options, {
+      vendor: 'CUDA',
+      table: CUDA_ERROR_TABLE,
+      success: C.CUDA_SUCCESS,
+      unknown: C.CUDA_ERROR_UNKNOWN,
+    });
+    this.#primaryRefs = this.runtime.devices.map(() => 0);
+    if (options.tracer)
+      instrument(
+        this,
+        'flavor',
+        options.tracer,
+        [...CUDA_FUNCTIONS, 'dispose'],
+        cudaLayers(this.runtime.backend.kind),
+      );
+  }
+  /**
+   * End the process (Note [CUDA after dispose]): everything it holds goes, and
+   * every later call answers CUDA_ERROR_DEINITIALIZED. Never throws.
+   */
+  dispose() {
+    this.#gone = true;
+    this.#initialized = false;
+    this.#current = -1;
+    super.dispose();
+  }
+  // --- initialisation, devices, contexts ---------------------------------------------
+  cuInit(flags) {
+    if (this.#gone) return C.CUDA_ERROR_DEINITIALIZED;
+    if (toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    this.#initialized = true;
+    return C.CUDA_SUCCESS;
+  }
+  cuDriverGetVersion(version) {
+    if (!isBox(version)) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(version, C.SIMULATED_DRIVER_VERSION) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuDeviceGet(device, ordinal) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!this.runtime.isDevice(toInt(ordinal))) return C.CUDA_ERROR_INVALID_DEVICE;
+    return writeBox(device, toInt(ordinal)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuDeviceGetCount(count) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(count)) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(count, this.runtime.devices.length) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuDeviceGetName(name, len, dev) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(name) || toInt(len) <= 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!this.runtime.isDevice(toInt(dev))) return C.CUDA_ERROR_INVALID_DEVICE;
+    // The C call writes at most len - 1 characters and a terminating NUL.
+    return writeBox(name, this.runtime.devices[toInt(dev)].name.slice(0, toInt(len) - 1))
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuDeviceTotalMem(bytes, dev) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(bytes)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!this.runtime.isDevice(toInt(dev))) return C.CUDA_ERROR_INVALID_DEVICE;
+    return writeBox(bytes, this.runtime.devices[toInt(dev)].totalMemory)
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  /** A device attribute (Note [Device attributes]); one cuda.h defines but vmmkit does not know is INVALID_VALUE. */
+  cuDeviceGetAttribute(pi, attrib, dev) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(pi)) return C.CUDA_ERROR_INVALID_VALUE;
+    const a = typeof attrib === 'number' ? attrib : Number.NaN;
+    if (!isDeviceAttribute(a)) return C.CUDA_ERROR_INVALID_VALUE;
+    const d = toInt(dev);
+    if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
+    const value = deviceAttribute(this.runtime.devices[d].name, a);
+    if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(pi, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuDevicePrimaryCtxRetain(ctx, dev) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
+    const d = toInt(dev);
+    if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
+    if (!writeBox(ctx, contextHandle(d))) return C.CUDA_ERROR_INVALID_VALUE;
+    this.#primaryRefs[d]++;
+    return C.CUDA_SUCCESS;
+  }
+  cuDevicePrimaryCtxRelease(dev) {
+    if (!this.#initialized) return this.#uninitialized();
+    const d = toInt(dev);
+    if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
+    if (this.#primaryRefs[d] === 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    this.#primaryRefs[d]--;
+    return C.CUDA_SUCCESS;
+  }
+  cuCtxSetCurrent(ctx) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (ctx === null || ctx === 0 || ctx === 0n) {
+      this.#current = -1;
+      return C.CUDA_SUCCESS;
+    }
+    // A context handle as a bigint or a number (the types say both).
+    const d =
+      typeof ctx === 'bigint'
+        ? Number(ctx - CONTEXT_BASE)
+        : typeof ctx === 'number' && Number.isSafeInteger(ctx)
+          ? ctx - Number(CONTEXT_BASE)
+          : Number.NaN;
+    if (!this.runtime.isDevice(d) || this.#primaryRefs[d] === 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    this.#current = d;
+    return C.CUDA_SUCCESS;
+  }
+  cuCtxGetCurrent(ctx) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(ctx, this.#current === -1 ? 0n : contextHandle(this.#current))
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuCtxGetDevice(device) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(device, this.#current) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuCtxSynchronize() {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    return this.codes.run(() => this.runtime.synchronize(this.#current));
+  }
+  // --- virtual memory management ---------------------------------------------------------
+  cuMemGetAllocationGranularity(granularity, prop, option) {
+    if (!this.#initialized) return this.#uninitialized();
+    const copy = readStruct(prop, ALLOCATION_PROP_SHAPE);
+    if (!isBox(granularity) || copy === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    const opt = toInt(option);
+    if (opt !== C.CU_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    // The driver checks only the option: a bad device id, allocation type, location type or handle
+    // type still answers 0 with the granularity (granularity.badDeviceId, .badAllocationType,
+    // .badLocationType, .withHandleTypes, .hostNuma). The device named, else the current one, decides.
+    const loc = copy.location;
+    const named =
+      isStruct(loc) && loc.type === C.CU_MEM_LOCATION_TYPE_DEVICE && this.runtime.isDevice(loc.id);
+    const d = this.runtime.devices[named ? loc.id : Math.max(this.#current, 0)];
+    const value =
+      opt === C.CU_MEM_ALLOC_GRANULARITY_MINIMUM ? d.minimumGranularity : d.recommendedGranularity;
+    return writeBox(granularity, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuMemAddressReserve(ptr, size, alignment, addr, flags) {
+    if (!this.#initialized) return this.#uninitialized();
+    const n = toCount(size);
+    const align = toCount(alignment);
+    // Not through the address memo: the hint (usually 0) would displace the pointer about to be returned.
+    const hint = toCount(addr);
+    const g = this.runtime.vaGranularity;
+    if (!isBox(ptr) || align < 0 || hint < 0 || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (align !== 0 && !isPowerOfTwo(align)) return C.CUDA_ERROR_INVALID_VALUE;
+    // A size past 2^53 that is a multiple of the granularity is simply too much VA (reserve.enormous2pow62).
+    if (n < 0) return isLargeMultiple(size, g) ? C.CUDA_ERROR_OUT_OF_MEMORY : C.CUDA_ERROR_INVALID_VALUE;
+    if (n === 0 || !isMultipleOf(n, g)) return C.CUDA_ERROR_INVALID_VALUE;
+    // Documented as "a hint only", but a hint not aligned to the granularity, or to a larger requested
+    // alignment, is refused (reserve.hintMisaligned, reserve.hintWithAlignment).
+    if (hint !== 0 && !isMultipleOf(hint, Math.max(align, g))) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      const options = align === 0 && hint === 0 ? NO_RESERVE_OPTIONS : { alignment: align, hint };
+      const r = this.runtime.reserve(n, options);
+      if (writeBox(ptr, this.#addresses.toBigInt(r.base))) return C.CUDA_SUCCESS;
+      this.runtime.free(r);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemAddressFree(ptr, size) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = this.#addresses.toNumber(ptr);
+    const n = toCount(size);
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.size !== n || r.origin !== 'vmm' || this.#isHidden(r))
+      return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      this.runtime.free(r);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemCreate(handle, size, prop, flags) {
+    if (!this.#initialized) return this.#uninitialized();
+    // One read of each field, into a plain copy (Note [Untrusted arguments]).
+    const copy = readStruct(prop, ALLOCATION_PROP_SHAPE);
+    if (!isBox(handle) || copy === undefined || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const checked = this.#checkProp(copy);
+    if (typeof checked === 'number') return checked;
+    const n = toCount(size);
+    const g =
+      this.runtime.devices[checked.location.type === 'device' ? checked.location.id : 0].minimumGranularity;
+    if (n <= 0 || !isMultipleOf(n, g)) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      const a = this.runtime.create(n, checked);
+      const f = copy.allocFlags;
+      if (isStruct(f) && (f.compressionType || f.gpuDirectRDMACapable || f.usage)) {
+        // Reported back by cuMemGetAllocationPropertiesFromHandle (create.gpuDirectRDMACapable).
+        this.#allocFlags.set(a, {
+          compressionType: toInt(f.compressionType ?? 0) || 0,
+          gpuDirectRDMACapable: toInt(f.gpuDirectRDMACapable ?? 0) || 0,
+          usage: toInt(f.usage ?? 0) || 0,
+        });
+      }
+      if (writeBox(handle, this.#handleValue(a))) return C.CUDA_SUCCESS;
+      this.runtime.release(a);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemRelease(handle) {
+    if (!this.#initialized) return this.#uninitialized();
+    // The driver crashes on a bogus or dead handle (release.bogusHandles); we answer INVALID_VALUE.
+    const a = this.#allocation(handle);
+    if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      this.runtime.release(a);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemMap(ptr, size, offset, handle, flags) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = this.#addresses.toNumber(ptr);
+    const n = toCount(size);
+    const off = toCount(offset);
+    if (va <= 0 || n <= 0 || off < 0 || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const a = this.#allocation(handle);
+    if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    // The driver maps whole allocations only.
+    if (off !== 0 || n !== a.size) return C.CUDA_ERROR_NOT_SUPPORTED;
+    if (this.#hidden.size === 0) {
+      // Note [Core first]: a map inside one reservation is core's map exactly.
+      try {
+        this.runtime.map(va, n, a, 0);
+        return C.CUDA_SUCCESS;
+      } catch (e) {
+        if (!isKind(e, 'not-reserved')) return this.codes.code(e);
+      }
+    }
+    // Only the start must lie in a reservation the program made (map.outsideAnyReservation,
+    // alloc.mapOverAllocPointer); the rest may run past its end (Note [Mappings past a reservation's end]).
+    const r = this.runtime.reservationContaining(va);
+    if (r === undefined || r.origin !== 'vmm' || this.#isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      if (va + n <= r.end) this.runtime.map(va, n, a, 0);
+      else return this.#mapAcross(va, n, a);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemUnmap(ptr, size) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = this.#addresses.toNumber(ptr);
+    const n = toCount(size);
+    if (va <= 0 || n < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const end = va + n;
+    if (this.#spans.size === 0) {
+      // Note [Core first]: whole mappings, no hole, none of cuMemAlloc's: core's unmap exactly.
+      try {
+        this.runtime.unmap(va, n);
+        return C.CUDA_SUCCESS;
+      } catch (e) {
+        if (!isKind(e, 'not-mapped')) return this.codes.code(e);
+      }
+    }
+    try {
+      // One whole mapping that is no span's piece.
+      const one = this.runtime.mappingAt(va);
+      if (
+        one !== undefined &&
+        one.va === va &&
+        one.end === end &&
+        one.reservation.origin === 'vmm' &&
+        (this.#spans.size === 0 || !this.#spans.has(one))
+      ) {
+        this.runtime.unmap(va, n);
+        return C.CUDA_SUCCESS;
+      }
+      // Only an address outside every reservation (unmap.unreserved) or in cuMemAlloc memory
+      // (alloc.unmapOnAllocPointer) is refused up front.
+      const r = this.runtime.reservationContaining(va);
+      if (r === undefined || r.origin !== 'vmm' || this.#isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
+      // The driver unmaps every mapping inside the range and tolerates holes, ranges with nothing
+      // mapped (even misaligned ones) and a second unmap: all 0 (unmap.rangeWithHole, unmap.twice,
+      // unmap.reservedUnmapped, unmap.misalignedInReservedUnmapped, unmap.sizeLargerThanMapping).
+      // It refuses only to split a mapping, size 0 at a mapping included (unmap.partOfMapping,
+      // unmap.startMidMapping, unmap.sizeZero, unmap.misaligned).
+      const found = this.runtime.mappingsIn(va, Math.max(n, 1));
+      const mappings = this.#spans.size === 0 ? found : this.#withWholeSpans(found);
+      // cuMemAlloc memory is never unmapped by cuMemUnmap, even when the range reaches it.
+      for (const m of mappings)
+        if (m.va < va || m.end > end || m.reservation.origin !== 'vmm') return C.CUDA_ERROR_INVALID_VALUE;
+      if (mappings.length === 0) return C.CUDA_SUCCESS;
+      this.#unmapRuns(mappings);
+      if (this.#spans.size !== 0) this.#forgetSpans(mappings);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemSetAccess(ptr, size, desc, count) {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = this.#addresses.toNumber(ptr);
+    const n = toCount(size);
+    const k = toCount(count);
+    if (va <= 0 || n <= 0 || k <= 0 || k > MAX_LIST_LENGTH) return C.CUDA_ERROR_INVALID_VALUE;
+    let descriptors = [];
+    let forHost = false;
+    // Each field of the caller's list is read once, into locals, and a throwing read is a bad
+    // argument (Note [Untrusted arguments]); no copy is allocated on this hot path.
+    let flags;
+    let type;
+    let id;
+    try {
+      if (!Array.isArray(desc) || !(desc.length >= k)) return C.CUDA_ERROR_INVALID_VALUE;
+    } catch {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    for (let i = 0; i < k; i++) {
+      try {
+        const d = desc[i];
+        if (!isStruct(d)) return C.CUDA_ERROR_INVALID_VALUE;
+        const { location } = d;
+        flags = d.flags;
+        if (!isStruct(location)) return C.CUDA_ERROR_INVALID_VALUE;
+        type = location.type;
+        id = location.id;
+      } catch {
+        return C.CUDA_ERROR_INVALID_VALUE;
+      }
+      if (!ACCESS_FLAGS.has(flags)) return C.CUDA_ERROR_INVALID_VALUE;
+      if (type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+        forHost = true;
+        continue;
+      }
+      if (type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
+      // A bad device id is INVALID_VALUE here, not INVALID_DEVICE (setAccess.badDeviceId).
+      if (!this.runtime.isDevice(id)) return C.CUDA_ERROR_INVALID_VALUE;
+      const one = this.#descriptors.get(id, flags);
+      descriptors = k === 1 ? one : [...descriptors, one[0]];
+    }
+    if (this.#spans.size === 0 && !forHost) {
+      // Note [Core first]: whole mappings with no hole, none of cuMemAlloc's: core's setAccess exactly.
+      try {
+        this.runtime.setAccess(va, n, descriptors);
+        return C.CUDA_SUCCESS;
+      } catch (e) {
+        if (!isKind(e, 'not-mapped')) return this.codes.code(e);
+      }
+    }
+    const end = va + n;
+    const first = this.runtime.mappingAt(va);
+    if (first === undefined || first.va !== va || first.reservation.origin !== 'vmm')
+      return C.CUDA_ERROR_INVALID_VALUE;
+    let reach = first.end;
+    if (reach !== end || this.#spans.size !== 0) {
+      // The range must start at a mapping's start and end at a mapping's end; holes between are
+      // accepted, but only the mappings before the first hole get access (setAccess.rangeWithHole,
+      // setAccess.holeInMiddleOfThree, setAccess.rangeStartingInHole, setAccess.rangeEndingInUnmapped).
+      const last = this.runtime.mappingAt(end - 1);
+      if (last === undefined || last.end !== end) return C.CUDA_ERROR_INVALID_VALUE;
+      if (this.#spans.size !== 0) {
+        const firstSpan = this.#spans.get(first);
+        const lastSpan = this.#spans.get(last);
+        if (firstSpan !== undefined && firstSpan.pieces[0] !== first) return C.CUDA_ERROR_INVALID_VALUE;
+        if (lastSpan !== undefined && lastSpan.pieces[lastSpan.pieces.length - 1] !== last)
+          return C.CUDA_ERROR_INVALID_VALUE;
+      }
+      for (let m = first; m !== undefined && m.end < end; ) {
+        m = this.runtime.nextMapping(m);
+        if (m !== undefined) reach = m.end;
+      }
+    }
+    if (forHost) {
+      // A host location is not supported on device memory (setAccess.locationHost) and changes
+      // nothing on host memory (setAccess.hostAllocationHostLocation).
+      for (let m = first; m !== undefined && m.va < reach; m = this.runtime.nextMapping(m)) {
+        if (m.allocation.props.location.type === 'device') return C.CUDA_ERROR_NOT_SUPPORTED;
+      }
+      if (descriptors.length === 0) return C.CUDA_SUCCESS;
+    }
+    try {
+      this.runtime.setAccess(va, reach - va, descriptors);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemGetAccess(flags, location, ptr) {
+    if (!this.#initialized) return this.#uninitialized();
+    const loc = readStruct(location, LOCATION_SHAPE);
+    if (!isBox(flags) || loc === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    const type = loc.type;
+    const host = type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    if (!host && type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!host && !this.runtime.isDevice(loc.id)) return C.CUDA_ERROR_INVALID_DEVICE;
+    const m = this.runtime.mappingAt(this.#addresses.toNumber(ptr));
+    if (m === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    if (m.reservation.origin === 'malloc') {
+      // cuMemAlloc memory is no VMM mapping: 0 with no flags (getAccess.cuMemAllocPointer).
+      return writeBox(flags, C.CU_MEM_ACCESS_FLAGS_PROT_NONE) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    } else if (host) {
+      // The host answers read-write, on device and host memory alike, whatever was set
+      // (getAccess.hostLocation, setAccess.hostAllocationHostLocation).
+      return writeBox(flags, C.CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        ? C.CUDA_SUCCESS
+        : C.CUDA_ERROR_INVALID_VALUE;
+    } else {
+    }
+    return writeBox(flags, m.accessOf(loc.id)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuMemRetainAllocationHandle(handle, addr) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      const a = this.runtime.retain(this.#addresses.toNumber(addr));
+      if (writeBox(handle, this.#handleValue(a))) return C.CUDA_SUCCESS;
+      this.runtime.release(a);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemGetAllocationPropertiesFromHandle(prop, handle) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(prop)) return C.CUDA_ERROR_INVALID_VALUE;
+    const a = this.#allocation(handle);
+    if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    const { location, handleTypes } = a.props;
+    return writeBox(prop, {
+      type: C.CU_MEM_ALLOCATION_TYPE_PINNED,
+      // An imported handle reports no requested types (import.sameProcess).
+      requestedHandleTypes: a.origin === 'imported' ? C.CU_MEM_HANDLE_TYPE_NONE : handleTypes,
+      location: {
+        // Host memory reads back as HOST_NUMA, even when created as HOST (create.host).
+        type: location.type === 'device' ? C.CU_MEM_LOCATION_TYPE_DEVICE : C.CU_MEM_LOCATION_TYPE_HOST_NUMA,
+        id: location.id,
+      },
+      win32HandleMetaData: 0n,
+      allocFlags: { ...(this.#allocFlags.get(a) ?? NO_ALLOC_FLAGS) },
+    })
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  cuMemExportToShareableHandle(shareable, handle, handleType, flags) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(shareable) || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const a = this.#allocation(handle);
+    if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    const type = toInt(handleType);
+    if ((a.props.handleTypes & type) === 0 || type !== C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    try {
+      const fd = this.runtime.exportFd(a);
+      if (writeBox(shareable, fd)) return C.CUDA_SUCCESS;
+      this.#unexport(fd);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemImportFromShareableHandle(handle, osHandle, shHandleType) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (toInt(shHandleType) !== C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return C.CUDA_ERROR_INVALID_VALUE;
+    // A descriptor that is not open (or -1) gives UNKNOWN, through the error table's invalid-fd
+    // (import.bogusFd, import.afterFdClosed).
+    try {
+      const a = this.runtime.importFd(toCount(osHandle));
+      if (writeBox(handle, this.#handleValue(a))) return C.CUDA_SUCCESS;
+      this.runtime.release(a);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  // --- the one-step path --------------------------------------------------------------------
+  cuMemAlloc(dptr, bytesize) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const n = toCount(bytesize);
+    if (!isBox(dptr) || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      const r = this.runtime.malloc(this.#current, n);
+      if (writeBox(dptr, this.#addresses.toBigInt(r.base))) return C.CUDA_SUCCESS;
+      this.runtime.mfree(r.base);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemFree(dptr) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const va = this.#addresses.toNumber(dptr);
+    if (va === 0) return C.CUDA_SUCCESS;
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'malloc') return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      this.runtime.mfree(va);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuMemGetInfo(free, total) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    if (!isBox(free) || !isBox(total)) return C.CUDA_ERROR_INVALID_VALUE;
+    const info = this.runtime.memoryInfo(this.#current);
+    return writeBoxes(free, info.free, total, info.total) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  // --- copies and sets ------------------------------------------------------------------------
+  cuMemcpyHtoD(dstDevice, srcHost, byteCount) {
+    return this.#htod(dstDevice, srcHost, byteCount, 0n);
+  }
+  cuMemcpyDtoH(dstHost, srcDevice, byteCount) {
+    return this.#dtoh(dstHost, srcDevice, byteCount, 0n);
+  }
+  cuMemcpyDtoD(dstDevice, srcDevice, byteCount) {
+    return this.#dtod(dstDevice, srcDevice, byteCount, 0n);
+  }
+  cuMemcpyHtoDAsync(dstDevice, srcHost, byteCount, hStream) {
+    return this.#htod(dstDevice, srcHost, byteCount, hStream);
+  }
+  #htod(dstDevice, srcHost, byteCount, hStream) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const n = toCount(byteCount);
+    // The caller's bytes, by the view's internal slots (Note [Untrusted arguments]).
+    const bytes = hostBytes(srcHost);
+    if (bytes === undefined || n < 0 || n > bytes.length) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.#stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return this.codes.run(() =>
+      this.runtime.write(this.#current, this.#addresses.toNumber(dstDevice), bytes.subarray(0, n), stream),
+    );
+  }
+  cuMemcpyDtoHAsync(dstHost, srcDevice, byteCount, hStream) {
+    return this.#dtoh(dstHost, srcDevice, byteCount, hStream);
+  }
+  #dtoh(dstHost, srcDevice, byteCount, hStream) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const n = toCount(byteCount);
+    const bytes = hostBytes(dstHost);
+    if (bytes === undefined || n < 0 || n > bytes.length) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.#stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return this.codes.run(() =>
+      this.runtime.read(this.#current, this.#addresses.toNumber(srcDevice), bytes.subarray(0, n), stream),
+    );
+  }
+  cuMemcpyDtoDAsync(dstDevice, srcDevice, byteCount, hStream) {
+    return this.#dtod(dstDevice, srcDevice, byteCount, hStream);
+  }
+  #dtod(dstDevice, srcDevice, byteCount, hStream) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const n = toCount(byteCount);
+    if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.#stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return this.codes.run(() =>
+      this.runtime.copy(
+        this.#current,
+        this.#addresses.toNumber(dstDevice),
+        this.#addresses.toNumber(srcDevice),
+        n,
+        stream,
+      ),
+    );
+  }
+  cuMemsetD8(dstDevice, uc, n) {
+    return this.#memset(dstDevice, uc, n, 0n);
+  }
+  cuMemsetD8Async(dstDevice, uc, n, hStream) {
+    return this.#memset(dstDevice, uc, n, hStream);
+  }
+  /** N 16-bit values; the destination must be 2-byte aligned. */
+  cuMemsetD16(dstDevice, us, n) {
+    return this.#memsetWide(dstDevice, us, n, 2);
+  }
+  /** N 32-bit values; the destination must be 4-byte aligned. */
+  cuMemsetD32(dstDevice, ui, n) {
+    return this.#memsetWide(dstDevice, ui, n, 4);
+  }
+  /** cuMemsetD16 and D32: `count` elements of `width` bytes, little-endian, through core's write (or fill when every byte is the same). */
+  #memsetWide(dstDevice, value, n, width) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const count = toCount(n);
+    const va = this.#addresses.toNumber(dstDevice);
+    if (count < 0 || !Number.isInteger(value) || count * width > Number.MAX_SAFE_INTEGER)
+      return C.CUDA_ERROR_INVALID_VALUE;
+    if (va > 0 && va % width !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.codes.run(() => fillWide(this.runtime, this.#current, va, value, count, width));
+  }
+  #memset(dstDevice, uc, n, hStream) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const count = toCount(n);
+    if (count < 0 || !Number.isInteger(uc)) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.#stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return this.codes.run(() =>
+      this.runtime.fill(this.#current, this.#addresses.toNumber(dstDevice), uc, count, stream),
+    );
+  }
+  // --- streams -------------------------------------------------------------------------------------
+  cuStreamCreate(phStream, flags) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const f = toInt(flags);
+    if (!isBox(phStream) || (f !== C.CU_STREAM_DEFAULT && f !== C.CU_STREAM_NON_BLOCKING)) {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    try {
+      const id = this.runtime.createStream(this.#current);
+      const h = STREAM_BASE + BigInt(id);
+      if (!writeBox(phStream, h)) {
+        this.runtime.destroyStream(id);
+        return C.CUDA_ERROR_INVALID_VALUE;
+      }
+      this.#streams.set(h, id);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  cuStreamSynchronize(hStream) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const stream = this.#stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return this.codes.run(() =>
+      stream === 0 ? this.runtime.synchronize(this.#current) : this.runtime.synchronizeStream(stream),
+    );
+  }
+  cuStreamDestroy(hStream) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const stream = this.#stream(hStream);
+    if (stream <= 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    this.#streams.delete(BigInt(hStream));
+    return this.codes.run(() => this.runtime.destroyStream(stream));
+  }
+  /** Nothing captures in vmmkit: every valid stream answers CU_STREAM_CAPTURE_STATUS_NONE. */
+  cuStreamIsCapturing(hStream, captureStatus) {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    if (!isBox(captureStatus)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (this.#stream(hStream) < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return writeBox(captureStatus, C.CU_STREAM_CAPTURE_STATUS_NONE)
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
+  }
+  /**
+   * Swap the calling thread's capture mode: `mode.value` in, the previous
+   * mode out. No capture ever runs here, so the mode only round-trips, as a
+   * caching allocator's "relaxed while I allocate" guard expects.
+   */
+  cuThreadExchangeStreamCaptureMode(mode) {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(mode)) return C.CUDA_ERROR_INVALID_VALUE;
+    let wanted;
+    try {
+      wanted = mode.value;
+    } catch {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    if (
+      wanted !== C.CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      wanted !== C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      wanted !== C.CU_STREAM_CAPTURE_MODE_RELAXED
+    )
+      return C.CUDA_ERROR_INVALID_VALUE;
+    if (!writeBox(mode, this.#captureMode)) return C.CUDA_ERROR_INVALID_VALUE;
+    this.#captureMode = wanted;
+    return C.CUDA_SUCCESS;
+  }
+  // --- errors ----------------------------------------------------------------------------------------
+  cuGetErrorName(error, pStr) {
+    if (!isBox(pStr)) return C.CUDA_ERROR_INVALID_VALUE;
+    const entry = C.CUDA_RESULTS.get(toInt(error));
+    if (!writeBox(pStr, entry?.[0] ?? null)) return C.CUDA_ERROR_INVALID_VALUE;
+    return entry === undefined ? C.CUDA_ERROR_INVALID_VALUE : C.CUDA_SUCCESS;
+  }
+  cuGetErrorString(error, pStr) {
+    if (!isBox(pStr)) return C.CUDA_ERROR_INVALID_VALUE;
+    const entry = C.CUDA_RESULTS.get(toInt(error));
+    if (!writeBox(pStr, entry?.[1] ?? null)) return C.CUDA_ERROR_INVALID_VALUE;
+    return entry === undefined ? C.CUDA_ERROR_INVALID_VALUE : C.CUDA_SUCCESS;
+  }
+  // --- helpers -----------------------------------------------------------------------------------------
+  /** What a call answers before cuInit, and after dispose (Note [CUDA after dispose]). */
+  #uninitialized() {
+    return this.#gone ? C.CUDA_ERROR_DEINITIALIZED : C.CUDA_ERROR_NOT_INITIALIZED;
+  }
+  /**
+   * Take back an fd exported a moment ago whose box refused it: the fd is
+   * closed, so nothing stays held (the allocation's export count in core
+   * keeps the one, which no CUDA rule reads).
+   */
+  #unexport(fd) {
+    try {
+      this.runtime.backend.closeFd(fd);
+    } catch (e) {
+      this.report('could not close an fd whose box refused it', e);
+    }
+  }
+  /** Unmap these mappings (address order, none split), one core unmap per run of adjacent ones. */
+  #unmapRuns(mappings) {
+    for (let i = 0; i < mappings.length; ) {
+      const start = mappings[i].va;
+      let end = mappings[i].end;
+      for (i++; i < mappings.length && mappings[i].va === end; i++) end = mappings[i].end;
+      this.runtime.unmap(start, end - start);
+    }
+  }
+  #needContext() {
+    if (!this.#initialized) return this.#uninitialized();
+    return this.#current === -1 ? C.CUDA_ERROR_INVALID_CONTEXT : C.CUDA_SUCCESS;
+  }
+  /** Validate a CUmemAllocationProp in the driver's order; a CUresult if it is bad. */
+  #checkProp(prop) {
+    // Note [Property cache]: programs pass the same few properties over and over. The answer for a
+    // given (type, location, handle types) never changes in a process, so it is worked out once and
+    // kept, error codes included: allocations share one frozen properties object, and a create call
+    // allocates nothing to check its argument.
+    const loc = prop.location;
+    const t = prop.type;
+    const h = prop.requestedHandleTypes ?? 0;
+    if (
+      isStruct(loc) &&
+      isSmall(t, 16) &&
+      isSmall(h, 256) &&
+      isSmall(loc.type, 16) &&
+      isSmall(loc.id, 4096)
+    ) {
+      const key = ((t * 16 + loc.type) * 256 + h) * 4096 + loc.id;
+      let cached = this.#props.get(key);
+      if (cached === undefined) {
+        const parsed = this.#parseProp(prop);
+        this.#props.set(key, (cached = typeof parsed === 'number' ? parsed : Object.freeze(parsed)));
+      }
+      return cached;
+    }
+    return this.#parseProp(prop);
+  }
+  #parseProp(prop) {
+    if (prop.type !== C.CU_MEM_ALLOCATION_TYPE_PINNED) return C.CUDA_ERROR_INVALID_VALUE;
+    // A C enum: a number, never a bigint (issue 10 H).
+    const requested = prop.requestedHandleTypes ?? 0;
+    let types = typeof requested === 'number' ? toInt(requested) : Number.NaN;
+    if (!(types >= 0)) return C.CUDA_ERROR_INVALID_VALUE;
+    // Windows handles on Linux: INVALID_VALUE (create.handleTypeWin32); fabric handles need an IMEX
+    // channel the H200 machine lacks: NOT_PERMITTED (create.handleTypeFabric).
+    if ((types & WINDOWS_HANDLE_TYPES) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if ((types & C.CU_MEM_HANDLE_TYPE_FABRIC) !== 0) return C.CUDA_ERROR_NOT_PERMITTED;
+    // Unknown bits are accepted and dropped (create.handleTypeInvalidBits, create.invalidBitsThenProperties).
+    types &= C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    const loc = prop.location;
+    if (!isStruct(loc)) return C.CUDA_ERROR_INVALID_VALUE;
+    let location;
+    if (loc.type === C.CU_MEM_LOCATION_TYPE_DEVICE) {
+      if (!this.runtime.isDevice(loc.id)) return C.CUDA_ERROR_INVALID_DEVICE;
+      location = { type: 'device', id: loc.id };
+    } else if (loc.type === C.CU_MEM_LOCATION_TYPE_HOST) {
+      // HOST memory cannot be exported as a POSIX fd (create.hostWithPosixFd); its id is ignored.
+      if (types !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+      location = { type: 'host', id: 0 };
+    } else if (loc.type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+      // A NUMA node the host lacks is INVALID_VALUE (create.hostNumaBadId).
+      const id = toInt(loc.id);
+      if (!(id >= 0 && id < HOST_NUMA_NODES)) return C.CUDA_ERROR_INVALID_VALUE;
+      location = { type: 'host', id };
+    } else {
+      // HOST_NUMA_CURRENT included (create.hostNumaCurrent).
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    return { location, handleTypes: types, uncached: false };
+  }
+  /** A reservation the flavour made to hold part of a span. */
+  #isHidden(r) {
+    return this.#hidden.size !== 0 && this.#hidden.has(r);
+  }
+  /** Map `a` at [va, va + n), which runs past the end of the reservation holding va. See the Note. */
+  #mapAcross(va, n, a) {
+    const g = this.runtime.vaGranularity;
+    if (!isMultipleOf(va, g)) return C.CUDA_ERROR_INVALID_VALUE;
+    const end = va + n;
+    // Plan the pieces before changing anything: one per reservation crossed, one per free gap.
+    const plan = [];
+    for (let at = va; at < end; ) {
+      const r = this.runtime.reservationContaining(at);
+      let stop;
+      if (r !== undefined) {
+        // Another span's hidden range is mapped already: an overlap, as in map.overlapPartial.
+        if (r.origin !== 'vmm' || this.#isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
+        stop = Math.min(r.end, end);
+      } else {
+        stop = at + g;
+        while (stop < end && this.runtime.reservationContaining(stop) === undefined) stop += g;
+      }
+      plan.push({ at, size: stop - at, reservation: r });
+      at = stop;
+    }
+    const pieces = [];
+    const hidden = [];
+    try {
+      for (const p of plan) {
+        if (p.reservation === undefined) {
+          const r = this.runtime.reserve(p.size, { hint: p.at });
+          hidden.push(r);
+          // The free VA lies outside what the simulated process can reserve there.
+          if (r.base !== p.at) throw new RangeError('free VA past the reservation could not be held');
+        }
+        pieces.push(this.runtime.map(p.at, p.size, a, p.at - va));
+      }
+    } catch (e) {
+      // Undo what was done (a multi-step operation changes nothing when a step fails).
+      try {
+        this.#unmapRuns(pieces);
+        for (const r of hidden) this.runtime.free(r);
+      } catch (undo) {
+        this.report('could not undo a partial cuMemMap', undo);
+      }
+      return e instanceof RangeError ? C.CUDA_ERROR_INVALID_VALUE : this.codes.code(e);
+    }
+    const span = { pieces, hidden };
+    for (const m of pieces) this.#spans.set(m, span);
+    for (const r of hidden) this.#hidden.add(r);
+    return C.CUDA_SUCCESS;
+  }
+  /** The mappings given, each with every other piece of its span, in address order. */
+  #withWholeSpans(mappings) {
+    const out = [];
+    const seen = new Set();
+    for (const m of mappings) {
+      const span = this.#spans.get(m);
+      if (span === undefined) out.push(m);
+      else if (!seen.has(span)) {
+        seen.add(span);
+        out.push(...span.pieces);
+      }
+    }
+    return out.sort((x, y) => x.va - y.va);
+  }
+  /** After unmapping: drop the spans of these mappings and give back their hidden reservations. */
+  #forgetSpans(unmapped) {
+    for (const m of unmapped) {
+      const span = this.#spans.get(m);
+      if (span === undefined) continue;
+      for (const p of span.pieces) this.#spans.delete(p);
+      for (const r of span.hidden) {
+        this.#hidden.delete(r);
+        try {
+          this.runtime.free(r);
+        } catch (e) {
+          this.report('could not free the hidden reservation of a span', e);
+        }
+      }
+    }
+  }
+  /**
+   * The handle value the program sees for `a`: core's id as a bigint. Core
+   * never hands an id out twice in a process, so a released handle's value
+   * stays invalid for good; the flavour keeps no table of its own, only the
+   * last allocation it handed out (Note [Last handle]).
+   */
+  #handleValue(a) {
+    this.#lastAllocation = a;
+    return this.#handleMemo.toBigInt(a.id);
+  }
+  /**
+   * Note [Last handle]: the handle a call names is most often the one the
+   * previous create, retain or import returned (map it, then release it). The
+   * flavour remembers that allocation and, when the same value comes back,
+   * asks the allocation itself whether it is still live in this process
+   * (owner and handle references, kept by core) instead of looking the value
+   * up. Any other value, or that one once released, goes to core's lookup.
+   */
+  #allocation(handle) {
+    const id = this.#handleMemo.toNumber(handle);
+    if (id < 0) return undefined;
+    const last = this.#lastAllocation;
+    if (last !== undefined && last.id === id && last.owner === this.runtime && last.handleRefs > 0)
+      return last;
+    return this.runtime.allocation(id);
+  }
+  /** A stream handle (a bigint or a number) as core's stream id (0 for the default stream), or -1 if unknown. */
+  #stream(h) {
+    if (h === 0n || h === 0 || h === null || h === undefined) return 0;
+    if (isSpecialStream(h)) return 0;
+    const key = typeof h === 'bigint' ? h : Number.isSafeInteger(h) ? BigInt(h) : undefined;
+    return key === undefined ? -1 : (this.#streams.get(key) ?? -1);
+  }
+}
+const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable: 0, usage: 0 });
+/**
+ * Note [Special streams]
+ * cuda.h's CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) are valid
+ * wherever a CUstream is taken. The legacy stream is the NULL stream of the
+ * default (legacy) semantics: it waits for every blocking stream and they for
+ * it. The per-thread stream is a thread's own default stream, ordered with
+ * the legacy one. A simulated process has one thread and runs work on core's
+ * stream 0 after everything queued on every stream (SimProcess#submit), which
+ * is the legacy semantics; both handles are that stream here, so work on
+ * either is at least as ordered as on the driver. Neither can be destroyed
+ * (CUDA_ERROR_INVALID_HANDLE, as for the NULL stream). HIP's
+ * hipStreamPerThread (2) is the same stream for the same reason, and ACL's
+ * default stream is its NULL stream (null, undefined, 0 or 0n).
+ */
+function isSpecialStream(h) {
+  return h === C.CU_STREAM_LEGACY || h === C.CU_STREAM_PER_THREAD || h === 1 || h === 2;
+}
+/** A VmmError of this kind. */
+function isKind(e, kind) {
+  return isVmmError(e) && e.kind === kind;
+}
+/** A size given as a bigint above 2^53 that is a positive multiple of `granularity`. */
+function isLargeMultiple(size, granularity) {
+  return typeof size === 'bigint' && size > 0n && size % BigInt(granularity) === 0n;
+}
+/** The common reserve: no alignment beyond the granularity, no address hint. */
+const NO_RESERVE_OPTIONS = Object.freeze({ alignment: 0, hint: 0 });
+/** An integer in [0, limit). */
+function isSmall(x, limit) {
+  return typeof x === 'number' && x >= 0 && x < limit && Number.isInteger(x);
+}
+/** One-descriptor lists per (device, access), so a setAccess call allocates nothing. */
+class DescriptorCache {
+  #lists = [];
+  get(device, access) {
+    const key = device * 4 + access;
+    let list = this.#lists[key];
+    // Typed readonly, not frozen: V8 iterates a frozen array on a slow path (2.4x slower setAccess).
+    if (list === undefined) this.#lists[key] = list = [{ device, access }];
+    return list;
+  }
+}
+function contextHandle(device) {
+  return CONTEXT_BASE + BigInt(device);
+}
+/** A process using the CUDA driver API, on a simulated machine (default) or real NVIDIA hardware. */
+export function createCuda(options = {}) {
+  return new CudaFlavor(options);
+}
+export { Access };
+//# sourceMappingURL=cuda.js.map

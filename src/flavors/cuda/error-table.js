@@ -1,0 +1,27 @@
+import * as C from './constants.js';
+/**
+ * CUresult for each core error kind: the code the H200 gave for that kind of
+ * failure (conformance/results/h200-driver.json; case names in comments).
+ * Kinds the CUDA calls never meet keep the closest documented code.
+ */
+export const CUDA_ERROR_TABLE = {
+  'invalid-value': C.CUDA_ERROR_INVALID_VALUE,
+  'invalid-device': C.CUDA_ERROR_INVALID_DEVICE, // create.deviceIdOutOfRange, getAccess.otherDevice
+  // The driver crashes on bogus handles (release.bogusHandles); the simulator answers instead.
+  'invalid-handle': C.CUDA_ERROR_INVALID_VALUE, // release.twice
+  'out-of-memory': C.CUDA_ERROR_OUT_OF_MEMORY, // create.outOfMemory2x, reserve.enormous2pow62
+  'not-supported': C.CUDA_ERROR_NOT_SUPPORTED, // map.sizeSmallerThanHandle
+  'not-reserved': C.CUDA_ERROR_INVALID_VALUE, // map.outsideAnyReservation, addressFree.neverReserved
+  'not-mapped': C.CUDA_ERROR_INVALID_VALUE, // copy.reservedUnmapped.HtoD, retain.reservedUnmapped
+  overlap: C.CUDA_ERROR_INVALID_VALUE, // map.overlapSameRange, map.overlapPartial
+  'in-use': C.CUDA_ERROR_INVALID_VALUE, // addressFree.withMappingInside
+  'access-denied': C.CUDA_ERROR_INVALID_VALUE, // copy.noAccess.*, copy.readOnly.HtoD: refused at the call
+  'permission-denied': C.CUDA_ERROR_NOT_PERMITTED,
+  'invalid-fd': C.CUDA_ERROR_UNKNOWN, // import.bogusFd, import.afterFdClosed
+  'invalid-stream': C.CUDA_ERROR_INVALID_HANDLE,
+  // Core says so only of a disposed Runtime: the driver has shut down (Note [CUDA after dispose]).
+  'not-initialized': C.CUDA_ERROR_DEINITIALIZED,
+  'invalid-context': C.CUDA_ERROR_INVALID_CONTEXT,
+  'already-exported': C.CUDA_ERROR_INVALID_VALUE,
+};
+//# sourceMappingURL=error-table.js.map

@@ -1,0 +1,34 @@
+import * as C from './constants.js';
+/**
+ * hipError_t for each core error kind, as ROCm's hip_vm.cpp answers: it
+ * reports almost every failed VMM step (bad handle, failed map, failed
+ * import or export) as hipErrorInvalidValue.
+ *
+ * Note [HIP in-use is Unknown]: the only "still in use" failure HIP reports
+ * is hipMemAddressFree over a range with mappings inside: virtualFree fails
+ * and the call answers hipErrorUnknown (999).
+ *
+ * Note [HIP access faults]: ROCm does not check page permissions before a
+ * copy; the GPU faults and the error surfaces as hipErrorIllegalAddress.
+ * The simulator checks at the call, and answers with that code.
+ */
+export const HIP_ERROR_TABLE = {
+  'invalid-value': C.hipErrorInvalidValue,
+  'invalid-device': C.hipErrorInvalidDevice,
+  'invalid-handle': C.hipErrorInvalidValue,
+  'out-of-memory': C.hipErrorOutOfMemory,
+  'not-supported': C.hipErrorNotSupported,
+  'not-reserved': C.hipErrorInvalidValue,
+  'not-mapped': C.hipErrorInvalidValue,
+  overlap: C.hipErrorInvalidValue,
+  'in-use': C.hipErrorUnknown,
+  'access-denied': C.hipErrorIllegalAddress,
+  'permission-denied': C.hipErrorInvalidValue,
+  'invalid-fd': C.hipErrorInvalidValue,
+  'invalid-stream': C.hipErrorInvalidHandle,
+  // Core says so only of a disposed Runtime (Note [HIP after dispose]).
+  'not-initialized': C.hipErrorDeinitialized,
+  'invalid-context': C.hipErrorInvalidContext,
+  'already-exported': C.hipErrorInvalidValue,
+};
+//# sourceMappingURL=error-table.js.map

@@ -1,0 +1,762 @@
+import { isVmmError } from '../../core/errors.js';
+import { instrument } from '../../core/trace.js';
+import { isMultipleOf } from '../../util/integers.js';
+import {
+  ACCESS_DESC_SHAPE,
+  ALLOCATION_PROP_SHAPE,
+  hostBytes,
+  isBox,
+  isPowerOfTwo,
+  isStruct,
+  LOCATION_SHAPE,
+  readList,
+  readStruct,
+  toCount,
+  toInt,
+  writeBox,
+  writeBoxes,
+} from '../common/args.js';
+import { fillWide } from '../common/fill.js';
+import { VendorProcess, withDefaultDevices } from '../common/process.js';
+import * as C from './constants.js';
+import { HIP_ERROR_TABLE } from './error-table.js';
+import { hipLayers } from './layers.js';
+
+const LOCATION_TYPES = new Set([
+  C.hipMemLocationTypeDevice,
+  C.hipMemLocationTypeHost,
+  C.hipMemLocationTypeHostNuma,
+  C.hipMemLocationTypeHostNumaCurrent,
+]);
+const ACCESS_FLAGS = new Set([
+  C.hipMemAccessFlagsProtNone,
+  C.hipMemAccessFlagsProtRead,
+  C.hipMemAccessFlagsProtReadWrite,
+]);
+const MEMCPY_KINDS = new Set([
+  C.hipMemcpyHostToHost,
+  C.hipMemcpyHostToDevice,
+  C.hipMemcpyDeviceToHost,
+  C.hipMemcpyDeviceToDevice,
+  C.hipMemcpyDefault,
+  C.hipMemcpyDeviceToDeviceNoCU,
+]);
+/** Granularity of host-located VMM memory: the CPU agent's page. */
+const HOST_GRANULARITY = 4096;
+/** Stream handles are opaque; these are deterministic per process. */
+const STREAM_BASE = 0x60000n;
+/** The simulated machine of a HIP process that names none. */
+const HIP_DEFAULT_DEVICES = ['MI300X'];
+/** The function names of the HIP flavour (for tracing, parity and documentation). */
+export const HIP_FUNCTIONS = [
+  'hipInit',
+  'hipGetDeviceCount',
+  'hipSetDevice',
+  'hipGetDevice',
+  'hipDeviceGet',
+  'hipRuntimeGetVersion',
+  'hipDeviceSynchronize',
+  'hipMemGetAllocationGranularity',
+  'hipMemAddressReserve',
+  'hipMemAddressFree',
+  'hipMemCreate',
+  'hipMemRelease',
+  'hipMemMap',
+  'hipMemUnmap',
+  'hipMemSetAccess',
+  'hipMemGetAccess',
+  'hipMemRetainAllocationHandle',
+  'hipMemGetAllocationPropertiesFromHandle',
+  'hipMemExportToShareableHandle',
+  'hipMemImportFromShareableHandle',
+  'hipMalloc',
+  'hipFree',
+  'hipMemGetInfo',
+  'hipMemcpy',
+  'hipMemcpyAsync',
+  'hipMemcpyHtoD',
+  'hipMemcpyDtoH',
+  'hipMemcpyDtoD',
+  'hipMemset',
+  'hipMemsetAsync',
+  'hipMemsetD32',
+  'hipStreamCreate',
+  'hipStreamCreateWithFlags',
+  'hipStreamSynchronize',
+  'hipStreamDestroy',
+  'hipGetLastError',
+  'hipPeekAtLastError',
+  'hipGetErrorName',
+  'hipGetErrorString',
+];
+/**
+ * One process using the HIP runtime API: every method has the C name and
+ * argument order and returns the hipError_t. The checks are those of ROCm's
+ * hip_vm.cpp, in its order and with its codes; the work is done by core.
+ *
+ * Note [HIP handle lifetime]: HIP keeps one reference count per
+ * GenericAllocation (1 at create/import, +1 per map and retain, -1 per
+ * release and per unmapped chunk), which is core's PhysicalAllocation.refCount.
+ * One difference stays: core invalidates the handle value once every handle
+ * reference is released, even while mappings keep the memory alive; in HIP
+ * the pointer stays usable (strictly, using it is undefined behaviour).
+ */
+export class HipFlavor extends VendorProcess {
+  /** The calling thread's current device (hipSetDevice). */
+  #current = 0;
+  /** Stream handle -> core stream id and the device it was created on. */
+  #streams = new Map();
+  /** The last failure a call answered (Note [HIP last error]). */
+  #lastError = C.hipSuccess;
+  /** The hipMemAllocationProp each allocation reports (GenericAllocation::GetProperties). */
+  #props = new WeakMap();
+  /** On the simulator the machine is one AMD Instinct MI300X unless options name devices or a machine to join. */
+  constructor(options = {}) {
+    super(withDefaultDevices(options, HIP_DEFAULT_DEVICES), {
+      vendor: 'HIP',
+      table: HIP_ERROR_TABLE,
+      success: C.hipSuccess,
+      unknown: C.hipErrorUnknown,
+    });
+    this.#recordErrors();
+    if (options.tracer)
+      instrument(
+        this,
+        'flavor',
+        options.tracer,
+        [...HIP_FUNCTIONS, 'dispose'],
+        hipLayers(this.runtime.backend.kind),
+      );
+  }
+  // --- initialisation and devices ------------------------------------------------------
+  /** HIP initialises on first use; hipInit only checks its flags. */
+  hipInit(flags) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return toInt(flags) === 0 ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  hipGetDeviceCount(count) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(count)) return C.hipErrorInvalidValue;
+    return writeBox(count, this.runtime.devices.length) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  hipSetDevice(deviceId) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
+    this.#current = d;
+    return C.hipSuccess;
+  }
+  hipGetDevice(deviceId) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(deviceId)) return C.hipErrorInvalidValue;
+    return writeBox(deviceId, this.#current) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  /** The device handle of `ordinal` (HIP's hipDevice_t is the ordinal itself). */
+  hipDeviceGet(device, ordinal) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(device)) return C.hipErrorInvalidValue;
+    const d = toInt(ordinal);
+    if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
+    return writeBox(device, d) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  /** HIP_VERSION of the simulated runtime (C.SIMULATED_HIP_RUNTIME_VERSION). */
+  hipRuntimeGetVersion(runtimeVersion) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(runtimeVersion)) return C.hipErrorInvalidValue;
+    return writeBox(runtimeVersion, C.SIMULATED_HIP_RUNTIME_VERSION) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  hipDeviceSynchronize() {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.codes.run(() => this.runtime.synchronize(this.#current));
+  }
+  // --- virtual memory management (hip_vm.cpp) -----------------------------------------------
+  hipMemGetAllocationGranularity(granularity, propArg, option) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const opt = toInt(option);
+    // One read of each field, into a plain copy (Note [Untrusted arguments]).
+    const copy = readStruct(propArg, ALLOCATION_PROP_SHAPE);
+    const prop = copy ?? {};
+    if (
+      !isBox(granularity) ||
+      copy === undefined ||
+      !isAllocationType(prop.type) ||
+      !isStruct(prop.location) ||
+      !LOCATION_TYPES.has(prop.location.type) ||
+      (prop.location.type === C.hipMemLocationTypeDevice && !this.runtime.isDevice(prop.location.id)) ||
+      (opt !== C.hipMemAllocationGranularityMinimum && opt !== C.hipMemAllocationGranularityRecommended)
+    ) {
+      return C.hipErrorInvalidValue;
+    }
+    if (prop.location.type !== C.hipMemLocationTypeDevice) {
+      return writeBox(granularity, HOST_GRANULARITY) ? C.hipSuccess : C.hipErrorInvalidValue;
+    }
+    // hip_vm.cpp reads the current device's info, not location.id's.
+    const d = this.runtime.devices[this.#current];
+    const value =
+      opt === C.hipMemAllocationGranularityMinimum ? d.minimumGranularity : d.recommendedGranularity;
+    return writeBox(granularity, value) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  hipMemAddressReserve(ptr, size, alignment, addr, flags) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(ptr) || toInt(flags) !== 0) return C.hipErrorInvalidValue;
+    const n = toCount(size);
+    const align = toCount(alignment);
+    // Device 0's minimum granularity: one reservation serves every device.
+    if (n <= 0 || !isMultipleOf(n, this.runtime.vaGranularity)) return C.hipErrorInvalidValue;
+    if (align < 0 || (align !== 0 && !isPowerOfTwo(align))) return C.hipErrorInvalidValue;
+    const hint = Math.max(0, toCount(addr ?? 0));
+    try {
+      const r = this.runtime.reserve(n, { alignment: align, hint });
+      if (writeBox(ptr, BigInt(r.base))) return C.hipSuccess;
+      this.runtime.free(r);
+      return C.hipErrorInvalidValue;
+    } catch (e) {
+      // virtualAlloc returning null is answered with hipErrorOutOfMemory.
+      return isVmmError(e) ? C.hipErrorOutOfMemory : this.codes.code(e);
+    }
+  }
+  /**
+   * Size is checked for zero and otherwise ignored: the reservation is found
+   * from the pointer. A pointer inside (not at the base of) a reservation is
+   * found too, but virtualFree then fails, as it does while anything is
+   * still mapped: hipErrorUnknown (Note [HIP in-use is Unknown]).
+   */
+  hipMemAddressFree(devPtr, size) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const va = toCount(devPtr ?? 0);
+    const n = toCount(size);
+    if (va <= 0 || n <= 0) return C.hipErrorInvalidValue;
+    const r = this.runtime.reservationContaining(va);
+    if (r === undefined || r.origin !== 'vmm') return C.hipErrorInvalidValue;
+    if (r.base !== va || r.mappingCount > 0) return C.hipErrorUnknown;
+    return this.codes.run(() => this.runtime.free(r));
+  }
+  hipMemCreate(handle, size, propArg, flags) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const n = toCount(size);
+    // One read of each field, into a plain copy: what is validated is what is stored (issue 10 E).
+    const copy = readStruct(propArg, ALLOCATION_PROP_SHAPE);
+    const prop = copy ?? {};
+    if (
+      !isBox(handle) ||
+      n <= 0 ||
+      toInt(flags) !== 0 ||
+      copy === undefined ||
+      !isAllocationType(prop.type) ||
+      !isStruct(prop.location) ||
+      !LOCATION_TYPES.has(prop.location.type)
+    ) {
+      return C.hipErrorInvalidValue;
+    }
+    const { type, id } = prop.location;
+    let location;
+    if (type === C.hipMemLocationTypeDevice) {
+      if (!this.runtime.isDevice(id)) return C.hipErrorInvalidDevice;
+      location = { type: 'device', id };
+    } else if (type === C.hipMemLocationTypeHostNuma) {
+      if (!(Number.isInteger(id) && id >= 0 && id < C.SIMULATED_HOST_NUMA_NODES))
+        return C.hipErrorInvalidValue;
+      location = { type: 'host', id };
+    } else {
+      location = { type: 'host', id: 0 };
+    }
+    // A C enum: a number, never a bigint (issue 10 H).
+    const requested = prop.requestedHandleTypes ?? 0;
+    if (typeof requested !== 'number') return C.hipErrorInvalidValue;
+    const handleTypes = toInt(requested);
+    if (
+      handleTypes !== C.hipMemHandleTypeNone &&
+      handleTypes !== C.hipMemHandleTypePosixFileDescriptor &&
+      handleTypes !== C.hipMemHandleTypeFabric
+    ) {
+      return C.hipErrorNotSupported;
+    }
+    // maxPhysicalMemAllocSize_ is the device's memory; host pools are checked when allocating.
+    if (location.type === 'device' && n > this.runtime.devices[location.id].totalMemory) {
+      return C.hipErrorOutOfMemory;
+    }
+    // Note: the granularity is not checked here, only memBaseAddrAlign_ (hipMemMap checks granularity).
+    if (!isMultipleOf(n, C.HIP_MEM_BASE_ADDR_ALIGN)) return C.hipErrorInvalidValue;
+    // hip_vm.cpp allocates device memory through the *current* device's context while recording
+    // location.id as the owner; vmmkit places it on location.id (the same on one device).
+    try {
+      const a = this.runtime.create(n, {
+        location,
+        handleTypes,
+        uncached: prop.type === C.hipMemAllocationTypeUncached,
+      });
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        return C.hipErrorInvalidValue;
+      }
+      this.#props.set(a, copyProp(prop));
+      return C.hipSuccess;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  hipMemRelease(handle) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const a = this.#allocation(handle);
+    if (a === undefined) return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.release(a));
+  }
+  /** Maps [ptr, ptr + size) to the start of the allocation; the mapping holds one reference (ga->retain). */
+  hipMemMap(ptr, size, offset, handle, flags) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const va = toCount(ptr ?? 0);
+    const n = toCount(size);
+    const h = toCount(handle ?? 0);
+    if (va <= 0 || h <= 0 || n <= 0 || toCount(offset) !== 0 || toInt(flags) !== 0) {
+      return C.hipErrorInvalidValue;
+    }
+    const a = this.runtime.allocation(h);
+    if (a === undefined) return C.hipErrorInvalidValue;
+    // Host-backed memory is mapped through the current device (VmmOwnerDeviceIndex).
+    const owner = a.props.location.type === 'device' ? a.props.location.id : this.#current;
+    if (!isMultipleOf(n, this.runtime.devices[owner].minimumGranularity)) return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.map(va, n, a, 0));
+  }
+  /**
+   * Unmaps whole chunks (Note [ValidateSubBufferCoverage]); every stream is
+   * synchronised first (core's unmap does, as SyncAllStreams), then each
+   * chunk is unmapped and drops its allocation reference.
+   */
+  hipMemUnmap(ptr, size) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const va = toCount(ptr ?? 0);
+    const n = toCount(size);
+    if (va <= 0 || n <= 0) return C.hipErrorInvalidValue;
+    const start = this.#coverage(va, n);
+    if (start < 0) return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.unmap(start, n));
+  }
+  /**
+   * Descriptors are applied one by one, as hip_vm.cpp does: a bad descriptor
+   * fails the call after the earlier ones took effect. `desc` may be an
+   * array or, for count 1, a single descriptor (C's `&desc`).
+   */
+  hipMemSetAccess(ptr, size, desc, count) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const va = toCount(ptr ?? 0);
+    const n = toCount(size);
+    const c = toCount(count);
+    // The caller's list (or single descriptor) read once into plain copies (Note [Untrusted arguments]).
+    const descs = readDescriptors(desc, c);
+    if (va <= 0 || n <= 0 || descs === undefined || c <= 0) return C.hipErrorInvalidValue;
+    const start = this.#coverage(va, n);
+    if (start < 0) return C.hipErrorInvalidValue;
+    for (let i = 0; i < c; i++) {
+      const d = descs[i];
+      if (!isStruct(d) || !isStruct(d.location) || !LOCATION_TYPES.has(d.location.type)) {
+        return C.hipErrorInvalidValue;
+      }
+      const { type, id } = d.location;
+      if (type === C.hipMemLocationTypeDevice && !this.runtime.isDevice(id)) return C.hipErrorInvalidValue;
+      if (
+        type === C.hipMemLocationTypeHostNuma &&
+        !(Number.isInteger(id) && id >= 0 && id < C.SIMULATED_HOST_NUMA_NODES)
+      ) {
+        return C.hipErrorInvalidValue;
+      }
+      if (!ACCESS_FLAGS.has(d.flags)) return C.hipErrorInvalidValue;
+      // The CPU agent's access (host location types) is not modelled: host copies go through
+      // the current device. The descriptor is accepted and changes nothing.
+      if (type !== C.hipMemLocationTypeDevice) continue;
+      const code = this.codes.run(() => this.runtime.setAccess(start, n, [{ device: id, access: d.flags }]));
+      if (code !== C.hipSuccess) return code;
+    }
+    return C.hipSuccess;
+  }
+  hipMemGetAccess(flags, locationArg, ptr) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const va = toCount(ptr ?? 0);
+    const location = readStruct(locationArg, LOCATION_SHAPE);
+    if (
+      !isBox(flags) ||
+      location === undefined ||
+      va <= 0 ||
+      location.type !== C.hipMemLocationTypeDevice ||
+      !this.runtime.isDevice(location.id)
+    ) {
+      return C.hipErrorInvalidValue;
+    }
+    const m = this.runtime.mappingAt(va);
+    if (m === undefined || m.reservation.origin !== 'vmm') return C.hipErrorInvalidValue;
+    return writeBox(flags, m.accessOf(location.id)) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  /** A new reference to the allocation mapped at any address inside a VMM mapping; none for hipMalloc memory. */
+  hipMemRetainAllocationHandle(handle, addr) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const va = toCount(addr ?? 0);
+    if (!isBox(handle) || va <= 0) return C.hipErrorInvalidValue;
+    try {
+      const a = this.runtime.retain(va);
+      if (writeBox(handle, BigInt(a.id))) return C.hipSuccess;
+      this.runtime.release(a);
+      return C.hipErrorInvalidValue;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  hipMemGetAllocationPropertiesFromHandle(prop, handle) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const a = this.#allocation(handle);
+    if (toCount(handle ?? 0) <= 0 || !isBox(prop) || a === undefined) return C.hipErrorInvalidValue;
+    return writeBox(prop, copyProp(this.#propsOf(a))) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  /**
+   * Writes an int file descriptor. The handle type must equal the
+   * requestedHandleTypes given at create, exactly (hip_vm.cpp compares with
+   * !=, not as a bit set). The simulated machine has no fabric: a fabric
+   * export fails as ROCr's would without one (hipErrorInvalidValue).
+   */
+  hipMemExportToShareableHandle(shareableHandle, handle, handleType, flags) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (toInt(flags) !== 0 || toCount(handle ?? 0) <= 0) return C.hipErrorInvalidValue;
+    if (!isBox(shareableHandle)) return C.hipErrorInvalidValue;
+    const a = this.#allocation(handle);
+    if (a === undefined) return C.hipErrorInvalidValue;
+    const type = toInt(handleType);
+    if (this.#propsOf(a).requestedHandleTypes !== type) return C.hipErrorInvalidValue;
+    if (type !== C.hipMemHandleTypePosixFileDescriptor) return C.hipErrorInvalidValue;
+    try {
+      const fd = this.runtime.exportFd(a);
+      if (writeBox(shareableHandle, fd)) return C.hipSuccess;
+      this.runtime.backend.closeFd(fd);
+      return C.hipErrorInvalidValue;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  /** Takes the fd value itself (C passes the int cast to void*); a new handle to the same memory. */
+  hipMemImportFromShareableHandle(handle, osHandle, shHandleType) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const fd = toCount(osHandle ?? 0);
+    if (!isBox(handle) || fd === 0) return C.hipErrorInvalidValue;
+    const type = toInt(shHandleType);
+    if (type !== C.hipMemHandleTypePosixFileDescriptor || fd < 0) return C.hipErrorInvalidValue;
+    try {
+      const a = this.runtime.importFd(fd);
+      const { location } = a.props;
+      if (!writeBox(handle, BigInt(a.id))) {
+        this.runtime.release(a);
+        return C.hipErrorInvalidValue;
+      }
+      this.#props.set(a, {
+        type: C.hipMemAllocationTypePinned,
+        requestedHandleTypes: type,
+        location: {
+          type: location.type === 'device' ? C.hipMemLocationTypeDevice : C.hipMemLocationTypeHost,
+          id: location.type === 'device' ? location.id : 0,
+        },
+      });
+      return C.hipSuccess;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  // --- the one-step path --------------------------------------------------------------------
+  /** Size 0 gives a null pointer and success, as HIP does. */
+  hipMalloc(ptr, size) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const n = toCount(size);
+    if (!isBox(ptr) || n < 0) return C.hipErrorInvalidValue;
+    if (n === 0) {
+      return writeBox(ptr, 0n) ? C.hipSuccess : C.hipErrorInvalidValue;
+    }
+    try {
+      const r = this.runtime.malloc(this.#current, n);
+      if (writeBox(ptr, BigInt(r.base))) return C.hipSuccess;
+      this.runtime.mfree(r.base);
+      return C.hipErrorInvalidValue;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  /** hipFree(NULL) succeeds; anything but a hipMalloc pointer is hipErrorInvalidValue. */
+  hipFree(ptr) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const va = toCount(ptr ?? 0);
+    if (va === 0) return C.hipSuccess;
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'malloc') return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.mfree(va));
+  }
+  hipMemGetInfo(free, total) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(free) || !isBox(total)) return C.hipErrorInvalidValue;
+    const info = this.runtime.memoryInfo(this.#current);
+    return writeBoxes(free, info.free, total, info.total) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+  // --- copies and sets ------------------------------------------------------------------------
+  /** Host operands are Uint8Arrays, device operands pointers; hipMemcpyDefault infers the direction from them. */
+  hipMemcpy(dst, src, sizeBytes, kind) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memcpy(dst, src, sizeBytes, kind, 0n);
+  }
+  hipMemcpyAsync(dst, src, sizeBytes, kind, stream) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memcpy(dst, src, sizeBytes, kind, stream);
+  }
+  /** hipMemcpy with the direction in the name: the operands must be what it says. */
+  hipMemcpyHtoD(dst, src, sizeBytes) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memcpy(dst, src, sizeBytes, C.hipMemcpyHostToDevice, 0n);
+  }
+  hipMemcpyDtoH(dst, src, sizeBytes) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToHost, 0n);
+  }
+  hipMemcpyDtoD(dst, src, sizeBytes) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToDevice, 0n);
+  }
+  /** `count` 32-bit values (little-endian); the destination must be 4-byte aligned. */
+  hipMemsetD32(dst, value, count) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const n = toCount(count);
+    const va = toCount(dst ?? 0);
+    if (n < 0 || !Number.isInteger(value) || n * 4 > Number.MAX_SAFE_INTEGER) return C.hipErrorInvalidValue;
+    if (n === 0) return C.hipSuccess;
+    if (va <= 0 || va % 4 !== 0) return C.hipErrorInvalidValue;
+    return this.codes.run(() => fillWide(this.runtime, this.#current, va, value, n, 4));
+  }
+  hipMemset(dst, value, sizeBytes) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memset(dst, value, sizeBytes, 0n);
+  }
+  hipMemsetAsync(dst, value, sizeBytes, stream) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#memset(dst, value, sizeBytes, stream);
+  }
+  // --- streams -------------------------------------------------------------------------------------
+  hipStreamCreate(stream) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(stream)) return C.hipErrorInvalidValue;
+    const device = this.#current;
+    try {
+      const id = this.runtime.createStream(device);
+      const h = STREAM_BASE + BigInt(id);
+      if (!writeBox(stream, h)) {
+        this.runtime.destroyStream(id);
+        return C.hipErrorInvalidValue;
+      }
+      this.#streams.set(h, { id, device });
+      return C.hipSuccess;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+  /** flags: hipStreamDefault or hipStreamNonBlocking (a blocking stream is what every stream is here). */
+  hipStreamCreateWithFlags(stream, flags) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const f = toInt(flags);
+    if (f !== C.hipStreamDefault && f !== C.hipStreamNonBlocking) return C.hipErrorInvalidValue;
+    return this.hipStreamCreate(stream);
+  }
+  /** The null stream (0) waits for the current device's work. */
+  hipStreamSynchronize(stream) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const s = this.#stream(stream);
+    if (s === undefined) return C.hipErrorInvalidHandle;
+    return this.codes.run(() =>
+      s.id === 0 ? this.runtime.synchronize(this.#current) : this.runtime.synchronizeStream(s.id),
+    );
+  }
+  hipStreamDestroy(stream) {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const s = this.#stream(stream);
+    if (s === undefined || s.id === 0) return C.hipErrorInvalidHandle;
+    this.#streams.delete(BigInt(stream));
+    return this.codes.run(() => this.runtime.destroyStream(s.id));
+  }
+  // --- errors ----------------------------------------------------------------------------------------
+  /** The last error any call of this process answered, then hipSuccess again (Note [HIP last error]). */
+  hipGetLastError() {
+    const e = this.#lastError;
+    this.#lastError = C.hipSuccess;
+    return e;
+  }
+  /** The last error, left in place. */
+  hipPeekAtLastError() {
+    return this.#lastError;
+  }
+  /** The enumerator's name; "hipErrorUnknown" for a value HIP does not know. */
+  hipGetErrorName(hipError) {
+    return C.HIP_ERRORS.get(toInt(hipError))?.[0] ?? 'hipErrorUnknown';
+  }
+  hipGetErrorString(hipError) {
+    return C.HIP_ERRORS.get(toInt(hipError))?.[1] ?? 'unknown error';
+  }
+  // --- helpers -----------------------------------------------------------------------------------------
+  /**
+   * Note [HIP last error]: HIP keeps, per thread, the last error any API call
+   * returned; hipGetLastError reads and clears it, hipPeekAtLastError reads
+   * it, and a successful call leaves it alone. Each call of this instance is
+   * wrapped to record a failing answer (one thread per process here).
+   */
+  #recordErrors() {
+    for (const name of HIP_FUNCTIONS) {
+      if (name === 'hipGetLastError' || name === 'hipPeekAtLastError') continue;
+      const method = this[name];
+      if (typeof method !== 'function') continue;
+      this[name] = (...args) => {
+        const result = method.apply(this, args);
+        if (typeof result === 'number' && result !== C.hipSuccess) this.#lastError = result;
+        return result;
+      };
+    }
+  }
+  /** After dispose() the process is gone (Note [HIP after dispose]). */
+  #gone() {
+    return this.runtime.disposed;
+  }
+  /**
+   * Note [ValidateSubBufferCoverage]: hip_vm.cpp finds the chunk (mapping)
+   * that contains ptr and measures the range from that chunk's start, not
+   * from ptr: the range must not pass the reservation's end, and `size`
+   * must equal the sizes of whole consecutive chunks from there (no hole, no
+   * partial last chunk). So a ptr inside a chunk with size a whole number of
+   * chunks is accepted and acts on whole chunks; hipMalloc memory is not
+   * VMM memory and is refused. The first chunk's start, from which core's
+   * unmap and setAccess act on [start, start + size); -1 (hipErrorInvalidValue)
+   * if the chunks do not cover it. The walk visits only the chunks in range.
+   */
+  #coverage(va, size) {
+    const first = this.runtime.mappingAt(va);
+    if (first === undefined || first.reservation.origin !== 'vmm') return -1;
+    const end = first.va + size;
+    if (end > first.reservation.end) return -1;
+    let m = first;
+    while (m.end < end) {
+      m = this.runtime.nextMapping(m);
+      if (m === undefined) return -1;
+    }
+    return m.end === end ? first.va : -1;
+  }
+  #memcpy(dst, src, sizeBytes, kind, stream) {
+    const n = toCount(sizeBytes);
+    if (n < 0) return C.hipErrorInvalidValue;
+    if (n === 0) return C.hipSuccess;
+    const k = toInt(kind);
+    if (!MEMCPY_KINDS.has(k)) return C.hipErrorInvalidMemcpyDirection;
+    // Host operands by the views' internal slots, as plain views of the same bytes (Note [Untrusted arguments]).
+    const dstBytes = hostBytes(dst);
+    const srcBytes = hostBytes(src);
+    const dstHost = dstBytes !== undefined;
+    const srcHost = srcBytes !== undefined;
+    const dstVa = dstHost ? 0 : toCount(dst ?? 0);
+    const srcVa = srcHost ? 0 : toCount(src ?? 0);
+    if ((!dstHost && dstVa <= 0) || (!srcHost && srcVa <= 0)) return C.hipErrorInvalidValue;
+    if (k !== C.hipMemcpyDefault) {
+      const wantDstHost = k === C.hipMemcpyHostToHost || k === C.hipMemcpyDeviceToHost;
+      const wantSrcHost = k === C.hipMemcpyHostToHost || k === C.hipMemcpyHostToDevice;
+      if (dstHost !== wantDstHost || srcHost !== wantSrcHost) return C.hipErrorInvalidValue;
+    }
+    if ((dstBytes !== undefined && dstBytes.length < n) || (srcBytes !== undefined && srcBytes.length < n))
+      return C.hipErrorInvalidValue;
+    const s = this.#stream(stream);
+    if (s === undefined) return C.hipErrorInvalidHandle;
+    const device = s.id === 0 ? this.#current : s.device;
+    if (dstBytes !== undefined && srcBytes !== undefined) {
+      dstBytes.set(srcBytes.subarray(0, n));
+      return C.hipSuccess;
+    }
+    if (srcBytes !== undefined)
+      return this.codes.run(() => this.runtime.write(device, dstVa, srcBytes.subarray(0, n), s.id));
+    if (dstBytes !== undefined)
+      return this.codes.run(() => this.runtime.read(device, srcVa, dstBytes.subarray(0, n), s.id));
+    return this.codes.run(() => this.runtime.copy(device, dstVa, srcVa, n, s.id));
+  }
+  #memset(dst, value, sizeBytes, stream) {
+    const n = toCount(sizeBytes);
+    const va = toCount(dst ?? 0);
+    if (n < 0 || !Number.isInteger(toInt(value))) return C.hipErrorInvalidValue;
+    if (n === 0) return C.hipSuccess;
+    if (va <= 0) return C.hipErrorInvalidValue;
+    const s = this.#stream(stream);
+    if (s === undefined) return C.hipErrorInvalidHandle;
+    const device = s.id === 0 ? this.#current : s.device;
+    return this.codes.run(() => this.runtime.fill(device, va, toInt(value), n, s.id));
+  }
+  #allocation(handle) {
+    const id = toCount(handle ?? 0);
+    return id <= 0 ? undefined : this.runtime.allocation(id);
+  }
+  /** What GenericAllocation::GetProperties reports: the prop given at create (or made at import). */
+  #propsOf(a) {
+    const known = this.#props.get(a);
+    if (known !== undefined) return known;
+    const { location, handleTypes, uncached } = a.props;
+    return {
+      type: uncached ? C.hipMemAllocationTypeUncached : C.hipMemAllocationTypePinned,
+      requestedHandleTypes: handleTypes,
+      location: {
+        type: location.type === 'device' ? C.hipMemLocationTypeDevice : C.hipMemLocationTypeHost,
+        id: location.type === 'device' ? location.id : 0,
+      },
+    };
+  }
+  /** A stream handle as core's stream id (0 for the null stream) and its device, or undefined if unknown. */
+  #stream(h) {
+    if (h === null || h === undefined || h === 0 || h === 0n) return { id: 0, device: this.#current };
+    // hipStreamPerThread: the current device's default stream here (Note [Special streams], cuda.ts).
+    if (h === C.hipStreamPerThread || h === 2) return { id: 0, device: this.#current };
+    const key =
+      typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : undefined;
+    return key === undefined ? undefined : this.#streams.get(key);
+  }
+}
+/**
+ * Note [HIP after dispose]
+ * A disposed HipFlavor is a process whose runtime has been torn down: every
+ * call answers hipErrorDeinitialized (4, "driver shutting down") and changes
+ * nothing, the queries that never reach core (hipGetDeviceCount,
+ * hipGetDevice, hipMemGetAllocationGranularity) included. HIP itself has no
+ * uninitialised state to report (it initialises on first use), so
+ * hipErrorNotInitialized is never the answer; core's 'not-initialized' kind
+ * (a call on a disposed Runtime) maps to hipErrorDeinitialized too.
+ * hipGetErrorName and hipGetErrorString keep answering: they return strings,
+ * not codes, and read only a table.
+ */
+/** hipMemSetAccess's descriptors: an array, or for C's `&desc` one struct; plain copies of the first `count`, or undefined. */
+function readDescriptors(desc, count) {
+  if (count <= 0) return undefined;
+  const list = readList(desc, count);
+  if (list === 'not-array') {
+    const one = readStruct(desc, ACCESS_DESC_SHAPE);
+    // The single struct stands for element 0; the loop finds nothing past it.
+    return one === undefined ? undefined : [one];
+  }
+  // Past a short array's end are holes, which the loop refuses when it reaches them.
+  const items = list;
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const d = readStruct(items[i], ACCESS_DESC_SHAPE);
+    if (d === undefined && items[i] !== undefined && typeof items[i] === 'object' && items[i] !== null)
+      return undefined;
+    out.push(d);
+  }
+  return out;
+}
+function isAllocationType(t) {
+  return t === C.hipMemAllocationTypePinned || t === C.hipMemAllocationTypeUncached;
+}
+function copyProp(p) {
+  return {
+    type: p.type,
+    requestedHandleTypes: p.requestedHandleTypes ?? C.hipMemHandleTypeNone,
+    location: { type: p.location.type, id: p.location.id },
+    win32HandleMetaData: p.win32HandleMetaData ?? 0n,
+    allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, ...p.allocFlags },
+  };
+}
+/**
+ * A process using the HIP runtime API. On the simulator the machine is one
+ * AMD Instinct MI300X unless options name devices or a machine to join.
+ */
+export function createHip(options = {}) {
+  return new HipFlavor(options);
+}
+//# sourceMappingURL=hip.js.map
