@@ -123,3 +123,34 @@ describe("ACL: the default stream's forms", () => {
     });
   }
 });
+
+describe('destroying a stream whose queued work fails', () => {
+  it('CUDA: the stream goes and the destroy succeeds; nothing else changes', () => {
+    const cu = createCuda();
+    const b = { value: 0n };
+    cu.cuInit(0);
+    cu.cuDevicePrimaryCtxRetain(b, 0);
+    cu.cuCtxSetCurrent(b.value);
+    cu.cuMemAddressReserve(b, G, 0, 0, 0);
+    const p = b.value;
+    const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
+    cu.cuMemCreate(b, G, prop, 0);
+    const h = b.value;
+    cu.cuMemMap(p, G, 0, h, 0);
+    cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 3 }], 1);
+    const s = { value: 0n };
+    cu.cuStreamCreate(s, 0);
+    expect(cu.cuMemsetD8Async(p, 1, 16, s.value)).toBe(0);
+    const streams = cu.runtime.stats().streams;
+    expect(streams).toBe(1);
+    // Take away the access the queued set needs: it fails when the stream runs it.
+    expect(cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 0 }], 1)).toBe(0);
+    const before = JSON.stringify(cu.runtime.describe());
+    const code = cu.cuStreamDestroy(s.value);
+    expect(JSON.stringify(cu.runtime.describe())).toBe(before);
+    expect(code).toBe(0);
+    expect(cu.runtime.stats().streams).toBe(0);
+    expect(cu.cuStreamSynchronize(s.value)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
+    cu.dispose();
+  });
+});

@@ -774,8 +774,14 @@ export class AclFlavor extends VendorProcess {
     if (isNull(stream)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'stream is NULL');
     const s = this.#stream(stream);
     if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+    // Gone even when its queued work failed (Note [Destroying a busy stream], cuda.ts).
+    try {
+      this.runtime.destroyStream(s.id);
+    } catch (e) {
+      if (this.runtime.hasStream(s.id)) return this.#code(e);
+    }
     this.#streams.delete(BigInt(stream as bigint | number));
-    return this.#run(() => this.runtime.destroyStream(s.id));
+    return C.ACL_SUCCESS;
   }
 
   aclrtSynchronizeDevice(): number {

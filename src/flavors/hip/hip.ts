@@ -659,8 +659,14 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     const s = this.#stream(stream);
     if (s === undefined || s.id === 0) return C.hipErrorInvalidHandle;
+    // Gone even when its queued work failed (Note [Destroying a busy stream], cuda.ts).
+    try {
+      this.runtime.destroyStream(s.id);
+    } catch (e) {
+      if (this.runtime.hasStream(s.id)) return this.codes.code(e);
+    }
     this.#streams.delete(BigInt(stream as bigint));
-    return this.codes.run(() => this.runtime.destroyStream(s.id));
+    return C.hipSuccess;
   }
 
   // --- errors ----------------------------------------------------------------------------------------
