@@ -154,3 +154,33 @@ describe('destroying a stream whose queued work fails', () => {
     cu.dispose();
   });
 });
+
+describe('aclrtResetDevice with a stream whose queued work fails', () => {
+  it("destroys every one of the device's streams and succeeds", () => {
+    const acl = createAcl();
+    acl.aclInit(null);
+    acl.aclrtSetDevice(0);
+    const b = { value: 0n };
+    acl.aclrtReserveMemAddress(b, G, 0, 0, 0);
+    const p = b.value;
+    const prop = {
+      handleType: A.ACL_MEM_HANDLE_TYPE_NONE,
+      allocationType: A.ACL_MEM_ALLOCATION_TYPE_PINNED,
+      memAttr: A.ACL_HBM_MEM_HUGE,
+      location: { type: A.ACL_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+    };
+    acl.aclrtMallocPhysical(b, G, prop, 0);
+    acl.aclrtMapMem(p, G, 0, b.value, 0);
+    const rw = [{ location: { type: A.ACL_MEM_LOCATION_TYPE_DEVICE, id: 0 }, flags: 3 }];
+    expect(acl.aclrtMemSetAccess(p, G, rw, 1)).toBe(0);
+    const streams = [{ value: 0n }, { value: 0n }, { value: 0n }];
+    for (const s of streams) expect(acl.aclrtCreateStream(s)).toBe(0);
+    // The first stream's set fails when it runs: its access is gone by then.
+    expect(acl.aclrtMemsetAsync(p, 16, 1, 16, streams[0]?.value ?? 0n)).toBe(0);
+    expect(acl.aclrtMemSetAccess(p, G, [{ ...rw[0], flags: 0 } as never], 1)).toBe(0);
+    expect(acl.runtime.stats().streams).toBe(3);
+    expect(acl.aclrtResetDevice(0)).toBe(0);
+    expect(acl.runtime.stats().streams).toBe(0);
+    acl.dispose();
+  });
+});

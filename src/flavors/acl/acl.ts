@@ -283,13 +283,18 @@ export class AclFlavor extends VendorProcess {
     if (this.#deviceRefs[d] === 0) return C.ACL_SUCCESS;
     if (--this.#deviceRefs[d] > 0) return C.ACL_SUCCESS;
     if (this.#current === d) this.#current = -1;
-    return this.#run(() => {
-      for (const [h, s] of [...this.#streams]) {
-        if (s.device !== d) continue;
-        this.#streams.delete(h);
+    // Every stream of the device goes, even one whose queued work fails when it runs (Note
+    // [Destroying a busy stream], cuda.ts): a failure there is the work's, not the reset's.
+    for (const [h, s] of [...this.#streams]) {
+      if (s.device !== d) continue;
+      try {
         this.runtime.destroyStream(s.id);
+      } catch (e) {
+        if (this.runtime.hasStream(s.id)) this.report('a stream outlived aclrtResetDevice', e);
       }
-    });
+      this.#streams.delete(h);
+    }
+    return C.ACL_SUCCESS;
   }
 
   // --- virtual addresses ----------------------------------------------------------------------

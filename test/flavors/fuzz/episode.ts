@@ -332,7 +332,7 @@ export class Episode<P extends FuzzedProcess> {
     this.#history.push(
       `${index} ${p === this.ghost ? 'ghost' : p.runtime.pid} ${spec.name} -> ${String(result)}${effects ? ` ${JSON.stringify(effects, (_k, v) => (v instanceof Uint8Array ? `[${v.length} bytes ${v[0]}..]` : v))}` : ''}`,
     );
-    if (this.#history.length > 16) this.#history.shift();
+    if (this.#history.length > (Number(process.env.VMMKIT_FUZZ_HISTORY) || 16)) this.#history.shift();
     if (typeof result === 'number') {
       if (!this.model.codes.has(result)) this.#violate('code', spec.name, `answered ${result}`, index);
     } else if (typeof result !== 'string' && result !== null) {
