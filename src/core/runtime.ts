@@ -442,7 +442,7 @@ export class Runtime implements Disposable {
     state.mapRefs = 0;
     state.owner = undefined;
     this.#handles.delete(a.id);
-    this.#unreleased.delete(a);
+    if (this.#unreleased.size > 0) this.#unreleased.delete(a);
     if (state.tokens !== undefined) for (const t of state.tokens) this.quietly(() => this.backend.unshare(t));
   }
 
