@@ -41,12 +41,12 @@ export function isStruct<T>(x: T): x is NonNullable<T> & object {
 export { isPowerOfTwo } from '../../util/integers.js';
 export {
   ACCESS_DESC_SHAPE,
-  ALLOCATION_PROP_SHAPE,
   hostBytes,
   isHostBuffer,
   LOCATION_SHAPE,
   MAX_LIST_LENGTH,
   probeBox,
+  readAllocationProp,
   readArrayLike,
   readFields,
   readList,

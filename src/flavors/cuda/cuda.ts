@@ -6,7 +6,6 @@ import { instrument } from '../../core/trace.js';
 import { Access, type AllocationProperties, type Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
-  ALLOCATION_PROP_SHAPE,
   BigIntMemo,
   type Box,
   hostBytes,
@@ -15,6 +14,7 @@ import {
   isStruct,
   LOCATION_SHAPE,
   MAX_LIST_LENGTH,
+  readAllocationProp,
   readStruct,
   type Size,
   toCount,
@@ -283,7 +283,7 @@ export class CudaFlavor extends VendorProcess {
 
   cuMemGetAllocationGranularity(granularity: Box<number>, prop: CUmemAllocationProp, option: number): number {
     if (!this.#initialized) return this.#uninitialized();
-    const copy = readStruct<CUmemAllocationProp>(prop, ALLOCATION_PROP_SHAPE);
+    const copy = readAllocationProp<CUmemAllocationProp>(prop);
     if (!isBox(granularity) || copy === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     const opt = toInt(option);
     if (opt !== C.CU_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
@@ -351,7 +351,7 @@ export class CudaFlavor extends VendorProcess {
   cuMemCreate(handle: Box<bigint>, size: Size, prop: CUmemAllocationProp, flags: number): number {
     if (!this.#initialized) return this.#uninitialized();
     // One read of each field, into a plain copy (Note [Untrusted arguments]).
-    const copy = readStruct<CUmemAllocationProp>(prop, ALLOCATION_PROP_SHAPE);
+    const copy = readAllocationProp<CUmemAllocationProp>(prop);
     if (!isBox(handle) || copy === undefined || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     const checked = this.#checkProp(copy);
     if (typeof checked === 'number') return checked;

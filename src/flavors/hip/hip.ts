@@ -5,13 +5,13 @@ import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
   ACCESS_DESC_SHAPE,
-  ALLOCATION_PROP_SHAPE,
   type Box,
   hostBytes,
   isBox,
   isPowerOfTwo,
   isStruct,
   LOCATION_SHAPE,
+  readAllocationProp,
   readList,
   readStruct,
   type Size,
@@ -223,7 +223,7 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     const opt = toInt(option);
     // One read of each field, into a plain copy (Note [Untrusted arguments]).
-    const copy = readStruct<hipMemAllocationProp>(propArg, ALLOCATION_PROP_SHAPE);
+    const copy = readAllocationProp<hipMemAllocationProp>(propArg);
     const prop = copy ?? ({} as hipMemAllocationProp);
     if (
       !isBox(granularity) ||
@@ -287,7 +287,7 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     const n = toCount(size);
     // One read of each field, into a plain copy: what is validated is what is stored (issue 10 E).
-    const copy = readStruct<hipMemAllocationProp>(propArg, ALLOCATION_PROP_SHAPE);
+    const copy = readAllocationProp<hipMemAllocationProp>(propArg);
     const prop = copy ?? ({} as hipMemAllocationProp);
     if (
       !isBox(handle) ||
