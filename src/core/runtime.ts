@@ -1,4 +1,5 @@
 import type { Backend, ImportedMemory } from '../backend/backend.js';
+import { GenerationalHandleTable } from '../util/handle-table.js';
 import { isMultipleOf, isPowerOfTwo } from '../util/integers.js';
 import { OrderedMap } from '../util/ordered-map.js';
 import { vmmError } from './errors.js';
@@ -148,18 +149,18 @@ void tracedOperationsAreComplete;
  * and what could not be given back stays held by the runtime, which tries
  * again at dispose().
  *
- * Note [Handle values]: handle values come from a counter per process and are
- * never handed out twice, so a stale value (released, or from a disposed
- * process) is always an error, never somebody else's memory. A Map keeps the
- * live ones.
+ * Note [Handle values]: handle values are never handed out twice in a
+ * process, so a stale value (released, or from a disposed process) is always
+ * an error, never somebody else's memory. A generational handle table
+ * (src/util/handle-table.ts) gives them: a reused slot carries a new
+ * generation in the value's high part.
  */
 export class Runtime implements Disposable {
   readonly devices: readonly DeviceInfo[];
   readonly #reservations = new OrderedMap<Reservation>();
   readonly #mappings = new OrderedMap<Mapping>();
   /** Allocations alive in this process (refCount > 0), by handle value (Note [Handle values]). */
-  readonly #handles = new Map<number, PhysicalAllocation>();
-  #nextHandle = 1;
+  readonly #handles = new GenerationalHandleTable<PhysicalAllocation>();
   /** Allocations whose last reference went but whose backend release failed (Note [Points of no return]). */
   readonly #unreleased = new Set<PhysicalAllocation>();
   readonly #streams = new Set<number>();
@@ -398,9 +399,9 @@ export class Runtime implements Disposable {
     props: AllocationProperties,
     origin: PhysicalAllocation['origin'],
   ): PhysicalAllocation {
-    const a = new PhysicalAllocation(this.#nextHandle++, size, props, backendHandle, origin);
+    const a = new PhysicalAllocation(this.#handles.peek(), size, props, backendHandle, origin);
     a[CORE].owner = this;
-    this.#handles.set(a.id, a);
+    this.#handles.add(a);
     return a;
   }
 
@@ -441,7 +442,7 @@ export class Runtime implements Disposable {
     state.handleRefs = 0;
     state.mapRefs = 0;
     state.owner = undefined;
-    this.#handles.delete(a.id);
+    this.#handles.remove(a.id);
     if (this.#unreleased.size > 0) this.#unreleased.delete(a);
     if (state.tokens !== undefined) for (const t of state.tokens) this.quietly(() => this.backend.unshare(t));
   }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HandleTable } from '../../src/util/handle-table.js';
+import { GenerationalHandleTable, HandleTable } from '../../src/util/handle-table.js';
 
 describe('HandleTable', () => {
   it('hands out handles from `first` upward, 1 by default', () => {
@@ -90,5 +90,40 @@ describe('HandleTable', () => {
       }),
       { numRuns: 100, seed: 4 },
     );
+  });
+});
+
+describe('GenerationalHandleTable', () => {
+  it('never hands out a value twice, and a stale value finds nothing even when its slot is reused', () => {
+    const t = new GenerationalHandleTable<string>();
+    const seen = new Set<number>();
+    const first = t.add('a');
+    expect(first).toBe(1);
+    seen.add(first);
+    expect(t.remove(first)).toBe(true);
+    for (let i = 0; i < 1000; i++) {
+      expect(t.peek()).not.toBe(first);
+      const h = t.add(`v${i}`);
+      expect(seen.has(h)).toBe(false);
+      seen.add(h);
+      expect(t.get(h)).toBe(`v${i}`);
+      if (i % 3 !== 0) t.remove(h);
+    }
+    expect(t.get(first)).toBeUndefined();
+    expect(t.remove(first)).toBe(false);
+    expect(t.size).toBe(334);
+    expect([...t.values()]).toHaveLength(334);
+    for (const bad of [0, -1, 0.5, Number.NaN, 2 ** 60]) expect(t.get(bad)).toBeUndefined();
+  });
+
+  it('reuses the last freed slot with the next generation', () => {
+    const t = new GenerationalHandleTable<number>();
+    const a = t.add(1);
+    const b = t.add(2);
+    t.remove(a);
+    const c = t.add(3);
+    expect(c).toBe(a + GenerationalHandleTable.SLOTS);
+    expect(t.get(b)).toBe(2);
+    expect(t.get(c)).toBe(3);
   });
 });
