@@ -26,18 +26,18 @@ const attr = (cu: ReturnType<typeof createCuda>, a: unknown, dev: unknown = 0) =
 };
 
 describe('cuDeviceGetAttribute', () => {
-  it("answers the H200's published values and the front end's own VMM rules", () => {
+  it("answers the H200's recorded values (the part supports fabric handles and compression)", () => {
     const cu = initialised();
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)).toEqual([0, 1]);
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)).toEqual([0, 1]);
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED)).toEqual([0, 0]);
-    expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED)).toEqual([0, 0]);
+    expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED)).toEqual([0, 1]);
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_COMPUTE_MODE)).toEqual([0, CU.CU_COMPUTE_MODE_DEFAULT]);
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)).toEqual([0, 132]);
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)).toEqual([0, 9]);
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)).toEqual([0, 0]);
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED)).toEqual([0, 1]);
-    expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED)).toEqual([0, 0]);
+    expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED)).toEqual([0, 1]);
     cu.dispose();
   });
 
@@ -72,6 +72,7 @@ describe('cuDeviceGetAttribute', () => {
       -1,
     ]);
     expect(attr(custom, CU.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)).toEqual([0, 1]);
+    expect(attr(custom, CU.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED)).toEqual([0, 0]);
     custom.dispose();
     const early = createCuda();
     expect(attr(early, 102)).toEqual([CU.CUDA_ERROR_NOT_INITIALIZED, -1]);

@@ -2,23 +2,34 @@
  * cuDeviceGetAttribute's answers (Note [Device attributes]).
  *
  * Note [Device attributes]
- * Two kinds of attribute are answered. The VMM ones describe what this
- * front end does, so they come from its own rules and hold on every
- * simulated device: VMM is supported, POSIX fds can be exported, Windows
- * handles cannot (the simulator is Linux), fabric handles cannot (cuMemCreate
- * answers CUDA_ERROR_NOT_PERMITTED without an IMEX channel), and compressible
- * memory is not modelled. The hardware ones (SM count, compute capability,
- * GPUDirect RDMA) belong to a part: they are given for the NVIDIA H200 from
- * NVIDIA's published specifications (H200 datasheet and the Hopper
- * architecture whitepaper: 132 SMs, compute capability 9.0, GPUDirect RDMA),
- * not read from a driver: the H200's driver values are not recorded yet. A
- * device with no published row (a custom simulated device) answers those
- * with CUDA_ERROR_INVALID_VALUE rather than an invented number; compute mode
- * is the default mode on every simulated machine.
+ * The front end answers a fixed set of attributes: the VMM ones (VMM
+ * support, the exportable handle types, generic compression), compute mode,
+ * and the hardware ones VMM programs read (SM count, compute capability,
+ * GPUDirect RDMA with and without VMM). Any other attribute cuda.h defines is
+ * CUDA_ERROR_INVALID_VALUE rather than an invented number.
+ *
+ * On the simulated NVIDIA H200 every answered attribute is the value the real
+ * part gave: conformance/gpu/device-attributes.py read all of them from an
+ * H200 on driver 580.159.04 (CUDA 13.0) into
+ * conformance/results/h200-device-attributes.json, RECORDED below holds those
+ * values for the answered set, and test/flavors/cuda/attributes.test.ts
+ * compares every answer with the file, so the table cannot drift from it.
+ * The part answers 1 for fabric handles and generic compression: the
+ * attribute says what the hardware supports, not what this process may do,
+ * and on the real machine cuMemCreate of a fabric handle still answers
+ * CUDA_ERROR_NOT_PERMITTED without an IMEX channel, as the simulated one does.
+ *
+ * A device with no record (another preset, a custom simulated device) answers
+ * the front end's own rules, which hold on every simulated device: VMM is
+ * supported, POSIX fds can be exported, Windows handles cannot (the simulator
+ * is Linux), fabric handles cannot (no IMEX channel), compressible memory is
+ * not modelled, compute mode is the default. Its hardware attributes are
+ * CUDA_ERROR_INVALID_VALUE: no CUDA part other than the H200 is modelled, and
+ * the MI300X and Ascend presets have no CUDA values to publish.
  */
 import * as C from './constants.js';
 
-/** Attributes whose value is the front end's own rule, the same on every simulated device. */
+/** Attributes whose value is the front end's own rule, the same on every simulated device without a record. */
 const RULES: ReadonlyMap<number, number> = new Map([
   [C.CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, C.CU_COMPUTE_MODE_DEFAULT],
   [C.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1],
@@ -29,23 +40,46 @@ const RULES: ReadonlyMap<number, number> = new Map([
   [C.CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED, 0],
 ]);
 
-/** Hardware attributes of the parts, from the vendor's published specifications (see the Note). */
-const PUBLISHED: ReadonlyMap<string, ReadonlyMap<number, number>> = new Map([
+/** Hardware attributes: answered only from a part's record. */
+const HARDWARE: readonly number[] = [
+  C.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+  C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+  C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+  C.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
+  C.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+];
+
+/** Every attribute the front end answers on some device. */
+export const ANSWERED_ATTRIBUTES: readonly number[] = Object.freeze([...RULES.keys(), ...HARDWARE]);
+
+/**
+ * The real parts' answers for ANSWERED_ATTRIBUTES, copied from
+ * conformance/results/h200-device-attributes.json (see the Note; a test checks every value).
+ */
+const RECORDED: ReadonlyMap<string, ReadonlyMap<number, number>> = new Map([
   [
     'NVIDIA H200',
     new Map([
       [C.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132],
+      [C.CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, 0],
       [C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9],
       [C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0],
-      [C.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, 1],
+      [C.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1],
+      [C.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 1],
+      [C.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED, 0],
+      [C.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED, 0],
+      [C.CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED, 1],
       [C.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 1],
+      [C.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, 1],
+      [C.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 1],
     ]),
   ],
 ]);
 
 /** The value of `attribute` on a device named `deviceName`, or undefined when it is not known. */
 export function deviceAttribute(deviceName: string, attribute: number): number | undefined {
-  return RULES.get(attribute) ?? PUBLISHED.get(deviceName)?.get(attribute);
+  const recorded = RECORDED.get(deviceName);
+  return recorded !== undefined ? recorded.get(attribute) : RULES.get(attribute);
 }
 
 /** True for a CUdevice_attribute cuda.h defines (1 to 143, some numbers unused). */
