@@ -182,6 +182,13 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuMemGetAccess: {
       call: (cu, e, box) => cu.cuMemGetAccess(box(-1), { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, e.p),
     },
+    cuMemGetAddressRange: { call: (cu, e, box) => cu.cuMemGetAddressRange(box(0n), box(0), e.p) },
+    cuPointerGetAttribute: {
+      call: (cu, e, box) => cu.cuPointerGetAttribute(box(-1), CU.CU_POINTER_ATTRIBUTE_RANGE_SIZE, e.p),
+    },
+    cuPointerGetAttributes: {
+      call: (cu, e, box) => cu.cuPointerGetAttributes(1, [CU.CU_POINTER_ATTRIBUTE_MAPPED], [box(-1)], e.p),
+    },
     cuMemRetainAllocationHandle: { call: (cu, e, box) => cu.cuMemRetainAllocationHandle(box(0n), e.p) },
     cuMemGetAllocationPropertiesFromHandle: {
       call: (cu, e, box) => cu.cuMemGetAllocationPropertiesFromHandle(box(undefined as never), e.h),
@@ -342,9 +349,11 @@ const hipScript: Script<HipFlavor, HipEnv> = {
 interface AclEnv {
   p: bigint;
   q: bigint;
+  r: bigint;
   h: bigint;
   h2: bigint;
   h3: bigint;
+  h4: bigint;
   token: bigint;
   peerToken: bigint;
   peerPid: number;
@@ -379,6 +388,9 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     const p = b.value;
     ok(acl.aclrtReserveMemAddress(b, G, 0, 0n, 0), 'reserve q');
     const q = b.value;
+    // Where aclrtMemMapNoAccess maps (its own range and handle, so later rows find p and q as before).
+    ok(acl.aclrtReserveMemAddress(b, G, 0, 0n, 0), 'reserve r');
+    const r = b.value;
     const handle = () => {
       ok(acl.aclrtMallocPhysical(b, G, aclProp, 0), 'malloc physical');
       return b.value;
@@ -386,6 +398,7 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     const h = handle();
     const h2 = handle();
     const h3 = handle();
+    const h4 = handle();
     ok(acl.aclrtMapMem(p, G, 0, h, 0), 'map');
     ok(acl.aclrtMemSetAccess(p, G, aclRw, 1), 'access');
     ok(acl.aclrtMemExportToShareableHandle(h3, A.ACL_MEM_HANDLE_TYPE_NONE, 0, b), 'export');
@@ -408,7 +421,7 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     ok(acl.aclrtCreateStream(b), 'stream');
     return {
       process: acl,
-      env: { p, q, h, h2, h3, token, peerToken, peerPid: peer.pid, ptr, stream: b.value },
+      env: { p, q, r, h, h2, h3, h4, token, peerToken, peerPid: peer.pid, ptr, stream: b.value },
     };
   },
   rows: {
@@ -419,6 +432,7 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     aclrtReserveMemAddress: { call: (acl, _e, box) => acl.aclrtReserveMemAddress(box(0n), G, 0, 0n, 0) },
     aclrtMallocPhysical: { call: (acl, _e, box) => acl.aclrtMallocPhysical(box(0n), G, aclProp, 0) },
     aclrtMapMem: { call: (acl, e) => acl.aclrtMapMem(e.p + BigInt(G), G, 0, e.h, 0) },
+    aclrtMemMapNoAccess: { call: (acl, e) => acl.aclrtMemMapNoAccess(e.r, G, 0, e.h4, 0) },
     aclrtMemSetAccess: { call: (acl, e) => acl.aclrtMemSetAccess(e.p + BigInt(G), G, aclRw, 1) },
     aclrtMemGetAccess: {
       call: (acl, e, box) =>

@@ -2,7 +2,7 @@ import { isVmmError } from '../../core/errors.js';
 import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
 import type { AccessDescriptor } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
-import type { Access, Location } from '../../core/types.js';
+import { Access, type Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
   ACCESS_DESC_SHAPE,
@@ -69,6 +69,7 @@ export const ACL_FUNCTIONS = [
   'aclrtMallocPhysical',
   'aclrtFreePhysical',
   'aclrtMapMem',
+  'aclrtMemMapNoAccess',
   'aclrtUnmapMem',
   'aclrtMemSetAccess',
   'aclrtMemGetAccess',
@@ -151,11 +152,6 @@ const HBM_MEM_ATTRS = new Set([
   C.ACL_HBM_MEM_HUGE1G,
   C.ACL_HBM_MEM_P2P_HUGE1G,
 ]);
-const ACCESS_FLAGS = new Set([
-  C.ACL_RT_MEM_ACCESS_FLAGS_NONE,
-  C.ACL_RT_MEM_ACCESS_FLAGS_READ,
-  C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
-]);
 
 /** Options of createAcl: as every flavour's, with one Ascend 910B as the default machine. */
 export type AclOptions = FlavorOptions;
@@ -188,6 +184,8 @@ export class AclFlavor extends VendorProcess {
   readonly #memAttrs = new WeakMap<PhysicalAllocation, number>();
   /** What each reservation's mappings hold, while it has any (Note [ACL reservation holdings]). */
   readonly #holdings = new WeakMap<Reservation, Holding>();
+  /** Mappings the host was granted READWRITE on (Note [ACL host access]). */
+  readonly #hostAccess = new WeakSet<Mapping>();
   /** Shareable handles this process exported (import of one's own export is refused). */
   readonly #exported = new Set<number>();
   /** The failure aclGetRecentErrMsg reports (and clears); per process, never module state. */
@@ -394,7 +392,22 @@ export class AclFlavor extends VendorProcess {
 
   // --- mapping and access -----------------------------------------------------------------------
 
+  /** Map and grant the memory's own device read-write (Note [ACL map grants access]). */
   aclrtMapMem(virPtr: Pointer, size: Size, offset: Size, handle: Pointer, flags: Size): number {
+    return this.#map(virPtr, size, offset, handle, flags, true);
+  }
+
+  /**
+   * aclrtMapMem without the grant: no device may touch the range until
+   * aclrtMemSetAccess. The prototype is taken to be aclrtMapMem's (the
+   * reference describes it by contrast with aclrtMapMem; unsure of any
+   * further argument rule, so aclrtMapMem's are applied).
+   */
+  aclrtMemMapNoAccess(virPtr: Pointer, size: Size, offset: Size, handle: Pointer, flags: Size): number {
+    return this.#map(virPtr, size, offset, handle, flags, false);
+  }
+
+  #map(virPtr: Pointer, size: Size, offset: Size, handle: Pointer, flags: Size, grant: boolean): number {
     if (!this.#initialized) return this.#uninitialized();
     const va = toCount(virPtr ?? 0);
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'virPtr is NULL');
@@ -429,6 +442,16 @@ export class AclFlavor extends VendorProcess {
     }
     return this.#run(() => {
       const m = this.runtime.map(va, n, a, 0);
+      const own = a.props.location.type === 'device' ? a.props.location.id : this.#current;
+      if (grant && this.runtime.isDevice(own)) {
+        try {
+          this.runtime.setAccess(va, n, [{ device: own, access: Access.ReadWrite }]);
+        } catch (e) {
+          // All or nothing: a map whose grant failed is undone.
+          this.runtime.unmap(va, n);
+          throw e;
+        }
+      }
       if (held === undefined)
         this.#holdings.set(m.reservation, { location: a.props.location, imported: a.origin === 'imported' });
     });
@@ -445,9 +468,10 @@ export class AclFlavor extends VendorProcess {
   }
 
   /**
-   * virPtr and size must be exactly one aclrtMapMem's (CANN's documentation).
-   * CANN documents only READWRITE as supported today; NONE and READ, which
-   * aclrtMemAccessFlags defines, are simulated too.
+   * virPtr and size must be exactly one aclrtMapMem's, flags READWRITE (the
+   * only value CANN's aclrtMemAccessDesc documents as supported; NONE and
+   * READ answer ACL_ERROR_RT_PARAM_INVALID), locations HOST or DEVICE
+   * (Note [ACL host access]).
    */
   aclrtMemSetAccess(virPtr: Pointer, size: Size, desc: readonly aclrtMemAccessDesc[], count: Size): number {
     if (!this.#initialized) return this.#uninitialized();
@@ -462,22 +486,33 @@ export class AclFlavor extends VendorProcess {
     if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `count ${show(count)} must be positive`);
     if (list.length < k) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `desc holds fewer than ${k} entries`);
     const descriptors: AccessDescriptor[] = [];
+    let host = false;
     for (let i = 0; i < k; i++) {
       const d = readStruct<aclrtMemAccessDesc>(list[i], ACCESS_DESC_SHAPE);
-      if (!isStruct(d) || !isStruct(d.location) || !ACCESS_FLAGS.has(d.flags))
-        return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `desc[${i}] has bad flags`);
+      if (!isStruct(d) || !isStruct(d.location))
+        return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `desc[${i}] cannot be read`);
+      if (d.flags !== C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE)
+        return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `desc[${i}].flags ${show(d.flags)} must be READWRITE`);
+      if (d.location.type === C.ACL_MEM_LOCATION_TYPE_HOST) {
+        host = true;
+        continue;
+      }
       const device = this.#accessDevice(d.location);
       if (device instanceof AclRefusal) return device.code;
-      descriptors.push({ device, access: d.flags as Access });
+      descriptors.push({ device, access: Access.ReadWrite });
     }
     const m = this.#mappingStartingAt(va);
     if (m === undefined)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
     if (m.size !== n)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the mapped size ${m.size}`);
-    return this.#run(() => this.runtime.setAccess(va, n, descriptors));
+    return this.#run(() => {
+      if (descriptors.length > 0) this.runtime.setAccess(va, n, descriptors);
+      if (host) this.#hostAccess.add(m);
+    });
   }
 
+  /** The mapping's access from one device, or from the host (Note [ACL host access]). */
   aclrtMemGetAccess(virPtr: Pointer, locationArg: aclrtMemLocation, flag: Box<number>): number {
     if (!this.#initialized) return this.#uninitialized();
     const va = toCount(virPtr ?? 0);
@@ -486,12 +521,18 @@ export class AclFlavor extends VendorProcess {
     if (location === undefined)
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'location is NULL or cannot be read');
     if (!isBox(flag)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'flag is NULL');
-    const device = this.#accessDevice(location);
+    const isHost = location.type === C.ACL_MEM_LOCATION_TYPE_HOST;
+    const device = isHost ? -1 : this.#accessDevice(location);
     if (device instanceof AclRefusal) return device.code;
     const m = this.#mappingStartingAt(va);
     if (m === undefined)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `nothing is mapped at 0x${va.toString(16)}`);
-    return writeBox(flag, m.accessOf(device)) ? C.ACL_SUCCESS : this.#unwritable();
+    const access = isHost
+      ? this.#hostAccess.has(m)
+        ? C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE
+        : C.ACL_RT_MEM_ACCESS_FLAGS_NONE
+      : m.accessOf(device);
+    return writeBox(flag, access) ? C.ACL_SUCCESS : this.#unwritable();
   }
 
   /** A new reference to the handle mapped at any address inside a mapping; undo with aclrtFreePhysical. */
@@ -1026,6 +1067,29 @@ export class AclFlavor extends VendorProcess {
  * aclGetRecentErrMsg itself keeps answering: it reads the process's last
  * message and has no code to give. Core's 'not-initialized' kind (a call on
  * a disposed Runtime) maps to the same code (error-table.ts).
+ */
+
+/**
+ * Note [ACL map grants access]
+ * Seed 2's seven steps go from aclrtMapMem straight to the task, with no
+ * access step, and CANN's references agree: the aclrtMemMapNoAccess entry
+ * says that, unlike aclrtMapMem, it leaves the device without access until
+ * aclrtMemSetAccess. So aclrtMapMem grants read-write to the memory's own
+ * device (the device of the handle's location; for host memory, the current
+ * device when one is set) in the same call, all or nothing: a failed grant
+ * unmaps again. Other devices still need aclrtMemSetAccess. Core keeps
+ * CUDA's rule (a mapping starts with no access); the grant is the flavour's.
+ */
+
+/**
+ * Note [ACL host access]
+ * aclrtMemSetAccess and aclrtMemGetAccess take HOST or DEVICE locations
+ * (CANN: for HOST the id is ignored). The simulated machine has no host
+ * path into device mappings (nothing on the host dereferences a device
+ * address here; copies go through aclrtMemcpy), so a HOST grant is recorded
+ * per mapping and reported back by aclrtMemGetAccess, and changes no copy.
+ * A mapping made again starts without it (the record is on the Mapping
+ * object, which a new map replaces).
  */
 
 /**

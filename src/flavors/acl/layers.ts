@@ -64,6 +64,10 @@ export const ACL_LAYERS: VendorLayers = {
       enter: [svm('svm_svmm_add_seg')],
     },
 
+    // aclrtMapMem's grant to the memory's own device (Note [ACL map grants access], acl.ts) is
+    // the page-table build CANN's driver does inside the map: no frames of its own.
+    'flavor:aclrtMapMem > core:setAccess': { path: [], opaque: true },
+
     'core:unmap': { path: [rts('rtUnmapMem'), rts('NpuDriver::UnmapMem')] },
     // Segment removed and the reference dropped before the page tables go.
     'backend:unmap': {

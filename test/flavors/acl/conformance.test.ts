@@ -427,30 +427,31 @@ describe('aclrtFreePhysical while mapped defers the free to the unmap', () => {
   );
 });
 
-describe('access: copies through none, read and read-write', () => {
+describe('access: what aclrtMapMem, aclrtMemMapNoAccess and aclrtMemSetAccess grant', () => {
   const H2D = C.ACL_MEMCPY_HOST_TO_DEVICE;
   const D2H = C.ACL_MEMCPY_DEVICE_TO_HOST;
   // A copy the access level forbids: the simulated 910B answers ACL_ERROR_RT_NO_PERMISSION; the NVIDIA
   // driver refuses it at the call with CUDA_ERROR_INVALID_VALUE, which ACL over CUDA answers as
   // ACL_ERROR_RT_PARAM_INVALID (conformance/results/h200-driver.md, "Copies and access").
   const NO = ON_CUDA ? RT_PARAM : C.ACL_ERROR_RT_NO_PERMISSION;
-  const rows: [string, number | null, number, number][] = [
-    ['no grant: write', null, H2D, NO],
-    ['no grant: read', null, D2H, NO],
-    ['NONE: write', C.ACL_RT_MEM_ACCESS_FLAGS_NONE, H2D, NO],
-    ['READ: write', C.ACL_RT_MEM_ACCESS_FLAGS_READ, H2D, NO],
-    ['READ: read', C.ACL_RT_MEM_ACCESS_FLAGS_READ, D2H, 0],
-    ['READWRITE: write', C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE, H2D, 0],
-    ['READWRITE: read', C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE, D2H, 0],
+  // [name, map call, grant READWRITE afterwards, copy kind, expected code, expected flag of device 0]
+  const rows: [string, 'map' | 'noAccess', boolean, number, number, number][] = [
+    ['aclrtMapMem: write', 'map', false, H2D, 0, 3],
+    ['aclrtMapMem: read', 'map', false, D2H, 0, 3],
+    ['aclrtMemMapNoAccess: write', 'noAccess', false, H2D, NO, 0],
+    ['aclrtMemMapNoAccess: read', 'noAccess', false, D2H, NO, 0],
+    ['aclrtMemMapNoAccess, then READWRITE: write', 'noAccess', true, H2D, 0, 3],
+    ['aclrtMemMapNoAccess, then READWRITE: read', 'noAccess', true, D2H, 0, 3],
   ];
-  it.each(rows)('%s', (_name, flags, kind, code) => {
+  it.each(rows)('%s', (_name, how, grant, kind, code, want) => {
     const acl = ready();
     const va = reserve(acl, G);
-    expectOk(acl.aclrtMapMem(va, G, 0, mallocPhysical(acl), 0));
-    if (flags !== null) expectOk(acl.aclrtMemSetAccess(va, G, [{ flags, location: { id: 0, type: 1 } }], 1));
+    const h = mallocPhysical(acl);
+    expectOk(how === 'map' ? acl.aclrtMapMem(va, G, 0, h, 0) : acl.aclrtMemMapNoAccess(va, G, 0, h, 0));
+    if (grant) expectOk(acl.aclrtMemSetAccess(va, G, RW(), 1));
     const flag = { value: -1 };
     expectOk(acl.aclrtMemGetAccess(va, { id: 0, type: C.ACL_MEM_LOCATION_TYPE_DEVICE }, flag));
-    expect(flag.value).toBe(flags ?? 0);
+    expect(flag.value).toBe(want);
     const host = new Uint8Array(64);
     const call =
       kind === H2D ? acl.aclrtMemcpy(va, 64, host, 64, kind) : acl.aclrtMemcpy(host, 64, va, 64, kind);
@@ -475,7 +476,17 @@ describe('access: copies through none, read and read-write', () => {
           [{ flags: 3, location: { id: 0, type: C.ACL_MEM_LOCATION_TYPE_HOST } }],
           1,
         ),
-      C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+      0,
+    ],
+    [
+      'flags NONE (only READWRITE is supported)',
+      (a, va) => a.aclrtMemSetAccess(va, G, [{ flags: 0, location: { id: 0, type: 1 } }], 1),
+      RT_PARAM,
+    ],
+    [
+      'flags READ (only READWRITE is supported)',
+      (a, va) => a.aclrtMemSetAccess(va, G, [{ flags: 1, location: { id: 0, type: 1 } }], 1),
+      RT_PARAM,
     ],
     ['count beyond desc', (a, va) => a.aclrtMemSetAccess(va, G, RW(), 2), INVALID],
     [
@@ -496,11 +507,41 @@ describe('access: copies through none, read and read-write', () => {
     expect(call(acl, va)).toBe(code);
   });
 
-  it('a re-map starts with no access', () => {
+  it('a re-map with aclrtMapMem grants read-write again; with aclrtMemMapNoAccess it has none', () => {
     const acl = ready();
     const { va, handle } = mapped(acl);
+    const flag = { value: -1 };
     expectOk(acl.aclrtUnmapMem(va));
     expectOk(acl.aclrtMapMem(va, G, 0, handle, 0));
+    expectOk(acl.aclrtMemGetAccess(va, { id: 0, type: 1 }, flag));
+    expect(flag.value).toBe(C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE);
+    expectOk(acl.aclrtUnmapMem(va));
+    expectOk(acl.aclrtMemMapNoAccess(va, G, 0, handle, 0));
+    expectOk(acl.aclrtMemGetAccess(va, { id: 0, type: 1 }, flag));
+    expect(flag.value).toBe(C.ACL_RT_MEM_ACCESS_FLAGS_NONE);
+  });
+
+  it('a HOST grant is recorded for the mapping, reported by aclrtMemGetAccess, and gone after a re-map', () => {
+    const acl = ready();
+    const { va, handle } = mapped(acl);
+    const host = { id: 0, type: C.ACL_MEM_LOCATION_TYPE_HOST };
+    const flag = { value: -1 };
+    expectOk(acl.aclrtMemGetAccess(va, host, flag));
+    expect(flag.value).toBe(C.ACL_RT_MEM_ACCESS_FLAGS_NONE);
+    expectOk(acl.aclrtMemSetAccess(va, G, [{ flags: 3, location: host }], 1));
+    expectOk(acl.aclrtMemGetAccess(va, host, flag));
+    expect(flag.value).toBe(C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE);
+    expectOk(acl.aclrtUnmapMem(va));
+    expectOk(acl.aclrtMapMem(va, G, 0, handle, 0));
+    expectOk(acl.aclrtMemGetAccess(va, host, flag));
+    expect(flag.value).toBe(C.ACL_RT_MEM_ACCESS_FLAGS_NONE);
+  });
+
+  it('a refused grant changes nothing: the second descriptor names no device', () => {
+    const acl = ready();
+    const va = reserve(acl, G);
+    expectOk(acl.aclrtMemMapNoAccess(va, G, 0, mallocPhysical(acl), 0));
+    expect(acl.aclrtMemSetAccess(va, G, [...RW(), ...RW(4)], 2)).toBe(C.ACL_ERROR_RT_INVALID_DEVICEID);
     const flag = { value: -1 };
     expectOk(acl.aclrtMemGetAccess(va, { id: 0, type: 1 }, flag));
     expect(flag.value).toBe(C.ACL_RT_MEM_ACCESS_FLAGS_NONE);

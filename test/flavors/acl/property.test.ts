@@ -245,18 +245,18 @@ function run(ops: readonly Op[]): void {
         if (target === undefined || target.slots[slot] !== undefined) expected = PARAM;
         else if (others.some((m) => m.alloc.device !== a.device || m.alloc.imported !== a.imported))
           expected = PARAM;
-        expect(acl.aclrtMapMem(va, G, 0, a.id, 0)).toBe(expected);
+        // aclrtMapMem grants the memory's own device read-write; aclrtMemMapNoAccess grants nothing.
+        const code = op.grant
+          ? acl.aclrtMapMem(va, G, 0, a.id, 0)
+          : acl.aclrtMemMapNoAccess(va, G, 0, a.id, 0);
+        expect(code).toBe(expected);
         if (expected === OK) {
           const m: MapRec = { va, res: target!, alloc: a, access: [0, 0] };
           target!.slots[slot] = m;
           seen.mapped++;
           pr.mappings.push(m);
           a.mapRefs++;
-          if (op.grant) {
-            const desc = [{ flags: 3, location: { id: pr.device, type: C.ACL_MEM_LOCATION_TYPE_DEVICE } }];
-            expect(acl.aclrtMemSetAccess(va, G, desc, 1)).toBe(OK);
-            m.access[pr.device] = 3;
-          }
+          if (op.grant) m.access[a.device] = 3;
         }
         break;
       }
@@ -278,8 +278,10 @@ function run(ops: readonly Op[]): void {
         const m = pick(pr.mappings, op.i);
         if (m === undefined) break;
         const desc = [{ flags: op.flags, location: { id: op.d, type: C.ACL_MEM_LOCATION_TYPE_DEVICE } }];
-        expect(acl.aclrtMemSetAccess(m.va, G, desc, 1)).toBe(OK);
-        m.access[op.d] = op.flags;
+        // CANN supports READWRITE only; NONE and READ are refused and change nothing.
+        const ok = op.flags === C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
+        expect(acl.aclrtMemSetAccess(m.va, G, desc, 1)).toBe(ok ? OK : PARAM);
+        if (ok) m.access[op.d] = op.flags;
         break;
       }
       case 'write': {
