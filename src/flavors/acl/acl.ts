@@ -298,9 +298,12 @@ export class AclFlavor extends VendorProcess {
   // --- virtual addresses ----------------------------------------------------------------------
 
   /**
-   * alignment is reserved (0); expectPtr is honoured exactly or the call
-   * fails, as CANN documents for a user-chosen address; flags 0 or 1 (page
-   * size hint, accepted by the acl layer).
+   * size only needs to be non-zero: it rounds up to the granularity (Note
+   * [ACL reservation sizes]). alignment is reserved (0); flags 0 or 1 (the
+   * page-size flag older references define and newer ones call reserved,
+   * recommending 0: both are accepted, for compatibility). expectPtr NULL
+   * lets the runtime choose; a non-NULL one is honoured exactly or the call
+   * fails, as CANN documents for a user-chosen address (Note [ACL expectPtr]).
    */
   aclrtReserveMemAddress(
     virPtr: Box<bigint>,
@@ -322,13 +325,14 @@ export class AclFlavor extends VendorProcess {
         `alignment ${show(alignment)} is reserved and must be 0`,
       );
     const g = this.runtime.vaGranularity;
-    if (!isMultipleOf(n, g))
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
+    const rounded = Math.ceil(n / g) * g;
+    if (!Number.isSafeInteger(rounded))
+      return this.#bad(C.ACL_ERROR_RT_MEMORY_ALLOCATION, `size ${n} is past any address space`);
     const hint = toCount(expectPtr ?? 0);
     if (hint < 0 || !isMultipleOf(hint, g))
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `expectPtr ${show(expectPtr)} is not ${g}-aligned`);
     return this.#run(() => {
-      const r = this.runtime.reserve(n, { hint });
+      const r = this.runtime.reserve(rounded, { hint });
       if (hint !== 0 && r.base !== hint) {
         this.runtime.free(r);
         this.#reason = `expectPtr 0x${hint.toString(16)} is not free`;
@@ -1079,6 +1083,30 @@ export class AclFlavor extends VendorProcess {
  * device when one is set) in the same call, all or nothing: a failed grant
  * unmaps again. Other devices still need aclrtMemSetAccess. Core keeps
  * CUDA's rule (a mapping starts with no access); the grant is the flavour's.
+ */
+
+/**
+ * Note [ACL reservation sizes]
+ * CANN's aclrtReserveMemAddress documents one size rule: size != 0. Real
+ * allocators rely on it: an NPU caching allocator probes the call at start-up
+ * with 512 bytes and flags 1, and takes anything but success or
+ * feature-not-supported as a failure. A driver can only hand out whole pages
+ * of address space, so the flavour reserves the size rounded up to the VA
+ * granularity (2 MiB on the 910B): core's reservation is that rounded size,
+ * the caller may map only what lies inside it (a mapping is a whole
+ * granule), and aclrtReleaseMemAddress, which takes no size, releases the
+ * whole of it. A size whose rounding leaves the safe integers answers
+ * ACL_ERROR_RT_MEMORY_ALLOCATION, as no address space is that large.
+ *
+ * Note [ACL expectPtr]
+ * The references disagree by version: 8.0 calls expectPtr reserved (NULL
+ * only); 9.0 accepts a user-chosen start as an experimental feature, inside
+ * a fixed window and aligned, and fails when it is taken or misaligned. No
+ * version describes it as a mere hint that may be ignored, so the flavour
+ * keeps the strict reading: a non-NULL expectPtr must be granularity-aligned
+ * and free, or the call answers ACL_ERROR_RT_PARAM_INVALID (unsure: one
+ * reference gives ACL_ERROR_RT_MEMORY_ALLOCATION for a taken address). The
+ * address window is not checked, as the simulated address space differs.
  */
 
 /**

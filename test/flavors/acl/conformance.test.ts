@@ -186,12 +186,10 @@ describe('NULL pointers and zero sizes -> ACL_ERROR_INVALID_PARAM', () => {
 
 describe('sizes, alignment and map rules -> runtime codes', () => {
   const rows: [string, (acl: AclFlavor, va: bigint, h: bigint) => number, number][] = [
-    [
-      'reserve 1 MiB (not 2 MiB aligned)',
-      (a) => a.aclrtReserveMemAddress({ value: 0n }, MiB, 0, null, 0),
-      RT_PARAM,
-    ],
-    ['reserve 3 MiB', (a) => a.aclrtReserveMemAddress({ value: 0n }, 3 * MiB, 0, null, 0), RT_PARAM],
+    // CANN's one size rule for a reservation is size != 0; other sizes round up to the granularity.
+    ['reserve 1 MiB (rounds up)', (a) => a.aclrtReserveMemAddress({ value: 0n }, MiB, 0, null, 0), 0],
+    ['reserve 3 MiB (rounds up)', (a) => a.aclrtReserveMemAddress({ value: 0n }, 3 * MiB, 0, null, 0), 0],
+    ['reserve 512 bytes, flags 1', (a) => a.aclrtReserveMemAddress({ value: 0n }, 512, 0, null, 1), 0],
     [
       'reserve alignment 4096 (reserved, 0)',
       (a) => a.aclrtReserveMemAddress({ value: 0n }, G, 4096, null, 0),
@@ -291,6 +289,24 @@ describe('sizes, alignment and map rules -> runtime codes', () => {
     const p = { value: 0n };
     expect(acl.aclrtReserveMemAddress(p, G, 0, va + BigInt(G), 0)).toBe(C.ACL_SUCCESS);
     expect(p.value).toBe(va + BigInt(G));
+  });
+
+  it('a 512-byte reservation (an allocator start-up probe) is one granule: a granule maps, two do not, release frees it', () => {
+    const acl = ready();
+    const out = { value: 0n };
+    expectOk(acl.aclrtReserveMemAddress(out, 512, 0, null, 1));
+    const r = acl.runtime.reservationAt(Number(out.value));
+    expect(r?.size).toBe(G);
+    const big = { value: 0n };
+    expectOk(acl.aclrtMallocPhysical(big, 2 * G, prop(), 0));
+    expect(acl.aclrtMapMem(out.value, 2 * G, 0, big.value, 0)).not.toBe(C.ACL_SUCCESS);
+    const h = mallocPhysical(acl);
+    expectOk(acl.aclrtMapMem(out.value, G, 0, h, 0));
+    const bytes = pattern(512);
+    expectOk(acl.aclrtMemcpy(out.value, 512, bytes, 512, C.ACL_MEMCPY_HOST_TO_DEVICE));
+    expectOk(acl.aclrtUnmapMem(out.value));
+    expectOk(acl.aclrtReleaseMemAddress(out.value));
+    expect(acl.runtime.reservationAt(Number(out.value))).toBeUndefined();
   });
 });
 
