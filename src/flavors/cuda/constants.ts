@@ -95,3 +95,17 @@ export const CU_STREAM_CAPTURE_STATUS_NONE = 0;
 export const CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
 export const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 export const CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+
+// CUpointer_attribute (cuda.h): the ones vmmkit answers.
+export const CU_POINTER_ATTRIBUTE_CONTEXT = 1;
+export const CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+export const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+export const CU_POINTER_ATTRIBUTE_IS_MANAGED = 8;
+export const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+export const CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
+export const CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
+export const CU_POINTER_ATTRIBUTE_MAPPED = 13;
+
+// CUmemorytype
+export const CU_MEMORYTYPE_HOST = 1;
+export const CU_MEMORYTYPE_DEVICE = 2;

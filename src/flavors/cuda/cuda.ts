@@ -15,6 +15,7 @@ import {
   LOCATION_SHAPE,
   MAX_LIST_LENGTH,
   readAllocationProp,
+  readList,
   readStruct,
   type Size,
   toCount,
@@ -24,6 +25,7 @@ import {
 } from '../common/args.js';
 import { fillWide } from '../common/fill.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
+import { probeBox } from '../common/untrusted.js';
 import { deviceAttribute, isDeviceAttribute } from './attributes.js';
 import * as C from './constants.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
@@ -75,6 +77,9 @@ export const CUDA_FUNCTIONS = [
   'cuMemUnmap',
   'cuMemSetAccess',
   'cuMemGetAccess',
+  'cuMemGetAddressRange',
+  'cuPointerGetAttribute',
+  'cuPointerGetAttributes',
   'cuMemRetainAllocationHandle',
   'cuMemGetAllocationPropertiesFromHandle',
   'cuMemExportToShareableHandle',
@@ -591,6 +596,84 @@ export class CudaFlavor extends VendorProcess {
     return writeBox(flags, m.accessOf(loc.id)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
+  /**
+   * The range of the allocation holding `dptr` (Note [Pointer ranges]); either
+   * out box may be null. CUDA_ERROR_NOT_FOUND for an address that nothing is
+   * mapped at, as the driver answers.
+   */
+  cuMemGetAddressRange(pbase: Box<bigint> | null, psize: Box<number> | null, dptr: CUdeviceptr): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    if (
+      (pbase !== null && pbase !== undefined && !isBox(pbase)) ||
+      (psize !== null && psize !== undefined && !isBox(psize))
+    )
+      return C.CUDA_ERROR_INVALID_VALUE;
+    const range = this.#rangeOf(this.#addresses.toNumber(dptr));
+    if (range === undefined) return C.CUDA_ERROR_NOT_FOUND;
+    const out: Box<number | bigint>[] = [];
+    const values: (number | bigint)[] = [];
+    if (pbase !== null && pbase !== undefined) {
+      out.push(pbase);
+      values.push(this.#addresses.toBigInt(range.base));
+    }
+    if (psize !== null && psize !== undefined) {
+      out.push(psize);
+      values.push(range.size);
+    }
+    return writeAllBoxes(out, values) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /**
+   * One attribute of the memory at `ptr` (Note [Pointer ranges]): an address
+   * nothing is mapped at is CUDA_ERROR_INVALID_VALUE, as is an attribute
+   * vmmkit does not answer.
+   */
+  cuPointerGetAttribute(data: Box<number | bigint>, attribute: number, ptr: CUdeviceptr): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const a = typeof attribute === 'number' ? attribute : Number.NaN;
+    if (!isBox(data) || !POINTER_ATTRIBUTES.has(a)) return C.CUDA_ERROR_INVALID_VALUE;
+    const va = this.#addresses.toNumber(ptr);
+    const range = this.#rangeOf(va);
+    if (range === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(data, this.#pointerAttribute(a, va, range)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /**
+   * Several attributes at once. Unlike cuPointerGetAttribute, an address
+   * nothing is mapped at is no error: every attribute gets its NULL value (0),
+   * as the driver documents. Every argument is checked before any box is written.
+   */
+  cuPointerGetAttributes(
+    numAttributes: number,
+    attributes: readonly number[],
+    data: readonly Box<number | bigint>[],
+    ptr: CUdeviceptr,
+  ): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const n = toCount(numAttributes);
+    if (n <= 0 || n > MAX_LIST_LENGTH) return C.CUDA_ERROR_INVALID_VALUE;
+    const names = readList(attributes, n);
+    const boxes = readList(data, n);
+    if (names === 'not-array' || boxes === 'not-array' || names.length < n || boxes.length < n)
+      return C.CUDA_ERROR_INVALID_VALUE;
+    for (let i = 0; i < n; i++) {
+      const a = names[i];
+      if (typeof a !== 'number' || !POINTER_ATTRIBUTES.has(a) || !isBox(boxes[i]))
+        return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    const va = this.#addresses.toNumber(ptr);
+    const range = this.#rangeOf(va);
+    const values = names.map((a) =>
+      range === undefined ? nullAttribute(a as number) : this.#pointerAttribute(a as number, va, range),
+    );
+    return writeAllBoxes(boxes as Box<number | bigint>[], values)
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
   cuMemRetainAllocationHandle(handle: Box<bigint>, addr: CUdeviceptr): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
@@ -945,6 +1028,58 @@ export class CudaFlavor extends VendorProcess {
   // --- helpers -----------------------------------------------------------------------------------------
 
   /** What a call answers before cuInit, and after dispose (Note [CUDA after dispose]). */
+  /**
+   * Note [Pointer ranges]: what cuMemGetAddressRange and the range pointer
+   * attributes answer. For cuMemAlloc memory it is the allocation, here the
+   * granularity-rounded size core holds (the driver may answer the requested
+   * size; not checked on the real part). For VMM memory it is the one cuMemMap
+   * that mapped the address, not the reservation: NVIDIA's documentation says
+   * only "the allocation that contains the input pointer", and users of real
+   * drivers report that several allocations mapped into one reservation answer
+   * the mapped segment alone (libfabric's hmem_cuda stopped relying on it for
+   * that reason). A cuMemMap past a reservation's end is one range, all its
+   * pieces together. A reserved address with nothing mapped is not found:
+   * inferred from the same reports, not checked on the real part.
+   */
+  #rangeOf(va: number): { base: number; size: number; mapping: Mapping } | undefined {
+    if (va <= 0) return undefined;
+    const m = this.runtime.mappingAt(va);
+    if (m === undefined) return undefined;
+    const span = this.#spans.size === 0 ? undefined : this.#spans.get(m);
+    if (span === undefined) return { base: m.va, size: m.size, mapping: m };
+    const first = span.pieces[0];
+    const last = span.pieces[span.pieces.length - 1];
+    return { base: first.va, size: last.end - first.va, mapping: m };
+  }
+
+  /** The value of pointer attribute `a` at `va`, inside `range`. */
+  #pointerAttribute(
+    a: number,
+    va: number,
+    range: { base: number; size: number; mapping: Mapping },
+  ): number | bigint {
+    const location = range.mapping.allocation.props.location;
+    switch (a) {
+      case C.CU_POINTER_ATTRIBUTE_CONTEXT:
+        return contextHandle(location.type === 'device' ? location.id : this.#current);
+      case C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        return location.type === 'device' ? C.CU_MEMORYTYPE_DEVICE : C.CU_MEMORYTYPE_HOST;
+      case C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        return this.#addresses.toBigInt(va);
+      case C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        return location.type === 'device' ? location.id : this.#current;
+      case C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        return this.#addresses.toBigInt(range.base);
+      case C.CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        return range.size;
+      case C.CU_POINTER_ATTRIBUTE_MAPPED:
+        return 1;
+      default:
+        // CU_POINTER_ATTRIBUTE_IS_MANAGED: the simulator has no managed memory.
+        return 0;
+    }
+  }
+
   #uninitialized(): number {
     return this.#gone ? C.CUDA_ERROR_DEINITIALIZED : C.CUDA_ERROR_NOT_INITIALIZED;
   }
@@ -1252,6 +1387,53 @@ class DescriptorCache {
     if (list === undefined) this.#lists[key] = list = [{ device, access }];
     return list;
   }
+}
+
+/** The pointer attributes vmmkit answers (Note [Pointer ranges]). */
+const POINTER_ATTRIBUTES: ReadonlySet<number> = new Set([
+  C.CU_POINTER_ATTRIBUTE_CONTEXT,
+  C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+  C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+  C.CU_POINTER_ATTRIBUTE_IS_MANAGED,
+  C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+  C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+  C.CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+  C.CU_POINTER_ATTRIBUTE_MAPPED,
+]);
+
+/**
+ * Write every box or none (Note [Untrusted arguments]): each is probed and its
+ * old value read first; if a write is refused all the same, the boxes already
+ * written get their old values back.
+ */
+function writeAllBoxes(
+  boxes: readonly Box<number | bigint>[],
+  values: readonly (number | bigint)[],
+): boolean {
+  const old: unknown[] = [];
+  try {
+    for (const b of boxes) {
+      if (!probeBox(b)) return false;
+      old.push(b.value);
+    }
+  } catch {
+    return false;
+  }
+  for (let i = 0; i < boxes.length; i++) {
+    if (writeBox(boxes[i], values[i])) continue;
+    for (let j = 0; j < i; j++) writeBox(boxes[j], old[j] as number | bigint);
+    return false;
+  }
+  return true;
+}
+
+/** What cuPointerGetAttributes writes for an address that is no CUDA memory: the attribute's NULL value. */
+function nullAttribute(a: number): number | bigint {
+  return a === C.CU_POINTER_ATTRIBUTE_CONTEXT ||
+    a === C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER ||
+    a === C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR
+    ? 0n
+    : 0;
 }
 
 function contextHandle(device: number): bigint {

@@ -256,6 +256,34 @@ const calls: CallSpec<CudaFlavor>[] = [
     }),
   },
   {
+    name: 'cuMemGetAddressRange',
+    weight: 0.3,
+    run: (ep, p) => ({ result: p.cuMemGetAddressRange(ep.box(0n), ep.box(0), mem(ep, p)) }),
+  },
+  {
+    name: 'cuPointerGetAttribute',
+    weight: 0.3,
+    run: (ep, p) => ({
+      result: p.cuPointerGetAttribute(
+        ep.box(0),
+        ep.arg(() => ep.rng.pick([2, 8, 9, 11, 12, 13, 99])),
+        mem(ep, p),
+      ),
+    }),
+  },
+  {
+    name: 'cuPointerGetAttributes',
+    weight: 0.3,
+    run: (ep, p) => ({
+      result: p.cuPointerGetAttributes(
+        ep.arg(() => 2),
+        ep.arg(() => [C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, C.CU_POINTER_ATTRIBUTE_RANGE_SIZE]),
+        ep.arg(() => [ep.box(0), ep.box(0)]),
+        mem(ep, p),
+      ),
+    }),
+  },
+  {
     name: 'cuMemRetainAllocationHandle',
     run: (ep, p) => {
       const b = ep.box(0n);
