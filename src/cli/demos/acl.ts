@@ -3,9 +3,11 @@ import { createAcl } from '../../flavors/acl/acl.js';
 import * as C from '../../flavors/acl/constants.js';
 
 /**
- * Seed 2's seven steps on a simulated Ascend 910B: reserve, allocate, map
- * (and grant access), a real task (write a pattern through the mapping and
- * check every byte), unmap, free, release. One line per call; the caller
+ * Seed 2's seven steps, exactly as CANN's reference lists them, on a
+ * simulated Ascend 910B: reserve, allocate, map, a real task (write a
+ * pattern through the mapping and check every byte), unmap, free, release.
+ * There is no access step: aclrtMapMem grants the memory's own device
+ * read-write (Note [ACL map grants access]). One line per call; the caller
  * prints `tracer`'s tree afterwards. True when every call succeeded and
  * every byte matched.
  */
@@ -43,20 +45,10 @@ export function aclDemo(print: (line: string) => void, tracer: Tracer): boolean 
     // 2. Allocate physical memory.
     const handle = { value: 0n };
     step(`2. aclrtMallocPhysical(size ${size})`, acl.aclrtMallocPhysical(handle, size, prop, 0));
-    // 3. Map, and grant this device read-write access.
+    // 3. Map: the device may use the memory from here on.
     step(
       '3. aclrtMapMem(virPtr, size, 0, handle, 0)',
       acl.aclrtMapMem(virPtr.value, size, 0, handle.value, 0),
-    );
-    const access = [
-      {
-        flags: C.ACL_RT_MEM_ACCESS_FLAGS_READWRITE,
-        location: { id: 0, type: C.ACL_MEM_LOCATION_TYPE_DEVICE },
-      },
-    ];
-    step(
-      '   aclrtMemSetAccess(virPtr, size, READWRITE on device 0)',
-      acl.aclrtMemSetAccess(virPtr.value, size, access, 1),
     );
     // 4. The task: write a pattern host -> device, read it back, check every byte.
     const n = 64 * 1024;
