@@ -297,6 +297,10 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipMemGetAccess: {
       call: (hip, e, box) => hip.hipMemGetAccess(box(-1), { type: H.hipMemLocationTypeDevice, id: 0 }, e.p),
     },
+    hipMemGetAddressRange: { call: (hip, e, box) => hip.hipMemGetAddressRange(box(0n), box(0), e.p) },
+    hipPointerGetAttributes: {
+      call: (hip, e, box) => hip.hipPointerGetAttributes(box(undefined as never), e.p),
+    },
     hipMemRetainAllocationHandle: { call: (hip, e, box) => hip.hipMemRetainAllocationHandle(box(0n), e.p) },
     hipMemGetAllocationPropertiesFromHandle: {
       call: (hip, e, box) => hip.hipMemGetAllocationPropertiesFromHandle(box(undefined as never), e.h),

@@ -106,3 +106,6 @@ export const SIMULATED_HOST_NUMA_NODES = 1;
  * build's: programs compare it with a minimum, and any ROCm 6 passes.
  */
 export const SIMULATED_HIP_RUNTIME_VERSION = 60_200_000;
+// hipMemoryType (hipPointerAttribute_t.type), the ones vmmkit answers
+export const hipMemoryTypeHost = 1;
+export const hipMemoryTypeDevice = 2;

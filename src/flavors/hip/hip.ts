@@ -48,6 +48,16 @@ export interface hipMemAccessDesc {
 }
 
 /** A device pointer (void*): null, a number or a bigint. */
+/** hipPointerAttribute_t (ROCm 6): what hipPointerGetAttributes writes, pointers as bigints. */
+export interface hipPointerAttribute_t {
+  readonly type: number;
+  readonly device: number;
+  readonly devicePointer: bigint;
+  readonly hostPointer: bigint;
+  readonly isManaged: number;
+  readonly allocationFlags: number;
+}
+
 type HipPtr = bigint | number | null;
 /** An opaque handle (hipMemGenericAllocationHandle_t, hipStream_t). */
 type HipHandle = bigint | number | null;
@@ -98,6 +108,8 @@ export const HIP_FUNCTIONS = [
   'hipMemUnmap',
   'hipMemSetAccess',
   'hipMemGetAccess',
+  'hipMemGetAddressRange',
+  'hipPointerGetAttributes',
   'hipMemRetainAllocationHandle',
   'hipMemGetAllocationPropertiesFromHandle',
   'hipMemExportToShareableHandle',
@@ -450,6 +462,43 @@ export class HipFlavor extends VendorProcess {
     return writeBox(flags, m.accessOf(location.id)) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
+  /**
+   * The range of the allocation holding `dptr` (Note [HIP pointer ranges]):
+   * hipErrorNotFound for an address nothing is mapped at, as ROCm's
+   * hipMemGetAddressRange answers when it finds no memory object.
+   */
+  hipMemGetAddressRange(pbase: Box<bigint>, psize: Box<number>, dptr: HipPtr): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(pbase) || !isBox(psize)) return C.hipErrorInvalidValue;
+    const m = this.#mappingOf(dptr);
+    if (m === undefined) return C.hipErrorNotFound;
+    return writeBoxes(pbase, BigInt(m.va), psize, m.size) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  /**
+   * The memory type, device and pointers of `ptr` (Note [HIP pointer
+   * ranges]). An address that is no HIP memory is hipErrorInvalidValue: ROCm
+   * documents the CUDA-before-11 behaviour, not hipMemoryTypeUnregistered.
+   */
+  hipPointerGetAttributes(attributes: Box<hipPointerAttribute_t>, ptr: HipPtr): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(attributes)) return C.hipErrorInvalidValue;
+    const m = this.#mappingOf(ptr);
+    if (m === undefined) return C.hipErrorInvalidValue;
+    const location = m.allocation.props.location;
+    const device = location.type === 'device';
+    const address = BigInt(toCount(ptr ?? 0));
+    const value: hipPointerAttribute_t = Object.freeze({
+      type: device ? C.hipMemoryTypeDevice : C.hipMemoryTypeHost,
+      device: device ? location.id : this.#current,
+      devicePointer: address,
+      hostPointer: device ? 0n : address,
+      isManaged: 0,
+      allocationFlags: 0,
+    });
+    return writeBox(attributes, value) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
   /** A new reference to the allocation mapped at any address inside a VMM mapping; none for hipMalloc memory. */
   hipMemRetainAllocationHandle(handle: Box<bigint>, addr: HipPtr): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
@@ -713,6 +762,22 @@ export class HipFlavor extends VendorProcess {
         return result;
       };
     }
+  }
+
+  /**
+   * Note [HIP pointer ranges]: hipMemGetAddressRange and hipPointerGetAttributes
+   * look the address up among the mappings: a hipMalloc allocation (here the
+   * granularity-rounded size core holds; ROCm may answer the requested size,
+   * not checked on a real part), or the one hipMemMap chunk holding the
+   * address, the unit hip_vm.cpp keeps per mapping (Note
+   * [ValidateSubBufferCoverage]). Whether ROCm answers the whole reservation
+   * for VMM memory, or anything for a reserved address with nothing mapped, is
+   * not checked on a real part: vmmkit answers the chunk, as CUDA does, and
+   * not found for an unmapped address.
+   */
+  #mappingOf(ptr: HipPtr): Mapping | undefined {
+    const va = toCount(ptr ?? 0);
+    return va <= 0 ? undefined : this.runtime.mappingAt(va);
   }
 
   /** After dispose() the process is gone (Note [HIP after dispose]). */

@@ -252,6 +252,16 @@ const calls: CallSpec<HipFlavor>[] = [
     }),
   },
   {
+    name: 'hipMemGetAddressRange',
+    weight: 0.3,
+    run: (ep, p) => ({ result: p.hipMemGetAddressRange(ep.box(0n), ep.box(0), mem(ep, p)) }),
+  },
+  {
+    name: 'hipPointerGetAttributes',
+    weight: 0.3,
+    run: (ep, p) => ({ result: p.hipPointerGetAttributes(ep.box(undefined as never), mem(ep, p)) }),
+  },
+  {
     name: 'hipMemRetainAllocationHandle',
     run: (ep, p) => {
       const b = ep.box(0n);
