@@ -166,6 +166,7 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
       call: (cu, _e, box) =>
         cu.cuDeviceGetAttribute(box(-1), CU.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
     },
+    cuDeviceCanAccessPeer: { call: (cu, _e, box) => cu.cuDeviceCanAccessPeer(box(-1), 0, 0) },
     cuDevicePrimaryCtxRetain: { call: (cu, _e, box) => cu.cuDevicePrimaryCtxRetain(box(0n), 0) },
     cuCtxSetCurrent: { call: (cu, e) => cu.cuCtxSetCurrent(e.ctx) },
     cuCtxGetCurrent: { call: (cu, _e, box) => cu.cuCtxGetCurrent(box(0n)) },
@@ -284,6 +285,7 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipSetDevice: { call: (hip) => hip.hipSetDevice(0) },
     hipGetDevice: { call: (hip, _e, box) => hip.hipGetDevice(box(-1)) },
     hipDeviceGet: { call: (hip, _e, box) => hip.hipDeviceGet(box(-1), 0) },
+    hipDeviceCanAccessPeer: { call: (hip, _e, box) => hip.hipDeviceCanAccessPeer(box(-1), 0, 0) },
     hipRuntimeGetVersion: { call: (hip, _e, box) => hip.hipRuntimeGetVersion(box(0)) },
     hipDeviceSynchronize: { call: (hip) => hip.hipDeviceSynchronize() },
     hipMemGetAllocationGranularity: {

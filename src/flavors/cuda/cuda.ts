@@ -62,6 +62,7 @@ export const CUDA_FUNCTIONS = [
   'cuDeviceGetName',
   'cuDeviceTotalMem',
   'cuDeviceGetAttribute',
+  'cuDeviceCanAccessPeer',
   'cuDevicePrimaryCtxRetain',
   'cuDevicePrimaryCtxRelease',
   'cuCtxSetCurrent',
@@ -224,6 +225,26 @@ export class CudaFlavor extends VendorProcess {
     const value = deviceAttribute(this.runtime.devices[d].name, a);
     if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     return writeBox(pi, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /**
+   * Whether `dev` can map `peerDev`'s memory.
+   *
+   * Note [Peer access]: on the simulated machine every device can be granted
+   * access to every other device's memory (cuMemSetAccess / hipMemSetAccess
+   * for a peer succeed, and that peer's copies then read it), so the answer is
+   * 1 for two different devices; a device is not its own peer, 0, as both
+   * drivers answer. The real backend has no peer query, so there the answer is
+   * NOT_SUPPORTED rather than a guess about the machine's links.
+   */
+  cuDeviceCanAccessPeer(canAccessPeer: Box<number>, dev: number, peerDev: number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(canAccessPeer)) return C.CUDA_ERROR_INVALID_VALUE;
+    const d = toInt(dev);
+    const peer = toInt(peerDev);
+    if (!this.runtime.isDevice(d) || !this.runtime.isDevice(peer)) return C.CUDA_ERROR_INVALID_DEVICE;
+    if (this.runtime.backend.kind !== 'sim') return C.CUDA_ERROR_NOT_SUPPORTED;
+    return writeBox(canAccessPeer, d === peer ? 0 : 1) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number {

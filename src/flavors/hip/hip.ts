@@ -97,6 +97,7 @@ export const HIP_FUNCTIONS = [
   'hipSetDevice',
   'hipGetDevice',
   'hipDeviceGet',
+  'hipDeviceCanAccessPeer',
   'hipRuntimeGetVersion',
   'hipDeviceSynchronize',
   'hipMemGetAllocationGranularity',
@@ -211,6 +212,21 @@ export class HipFlavor extends VendorProcess {
     const d = toInt(ordinal);
     if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
     return writeBox(device, d) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  /**
+   * Whether `deviceId` can map `peerDeviceId`'s memory: every other device on
+   * the simulated machine, never itself (0); hipErrorNotSupported on the real
+   * backend, which has no peer query (the CUDA flavour's Note [Peer access]).
+   */
+  hipDeviceCanAccessPeer(canAccessPeer: Box<number>, deviceId: number, peerDeviceId: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(canAccessPeer)) return C.hipErrorInvalidValue;
+    const d = toInt(deviceId);
+    const peer = toInt(peerDeviceId);
+    if (!this.runtime.isDevice(d) || !this.runtime.isDevice(peer)) return C.hipErrorInvalidDevice;
+    if (this.runtime.backend.kind !== 'sim') return C.hipErrorNotSupported;
+    return writeBox(canAccessPeer, d === peer ? 0 : 1) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   /** HIP_VERSION of the simulated runtime (C.SIMULATED_HIP_RUNTIME_VERSION). */

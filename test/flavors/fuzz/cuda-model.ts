@@ -82,6 +82,11 @@ const calls: CallSpec<CudaFlavor>[] = [
     }),
   },
   {
+    name: 'cuDeviceCanAccessPeer',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.cuDeviceCanAccessPeer(ep.box(0), zero(ep), zero(ep)) }),
+  },
+  {
     name: 'cuStreamIsCapturing',
     weight: 0.2,
     run: (ep, p) => ({ result: p.cuStreamIsCapturing(stream(ep, p), ep.box(0)) }),
