@@ -286,6 +286,9 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipGetDevice: { call: (hip, _e, box) => hip.hipGetDevice(box(-1)) },
     hipDeviceGet: { call: (hip, _e, box) => hip.hipDeviceGet(box(-1), 0) },
     hipDeviceCanAccessPeer: { call: (hip, _e, box) => hip.hipDeviceCanAccessPeer(box(-1), 0, 0) },
+    hipGetDeviceProperties: {
+      call: (hip, _e, box) => hip.hipGetDeviceProperties(box(undefined as never), 0),
+    },
     hipRuntimeGetVersion: { call: (hip, _e, box) => hip.hipRuntimeGetVersion(box(0)) },
     hipDeviceSynchronize: { call: (hip) => hip.hipDeviceSynchronize() },
     hipMemGetAllocationGranularity: {
@@ -354,6 +357,15 @@ const hipScript: Script<HipFlavor, HipEnv> = {
 
 interface AclEnv {
   p: bigint;
+  host: Uint8Array;
+  stream2: bigint;
+  ctx0: bigint;
+  ctx: bigint;
+  ptr2: bigint;
+  ipcKey: string;
+  peerIpcKey: string;
+  h5: bigint;
+  peerToken2: bigint;
   q: bigint;
   r: bigint;
   h: bigint;
@@ -424,10 +436,55 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     const peerToken = b.value;
     ok(acl.aclrtMalloc(b, 4096, 0), 'malloc');
     const ptr = b.value;
+    // What the calls of ported programs need: a pinned host buffer, a second stream, contexts,
+    // aclrtMalloc memory to export by key (one key of this process, one of the peer's), a handle
+    // for the V2 export and another peer token for the V2 import.
+    const hostBox = newBox<Uint8Array | null>(null);
+    ok(acl.aclrtMallocHost(hostBox, 64), 'malloc host');
+    ok(acl.aclrtCreateStream(b), 'stream 2');
+    const stream2 = b.value;
+    ok(acl.aclrtGetCurrentContext(b), 'default context');
+    const ctx0 = b.value;
+    ok(acl.aclrtCreateContext(b, 0), 'context');
+    const ctx = b.value;
+    ok(acl.aclrtMalloc(b, 4096, 0), 'malloc 2');
+    const ptr2 = b.value;
+    ok(acl.aclrtMalloc(b, 4096, 0), 'malloc 3');
+    const keyBox = newBox('');
+    ok(acl.aclrtIpcMemGetExportKey(b.value, 4096, keyBox, 65, 0), 'ipc key');
+    ok(peer.aclrtMalloc(b, 4096, 0), 'peer malloc');
+    const peerKeyBox = newBox('');
+    ok(peer.aclrtIpcMemGetExportKey(b.value, 4096, peerKeyBox, 65, 1), 'peer ipc key');
+    const h5 = handle();
+    ok(peer.aclrtMallocPhysical(ph, G, aclProp, 0), 'peer malloc physical 2');
+    ok(peer.aclrtMemExportToShareableHandle(ph.value, A.ACL_MEM_HANDLE_TYPE_NONE, 1, b), 'peer export 2');
+    const peerToken2 = b.value;
     ok(acl.aclrtCreateStream(b), 'stream');
     return {
       process: acl,
-      env: { p, q, r, h, h2, h3, h4, token, peerToken, peerPid: peer.pid, ptr, stream: b.value },
+      env: {
+        p,
+        q,
+        r,
+        h,
+        h2,
+        h3,
+        h4,
+        h5,
+        token,
+        peerToken,
+        peerToken2,
+        peerPid: peer.pid,
+        ptr,
+        ptr2,
+        stream: b.value,
+        stream2,
+        host: hostBox.value as Uint8Array,
+        ctx0,
+        ctx,
+        ipcKey: keyBox.value,
+        peerIpcKey: peerKeyBox.value,
+      },
     };
   },
   rows: {
@@ -481,9 +538,55 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     aclrtMalloc: { call: (acl, _e, box) => acl.aclrtMalloc(box(0n), 4096, 0) },
     aclrtFree: { call: (acl, e) => acl.aclrtFree(e.ptr) },
     aclrtGetMemInfo: { call: (acl, _e, box) => acl.aclrtGetMemInfo(A.ACL_HBM_MEM, box(0), box(0)) },
+    aclrtMallocHost: { call: (acl, _e, box) => acl.aclrtMallocHost(box(null), 64) },
+    aclrtFreeHost: { call: (acl, e) => acl.aclrtFreeHost(e.host) },
+    aclrtDestroyStreamForce: { call: (acl, e) => acl.aclrtDestroyStreamForce(e.stream2) },
+    aclrtGetCurrentContext: { call: (acl, _e, box) => acl.aclrtGetCurrentContext(box(0n)) },
+    aclrtSetCurrentContext: { call: (acl, e) => acl.aclrtSetCurrentContext(e.ctx0) },
+    aclrtCreateContext: { call: (acl, _e, box) => acl.aclrtCreateContext(box(0n), 0) },
+    aclrtDestroyContext: { call: (acl, e) => acl.aclrtDestroyContext(e.ctx) },
+    aclrtDeviceCanAccessPeer: { call: (acl, _e, box) => acl.aclrtDeviceCanAccessPeer(box(-1), 0, 0) },
+    // One device: no peer to enable or disable.
+    aclrtDeviceEnablePeerAccess: {
+      call: (acl) => acl.aclrtDeviceEnablePeerAccess(0, 0),
+      live: A.ACL_ERROR_RT_PARAM_INVALID,
+    },
+    aclrtDeviceDisablePeerAccess: {
+      call: (acl) => acl.aclrtDeviceDisablePeerAccess(0),
+      live: A.ACL_ERROR_RT_PARAM_INVALID,
+    },
+    aclrtIpcMemGetExportKey: {
+      call: (acl, e, box) => acl.aclrtIpcMemGetExportKey(e.ptr2, 4096, box(''), 65, 1),
+    },
+    aclrtIpcMemSetImportPid: { call: (acl, e) => acl.aclrtIpcMemSetImportPid(e.ipcKey, [e.peerPid], 1) },
+    aclrtIpcMemImportByKey: { call: (acl, e, box) => acl.aclrtIpcMemImportByKey(box(0n), e.peerIpcKey, 0) },
+    aclrtIpcMemClose: { call: (acl, e) => acl.aclrtIpcMemClose(e.ipcKey) },
+    aclrtMemExportToShareableHandleV2: {
+      call: (acl, e, box) =>
+        acl.aclrtMemExportToShareableHandleV2(e.h5, 0, A.ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, box(0n)),
+    },
+    aclrtMemSetPidToShareableHandleV2: {
+      call: (acl, e) =>
+        acl.aclrtMemSetPidToShareableHandleV2(
+          { value: e.token },
+          A.ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT,
+          [e.peerPid],
+          1,
+        ),
+    },
+    aclrtMemImportFromShareableHandleV2: {
+      call: (acl, e, box) =>
+        acl.aclrtMemImportFromShareableHandleV2(
+          { value: e.peerToken2 },
+          A.ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT,
+          0,
+          box(0n),
+        ),
+    },
     aclrtUnmapMem: { call: (acl, e) => acl.aclrtUnmapMem(e.p) },
     aclrtFreePhysical: { call: (acl, e) => acl.aclrtFreePhysical(e.h2) },
     aclrtReleaseMemAddress: { call: (acl, e) => acl.aclrtReleaseMemAddress(e.q) },
+    aclrtResetDeviceForce: { call: (acl) => acl.aclrtResetDeviceForce(0) },
     aclrtResetDevice: { call: (acl) => acl.aclrtResetDevice(0) },
     // Not compared: it reports the last failure, which differs (checked below).
     aclGetRecentErrMsg: { call: () => undefined },

@@ -25,6 +25,7 @@ import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
 import { hipLayers } from './layers.js';
+import { deviceProperties, type hipDeviceProp_t } from './properties.js';
 
 /** hipMemLocation */
 export interface hipMemLocation {
@@ -48,6 +49,8 @@ export interface hipMemAccessDesc {
 }
 
 /** A device pointer (void*): null, a number or a bigint. */
+export type { hipDeviceProp_t } from './properties.js';
+
 /** hipPointerAttribute_t (ROCm 6): what hipPointerGetAttributes writes, pointers as bigints. */
 export interface hipPointerAttribute_t {
   readonly type: number;
@@ -98,6 +101,7 @@ export const HIP_FUNCTIONS = [
   'hipGetDevice',
   'hipDeviceGet',
   'hipDeviceCanAccessPeer',
+  'hipGetDeviceProperties',
   'hipRuntimeGetVersion',
   'hipDeviceSynchronize',
   'hipMemGetAllocationGranularity',
@@ -212,6 +216,18 @@ export class HipFlavor extends VendorProcess {
     const d = toInt(ordinal);
     if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
     return writeBox(device, d) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  /** The fields VMM programs read (Note [HIP device properties]); a part with no published row is hipErrorInvalidValue. */
+  hipGetDeviceProperties(prop: Box<hipDeviceProp_t>, deviceId: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(prop)) return C.hipErrorInvalidValue;
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
+    const info = this.runtime.devices[d];
+    const value = deviceProperties(info.name, info.totalMemory);
+    if (value === undefined) return C.hipErrorInvalidValue;
+    return writeBox(prop, value) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   /**

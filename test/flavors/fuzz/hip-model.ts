@@ -113,6 +113,11 @@ const calls: CallSpec<HipFlavor>[] = [
   { name: 'hipSetDevice', weight: 0.2, run: (ep, p) => ({ result: p.hipSetDevice(zero(ep)) }) },
   { name: 'hipDeviceGet', weight: 0.2, run: (ep, p) => ({ result: p.hipDeviceGet(ep.box(0), zero(ep)) }) },
   {
+    name: 'hipGetDeviceProperties',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.hipGetDeviceProperties(ep.box(undefined as never), zero(ep)) }),
+  },
+  {
     name: 'hipDeviceCanAccessPeer',
     weight: 0.2,
     run: (ep, p) => ({ result: p.hipDeviceCanAccessPeer(ep.box(0), zero(ep), zero(ep)) }),

@@ -1,0 +1,55 @@
+/** hipGetDeviceProperties (Note [HIP device properties]). */
+import { describe, expect, it } from 'vitest';
+import { DEVICE_PRESETS } from '../../../src/backends/sim/presets.js';
+import * as H from '../../../src/flavors/hip/constants.js';
+import { createHip } from '../../../src/flavors/hip/hip.js';
+
+const read = (hip: ReturnType<typeof createHip>, device: unknown) => {
+  const box = { value: undefined as unknown };
+  return [hip.hipGetDeviceProperties(box as never, device as number), box.value];
+};
+
+describe('hipGetDeviceProperties', () => {
+  it("writes the MI300X's published figures and the device's own name and memory", () => {
+    const hip = createHip({ devices: ['MI300X', 'H200'], report: () => {} });
+    expect(read(hip, 0)).toEqual([
+      0,
+      {
+        name: 'AMD Instinct MI300X',
+        totalGlobalMem: DEVICE_PRESETS.MI300X.totalMemory,
+        multiProcessorCount: 304,
+        major: 9,
+        minor: 4,
+      },
+    ]);
+    // HIP on NVIDIA: the H200's recorded attributes.
+    expect(read(hip, 1)).toEqual([
+      0,
+      {
+        name: 'NVIDIA H200',
+        totalGlobalMem: 150_109_880_320,
+        multiProcessorCount: 132,
+        major: 9,
+        minor: 0,
+      },
+    ]);
+    hip.dispose();
+  });
+
+  it('refuses bad devices, bad boxes and parts with no published row, writing nothing', () => {
+    const hip = createHip({
+      devices: [
+        'MI300X',
+        { name: 'Custom', totalMemory: 1 << 30, minimumGranularity: 4096, recommendedGranularity: 4096 },
+      ],
+      report: () => {},
+    });
+    expect(read(hip, 1)).toEqual([H.hipErrorInvalidValue, undefined]);
+    for (const bad of [2, -1, Number.NaN, '0x', 1.5])
+      expect(read(hip, bad), String(bad)).toEqual([H.hipErrorInvalidDevice, undefined]);
+    for (const box of [null, 7, Object.freeze({ value: 0 }), new Proxy({ value: 0 }, { set: () => false })])
+      expect(hip.hipGetDeviceProperties(box as never, 0)).toBe(H.hipErrorInvalidValue);
+    hip.dispose();
+    expect(read(hip, 0)).toEqual([H.hipErrorDeinitialized, undefined]);
+  });
+});
