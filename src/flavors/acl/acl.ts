@@ -91,6 +91,24 @@ export const ACL_FUNCTIONS = [
   'aclrtDestroyStream',
   'aclrtSynchronizeDevice',
   'aclrtGetMemInfo',
+  'aclrtMallocHost',
+  'aclrtFreeHost',
+  'aclrtDestroyStreamForce',
+  'aclrtResetDeviceForce',
+  'aclrtCreateContext',
+  'aclrtDestroyContext',
+  'aclrtSetCurrentContext',
+  'aclrtGetCurrentContext',
+  'aclrtDeviceCanAccessPeer',
+  'aclrtDeviceEnablePeerAccess',
+  'aclrtDeviceDisablePeerAccess',
+  'aclrtIpcMemGetExportKey',
+  'aclrtIpcMemSetImportPid',
+  'aclrtIpcMemImportByKey',
+  'aclrtIpcMemClose',
+  'aclrtMemExportToShareableHandleV2',
+  'aclrtMemSetPidToShareableHandleV2',
+  'aclrtMemImportFromShareableHandleV2',
   'aclGetRecentErrMsg',
 ] as const;
 
@@ -107,6 +125,9 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 /** Stream handles are opaque; these are deterministic per process. */
 const STREAM_BASE = 0xa5_0000n;
+/** aclrtContext handles: each device's default context, then those aclrtCreateContext makes. */
+const DEFAULT_CONTEXT_BASE = 0xc7_0000n;
+const CONTEXT_BASE = 0xc8_0000n;
 /** The simulated machine of an ACL process that names none. */
 const ACL_DEFAULT_DEVICES = ['Ascend910B'] as const;
 
@@ -184,6 +205,15 @@ export class AclFlavor extends VendorProcess {
   readonly #memAttrs = new WeakMap<PhysicalAllocation, number>();
   /** What each reservation's mappings hold, while it has any (Note [ACL reservation holdings]). */
   readonly #holdings = new WeakMap<Reservation, Holding>();
+  /** Contexts aclrtCreateContext made -> their device. */
+  readonly #contexts = new Map<bigint, number>();
+  #nextContext = 1n;
+  /** The calling thread's current context (0n: none); a device's default one after aclrtSetDevice. */
+  #context = 0n;
+  /** "current>peer" pairs aclrtDeviceEnablePeerAccess enabled (Note [ACL peer access]). */
+  readonly #peers = new Set<string>();
+  /** Buffers aclrtMallocHost handed out and aclrtFreeHost has not taken back. */
+  readonly #hostBuffers = new WeakSet<Uint8Array>();
   /** Mappings the host was granted READWRITE on (Note [ACL host access]). */
   readonly #hostAccess = new WeakSet<Mapping>();
   /** Shareable handles this process exported (import of one's own export is refused). */
@@ -244,6 +274,9 @@ export class AclFlavor extends VendorProcess {
         this.aclrtResetDevice(d);
       }
     }
+    this.#contexts.clear();
+    this.#context = 0n;
+    this.#current = -1;
     this.#initialized = false;
     return C.ACL_SUCCESS;
   }
@@ -255,6 +288,7 @@ export class AclFlavor extends VendorProcess {
       return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
     this.#deviceRefs[d]++;
     this.#current = d;
+    this.#context = DEFAULT_CONTEXT_BASE + BigInt(d);
     return C.ACL_SUCCESS;
   }
 
@@ -280,7 +314,11 @@ export class AclFlavor extends VendorProcess {
       return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
     if (this.#deviceRefs[d] === 0) return C.ACL_SUCCESS;
     if (--this.#deviceRefs[d] > 0) return C.ACL_SUCCESS;
-    if (this.#current === d) this.#current = -1;
+    if (this.#context === DEFAULT_CONTEXT_BASE + BigInt(d)) {
+      this.#current = -1;
+      this.#context = 0n;
+    }
+    for (const key of [...this.#peers]) if (key.startsWith(`${d}>`)) this.#peers.delete(key);
     // Every stream of the device goes, even one whose queued work fails when it runs (Note
     // [Destroying a busy stream], cuda.ts): a failure there is the work's, not the reset's.
     for (const [h, s] of [...this.#streams]) {
@@ -840,6 +878,280 @@ export class AclFlavor extends VendorProcess {
     return this.#run(() => this.runtime.synchronize(this.#current));
   }
 
+  // --- calls ported programs reach for (Note [ACL calls of ported programs]) -------------------------
+
+  /** Page-locked host memory: a host buffer of `size` bytes that aclrtMemcpy takes as a host pointer. */
+  aclrtMallocHost(hostPtr: Box<Uint8Array | null>, size: Size): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(hostPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'hostPtr is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
+    let buffer: Uint8Array;
+    try {
+      buffer = new Uint8Array(n);
+    } catch {
+      return this.#bad(C.ACL_ERROR_RT_MEMORY_ALLOCATION, `${n} bytes of host memory are not available`);
+    }
+    if (!writeBox(hostPtr, buffer)) return this.#unwritable();
+    this.#hostBuffers.add(buffer);
+    return C.ACL_SUCCESS;
+  }
+
+  aclrtFreeHost(hostPtr: Uint8Array | Pointer): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isHostBuffer(hostPtr)) {
+      if (isNull(hostPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'hostPtr is NULL');
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `${show(hostPtr)} is not from aclrtMallocHost`);
+    }
+    if (!this.#hostBuffers.delete(hostPtr as Uint8Array))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'the buffer is not from aclrtMallocHost, or was freed');
+    return C.ACL_SUCCESS;
+  }
+
+  /**
+   * Destroy a stream without waiting for it. CANN drops the stream's
+   * unfinished tasks; the simulator has no way to drop queued work, so that
+   * work completes first, as at aclrtDestroyStream (the difference shows only
+   * as time). A failure of that work does not fail the call.
+   */
+  aclrtDestroyStreamForce(stream: Pointer): number {
+    return this.aclrtDestroyStream(stream);
+  }
+
+  /** aclrtResetDevice whatever the aclrtSetDevice count: the device's resources go now. */
+  aclrtResetDeviceForce(deviceId: number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
+    if (this.#deviceRefs[d] > 1) this.#deviceRefs[d] = 1;
+    return this.aclrtResetDevice(d);
+  }
+
+  /** A context on deviceId, made the calling thread's current one (as CANN does). */
+  aclrtCreateContext(context: Box<bigint>, deviceId: number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(context)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'context is NULL');
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
+    const h = CONTEXT_BASE + this.#nextContext++;
+    if (!writeBox(context, h)) return this.#unwritable();
+    this.#contexts.set(h, d);
+    this.#context = h;
+    this.#current = d;
+    return C.ACL_SUCCESS;
+  }
+
+  /** Only aclrtCreateContext's contexts are destroyed; a device's default one goes with aclrtResetDevice. */
+  aclrtDestroyContext(context: Pointer): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(context)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'context is NULL');
+    const h = this.#contextHandle(context);
+    if (h === undefined || !this.#contexts.has(h))
+      return this.#bad(
+        C.ACL_ERROR_RT_PARAM_INVALID,
+        `no context ${show(context)} made by aclrtCreateContext`,
+      );
+    this.#contexts.delete(h);
+    if (this.#context === h) {
+      this.#context = 0n;
+      this.#current = -1;
+    }
+    return C.ACL_SUCCESS;
+  }
+
+  aclrtSetCurrentContext(context: Pointer): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (isNull(context)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'context is NULL');
+    const h = this.#contextHandle(context);
+    const d = h === undefined ? undefined : this.#contextDevice(h);
+    if (h === undefined || d === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no context ${show(context)}`);
+    this.#context = h;
+    this.#current = d;
+    return C.ACL_SUCCESS;
+  }
+
+  /** The current context: the one set or created last, or the current device's default one. */
+  aclrtGetCurrentContext(context: Box<bigint>): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(context)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'context is NULL');
+    return writeBox(context, this.#context) ? C.ACL_SUCCESS : this.#unwritable();
+  }
+
+  /** 1 when both devices exist and differ (every pair of simulated devices can exchange data). */
+  aclrtDeviceCanAccessPeer(canAccessPeer: Box<number>, deviceId: number, peerDeviceId: number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(canAccessPeer)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'canAccessPeer is NULL');
+    const d = toInt(deviceId);
+    const peer = toInt(peerDeviceId);
+    if (!this.runtime.isDevice(d))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(deviceId)}`);
+    if (!this.runtime.isDevice(peer))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(peerDeviceId)}`);
+    return writeBox(canAccessPeer, d === peer ? 0 : 1) ? C.ACL_SUCCESS : this.#unwritable();
+  }
+
+  /** peerDeviceId may not be the current device; flags are reserved (0). Note [ACL peer access]. */
+  aclrtDeviceEnablePeerAccess(peerDeviceId: number, flags: Size): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (toCount(flags) !== 0)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} is reserved (0)`);
+    const peer = toInt(peerDeviceId);
+    if (!this.runtime.isDevice(peer))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(peerDeviceId)}`);
+    if (peer === this.#current)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `device ${peer} is the current device`);
+    this.#peers.add(`${this.#current}>${peer}`);
+    return C.ACL_SUCCESS;
+  }
+
+  aclrtDeviceDisablePeerAccess(peerDeviceId: number): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    const peer = toInt(peerDeviceId);
+    if (!this.runtime.isDevice(peer))
+      return this.#bad(C.ACL_ERROR_RT_INVALID_DEVICEID, `no device ${show(peerDeviceId)}`);
+    if (!this.#peers.delete(`${this.#current}>${peer}`))
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `peer access to device ${peer} is not enabled`);
+    return C.ACL_SUCCESS;
+  }
+
+  /**
+   * Share aclrtMalloc memory by a key: the arguments are checked as CANN's
+   * reference states them (devPtr from aclrtMalloc, size within it, len at
+   * least 65, flags DEFAULT or DISABLE_PID_VALIDATION), then the call answers
+   * ACL_ERROR_RT_FEATURE_NOT_SUPPORT (Note [ACL IPC keys]).
+   */
+  aclrtIpcMemGetExportKey(devPtr: Pointer, size: Size, key: Box<string>, len: Size, flags: Size): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const va = toCount(devPtr ?? 0);
+    if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
+    if (!isBox(key)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
+    const n = toCount(size);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
+    if (toCount(len) < C.ACL_IPC_KEY_LEN)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `len ${show(len)} is below ${C.ACL_IPC_KEY_LEN}`);
+    const f = toCount(flags);
+    if (
+      f !== C.ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT &&
+      f !== C.ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION
+    )
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)}`);
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'malloc')
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not from aclrtMalloc`);
+    if (n > r.size)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is past the allocation (${r.size})`);
+    return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, IPC_BY_KEY_UNSUPPORTED);
+  }
+
+  /** No key can have been exported (Note [ACL IPC keys]): every key is unknown. */
+  aclrtIpcMemSetImportPid(key: string, pid: ArrayLike<number> | null, num: Size): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (typeof key !== 'string') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
+    const k = toCount(num);
+    const given = readArrayLike(pid, Math.max(k, 0));
+    if (given === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL or cannot be read');
+    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `num ${show(num)} must be positive`);
+    if (given === 'short') return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
+    return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `this process exported no key ${show(key)}`);
+  }
+
+  /** flags DEFAULT or ENABLE_PEER_ACCESS; then not supported (Note [ACL IPC keys]). */
+  aclrtIpcMemImportByKey(devPtr: Box<bigint>, key: string, flags: Size): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(devPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
+    if (typeof key !== 'string') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
+    const f = toCount(flags);
+    if (f !== C.ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT && f !== C.ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)}`);
+    return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, IPC_BY_KEY_UNSUPPORTED);
+  }
+
+  aclrtIpcMemClose(key: string): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (typeof key !== 'string') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
+    return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no key ${show(key)} was exported or imported here`);
+  }
+
+  /**
+   * aclrtMemExportToShareableHandle with a share type (Note [ACL fabric
+   * handles]): DEFAULT works as the first version, writing the token to
+   * *shareableHandle; FABRIC (across servers) answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
+   */
+  aclrtMemExportToShareableHandleV2(
+    handle: Pointer,
+    flags: Size,
+    shareType: number,
+    shareableHandle: Box<bigint>,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const refused = this.#shareType(shareType);
+    if (refused !== undefined) return refused;
+    return this.aclrtMemExportToShareableHandle(handle, C.ACL_MEM_HANDLE_TYPE_NONE, flags, shareableHandle);
+  }
+
+  /** shareableHandle points to the exported value (a box here). */
+  aclrtMemSetPidToShareableHandleV2(
+    shareableHandle: Box<bigint>,
+    shareType: number,
+    pid: ArrayLike<number> | null,
+    pidNum: Size,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(shareableHandle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'shareableHandle is NULL');
+    const refused = this.#shareType(shareType);
+    if (refused !== undefined) return refused;
+    return this.aclrtMemSetPidToShareableHandle(shareableHandle.value, pid, pidNum);
+  }
+
+  /** The handle is made for the current device (the first version names one; this one does not). */
+  aclrtMemImportFromShareableHandleV2(
+    shareableHandle: Box<bigint>,
+    shareType: number,
+    flags: Size,
+    handle: Box<bigint>,
+  ): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(shareableHandle)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'shareableHandle is NULL');
+    if (toCount(flags) !== 0)
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} is reserved (0)`);
+    const refused = this.#shareType(shareType);
+    if (refused !== undefined) return refused;
+    return this.aclrtMemImportFromShareableHandle(shareableHandle.value, this.#current, handle);
+  }
+
+  /** undefined for ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT; the refusal otherwise. */
+  #shareType(shareType: number): number | undefined {
+    const t = toInt(shareType);
+    if (t === C.ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT) return undefined;
+    if (t === C.ACL_MEM_SHARE_HANDLE_TYPE_FABRIC)
+      return this.#bad(
+        C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        'fabric handles (sharing across servers) are not simulated',
+      );
+    return this.#bad(C.ACL_ERROR_INVALID_PARAM, `shareType ${show(shareType)}`);
+  }
+
+  #contextHandle(context: Pointer): bigint | undefined {
+    if (typeof context === 'bigint') return context;
+    return typeof context === 'number' && Number.isSafeInteger(context) ? BigInt(context) : undefined;
+  }
+
+  /** The device of a live context: a created one, or the default one of a device aclrtSetDevice holds. */
+  #contextDevice(h: bigint): number | undefined {
+    const created = this.#contexts.get(h);
+    if (created !== undefined) return created;
+    const d = Number(h - DEFAULT_CONTEXT_BASE);
+    return h >= DEFAULT_CONTEXT_BASE && this.runtime.isDevice(d) && this.#deviceRefs[d] > 0 ? d : undefined;
+  }
+
   // --- errors ----------------------------------------------------------------------------------------------
 
   /** The description of this process's most recent failed call, cleared by reading; null when there is none. */
@@ -1121,6 +1433,45 @@ export class AclFlavor extends VendorProcess {
  */
 
 /**
+ * Note [ACL calls of ported programs]
+ * NPU caching allocators, sleep-mode allocators and framework VMM adapters
+ * call more than the VMM entries: pinned host buffers (aclrtMallocHost),
+ * forced stream and device teardown, explicit contexts, peer access, IPC by
+ * key and the V2 shareable-handle calls. Each is here with CANN's prototype
+ * and argument rules as its reference states them; where a rule's code is
+ * not documented the closest runtime code is used (ACL_ERROR_RT_PARAM_INVALID
+ * for a handle or key this process does not know). What the simulated part
+ * lacks answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT: fabric handles.
+ *
+ * Note [ACL peer access]
+ * aclrtDeviceEnablePeerAccess is recorded per (current device, peer) pair
+ * and undone by aclrtDeviceDisablePeerAccess or the current device's reset.
+ * It gates nothing in the simulator: a copy between devices is governed by
+ * the mappings' access (aclrtMemSetAccess), which is what core checks.
+ * Enabling a pair twice succeeds (unsure: CANN documents no code for it).
+ *
+ * Note [ACL IPC keys]
+ * aclrtIpcMemGetExportKey shares aclrtMalloc memory. Core keeps the
+ * physical memory of a one-step allocation out of the caller's reach (it
+ * has no handle: retain and export refuse it), so the flavour cannot export
+ * it without a core change. The four calls check their arguments as CANN
+ * documents them; aclrtIpcMemGetExportKey and aclrtIpcMemImportByKey then
+ * answer ACL_ERROR_RT_FEATURE_NOT_SUPPORT, and, as no key can exist,
+ * aclrtIpcMemSetImportPid and aclrtIpcMemClose answer
+ * ACL_ERROR_RT_PARAM_INVALID for every key. Memory shared through
+ * aclrtMallocPhysical and aclrtMemExportToShareableHandle works.
+ *
+ * Note [ACL fabric handles]
+ * ACL_MEM_SHARE_HANDLE_TYPE_FABRIC shares memory across servers of a
+ * supernode; the simulated machine is one server, so the V2 calls answer
+ * ACL_ERROR_RT_FEATURE_NOT_SUPPORT for it and work as the first versions for
+ * ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT. The V2 prototypes here are
+ * (handle, flags, shareType, *shareableHandle), (*shareableHandle,
+ * shareType, pid, pidNum) and (*shareableHandle, shareType, flags, *handle),
+ * as the 8.5 and 9.0 references give them.
+ */
+
+/**
  * Note [ACL reservation holdings]
  * aclrtMapMem refuses a handle whose device (or created/imported origin)
  * differs from what the reservation already holds. Finding that out by
@@ -1147,6 +1498,10 @@ class AclRefusal {
 export function aclMallocSize(size: number, padding: number = C.ACL_MALLOC_PADDING): number {
   return Math.ceil(size / C.ACL_MALLOC_ALIGN) * C.ACL_MALLOC_ALIGN + padding;
 }
+
+/** Why IPC by key answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT (Note [ACL IPC keys]). */
+const IPC_BY_KEY_UNSUPPORTED =
+  'IPC by key is not simulated: core cannot export the memory of a one-step allocation';
 
 function isNull(p: unknown): boolean {
   return p === null || p === undefined || p === 0 || p === 0n;

@@ -150,3 +150,11 @@ export const ACL_MEM_ACCESS_USER_SPACE_READONLY = 0x100000;
 /** aclrtMalloc's alignment: sizes round up to 32 bytes, then 32 bytes of padding are added (aclrtMalloc docs). */
 export const ACL_MALLOC_ALIGN = 32;
 export const ACL_MALLOC_PADDING = 32;
+
+// --- IPC by key (acl_rt.h: aclrtIpcMemGetExportKey / aclrtIpcMemImportByKey) -------------------
+export const ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT = 0x0;
+export const ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION = 0x1;
+export const ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT = 0x0;
+export const ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS = 0x1;
+/** aclrtIpcMemGetExportKey's len: the reference fixes it at 65 (64 characters and the NUL). */
+export const ACL_IPC_KEY_LEN = 65;
