@@ -111,6 +111,7 @@ interface CudaEnv {
   fd: number;
   dptr: bigint;
   stream: bigint;
+  host: Uint8Array;
 }
 
 const cuProp = {
@@ -151,9 +152,14 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     ok(cu.cuMemExportToShareableHandle(n, h, CU.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 'export');
     const fd = n.value;
     ok(cu.cuMemAlloc(b, G), 'alloc');
+    const hostBox: { value: Uint8Array | null } = { value: null };
+    ok(cu.cuMemAllocHost(hostBox, 64), 'host');
     const dptr = b.value;
     ok(cu.cuStreamCreate(b, 0), 'stream');
-    return { process: cu, env: { ctx, p, q, h, h2, fd, dptr, stream: b.value } };
+    return {
+      process: cu,
+      env: { ctx, p, q, h, h2, fd, dptr, stream: b.value, host: hostBox.value as Uint8Array },
+    };
   },
   rows: {
     cuInit: { call: (cu) => cu.cuInit(0) },
@@ -221,6 +227,8 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuStreamDestroy: { call: (cu, e) => cu.cuStreamDestroy(e.stream) },
     cuMemAlloc: { call: (cu, _e, box) => cu.cuMemAlloc(box(0n), G) },
     cuMemFree: { call: (cu, e) => cu.cuMemFree(e.dptr) },
+    cuMemAllocHost: { call: (cu, _e, box) => cu.cuMemAllocHost(box(null), 64) },
+    cuMemFreeHost: { call: (cu, e) => cu.cuMemFreeHost(e.host) },
     cuMemGetInfo: { call: (cu, _e, box) => cu.cuMemGetInfo(box(0), box(0)) },
     cuMemUnmap: { call: (cu, e) => cu.cuMemUnmap(e.p, G) },
     cuMemRelease: { call: (cu, e) => cu.cuMemRelease(e.h2) },
@@ -244,6 +252,7 @@ interface HipEnv {
   fd: number;
   ptr: bigint;
   stream: bigint;
+  host: Uint8Array;
 }
 
 const hipProp = {
@@ -275,9 +284,14 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     ok(hip.hipMemExportToShareableHandle(n, h, H.hipMemHandleTypePosixFileDescriptor, 0), 'export');
     const fd = n.value;
     ok(hip.hipMalloc(b, G), 'malloc');
+    const hostBox: { value: Uint8Array | null } = { value: null };
+    ok(hip.hipHostMalloc(hostBox, 64, 0), 'host');
     const ptr = b.value;
     ok(hip.hipStreamCreate(b), 'stream');
-    return { process: hip, env: { p, q, h, h2, fd, ptr, stream: b.value } };
+    return {
+      process: hip,
+      env: { p, q, h, h2, fd, ptr, stream: b.value, host: hostBox.value as Uint8Array },
+    };
   },
   rows: {
     hipInit: { call: (hip) => hip.hipInit(0) },
@@ -339,6 +353,8 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipMalloc: { call: (hip, _e, box) => hip.hipMalloc(box(0n), G) },
     hipFree: { call: (hip, e) => hip.hipFree(e.ptr) },
     hipMemGetInfo: { call: (hip, _e, box) => hip.hipMemGetInfo(box(0), box(0)) },
+    hipHostMalloc: { call: (hip, _e, box) => hip.hipHostMalloc(box(null), 64, 0) },
+    hipHostFree: { call: (hip, e) => hip.hipHostFree(e.host) },
     hipMemUnmap: { call: (hip, e) => hip.hipMemUnmap(e.p, G) },
     hipMemRelease: { call: (hip, e) => hip.hipMemRelease(e.h2) },
     hipMemAddressFree: { call: (hip, e) => hip.hipMemAddressFree(e.q, G) },
@@ -362,6 +378,8 @@ interface AclEnv {
   ctx0: bigint;
   ctx: bigint;
   ptr2: bigint;
+  ipcKey: string;
+  peerIpcKey: string;
   h5: bigint;
   peerToken2: bigint;
   q: bigint;
@@ -435,8 +453,8 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     ok(acl.aclrtMalloc(b, 4096, 0), 'malloc');
     const ptr = b.value;
     // What the calls of ported programs need: a pinned host buffer, a second stream, contexts,
-    // aclrtMalloc memory to export by key, a handle for the V2 export and another peer token for the
-    // V2 import.
+    // aclrtMalloc memory to export by key (one key of this process, one of the peer's), a handle
+    // for the V2 export and another peer token for the V2 import.
     const hostBox = newBox<Uint8Array | null>(null);
     ok(acl.aclrtMallocHost(hostBox, 64), 'malloc host');
     ok(acl.aclrtCreateStream(b), 'stream 2');
@@ -447,6 +465,12 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     const ctx = b.value;
     ok(acl.aclrtMalloc(b, 4096, 0), 'malloc 2');
     const ptr2 = b.value;
+    ok(acl.aclrtMalloc(b, 4096, 0), 'malloc 3');
+    const keyBox = newBox('');
+    ok(acl.aclrtIpcMemGetExportKey(b.value, 4096, keyBox, 65, 0), 'ipc key');
+    ok(peer.aclrtMalloc(b, 4096, 0), 'peer malloc');
+    const peerKeyBox = newBox('');
+    ok(peer.aclrtIpcMemGetExportKey(b.value, 4096, peerKeyBox, 65, 1), 'peer ipc key');
     const h5 = handle();
     ok(peer.aclrtMallocPhysical(ph, G, aclProp, 0), 'peer malloc physical 2');
     ok(peer.aclrtMemExportToShareableHandle(ph.value, A.ACL_MEM_HANDLE_TYPE_NONE, 1, b), 'peer export 2');
@@ -474,6 +498,8 @@ const aclScript: Script<AclFlavor, AclEnv> = {
         host: hostBox.value as Uint8Array,
         ctx0,
         ctx,
+        ipcKey: keyBox.value,
+        peerIpcKey: peerKeyBox.value,
       },
     };
   },
@@ -545,20 +571,12 @@ const aclScript: Script<AclFlavor, AclEnv> = {
       call: (acl) => acl.aclrtDeviceDisablePeerAccess(0),
       live: A.ACL_ERROR_RT_PARAM_INVALID,
     },
-    // IPC by key is not simulated (Note [ACL IPC keys]): no key exists, so the live answers are refusals.
     aclrtIpcMemGetExportKey: {
       call: (acl, e, box) => acl.aclrtIpcMemGetExportKey(e.ptr2, 4096, box(''), 65, 1),
-      live: A.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
     },
-    aclrtIpcMemSetImportPid: {
-      call: (acl, e) => acl.aclrtIpcMemSetImportPid('key', [e.peerPid], 1),
-      live: A.ACL_ERROR_RT_PARAM_INVALID,
-    },
-    aclrtIpcMemImportByKey: {
-      call: (acl, _e, box) => acl.aclrtIpcMemImportByKey(box(0n), 'key', 0),
-      live: A.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-    },
-    aclrtIpcMemClose: { call: (acl) => acl.aclrtIpcMemClose('key'), live: A.ACL_ERROR_RT_PARAM_INVALID },
+    aclrtIpcMemSetImportPid: { call: (acl, e) => acl.aclrtIpcMemSetImportPid(e.ipcKey, [e.peerPid], 1) },
+    aclrtIpcMemImportByKey: { call: (acl, e, box) => acl.aclrtIpcMemImportByKey(box(0n), e.peerIpcKey, 0) },
+    aclrtIpcMemClose: { call: (acl, e) => acl.aclrtIpcMemClose(e.ipcKey) },
     aclrtMemExportToShareableHandleV2: {
       call: (acl, e, box) =>
         acl.aclrtMemExportToShareableHandleV2(e.h5, 0, A.ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, box(0n)),

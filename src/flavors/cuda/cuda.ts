@@ -10,6 +10,7 @@ import {
   type Box,
   hostBytes,
   isBox,
+  isHostBuffer,
   isPowerOfTwo,
   isStruct,
   LOCATION_SHAPE,
@@ -88,6 +89,8 @@ export const CUDA_FUNCTIONS = [
   'cuMemAlloc',
   'cuMemFree',
   'cuMemGetInfo',
+  'cuMemAllocHost',
+  'cuMemFreeHost',
   'cuMemcpyHtoD',
   'cuMemcpyDtoH',
   'cuMemcpyDtoD',
@@ -133,6 +136,15 @@ export class CudaFlavor extends VendorProcess {
   readonly #spans = new Map<Mapping, Span>();
   /** Reservations the flavour made for spans; the program never sees them. */
   readonly #hidden = new Set<Reservation>();
+  /**
+   * Note [Host buffers]: cuMemAllocHost / hipHostMalloc memory is a host
+   * buffer (a Uint8Array) the flavour remembers until it is freed. The
+   * simulator has no host page table, so the buffer has no device address
+   * (no cuMemHostGetDevicePointer, no hipHostMallocMapped pointer to use on a
+   * device) and is not drawn from the simulated machine's host pool: what
+   * the calls model is their argument rules and the free-once lifetime.
+   */
+  readonly #hostBuffers = new WeakSet<Uint8Array>();
   /** allocFlags given at cuMemCreate, when any is set: core does not interpret them, the driver reports them. */
   readonly #allocFlags = new WeakMap<
     PhysicalAllocation,
@@ -804,6 +816,35 @@ export class CudaFlavor extends VendorProcess {
     } catch (e) {
       return this.codes.code(e);
     }
+  }
+
+  /**
+   * Page-locked host memory (Note [Host buffers]): a host buffer of `bytesize`
+   * bytes, which the copies take as a host side. CUDA_ERROR_OUT_OF_MEMORY when
+   * the JavaScript engine cannot hold it.
+   */
+  cuMemAllocHost(pp: Box<Uint8Array | null>, bytesize: Size): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const n = toCount(bytesize);
+    if (!isBox(pp) || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
+    let buffer: Uint8Array;
+    try {
+      buffer = new Uint8Array(n);
+    } catch {
+      return C.CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (!writeBox(pp, buffer)) return C.CUDA_ERROR_INVALID_VALUE;
+    this.#hostBuffers.add(buffer);
+    return C.CUDA_SUCCESS;
+  }
+
+  /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */
+  cuMemFreeHost(p: Uint8Array): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    if (!isHostBuffer(p) || !this.#hostBuffers.delete(p)) return C.CUDA_ERROR_INVALID_VALUE;
+    return C.CUDA_SUCCESS;
   }
 
   cuMemGetInfo(free: Box<number>, total: Box<number>): number {

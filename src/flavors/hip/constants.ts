@@ -109,3 +109,11 @@ export const SIMULATED_HIP_RUNTIME_VERSION = 60_200_000;
 // hipMemoryType (hipPointerAttribute_t.type), the ones vmmkit answers
 export const hipMemoryTypeHost = 1;
 export const hipMemoryTypeDevice = 2;
+// hipHostMalloc flags (hip_runtime_api.h)
+export const hipHostMallocDefault = 0x0;
+export const hipHostMallocPortable = 0x1;
+export const hipHostMallocMapped = 0x2;
+export const hipHostMallocWriteCombined = 0x4;
+export const hipHostMallocNumaUser = 0x20000000;
+export const hipHostMallocCoherent = 0x40000000;
+export const hipHostMallocNonCoherent = 0x80000000;

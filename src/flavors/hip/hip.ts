@@ -8,6 +8,7 @@ import {
   type Box,
   hostBytes,
   isBox,
+  isHostBuffer,
   isPowerOfTwo,
   isStruct,
   LOCATION_SHAPE,
@@ -86,6 +87,14 @@ const MEMCPY_KINDS = new Set([
   C.hipMemcpyDefault,
   C.hipMemcpyDeviceToDeviceNoCU,
 ]);
+/** Every hipHostMalloc flag bit HIP defines. */
+const HOST_MALLOC_FLAGS =
+  C.hipHostMallocPortable |
+  C.hipHostMallocMapped |
+  C.hipHostMallocWriteCombined |
+  C.hipHostMallocNumaUser |
+  C.hipHostMallocCoherent |
+  C.hipHostMallocNonCoherent;
 /** Granularity of host-located VMM memory: the CPU agent's page. */
 const HOST_GRANULARITY = 4096;
 /** Stream handles are opaque; these are deterministic per process. */
@@ -122,6 +131,8 @@ export const HIP_FUNCTIONS = [
   'hipMalloc',
   'hipFree',
   'hipMemGetInfo',
+  'hipHostMalloc',
+  'hipHostFree',
   'hipMemcpy',
   'hipMemcpyAsync',
   'hipMemcpyHtoD',
@@ -159,6 +170,8 @@ export class HipFlavor extends VendorProcess {
   readonly #streams = new Map<bigint, { id: number; device: number }>();
   /** The last failure a call answered (Note [HIP last error]). */
   #lastError: number = C.hipSuccess;
+  /** Buffers hipHostMalloc handed out and hipHostFree has not taken back. */
+  readonly #hostBuffers = new WeakSet<Uint8Array>();
   /** The hipMemAllocationProp each allocation reports (GenericAllocation::GetProperties). */
   readonly #props = new WeakMap<PhysicalAllocation, hipMemAllocationProp>();
 
@@ -639,6 +652,40 @@ export class HipFlavor extends VendorProcess {
     const r = this.runtime.reservationAt(va);
     if (r === undefined || r.origin !== 'malloc') return C.hipErrorInvalidValue;
     return this.codes.run(() => this.runtime.mfree(va));
+  }
+
+  /**
+   * Pinned host memory (the CUDA flavour's Note [Host buffers]): size 0 gives
+   * NULL and succeeds, as hipMalloc does; a flag HIP does not define, or both
+   * coherent and non-coherent, is hipErrorInvalidValue.
+   */
+  hipHostMalloc(ptr: Box<Uint8Array | null>, size: Size, flags: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const n = toCount(size);
+    const f = toCount(flags);
+    if (!isBox(ptr) || n < 0 || f < 0 || f > 0xffff_ffff || (f & ~HOST_MALLOC_FLAGS) !== 0)
+      return C.hipErrorInvalidValue;
+    const coherence = C.hipHostMallocCoherent | C.hipHostMallocNonCoherent;
+    if ((f & coherence) === coherence) return C.hipErrorInvalidValue;
+    if (n === 0) return writeBox(ptr, null) ? C.hipSuccess : C.hipErrorInvalidValue;
+    let buffer: Uint8Array;
+    try {
+      buffer = new Uint8Array(n);
+    } catch {
+      return C.hipErrorOutOfMemory;
+    }
+    if (!writeBox(ptr, buffer)) return C.hipErrorInvalidValue;
+    this.#hostBuffers.add(buffer);
+    return C.hipSuccess;
+  }
+
+  /** hipHostFree(NULL) succeeds; anything but a live hipHostMalloc buffer is hipErrorInvalidValue. */
+  hipHostFree(ptr: Uint8Array | null): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (ptr === null || ptr === undefined || ptr === (0 as never) || ptr === (0n as never))
+      return C.hipSuccess;
+    if (!isHostBuffer(ptr) || !this.#hostBuffers.delete(ptr)) return C.hipErrorInvalidValue;
+    return C.hipSuccess;
   }
 
   hipMemGetInfo(free: Box<number>, total: Box<number>): number {

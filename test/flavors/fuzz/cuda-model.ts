@@ -261,6 +261,22 @@ const calls: CallSpec<CudaFlavor>[] = [
     }),
   },
   {
+    name: 'cuMemAllocHost',
+    weight: 0.2,
+    run: (ep, p) => {
+      const b = ep.box<Uint8Array | null>(null);
+      const result = p.cuMemAllocHost(b, count(ep));
+      // Free what was allocated at once: the fuzzer keeps no host buffers; a second free is refused.
+      if (result === 0 && b.value !== null) p.cuMemFreeHost(b.value);
+      return { result };
+    },
+  },
+  {
+    name: 'cuMemFreeHost',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.cuMemFreeHost(ep.arg(() => new Uint8Array(8)) as never) }),
+  },
+  {
     name: 'cuMemGetAddressRange',
     weight: 0.3,
     run: (ep, p) => ({ result: p.cuMemGetAddressRange(ep.box(0n), ep.box(0), mem(ep, p)) }),

@@ -262,6 +262,22 @@ const calls: CallSpec<HipFlavor>[] = [
     }),
   },
   {
+    name: 'hipHostMalloc',
+    weight: 0.2,
+    run: (ep, p) => {
+      const b = ep.box<Uint8Array | null>(null);
+      const result = p.hipHostMalloc(b, count(ep), zero(ep));
+      // Free what was allocated at once: the fuzzer keeps no host buffers; a second free is refused.
+      if (result === 0 && b.value !== null) p.hipHostFree(b.value);
+      return { result };
+    },
+  },
+  {
+    name: 'hipHostFree',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.hipHostFree(ep.arg(() => new Uint8Array(8)) as never) }),
+  },
+  {
     name: 'hipMemGetAddressRange',
     weight: 0.3,
     run: (ep, p) => ({ result: p.hipMemGetAddressRange(ep.box(0n), ep.box(0), mem(ep, p)) }),
