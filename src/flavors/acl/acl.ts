@@ -410,6 +410,9 @@ export class AclFlavor extends VendorProcess {
       return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)} is reserved (0)`);
     const checked = this.#checkProp(prop);
     if (typeof checked === 'number') return checked;
+    // CANN's reference words the granularity first as advice (align "to save memory"), then as a
+    // rule: the granularity is fixed, "so size currently must be 2M-aligned". The rule is kept:
+    // aclrtMapMem must map exactly this size, so a silent round-up would break that call instead.
     const g = this.#granularity(prop.memAttr, checked);
     if (!isMultipleOf(n, g))
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
