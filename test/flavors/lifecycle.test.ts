@@ -378,8 +378,6 @@ interface AclEnv {
   ctx0: bigint;
   ctx: bigint;
   ptr2: bigint;
-  ipcKey: string;
-  peerIpcKey: string;
   h5: bigint;
   peerToken2: bigint;
   q: bigint;
@@ -453,8 +451,8 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     ok(acl.aclrtMalloc(b, 4096, 0), 'malloc');
     const ptr = b.value;
     // What the calls of ported programs need: a pinned host buffer, a second stream, contexts,
-    // aclrtMalloc memory to export by key (one key of this process, one of the peer's), a handle
-    // for the V2 export and another peer token for the V2 import.
+    // aclrtMalloc memory to export by key, a handle for the V2 export and another peer token for the
+    // V2 import.
     const hostBox = newBox<Uint8Array | null>(null);
     ok(acl.aclrtMallocHost(hostBox, 64), 'malloc host');
     ok(acl.aclrtCreateStream(b), 'stream 2');
@@ -465,12 +463,6 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     const ctx = b.value;
     ok(acl.aclrtMalloc(b, 4096, 0), 'malloc 2');
     const ptr2 = b.value;
-    ok(acl.aclrtMalloc(b, 4096, 0), 'malloc 3');
-    const keyBox = newBox('');
-    ok(acl.aclrtIpcMemGetExportKey(b.value, 4096, keyBox, 65, 0), 'ipc key');
-    ok(peer.aclrtMalloc(b, 4096, 0), 'peer malloc');
-    const peerKeyBox = newBox('');
-    ok(peer.aclrtIpcMemGetExportKey(b.value, 4096, peerKeyBox, 65, 1), 'peer ipc key');
     const h5 = handle();
     ok(peer.aclrtMallocPhysical(ph, G, aclProp, 0), 'peer malloc physical 2');
     ok(peer.aclrtMemExportToShareableHandle(ph.value, A.ACL_MEM_HANDLE_TYPE_NONE, 1, b), 'peer export 2');
@@ -498,8 +490,6 @@ const aclScript: Script<AclFlavor, AclEnv> = {
         host: hostBox.value as Uint8Array,
         ctx0,
         ctx,
-        ipcKey: keyBox.value,
-        peerIpcKey: peerKeyBox.value,
       },
     };
   },
@@ -571,12 +561,20 @@ const aclScript: Script<AclFlavor, AclEnv> = {
       call: (acl) => acl.aclrtDeviceDisablePeerAccess(0),
       live: A.ACL_ERROR_RT_PARAM_INVALID,
     },
+    // IPC by key is not simulated (Note [ACL IPC keys]): no key exists, so the live answers are refusals.
     aclrtIpcMemGetExportKey: {
       call: (acl, e, box) => acl.aclrtIpcMemGetExportKey(e.ptr2, 4096, box(''), 65, 1),
+      live: A.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
     },
-    aclrtIpcMemSetImportPid: { call: (acl, e) => acl.aclrtIpcMemSetImportPid(e.ipcKey, [e.peerPid], 1) },
-    aclrtIpcMemImportByKey: { call: (acl, e, box) => acl.aclrtIpcMemImportByKey(box(0n), e.peerIpcKey, 0) },
-    aclrtIpcMemClose: { call: (acl, e) => acl.aclrtIpcMemClose(e.ipcKey) },
+    aclrtIpcMemSetImportPid: {
+      call: (acl, e) => acl.aclrtIpcMemSetImportPid('key', [e.peerPid], 1),
+      live: A.ACL_ERROR_RT_PARAM_INVALID,
+    },
+    aclrtIpcMemImportByKey: {
+      call: (acl, _e, box) => acl.aclrtIpcMemImportByKey(box(0n), 'key', 0),
+      live: A.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+    },
+    aclrtIpcMemClose: { call: (acl) => acl.aclrtIpcMemClose('key'), live: A.ACL_ERROR_RT_PARAM_INVALID },
     aclrtMemExportToShareableHandleV2: {
       call: (acl, e, box) =>
         acl.aclrtMemExportToShareableHandleV2(e.h5, 0, A.ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, box(0n)),
