@@ -189,6 +189,32 @@ const calls: CallSpec<AclFlavor>[] = [
     },
   },
   {
+    // aclrtMapMem grants the memory's own device read-write; this one maps with no access at all.
+    name: 'aclrtMemMapNoAccess',
+    run: (ep, p) => {
+      const t = ep.mapTarget(p);
+      if (t === undefined)
+        return {
+          result: p.aclrtMemMapNoAccess(
+            ptr(ep, p),
+            ep.arg(() => size(ep)),
+            zero(ep),
+            handle(ep, p),
+            zero(ep),
+          ),
+        };
+      return {
+        result: p.aclrtMemMapNoAccess(
+          ep.arg(() => t[0]),
+          ep.arg(() => t[1]),
+          zero(ep),
+          ep.arg(() => t[2]),
+          zero(ep),
+        ),
+      };
+    },
+  },
+  {
     name: 'aclrtUnmapMem',
     weight: 1.5,
     run: (ep, p) => {
