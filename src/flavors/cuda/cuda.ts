@@ -31,6 +31,7 @@ import { deviceAttribute, isDeviceAttribute } from './attributes.js';
 import * as C from './constants.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
 import { cudaLayers } from './layers.js';
+import { copyAcross } from './peer-copy.js';
 
 export type {
   CUmemAccessDesc,
@@ -94,6 +95,7 @@ export const CUDA_FUNCTIONS = [
   'cuMemcpyHtoD',
   'cuMemcpyDtoH',
   'cuMemcpyDtoD',
+  'cuMemcpyPeer',
   'cuMemcpyHtoDAsync',
   'cuMemcpyDtoHAsync',
   'cuMemcpyDtoDAsync',
@@ -869,6 +871,37 @@ export class CudaFlavor extends VendorProcess {
     return this.#dtod(dstDevice, srcDevice, byteCount, 0n);
   }
 
+  /**
+   * Copy between two contexts' devices (peer-copy.ts): each side is read or
+   * written through its own context's device, so no peer access is needed,
+   * as on the driver. A context that is not a retained primary context is
+   * CUDA_ERROR_INVALID_CONTEXT.
+   */
+  cuMemcpyPeer(
+    dstDevice: CUdeviceptr,
+    dstContext: bigint | number,
+    srcDevice: CUdeviceptr,
+    srcContext: bigint | number,
+    byteCount: Size,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const to = this.#contextDevice(dstContext);
+    const from = this.#contextDevice(srcContext);
+    if (to < 0 || from < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    const n = toCount(byteCount);
+    if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.codes.run(() =>
+      copyAcross(
+        this.runtime,
+        to,
+        this.#addresses.toNumber(dstDevice),
+        from,
+        this.#addresses.toNumber(srcDevice),
+        n,
+      ),
+    );
+  }
+
   cuMemcpyHtoDAsync(
     dstDevice: CUdeviceptr,
     srcHost: Uint8Array,
@@ -1140,6 +1173,17 @@ export class CudaFlavor extends VendorProcess {
         // CU_POINTER_ATTRIBUTE_IS_MANAGED: the simulator has no managed memory.
         return 0;
     }
+  }
+
+  /** The device of a retained primary context's handle, or -1. */
+  #contextDevice(ctx: unknown): number {
+    const d =
+      typeof ctx === 'bigint'
+        ? Number(ctx - CONTEXT_BASE)
+        : typeof ctx === 'number' && Number.isSafeInteger(ctx)
+          ? ctx - Number(CONTEXT_BASE)
+          : Number.NaN;
+    return this.runtime.isDevice(d) && this.#primaryRefs[d] > 0 ? d : -1;
   }
 
   #uninitialized(): number {

@@ -23,6 +23,7 @@ import {
 } from '../common/args.js';
 import { fillWide } from '../common/fill.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
+import { copyAcross } from '../cuda/peer-copy.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
 import { hipLayers } from './layers.js';
@@ -138,6 +139,7 @@ export const HIP_FUNCTIONS = [
   'hipMemcpyHtoD',
   'hipMemcpyDtoH',
   'hipMemcpyDtoD',
+  'hipMemcpyPeer',
   'hipMemset',
   'hipMemsetAsync',
   'hipMemsetD32',
@@ -722,6 +724,21 @@ export class HipFlavor extends VendorProcess {
   hipMemcpyDtoD(dst: HipPtr, src: HipPtr, sizeBytes: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToDevice, 0n);
+  }
+
+  /**
+   * Copy from `srcDeviceId`'s view of `src` to `dstDeviceId`'s view of `dst`
+   * (the CUDA flavour's peer-copy.ts): no peer access needed, as in ROCm,
+   * which stages the copy when the devices cannot reach each other.
+   */
+  hipMemcpyPeer(dst: HipPtr, dstDeviceId: number, src: HipPtr, srcDeviceId: number, sizeBytes: Size): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const to = toInt(dstDeviceId);
+    const from = toInt(srcDeviceId);
+    if (!this.runtime.isDevice(to) || !this.runtime.isDevice(from)) return C.hipErrorInvalidDevice;
+    const n = toCount(sizeBytes);
+    if (n < 0) return C.hipErrorInvalidValue;
+    return this.codes.run(() => copyAcross(this.runtime, to, toCount(dst ?? 0), from, toCount(src ?? 0), n));
   }
 
   /** `count` 32-bit values (little-endian); the destination must be 4-byte aligned. */

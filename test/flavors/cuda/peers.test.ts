@@ -70,3 +70,87 @@ describe('hipDeviceCanAccessPeer', () => {
     expect(hip.hipDeviceCanAccessPeer(can, 0, 1)).toBe(H.hipErrorDeinitialized);
   });
 });
+
+describe('cuMemcpyPeer and hipMemcpyPeer', () => {
+  const MiB = 1024 * 1024;
+
+  function twoContexts() {
+    const cu = createCuda({ devices: ['H200', 'H200'], report: () => {} });
+    expect(cu.cuInit(0)).toBe(0);
+    const ctx = [{ value: 0n }, { value: 0n }];
+    expect(cu.cuDevicePrimaryCtxRetain(ctx[0], 0)).toBe(0);
+    expect(cu.cuDevicePrimaryCtxRetain(ctx[1], 1)).toBe(0);
+    /** cuMemAlloc memory of `dev`: only that device has access. */
+    const alloc = (dev: number, size: number) => {
+      const d = { value: 0n };
+      expect(cu.cuCtxSetCurrent(ctx[dev].value)).toBe(0);
+      expect(cu.cuMemAlloc(d, size)).toBe(0);
+      return d.value;
+    };
+    return { cu, c0: ctx[0].value, c1: ctx[1].value, alloc };
+  }
+
+  it("copies between two devices' memory that neither can reach from the other, small and past 64 MiB", () => {
+    const { cu, c0, c1, alloc } = twoContexts();
+    for (const size of [3, 65 * MiB + 17]) {
+      const src = alloc(0, size);
+      const dst = alloc(1, size);
+      expect(cu.cuCtxSetCurrent(c0)).toBe(0);
+      const pattern = Uint8Array.of(5, 6, 7);
+      expect(cu.cuMemcpyHtoD(src, pattern, 3)).toBe(0);
+      expect(cu.cuMemcpyHtoD(src + BigInt(size - 3), pattern, 3)).toBe(0);
+      // Device 0 cannot read device 1's cuMemAlloc memory directly.
+      expect(cu.cuMemcpyDtoD(dst, src, 3)).not.toBe(0);
+      expect(cu.cuMemcpyPeer(dst, c1, src, c0, size)).toBe(0);
+      expect(cu.cuCtxSetCurrent(c1)).toBe(0);
+      const out = new Uint8Array(3);
+      expect(cu.cuMemcpyDtoH(out, dst, 3)).toBe(0);
+      expect([...out]).toEqual([5, 6, 7]);
+      expect(cu.cuMemcpyDtoH(out, dst + BigInt(size - 3), 3)).toBe(0);
+      expect([...out]).toEqual([5, 6, 7]);
+    }
+    cu.dispose();
+  });
+
+  it('a refused copy writes nothing; bad contexts and sizes are refused', () => {
+    const { cu, c0, c1, alloc } = twoContexts();
+    for (const size of [2 * MiB, 66 * MiB]) {
+      const src = alloc(0, size);
+      const dst = alloc(1, 2 * size);
+      // The source runs past its allocation: nothing is written.
+      expect(cu.cuMemcpyPeer(dst, c1, src + 4096n, c0, size)).not.toBe(0);
+      // Read through the wrong device: device 1 cannot read device 0's memory.
+      expect(cu.cuMemcpyPeer(dst, c1, src, c1, size)).not.toBe(0);
+      expect(cu.cuCtxSetCurrent(c1)).toBe(0);
+      const out = Uint8Array.of(9, 9, 9, 9);
+      expect(cu.cuMemcpyDtoH(out, dst, 4)).toBe(0);
+      expect([...out]).toEqual([0, 0, 0, 0]);
+    }
+    const src = alloc(0, MiB);
+    const dst = alloc(1, MiB);
+    for (const bad of [0n, 1n, -1, 'x', null, c0 + 5n])
+      expect(cu.cuMemcpyPeer(dst, bad as never, src, c0, 4), String(bad)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuMemcpyPeer(dst, c1, src, c0, -1)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    expect(cu.cuMemcpyPeer(dst, c1, src, c0, 0)).toBe(0);
+    cu.dispose();
+    expect(cu.cuMemcpyPeer(dst, c1, src, c0, 4)).toBe(C.CUDA_ERROR_DEINITIALIZED);
+  });
+
+  it('hipMemcpyPeer: the same copy by device ordinals', () => {
+    const hip = createHip({ devices: ['MI300X', 'MI300X'], report: () => {} });
+    const src = { value: 0n };
+    const dst = { value: 0n };
+    expect(hip.hipMalloc(src, 4096)).toBe(0);
+    expect(hip.hipMemcpyHtoD(src.value, Uint8Array.of(1, 2), 2)).toBe(0);
+    expect(hip.hipSetDevice(1)).toBe(0);
+    expect(hip.hipMalloc(dst, 4096)).toBe(0);
+    expect(hip.hipMemcpyPeer(dst.value, 1, src.value, 0, 2)).toBe(0);
+    const out = new Uint8Array(2);
+    expect(hip.hipMemcpyDtoH(out, dst.value, 2)).toBe(0);
+    expect([...out]).toEqual([1, 2]);
+    expect(hip.hipMemcpyPeer(dst.value, 2, src.value, 0, 2)).toBe(H.hipErrorInvalidDevice);
+    expect(hip.hipMemcpyPeer(dst.value, 1, src.value, 0, -1)).toBe(H.hipErrorInvalidValue);
+    expect(hip.hipMemcpyPeer(dst.value, 1, src.value + 4095n, 0, 2)).not.toBe(0);
+    hip.dispose();
+  });
+});

@@ -429,6 +429,22 @@ const calls: CallSpec<CudaFlavor>[] = [
     },
   },
   {
+    name: 'cuMemcpyPeer',
+    weight: 0.5,
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      const src = mem(ep, p);
+      const current = { value: 0n };
+      p.cuCtxGetCurrent(current);
+      const ctx = ep.arg(() => current.value);
+      return {
+        result: p.cuMemcpyPeer(dst, ctx, src, ctx, n),
+        effects: { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } },
+      };
+    },
+  },
+  {
     name: 'cuMemcpyHtoDAsync',
     run: (ep, p) => {
       const n = count(ep);

@@ -437,6 +437,19 @@ const calls: CallSpec<HipFlavor>[] = [
     },
   },
   {
+    name: 'hipMemcpyPeer',
+    weight: 0.5,
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      const src = mem(ep, p);
+      return {
+        result: p.hipMemcpyPeer(dst, zero(ep), src, zero(ep), n),
+        effects: { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } },
+      };
+    },
+  },
+  {
     name: 'hipMemcpyDtoD',
     run: (ep, p) => {
       const n = count(ep);
