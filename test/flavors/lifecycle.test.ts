@@ -178,6 +178,15 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuCtxGetCurrent: { call: (cu, _e, box) => cu.cuCtxGetCurrent(box(0n)) },
     cuCtxGetDevice: { call: (cu, _e, box) => cu.cuCtxGetDevice(box(-1)) },
     cuCtxSynchronize: { call: (cu) => cu.cuCtxSynchronize() },
+    // One device: it is not its own peer.
+    cuCtxEnablePeerAccess: {
+      call: (cu, e) => cu.cuCtxEnablePeerAccess(e.ctx, 0),
+      live: CU.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+    },
+    cuCtxDisablePeerAccess: {
+      call: (cu, e) => cu.cuCtxDisablePeerAccess(e.ctx),
+      live: CU.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
+    },
     cuMemGetAllocationGranularity: {
       call: (cu, _e, box) =>
         cu.cuMemGetAllocationGranularity(box(0), cuProp, CU.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
@@ -365,6 +374,15 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipGetLastError: { call: (hip) => hip.hipGetLastError() },
     hipGetErrorName: { call: (hip) => hip.hipGetErrorName(H.hipErrorInvalidValue) },
     hipGetErrorString: { call: (hip) => hip.hipGetErrorString(H.hipErrorInvalidValue) },
+    // One device: no peer to enable or disable (last, so the error they leave is not peeked above).
+    hipDeviceEnablePeerAccess: {
+      call: (hip) => hip.hipDeviceEnablePeerAccess(0, 0),
+      live: H.hipErrorInvalidDevice,
+    },
+    hipDeviceDisablePeerAccess: {
+      call: (hip) => hip.hipDeviceDisablePeerAccess(0),
+      live: H.hipErrorPeerAccessNotEnabled,
+    },
   },
   gone: H.hipErrorDeinitialized,
   stillAnswer: ['hipGetErrorName', 'hipGetErrorString'],

@@ -17,6 +17,9 @@ export const CUDA_ERROR_NOT_READY = 600;
 export const CUDA_ERROR_ILLEGAL_ADDRESS = 700;
 export const CUDA_ERROR_NOT_PERMITTED = 800;
 export const CUDA_ERROR_NOT_SUPPORTED = 801;
+export const CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217;
+export const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
+export const CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705;
 export const CUDA_ERROR_UNKNOWN = 999;
 
 /** CUresult -> [name, the driver's description], as cuGetErrorName / cuGetErrorString give them. */
@@ -38,6 +41,18 @@ export const CUDA_RESULTS: ReadonlyMap<number, readonly [string, string]> = new 
   [CUDA_ERROR_ILLEGAL_ADDRESS, ['CUDA_ERROR_ILLEGAL_ADDRESS', 'an illegal memory access was encountered']],
   [CUDA_ERROR_NOT_PERMITTED, ['CUDA_ERROR_NOT_PERMITTED', 'operation not permitted']],
   [CUDA_ERROR_NOT_SUPPORTED, ['CUDA_ERROR_NOT_SUPPORTED', 'operation not supported']],
+  [
+    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+    ['CUDA_ERROR_PEER_ACCESS_UNSUPPORTED', 'peer access is not supported between these two devices'],
+  ],
+  [
+    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+    ['CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED', 'peer access is already enabled'],
+  ],
+  [
+    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
+    ['CUDA_ERROR_PEER_ACCESS_NOT_ENABLED', 'peer access has not been enabled'],
+  ],
   [CUDA_ERROR_UNKNOWN, ['CUDA_ERROR_UNKNOWN', 'unknown error']],
 ]);
 

@@ -71,6 +71,8 @@ export const CUDA_FUNCTIONS = [
   'cuCtxGetCurrent',
   'cuCtxGetDevice',
   'cuCtxSynchronize',
+  'cuCtxEnablePeerAccess',
+  'cuCtxDisablePeerAccess',
   'cuMemGetAllocationGranularity',
   'cuMemAddressReserve',
   'cuMemAddressFree',
@@ -147,6 +149,8 @@ export class CudaFlavor extends VendorProcess {
    * the calls model is their argument rules and the free-once lifetime.
    */
   readonly #hostBuffers = new WeakSet<Uint8Array>();
+  /** Peer access enabled, as current device * device count + peer device (cuCtxEnablePeerAccess). */
+  readonly #peerAccess = new Set<number>();
   /** allocFlags given at cuMemCreate, when any is set: core does not interpret them, the driver reports them. */
   readonly #allocFlags = new WeakMap<
     PhysicalAllocation,
@@ -320,6 +324,36 @@ export class CudaFlavor extends VendorProcess {
   }
 
   // --- virtual memory management ---------------------------------------------------------
+
+  /**
+   * Let the current context reach `peerContext`'s memory. The rules are the
+   * driver's (flags 0, a valid peer, a device is not its own peer, once
+   * only); the grant itself is recorded and changes nothing else (Note
+   * [Peer access]: VMM memory is reached through cuMemSetAccess, and
+   * cuMemcpyPeer needs no peer access).
+   */
+  cuCtxEnablePeerAccess(peerContext: bigint | number, flags: number): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    if (toCount(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const peer = this.#contextDevice(peerContext);
+    if (peer < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    if (this.runtime.backend.kind !== 'sim') return C.CUDA_ERROR_NOT_SUPPORTED;
+    if (peer === this.#current) return C.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    const key = this.#current * this.runtime.devices.length + peer;
+    if (this.#peerAccess.has(key)) return C.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    this.#peerAccess.add(key);
+    return C.CUDA_SUCCESS;
+  }
+
+  cuCtxDisablePeerAccess(peerContext: bigint | number): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const peer = this.#contextDevice(peerContext);
+    if (peer < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    const key = this.#current * this.runtime.devices.length + peer;
+    return this.#peerAccess.delete(key) ? C.CUDA_SUCCESS : C.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  }
 
   cuMemGetAllocationGranularity(granularity: Box<number>, prop: CUmemAllocationProp, option: number): number {
     if (!this.#initialized) return this.#uninitialized();

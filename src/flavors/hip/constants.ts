@@ -26,6 +26,8 @@ export const hipErrorInvalidResourceHandle = 400;
 export const hipErrorNotFound = 500;
 export const hipErrorNotReady = 600;
 export const hipErrorIllegalAddress = 700;
+export const hipErrorPeerAccessAlreadyEnabled = 704;
+export const hipErrorPeerAccessNotEnabled = 705;
 export const hipErrorContextIsDestroyed = 709;
 export const hipErrorNotSupported = 801;
 export const hipErrorUnknown = 999;
@@ -48,6 +50,8 @@ export const HIP_ERRORS: ReadonlyMap<number, readonly [string, string]> = new Ma
   [hipErrorNotFound, ['hipErrorNotFound', 'named symbol not found']],
   [hipErrorNotReady, ['hipErrorNotReady', 'device not ready']],
   [hipErrorIllegalAddress, ['hipErrorIllegalAddress', 'an illegal memory access was encountered']],
+  [hipErrorPeerAccessAlreadyEnabled, ['hipErrorPeerAccessAlreadyEnabled', 'peer access is already enabled']],
+  [hipErrorPeerAccessNotEnabled, ['hipErrorPeerAccessNotEnabled', 'peer access has not been enabled']],
   [hipErrorContextIsDestroyed, ['hipErrorContextIsDestroyed', 'context is destroyed']],
   [hipErrorNotSupported, ['hipErrorNotSupported', 'operation not supported']],
   [hipErrorUnknown, ['hipErrorUnknown', 'unknown error']],

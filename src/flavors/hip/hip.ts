@@ -111,6 +111,8 @@ export const HIP_FUNCTIONS = [
   'hipGetDevice',
   'hipDeviceGet',
   'hipDeviceCanAccessPeer',
+  'hipDeviceEnablePeerAccess',
+  'hipDeviceDisablePeerAccess',
   'hipGetDeviceProperties',
   'hipRuntimeGetVersion',
   'hipDeviceSynchronize',
@@ -174,6 +176,8 @@ export class HipFlavor extends VendorProcess {
   #lastError: number = C.hipSuccess;
   /** Buffers hipHostMalloc handed out and hipHostFree has not taken back. */
   readonly #hostBuffers = new WeakSet<Uint8Array>();
+  /** Peer access enabled, as current device * device count + peer device (hipDeviceEnablePeerAccess). */
+  readonly #peerAccess = new Set<number>();
   /** The hipMemAllocationProp each allocation reports (GenericAllocation::GetProperties). */
   readonly #props = new WeakMap<PhysicalAllocation, hipMemAllocationProp>();
 
@@ -231,6 +235,31 @@ export class HipFlavor extends VendorProcess {
     const d = toInt(ordinal);
     if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
     return writeBox(device, d) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  /**
+   * Let the current device reach `peerDeviceId`'s memory: flags 0, a device
+   * other than the current one, once only. Recorded; it changes nothing else
+   * (the CUDA flavour's Note [Peer access]).
+   */
+  hipDeviceEnablePeerAccess(peerDeviceId: number, flags: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (toCount(flags) !== 0) return C.hipErrorInvalidValue;
+    const peer = toInt(peerDeviceId);
+    if (!this.runtime.isDevice(peer) || peer === this.#current) return C.hipErrorInvalidDevice;
+    if (this.runtime.backend.kind !== 'sim') return C.hipErrorNotSupported;
+    const key = this.#current * this.runtime.devices.length + peer;
+    if (this.#peerAccess.has(key)) return C.hipErrorPeerAccessAlreadyEnabled;
+    this.#peerAccess.add(key);
+    return C.hipSuccess;
+  }
+
+  hipDeviceDisablePeerAccess(peerDeviceId: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const peer = toInt(peerDeviceId);
+    if (!this.runtime.isDevice(peer)) return C.hipErrorInvalidDevice;
+    const key = this.#current * this.runtime.devices.length + peer;
+    return this.#peerAccess.delete(key) ? C.hipSuccess : C.hipErrorPeerAccessNotEnabled;
   }
 
   /** The fields VMM programs read (Note [HIP device properties]); a part with no published row is hipErrorInvalidValue. */

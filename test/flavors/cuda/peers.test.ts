@@ -154,3 +154,45 @@ describe('cuMemcpyPeer and hipMemcpyPeer', () => {
     hip.dispose();
   });
 });
+
+describe('cuCtxEnablePeerAccess / cuCtxDisablePeerAccess and the HIP pair', () => {
+  it("the drivers' rules: flags 0, a valid other device, once, disable only what was enabled", () => {
+    const cu = createCuda({ devices: ['H200', 'H200'], report: () => {} });
+    expect(cu.cuInit(0)).toBe(0);
+    const ctx = [{ value: 0n }, { value: 0n }];
+    expect(cu.cuDevicePrimaryCtxRetain(ctx[0], 0)).toBe(0);
+    expect(cu.cuCtxEnablePeerAccess(ctx[0].value, 0)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuCtxSetCurrent(ctx[0].value)).toBe(0);
+    // Device 1's context is not retained yet.
+    expect(cu.cuCtxEnablePeerAccess(0xc0_0001n, 0)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuDevicePrimaryCtxRetain(ctx[1], 1)).toBe(0);
+    expect(cu.cuCtxEnablePeerAccess(ctx[1].value, 1)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    expect(cu.cuCtxEnablePeerAccess(ctx[0].value, 0)).toBe(C.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+    expect(cu.cuCtxDisablePeerAccess(ctx[1].value)).toBe(C.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+    expect(cu.cuCtxEnablePeerAccess(ctx[1].value, 0)).toBe(0);
+    expect(cu.cuCtxEnablePeerAccess(ctx[1].value, 0)).toBe(C.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+    // Per direction: device 1 has not enabled access to device 0.
+    expect(cu.cuCtxSetCurrent(ctx[1].value)).toBe(0);
+    expect(cu.cuCtxDisablePeerAccess(ctx[0].value)).toBe(C.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+    expect(cu.cuCtxSetCurrent(ctx[0].value)).toBe(0);
+    expect(cu.cuCtxDisablePeerAccess(ctx[1].value)).toBe(0);
+    expect(cu.cuCtxDisablePeerAccess(ctx[1].value)).toBe(C.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+    const name = { value: null as string | null };
+    expect(cu.cuGetErrorName(C.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, name)).toBe(0);
+    expect(name.value).toBe('CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED');
+    cu.dispose();
+    expect(cu.cuCtxEnablePeerAccess(ctx[1].value, 0)).toBe(C.CUDA_ERROR_DEINITIALIZED);
+
+    const hip = createHip({ devices: ['MI300X', 'MI300X'], report: () => {} });
+    expect(hip.hipDeviceEnablePeerAccess(0, 0)).toBe(H.hipErrorInvalidDevice);
+    expect(hip.hipDeviceEnablePeerAccess(2, 0)).toBe(H.hipErrorInvalidDevice);
+    expect(hip.hipDeviceEnablePeerAccess(1, 4)).toBe(H.hipErrorInvalidValue);
+    expect(hip.hipDeviceDisablePeerAccess(1)).toBe(H.hipErrorPeerAccessNotEnabled);
+    expect(hip.hipDeviceEnablePeerAccess(1, 0)).toBe(0);
+    expect(hip.hipDeviceEnablePeerAccess(1, 0)).toBe(H.hipErrorPeerAccessAlreadyEnabled);
+    expect(hip.hipDeviceDisablePeerAccess(1)).toBe(0);
+    expect(hip.hipDeviceDisablePeerAccess(1)).toBe(H.hipErrorPeerAccessNotEnabled);
+    expect(hip.hipGetErrorName(H.hipErrorPeerAccessNotEnabled)).toBe('hipErrorPeerAccessNotEnabled');
+    hip.dispose();
+  });
+});

@@ -82,6 +82,29 @@ const calls: CallSpec<CudaFlavor>[] = [
     }),
   },
   {
+    name: 'cuCtxEnablePeerAccess',
+    weight: 0.2,
+    run: (ep, p) => {
+      const current = { value: 0n };
+      p.cuCtxGetCurrent(current);
+      return {
+        result: p.cuCtxEnablePeerAccess(
+          ep.arg(() => current.value),
+          zero(ep),
+        ),
+      };
+    },
+  },
+  {
+    name: 'cuCtxDisablePeerAccess',
+    weight: 0.2,
+    run: (ep, p) => {
+      const current = { value: 0n };
+      p.cuCtxGetCurrent(current);
+      return { result: p.cuCtxDisablePeerAccess(ep.arg(() => current.value)) };
+    },
+  },
+  {
     name: 'cuDeviceCanAccessPeer',
     weight: 0.2,
     run: (ep, p) => ({ result: p.cuDeviceCanAccessPeer(ep.box(0), zero(ep), zero(ep)) }),

@@ -118,6 +118,16 @@ const calls: CallSpec<HipFlavor>[] = [
     run: (ep, p) => ({ result: p.hipGetDeviceProperties(ep.box(undefined as never), zero(ep)) }),
   },
   {
+    name: 'hipDeviceEnablePeerAccess',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.hipDeviceEnablePeerAccess(zero(ep), zero(ep)) }),
+  },
+  {
+    name: 'hipDeviceDisablePeerAccess',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.hipDeviceDisablePeerAccess(zero(ep)) }),
+  },
+  {
     name: 'hipDeviceCanAccessPeer',
     weight: 0.2,
     run: (ep, p) => ({ result: p.hipDeviceCanAccessPeer(ep.box(0), zero(ep), zero(ep)) }),
