@@ -254,6 +254,13 @@ export class CudaFlavor extends VendorProcess {
    * 1 for two different devices; a device is not its own peer, 0, as both
    * drivers answer. The real backend has no peer query, so there the answer is
    * NOT_SUPPORTED rather than a guess about the machine's links.
+   * cuCtxEnablePeerAccess / hipDeviceEnablePeerAccess keep the drivers' rules
+   * and record the grant per direction, but the grant changes nothing: on the
+   * drivers it opens a peer's cuMemAlloc / hipMalloc memory to this device's
+   * kernels, and the simulator has no kernels. One known difference stays: a
+   * cuMemcpyDtoD to or from another device's cuMemAlloc memory is refused here (core
+   * grants one-step memory to its own device only), where the driver, with
+   * unified addressing, copies it; cuMemcpyPeer copies it here as there.
    */
   cuDeviceCanAccessPeer(canAccessPeer: Box<number>, dev: number, peerDev: number): number {
     if (!this.#initialized) return this.#uninitialized();
