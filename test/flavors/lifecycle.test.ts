@@ -310,6 +310,9 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipGetDevice: { call: (hip, _e, box) => hip.hipGetDevice(box(-1)) },
     hipDeviceGet: { call: (hip, _e, box) => hip.hipDeviceGet(box(-1), 0) },
     hipDeviceCanAccessPeer: { call: (hip, _e, box) => hip.hipDeviceCanAccessPeer(box(-1), 0, 0) },
+    hipDeviceGetAttribute: {
+      call: (hip, _e, box) => hip.hipDeviceGetAttribute(box(-1), H.hipDeviceAttributeMultiprocessorCount, 0),
+    },
     hipGetDeviceProperties: {
       call: (hip, _e, box) => hip.hipGetDeviceProperties(box(undefined as never), 0),
     },

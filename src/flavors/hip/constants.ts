@@ -121,3 +121,11 @@ export const hipHostMallocWriteCombined = 0x4;
 export const hipHostMallocNumaUser = 0x20000000;
 export const hipHostMallocCoherent = 0x40000000;
 export const hipHostMallocNonCoherent = 0x80000000;
+// hipDeviceAttribute_t (ROCm 6's hip_runtime_api.h numbering), the ones vmmkit answers
+export const hipDeviceAttributeComputeMode = 6;
+export const hipDeviceAttributeComputeCapabilityMajor = 23;
+export const hipDeviceAttributeComputeCapabilityMinor = 61;
+export const hipDeviceAttributeMultiprocessorCount = 63;
+export const hipDeviceAttributeVirtualMemoryManagementSupported = 89;
+/** hipComputeModeDefault */
+export const hipComputeModeDefault = 0;

@@ -27,7 +27,7 @@ import { copyAcross } from '../cuda/peer-copy.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
 import { hipLayers } from './layers.js';
-import { deviceProperties, type hipDeviceProp_t } from './properties.js';
+import { deviceProperties, hipDeviceAttribute, type hipDeviceProp_t } from './properties.js';
 
 /** hipMemLocation */
 export interface hipMemLocation {
@@ -114,6 +114,7 @@ export const HIP_FUNCTIONS = [
   'hipDeviceEnablePeerAccess',
   'hipDeviceDisablePeerAccess',
   'hipGetDeviceProperties',
+  'hipDeviceGetAttribute',
   'hipRuntimeGetVersion',
   'hipDeviceSynchronize',
   'hipMemGetAllocationGranularity',
@@ -260,6 +261,18 @@ export class HipFlavor extends VendorProcess {
     if (!this.runtime.isDevice(peer)) return C.hipErrorInvalidDevice;
     const key = this.#current * this.runtime.devices.length + peer;
     return this.#peerAccess.delete(key) ? C.hipSuccess : C.hipErrorPeerAccessNotEnabled;
+  }
+
+  /** One device attribute (Note [HIP device properties]); one vmmkit does not answer is hipErrorInvalidValue. */
+  hipDeviceGetAttribute(pi: Box<number>, attr: number, deviceId: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(pi)) return C.hipErrorInvalidValue;
+    const d = toInt(deviceId);
+    if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
+    const a = typeof attr === 'number' && Number.isInteger(attr) ? attr : Number.NaN;
+    const value = hipDeviceAttribute(this.runtime.devices[d].name, a);
+    if (value === undefined) return C.hipErrorInvalidValue;
+    return writeBox(pi, value) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   /** The fields VMM programs read (Note [HIP device properties]); a part with no published row is hipErrorInvalidValue. */

@@ -13,9 +13,15 @@
  *    cuDeviceGetAttribute answered (Note [Device attributes]).
  * A device with no such row (a custom simulated device, the Ascend preset)
  * answers hipErrorInvalidValue rather than a struct with invented numbers.
+ * hipDeviceGetAttribute answers the same facts one at a time, plus two of
+ * the front end's own rules that hold on every simulated device (VMM is
+ * supported, compute mode is the default); any other attribute is
+ * hipErrorInvalidValue. The attribute numbers are ROCm 6's
+ * (hip_runtime_api.h; ROCm 5 numbered them differently).
  */
 import { deviceAttribute } from '../cuda/attributes.js';
 import * as CU from '../cuda/constants.js';
+import * as C from './constants.js';
 
 /** The fields of hipDeviceProp_t vmmkit writes. */
 export interface hipDeviceProp_t {
@@ -49,4 +55,16 @@ export function deviceProperties(name: string, totalMemory: number): hipDevicePr
   const facts = partFacts(name);
   if (facts === undefined) return undefined;
   return Object.freeze({ name, totalGlobalMem: totalMemory, ...facts });
+}
+
+/** hipDeviceGetAttribute's value of `attribute` on a device named `name`, or undefined (see the Note). */
+export function hipDeviceAttribute(name: string, attribute: number): number | undefined {
+  if (attribute === C.hipDeviceAttributeVirtualMemoryManagementSupported) return 1;
+  if (attribute === C.hipDeviceAttributeComputeMode) return C.hipComputeModeDefault;
+  const facts = partFacts(name);
+  if (facts === undefined) return undefined;
+  if (attribute === C.hipDeviceAttributeMultiprocessorCount) return facts.multiProcessorCount;
+  if (attribute === C.hipDeviceAttributeComputeCapabilityMajor) return facts.major;
+  if (attribute === C.hipDeviceAttributeComputeCapabilityMinor) return facts.minor;
+  return undefined;
 }

@@ -113,6 +113,17 @@ const calls: CallSpec<HipFlavor>[] = [
   { name: 'hipSetDevice', weight: 0.2, run: (ep, p) => ({ result: p.hipSetDevice(zero(ep)) }) },
   { name: 'hipDeviceGet', weight: 0.2, run: (ep, p) => ({ result: p.hipDeviceGet(ep.box(0), zero(ep)) }) },
   {
+    name: 'hipDeviceGetAttribute',
+    weight: 0.2,
+    run: (ep, p) => ({
+      result: p.hipDeviceGetAttribute(
+        ep.box(0),
+        ep.arg(() => ep.rng.pick([6, 23, 61, 63, 89, 84, 10_000])),
+        zero(ep),
+      ),
+    }),
+  },
+  {
     name: 'hipGetDeviceProperties',
     weight: 0.2,
     run: (ep, p) => ({ result: p.hipGetDeviceProperties(ep.box(undefined as never), zero(ep)) }),

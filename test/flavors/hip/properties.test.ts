@@ -53,3 +53,38 @@ describe('hipGetDeviceProperties', () => {
     expect(read(hip, 0)).toEqual([H.hipErrorDeinitialized, undefined]);
   });
 });
+
+describe('hipDeviceGetAttribute', () => {
+  const attr = (hip: ReturnType<typeof createHip>, a: unknown, dev: unknown = 0) => {
+    const box = { value: -1 };
+    return [hip.hipDeviceGetAttribute(box, a as number, dev as number), box.value];
+  };
+
+  it('answers the same facts as hipGetDeviceProperties, and the VMM rules', () => {
+    const hip = createHip({
+      devices: [
+        'MI300X',
+        { name: 'Custom', totalMemory: 1 << 30, minimumGranularity: 4096, recommendedGranularity: 4096 },
+      ],
+      report: () => {},
+    });
+    const props = {
+      value: undefined as never as { multiProcessorCount: number; major: number; minor: number },
+    };
+    expect(hip.hipGetDeviceProperties(props as never, 0)).toBe(0);
+    expect(attr(hip, H.hipDeviceAttributeMultiprocessorCount)).toEqual([0, props.value.multiProcessorCount]);
+    expect(attr(hip, H.hipDeviceAttributeComputeCapabilityMajor)).toEqual([0, props.value.major]);
+    expect(attr(hip, H.hipDeviceAttributeComputeCapabilityMinor)).toEqual([0, props.value.minor]);
+    expect(attr(hip, H.hipDeviceAttributeVirtualMemoryManagementSupported)).toEqual([0, 1]);
+    expect(attr(hip, H.hipDeviceAttributeComputeMode)).toEqual([0, H.hipComputeModeDefault]);
+    // A part with no row: its hardware facts are refused, the rules answered.
+    expect(attr(hip, H.hipDeviceAttributeMultiprocessorCount, 1)).toEqual([H.hipErrorInvalidValue, -1]);
+    expect(attr(hip, H.hipDeviceAttributeVirtualMemoryManagementSupported, 1)).toEqual([0, 1]);
+    for (const bad of [0, 84, 10_000, -1, 1.5, Number.NaN, '63', 63n, null])
+      expect(attr(hip, bad), String(bad)).toEqual([H.hipErrorInvalidValue, -1]);
+    expect(attr(hip, 63, 2)).toEqual([H.hipErrorInvalidDevice, -1]);
+    expect(hip.hipDeviceGetAttribute(Object.freeze({ value: 0 }), 63, 0)).toBe(H.hipErrorInvalidValue);
+    hip.dispose();
+    expect(attr(hip, 63)).toEqual([H.hipErrorDeinitialized, -1]);
+  });
+});
