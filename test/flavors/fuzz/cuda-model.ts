@@ -463,7 +463,11 @@ const calls: CallSpec<CudaFlavor>[] = [
       const ctx = ep.arg(() => current.value);
       return {
         result: p.cuMemcpyPeer(dst, ctx, src, ctx, n),
-        effects: { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } },
+        // A 0-byte peer copy touches nothing, so it does not run the queued work a synchronous copy runs.
+        effects:
+          asNumber(n) > 0
+            ? { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } }
+            : undefined,
       };
     },
   },

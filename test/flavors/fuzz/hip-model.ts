@@ -466,7 +466,11 @@ const calls: CallSpec<HipFlavor>[] = [
       const src = mem(ep, p);
       return {
         result: p.hipMemcpyPeer(dst, zero(ep), src, zero(ep), n),
-        effects: { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } },
+        // A 0-byte peer copy touches nothing, so it does not run the queued work a synchronous copy runs.
+        effects:
+          asNumber(n) > 0
+            ? { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } }
+            : undefined,
       };
     },
   },
