@@ -7,6 +7,7 @@
 import type { Backend } from '../backend/backend.js';
 import { CudaBackend, type CudaBackendOptions } from '../backends/cuda/backend.js';
 import { Machine, type MachineOptions } from '../backends/sim/machine.js';
+import { warn } from '../core/errors.js';
 import { Runtime } from '../core/runtime.js';
 import type { Tracer } from '../core/trace.js';
 
@@ -43,8 +44,7 @@ export { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from '../backends/
 export const DEFAULT_DEVICES = ['H200'] as const;
 
 export function createProcess(options: ProcessOptions = {}): VmmProcess {
-  const report =
-    options.report ?? ((message: string, error?: unknown) => console.warn(`vmmkit: ${message}`, error ?? ''));
+  const report = options.report ?? warn;
   const { backend = 'sim', tracer } = options;
   if (backend !== 'sim' && options.machine !== undefined)
     throw new TypeError('a simulated machine can be joined only with the simulated backend');

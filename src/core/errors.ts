@@ -58,3 +58,8 @@ export function vmmError(kind: ErrorKind, message: string): VmmError {
 export function isVmmError(e: unknown): e is VmmError {
   return e instanceof VmmError;
 }
+
+/** The report hook when none is given: a warning on stderr (dispose and undo never throw; they report). */
+export function warn(message: string, error?: unknown): void {
+  console.warn(`vmmkit: ${message}`, error ?? '');
+}

@@ -2,7 +2,7 @@ import type { Backend, ImportedMemory } from '../backend/backend.js';
 import { GenerationalHandleTable } from '../util/handle-table.js';
 import { isMultipleOf, isPowerOfTwo } from '../util/integers.js';
 import { OrderedMap } from '../util/ordered-map.js';
-import { vmmError } from './errors.js';
+import { vmmError, warn } from './errors.js';
 import { CORE, Mapping, PhysicalAllocation, Reservation } from './objects.js';
 import { instrument, type MethodsListed, type Tracer } from './trace.js';
 import { Transaction } from './transaction.js';
@@ -78,6 +78,7 @@ const TRACED_OPERATIONS = [
   'setAccess',
   'exportFd',
   'importFd',
+  'closeFd',
   'exportShareable',
   'allowImport',
   'importShareable',
@@ -174,7 +175,7 @@ export class Runtime implements Disposable {
     this.devices = backend.devices;
     if (this.devices.length > MAX_DEVICES)
       throw new RangeError(`vmmkit handles at most ${MAX_DEVICES} devices`);
-    this.#report = options.report ?? ((message, error) => console.warn(`vmmkit: ${message}`, error ?? ''));
+    this.#report = options.report ?? warn;
     if (options.tracer) instrument(this, 'core', options.tracer, TRACED_OPERATIONS);
   }
 
@@ -648,6 +649,13 @@ export class Runtime implements Disposable {
     this.#live();
     if (!Number.isInteger(fd) || fd < 0) throw vmmError('invalid-fd', `${fd} is not a file descriptor`);
     return this.#adoptImported(this.backend.importFd(fd));
+  }
+
+  /** Close a descriptor of this process's fd table (an export taken back, or one no longer needed). */
+  closeFd(fd: number): void {
+    this.#live();
+    if (!Number.isInteger(fd) || fd < 0) throw vmmError('invalid-fd', `${fd} is not a file descriptor`);
+    this.backend.closeFd(fd);
   }
 
   /**

@@ -35,6 +35,7 @@ describe('invariant 6: a disposed runtime refuses everything and changes nothing
       ['setAccess', () => rt.setAccess(r.base, G, [{ device: 0, access: Access.ReadWrite }])],
       ['exportFd', () => rt.exportFd(a)],
       ['importFd', () => rt.importFd(3)],
+      ['closeFd', () => rt.closeFd(3)],
       ['exportShareable', () => rt.exportShareable(a, false)],
       ['allowImport', () => rt.allowImport(1, [1])],
       ['importShareable', () => rt.importShareable(1)],

@@ -20,7 +20,7 @@
  */
 import { closeSync } from 'node:fs';
 import { BACKEND_OPERATIONS, type Backend, type ImportedMemory } from '../../backend/backend.js';
-import { vmmError } from '../../core/errors.js';
+import { vmmError, warn } from '../../core/errors.js';
 import { instrument, type Tracer } from '../../core/trace.js';
 import type { Access, AllocationProperties, DeviceInfo, MemoryInfo } from '../../core/types.js';
 import { HandleTable } from '../../util/handle-table.js';
@@ -94,7 +94,7 @@ export class CudaBackend implements Backend {
 
   constructor(options: CudaBackendOptions = {}) {
     const driver = options.driver ?? loadCudaDriver(options.libraryPaths);
-    this.#report = options.report ?? ((message, error) => console.warn(`vmmkit: ${message}`, error ?? ''));
+    this.#report = options.report ?? warn;
     const cu = new CheckedCuda(driver);
     this.cu = cu;
     cu.init();

@@ -1238,7 +1238,7 @@ export class CudaFlavor extends VendorProcess {
    */
   #unexport(fd: number): void {
     try {
-      this.runtime.backend.closeFd(fd);
+      this.runtime.closeFd(fd);
     } catch (e) {
       this.report('could not close an fd whose box refused it', e);
     }

@@ -633,7 +633,7 @@ export class HipFlavor extends VendorProcess {
     try {
       const fd = this.runtime.exportFd(a);
       if (writeBox(shareableHandle, fd)) return C.hipSuccess;
-      this.runtime.backend.closeFd(fd);
+      this.runtime.closeFd(fd);
       return C.hipErrorInvalidValue;
     } catch (e) {
       return this.codes.code(e);
