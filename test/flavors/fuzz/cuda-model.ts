@@ -4,7 +4,7 @@ import * as C from '../../../src/flavors/cuda/constants.js';
 import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { asNumber, smallCount, teardownRuns, widePattern } from './shared.js';
+import { asNumber, mirroredVmmCalls, smallCount, teardownRuns, widePattern } from './shared.js';
 
 /** A small device: allocations of a few 64 KiB granules, and out of memory within reach. */
 export const FUZZ_GRANULE = 64 * 1024;
@@ -174,88 +174,7 @@ const calls: CallSpec<CudaFlavor>[] = [
       };
     },
   },
-  {
-    name: 'cuMemAddressFree',
-    run: (ep, p) => {
-      const at = ptr(ep, p);
-      return {
-        result: p.cuMemAddressFree(
-          at,
-          ep.arg(() => size(ep)),
-        ),
-        onSuccess: () => ep.forget(ep.pointers, pid(p), at),
-      };
-    },
-  },
-  {
-    name: 'cuMemCreate',
-    weight: 2,
-    run: (ep, p) => {
-      const b = ep.box(0n);
-      return {
-        result: p.cuMemCreate(
-          b,
-          ep.arg(() => size(ep)),
-          prop(ep) as never,
-          zero(ep),
-        ),
-        onSuccess: () => ep.remember(ep.handles, pid(p), b.value),
-      };
-    },
-  },
-  {
-    name: 'cuMemRelease',
-    run: (ep, p) => {
-      const h = handle(ep, p);
-      return { result: p.cuMemRelease(h), onSuccess: () => ep.forget(ep.handles, pid(p), h) };
-    },
-  },
-  {
-    name: 'cuMemMap',
-    weight: 3,
-    run: (ep, p) => {
-      const t = ep.rng.chance(0.7) ? ep.mapTarget(p) : undefined;
-      if (t === undefined)
-        return {
-          result: p.cuMemMap(
-            ptr(ep, p),
-            ep.arg(() => size(ep)),
-            zero(ep),
-            handle(ep, p),
-            zero(ep),
-          ),
-        };
-      return {
-        result: p.cuMemMap(
-          ep.arg(() => t[0]),
-          ep.arg(() => t[1]),
-          zero(ep),
-          ep.arg(() => t[2]),
-          zero(ep),
-        ),
-      };
-    },
-  },
-  {
-    name: 'cuMemUnmap',
-    weight: 1.5,
-    run: (ep, p) => {
-      const m = ep.rng.chance(0.5) ? ep.mapping(p) : undefined;
-      if (m === undefined)
-        return {
-          result: p.cuMemUnmap(
-            ptr(ep, p),
-            ep.arg(() => size(ep)),
-          ),
-        };
-      return {
-        result: p.cuMemUnmap(
-          ep.arg(() => BigInt(m[0])),
-          ep.arg(() => m[1]),
-        ),
-      };
-    },
-  },
+  ...mirroredVmmCalls<CudaFlavor>('cu', { size, prop, ptr, handle, zero, pid }),
   {
     name: 'cuMemSetAccess',
     weight: 3,

@@ -5,7 +5,7 @@ import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { asNumber, smallCount, teardownRuns, widePattern } from './shared.js';
+import { asNumber, mirroredVmmCalls, smallCount, teardownRuns, widePattern } from './shared.js';
 
 const DEVICES = [
   { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
@@ -178,88 +178,7 @@ const calls: CallSpec<HipFlavor>[] = [
       };
     },
   },
-  {
-    name: 'hipMemAddressFree',
-    run: (ep, p) => {
-      const at = ptr(ep, p);
-      return {
-        result: p.hipMemAddressFree(
-          at,
-          ep.arg(() => size(ep)),
-        ),
-        onSuccess: () => ep.forget(ep.pointers, pid(p), at),
-      };
-    },
-  },
-  {
-    name: 'hipMemCreate',
-    weight: 2,
-    run: (ep, p) => {
-      const b = ep.box(0n);
-      return {
-        result: p.hipMemCreate(
-          b,
-          ep.arg(() => size(ep)),
-          prop(ep) as never,
-          zero(ep),
-        ),
-        onSuccess: () => ep.remember(ep.handles, pid(p), b.value),
-      };
-    },
-  },
-  {
-    name: 'hipMemRelease',
-    run: (ep, p) => {
-      const h = handle(ep, p);
-      return { result: p.hipMemRelease(h), onSuccess: () => ep.forget(ep.handles, pid(p), h) };
-    },
-  },
-  {
-    name: 'hipMemMap',
-    weight: 3,
-    run: (ep, p) => {
-      const t = ep.rng.chance(0.7) ? ep.mapTarget(p) : undefined;
-      if (t === undefined)
-        return {
-          result: p.hipMemMap(
-            ptr(ep, p),
-            ep.arg(() => size(ep)),
-            zero(ep),
-            handle(ep, p),
-            zero(ep),
-          ),
-        };
-      return {
-        result: p.hipMemMap(
-          ep.arg(() => t[0]),
-          ep.arg(() => t[1]),
-          zero(ep),
-          ep.arg(() => t[2]),
-          zero(ep),
-        ),
-      };
-    },
-  },
-  {
-    name: 'hipMemUnmap',
-    weight: 1.5,
-    run: (ep, p) => {
-      const m = ep.rng.chance(0.5) ? ep.mapping(p) : undefined;
-      if (m === undefined)
-        return {
-          result: p.hipMemUnmap(
-            ptr(ep, p),
-            ep.arg(() => size(ep)),
-          ),
-        };
-      return {
-        result: p.hipMemUnmap(
-          ep.arg(() => BigInt(m[0])),
-          ep.arg(() => m[1]),
-        ),
-      };
-    },
-  },
+  ...mirroredVmmCalls<HipFlavor>('hip', { size, prop, ptr, handle, zero, pid }),
   {
     name: 'hipMemSetAccess',
     weight: 3,

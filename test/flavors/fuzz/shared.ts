@@ -1,5 +1,6 @@
 /** Helpers the fuzzer's call tables share. */
 import type { RuntimeDescription } from '../../../src/core/runtime.js';
+import type { CallSpec, Episode, FuzzedProcess } from './episode.js';
 import type { Random } from './random.js';
 
 /** A C integer argument as the number a front end would see, or NaN. */
@@ -67,4 +68,130 @@ export function widePattern(value: unknown, count: unknown, width: 2 | 4): Uint8
   const out = new Uint8Array(n * width);
   for (let i = 0; i < out.length; i++) out[i] = (v >>> (8 * (i % width))) & 0xff;
   return out;
+}
+
+/** What the calls mirrored between CUDA and HIP draw their arguments from (each model's own constants). */
+export interface MirroredHelpers<P extends FuzzedProcess> {
+  size(ep: Episode<P>): bigint | number;
+  prop(ep: Episode<P>): object;
+  ptr(ep: Episode<P>, p: P): unknown;
+  handle(ep: Episode<P>, p: P): unknown;
+  zero(ep: Episode<P>): unknown;
+  pid(p: P): number;
+}
+
+/** Call a front-end function by name (the mirrored calls differ only in their prefix). */
+function call(p: object, name: string, ...args: unknown[]): unknown {
+  return (p as Record<string, (...a: unknown[]) => unknown>)[name](...args);
+}
+
+/**
+ * The VMM calls whose C signatures HIP copies from CUDA, names apart
+ * (hipMemMap is cuMemMap with another prefix): one table for both models,
+ * each placing it at the same point of its own list, so the draws per call
+ * are the same as the model's own entries were.
+ */
+export function mirroredVmmCalls<P extends FuzzedProcess>(
+  prefix: 'cu' | 'hip',
+  use: MirroredHelpers<P>,
+): CallSpec<P>[] {
+  return [
+    {
+      name: `${prefix}MemAddressFree`,
+      run: (ep, p) => {
+        const at = use.ptr(ep, p);
+        return {
+          result: call(
+            p,
+            `${prefix}MemAddressFree`,
+            at,
+            ep.arg(() => use.size(ep)),
+          ),
+          onSuccess: () => ep.forget(ep.pointers, use.pid(p), at),
+        };
+      },
+    },
+    {
+      name: `${prefix}MemCreate`,
+      weight: 2,
+      run: (ep, p) => {
+        const b = ep.box(0n);
+        return {
+          result: call(
+            p,
+            `${prefix}MemCreate`,
+            b,
+            ep.arg(() => use.size(ep)),
+            use.prop(ep) as never,
+            use.zero(ep),
+          ),
+          onSuccess: () => ep.remember(ep.handles, use.pid(p), b.value),
+        };
+      },
+    },
+    {
+      name: `${prefix}MemRelease`,
+      run: (ep, p) => {
+        const h = use.handle(ep, p);
+        return {
+          result: call(p, `${prefix}MemRelease`, h),
+          onSuccess: () => ep.forget(ep.handles, use.pid(p), h),
+        };
+      },
+    },
+    {
+      name: `${prefix}MemMap`,
+      weight: 3,
+      run: (ep, p) => {
+        const t = ep.rng.chance(0.7) ? ep.mapTarget(p) : undefined;
+        if (t === undefined)
+          return {
+            result: call(
+              p,
+              `${prefix}MemMap`,
+              use.ptr(ep, p),
+              ep.arg(() => use.size(ep)),
+              use.zero(ep),
+              use.handle(ep, p),
+              use.zero(ep),
+            ),
+          };
+        return {
+          result: call(
+            p,
+            `${prefix}MemMap`,
+            ep.arg(() => t[0]),
+            ep.arg(() => t[1]),
+            use.zero(ep),
+            ep.arg(() => t[2]),
+            use.zero(ep),
+          ),
+        };
+      },
+    },
+    {
+      name: `${prefix}MemUnmap`,
+      weight: 1.5,
+      run: (ep, p) => {
+        const m = ep.rng.chance(0.5) ? ep.mapping(p) : undefined;
+        if (m === undefined)
+          return {
+            result: call(
+              p,
+              `${prefix}MemUnmap`,
+              use.ptr(ep, p),
+              ep.arg(() => use.size(ep)),
+            ),
+          };
+        return {
+          result: call(
+            p,
+            `${prefix}MemUnmap`,
+            ep.arg(() => BigInt(m[0])),
+            ep.arg(() => m[1]),
+          ),
+        };
+      },
+    },
+  ];
 }
