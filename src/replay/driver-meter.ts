@@ -45,6 +45,7 @@ export class DriverMeter {
   readonly #measured = new Float64Array(DRIVER_CALLS.length);
   #missing = 0;
   #depth = 0;
+  #total = 0;
   readonly #runtime: Runtime;
   readonly #names: string[] = [];
 
@@ -157,6 +158,7 @@ export class DriverMeter {
   /** Count one outermost call, priced by `price` when there is a table that knows the call. */
   #count(call: number, price: (costs: CostTable) => number): void {
     this.#counts[call]++;
+    this.#total++;
     const costs = this.costs;
     if (costs === undefined) return;
     if (costs.has(call)) this.#estimated[call] += price(costs);
@@ -201,6 +203,11 @@ export class DriverMeter {
       estimatedUs: this.costs === undefined ? null : total(this.#estimated),
       measuredUs: this.measure ? total(this.#measured) : null,
     };
+  }
+
+  /** Outermost calls so far, of every kind (cheap: read after each event by the report's recorder). */
+  get total(): number {
+    return this.#total;
   }
 
   /** Calls by driver name so far (every call listed, zero included). */

@@ -17,6 +17,7 @@
 import type { AllocatorContext, AllocatorStats, CachingAllocator } from '../alloc/allocator.js';
 import type { Runtime, RuntimeDescription } from '../core/runtime.js';
 import type { AllocatorFactory } from '../replay/allocators.js';
+import { DriverMeter } from '../replay/driver-meter.js';
 import type { PickleDict } from '../replay/pickle/value.js';
 import { Action } from '../replay/snapshot.js';
 import type { DevicePlan, TracePlan } from '../replay/trace-plan.js';
@@ -71,45 +72,11 @@ export interface RecorderOptions {
   readonly captureAfterCall?: ReadonlyMap<number, number>;
 }
 
-const RUNTIME_CALLS = [
-  'reserve',
-  'free',
-  'create',
-  'release',
-  'map',
-  'unmap',
-  'setAccess',
-  'malloc',
-  'mfree',
-  'synchronize',
-] as const;
-
-/** Counts a Runtime's outermost calls (a call core makes on itself inside another is not counted). */
-class CallCounter {
-  calls = 0;
-  #depth = 0;
-
-  constructor(runtime: Runtime) {
-    const rt = runtime as unknown as Record<string, (...args: unknown[]) => unknown>;
-    for (const name of RUNTIME_CALLS) {
-      const inner = rt[name];
-      rt[name] = (...args: unknown[]) => {
-        if (this.#depth++ === 0) this.calls++;
-        try {
-          return inner.apply(runtime, args);
-        } finally {
-          this.#depth--;
-        }
-      };
-    }
-  }
-}
-
 /** Records one allocator's replay: use `factory` in replay's options, then read `recordings`. */
 export class ReplayRecorder {
   readonly factory: AllocatorFactory;
   readonly #recorders: DeviceRecorder[] = [];
-  readonly #counters = new Map<Runtime, CallCounter>();
+  readonly #counters = new Map<Runtime, DriverMeter>();
 
   constructor(inner: AllocatorFactory, plan: TracePlan, options: RecorderOptions = {}) {
     const buckets = options.buckets ?? 2000;
@@ -122,7 +89,7 @@ export class ReplayRecorder {
         let counter = this.#counters.get(context.runtime);
         if (counter === undefined) {
           // Reservations made before this device's allocator exists are another device's.
-          counter = new CallCounter(context.runtime);
+          counter = new DriverMeter(context.runtime, undefined, false);
           this.#counters.set(context.runtime, counter);
         }
         const before = new Set([...context.runtime.reservations()].map((r) => r.base));
@@ -153,7 +120,7 @@ class DeviceRecorder implements CachingAllocator {
   readonly device: number;
   readonly #inner: CachingAllocator;
   readonly #plan: DevicePlan;
-  readonly #counter: CallCounter;
+  readonly #counter: DriverMeter;
   readonly #runtime: Runtime;
   readonly #foreign: Set<number>;
   readonly #captureAfter: number;
@@ -177,7 +144,7 @@ class DeviceRecorder implements CachingAllocator {
   constructor(
     inner: CachingAllocator,
     plan: DevicePlan,
-    counter: CallCounter,
+    counter: DriverMeter,
     runtime: Runtime,
     foreign: Set<number>,
     buckets: number,
@@ -202,7 +169,7 @@ class DeviceRecorder implements CachingAllocator {
     this.#fragmentation = new MinMaxBuckets(n, buckets, fragmentation(s));
     this.#calls = new MinMaxBuckets(n, buckets, 0);
     this.#peakReserved = s.peakReservedBytes;
-    this.#callsAtStart = counter.calls;
+    this.#callsAtStart = counter.total;
   }
 
   get stats(): AllocatorStats {
@@ -303,7 +270,7 @@ class DeviceRecorder implements CachingAllocator {
     this.#reserved.set(event, reserved);
     this.#allocated.set(event, s.allocatedBytes);
     this.#fragmentation.set(event, fragmentation(s));
-    this.#calls.set(event, this.#counter.calls - this.#callsAtStart);
+    this.#calls.set(event, this.#counter.total - this.#callsAtStart);
     if (reserved > this.#peakReserved) {
       this.#peakReserved = reserved;
       this.#peakCall = this.#call;
