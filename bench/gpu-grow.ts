@@ -12,12 +12,12 @@
  * FILE/gpu-grow.json when FILE is a directory). Goal: geometric 0 -> 4 GiB in
  * at most 3 ms with peak at most the final size plus one chunk.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { createRuntime } from '../src/index.js';
+import { gpuInfo } from './gpu-info.js';
 import { measureGrow } from './grow.js';
 
 const MiB = 1024 * 1024;
@@ -36,20 +36,6 @@ const num = (name: string, fallback: number): number => {
   return n;
 };
 
-function gpuName(): { gpu: string; driver: string } {
-  try {
-    const line = execFileSync('nvidia-smi', ['--query-gpu=name,driver_version', '--format=csv,noheader'], {
-      encoding: 'utf8',
-    })
-      .split('\n')[0]
-      .split(',')
-      .map((s) => s.trim());
-    return { gpu: line[0], driver: line[1] };
-  } catch {
-    return { gpu: 'unknown', driver: 'unknown' };
-  }
-}
-
 function main(): void {
   const fake = args.includes('--fake');
   const out = opt('--out') ?? process.env.OUT ?? '.';
@@ -64,7 +50,7 @@ function main(): void {
   const left = rt.stats();
   rt.dispose();
   const g = result.sides.geometric!;
-  const { gpu, driver: driverVersion } = fake ? { gpu: 'fake (simulated H200)', driver: 'none' } : gpuName();
+  const { gpu, driver: driverVersion } = fake ? { gpu: 'fake (simulated H200)', driver: 'none' } : gpuInfo();
   const report = {
     gpu,
     driver: driverVersion,

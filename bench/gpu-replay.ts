@@ -12,7 +12,7 @@
  * time estimated from bench/results/h200-driver-costs.json and the driver
  * time measured around each call on the GPU. Writes one JSON file.
  */
-import { execFileSync } from 'node:child_process';
+
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { DEFAULT_ALLOCATORS, selectAllocators } from '../src/replay/allocators.js';
@@ -20,6 +20,7 @@ import { loadCostTable } from '../src/replay/cost-table.js';
 import { readSnapshotFile } from '../src/replay/load.js';
 import { type AllocatorRun, replay } from '../src/replay/replay.js';
 import { planReplay } from '../src/replay/trace-plan.js';
+import { gpuInfo } from './gpu-info.js';
 
 const args = process.argv.slice(2);
 const DIR = args.includes('--dir') ? args[args.indexOf('--dir') + 1] : 'traces/h200';
@@ -36,13 +37,8 @@ const pytorch = JSON.parse(readFileSync(`${DIR}/pytorch-reserved.json`, 'utf8'))
 }[];
 
 function gpu(): string {
-  try {
-    return execFileSync('nvidia-smi', ['--query-gpu=name,driver_version', '--format=csv,noheader'], {
-      encoding: 'utf8',
-    }).trim();
-  } catch {
-    return 'none (simulator only)';
-  }
+  const { gpu: name, driver } = gpuInfo();
+  return name === 'unknown' ? 'none (simulator only)' : `${name}, ${driver}`;
 }
 
 function summary(a: AllocatorRun) {

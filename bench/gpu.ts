@@ -34,6 +34,7 @@ import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import type { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
+import { gpuInfo } from './gpu-info.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -509,20 +510,6 @@ function compareCopies(
   return out;
 }
 
-function smi(): { gpu: string; driver: string } {
-  try {
-    const line = execFileSync('nvidia-smi', ['--query-gpu=name,driver_version', '--format=csv,noheader'], {
-      encoding: 'utf8',
-    })
-      .split('\n')[0]
-      .split(',')
-      .map((s) => s.trim());
-    return { gpu: line[0], driver: line[1] };
-  } catch {
-    return { gpu: 'unknown', driver: 'unknown' };
-  }
-}
-
 interface Proof {
   date?: string;
   contract: { passed: number; total: number };
@@ -610,7 +597,7 @@ function main(): void {
   cu.dispose();
 
   const prove = provePath ? readProof(provePath) : undefined;
-  const { gpu, driver: driverVersion } = smi();
+  const { gpu, driver: driverVersion } = gpuInfo();
   const result = {
     gpu,
     driver: driverVersion,
