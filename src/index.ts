@@ -8,26 +8,6 @@
  * `{ backend: 'cuda' }` in a front end's options (libcuda loads only then).
  */
 
-export {
-  type AllocatorContext,
-  AllocatorOutOfMemoryError,
-  type AllocatorStats,
-  type CachingAllocator,
-  type SegmentEvent,
-} from './alloc/allocator.js';
-export { type ChunkPolicy, GrowableBuffer, type GrowableBufferOptions } from './alloc/growable-buffer.js';
-export {
-  AllocatorSettingsError,
-  type BlockSnapshot,
-  DEFAULT_PYTORCH_SETTINGS,
-  type PytorchAllocatorSettings,
-  PytorchExpandableAllocator,
-  PytorchNativeAllocator,
-  type SegmentSnapshot,
-  settingsFromSnapshot,
-  validateSettings,
-} from './alloc/pytorch/index.js';
-export { VmmkitAllocator, type VmmkitOptions } from './alloc/vmmkit/index.js';
 export type { Backend, ImportedMemory } from './backend/backend.js';
 export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';
 export { CudaDriverError } from './backends/cuda/checked.js';
@@ -82,38 +62,11 @@ export {
   HandleType,
   type Location,
 } from './core/types.js';
-export {
-  ACL_FUNCTIONS,
-  AclFlavor,
-  type AclOptions,
-  type aclrtMemAccessDesc,
-  type aclrtMemLocation,
-  type aclrtPhysicalMemProp,
-  createAcl,
-} from './flavors/acl/acl.js';
-export * from './flavors/acl/constants.js';
-export { ACL_ERROR_TABLE } from './flavors/acl/error-table.js';
+export * from './entry/acl.js';
+export * from './entry/alloc.js';
+export * from './entry/cuda.js';
+export * from './entry/hip.js';
 export type { Box } from './flavors/common/args.js';
 export type { FlavorOptions } from './flavors/common/process.js';
-export * from './flavors/cuda/constants.js';
-export {
-  CUDA_FUNCTIONS,
-  type CUmemAccessDesc,
-  type CUmemAllocationProp,
-  type CUmemLocation,
-  CudaFlavor,
-  createCuda,
-} from './flavors/cuda/cuda.js';
-export { CUDA_ERROR_TABLE } from './flavors/cuda/error-table.js';
-export * from './flavors/hip/constants.js';
-export { HIP_ERROR_TABLE } from './flavors/hip/error-table.js';
-export {
-  createHip,
-  HIP_FUNCTIONS,
-  HipFlavor,
-  type hipMemAccessDesc,
-  type hipMemAllocationProp,
-  type hipMemLocation,
-} from './flavors/hip/hip.js';
 export * from './replay/index.js';
 export * from './report/index.js';

@@ -18,6 +18,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   alloc: ['alloc', 'core', 'compose', 'util'],
   replay: ['replay', 'alloc', 'core', 'compose', 'util'],
   report: ['report', 'replay', 'alloc', 'core', 'compose', 'util'],
+  entry: ['entry', 'flavors', 'alloc'],
   cli: ['cli', 'flavors', 'alloc', 'replay', 'report', 'core', 'compose', 'util'],
 };
 

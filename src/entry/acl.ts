@@ -1,0 +1,12 @@
+/** `vmmkit/acl`: the Ascend ACL front end alone, with acl_rt.h's constants under their C names. */
+export {
+  ACL_FUNCTIONS,
+  AclFlavor,
+  type AclOptions,
+  type aclrtMemAccessDesc,
+  type aclrtMemLocation,
+  type aclrtPhysicalMemProp,
+  createAcl,
+} from '../flavors/acl/acl.js';
+export * from '../flavors/acl/constants.js';
+export { ACL_ERROR_TABLE } from '../flavors/acl/error-table.js';
