@@ -65,6 +65,8 @@ interface AllocationState {
   mapRefs: number;
   exports: number;
   tokens: number[] | undefined;
+  /** Bytes of memory; 0 while unknown (Note [Foreign memory sizes] in runtime.ts). */
+  size: number;
 }
 
 export class PhysicalAllocation {
@@ -74,17 +76,31 @@ export class PhysicalAllocation {
     mapRefs: 0,
     exports: 0,
     tokens: undefined,
+    size: 0,
   };
 
   constructor(
     /** The handle value the API shows: unique within its process, never reused (Note [Handle values]). */
     readonly id: number,
-    readonly size: number,
+    /** Bytes of memory, or undefined for foreign memory whose size is learned at its first map. */
+    size: number | undefined,
     readonly props: AllocationProperties,
     /** The backend's handle for the same memory. */
     readonly backendHandle: number,
     readonly origin: 'created' | 'imported' | 'malloc',
-  ) {}
+  ) {
+    this[CORE].size = size ?? 0;
+  }
+
+  /** Bytes of memory; 0 while the size is unknown (sizeKnown). */
+  get size(): number {
+    return this[CORE].size;
+  }
+
+  /** False for imported memory whose size nobody told core yet (Note [Foreign memory sizes]). */
+  get sizeKnown(): boolean {
+    return this[CORE].size > 0;
+  }
 
   /** The runtime holding it live; undefined once its memory is released (Note [Owner field]). */
   get owner(): Runtime | undefined {

@@ -59,6 +59,8 @@ export interface RuntimeDescription {
     readonly origin: PhysicalAllocation['origin'];
     readonly handleRefs: number;
     readonly mapRefs: number;
+    /** Exported fds still open and tokens still shared. */
+    readonly exports: number;
   }[];
 }
 
@@ -165,6 +167,8 @@ export class Runtime implements Disposable {
   /** Allocations whose last reference went but whose backend release failed (Note [Points of no return]). */
   readonly #unreleased = new Set<PhysicalAllocation>();
   readonly #streams = new Set<number>();
+  /** The fds this runtime exported, each with the allocation it shares, so closing one lowers that count. */
+  readonly #exportedFds = new Map<number, PhysicalAllocation>();
   readonly #report: (message: string, error?: unknown) => void;
   #disposed = false;
 
@@ -319,6 +323,7 @@ export class Runtime implements Disposable {
       origin: a.origin,
       handleRefs: a.handleRefs,
       mapRefs: a.mapRefs,
+      exports: a.exports,
     }));
     return { pid: this.pid, devices: this.devices, reservations, allocations };
   }
@@ -641,6 +646,7 @@ export class Runtime implements Disposable {
     }
     const fd = this.backend.exportFd(a.backendHandle);
     a[CORE].exports++;
+    this.#exportedFds.set(fd, a);
     return fd;
   }
 
@@ -656,6 +662,11 @@ export class Runtime implements Disposable {
     this.#live();
     if (!Number.isInteger(fd) || fd < 0) throw vmmError('invalid-fd', `${fd} is not a file descriptor`);
     this.backend.closeFd(fd);
+    const a = this.#exportedFds.get(fd);
+    if (a !== undefined) {
+      this.#exportedFds.delete(fd);
+      a[CORE].exports--;
+    }
   }
 
   /**

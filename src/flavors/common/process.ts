@@ -66,6 +66,22 @@ export abstract class VendorProcess implements Disposable {
     return this.codes.lastInternalError;
   }
 
+  /**
+   * POSIX close(2) on this process's fd table: how a program gives back a
+   * descriptor from an export or an import once the memory is imported (the
+   * memory itself stays until its handles and mappings let go). 0, or -1 for
+   * a descriptor that is not open (EBADF) or a process that has ended. Never throws.
+   */
+  close(fd: unknown): number {
+    if (typeof fd !== 'number' || !Number.isInteger(fd) || fd < 0) return -1;
+    try {
+      this.runtime.closeFd(fd);
+      return 0;
+    } catch {
+      return -1;
+    }
+  }
+
   /** End the process: everything it holds is released, as at exit. Never throws. */
   dispose(): void {
     this.runtime.dispose();
