@@ -92,7 +92,13 @@ export interface Backend {
   fill(device: number, va: number, value: number, size: number, stream: number): void;
 
   createStream(device: number): number;
-  destroyStream(stream: number): void;
+  /**
+   * Destroy a stream. Its queued work runs first (cuStreamDestroy lets it
+   * finish), unless `discard` asks to drop it, as ACL's
+   * aclrtDestroyStreamForce drops unfinished tasks (Note [Forced stream
+   * destroy]); a backend that cannot drop work runs it.
+   */
+  destroyStream(stream: number, options?: DestroyStreamOptions): void;
   /** Run a stream's queued work; the first failure among it is thrown. */
   synchronizeStream(stream: number): void;
   /** Run every stream of the device (every device if `device` is -1). */
@@ -133,6 +139,21 @@ export const BACKEND_OPERATIONS = [
 const backendOperationsAreComplete: MethodsListed<Backend, (typeof BACKEND_OPERATIONS)[number] | 'dispose'> =
   true;
 void backendOperationsAreComplete;
+
+/**
+ * Note [Forced stream destroy]: CANN's aclrtDestroyStreamForce destroys a
+ * stream without waiting and drops the tasks it has not run. The simulator
+ * can do exactly that: queued work is a list it owns, and a dropped item
+ * never touches memory (an event recorded behind it counts as complete, so
+ * nothing waits on it forever). The real NVIDIA driver has no call that
+ * takes work back from a stream, so the CUDA backend ignores `discard` and
+ * lets the work finish, as cuStreamDestroy does: over it, a forced destroy
+ * differs from a plain one only in time, never in bytes written.
+ */
+export interface DestroyStreamOptions {
+  /** Drop the stream's queued work instead of running it. */
+  readonly discard?: boolean;
+}
 
 export interface ImportedMemory {
   readonly handle: number;

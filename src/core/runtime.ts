@@ -1,4 +1,4 @@
-import type { Backend, ImportedMemory } from '../backend/backend.js';
+import type { Backend, DestroyStreamOptions, ImportedMemory } from '../backend/backend.js';
 import { GenerationalHandleTable } from '../util/handle-table.js';
 import { isMultipleOf, isPowerOfTwo } from '../util/integers.js';
 import { OrderedMap } from '../util/ordered-map.js';
@@ -793,15 +793,17 @@ export class Runtime implements Disposable {
     return s;
   }
 
-  destroyStream(stream: number): void {
+  /** Destroy a stream after its queued work, or (`discard`) dropping it (Note [Forced stream destroy]). */
+  destroyStream(stream: number, options: DestroyStreamOptions = {}): void {
     this.#live();
-    this.#destroyStream(stream);
+    this.#destroyStream(stream, options);
   }
 
-  #destroyStream(stream: number): void {
+  #destroyStream(stream: number, options: DestroyStreamOptions = {}): void {
     if (!this.#streams.has(stream)) throw vmmError('invalid-stream', `no stream ${stream}`);
     try {
-      this.backend.destroyStream(stream);
+      if (options.discard) this.backend.destroyStream(stream, options);
+      else this.backend.destroyStream(stream);
     } finally {
       // The stream is gone even when its last queued work failed (that failure is still thrown).
       this.#streams.delete(stream);

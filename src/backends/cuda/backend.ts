@@ -377,6 +377,7 @@ export class CudaBackend implements Backend {
     return id;
   }
 
+  /** A forced destroy's `discard` is not honoured: the driver cannot drop queued work (Note [Forced stream destroy]). */
   destroyStream(stream: number): void {
     const s = this.#streams.get(stream);
     if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);

@@ -1,4 +1,9 @@
-import { BACKEND_OPERATIONS, type Backend, type ImportedMemory } from '../../backend/backend.js';
+import {
+  BACKEND_OPERATIONS,
+  type Backend,
+  type DestroyStreamOptions,
+  type ImportedMemory,
+} from '../../backend/backend.js';
 import { vmmError } from '../../core/errors.js';
 import { instrument, type Tracer } from '../../core/trace.js';
 import {
@@ -310,11 +315,18 @@ export class SimProcess implements Backend {
     return id;
   }
 
-  destroyStream(stream: number): void {
+  destroyStream(stream: number, options: DestroyStreamOptions = {}): void {
     const s = this.#streams.get(stream);
     if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
-    // Work already queued completes, as with cuStreamDestroy.
     this.#streams.delete(stream);
+    if (options.discard) {
+      // Note [Forced stream destroy]: the queued work is dropped and never runs.
+      this.#queued -= s.pending;
+      s.discard();
+      this.#tracer?.event('device', `stream${stream}.discard`, []);
+      return;
+    }
+    // Work already queued completes, as with cuStreamDestroy.
     s.drain();
   }
 

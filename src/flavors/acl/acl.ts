@@ -861,13 +861,17 @@ export class AclFlavor extends VendorProcess {
   }
 
   aclrtDestroyStream(stream: Pointer): number {
+    return this.#destroyStream(stream, false);
+  }
+
+  #destroyStream(stream: Pointer, discard: boolean): number {
     if (!this.#initialized) return this.#uninitialized();
     if (isNull(stream)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'stream is NULL');
     const s = this.#stream(stream);
     if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
     // Gone even when its queued work failed (Note [Destroying a busy stream], cuda.ts).
     try {
-      this.runtime.destroyStream(s.id);
+      this.runtime.destroyStream(s.id, { discard });
     } catch (e) {
       if (this.runtime.hasStream(s.id)) return this.#code(e);
     }
@@ -912,13 +916,13 @@ export class AclFlavor extends VendorProcess {
   }
 
   /**
-   * Destroy a stream without waiting for it. CANN drops the stream's
-   * unfinished tasks; the simulator has no way to drop queued work, so that
-   * work completes first, as at aclrtDestroyStream (the difference shows only
-   * as time). A failure of that work does not fail the call.
+   * Destroy a stream without waiting for it: its unfinished tasks are
+   * dropped, as CANN documents, so a queued copy or set never writes. Over
+   * the real NVIDIA driver, which cannot drop work, they finish instead
+   * (Note [Forced stream destroy], backend.ts).
    */
   aclrtDestroyStreamForce(stream: Pointer): number {
-    return this.aclrtDestroyStream(stream);
+    return this.#destroyStream(stream, true);
   }
 
   /** aclrtResetDevice whatever the aclrtSetDevice count: the device's resources go now. */

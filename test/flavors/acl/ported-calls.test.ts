@@ -46,20 +46,61 @@ describe('aclrtMallocHost / aclrtFreeHost', () => {
 });
 
 describe('forced teardown', () => {
-  it('aclrtDestroyStreamForce destroys the stream after its queued work', () => {
+  it('aclrtDestroyStreamForce drops the queued copy and set: their bytes are never written', () => {
+    const acl = started();
+    const s = { value: 0n };
+    const dev = { value: 0n };
+    expect(acl.aclrtCreateStream(s)).toBe(OK);
+    expect(acl.aclrtMalloc(dev, 8192, 0)).toBe(OK);
+    expect(acl.aclrtMemset(dev.value, 8192, 1, 8192)).toBe(OK);
+    const src = pattern(4096, 7);
+    expect(acl.aclrtMemcpyAsync(dev.value, 4096, src, 4096, C.ACL_MEMCPY_HOST_TO_DEVICE, s.value)).toBe(OK);
+    expect(acl.aclrtMemsetAsync(dev.value + 4096n, 4096, 9, 4096, s.value)).toBe(OK);
+    expect(acl.runtime.stats().streams).toBe(1);
+    expect(acl.aclrtDestroyStreamForce(s.value)).toBe(OK);
+    expect(acl.runtime.stats().streams).toBe(0);
+    expect(acl.aclrtDestroyStreamForce(s.value)).toBe(RT_PARAM);
+    expect(acl.aclrtDestroyStreamForce(null)).toBe(INVALID);
+    // Nothing runs them later either: not a device synchronisation, not a synchronous copy.
+    expect(acl.aclrtSynchronizeDevice()).toBe(OK);
+    const back = new Uint8Array(8192);
+    expect(acl.aclrtMemcpy(back, 8192, dev.value, 8192, C.ACL_MEMCPY_DEVICE_TO_HOST)).toBe(OK);
+    expect(back).toEqual(new Uint8Array(8192).fill(1));
+    acl.dispose();
+  });
+
+  it('aclrtDestroyStream, unforced, runs the queued work first', () => {
     const acl = started();
     const s = { value: 0n };
     const dev = { value: 0n };
     expect(acl.aclrtCreateStream(s)).toBe(OK);
     expect(acl.aclrtMalloc(dev, 4096, 0)).toBe(OK);
-    expect(acl.aclrtMemsetAsync(dev.value, 4096, 9, 4096, s.value)).toBe(OK);
-    expect(acl.runtime.stats().streams).toBe(1);
-    expect(acl.aclrtDestroyStreamForce(s.value)).toBe(OK);
-    expect(acl.runtime.stats().streams).toBe(0);
-    expect(acl.aclrtDestroyStreamForce(s.value)).toBe(RT_PARAM);
-    const back = new Uint8Array(16);
-    expect(acl.aclrtMemcpy(back, 16, dev.value, 16, C.ACL_MEMCPY_DEVICE_TO_HOST)).toBe(OK);
-    expect([...back]).toEqual(Array(16).fill(9));
+    expect(acl.aclrtMemcpyAsync(dev.value, 4096, pattern(4096, 7), 4096, C.ACL_MEMCPY_HOST_TO_DEVICE, s.value)).toBe(
+      OK,
+    );
+    expect(acl.aclrtDestroyStream(s.value)).toBe(OK);
+    const back = new Uint8Array(4096);
+    expect(acl.aclrtMemcpy(back, 4096, dev.value, 4096, C.ACL_MEMCPY_DEVICE_TO_HOST)).toBe(OK);
+    expect(back).toEqual(pattern(4096, 7));
+    acl.dispose();
+  });
+
+  it('a forced destroy leaves the other streams and their work alone', () => {
+    const acl = started();
+    const a = { value: 0n };
+    const b = { value: 0n };
+    const dev = { value: 0n };
+    expect(acl.aclrtCreateStream(a)).toBe(OK);
+    expect(acl.aclrtCreateStream(b)).toBe(OK);
+    expect(acl.aclrtMalloc(dev, 8192, 0)).toBe(OK);
+    expect(acl.aclrtMemsetAsync(dev.value, 4096, 3, 4096, a.value)).toBe(OK);
+    expect(acl.aclrtMemsetAsync(dev.value + 4096n, 4096, 4, 4096, b.value)).toBe(OK);
+    expect(acl.aclrtDestroyStreamForce(a.value)).toBe(OK);
+    expect(acl.aclrtSynchronizeStream(b.value)).toBe(OK);
+    const back = new Uint8Array(8192);
+    expect(acl.aclrtMemcpy(back, 8192, dev.value, 8192, C.ACL_MEMCPY_DEVICE_TO_HOST)).toBe(OK);
+    expect(back.subarray(0, 4096)).toEqual(new Uint8Array(4096));
+    expect(back.subarray(4096)).toEqual(new Uint8Array(4096).fill(4));
     acl.dispose();
   });
 
