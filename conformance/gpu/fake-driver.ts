@@ -224,7 +224,7 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
         const value = HANDLE_BASE + nextHandle++ * 16;
         handles.set(value, {
           h: imported.handle,
-          size: imported.size,
+          size: imported.size ?? 0,
           props: { ...imported.props, handleTypes: 0 },
         });
         put(out, value);

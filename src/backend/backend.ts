@@ -55,8 +55,14 @@ export interface Backend {
 
   /** Export a handle as a shareable file descriptor in this process's fd table. */
   exportFd(handle: number): number;
-  /** Import memory from a file descriptor of this process's fd table; returns a new handle. */
-  importFd(fd: number): ImportedMemory;
+  /**
+   * Import memory from a file descriptor of this process's fd table; returns
+   * a new handle. `size` is what the importer was told (undefined: not told);
+   * a backend that knows the size refuses another one (invalid-value), and
+   * one that cannot tell returns size undefined (only a backend without
+   * partialMaps may: Note [Foreign memory sizes] in core/runtime.ts).
+   */
+  importFd(fd: number, size?: number): ImportedMemory;
   /** Close a descriptor of this process's fd table. */
   closeFd(fd: number): void;
 
@@ -157,7 +163,8 @@ export interface DestroyStreamOptions {
 
 export interface ImportedMemory {
   readonly handle: number;
-  readonly size: number;
+  /** Bytes; undefined when the backend cannot tell and was not told (Note [Foreign memory sizes]). */
+  readonly size: number | undefined;
   readonly props: AllocationProperties;
 }
 

@@ -35,6 +35,12 @@ export interface ReserveOptions {
   readonly hint?: number;
 }
 
+/** What the importer of a descriptor knows beside it (Note [Foreign memory sizes]). */
+export interface ImportOptions {
+  /** Bytes of the memory behind the descriptor, as the exporter said out of band. */
+  readonly size?: number;
+}
+
 /** What `describe()` gives: a process's VMM state as plain data. */
 export interface RuntimeDescription {
   readonly pid: number;
@@ -401,7 +407,7 @@ export class Runtime implements Disposable {
   /** A new handle value for memory the backend now holds. */
   #adopt(
     backendHandle: number,
-    size: number,
+    size: number | undefined,
     props: AllocationProperties,
     origin: PhysicalAllocation['origin'],
   ): PhysicalAllocation {
@@ -471,14 +477,20 @@ export class Runtime implements Disposable {
       throw vmmError('invalid-value', `address 0x${va.toString(16)} is not aligned`);
     if (!isCount(size) || size === 0 || !isMultipleOf(size, g))
       throw vmmError('invalid-value', `size ${size} is not aligned`);
-    if (!isCount(offset) || !isMultipleOf(offset, g) || offset + size > a.size) {
+    if (!a.sizeKnown) {
+      // Note [Foreign memory sizes]: the backend maps whole handles and its driver checks the size.
+      if (offset !== 0)
+        throw vmmError('not-supported', 'memory of unknown size maps whole, from offset 0');
+    } else if (!isCount(offset) || !isMultipleOf(offset, g) || offset + size > a.size) {
       throw vmmError('invalid-value', `offset ${offset} + size ${size} is outside the allocation`);
     }
     const r = this.reservationContaining(va);
     if (r === undefined || va + size > r.end)
       throw vmmError('not-reserved', 'range is not inside one reservation');
     if (r.origin === 'malloc') throw vmmError('not-reserved', 'the range belongs to a one-step allocation');
-    return this.#map(va, size, a, offset, r);
+    const m = this.#map(va, size, a, offset, r);
+    if (!a.sizeKnown) a[CORE].size = size;
+    return m;
   }
 
   #map(va: number, size: number, a: PhysicalAllocation, offset: number, r: Reservation): Mapping {
@@ -637,6 +649,34 @@ export class Runtime implements Disposable {
 
   // --- sharing ---------------------------------------------------------------
 
+  /*
+   * Note [Foreign memory sizes]: a descriptor carries no size. The CUDA
+   * driver's cuMemImportFromShareableHandle returns a handle and nothing else,
+   * and no driver call reads a handle's size (cuMemGetAllocationPropertiesFromHandle
+   * gives location and types only; the descriptor's fstat says nothing either:
+   * see conformance/results/h200-sharing.json); real programs send the size
+   * beside the descriptor, as they send the descriptor. So the size has three
+   * sources, in this order:
+   *  1. the backend knows it: the simulator always does (memory is machine-wide
+   *     there), and the CUDA backend does for descriptors it exported itself
+   *     and for ACL tokens, whose registry entry holds it. A size told as well
+   *     must agree (invalid-value otherwise);
+   *  2. the importer tells it: `rt.importFd(fd, { size })`, the size the
+   *     exporter sent out of band; the backend cannot check it, the driver does
+   *     at the first map (the H200 answers 801, not-supported, for a map whose
+   *     size is not the handle's: conformance case map.sizeMismatch*);
+   *  3. nobody: the CUDA and HIP calls take no size, so the allocation starts
+   *     with size 0 and `sizeKnown` false, and its first map, from offset 0,
+   *     tells it. That is sound only because every backend that can give an
+   *     unknown size maps whole handles (partialMaps false) and its driver
+   *     refuses a map of any other size, so a map that succeeded measured the
+   *     handle exactly; a refused one leaves the size unknown. Until then the
+   *     allocation maps whole or not at all, exactly what the driver allows.
+   * A wrong size told under 2. is refused at import where the backend can
+   * check it (1.), and at the first map where only the driver can: the same
+   * program fails on both, at different calls.
+   */
+
   /** Export as a POSIX file descriptor in this process's table. */
   exportFd(a: PhysicalAllocation): number {
     this.#live();
@@ -650,11 +690,20 @@ export class Runtime implements Disposable {
     return fd;
   }
 
-  /** Import memory from a file descriptor of this process: a new handle to the same memory. */
-  importFd(fd: number): PhysicalAllocation {
+  /**
+   * Import memory from a file descriptor of this process (one this process
+   * exported, or one taken from another process: takeFd, machine.passFd): a
+   * new handle to the same memory. `size` is what the exporter said out of
+   * band; without it, memory whose size the backend cannot tell has size 0
+   * (`sizeKnown` false) until its first map (Note [Foreign memory sizes]).
+   */
+  importFd(fd: number, options: ImportOptions = {}): PhysicalAllocation {
     this.#live();
     if (!Number.isInteger(fd) || fd < 0) throw vmmError('invalid-fd', `${fd} is not a file descriptor`);
-    return this.#adoptImported(this.backend.importFd(fd));
+    const { size } = options;
+    if (size !== undefined && (!isCount(size) || size === 0 || !isMultipleOf(size, this.vaGranularity)))
+      throw vmmError('invalid-value', `size ${size} is not a positive multiple of the granularity`);
+    return this.#adoptImported(this.backend.importFd(fd, size));
   }
 
   /** Close a descriptor of this process's fd table (an export taken back, or one no longer needed). */

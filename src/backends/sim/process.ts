@@ -359,9 +359,11 @@ export class SimProcess implements Backend {
     return this.openFile({ memory: this.#handle(handle) });
   }
 
-  importFd(fd: number): ImportedMemory {
+  importFd(fd: number, size?: number): ImportedMemory {
     const file = this.#files.get(fd);
     if (file === undefined) throw vmmError('invalid-fd', `process ${this.pid} has no fd ${fd}`);
+    if (size !== undefined && size !== file.memory.size)
+      throw vmmError('invalid-value', `fd ${fd} holds ${file.memory.size} bytes, not ${size}`);
     const handle = this.#addHandle(file.memory);
     return { handle, size: file.memory.size, props: file.memory.props };
   }

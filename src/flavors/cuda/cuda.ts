@@ -480,8 +480,8 @@ export class CudaFlavor extends VendorProcess {
     if (va <= 0 || n <= 0 || off < 0 || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     const a = this.#allocation(handle);
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
-    // The driver maps whole allocations only.
-    if (off !== 0 || n !== a.size) return C.CUDA_ERROR_NOT_SUPPORTED;
+    // The driver maps whole allocations only (one of unknown size: its first map tells it, Note [Foreign memory sizes]).
+    if (off !== 0 || (a.sizeKnown && n !== a.size)) return C.CUDA_ERROR_NOT_SUPPORTED;
     if (this.#hidden.size === 0) {
       // Note [Core first]: a map inside one reservation is core's map exactly.
       try {
