@@ -30,6 +30,8 @@ export const ERROR_KINDS = [
   'invalid-fd',
   /** A stream that does not exist. */
   'invalid-stream',
+  /** An event that does not exist (destroyed, or never this process's). */
+  'invalid-event',
   /** The runtime was not initialised, or was torn down. */
   'not-initialized',
   /** No current context / device selected where one is needed. */

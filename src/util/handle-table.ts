@@ -109,4 +109,12 @@ export class GenerationalHandleTable<V> {
   *values(): IterableIterator<V> {
     for (const v of this.#slots) if (v !== undefined) yield v;
   }
+
+  /** Live (handle, value) pairs, in slot order. */
+  *entries(): IterableIterator<[number, V]> {
+    for (let slot = 1; slot < this.#slots.length; slot++) {
+      const v = this.#slots[slot];
+      if (v !== undefined) yield [this.#generations[slot] * GenerationalHandleTable.SLOTS + slot, v];
+    }
+  }
 }

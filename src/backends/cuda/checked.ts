@@ -221,6 +221,14 @@ export class CheckedCuda {
     const end = buf.indexOf(0);
     return buf.toString('utf8', 0, end < 0 ? buf.length : end);
   }
+  /** A device attribute's value, or undefined where the driver refuses the attribute number. */
+  deviceAttribute(attribute: number, dev: number): number | undefined {
+    return this.#d.cuDeviceGetAttribute(this.#outInt, attribute, dev) === 0 ? this.#outInt[0] : undefined;
+  }
+  canAccessPeer(dev: number, peerDev: number): boolean {
+    this.#check('cuDeviceCanAccessPeer', this.#d.cuDeviceCanAccessPeer(this.#outInt, dev, peerDev));
+    return this.#outInt[0] !== 0;
+  }
   deviceTotalMem(dev: number): number {
     this.#check('cuDeviceTotalMem', this.#d.cuDeviceTotalMem_v2(this.#out64, dev));
     return this.#number();

@@ -158,3 +158,10 @@ export const ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT = 0x0;
 export const ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS = 0x1;
 /** aclrtIpcMemGetExportKey's len: the reference fixes it at 65 (64 characters and the NUL). */
 export const ACL_IPC_KEY_LEN = 65;
+
+// aclrtCreateEventWithFlag flags and aclrtEventRecordedStatus (acl_rt.h)
+export const ACL_EVENT_SYNC = 0x1;
+export const ACL_EVENT_CAPTURE_STREAM_PROGRESS = 0x2;
+export const ACL_EVENT_TIME_LINE = 0x8;
+export const ACL_EVENT_RECORDED_STATUS_NOT_READY = 0;
+export const ACL_EVENT_RECORDED_STATUS_COMPLETE = 1;

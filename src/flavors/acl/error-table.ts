@@ -22,6 +22,7 @@ export const ACL_ERROR_TABLE: ErrorTable = {
   'permission-denied': C.ACL_ERROR_RT_NO_PERMISSION,
   'invalid-fd': C.ACL_ERROR_RT_PARAM_INVALID,
   'invalid-stream': C.ACL_ERROR_RT_PARAM_INVALID,
+  'invalid-event': C.ACL_ERROR_RT_PARAM_INVALID,
   'not-initialized': C.ACL_ERROR_UNINITIALIZE,
   'invalid-context': C.ACL_ERROR_RT_CONTEXT_NULL,
   'already-exported': C.ACL_ERROR_RT_PARAM_INVALID,

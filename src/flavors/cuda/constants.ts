@@ -84,6 +84,25 @@ export const CU_STREAM_NON_BLOCKING = 1;
 /** Special CUstream handles, valid wherever a CUstream is taken (cuda.h). */
 export const CU_STREAM_LEGACY = 0x1n;
 export const CU_STREAM_PER_THREAD = 0x2n;
+// CUevent_flags, CUevent_record_flags, CUevent_wait_flags (cuda.h)
+export const CU_EVENT_DEFAULT = 0;
+export const CU_EVENT_BLOCKING_SYNC = 1;
+export const CU_EVENT_DISABLE_TIMING = 2;
+export const CU_EVENT_INTERPROCESS = 4;
+export const CU_EVENT_RECORD_DEFAULT = 0;
+export const CU_EVENT_RECORD_EXTERNAL = 1;
+export const CU_EVENT_WAIT_DEFAULT = 0;
+export const CU_EVENT_WAIT_EXTERNAL = 1;
+// CUctx_flags (cuda.h): the scheduling choices (one of, in the low 3 bits) and the other bits
+export const CU_CTX_SCHED_AUTO = 0;
+export const CU_CTX_SCHED_SPIN = 1;
+export const CU_CTX_SCHED_YIELD = 2;
+export const CU_CTX_SCHED_BLOCKING_SYNC = 4;
+export const CU_CTX_MAP_HOST = 8;
+export const CU_CTX_LMEM_RESIZE_TO_MAX = 0x10;
+export const CU_CTX_COREDUMP_ENABLE = 0x20;
+export const CU_CTX_USER_COREDUMP_ENABLE = 0x40;
+export const CU_CTX_SYNC_MEMOPS = 0x80;
 
 /** The driver version the simulator reports (CUDA 13.0, as driver 580 on the H200). */
 export const SIMULATED_DRIVER_VERSION = 13000;

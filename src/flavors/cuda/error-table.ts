@@ -22,6 +22,7 @@ export const CUDA_ERROR_TABLE: ErrorTable = {
   'invalid-fd': C.CUDA_ERROR_UNKNOWN, // import.bogusFd, import.afterFdClosed
   'invalid-stream': C.CUDA_ERROR_INVALID_HANDLE,
   // Core says so only of a disposed Runtime: the driver has shut down (Note [CUDA after dispose]).
+  'invalid-event': C.CUDA_ERROR_INVALID_HANDLE,
   'not-initialized': C.CUDA_ERROR_DEINITIALIZED,
   'invalid-context': C.CUDA_ERROR_INVALID_CONTEXT,
   'already-exported': C.CUDA_ERROR_INVALID_VALUE,

@@ -96,6 +96,14 @@ export const hipStreamDefault = 0;
 export const hipStreamNonBlocking = 1;
 /** The implicit per-thread stream, ((hipStream_t)2) in hip_runtime_api.h. */
 export const hipStreamPerThread = 2n;
+// hipEventCreateWithFlags flags (hip_runtime_api.h)
+export const hipEventDefault = 0;
+export const hipEventBlockingSync = 1;
+export const hipEventDisableTiming = 2;
+export const hipEventInterprocess = 4;
+export const hipEventDisableSystemFence = 0x2000_0000;
+export const hipEventReleaseToDevice = 0x4000_0000;
+export const hipEventReleaseToSystem = 0x8000_0000;
 
 /**
  * CL_DEVICE_MEM_BASE_ADDR_ALIGN on ROCm devices, in bytes: hipMemCreate

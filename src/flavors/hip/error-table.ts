@@ -29,6 +29,7 @@ export const HIP_ERROR_TABLE: ErrorTable = {
   'invalid-fd': C.hipErrorInvalidValue,
   'invalid-stream': C.hipErrorInvalidHandle,
   // Core says so only of a disposed Runtime (Note [HIP after dispose]).
+  'invalid-event': C.hipErrorInvalidHandle,
   'not-initialized': C.hipErrorDeinitialized,
   'invalid-context': C.hipErrorInvalidContext,
   'already-exported': C.hipErrorInvalidValue,

@@ -314,11 +314,13 @@ const calls: CallSpec<AclFlavor>[] = [
     run: (ep, p) => {
       const b = ep.box(0n);
       const token = ep.arg(() => ep.fd(pid(p)));
+      const held = ep.handleValues(p);
       return {
         result: p.aclrtMemImportFromShareableHandle(token, zero(ep), b),
         onSuccess: () => {
           ep.remember(ep.handles, pid(p), b.value);
-          ep.alias(pid(p), b.value, `${pid(p)}:${asNumber(token)}`);
+          // The new handle as the process holds it (Note [What a box reads back], episode.ts).
+          ep.alias(pid(p), ep.newHandle(p, held) ?? b.value, `${pid(p)}:${asNumber(token)}`);
         },
       };
     },
@@ -419,8 +421,99 @@ const calls: CallSpec<AclFlavor>[] = [
     },
   },
   { name: 'aclrtSynchronizeDevice', weight: 0.3, run: (_ep, p) => ({ result: p.aclrtSynchronizeDevice() }) },
+  {
+    // Drops the stream's queued work: those bytes were unknown to the shadow already.
+    name: 'aclrtDestroyStreamForce',
+    weight: 0.2,
+    run: (ep, p) => {
+      const s = stream(ep, p);
+      return { result: p.aclrtDestroyStreamForce(s), onSuccess: () => ep.forget(ep.streams, pid(p), s) };
+    },
+  },
+  {
+    // Note [ACL IPC keys]: a key names a token, so the token joins both pools and the peer's
+    // import of it aliases the exporter's memory.
+    name: 'aclrtIpcMemGetExportKey',
+    weight: 0.5,
+    run: (ep, p, peer) => {
+      const at = ptr(ep, p);
+      const key = ep.box('');
+      const flags = ep.arg(() =>
+        ep.rng.pick([C.ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT, C.ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION]),
+      );
+      const layout = p.runtime.describe();
+      return {
+        result: p.aclrtIpcMemGetExportKey(
+          at,
+          ep.arg(() => ep.rng.pick([1, 4096, G])),
+          key,
+          ep.arg(() => C.ACL_IPC_KEY_LEN),
+          flags,
+        ),
+        onSuccess: () => {
+          const token = ipcToken(key.value);
+          if (token === undefined) return;
+          const r = layout.reservations.find((x) => x.base === asNumber(at) && x.origin === 'malloc');
+          const handle = r?.mappings[0]?.handle;
+          if (handle !== undefined) ep.exported.set(`${pid(peer)}:${token}`, ep.shadowKey(pid(p), handle));
+          ep.fds.get(pid(p))?.push(token);
+          ep.fds.get(pid(peer))?.push(token);
+        },
+      };
+    },
+  },
+  {
+    name: 'aclrtIpcMemSetImportPid',
+    weight: 0.3,
+    run: (ep, p, peer) => ({
+      result: p.aclrtIpcMemSetImportPid(
+        ep.arg(() => ipcKey(ep.fd(pid(p)))),
+        ep.arg(() => [pid(peer)]),
+        ep.arg(() => 1),
+      ),
+    }),
+  },
+  {
+    name: 'aclrtIpcMemImportByKey',
+    weight: 0.5,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      const token = ep.fd(pid(p));
+      const key = ep.arg(() => ipcKey(token));
+      const held = ep.handleValues(p);
+      const bases = new Set(p.runtime.describe().reservations.map((r) => r.base));
+      return {
+        result: p.aclrtIpcMemImportByKey(
+          b,
+          key,
+          ep.arg(() => ep.rng.pick([0, 1])),
+        ),
+        onSuccess: () => {
+          // The new memory as the process holds it (Note [What a box reads back], episode.ts).
+          const made = ep.newHandle(p, held);
+          if (made !== undefined && key === ipcKey(token)) ep.alias(pid(p), made, `${pid(p)}:${token}`);
+          const r = p.runtime.describe().reservations.find((x) => !bases.has(x.base));
+          if (r !== undefined) ep.remember(ep.pointers, pid(p), BigInt(r.base));
+        },
+      };
+    },
+  },
+  {
+    name: 'aclrtIpcMemClose',
+    weight: 0.4,
+    run: (ep, p) => ({ result: p.aclrtIpcMemClose(ep.arg(() => ipcKey(ep.fd(pid(p))))) }),
+  },
   { name: 'aclGetRecentErrMsg', weight: 0.3, run: (_ep, p) => ({ result: p.aclGetRecentErrMsg() }) },
 ];
+
+/** An IPC key as aclrtIpcMemGetExportKey writes it: its token in hex (Note [ACL IPC keys], acl.ts). */
+function ipcKey(token: number): string {
+  return `ipc-${token.toString(16).padStart(16, '0')}`;
+}
+
+function ipcToken(key: unknown): number | undefined {
+  return typeof key === 'string' && /^ipc-[0-9a-f]{16}$/.test(key) ? Number.parseInt(key.slice(4), 16) : undefined;
+}
 
 export const ACL_MODEL: FlavorModel<AclFlavor> = {
   vendor: 'ACL',
@@ -433,13 +526,17 @@ export const ACL_MODEL: FlavorModel<AclFlavor> = {
     p.aclrtSetDevice(0);
   },
   calls,
-  teardown(_ep, p) {
+  teardown(ep, p) {
     const failed: string[] = [];
     // aclFinalize or aclrtResetDevice may have run: initialise again (a repeat is refused, harmlessly).
     p.aclInit(null);
     if (p.aclrtSetDevice(0) !== 0) failed.push('aclrtSetDevice');
     p.aclrtSynchronizeDevice();
     if (p.aclrtSynchronizeDevice() !== 0) failed.push('aclrtSynchronizeDevice');
+    // Memory imported by key is closed by key, each import once (aclrtFree refuses it); a failing close
+    // just means no import of that key is left. In the exporter a close withdraws the key.
+    for (const token of new Set(ep.fds.get(pid(p)) ?? []))
+      for (let n = 0; n < 64 && p.aclrtIpcMemClose(ipcKey(token)) === 0; n++);
     failed.push(
       ...teardownRuns(
         p.runtime.describe(),

@@ -4,7 +4,14 @@ import * as C from '../../../src/flavors/cuda/constants.js';
 import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { asNumber, mirroredVmmCalls, smallCount, teardownRuns, widePattern } from './shared.js';
+import {
+  asNumber,
+  mirroredFdCalls,
+  mirroredVmmCalls,
+  smallCount,
+  teardownRuns,
+  widePattern,
+} from './shared.js';
 
 /** A small device: allocations of a few 64 KiB granules, and out of memory within reach. */
 export const FUZZ_GRANULE = 64 * 1024;
@@ -263,51 +270,7 @@ const calls: CallSpec<CudaFlavor>[] = [
       result: p.cuMemGetAllocationPropertiesFromHandle(ep.box(undefined as never), handle(ep, p)),
     }),
   },
-  {
-    name: 'cuMemExportToShareableHandle',
-    run: (ep, p, peer) => {
-      const b = ep.box(0);
-      const h = handle(ep, p);
-      return {
-        result: p.cuMemExportToShareableHandle(
-          b,
-          h,
-          ep.arg(() => C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-          zero(ep),
-        ),
-        onSuccess: () => {
-          // The exporter keeps its fd; a copy goes to the peer, as over a Unix socket.
-          const fd = b.value;
-          // A hostile box that took the write may read back anything.
-          if (typeof fd !== 'number') return;
-          const key = ep.shadowKey(pid(p), BigInt(asNumber(h)));
-          ep.exported.set(`${pid(p)}:${fd}`, key);
-          ep.fds.get(pid(p))?.push(fd);
-          const theirs = ep.machine.passFd(pid(p), fd, pid(peer));
-          ep.exported.set(`${pid(peer)}:${theirs}`, key);
-          ep.fds.get(pid(peer))?.push(theirs);
-        },
-      };
-    },
-  },
-  {
-    name: 'cuMemImportFromShareableHandle',
-    run: (ep, p) => {
-      const b = ep.box(0n);
-      const fd = ep.arg(() => ep.fd(pid(p)));
-      return {
-        result: p.cuMemImportFromShareableHandle(
-          b,
-          fd,
-          ep.arg(() => C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-        ),
-        onSuccess: () => {
-          ep.remember(ep.handles, pid(p), b.value);
-          ep.alias(pid(p), b.value, `${pid(p)}:${asNumber(fd)}`);
-        },
-      };
-    },
-  },
+  ...mirroredFdCalls<CudaFlavor>('cu', C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, { handle, zero, pid }),
   {
     name: 'cuMemAlloc',
     run: (ep, p) => {

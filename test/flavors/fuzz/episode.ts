@@ -25,8 +25,9 @@
  *    allocations and the resident bytes at zero, as the machine started.
  * The shadow follows memory, not addresses: it is kept per physical
  * allocation (a process's core handle id, and the exporter's memory for an
- * import), and a range is resolved through the mappings runtime.describe()
- * reports before the call. Asynchronous writes make their destination
+ * import, learnt from the process's state rather than from what a box reads
+ * back: Note [What a box reads back]), and a range is resolved through the
+ * mappings runtime.describe() reports before the call. Asynchronous writes make their destination
  * unknown rather than known (their order against other streams is the
  * simulator's business); asynchronous reads are not compared.
  */
@@ -304,6 +305,44 @@ export class Episode<P extends FuzzedProcess> {
 
   shadowKey(pid: number, id: bigint | number): string {
     return `${pid}:${id}`;
+  }
+
+  /**
+   * Note [What a box reads back]
+   * A hostile out box may take a call's write and read back anything (a
+   * Proxy whose get trap answers every key with one object): the call
+   * succeeded, and the caller just cannot see what it made. The pools keep
+   * what the box reads back (all a caller would know), but the shadow must
+   * follow the memory all the same, or an import the fuzzer never learnt
+   * gets a shadow of its own (the first time a mapping of it is read or
+   * written), apart from its exporter's, and each then holds stale bytes
+   * the other wrote. So an import's new handle and an export's new fd are
+   * taken from the process's state before and after the call (its
+   * runtime.describe() and its simulated fd table), never from the box.
+   */
+
+  /** The handle values a live process holds (none for the disposed one). */
+  handleValues(p: P): ReadonlySet<number> {
+    if (!this.processes.includes(p)) return new Set();
+    return new Set(p.runtime.describe().allocations.map((a) => a.handle));
+  }
+
+  /** The one handle value `p` holds that `before` lacks (Note [What a box reads back]), or undefined. */
+  newHandle(p: P, before: ReadonlySet<number>): bigint | undefined {
+    const made = [...this.handleValues(p)].filter((h) => !before.has(h));
+    return made.length === 1 ? BigInt(made[0] as number) : undefined;
+  }
+
+  /** The open fds of a live process (none for the disposed one). */
+  fdsOf(p: P): ReadonlySet<number> {
+    const i = this.processes.indexOf(p);
+    return new Set(i < 0 ? [] : this.openFds()[i]);
+  }
+
+  /** The one fd `p` has open that `before` lacks (Note [What a box reads back]), or undefined. */
+  newFd(p: P, before: ReadonlySet<number>): number | undefined {
+    const made = [...this.fdsOf(p)].filter((fd) => !before.has(fd));
+    return made.length === 1 ? made[0] : undefined;
   }
 
   // --- one call ----------------------------------------------------------------------------------

@@ -5,7 +5,14 @@ import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { asNumber, mirroredVmmCalls, smallCount, teardownRuns, widePattern } from './shared.js';
+import {
+  asNumber,
+  mirroredFdCalls,
+  mirroredVmmCalls,
+  smallCount,
+  teardownRuns,
+  widePattern,
+} from './shared.js';
 
 const DEVICES = [
   { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
@@ -244,49 +251,7 @@ const calls: CallSpec<HipFlavor>[] = [
       result: p.hipMemGetAllocationPropertiesFromHandle(ep.box(undefined as never), handle(ep, p)),
     }),
   },
-  {
-    name: 'hipMemExportToShareableHandle',
-    run: (ep, p, peer) => {
-      const b = ep.box(0);
-      const h = handle(ep, p);
-      return {
-        result: p.hipMemExportToShareableHandle(
-          b,
-          h,
-          ep.arg(() => C.hipMemHandleTypePosixFileDescriptor),
-          zero(ep),
-        ),
-        onSuccess: () => {
-          const fd = b.value;
-          if (typeof fd !== 'number') return;
-          const key = ep.shadowKey(pid(p), BigInt(asNumber(h)));
-          ep.exported.set(`${pid(p)}:${fd}`, key);
-          ep.fds.get(pid(p))?.push(fd);
-          const theirs = ep.machine.passFd(pid(p), fd, pid(peer));
-          ep.exported.set(`${pid(peer)}:${theirs}`, key);
-          ep.fds.get(pid(peer))?.push(theirs);
-        },
-      };
-    },
-  },
-  {
-    name: 'hipMemImportFromShareableHandle',
-    run: (ep, p) => {
-      const b = ep.box(0n);
-      const fd = ep.arg(() => ep.fd(pid(p)));
-      return {
-        result: p.hipMemImportFromShareableHandle(
-          b,
-          fd as never,
-          ep.arg(() => C.hipMemHandleTypePosixFileDescriptor),
-        ),
-        onSuccess: () => {
-          ep.remember(ep.handles, pid(p), b.value);
-          ep.alias(pid(p), b.value, `${pid(p)}:${asNumber(fd)}`);
-        },
-      };
-    },
-  },
+  ...mirroredFdCalls<HipFlavor>('hip', C.hipMemHandleTypePosixFileDescriptor, { handle, zero, pid }),
   {
     name: 'hipMalloc',
     run: (ep, p) => {

@@ -195,3 +195,73 @@ export function mirroredVmmCalls<P extends FuzzedProcess>(
     },
   ];
 }
+
+/**
+ * cuMemExportToShareableHandle / cuMemImportFromShareableHandle and their
+ * hip twins, which take the same arguments in the same order: one table for
+ * both models, placed where each had its own pair, so the draws are the
+ * same. The exporter keeps its fd and a copy goes to the peer, as over a
+ * Unix socket; the shadow follows the memory by the process's own state,
+ * not by what a hostile box reads back (Note [What a box reads back],
+ * episode.ts).
+ */
+export function mirroredFdCalls<P extends FuzzedProcess>(
+  prefix: 'cu' | 'hip',
+  posixFd: number,
+  use: Pick<MirroredHelpers<P>, 'handle' | 'zero' | 'pid'>,
+): CallSpec<P>[] {
+  return [
+    {
+      name: `${prefix}MemExportToShareableHandle`,
+      run: (ep, p, peer) => {
+        const b = ep.box(0);
+        const h = use.handle(ep, p);
+        const open = ep.fdsOf(p);
+        return {
+          result: call(
+            p,
+            `${prefix}MemExportToShareableHandle`,
+            b,
+            h,
+            ep.arg(() => posixFd),
+            use.zero(ep),
+          ),
+          onSuccess: () => {
+            const key = ep.shadowKey(use.pid(p), BigInt(asNumber(h)));
+            const made = ep.newFd(p, open);
+            if (made !== undefined) ep.exported.set(`${use.pid(p)}:${made}`, key);
+            // Only an fd the box reads back is the caller's to use and pass on.
+            const fd = b.value;
+            if (typeof fd !== 'number') return;
+            ep.exported.set(`${use.pid(p)}:${fd}`, key);
+            ep.fds.get(use.pid(p))?.push(fd);
+            const theirs = ep.machine.passFd(use.pid(p), fd, use.pid(peer));
+            ep.exported.set(`${use.pid(peer)}:${theirs}`, key);
+            ep.fds.get(use.pid(peer))?.push(theirs);
+          },
+        };
+      },
+    },
+    {
+      name: `${prefix}MemImportFromShareableHandle`,
+      run: (ep, p) => {
+        const b = ep.box(0n);
+        const fd = ep.arg(() => ep.fd(use.pid(p)));
+        const held = ep.handleValues(p);
+        return {
+          result: call(
+            p,
+            `${prefix}MemImportFromShareableHandle`,
+            b,
+            fd,
+            ep.arg(() => posixFd),
+          ),
+          onSuccess: () => {
+            ep.remember(ep.handles, use.pid(p), b.value);
+            ep.alias(use.pid(p), ep.newHandle(p, held) ?? b.value, `${use.pid(p)}:${asNumber(fd)}`);
+          },
+        };
+      },
+    },
+  ];
+}
