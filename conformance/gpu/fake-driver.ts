@@ -35,6 +35,7 @@ interface Prop {
 const HANDLE_BASE = 0x5550_0000_0000;
 const CONTEXT_BASE = 0xc7_0000;
 const STREAM_BASE = 0x5700_0000;
+const EVENT_BASE = 0x5e00_0000;
 
 export interface FakeDriver extends CudaDriver {
   readonly sim: Backend;
@@ -86,6 +87,9 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     };
   };
   const streamId = (s: number | bigint): number => Number(s) - STREAM_BASE;
+  /** A stream argument that may be the NULL stream. */
+  const stream0 = (s: number | bigint): number => (Number(s) === 0 ? 0 : streamId(s));
+  const eventId = (e: number | bigint): number => Number(e) - EVENT_BASE;
   /** Write an out-parameter as the driver would. */
   const put = (out: Out, v: number): void => {
     if (out instanceof BigUint64Array) out[0] = BigInt(v);
@@ -266,6 +270,24 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     ),
     cuStreamSynchronize: (s: number) => code(() => sim.synchronizeStream(streamId(s))),
     cuStreamDestroy_v2: (s: number) => code(() => sim.destroyStream(streamId(s))),
+    // Events: the backend's own, on the simulated process (cuEventQuery's "not yet" is NOT_READY, 600).
+    cuEventCreate: withCtx((out: Out) =>
+      code(() => {
+        put(out, EVENT_BASE + sim.createEvent(dev()));
+      }),
+    ),
+    cuEventRecord: (e: number, s: number) => code(() => sim.recordEvent(eventId(e), stream0(s))),
+    cuEventRecordWithFlags: (e: number, s: number) => code(() => sim.recordEvent(eventId(e), stream0(s))),
+    cuEventQuery: (e: number) => {
+      let done = false;
+      const c = code(() => {
+        done = sim.queryEvent(eventId(e));
+      });
+      return c !== 0 ? c : done ? 0 : 600;
+    },
+    cuEventSynchronize: (e: number) => code(() => sim.synchronizeEvent(eventId(e))),
+    cuEventDestroy_v2: (e: number) => code(() => sim.destroyEvent(eventId(e))),
+    cuStreamWaitEvent: (s: number, e: number) => code(() => sim.streamWaitEvent(stream0(s), eventId(e))),
   };
   const driver: Record<string, unknown> = {
     libraryPath: '(simulated)',
@@ -279,7 +301,29 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
       return fn(...args);
     };
   }
-  for (const name of ['cuMemGetAccess', 'cuMemRetainAllocationHandle', 'cuMemAlloc_v2', 'cuMemFree_v2']) {
+  // Calls the backend never makes (the front ends answer them from core): present, and not supported.
+  const unused = [
+    'cuMemGetAccess',
+    'cuMemRetainAllocationHandle',
+    'cuMemAlloc_v2',
+    'cuMemFree_v2',
+    'cuCtxEnablePeerAccess',
+    'cuCtxDisablePeerAccess',
+    'cuMemGetAddressRange_v2',
+    'cuPointerGetAttribute',
+    'cuPointerGetAttributes',
+    'cuMemAllocHost_v2',
+    'cuMemFreeHost',
+    'cuMemcpyPeer',
+    'cuMemsetD16_v2',
+    'cuMemsetD32_v2',
+    'cuStreamIsCapturing',
+    'cuThreadExchangeStreamCaptureMode',
+    'cuCtxCreate_v2',
+    'cuCtxDestroy_v2',
+    'cuEventElapsedTime',
+  ];
+  for (const name of unused) {
     driver[name] = () => 801;
   }
   for (const name of ['cuGetErrorName', 'cuGetErrorString']) driver[name] = () => 1;

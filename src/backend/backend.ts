@@ -110,6 +110,34 @@ export interface Backend {
   /** Run every stream of the device (every device if `device` is -1). */
   synchronizeDevice(device: number): void;
 
+  /**
+   * Note [Events]: an event is a marker in stream order, as CUDA's CUevent,
+   * HIP's hipEvent_t and ACL's aclrtEvent are. Recording it marks the work
+   * queued so far on one stream (on stream 0, the legacy default stream: the
+   * work queued so far on every stream of the process, which stream-0 work
+   * waits for); querying asks whether that work has run, without running
+   * anything; synchronising waits for it (on the simulator: runs it, and only
+   * it); a stream that waits on an event runs its later work only after the
+   * marked work. An event never recorded is complete. A marker stays valid
+   * when its stream is destroyed (the stream's work finishes first, so it is
+   * complete), and recording again moves it. Caching allocators use exactly
+   * this to free a block that another stream used: record on the using
+   * stream, wait on it from the freeing stream, or query until done.
+   *
+   * Create an event for `device`'s streams; returns a backend event id.
+   */
+  createEvent(device: number): number;
+  /** Mark the work queued so far on `stream` (0: on every stream); the stream is of the event's device. */
+  recordEvent(event: number, stream: number): void;
+  /** Whether the marked work has run (true for an event never recorded). Runs nothing. */
+  queryEvent(event: number): boolean;
+  /** Wait for (run) the marked work; the first failure among it is thrown. */
+  synchronizeEvent(event: number): void;
+  /** Work queued on `stream` after this call runs after the event's marked work (stream 0: nothing to do). */
+  streamWaitEvent(stream: number, event: number): void;
+  /** Forget an event; work already marked is not affected. */
+  destroyEvent(event: number): void;
+
   /** Release everything this process holds, as process exit does. Never throws. */
   dispose(): void;
 }
@@ -139,6 +167,12 @@ export const BACKEND_OPERATIONS = [
   'destroyStream',
   'synchronizeStream',
   'synchronizeDevice',
+  'createEvent',
+  'recordEvent',
+  'queryEvent',
+  'synchronizeEvent',
+  'streamWaitEvent',
+  'destroyEvent',
 ] as const satisfies readonly (keyof Backend)[];
 
 // Compile-time check: every Backend method is traced (dispose is the end of the trace, not a call in it).

@@ -100,6 +100,13 @@ const TRACED_OPERATIONS = [
   'destroyStream',
   'synchronizeStream',
   'synchronize',
+  'createEvent',
+  'recordEvent',
+  'queryEvent',
+  'synchronizeEvent',
+  'streamWaitEvent',
+  'destroyEvent',
+  'resetDevice',
 ] as const satisfies readonly (keyof Runtime)[];
 
 /** Methods that only read state: not traced. */
@@ -119,6 +126,9 @@ type RuntimeQueries =
   | 'reservations'
   | 'mappings'
   | 'hasStream'
+  | 'streamDevice'
+  | 'eventDevice'
+  | 'eventCount'
   | 'describe'
   | 'quietly'
   | 'dispose';
@@ -172,9 +182,14 @@ export class Runtime implements Disposable {
   readonly #handles = new GenerationalHandleTable<PhysicalAllocation>();
   /** Allocations whose last reference went but whose backend release failed (Note [Points of no return]). */
   readonly #unreleased = new Set<PhysicalAllocation>();
-  readonly #streams = new Set<number>();
+  /** Live streams: each one's device. */
+  readonly #streams = new Map<number, number>();
+  /** Live events by handle value, never reused (Note [Handle values]): each one's backend id and device. */
+  readonly #events = new GenerationalHandleTable<CoreEvent>();
   /** The fds this runtime exported, each with the allocation it shares, so closing one lowers that count. */
   readonly #exportedFds = new Map<number, PhysicalAllocation>();
+  /** Tokens this process shares (exportShareable, exportMalloc) and not yet withdrawn, with their memory. */
+  readonly #sharedTokens = new Map<number, PhysicalAllocation>();
   readonly #report: (message: string, error?: unknown) => void;
   #disposed = false;
 
@@ -838,7 +853,7 @@ export class Runtime implements Disposable {
     this.#live();
     this.device(device);
     const s = this.backend.createStream(device);
-    this.#streams.add(s);
+    this.#streams.set(s, device);
     return s;
   }
 
@@ -863,6 +878,11 @@ export class Runtime implements Disposable {
     return this.#streams.has(stream);
   }
 
+  /** The device of a live stream (undefined for none; stream 0 belongs to every device). */
+  streamDevice(stream: number): number | undefined {
+    return this.#streams.get(stream);
+  }
+
   synchronizeStream(stream: number): void {
     this.#live();
     if (!this.#streams.has(stream)) throw vmmError('invalid-stream', `no stream ${stream}`);
@@ -876,6 +896,116 @@ export class Runtime implements Disposable {
     this.backend.synchronizeDevice(device);
   }
 
+  // --- events (Note [Events] in src/backend/backend.ts) --------------------------------
+
+  /** A new event for `device`'s streams; its handle value is never handed out again. */
+  createEvent(device: number): number {
+    this.#live();
+    this.device(device);
+    const backend = this.backend.createEvent(device);
+    return this.#events.add({ backend, device });
+  }
+
+  /** Mark the work queued so far on `stream` (0: the default stream), which must be of the event's device. */
+  recordEvent(event: number, stream = 0): void {
+    this.#live();
+    const e = this.#event(event);
+    if (stream !== 0) {
+      const device = this.#streams.get(stream);
+      if (device === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
+      if (device !== e.device)
+        throw vmmError('invalid-context', `stream ${stream} is of device ${device}, the event of ${e.device}`);
+    }
+    this.backend.recordEvent(e.backend, stream);
+  }
+
+  /** Whether the work the event marks has run (true for one never recorded). */
+  queryEvent(event: number): boolean {
+    this.#live();
+    return this.backend.queryEvent(this.#event(event).backend);
+  }
+
+  /** Wait until the work the event marks has run; a failure of that work is thrown. */
+  synchronizeEvent(event: number): void {
+    this.#live();
+    this.backend.synchronizeEvent(this.#event(event).backend);
+  }
+
+  /** Make work queued later on `stream` (of any device) wait for the event's marked work. */
+  streamWaitEvent(stream: number, event: number): void {
+    this.#live();
+    const e = this.#event(event);
+    if (stream !== 0 && !this.#streams.has(stream)) throw vmmError('invalid-stream', `no stream ${stream}`);
+    this.backend.streamWaitEvent(stream, e.backend);
+  }
+
+  destroyEvent(event: number): void {
+    this.#live();
+    this.#destroyEvent(event, this.#event(event));
+  }
+
+  #destroyEvent(event: number, e: CoreEvent): void {
+    this.backend.destroyEvent(e.backend);
+    this.#events.remove(event);
+  }
+
+  /** The device of a live event, or undefined. */
+  eventDevice(event: number): number | undefined {
+    return this.#events.get(event)?.device;
+  }
+
+  /** Live events (for leak checks). */
+  get eventCount(): number {
+    return this.#events.size;
+  }
+
+  #event(event: number): CoreEvent {
+    const e = this.#events.get(event);
+    if (e === undefined) throw vmmError('invalid-event', `no event ${event}`);
+    return e;
+  }
+
+  // --- device reset ------------------------------------------------------------------
+
+  /**
+   * Release what this process holds of one device, as hipDeviceReset does,
+   * and stay usable (Note [Device reset]): the device's work is finished,
+   * then its events and streams destroyed, every mapping of its memory
+   * unmapped (one-step allocations freed), every handle to its memory
+   * released, and the reservations that held such mappings and are now
+   * empty freed.
+   *
+   * Note [Device reset]: like dispose, a reset gives back memory and address
+   * space, which cannot be taken back (Note [Points of no return]), so it is
+   * not a transaction: it validates the device, then does every step it
+   * can; a step that fails goes to the report hook and leaves that object
+   * held (a later reset or dispose tries again). Reservations name no
+   * device, so one is freed only when the reset emptied it; memory of other
+   * devices and of the host is untouched.
+   */
+  resetDevice(device: number): void {
+    this.#live();
+    this.device(device);
+    this.quietly(() => this.backend.synchronizeDevice(device));
+    for (const [id, e] of [...this.#events.entries()])
+      if (e.device === device) this.quietly(() => this.#destroyEvent(id, e));
+    for (const [s, d] of [...this.#streams]) if (d === device) this.quietly(() => this.#destroyStream(s));
+    const onDevice = (a: PhysicalAllocation) =>
+      a.props.location.type === 'device' && a.props.location.id === device;
+    const emptied = new Set<Reservation>();
+    for (const m of [...this.#mappings.values()]) {
+      if (!onDevice(m.allocation) || m[CORE].owner !== this) continue;
+      emptied.add(m.reservation);
+      this.quietly(() => this.#unmapOne(m));
+    }
+    for (const a of [...this.#handles.values()]) {
+      if (!onDevice(a)) continue;
+      for (let n = a[CORE].handleRefs; n > 0 && a.owner === this; n--) this.quietly(() => this.#release(a));
+    }
+    for (const r of emptied)
+      if (r[CORE].owner === this && r.mappingCount === 0) this.quietly(() => this.#free(r));
+  }
+
   // --- teardown ------------------------------------------------------------------
 
   /** Release everything, as process exit would. Never throws; problems go to the report hook. */
@@ -883,7 +1013,8 @@ export class Runtime implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     this.quietly(() => this.backend.synchronizeDevice(-1));
-    for (const s of [...this.#streams]) this.quietly(() => this.#destroyStream(s));
+    for (const [id, e] of [...this.#events.entries()]) this.quietly(() => this.#destroyEvent(id, e));
+    for (const s of [...this.#streams.keys()]) this.quietly(() => this.#destroyStream(s));
     for (const m of [...this.#mappings.values()]) this.quietly(() => this.#unmapOne(m));
     for (const a of [...this.#handles.values()]) {
       // One attempt per reference: a release that keeps failing must not spin.
@@ -897,6 +1028,12 @@ export class Runtime implements Disposable {
   [Symbol.dispose](): void {
     this.dispose();
   }
+}
+
+/** What core keeps of an event: the backend's id for it and the device whose streams it marks. */
+interface CoreEvent {
+  readonly backend: number;
+  readonly device: number;
 }
 
 /** A non-negative safe integer. */

@@ -15,8 +15,8 @@ import { createHip } from '../../src/flavors/hip/hip.js';
 const G = 2 * 1024 * 1024;
 const box = <T>(value: T) => ({ value });
 
-function cuda(devices?: string[]) {
-  const cu = createCuda(devices ? { devices } : {});
+function cuda(devices: ('H200' | 'MI300X')[] = ['H200']) {
+  const cu = createCuda({ devices });
   const b = box(0n);
   cu.cuInit(0);
   cu.cuDevicePrimaryCtxRetain(b, 0);
@@ -131,7 +131,7 @@ describe('CUDA events', () => {
     expect(cu.cuEventQuery(again.value)).toBe(CU.CUDA_ERROR_DEINITIALIZED);
   });
 
-  it("an event recorded on a stream stays valid, and complete, after the stream is destroyed", () => {
+  it('an event recorded on a stream stays valid, and complete, after the stream is destroyed', () => {
     const { cu } = cuda();
     const p = alloc(cu);
     const s = box(0n);

@@ -33,6 +33,8 @@ const CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
 const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
 /** CU_STREAM_DEFAULT: streams synchronise with the legacy default stream, which synchronous calls use. */
 const CU_STREAM_DEFAULT = 0;
+/** CU_EVENT_DISABLE_TIMING: core's events order work and time nothing, the driver's fastest kind. */
+const CU_EVENT_DISABLE_TIMING = 2;
 
 export interface CudaBackendOptions {
   /** A driver already loaded (loadCudaDriver()); by default libcuda is loaded here. */
@@ -58,6 +60,11 @@ interface CudaStream {
   readonly pins: Uint8Array[];
 }
 
+interface CudaEvent {
+  readonly cu: U64;
+  readonly device: number;
+}
+
 /** What vmmkit knows of memory behind a descriptor it exported (the driver cannot say its size). */
 interface ExportedFile {
   readonly size: number;
@@ -81,6 +88,7 @@ export class CudaBackend implements Backend {
   /** Mappings, by address: their sizes. */
   readonly #mapped = new Map<number, number>();
   readonly #streams = new Map<number, CudaStream>();
+  readonly #events = new HandleTable<CudaEvent>();
   /** Descriptors this backend exported and has not closed, by fd. */
   readonly #exported = new Map<number, ExportedFile>();
   readonly #report: (message: string, error?: unknown) => void;
@@ -421,6 +429,56 @@ export class CudaBackend implements Backend {
     for (const s of this.#streams.values()) if (s.device === device) s.pins.length = 0;
   }
 
+  // --- events (Note [Events] in backend.ts) ------------------------------------------------
+
+  createEvent(device: number): number {
+    this.#use(device);
+    return this.#events.add({ cu: this.cu.eventCreate(CU_EVENT_DISABLE_TIMING), device });
+  }
+
+  recordEvent(event: number, stream: number): void {
+    const e = this.#event(event);
+    if (stream === 0) {
+      // The legacy stream of the event's device: after the work of that device's blocking streams.
+      this.#use(e.device);
+      this.cu.eventRecord(e.cu, 0);
+      return;
+    }
+    this.cu.eventRecord(e.cu, this.#stream(stream, e.device).cu);
+  }
+
+  queryEvent(event: number): boolean {
+    return this.cu.eventQuery(this.#event(event).cu);
+  }
+
+  synchronizeEvent(event: number): void {
+    this.cu.eventSynchronize(this.#event(event).cu);
+  }
+
+  streamWaitEvent(stream: number, event: number): void {
+    const e = this.#event(event);
+    if (stream === 0) {
+      // Stream-0 work here is synchronous calls of any device: waiting on the host orders them all.
+      this.cu.eventSynchronize(e.cu);
+      return;
+    }
+    const s = this.#streams.get(stream);
+    if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
+    this.#use(s.device);
+    this.cu.streamWaitEvent(s.cu, e.cu);
+  }
+
+  destroyEvent(event: number): void {
+    this.cu.eventDestroy(this.#event(event).cu);
+    this.#events.remove(event);
+  }
+
+  #event(event: number): CudaEvent {
+    const e = this.#events.get(event);
+    if (e === undefined) throw vmmError('invalid-event', `no event ${event}`);
+    return e;
+  }
+
   // --- exit ----------------------------------------------------------------------------------
 
   /** What this backend holds now (for leak checks). */
@@ -451,6 +509,8 @@ export class CudaBackend implements Backend {
       }
     };
     attempt('synchronise', () => this.synchronizeDevice(-1));
+    for (const e of [...this.#events.values()]) attempt('destroy an event', () => this.cu.eventDestroy(e.cu));
+    for (let id = 1; this.#events.size > 0; id++) this.#events.remove(id);
     for (const [id, s] of this.#streams) {
       attempt(`destroy stream ${id}`, () => {
         this.#use(s.device);

@@ -11,6 +11,8 @@ import { type ErrorKind, VmmError } from '../../core/errors.js';
 import type { CudaDriver } from './driver.js';
 import { type DecodedProp, type DriverSymbol, decodeProp, STRUCT_LAYOUT } from './driver-api.js';
 
+const CUDA_ERROR_NOT_READY = 600;
+
 /** CUresult numbers and names vmmkit meets (cuda.h). */
 export const CU_RESULT_NAMES: ReadonlyMap<number, string> = new Map([
   [0, 'CUDA_SUCCESS'],
@@ -64,6 +66,17 @@ const STREAM_CALLS = [
 
 const INVALID_STREAM: ReadonlyMap<number, ErrorKind> = new Map([[400, 'invalid-stream']]);
 
+/** The event calls: their handle is checked by the backend's own table first, so 400 names the event. */
+const EVENT_CALLS = [
+  'cuEventRecord',
+  'cuEventQuery',
+  'cuEventSynchronize',
+  'cuEventDestroy',
+  'cuStreamWaitEvent',
+] as const;
+
+const INVALID_EVENT: ReadonlyMap<number, ErrorKind> = new Map([[400, 'invalid-event']]);
+
 /**
  * Note [CUresult kinds per call]
  * Two codes mean something only in the light of the call that gave them, so
@@ -82,6 +95,7 @@ const INVALID_STREAM: ReadonlyMap<number, ErrorKind> = new Map([[400, 'invalid-s
 const CALL_KINDS: Readonly<Record<string, ReadonlyMap<number, ErrorKind>>> = {
   cuMemImportFromShareableHandle: new Map([[999, 'invalid-fd']]),
   ...Object.fromEntries(STREAM_CALLS.map((fn) => [fn, INVALID_STREAM])),
+  ...Object.fromEntries(EVENT_CALLS.map((fn) => [fn, INVALID_EVENT])),
 };
 
 /** The kind of error `code` is when driver function `fn` returns it. */
@@ -371,5 +385,29 @@ export class CheckedCuda {
   }
   streamDestroy(stream: U64): void {
     this.#check('cuStreamDestroy', this.#d.cuStreamDestroy_v2(stream));
+  }
+  /** cuEventCreate with CU_EVENT_DISABLE_TIMING: core's events order work and time nothing. */
+  eventCreate(flags: number): U64 {
+    this.#check('cuEventCreate', this.#d.cuEventCreate(this.#out64, flags));
+    return this.#u64();
+  }
+  eventRecord(event: U64, stream: U64): void {
+    this.#check('cuEventRecord', this.#d.cuEventRecord(event, stream));
+  }
+  /** Whether the event's work is done: CUDA_ERROR_NOT_READY is "not yet", not a failure. */
+  eventQuery(event: U64): boolean {
+    const code = this.#d.cuEventQuery(event);
+    if (code === CUDA_ERROR_NOT_READY) return false;
+    this.#check('cuEventQuery', code);
+    return true;
+  }
+  eventSynchronize(event: U64): void {
+    this.#check('cuEventSynchronize', this.#d.cuEventSynchronize(event));
+  }
+  eventDestroy(event: U64): void {
+    this.#check('cuEventDestroy', this.#d.cuEventDestroy_v2(event));
+  }
+  streamWaitEvent(stream: U64, event: U64): void {
+    this.#check('cuStreamWaitEvent', this.#d.cuStreamWaitEvent(stream, event, 0));
   }
 }

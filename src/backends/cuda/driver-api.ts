@@ -139,6 +139,7 @@ export function declareDriverTypes(): DriverTypes {
   koffi.alias('CUmemGenericAllocationHandle', 'uint64_t');
   koffi.alias('CUcontext', 'uintptr_t');
   koffi.alias('CUstream', 'uintptr_t');
+  koffi.alias('CUevent', 'uintptr_t');
   const types = { CUmemLocation, CUmemAllocationProp, CUmemAccessDesc };
   for (const [name, size] of Object.entries(STRUCT_SIZES)) {
     const actual = koffi.sizeof(types[name as keyof typeof STRUCT_SIZES]);
@@ -173,6 +174,9 @@ export const DRIVER_API = {
   cuCtxSetCurrent: 'CUresult cuCtxSetCurrent(CUcontext ctx)',
   cuCtxGetCurrent: 'CUresult cuCtxGetCurrent(_Out_ CUcontext *pctx)',
   cuCtxSynchronize: 'CUresult cuCtxSynchronize()',
+  // The v2 shape (pctx, flags, dev): CUDA 13's cuda.h maps cuCtxCreate to _v4, but libcuda keeps exporting _v2.
+  cuCtxCreate_v2: 'CUresult cuCtxCreate_v2(_Out_ CUcontext *pctx, unsigned int flags, CUdevice dev)',
+  cuCtxDestroy_v2: 'CUresult cuCtxDestroy_v2(CUcontext ctx)',
   cuMemGetAllocationGranularity:
     'CUresult cuMemGetAllocationGranularity(_Out_ size_t *granularity, const CUmemAllocationProp *prop, int option)',
   cuMemAddressReserve:
@@ -217,6 +221,15 @@ export const DRIVER_API = {
   cuStreamCreate: 'CUresult cuStreamCreate(_Out_ CUstream *stream, unsigned int flags)',
   cuStreamSynchronize: 'CUresult cuStreamSynchronize(CUstream stream)',
   cuStreamDestroy_v2: 'CUresult cuStreamDestroy_v2(CUstream stream)',
+  cuEventCreate: 'CUresult cuEventCreate(_Out_ CUevent *phEvent, unsigned int Flags)',
+  cuEventRecord: 'CUresult cuEventRecord(CUevent hEvent, CUstream hStream)',
+  cuEventRecordWithFlags: 'CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)',
+  // CUDA_SUCCESS when the marked work is done, CUDA_ERROR_NOT_READY (600) while it is not: not a failure.
+  cuEventQuery: 'CUresult cuEventQuery(CUevent hEvent)',
+  cuEventSynchronize: 'CUresult cuEventSynchronize(CUevent hEvent)',
+  cuEventDestroy_v2: 'CUresult cuEventDestroy_v2(CUevent hEvent)',
+  cuEventElapsedTime: 'CUresult cuEventElapsedTime(_Out_ float *pMilliseconds, CUevent hStart, CUevent hEnd)',
+  cuStreamWaitEvent: 'CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)',
   cuGetErrorName: 'CUresult cuGetErrorName(CUresult error, _Out_ const char **str)',
   cuGetErrorString: 'CUresult cuGetErrorString(CUresult error, _Out_ const char **str)',
 } as const;

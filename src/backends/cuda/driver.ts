@@ -86,6 +86,8 @@ export interface RawCuda {
   cuCtxSetCurrent(ctx: bigint): number;
   cuCtxGetCurrent(ctx: Box<bigint>): number;
   cuCtxSynchronize(): number;
+  cuCtxCreate(pctx: Box<bigint>, flags: number, dev: number): number;
+  cuCtxDestroy(ctx: bigint): number;
   cuMemGetAllocationGranularity(granularity: Box<number>, prop: CUmemAllocationProp, option: number): number;
   cuMemAddressReserve(ptr: Box<bigint>, size: Size, alignment: Size, addr: Size, flags: Size): number;
   cuMemAddressFree(ptr: Size, size: Size): number;
@@ -113,6 +115,14 @@ export interface RawCuda {
   cuStreamCreate(stream: Box<bigint>, flags: number): number;
   cuStreamSynchronize(stream: Size): number;
   cuStreamDestroy(stream: Size): number;
+  cuEventCreate(phEvent: Box<bigint>, flags: number): number;
+  cuEventRecord(hEvent: Size, hStream: Size): number;
+  cuEventRecordWithFlags(hEvent: Size, hStream: Size, flags: number): number;
+  cuEventQuery(hEvent: Size): number;
+  cuEventSynchronize(hEvent: Size): number;
+  cuEventDestroy(hEvent: Size): number;
+  cuEventElapsedTime(pMilliseconds: Box<number>, hStart: Size, hEnd: Size): number;
+  cuStreamWaitEvent(hStream: Size, hEvent: Size, flags: number): number;
   cuGetErrorName(code: number, str: Box<string>): number;
   cuGetErrorString(code: number, str: Box<string>): number;
 }
@@ -189,6 +199,8 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuCtxSetCurrent: (ctx) => d.cuCtxSetCurrent(ctx),
     cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(out), box, () => toBig(out[0])),
     cuCtxSynchronize: () => d.cuCtxSynchronize(),
+    cuCtxCreate: (box, flags, dev) => setOk(d.cuCtxCreate_v2(out, flags, dev), box, () => toBig(out[0])),
+    cuCtxDestroy: (ctx) => d.cuCtxDestroy_v2(ctx),
     cuMemGetAllocationGranularity: (box, prop, option) =>
       setOk(d.cuMemGetAllocationGranularity(out, fillProp(propIn, prop), option), box, () => toSize(out[0])),
     cuMemAddressReserve: (box, size, alignment, addr, flags) =>
@@ -266,6 +278,15 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuStreamCreate: (box, flags) => setOk(d.cuStreamCreate(out, flags), box, () => toBig(out[0])),
     cuStreamSynchronize: (stream) => d.cuStreamSynchronize(stream),
     cuStreamDestroy: (stream) => d.cuStreamDestroy_v2(stream),
+    cuEventCreate: (box, flags) => setOk(d.cuEventCreate(out, flags), box, () => toBig(out[0])),
+    cuEventRecord: (event, stream) => d.cuEventRecord(event, stream),
+    cuEventRecordWithFlags: (event, stream, flags) => d.cuEventRecordWithFlags(event, stream, flags),
+    cuEventQuery: (event) => d.cuEventQuery(event),
+    cuEventSynchronize: (event) => d.cuEventSynchronize(event),
+    cuEventDestroy: (event) => d.cuEventDestroy_v2(event),
+    cuEventElapsedTime: (box, start, end) =>
+      setOk(d.cuEventElapsedTime(out, start, end), box, () => Number(out[0])),
+    cuStreamWaitEvent: (stream, event, flags) => d.cuStreamWaitEvent(stream, event, flags),
     cuGetErrorName: (code, box) => errorText(d.cuGetErrorName, code, box),
     cuGetErrorString: (code, box) => errorText(d.cuGetErrorString, code, box),
   };

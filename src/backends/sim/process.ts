@@ -18,6 +18,7 @@ import { HandleTable } from '../../util/handle-table.js';
 import { OrderedMap } from '../../util/ordered-map.js';
 import type { Machine } from './machine.js';
 import type { PhysicalMemory } from './physical-memory.js';
+import { runMarked, SimEvent } from './event.js';
 import { SimStream } from './stream.js';
 import { VaAllocator } from './va-allocator.js';
 
@@ -69,6 +70,7 @@ export class SimProcess implements Backend {
   readonly #handles = new HandleTable<PhysicalMemory>();
   readonly #files = new Map<number, MemoryFile>();
   readonly #streams = new Map<number, SimStream>();
+  readonly #events = new HandleTable<SimEvent>();
   readonly #tracer: Tracer | undefined;
   #nextStream = 1;
   /** Queued stream items across all streams; 0 lets synchronous calls skip draining. */
@@ -353,6 +355,66 @@ export class SimProcess implements Backend {
     if (failed) throw failure;
   }
 
+  // --- events (Note [Events] in backend.ts) ---------------------------------------------
+
+  createEvent(device: number): number {
+    return this.#events.add(new SimEvent(device));
+  }
+
+  recordEvent(event: number, stream: number): void {
+    const e = this.#event(event);
+    if (stream === 0) {
+      // The legacy default stream: its marker follows the work queued so far on every stream.
+      const marks = [];
+      for (const s of this.#streams.values()) if (s.pending > 0) marks.push({ stream: s, position: s.position });
+      e.marks = marks;
+      return;
+    }
+    const s = this.#streams.get(stream);
+    if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
+    if (s.device !== e.device)
+      throw vmmError('invalid-context', `stream ${stream} belongs to device ${s.device}, the event to ${e.device}`);
+    e.marks = s.pending > 0 ? [{ stream: s, position: s.position }] : [];
+    this.#tracer?.event('device', `stream${stream}.record`, [event]);
+  }
+
+  queryEvent(event: number): boolean {
+    return this.#event(event).complete;
+  }
+
+  /** Runs the marked work and nothing queued after it (the simulator's wait). */
+  synchronizeEvent(event: number): void {
+    runMarked(this.#event(event).marks);
+  }
+
+  streamWaitEvent(stream: number, event: number): void {
+    const e = this.#event(event);
+    // Stream-0 work runs after everything queued on every stream (#submit): it always waits.
+    if (stream === 0) return;
+    const s = this.#streams.get(stream);
+    if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
+    if (e.complete) return;
+    // The marks as they are now: recording the event again later does not change what this waits for.
+    const marks = e.marks;
+    s.enqueue(() => {
+      this.#queued--;
+      runMarked(marks);
+    });
+    this.#queued++;
+    this.#tracer?.event('device', `stream${stream}.enqueue`, ['wait']);
+  }
+
+  destroyEvent(event: number): void {
+    this.#event(event);
+    this.#events.remove(event);
+  }
+
+  #event(event: number): SimEvent {
+    const e = this.#events.get(event);
+    if (e === undefined) throw vmmError('invalid-event', `no event ${event} in process ${this.pid}`);
+    return e;
+  }
+
   // --- sharing -------------------------------------------------------------------------
 
   exportFd(handle: number): number {
@@ -426,6 +488,7 @@ export class SimProcess implements Backend {
     this.#exited = true;
     for (const s of this.#streams.values()) s.discard();
     this.#streams.clear();
+    for (const e of this.#events.values()) e.marks = [];
     for (const e of this.#entries.values()) this.machine.drop(e.memory);
     this.#entries.clear();
     for (const m of this.#handles.values()) this.machine.drop(m);

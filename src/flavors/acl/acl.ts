@@ -53,6 +53,23 @@ export interface aclrtMemAccessDesc {
 
 /** void* on the device side, aclrtDrvMemHandle, aclrtStream: opaque pointers, 0 for NULL. */
 type Pointer = bigint | number | null | undefined;
+/**
+ * Note [ACL events]
+ * Events are core's (Note [Events] in src/backend/backend.ts), with the CANN
+ * documentation's rules in front. aclrtQueryEventStatus reports
+ * ACL_EVENT_RECORDED_STATUS_COMPLETE once the recorded work has run and
+ * NOT_READY otherwise, which by the documentation includes an event never
+ * recorded (CUDA and HIP call that complete). An event of
+ * aclrtCreateEventWithFlag without ACL_EVENT_SYNC may not be waited on or
+ * reset (the documentation says so; the code it answers is not documented:
+ * ACL_ERROR_RT_FEATURE_NOT_SUPPORT here is our choice). aclrtResetEvent
+ * takes effect at once rather than in its stream's order: the event reads
+ * as never recorded from then on. NULL arguments answer
+ * ACL_ERROR_INVALID_PARAM, an unknown event or stream
+ * ACL_ERROR_RT_PARAM_INVALID, a stream of another device
+ * ACL_ERROR_RT_STREAM_CONTEXT (our choice of code, unverified).
+ */
+
 /** What aclrtMemcpy's void* dst / const void* src can be here: a device address or a host buffer. */
 type MemcpyPointer = Pointer | Uint8Array;
 
@@ -90,6 +107,14 @@ export const ACL_FUNCTIONS = [
   'aclrtSynchronizeStream',
   'aclrtDestroyStream',
   'aclrtSynchronizeDevice',
+  'aclrtCreateEvent',
+  'aclrtCreateEventWithFlag',
+  'aclrtRecordEvent',
+  'aclrtQueryEventStatus',
+  'aclrtSynchronizeEvent',
+  'aclrtStreamWaitEvent',
+  'aclrtResetEvent',
+  'aclrtDestroyEvent',
   'aclrtGetMemInfo',
   'aclrtMallocHost',
   'aclrtFreeHost',
@@ -125,6 +150,11 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 /** Stream handles are opaque; these are deterministic per process. */
 const STREAM_BASE = 0xa5_0000n;
+/** aclrtEvent handles: opaque, never reused in a process. */
+const ACL_EVENT_BASE = 0xae_0000_0000n;
+const ACL_EVENT_FLAG_BITS = C.ACL_EVENT_SYNC | C.ACL_EVENT_CAPTURE_STREAM_PROGRESS | C.ACL_EVENT_TIME_LINE;
+/** What aclrtCreateEvent's events can do: everything (stream waits and resets included). */
+const ACL_EVENT_DEFAULT_FLAGS = ACL_EVENT_FLAG_BITS;
 /** aclrtContext handles: each device's default context, then those aclrtCreateContext makes. */
 const DEFAULT_CONTEXT_BASE = 0xc7_0000n;
 const CONTEXT_BASE = 0xc8_0000n;
@@ -200,6 +230,8 @@ export class AclFlavor extends VendorProcess {
   #current = -1;
   /** Stream handle -> [core stream id, device]. */
   readonly #streams = new Map<bigint, { id: number; device: number }>();
+  /** Live events by core id: creation flags, and whether recorded since creation or reset (aclrtQueryEventStatus). */
+  readonly #events = new Map<number, { readonly flags: number; recorded: boolean }>();
   #nextStream = 1n;
   /** memAttr given at aclrtMallocPhysical, for aclrtMemGetAllocationPropertiesFromHandle. */
   readonly #memAttrs = new WeakMap<PhysicalAllocation, number>();
@@ -883,6 +915,118 @@ export class AclFlavor extends VendorProcess {
     const code = this.#needDevice();
     if (code !== C.ACL_SUCCESS) return code;
     return this.#run(() => this.runtime.synchronize(this.#current));
+  }
+
+  // --- events (Note [ACL events]) ------------------------------------------------------------------------
+
+  /** An event usable for every event call (stream waits and resets included). */
+  aclrtCreateEvent(event: Box<bigint>): number {
+    return this.#createEvent(event, ACL_EVENT_DEFAULT_FLAGS);
+  }
+
+  /** flag: a bitmap of ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS, ACL_EVENT_TIME_LINE. */
+  aclrtCreateEventWithFlag(event: Box<bigint>, flag: number): number {
+    const f = typeof flag === 'number' && Number.isInteger(flag) ? flag : -1;
+    if (f <= 0 || (f & ~ACL_EVENT_FLAG_BITS) !== 0) {
+      if (!this.#initialized) return this.#uninitialized();
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flag ${show(flag)} is not a bitmap of ACL_EVENT_* flags`);
+    }
+    return this.#createEvent(event, f);
+  }
+
+  #createEvent(event: Box<bigint>, flags: number): number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (!isBox(event) || !probeBox(event)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'event is NULL or cannot be written');
+    return this.#run(() => {
+      const id = this.runtime.createEvent(this.#current);
+      if (!writeBox(event, ACL_EVENT_BASE + BigInt(id))) {
+        this.runtime.destroyEvent(id);
+        throw new AclRefusal(this.#unwritable());
+      }
+      this.#events.set(id, { flags, recorded: false });
+    });
+  }
+
+  /** Record on `stream` (NULL: the default stream), which must be of the event's device. */
+  aclrtRecordEvent(event: Pointer, stream: Pointer): number {
+    const found = this.#eventArg(event);
+    if (typeof found === 'number') return found;
+    const [id, e] = found;
+    const s = isNull(stream) ? { id: 0, device: this.#current } : this.#stream(stream);
+    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+    if (s.device !== this.runtime.eventDevice(id))
+      return this.#bad(C.ACL_ERROR_RT_STREAM_CONTEXT, 'the stream and the event belong to different devices');
+    const result = this.#run(() => this.runtime.recordEvent(id, s.id));
+    if (result === C.ACL_SUCCESS) e.recorded = true;
+    return result;
+  }
+
+  /** ACL_EVENT_RECORDED_STATUS_COMPLETE once recorded work has run; NOT_READY before, and for an event never recorded (or reset). */
+  aclrtQueryEventStatus(event: Pointer, status: Box<number>): number {
+    const found = this.#eventArg(event);
+    if (typeof found === 'number') return found;
+    if (!isBox(status)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'status is NULL');
+    const [id, e] = found;
+    let done: boolean;
+    try {
+      done = e.recorded && this.runtime.queryEvent(id);
+    } catch (err) {
+      return this.#code(err);
+    }
+    const value = done ? C.ACL_EVENT_RECORDED_STATUS_COMPLETE : C.ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    return writeBox(status, value) ? C.ACL_SUCCESS : this.#unwritable();
+  }
+
+  aclrtSynchronizeEvent(event: Pointer): number {
+    const found = this.#eventArg(event);
+    if (typeof found === 'number') return found;
+    return this.#run(() => this.runtime.synchronizeEvent(found[0]));
+  }
+
+  /** Later work on `stream` (NULL: the default stream) waits for the event's recorded work; the event needs ACL_EVENT_SYNC. */
+  aclrtStreamWaitEvent(stream: Pointer, event: Pointer): number {
+    const found = this.#eventArg(event);
+    if (typeof found === 'number') return found;
+    const [id, e] = found;
+    const s = isNull(stream) ? { id: 0, device: this.#current } : this.#stream(stream);
+    if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+    if ((e.flags & C.ACL_EVENT_SYNC) === 0)
+      return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'an event made without ACL_EVENT_SYNC cannot be waited on');
+    return this.#run(() => this.runtime.streamWaitEvent(s.id, id));
+  }
+
+  /** Back to "never recorded" (Note [ACL events]: at once, not in stream order); the event needs ACL_EVENT_SYNC. */
+  aclrtResetEvent(event: Pointer, stream: Pointer): number {
+    const found = this.#eventArg(event);
+    if (typeof found === 'number') return found;
+    const [, e] = found;
+    if (!isNull(stream) && this.#stream(stream) === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
+    if ((e.flags & C.ACL_EVENT_SYNC) === 0)
+      return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'an event made without ACL_EVENT_SYNC cannot be reset');
+    e.recorded = false;
+    return C.ACL_SUCCESS;
+  }
+
+  aclrtDestroyEvent(event: Pointer): number {
+    const found = this.#eventArg(event);
+    if (typeof found === 'number') return found;
+    const result = this.#run(() => this.runtime.destroyEvent(found[0]));
+    if (result === C.ACL_SUCCESS) this.#events.delete(found[0]);
+    return result;
+  }
+
+  /** A live event of this process with its flavour state, or the code refusing the argument. */
+  #eventArg(h: Pointer): [number, { readonly flags: number; recorded: boolean }] | number {
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    if (isNull(h)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'event is NULL');
+    const key = typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
+    const id = key - ACL_EVENT_BASE;
+    const e = id > 0n && id <= BigInt(Number.MAX_SAFE_INTEGER) ? this.#events.get(Number(id)) : undefined;
+    if (e === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no event ${show(h)}`);
+    return [Number(id), e];
   }
 
   // --- calls ported programs reach for (Note [ACL calls of ported programs]) -------------------------

@@ -54,6 +54,13 @@ const HOST_NUMA_NODES = 1;
 /** Context handles are opaque; these are deterministic per device. */
 const CONTEXT_BASE = 0xc0_0000n;
 const STREAM_BASE = 0x5_0000n;
+/** Created contexts and events: opaque handles, never reused in a process. */
+const CREATED_CONTEXT_BASE = 0xcc_0000_0000n;
+const EVENT_BASE = 0xe_0000_0000n;
+const EVENT_FLAG_BITS =
+  C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C.CU_EVENT_INTERPROCESS;
+const CTX_SCHED_MASK = 7;
+const CTX_FLAG_BITS = 0xff;
 
 /** The function names of the CUDA flavour (for tracing, parity and documentation). */
 export const CUDA_FUNCTIONS = [
@@ -71,6 +78,8 @@ export const CUDA_FUNCTIONS = [
   'cuCtxGetCurrent',
   'cuCtxGetDevice',
   'cuCtxSynchronize',
+  'cuCtxCreate',
+  'cuCtxDestroy',
   'cuCtxEnablePeerAccess',
   'cuCtxDisablePeerAccess',
   'cuMemGetAllocationGranularity',
@@ -110,6 +119,14 @@ export const CUDA_FUNCTIONS = [
   'cuStreamDestroy',
   'cuStreamIsCapturing',
   'cuThreadExchangeStreamCaptureMode',
+  'cuEventCreate',
+  'cuEventRecord',
+  'cuEventRecordWithFlags',
+  'cuEventQuery',
+  'cuEventSynchronize',
+  'cuEventDestroy',
+  'cuEventElapsedTime',
+  'cuStreamWaitEvent',
   'cuGetErrorName',
   'cuGetErrorString',
 ] as const;
@@ -130,6 +147,15 @@ export class CudaFlavor extends VendorProcess {
   /** The calling thread's stream capture mode (cuThreadExchangeStreamCaptureMode). */
   #captureMode: number = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
   readonly #streams = new Map<bigint, number>();
+  /** Live events by core id: creation flags, and whether ever recorded (cuEventElapsedTime's rules). */
+  readonly #events = new Map<number, { readonly flags: number; recorded: boolean }>();
+  /** Contexts cuCtxCreate made, by handle (Note [Created contexts]). */
+  readonly #created = new Map<bigint, CreatedContext>();
+  #nextContext = 1n;
+  /** The current context's handle (0n: none); #current is its device. */
+  #currentContext = 0n;
+  /** Contexts below the current one on the thread's context stack (cuCtxCreate pushes). */
+  readonly #contextStack: bigint[] = [];
   readonly #props = new Map<number, AllocationProperties | number>();
   readonly #descriptors = new DescriptorCache();
   readonly #addresses = new BigIntMemo();
@@ -182,7 +208,7 @@ export class CudaFlavor extends VendorProcess {
   override dispose(): void {
     this.#gone = true;
     this.#initialized = false;
-    this.#current = -1;
+    this.#setCurrent(0n, -1);
     super.dispose();
   }
 
@@ -294,25 +320,20 @@ export class CudaFlavor extends VendorProcess {
   cuCtxSetCurrent(ctx: bigint | number | null): number {
     if (!this.#initialized) return this.#uninitialized();
     if (ctx === null || ctx === 0 || ctx === 0n) {
-      this.#current = -1;
+      this.#setCurrent(0n, -1);
       return C.CUDA_SUCCESS;
     }
-    // A context handle as a bigint or a number (the types say both).
-    const d =
-      typeof ctx === 'bigint'
-        ? Number(ctx - CONTEXT_BASE)
-        : typeof ctx === 'number' && Number.isSafeInteger(ctx)
-          ? ctx - Number(CONTEXT_BASE)
-          : Number.NaN;
-    if (!this.runtime.isDevice(d) || this.#primaryRefs[d] === 0) return C.CUDA_ERROR_INVALID_CONTEXT;
-    this.#current = d;
+    // A context handle as a bigint or a number (the types say both): a retained primary or a created one.
+    const d = this.#contextDevice(ctx);
+    if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    this.#setCurrent(typeof ctx === 'bigint' ? ctx : BigInt(ctx), d);
     return C.CUDA_SUCCESS;
   }
 
   cuCtxGetCurrent(ctx: Box<bigint>): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
-    return writeBox(ctx, this.#current === -1 ? 0n : contextHandle(this.#current))
+    return writeBox(ctx, this.#currentContext)
       ? C.CUDA_SUCCESS
       : C.CUDA_ERROR_INVALID_VALUE;
   }
@@ -838,7 +859,10 @@ export class CudaFlavor extends VendorProcess {
     if (!isBox(dptr) || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
     try {
       const r = this.runtime.malloc(this.#current, n);
-      if (writeBox(dptr, this.#addresses.toBigInt(r.base))) return C.CUDA_SUCCESS;
+      if (writeBox(dptr, this.#addresses.toBigInt(r.base))) {
+        this.#owner()?.allocations.add(r.base);
+        return C.CUDA_SUCCESS;
+      }
       this.runtime.mfree(r.base);
       return C.CUDA_ERROR_INVALID_VALUE;
     } catch (e) {
@@ -855,6 +879,7 @@ export class CudaFlavor extends VendorProcess {
     if (r === undefined || r.origin !== 'malloc') return C.CUDA_ERROR_INVALID_VALUE;
     try {
       this.runtime.mfree(va);
+      for (const c of this.#created.values()) c.allocations.delete(va);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.codes.code(e);
@@ -879,6 +904,7 @@ export class CudaFlavor extends VendorProcess {
     }
     if (!writeBox(pp, buffer)) return C.CUDA_ERROR_INVALID_VALUE;
     this.#hostBuffers.add(buffer);
+    this.#owner()?.hostBuffers.add(buffer);
     return C.CUDA_SUCCESS;
   }
 
@@ -887,6 +913,7 @@ export class CudaFlavor extends VendorProcess {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     if (!isHostBuffer(p) || !this.#hostBuffers.delete(p)) return C.CUDA_ERROR_INVALID_VALUE;
+    for (const c of this.#created.values()) c.hostBuffers.delete(p);
     return C.CUDA_SUCCESS;
   }
 
@@ -1074,6 +1101,7 @@ export class CudaFlavor extends VendorProcess {
         return C.CUDA_ERROR_INVALID_VALUE;
       }
       this.#streams.set(h, id);
+      this.#owner()?.streams.add(h);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.codes.code(e);
@@ -1106,6 +1134,7 @@ export class CudaFlavor extends VendorProcess {
       if (this.runtime.hasStream(stream)) return this.codes.code(e);
     }
     this.#streams.delete(BigInt(hStream));
+    for (const c of this.#created.values()) c.streams.delete(BigInt(hStream));
     return C.CUDA_SUCCESS;
   }
 
@@ -1143,6 +1172,202 @@ export class CudaFlavor extends VendorProcess {
     if (!writeBox(mode, this.#captureMode)) return C.CUDA_ERROR_INVALID_VALUE;
     this.#captureMode = wanted;
     return C.CUDA_SUCCESS;
+  }
+
+  // --- created contexts (Note [Created contexts]) -------------------------------------------
+
+  /**
+   * A new context on `dev`, made current (pushed on the thread's stack). The
+   * flags are the driver's: one scheduling choice and the other CU_CTX_* bits.
+   */
+  cuCtxCreate(pctx: Box<bigint>, flags: number, dev: number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const f = toInt(flags);
+    if (!isBox(pctx) || !(f >= 0) || f > CTX_FLAG_BITS || (f & ~CTX_FLAG_BITS) !== 0) {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    const sched = f & CTX_SCHED_MASK;
+    if (sched !== 0 && sched !== C.CU_CTX_SCHED_SPIN && sched !== C.CU_CTX_SCHED_YIELD && sched !== C.CU_CTX_SCHED_BLOCKING_SYNC)
+      return C.CUDA_ERROR_INVALID_VALUE;
+    const d = toInt(dev);
+    if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
+    const h = CREATED_CONTEXT_BASE + this.#nextContext;
+    if (!writeBox(pctx, h)) return C.CUDA_ERROR_INVALID_VALUE;
+    this.#nextContext++;
+    this.#created.set(h, { device: d, streams: new Set(), events: new Set(), allocations: new Set(), hostBuffers: new Set() });
+    if (this.#currentContext !== 0n) this.#contextStack.push(this.#currentContext);
+    this.#setCurrent(h, d);
+    return C.CUDA_SUCCESS;
+  }
+
+  /**
+   * Destroy a context cuCtxCreate made, with its streams, events, cuMemAlloc
+   * and cuMemAllocHost memory (Note [Created contexts]); VMM memory stays. A
+   * primary context is not destroyed this way: CUDA_ERROR_INVALID_CONTEXT.
+   */
+  cuCtxDestroy(ctx: bigint | number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (ctx === 0 || ctx === 0n || ctx === null || ctx === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    const h = typeof ctx === 'bigint' ? ctx : Number.isSafeInteger(ctx) ? BigInt(ctx) : -1n;
+    const c = this.#created.get(h);
+    if (c === undefined) return C.CUDA_ERROR_INVALID_CONTEXT;
+    this.runtime.quietly(() => this.runtime.synchronize(c.device));
+    for (const e of c.events) this.runtime.quietly(() => this.#dropEvent(e));
+    for (const s of c.streams) {
+      const id = this.#streams.get(s);
+      this.#streams.delete(s);
+      if (id !== undefined) this.runtime.quietly(() => this.runtime.destroyStream(id));
+    }
+    for (const va of c.allocations) this.runtime.quietly(() => this.runtime.mfree(va));
+    for (const b of c.hostBuffers) this.#hostBuffers.delete(b);
+    this.#created.delete(h);
+    const below = this.#contextStack.filter((x) => x !== h);
+    this.#contextStack.length = 0;
+    this.#contextStack.push(...below);
+    if (this.#currentContext === h) {
+      const next = this.#contextStack.pop() ?? 0n;
+      this.#setCurrent(next, next === 0n ? -1 : this.#contextDevice(next));
+    }
+    return C.CUDA_SUCCESS;
+  }
+
+  #setCurrent(ctx: bigint, device: number): void {
+    this.#currentContext = ctx;
+    this.#current = device;
+  }
+
+  /** The created context that is current, whose resources a create call records; undefined for a primary one. */
+  #owner(): CreatedContext | undefined {
+    return this.#created.size === 0 ? undefined : this.#created.get(this.#currentContext);
+  }
+
+  // --- events (Note [CUDA events]) ------------------------------------------------------------
+
+  cuEventCreate(phEvent: Box<bigint>, flags: number): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const f = toInt(flags);
+    if (!isBox(phEvent) || !(f >= 0) || (f & ~EVENT_FLAG_BITS) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    // An interprocess event must not time (cuEventCreate's documentation).
+    if ((f & C.CU_EVENT_INTERPROCESS) !== 0 && (f & C.CU_EVENT_DISABLE_TIMING) === 0)
+      return C.CUDA_ERROR_INVALID_VALUE;
+    if (!probeBox(phEvent)) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      const id = this.runtime.createEvent(this.#current);
+      if (!writeBox(phEvent, EVENT_BASE + BigInt(id))) {
+        this.runtime.destroyEvent(id);
+        return C.CUDA_ERROR_INVALID_VALUE;
+      }
+      this.#events.set(id, { flags: f, recorded: false });
+      this.#owner()?.events.add(id);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  cuEventRecord(hEvent: bigint | number, hStream: bigint | number): number {
+    return this.#record(hEvent, hStream, C.CU_EVENT_RECORD_DEFAULT);
+  }
+
+  /** CU_EVENT_RECORD_EXTERNAL matters only under stream capture, which never runs here. */
+  cuEventRecordWithFlags(hEvent: bigint | number, hStream: bigint | number, flags: number): number {
+    return this.#record(hEvent, hStream, flags);
+  }
+
+  #record(hEvent: bigint | number, hStream: bigint | number, flags: number): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const f = toInt(flags);
+    if (f !== C.CU_EVENT_RECORD_DEFAULT && f !== C.CU_EVENT_RECORD_EXTERNAL) return C.CUDA_ERROR_INVALID_VALUE;
+    const id = this.#event(hEvent);
+    const stream = this.#stream(hStream);
+    if (id < 0 || stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    // Event and stream of one context (the NULL stream: the current one's): else an invalid handle.
+    const device = stream === 0 ? this.#current : this.runtime.streamDevice(stream);
+    if (device !== this.runtime.eventDevice(id)) return C.CUDA_ERROR_INVALID_HANDLE;
+    const result = this.codes.run(() => this.runtime.recordEvent(id, stream));
+    if (result === C.CUDA_SUCCESS) this.#events.get(id)!.recorded = true;
+    return result;
+  }
+
+  /** CUDA_SUCCESS when the recorded work is done (or nothing was recorded), CUDA_ERROR_NOT_READY while not. */
+  cuEventQuery(hEvent: bigint | number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const id = this.#event(hEvent);
+    if (id < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    try {
+      return this.runtime.queryEvent(id) ? C.CUDA_SUCCESS : C.CUDA_ERROR_NOT_READY;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  cuEventSynchronize(hEvent: bigint | number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const id = this.#event(hEvent);
+    if (id < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return this.codes.run(() => this.runtime.synchronizeEvent(id));
+  }
+
+  /** Destroying an event whose work is still queued is allowed: the work is not affected. */
+  cuEventDestroy(hEvent: bigint | number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const id = this.#event(hEvent);
+    if (id < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const result = this.codes.run(() => this.#dropEvent(id));
+    if (result === C.CUDA_SUCCESS) for (const c of this.#created.values()) c.events.delete(id);
+    return result;
+  }
+
+  #dropEvent(id: number): void {
+    this.runtime.destroyEvent(id);
+    this.#events.delete(id);
+  }
+
+  /**
+   * The time between two completed events. The simulator models no time, so
+   * two completed timing events are 0 ms apart; the real backend makes its
+   * events without timing, so there the answer is CUDA_ERROR_NOT_SUPPORTED
+   * once the driver's own checks pass (Note [CUDA events]).
+   */
+  cuEventElapsedTime(pMilliseconds: Box<number>, hStart: bigint | number, hEnd: bigint | number): number {
+    if (!this.#initialized) return this.#uninitialized();
+    if (!isBox(pMilliseconds)) return C.CUDA_ERROR_INVALID_VALUE;
+    const start = this.#event(hStart);
+    const end = this.#event(hEnd);
+    if (start < 0 || end < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const a = this.#events.get(start)!;
+    const b = this.#events.get(end)!;
+    if (((a.flags | b.flags) & C.CU_EVENT_DISABLE_TIMING) !== 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (!a.recorded || !b.recorded) return C.CUDA_ERROR_INVALID_HANDLE;
+    try {
+      if (!this.runtime.queryEvent(start) || !this.runtime.queryEvent(end)) return C.CUDA_ERROR_NOT_READY;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+    if (this.runtime.backend.kind !== 'sim') return C.CUDA_ERROR_NOT_SUPPORTED;
+    return writeBox(pMilliseconds, 0) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /** Work queued on hStream from now on waits for hEvent's recorded work (an event of any context). */
+  cuStreamWaitEvent(hStream: bigint | number, hEvent: bigint | number, flags: number): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    const stream = this.#stream(hStream);
+    const id = this.#event(hEvent);
+    if (stream < 0 || id < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const f = toInt(flags);
+    if (f !== C.CU_EVENT_WAIT_DEFAULT && f !== C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.codes.run(() => this.runtime.streamWaitEvent(stream, id));
+  }
+
+  /** An event handle (a bigint or a number) as core's event id, or -1 if it names no live event of this process. */
+  #event(h: bigint | number): number {
+    const key = typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
+    const id = key - EVENT_BASE;
+    if (id <= 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) return -1;
+    return this.#events.has(Number(id)) ? Number(id) : -1;
   }
 
   // --- errors ----------------------------------------------------------------------------------------
@@ -1218,6 +1443,11 @@ export class CudaFlavor extends VendorProcess {
 
   /** The device of a retained primary context's handle, or -1. */
   #contextDevice(ctx: unknown): number {
+    const created =
+      this.#created.size === 0
+        ? undefined
+        : this.#created.get(typeof ctx === 'bigint' ? ctx : Number.isSafeInteger(ctx) ? BigInt(ctx as number) : -1n);
+    if (created !== undefined) return created.device;
     const d =
       typeof ctx === 'bigint'
         ? Number(ctx - CONTEXT_BASE)
@@ -1480,6 +1710,48 @@ export class CudaFlavor extends VendorProcess {
  * initialisation: cuDriverGetVersion (documented to work before cuInit),
  * cuGetErrorName and cuGetErrorString (tables, no driver state).
  */
+
+/**
+ * Note [Created contexts]
+ * cuCtxCreate makes a context of its own on a device and pushes it on the
+ * calling thread's context stack (the current context goes below it).
+ * Everything a call does for "the current context" it does for that
+ * context's device, as with a primary context; what the created context adds
+ * is ownership. The streams, events, cuMemAlloc and cuMemAllocHost memory
+ * made while it is current are its, and cuCtxDestroy releases them all
+ * (after finishing the device's work), as the driver's documentation says;
+ * VMM memory (cuMemCreate, cuMemMap) is not a context's and stays. If the
+ * destroyed context was current, the one below it on the stack becomes
+ * current (none: no context). A handle of a destroyed context, or of
+ * anything it owned, is never valid again (handles are not reused).
+ * A primary context cannot be destroyed here: cuCtxDestroy answers
+ * CUDA_ERROR_INVALID_CONTEXT for one, which is this model's choice (the
+ * documentation does not say what the driver answers; the conformance case
+ * ctx.destroyPrimary records it). One thread only: a context current to
+ * "other threads" does not arise.
+ *
+ * Note [CUDA events]
+ * Events are core's (Note [Events] in src/backend/backend.ts): a record
+ * marks the work queued so far on a stream, cuEventQuery answers
+ * CUDA_SUCCESS once it has run (or when the event was never recorded) and
+ * CUDA_ERROR_NOT_READY (600) before, which is "not yet", not a failure;
+ * cuStreamWaitEvent orders later work on a stream after it. The flavour keeps
+ * what the driver's rules need: the creation flags (an INTERPROCESS event
+ * must also DISABLE_TIMING) and whether an event was ever recorded
+ * (cuEventElapsedTime answers CUDA_ERROR_INVALID_HANDLE otherwise, as for
+ * an event made with CU_EVENT_DISABLE_TIMING). The simulator models no
+ * time: two completed events are 0 ms apart. Event and stream of
+ * cuEventRecord must be of one context (device), else
+ * CUDA_ERROR_INVALID_HANDLE; cuStreamWaitEvent takes an event of any.
+ */
+
+interface CreatedContext {
+  readonly device: number;
+  readonly streams: Set<bigint>;
+  readonly events: Set<number>;
+  readonly allocations: Set<number>;
+  readonly hostBuffers: Set<Uint8Array>;
+}
 
 interface Span {
   readonly pieces: readonly Mapping[];

@@ -23,6 +23,7 @@ import {
 } from '../common/args.js';
 import { fillWide } from '../common/fill.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
+import { probeBox } from '../common/untrusted.js';
 import { copyAcross } from '../cuda/peer-copy.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
@@ -100,6 +101,12 @@ const HOST_MALLOC_FLAGS =
 const HOST_GRANULARITY = 4096;
 /** Stream handles are opaque; these are deterministic per process. */
 const STREAM_BASE = 0x6_0000n;
+/** hipEvent_t handles: opaque, never reused in a process. */
+const HIP_EVENT_BASE = 0x7e_0000_0000n;
+const HIP_EVENT_RELEASE_BITS =
+  C.hipEventReleaseToDevice | C.hipEventReleaseToSystem | C.hipEventDisableSystemFence;
+const HIP_EVENT_FLAG_BITS =
+  C.hipEventBlockingSync | C.hipEventDisableTiming | C.hipEventInterprocess | HIP_EVENT_RELEASE_BITS;
 /** The simulated machine of a HIP process that names none. */
 const HIP_DEFAULT_DEVICES = ['MI300X'] as const;
 
@@ -150,6 +157,15 @@ export const HIP_FUNCTIONS = [
   'hipStreamCreateWithFlags',
   'hipStreamSynchronize',
   'hipStreamDestroy',
+  'hipEventCreate',
+  'hipEventCreateWithFlags',
+  'hipEventRecord',
+  'hipEventQuery',
+  'hipEventSynchronize',
+  'hipEventDestroy',
+  'hipEventElapsedTime',
+  'hipStreamWaitEvent',
+  'hipDeviceReset',
   'hipGetLastError',
   'hipPeekAtLastError',
   'hipGetErrorName',
@@ -173,6 +189,8 @@ export class HipFlavor extends VendorProcess {
   #current = 0;
   /** Stream handle -> core stream id and the device it was created on. */
   readonly #streams = new Map<bigint, { id: number; device: number }>();
+  /** Live events by core id: creation flags, and whether ever recorded (hipEventElapsedTime's rules). */
+  readonly #events = new Map<number, { readonly flags: number; recorded: boolean }>();
   /** The last failure a call answered (Note [HIP last error]). */
   #lastError: number = C.hipSuccess;
   /** Buffers hipHostMalloc handed out and hipHostFree has not taken back. */
@@ -856,6 +874,143 @@ export class HipFlavor extends VendorProcess {
     return C.hipSuccess;
   }
 
+  // --- events (Note [HIP events]) ---------------------------------------------------------------------
+
+  hipEventCreate(event: Box<bigint>): number {
+    return this.hipEventCreateWithFlags(event, C.hipEventDefault);
+  }
+
+  /**
+   * clr's rules (hip_event.cpp): only the known flag bits, at most one of the
+   * release / system-fence flags, and hipEventInterprocess only with
+   * hipEventDisableTiming; else hipErrorInvalidValue.
+   */
+  hipEventCreateWithFlags(event: Box<bigint>, flags: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(event)) return C.hipErrorInvalidValue;
+    const f = typeof flags === 'number' && Number.isInteger(flags) && flags >= 0 && flags <= 0xffff_ffff ? flags : -1;
+    if (f < 0 || (f & ~HIP_EVENT_FLAG_BITS) !== 0) return C.hipErrorInvalidValue;
+    const release = f & HIP_EVENT_RELEASE_BITS;
+    if ((release & (release - 1)) !== 0) return C.hipErrorInvalidValue;
+    if ((f & C.hipEventInterprocess) !== 0 && (f & C.hipEventDisableTiming) === 0) return C.hipErrorInvalidValue;
+    if (!probeBox(event)) return C.hipErrorInvalidValue;
+    try {
+      const id = this.runtime.createEvent(this.#current);
+      if (!writeBox(event, HIP_EVENT_BASE + BigInt(id))) {
+        this.runtime.destroyEvent(id);
+        return C.hipErrorInvalidValue;
+      }
+      this.#events.set(id, { flags: f, recorded: false });
+      return C.hipSuccess;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  hipEventRecord(event: HipHandle, stream: HipHandle): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const id = this.#event(event);
+    if (id < 0) return C.hipErrorInvalidHandle;
+    const s = this.#stream(stream);
+    if (s === undefined) return C.hipErrorInvalidHandle;
+    // An event records only on a stream of its own device (hipErrorInvalidResourceHandle, 400).
+    if (s.device !== this.runtime.eventDevice(id)) return C.hipErrorInvalidResourceHandle;
+    const result = this.codes.run(() => this.runtime.recordEvent(id, s.id));
+    if (result === C.hipSuccess) this.#events.get(id)!.recorded = true;
+    return result;
+  }
+
+  /** hipSuccess when the recorded work is done (or nothing was recorded), hipErrorNotReady (600) while not. */
+  hipEventQuery(event: HipHandle): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const id = this.#event(event);
+    if (id < 0) return C.hipErrorInvalidHandle;
+    try {
+      return this.runtime.queryEvent(id) ? C.hipSuccess : C.hipErrorNotReady;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  hipEventSynchronize(event: HipHandle): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const id = this.#event(event);
+    if (id < 0) return C.hipErrorInvalidHandle;
+    return this.codes.run(() => this.runtime.synchronizeEvent(id));
+  }
+
+  /** NULL: hipErrorInvalidHandle; an event no longer in the process's set (destroyed): hipErrorContextIsDestroyed, as clr answers. */
+  hipEventDestroy(event: HipHandle): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (event === null || event === undefined || event === 0 || event === 0n) return C.hipErrorInvalidHandle;
+    const id = this.#event(event);
+    if (id < 0) return C.hipErrorContextIsDestroyed;
+    const result = this.codes.run(() => this.runtime.destroyEvent(id));
+    if (result === C.hipSuccess) this.#events.delete(id);
+    return result;
+  }
+
+  /** 0 ms between two completed timing events: the simulator models no time (Note [HIP events]). */
+  hipEventElapsedTime(ms: Box<number>, start: HipHandle, stop: HipHandle): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    if (!isBox(ms)) return C.hipErrorInvalidValue;
+    const a = this.#event(start);
+    const b = this.#event(stop);
+    if (a < 0 || b < 0) return C.hipErrorInvalidHandle;
+    if (this.runtime.eventDevice(a) !== this.runtime.eventDevice(b)) return C.hipErrorInvalidResourceHandle;
+    const ea = this.#events.get(a)!;
+    const eb = this.#events.get(b)!;
+    if (((ea.flags | eb.flags) & C.hipEventDisableTiming) !== 0) return C.hipErrorInvalidHandle;
+    if (!ea.recorded || !eb.recorded) return C.hipErrorInvalidHandle;
+    try {
+      if (!this.runtime.queryEvent(a) || !this.runtime.queryEvent(b)) return C.hipErrorNotReady;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+    if (this.runtime.backend.kind !== 'sim') return C.hipErrorNotSupported;
+    return writeBox(ms, 0) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  /** Later work on `stream` waits for the event's recorded work; flags hipEventWaitDefault (0) or hipEventWaitExternal (1). */
+  hipStreamWaitEvent(stream: HipHandle, event: HipHandle, flags: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const id = this.#event(event);
+    if (id < 0) return C.hipErrorInvalidHandle;
+    const s = this.#stream(stream);
+    if (s === undefined) return C.hipErrorInvalidHandle;
+    const f = toInt(flags);
+    if (f !== 0 && f !== 1) return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.streamWaitEvent(s.id, id));
+  }
+
+  /** An event handle as core's event id, or -1 if it names no live event of this process. */
+  #event(h: HipHandle): number {
+    const key = typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
+    const id = key - HIP_EVENT_BASE;
+    if (id <= 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) return -1;
+    return this.#events.has(Number(id)) ? Number(id) : -1;
+  }
+
+  /**
+   * Release every resource of the current device in this process (Note
+   * [Device reset] in core): its work finished, its streams and events
+   * destroyed, its memory (hipMalloc and VMM) unmapped and released, the
+   * reservations that held it freed. The process goes on: later calls work.
+   */
+  hipDeviceReset(): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    const device = this.#current;
+    const result = this.codes.run(() => this.runtime.resetDevice(device));
+    if (result !== C.hipSuccess) return result;
+    for (const [h, s] of this.#streams) if (!this.runtime.hasStream(s.id)) this.#streams.delete(h);
+    for (const id of this.#events.keys()) if (this.runtime.eventDevice(id) === undefined) this.#events.delete(id);
+    for (const key of this.#peerAccess) {
+      const n = this.runtime.devices.length;
+      if (Math.floor(key / n) === device || key % n === device) this.#peerAccess.delete(key);
+    }
+    return C.hipSuccess;
+  }
+
   // --- errors ----------------------------------------------------------------------------------------
 
   /** The last error any call of this process answered, then hipSuccess again (Note [HIP last error]). */
@@ -1024,6 +1179,23 @@ export class HipFlavor extends VendorProcess {
     return key === undefined ? undefined : this.#streams.get(key);
   }
 }
+
+/**
+ * Note [HIP events]
+ * Events are core's (Note [Events] in src/backend/backend.ts), with clr's
+ * rules in front (hip_event.cpp): the creation flags; hipEventRecord on a
+ * stream of another device is hipErrorInvalidResourceHandle (400); NULL
+ * events are hipErrorInvalidHandle (400), and a destroyed one given to
+ * hipEventDestroy again is hipErrorContextIsDestroyed (709), as clr's event
+ * set answers (other calls on a destroyed event dereference freed memory
+ * in clr; here they answer hipErrorInvalidHandle). hipEventQuery answers
+ * hipErrorNotReady (600) while the recorded work has not run: "not yet", not
+ * a failure. hipEventElapsedTime keeps clr's order (NULL ms, NULL events,
+ * different devices, then disabled timing, never recorded, not complete);
+ * the simulator models no time, so two completed events are 0 ms apart,
+ * and on the real backend (whose events time nothing) the answer is
+ * hipErrorNotSupported.
+ */
 
 /**
  * Note [HIP after dispose]
