@@ -35,6 +35,17 @@ export interface ReserveOptions {
   readonly hint?: number;
 }
 
+export interface MallocOptions {
+  /** Preferred base address; honoured when free, as reserve's hint. */
+  readonly hint?: number;
+  /**
+   * HandleType bits the memory is created with, for a backend that exports
+   * only memory created exportable (the CUDA driver) when the range is later
+   * shared with exportMalloc (Note [One-step sharing]). Default 0.
+   */
+  readonly handleTypes?: number;
+}
+
 /** What the importer of a descriptor knows beside it (Note [Foreign memory sizes]). */
 export interface ImportOptions {
   /** Bytes of the memory behind the descriptor, as the exporter said out of band. */
@@ -90,6 +101,9 @@ const TRACED_OPERATIONS = [
   'exportShareable',
   'allowImport',
   'importShareable',
+  'unshare',
+  'exportMalloc',
+  'importMalloc',
   'write',
   'read',
   'copy',
@@ -471,7 +485,11 @@ export class Runtime implements Disposable {
     state.owner = undefined;
     this.#handles.remove(a.id);
     if (this.#unreleased.size > 0) this.#unreleased.delete(a);
-    if (state.tokens !== undefined) for (const t of state.tokens) this.quietly(() => this.backend.unshare(t));
+    if (state.tokens === undefined) return;
+    for (const t of state.tokens) {
+      if (!this.#sharedTokens.delete(t)) continue;
+      this.quietly(() => this.backend.unshare(t));
+    }
   }
 
   #checkHandle(a: PhysicalAllocation): void {
@@ -740,11 +758,31 @@ export class Runtime implements Disposable {
   exportShareable(a: PhysicalAllocation, checkPid: boolean): number {
     this.#live();
     this.#checkHandle(a);
+    return this.#share(a, checkPid);
+  }
+
+  /** One backend step, booked only once it succeeded: a failed export leaves no token to take back. */
+  #share(a: PhysicalAllocation, checkPid: boolean): number {
     const token = this.backend.exportShareable(a.backendHandle, checkPid);
     const state = a[CORE];
     state.exports++;
     (state.tokens ??= []).push(token);
+    this.#sharedTokens.set(token, a);
     return token;
+  }
+
+  /**
+   * Withdraw a token this process shares: later imports of it fail; memory
+   * imported before stays with its importers, and the exporter's memory is
+   * untouched. This is how a flavour takes back an export whose later step
+   * failed (Note [One-step sharing]).
+   */
+  unshare(token: number): void {
+    this.#live();
+    const a = this.#sharedTokens.get(token);
+    if (a === undefined) throw vmmError('invalid-fd', `this process shares no token ${token}`);
+    this.backend.unshare(token);
+    this.#sharedTokens.delete(token);
   }
 
   allowImport(token: number, pids: readonly number[]): void {
@@ -759,6 +797,62 @@ export class Runtime implements Disposable {
 
   #adoptImported(imported: ImportedMemory): PhysicalAllocation {
     return this.#adopt(imported.handle, imported.size, imported.props, 'imported');
+  }
+
+  /*
+   * Note [One-step sharing]: memory from malloc has no handle for the
+   * caller (retain and exportShareable refuse it), yet every vendor shares
+   * it: ACL's aclrtIpcMemGetExportKey / aclrtIpcMemImportByKey, CUDA's
+   * cuIpcGetMemHandle / cuIpcOpenMemHandle, HIP's hipIpcGetMemHandle. So
+   * core shares it itself, through the same backend tokens as
+   * exportShareable (Note [Tokens in the Backend]), and a backend that can
+   * carry tokens between real processes carries these too:
+   *  - exportMalloc(va) exports the allocation behind a one-step range as a
+   *    token; mfree withdraws it (as freeing any exporter's memory does),
+   *    unshare(token) withdraws it earlier;
+   *  - importMalloc(token, device) imports the token, reserves a range of its
+   *    size, maps it and grants `device` read-write, as one transaction (a
+   *    failed step undoes the import too); the result is a one-step range of
+   *    this process, freed with mfree, which drops only this process's hold.
+   * The memory goes when its last holder lets go: the exporter's mapping,
+   * each importer's mapping, and the token until it is withdrawn.
+   */
+
+  /**
+   * Share the memory of the one-step allocation starting at `va` as a
+   * machine-wide token (Note [One-step sharing]); with `checkPid`, only
+   * processes named through allowImport may import it.
+   */
+  exportMalloc(va: number, checkPid: boolean): number {
+    this.#live();
+    const r = this.#reservations.get(va);
+    const m = r?.origin === 'malloc' ? this.#mappings.get(va) : undefined;
+    if (m === undefined)
+      throw vmmError('not-reserved', `0x${va.toString(16)} is not the start of a one-step allocation`);
+    return this.#share(m.allocation, checkPid);
+  }
+
+  /**
+   * Import a token and map its memory as a one-step allocation of this
+   * process that `device` may read and write (Note [One-step sharing]).
+   */
+  importMalloc(token: number, device: number): Reservation {
+    this.#live();
+    this.device(device);
+    return Transaction.run(this.#report, (tx) => {
+      const imported = this.backend.importShareable(token);
+      const { size } = imported;
+      if (size === undefined) {
+        this.quietly(() => this.backend.release(imported.handle));
+        throw vmmError('not-supported', `the backend cannot tell the size of token ${token}'s memory`);
+      }
+      const a = this.#adopt(imported.handle, size, imported.props, 'malloc');
+      tx.undo(() => this.#release(a));
+      const r = this.#reserve(size, 0, 0, 'malloc');
+      tx.undo(() => this.#free(r));
+      this.#grantOneStep(tx, r, a, device);
+      return r;
+    });
   }
 
   // --- bytes -------------------------------------------------------------------
@@ -798,7 +892,7 @@ export class Runtime implements Disposable {
    * base address, honoured when free, as reserve's is (cuMemAlloc has none;
    * replay uses it to put segments where a recorded driver put them).
    */
-  malloc(device: number, size: number, options: { readonly hint?: number } = {}): Reservation {
+  malloc(device: number, size: number, options: MallocOptions = {}): Reservation {
     this.#live();
     const info = this.device(device);
     if (!isCount(size) || size === 0) throw vmmError('invalid-value', `size ${size} is not positive`);
@@ -807,19 +901,25 @@ export class Runtime implements Disposable {
     return Transaction.run(this.#report, (tx) => {
       const r = this.#reserve(rounded, 0, options.hint ?? 0, 'malloc');
       tx.undo(() => this.#free(r));
-      const props = { location: { type: 'device', id: device }, handleTypes: 0, uncached: false } as const;
+      const handleTypes = options.handleTypes ?? 0;
+      const props = { location: { type: 'device', id: device }, handleTypes, uncached: false } as const;
       const a = this.#create(rounded, props, 'malloc');
       tx.undo(() => this.#release(a));
-      const m = this.#map(r.base, rounded, a, 0, r);
-      tx.undo(() => {
-        this.backend.unmap(m.va, m.size);
-        this.#forget(m);
-      });
-      this.#setAccess(m, m.end, [{ device, access: Access.ReadWrite }]);
-      // The mapping alone holds the memory now: its handle is not the caller's.
-      a[CORE].handleRefs = 0;
+      this.#grantOneStep(tx, r, a, device);
       return r;
     });
+  }
+
+  /** The last steps of a one-step allocation: map all of `r` to `a`, grant `device` read-write. */
+  #grantOneStep(tx: Transaction, r: Reservation, a: PhysicalAllocation, device: number): void {
+    const m = this.#map(r.base, r.size, a, 0, r);
+    tx.undo(() => {
+      this.backend.unmap(m.va, m.size);
+      this.#forget(m);
+    });
+    this.#setAccess(m, m.end, [{ device, access: Access.ReadWrite }]);
+    // The mapping alone holds the memory now: its handle is not the caller's.
+    a[CORE].handleRefs = 0;
   }
 
   /** Free a one-step allocation by its base address. */

@@ -29,6 +29,8 @@ interface World {
   faults: FaultyBackend;
   reports: string[];
   allocations: PhysicalAllocation[];
+  /** Other processes of the machine a scenario needs (an exporter): disposed before the leak checks. */
+  others: Runtime[];
 }
 
 interface Scenario {
@@ -44,7 +46,7 @@ function world(): World {
   const faults = new FaultyBackend(machine.spawn());
   const reports: string[] = [];
   const rt = new Runtime(faults.backend, { report: (m) => reports.push(m) });
-  return { machine, rt, faults, reports, allocations: [] };
+  return { machine, rt, faults, reports, allocations: [], others: [] };
 }
 
 const RW = (device: number) => ({ device, access: Access.ReadWrite });
@@ -111,6 +113,39 @@ const SCENARIOS: readonly Scenario[] = [
     // Step 2 withdraws the token of memory already released.
     completesAt: [2],
   },
+  {
+    // Note [One-step sharing]: the import is undone with the rest.
+    name: 'importMalloc (importShareable, reserve, map, setAccess)',
+    prepare: (w) => {
+      const exporter = new Runtime(w.machine.spawn());
+      w.others.push(exporter);
+      const token = exporter.exportMalloc(exporter.malloc(0, 2 * G).base, false);
+      return () => void w.rt.importMalloc(token, 1);
+    },
+  },
+  {
+    name: 'mfree of an exported one-step allocation (unmap, release, unshare, free)',
+    prepare: (w) => {
+      const r = w.rt.malloc(0, G);
+      w.rt.exportMalloc(r.base, false);
+      return () => w.rt.mfree(r.base);
+    },
+    // Step 3 withdraws the token of memory already released; step 4 frees the address range.
+    completesAt: [3, 4],
+  },
+  ...(['exportMalloc', 'unshare'] as const).map(
+    (op): Scenario => ({
+      name: `${op} (one step)`,
+      prepare: (w) => {
+        const r = w.rt.malloc(0, G);
+        const token = w.rt.exportMalloc(r.base, true);
+        return {
+          exportMalloc: () => void w.rt.exportMalloc(r.base, false),
+          unshare: () => w.rt.unshare(token),
+        }[op];
+      },
+    }),
+  ),
   ...(['map', 'reserve', 'create', 'free', 'exportFd', 'importFd'] as const).map(
     (op): Scenario => ({
       name: `${op} (one step)`,
@@ -142,6 +177,7 @@ describe('fault injection: every step of every multi-step operation', () => {
       const steps = dry.faults.calls;
       expect(steps).toBeGreaterThan(0);
       dry.rt.dispose();
+      for (const o of dry.others) o.dispose();
 
       for (let k = 1; k <= steps; k++) {
         const w = world();
@@ -167,6 +203,7 @@ describe('fault injection: every step of every multi-step operation', () => {
         }
         w.faults.arm(0);
         w.rt.dispose();
+        for (const o of w.others) o.dispose();
         expect(w.machine.liveAllocations, `leak after step ${k}`).toBe(0);
         expect(w.machine.devices.map((d) => d.pool.used)).toEqual([0, 0]);
         expect((w.faults.inner as SimProcess).pageTable(0)).toEqual([]);

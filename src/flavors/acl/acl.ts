@@ -2,7 +2,7 @@ import { isVmmError } from '../../core/errors.js';
 import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
 import type { AccessDescriptor } from '../../core/runtime.js';
 import { instrument } from '../../core/trace.js';
-import { Access, type Location } from '../../core/types.js';
+import { Access, HandleType, type Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
   ACCESS_DESC_SHAPE,
@@ -250,6 +250,13 @@ export class AclFlavor extends VendorProcess {
   readonly #hostAccess = new WeakSet<Mapping>();
   /** Shareable handles this process exported (import of one's own export is refused). */
   readonly #exported = new Set<number>();
+  /** IPC keys this process exported and has not closed: each one's token and aclrtMalloc address. */
+  readonly #ipcExports = new Map<
+    string,
+    { readonly token: number; readonly va: number; readonly checkPid: boolean }
+  >();
+  /** IPC keys this process imported: the address of each import not yet closed, oldest first. */
+  readonly #ipcImports = new Map<string, number[]>();
   /** The failure aclGetRecentErrMsg reports (and clears); per process, never module state. */
   #recentError: string | null = null;
   /** Why the current call failed, when a check or core said so. */
@@ -786,7 +793,8 @@ export class AclFlavor extends VendorProcess {
         : C.ACL_MALLOC_PADDING;
     const padded = aclMallocSize(n, padding);
     return this.#run(() => {
-      const r = this.runtime.malloc(this.#current, padded);
+      // Exportable, so that aclrtIpcMemGetExportKey can share it (Note [ACL IPC keys]).
+      const r = this.runtime.malloc(this.#current, padded, { handleTypes: HandleType.PosixFd });
       if (!writeBox(devPtr, BigInt(r.base))) {
         this.runtime.mfree(r.base);
         throw new AclRefusal(this.#unwritable());
@@ -801,7 +809,13 @@ export class AclFlavor extends VendorProcess {
     const r = this.runtime.reservationAt(va);
     if (r === undefined || r.origin !== 'malloc')
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not from aclrtMalloc`);
-    return this.#run(() => this.runtime.mfree(va));
+    if (this.#ipcImportAt(va) !== undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'memory imported by key is closed with aclrtIpcMemClose');
+    return this.#run(() => {
+      this.runtime.mfree(va);
+      // Core withdrew the memory's tokens with it (Note [ACL IPC keys]): its keys are gone.
+      for (const [key, e] of this.#ipcExports) if (e.va === va) this.#ipcExports.delete(key);
+    });
   }
 
   aclrtGetMemInfo(attr: number, free: Box<number>, total: Box<number>): number {
@@ -1172,62 +1186,147 @@ export class AclFlavor extends VendorProcess {
   }
 
   /**
-   * Share aclrtMalloc memory by a key: the arguments are checked as CANN's
-   * reference states them (devPtr from aclrtMalloc, size within it, len at
-   * least 65, flags DEFAULT or DISABLE_PID_VALIDATION), then the call answers
-   * ACL_ERROR_RT_FEATURE_NOT_SUPPORT (Note [ACL IPC keys]).
+   * Share aclrtMalloc memory by a key (Note [ACL IPC keys]). devPtr must be
+   * the start of this process's aclrtMalloc memory (not memory imported by
+   * key, nor a VMM address), size within it, len at least 65 (the key's 64
+   * characters and NUL), flags DEFAULT (importers must be named with
+   * aclrtIpcMemSetImportPid) or DISABLE_PID_VALIDATION. Each call makes a
+   * new key.
    */
   aclrtIpcMemGetExportKey(devPtr: Pointer, size: Size, key: Box<string>, len: Size, flags: Size): number {
     if (!this.#initialized) return this.#uninitialized();
     const va = toCount(devPtr ?? 0);
     if (va === 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
     if (!isBox(key)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
+    // The runtime's checks (rtsIpcMemGetExportKey): zero size and len, flags past DISABLE_PID_VALIDATION.
     const n = toCount(size);
-    if (n <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `size ${show(size)} must be positive`);
-    if (toCount(len) < C.ACL_IPC_KEY_LEN)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `len ${show(len)} is below ${C.ACL_IPC_KEY_LEN}`);
+    if (n <= 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${show(size)} must be positive`);
+    const l = toCount(len);
+    if (l <= 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `len ${show(len)} must be positive`);
     const f = toCount(flags);
     if (
       f !== C.ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT &&
       f !== C.ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION
     )
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)}`);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `flags ${show(flags)}`);
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    // The driver's (halShmemCreateHandle): a name buffer of 65 or more, memory allocated directly, no offset.
+    if (l < C.ACL_IPC_KEY_LEN)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `len ${l} is below ${C.ACL_IPC_KEY_LEN}`);
     const r = this.runtime.reservationAt(va);
-    if (r === undefined || r.origin !== 'malloc')
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not from aclrtMalloc`);
+    if (r === undefined || r.origin !== 'malloc' || this.#ipcImportAt(va) !== undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not the start of aclrtMalloc memory`);
     if (n > r.size)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is past the allocation (${r.size})`);
-    return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, IPC_BY_KEY_UNSUPPORTED);
+    return this.#run(() => {
+      const checkPid = f === C.ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT;
+      const token = this.runtime.exportMalloc(va, checkPid);
+      const name = ipcKey(token);
+      if (!writeBox(key, name)) {
+        // All or nothing: the key nobody can read is withdrawn (Note [ACL IPC keys]).
+        this.runtime.unshare(token);
+        throw new AclRefusal(this.#unwritable());
+      }
+      this.#ipcExports.set(name, { token, va, checkPid });
+    });
   }
 
-  /** No key can have been exported (Note [ACL IPC keys]): every key is unknown. */
+  /**
+   * Name the processes (their aclrtDeviceGetBareTgid) that may import a key
+   * this process exported with ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT. A key
+   * exported with DISABLE_PID_VALIDATION takes no list:
+   * ACL_ERROR_RT_NO_PERMISSION, as CANN's driver makes the two exclusive.
+   */
   aclrtIpcMemSetImportPid(key: string, pid: ArrayLike<number> | null, num: Size): number {
     if (!this.#initialized) return this.#uninitialized();
     if (typeof key !== 'string') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
     const k = toCount(num);
     const given = readArrayLike(pid, Math.max(k, 0));
     if (given === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL or cannot be read');
-    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `num ${show(num)} must be positive`);
+    if (k <= 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `num ${show(num)} must be positive`);
     if (given === 'short') return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
-    return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `this process exported no key ${show(key)}`);
+    const pids: number[] = [];
+    for (let i = 0; i < k; i++) {
+      const p = toInt(given[i]);
+      if (!Number.isInteger(p)) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `pid[${i}] is not a pid`);
+      pids.push(p);
+    }
+    const e = this.#ipcExports.get(key);
+    if (e === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `this process exported no key ${show(key)}`);
+    if (!e.checkPid)
+      return this.#bad(C.ACL_ERROR_RT_NO_PERMISSION, 'the key was exported with DISABLE_PID_VALIDATION');
+    return this.#run(() => this.runtime.allowImport(e.token, pids));
   }
 
-  /** flags DEFAULT or ENABLE_PEER_ACCESS; then not supported (Note [ACL IPC keys]). */
+  /**
+   * Map the memory behind a key into this process: *devPtr is an address the
+   * current device may read and write at once, until aclrtIpcMemClose(key).
+   * flags DEFAULT or ENABLE_PEER_ACCESS (which also enables peer access to
+   * the memory's device, as aclrtDeviceEnablePeerAccess would).
+   */
   aclrtIpcMemImportByKey(devPtr: Box<bigint>, key: string, flags: Size): number {
-    const code = this.#needDevice();
-    if (code !== C.ACL_SUCCESS) return code;
+    if (!this.#initialized) return this.#uninitialized();
     if (!isBox(devPtr)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'devPtr is NULL');
     if (typeof key !== 'string') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
     const f = toCount(flags);
     if (f !== C.ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT && f !== C.ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS)
-      return this.#bad(C.ACL_ERROR_INVALID_PARAM, `flags ${show(flags)}`);
-    return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, IPC_BY_KEY_UNSUPPORTED);
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `flags ${show(flags)}`);
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    const token = ipcToken(key);
+    if (token === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no key ${show(key)}`);
+    const d = this.#current;
+    return this.#run(() => {
+      const r = this.runtime.importMalloc(token, d);
+      if (!writeBox(devPtr, BigInt(r.base))) {
+        this.runtime.mfree(r.base);
+        throw new AclRefusal(this.#unwritable());
+      }
+      const list = this.#ipcImports.get(key) ?? [];
+      list.push(r.base);
+      this.#ipcImports.set(key, list);
+      const home = this.runtime.mappingAt(r.base)?.allocation.props.location;
+      if (f === C.ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS && home?.type === 'device' && home.id !== d)
+        this.#peers.add(`${d}>${home.id}`);
+    });
   }
 
+  /**
+   * In an importer: unmap its oldest import of the key (the memory stays
+   * while others hold it). In the exporter: withdraw the key, so no process
+   * can import it any more; imports already made keep working, and the
+   * memory stays the exporter's until aclrtFree. CANN asks importers to
+   * close before the exporter does; nothing here depends on that order.
+   */
   aclrtIpcMemClose(key: string): number {
     if (!this.#initialized) return this.#uninitialized();
     if (typeof key !== 'string') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
-    return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no key ${show(key)} was exported or imported here`);
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
+    const imports = this.#ipcImports.get(key);
+    if (imports !== undefined) {
+      const va = imports[0];
+      return this.#run(() => {
+        this.runtime.mfree(va);
+        imports.shift();
+        if (imports.length === 0) this.#ipcImports.delete(key);
+      });
+    }
+    const e = this.#ipcExports.get(key);
+    if (e === undefined)
+      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no key ${show(key)} was exported or imported here`);
+    return this.#run(() => {
+      this.runtime.unshare(e.token);
+      this.#ipcExports.delete(key);
+    });
+  }
+
+  /** The key of an import by key that starts at `va`, if one does. */
+  #ipcImportAt(va: number): string | undefined {
+    for (const [key, list] of this.#ipcImports) if (list.includes(va)) return key;
+    return undefined;
   }
 
   /**
@@ -1602,15 +1701,32 @@ export class AclFlavor extends VendorProcess {
  * Enabling a pair twice succeeds (unsure: CANN documents no code for it).
  *
  * Note [ACL IPC keys]
- * aclrtIpcMemGetExportKey shares aclrtMalloc memory. Core keeps the
- * physical memory of a one-step allocation out of the caller's reach (it
- * has no handle: retain and export refuse it), so the flavour cannot export
- * it without a core change. The four calls check their arguments as CANN
- * documents them; aclrtIpcMemGetExportKey and aclrtIpcMemImportByKey then
- * answer ACL_ERROR_RT_FEATURE_NOT_SUPPORT, and, as no key can exist,
- * aclrtIpcMemSetImportPid and aclrtIpcMemClose answer
- * ACL_ERROR_RT_PARAM_INVALID for every key. Memory shared through
- * aclrtMallocPhysical and aclrtMemExportToShareableHandle works.
+ * aclrtIpcMemGetExportKey shares aclrtMalloc memory with other processes
+ * under a string key (CANN's reference: key buffer len fixed at 65; flags
+ * DEFAULT, which needs aclrtIpcMemSetImportPid, or DISABLE_PID_VALIDATION;
+ * the importer gets a device pointer from aclrtIpcMemImportByKey and both
+ * sides end with aclrtIpcMemClose, importers first, then the exporter's
+ * aclrtFree). It is built on core's one-step sharing (Note [One-step
+ * sharing], runtime.ts): the key is the machine-wide token of
+ * exportMalloc written as text, so whatever carries tokens between
+ * processes (the simulated machine; the CUDA backend's token registry)
+ * carries keys too, and aclrtMalloc creates its memory exportable for that.
+ * Import maps the whole allocation (whole granules; size only has to lie
+ * within it) and grants the current device read-write. Close in an importer
+ * unmaps its oldest import of the key (CANN keeps a list per key and closes
+ * its first); in the exporter it withdraws the key. An aclrtFree by the
+ * exporter withdraws its keys with the memory; an importer's mapping keeps
+ * the memory alive until it closes, so the memory goes when the last
+ * holder lets go, never under a live mapping. Codes follow CANN's layers:
+ * NULL pointers are the acl layer's ACL_ERROR_INVALID_PARAM; zero size or
+ * len, unknown flags, num <= 0 and driver refusals (a short key buffer, an
+ * address that is not the start of aclrtMalloc memory, an unknown key) are
+ * ACL_ERROR_RT_PARAM_INVALID; no current device is ACL_ERROR_RT_CONTEXT_NULL;
+ * an importer not whitelisted, a whitelist for a key exported without
+ * validation, and a process importing its own key are
+ * ACL_ERROR_RT_NO_PERMISSION (unsure for the last: the reference says
+ * nothing). Unsure too: whether aclrtFree accepts an imported pointer (here
+ * it refuses; aclrtIpcMemClose is the documented way).
  *
  * Note [ACL fabric handles]
  * ACL_MEM_SHARE_HANDLE_TYPE_FABRIC shares memory across servers of a
@@ -1650,9 +1766,19 @@ export function aclMallocSize(size: number, padding: number = C.ACL_MALLOC_PADDI
   return Math.ceil(size / C.ACL_MALLOC_ALIGN) * C.ACL_MALLOC_ALIGN + padding;
 }
 
-/** Why IPC by key answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT (Note [ACL IPC keys]). */
-const IPC_BY_KEY_UNSUPPORTED =
-  'IPC by key is not simulated: core cannot export the memory of a one-step allocation';
+/** An IPC key is its token in text (Note [ACL IPC keys]): 20 characters, well inside the 64 a key may have. */
+const IPC_KEY_PREFIX = 'ipc-';
+
+function ipcKey(token: number): string {
+  return `${IPC_KEY_PREFIX}${token.toString(16).padStart(16, '0')}`;
+}
+
+/** The token a key names, or undefined for a string no aclrtIpcMemGetExportKey wrote. */
+function ipcToken(key: string): number | undefined {
+  if (!/^ipc-[0-9a-f]{16}$/.test(key)) return undefined;
+  const token = Number.parseInt(key.slice(IPC_KEY_PREFIX.length), 16);
+  return Number.isSafeInteger(token) ? token : undefined;
+}
 
 function isNull(p: unknown): boolean {
   return p === null || p === undefined || p === 0 || p === 0n;

@@ -113,6 +113,30 @@ export const ACL_LAYERS: VendorLayers = {
     // frames between rtMalloc and halMemAlloc differ by memory type and are not named here.
     'core:malloc': { path: [rts('rtMalloc'), hal('halMemAlloc')], opaque: true },
     'core:mfree': { path: [rts('rtFree'), hal('halMemFree')], opaque: true },
+
+    // IPC by key (Note [ACL IPC keys], acl.ts): CANN's runtime names the memory with the driver's
+    // shared-memory calls; vmmkit's token steps below are not CANN's and stay hidden.
+    'core:exportMalloc': {
+      path: [rts('rtsIpcMemGetExportKey'), rts('NpuDriver::CreateIpcMem'), hal('halShmemCreateHandle')],
+      opaque: true,
+    },
+    'flavor:aclrtIpcMemSetImportPid > core:allowImport': {
+      path: [rts('rtsIpcMemSetImportPid'), rts('NpuDriver::SetIpcMemPid'), hal('halShmemSetPidHandle')],
+      opaque: true,
+    },
+    'core:importMalloc': {
+      path: [rts('rtsIpcMemImportByKey'), rts('NpuDriver::OpenIpcMem'), hal('halShmemOpenHandleByDevId')],
+      opaque: true,
+    },
+    // Close: an importer's unmaps its address, the exporter's destroys the name.
+    'flavor:aclrtIpcMemClose > core:mfree': {
+      path: [rts('rtsIpcMemClose'), rts('NpuDriver::CloseIpcMem'), hal('halShmemCloseHandle')],
+      opaque: true,
+    },
+    'core:unshare': {
+      path: [rts('rtsIpcMemClose'), rts('NpuDriver::DestroyIpcMem'), hal('halShmemDestroyHandle')],
+      opaque: true,
+    },
   },
 };
 

@@ -172,32 +172,6 @@ describe('peer access', () => {
   });
 });
 
-describe('IPC by key (not simulated: Note [ACL IPC keys])', () => {
-  it('the arguments are checked first, then the export and import answer not-supported and change nothing', () => {
-    const acl = started();
-    const dev = { value: 0n };
-    expect(acl.aclrtMalloc(dev, 4096, 0)).toBe(OK);
-    const key = { value: '' };
-    const before = acl.runtime.stats();
-    expect(acl.aclrtIpcMemGetExportKey(0n, 4096, key, 65, 0)).toBe(INVALID);
-    expect(acl.aclrtIpcMemGetExportKey(dev.value, 4096, key, 64, 0)).toBe(INVALID);
-    expect(acl.aclrtIpcMemGetExportKey(dev.value, 4096, key, 65, 2)).toBe(INVALID);
-    expect(acl.aclrtIpcMemGetExportKey(dev.value + 4096n, 4096, key, 65, 0)).toBe(RT_PARAM);
-    expect(acl.aclrtIpcMemGetExportKey(dev.value, 4 * G, key, 65, 0)).toBe(RT_PARAM);
-    expect(acl.aclrtIpcMemGetExportKey(dev.value, 4096, key, 65, 0)).toBe(NOT_SUPPORTED);
-    expect(acl.aclGetRecentErrMsg()).toMatch(/IPC by key is not simulated/);
-    expect(key.value).toBe('');
-    expect(acl.aclrtIpcMemImportByKey({ value: 0n }, 'k', 2)).toBe(INVALID);
-    expect(acl.aclrtIpcMemImportByKey({ value: 0n }, 'k', 1)).toBe(NOT_SUPPORTED);
-    expect(acl.aclrtIpcMemSetImportPid('k', [1], 1)).toBe(RT_PARAM);
-    expect(acl.aclrtIpcMemSetImportPid('k', [1], 2)).toBe(INVALID);
-    expect(acl.aclrtIpcMemClose('k')).toBe(RT_PARAM);
-    expect(acl.aclrtIpcMemClose(null as never)).toBe(INVALID);
-    expect(acl.runtime.stats()).toEqual(before);
-    acl.dispose();
-  });
-});
-
 describe('V2 shareable handles', () => {
   it('DEFAULT shares memory between two processes as the first versions do; the importer reads the bytes', () => {
     const machine = createMachine({ devices: ['Ascend910B'] });
