@@ -5,6 +5,9 @@
  * With a GPU (libcuda loads), the contract and the sequences run for real;
  * otherwise those tests are reported as skipped.
  */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BACKEND_CONTRACT, runBackendContract } from '../../conformance/backend/contract.js';
 import { createFakeDriver } from '../../conformance/gpu/fake-driver.js';
@@ -13,7 +16,7 @@ import { CudaBackend } from '../../src/backends/cuda/backend.js';
 import { CU_RESULT_KINDS, CudaDriverError } from '../../src/backends/cuda/checked.js';
 import { CudaDriverUnavailableError, findCudaDriver } from '../../src/backends/cuda/driver.js';
 import { ERROR_KINDS } from '../../src/core/errors.js';
-import { createAcl, createCuda, createHip, DEFAULT_LIBRARY_PATHS } from '../../src/index.js';
+import { createAcl, createCuda, createHip, createRuntime, DEFAULT_LIBRARY_PATHS } from '../../src/index.js';
 
 const gpu = findCudaDriver();
 
@@ -79,10 +82,59 @@ describe('CUDA backend over the simulated stand-in for libcuda', () => {
     expect(driver.sim.memoryInfo(0).free).toBe(driver.sim.memoryInfo(0).total);
   });
 
-  it('refuses ACL shareable tokens as not supported', () => {
-    const b = new CudaBackend({ driver: createFakeDriver() });
-    expect(() => b.exportShareable()).toThrow(/not-supported/);
-    b.dispose();
+  it('imports a descriptor it did not export, of a size it learns from the first map (Note [Foreign memory sizes])', () => {
+    // Two backends over one stand-in driver: the second did not export the fd, so it cannot know the size.
+    const driver = createFakeDriver();
+    const exporter = new CudaBackend({ driver });
+    const g = exporter.devices[0].minimumGranularity;
+    const h = exporter.create(2 * g, {
+      location: { type: 'device', id: 0 },
+      handleTypes: 1,
+      uncached: false,
+    });
+    const fd = exporter.exportFd(h);
+    expect(() => exporter.importFd(fd, g)).toThrow(/invalid-value/); // its own: the size is known
+    const rt = createRuntime({ backend: new CudaBackend({ driver }) });
+    const a = rt.importFd(fd);
+    expect([a.sizeKnown, a.size]).toEqual([false, 0]);
+    const r = rt.reserve(4 * g);
+    expect(() => rt.map(r.base, g, a)).toThrow(/not-supported/); // the driver refuses another size (801)
+    expect(a.sizeKnown).toBe(false);
+    expect(() => rt.map(r.base, 2 * g, a, g)).toThrow(/not-supported/);
+    const m = rt.map(r.base, 2 * g, a);
+    expect([a.sizeKnown, a.size, m.size]).toEqual([true, 2 * g, 2 * g]);
+    expect(rt.importFd(fd, { size: 2 * g }).size).toBe(2 * g); // told: taken as said
+    rt.dispose();
+    exporter.dispose();
+  });
+
+  it('publishes ACL tokens in a registry, whitelists, refuses its own import, withdraws on release and dispose', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-tokens-'));
+    try {
+      const b = new CudaBackend({ driver: createFakeDriver(), tokenDirectory: dir });
+      const g = b.devices[0].minimumGranularity;
+      const props = { location: { type: 'device' as const, id: 0 }, handleTypes: 1, uncached: false };
+      const h1 = b.create(g, props);
+      const h2 = b.create(g, props);
+      const t1 = b.exportShareable(h1, true);
+      const t2 = b.exportShareable(h2, false);
+      const entry = () => JSON.parse(readFileSync(join(dir, `token-${t1.toString(16)}.json`), 'utf8'));
+      expect(entry()).toMatchObject({ token: t1, pid: process.pid, size: g, checkPid: true, allowed: [] });
+      b.allowImport(t1, [4242, 4243]);
+      b.allowImport(t1, [4243]);
+      expect(entry().allowed).toEqual([4242, 4243]);
+      expect(() => b.importShareable(t1)).toThrow(/permission-denied/);
+      expect(() => b.importShareable(t1 + 1)).toThrow(/invalid-fd/);
+      expect(() => b.allowImport(t1 + 1, [1])).toThrow(/invalid-fd/);
+      const unexportable = b.create(g, { ...props, handleTypes: 0 });
+      expect(() => b.exportShareable(unexportable, true)).toThrow(/not-supported/);
+      b.unshare(t1);
+      expect(readdirSync(dir)).toEqual([`token-${t2.toString(16)}.json`]);
+      b.dispose();
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('HIP and ACL sequences pass over it, with the codes the simulator gives', () => {

@@ -26,11 +26,14 @@ import type { Access, AllocationProperties, DeviceInfo, MemoryInfo } from '../..
 import { HandleTable } from '../../util/handle-table.js';
 import { CheckedCuda, type U64 } from './checked.js';
 import { type CudaDriver, loadCudaDriver } from './driver.js';
+import { takeFd } from './os-fd.js';
+import { processStartTime, type TokenEntry, TokenRegistry } from './token-registry.js';
 
 const CU_MEM_LOCATION_TYPE_DEVICE = 1;
 const CU_MEM_LOCATION_TYPE_HOST_NUMA = 3;
 const CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
 const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
+const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
 /** CU_STREAM_DEFAULT: streams synchronise with the legacy default stream, which synchronous calls use. */
 const CU_STREAM_DEFAULT = 0;
 /** CU_EVENT_DISABLE_TIMING: core's events order work and time nothing, the driver's fastest kind. */
@@ -44,12 +47,15 @@ export interface CudaBackendOptions {
   readonly tracer?: Tracer;
   /** Where dispose() reports what it could not give back (default: console.warn). */
   readonly report?: (message: string, error?: unknown) => void;
+  /** The shareable-token registry's directory (Note [Token registry]; default /dev/shm/vmmkit-<uid>). */
+  readonly tokenDirectory?: string;
 }
 
 /** Physical memory this process holds a driver handle to. */
 interface HeldMemory {
   readonly cu: U64;
-  readonly size: number;
+  /** Undefined for foreign memory until its first map succeeds (Note [Foreign memory sizes]). */
+  size: number | undefined;
   readonly props: AllocationProperties;
 }
 
@@ -67,7 +73,7 @@ interface CudaEvent {
 
 /** What vmmkit knows of memory behind a descriptor it exported (the driver cannot say its size). */
 interface ExportedFile {
-  readonly size: number;
+  readonly size: number | undefined;
   readonly props: AllocationProperties;
 }
 
@@ -91,6 +97,10 @@ export class CudaBackend implements Backend {
   readonly #events = new HandleTable<CudaEvent>();
   /** Descriptors this backend exported and has not closed, by fd. */
   readonly #exported = new Map<number, ExportedFile>();
+  /** Tokens this process published, each with the descriptor it keeps open for importers. */
+  readonly #tokens = new Map<number, TokenEntry>();
+  readonly #tokenDirectory: string | undefined;
+  #registry: TokenRegistry | undefined;
   readonly #report: (message: string, error?: unknown) => void;
   #nextStream = 1;
   #disposed = false;
@@ -103,6 +113,7 @@ export class CudaBackend implements Backend {
   constructor(options: CudaBackendOptions = {}) {
     const driver = options.driver ?? loadCudaDriver(options.libraryPaths);
     this.#report = options.report ?? warn;
+    this.#tokenDirectory = options.tokenDirectory;
     const cu = new CheckedCuda(driver);
     this.cu = cu;
     cu.init();
@@ -212,13 +223,15 @@ export class CudaBackend implements Backend {
     // driver documents offset as "must be zero", and maps the handle's full size
     // whatever size says). Mapping more than asked would leave core believing
     // the rest of the range is free, so anything else is refused.
-    if (offset !== 0 || size !== held.size) {
+    // Memory of unknown size: the driver checks the size (801 for any but the handle's).
+    if (offset !== 0 || (held.size !== undefined && size !== held.size)) {
       throw vmmError(
         'not-supported',
-        `cuMemMap maps a whole handle from offset 0, not ${size} bytes at offset ${offset} of a ${held.size}-byte handle`,
+        `cuMemMap maps a whole handle from offset 0, not ${size} bytes at offset ${offset} of a ${held.size ?? 'foreign'}-byte handle`,
       );
     }
     this.cu.map(va, size, 0, held.cu);
+    held.size ??= size;
     this.#mapped.set(va, size);
   }
 
@@ -246,17 +259,17 @@ export class CudaBackend implements Backend {
     return fd;
   }
 
-  importFd(fd: number): ImportedMemory {
-    const known = this.#exported.get(fd);
-    const cu = this.cu.importFd(fd);
+  importFd(fd: number, size?: number): ImportedMemory {
+    const known = this.#exported.get(fd)?.size;
+    // Note [Foreign memory sizes]: a size this backend knows is checked; a told one is checked by the first map.
+    if (known !== undefined && size !== undefined && size !== known)
+      throw vmmError('invalid-value', `fd ${fd} holds ${known} bytes, not ${size}`);
+    return this.#import(this.cu.importFd(fd), known ?? size, `fd ${fd}`);
+  }
+
+  /** Adopt a driver handle just imported (props as the driver reports them); released again on failure. */
+  #import(cu: U64, size: number | undefined, from: string): ImportedMemory {
     try {
-      if (known === undefined) {
-        // Note [Imported sizes]: the driver gives no size for a handle; only memory this process exported has one here.
-        throw vmmError(
-          'not-supported',
-          `fd ${fd} was not exported by this process: the CUDA driver cannot tell the size of the memory behind it`,
-        );
-      }
       const p = this.cu.propertiesFromHandle(cu);
       const props: AllocationProperties = {
         location:
@@ -266,13 +279,13 @@ export class CudaBackend implements Backend {
         handleTypes: p.requestedHandleTypes,
         uncached: false,
       };
-      const handle = this.#handles.add({ cu, size: known.size, props });
-      return { handle, size: known.size, props };
+      const handle = this.#handles.add({ cu, size, props });
+      return { handle, size, props };
     } catch (e) {
       try {
         this.cu.release(cu);
       } catch (undo) {
-        this.#report(`could not release the handle imported from fd ${fd}`, undo);
+        this.#report(`could not release the handle imported from ${from}`, undo);
       }
       throw e;
     }
@@ -287,32 +300,70 @@ export class CudaBackend implements Backend {
     this.#exported.delete(fd);
   }
 
-  exportShareable(): number {
-    throw vmmError(
-      'not-supported',
-      'machine-wide shareable tokens are an Ascend feature; NVIDIA shares by fd',
-    );
+  // Note [Token registry]: ACL's tokens over the NVIDIA driver, a kept fd published machine-wide.
+
+  #tokenRegistry(): TokenRegistry {
+    this.#registry ??= new TokenRegistry(this.#tokenDirectory);
+    return this.#registry;
   }
 
-  allowImport(): void {
-    throw vmmError(
-      'not-supported',
-      'machine-wide shareable tokens are an Ascend feature; NVIDIA shares by fd',
-    );
+  exportShareable(handle: number, checkPid: boolean): number {
+    const held = this.#held(handle);
+    if (held.size === undefined || (held.props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) === 0)
+      throw vmmError('not-supported', 'only memory created exportable as a POSIX fd can be shared by token here');
+    const startTime = processStartTime(this.pid);
+    if (startTime === undefined) throw vmmError('not-supported', 'no /proc to publish a token against');
+    const fd = this.cu.exportFd(held.cu);
+    try {
+      const entry = this.#tokenRegistry().publish({
+        pid: this.pid,
+        startTime,
+        fd,
+        size: held.size,
+        props: held.props,
+        checkPid,
+        allowed: [],
+      });
+      this.#tokens.set(entry.token, entry);
+      return entry.token;
+    } catch (e) {
+      closeQuietly(fd);
+      throw vmmError('not-supported', `could not publish a token: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
-  importShareable(): ImportedMemory {
-    throw vmmError(
-      'not-supported',
-      'machine-wide shareable tokens are an Ascend feature; NVIDIA shares by fd',
-    );
+  allowImport(token: number, pids: readonly number[]): void {
+    const entry = this.#tokens.get(token);
+    if (entry === undefined) throw vmmError('invalid-fd', `process ${this.pid} exported no token ${token}`);
+    const next = { ...entry, allowed: [...new Set([...entry.allowed, ...pids])] };
+    this.#tokenRegistry().update(next);
+    this.#tokens.set(token, next);
   }
 
-  unshare(): void {
-    throw vmmError(
-      'not-supported',
-      'machine-wide shareable tokens are an Ascend feature; NVIDIA shares by fd',
-    );
+  importShareable(token: number): ImportedMemory {
+    const registry = this.#tokenRegistry();
+    const entry = registry.lookup(token);
+    if (entry === undefined)
+      throw vmmError('invalid-fd', `no shareable token ${token} (withdrawn, or its exporter exited)`);
+    if (entry.pid === this.pid) throw vmmError('permission-denied', 'a process may not import what it exported');
+    if (entry.checkPid && !entry.allowed.includes(this.pid))
+      throw vmmError('permission-denied', `process ${this.pid} is not on the token's pid list`);
+    const fd = takeFd(entry.pid, entry.fd);
+    try {
+      // The exporter may have withdrawn the token (closing the fd, its number then reused) meanwhile.
+      if (registry.lookup(token) === undefined) throw vmmError('invalid-fd', `shareable token ${token} was withdrawn`);
+      return this.#import(this.cu.importFd(fd), entry.size, `token ${token}`);
+    } finally {
+      closeQuietly(fd);
+    }
+  }
+
+  unshare(token: number): void {
+    const entry = this.#tokens.get(token);
+    if (entry === undefined) throw vmmError('invalid-fd', `process ${this.pid} exported no token ${token}`);
+    this.#tokenRegistry().withdraw(token);
+    this.#tokens.delete(token);
+    closeQuietly(entry.fd);
   }
 
   // --- bytes ---------------------------------------------------------------------------
@@ -531,6 +582,8 @@ export class CudaBackend implements Backend {
     // Exported descriptors belong to the program, as in C: it may have closed them (and the
     // number been reused) without telling the backend, so they are left to it and to exit.
     this.#exported.clear();
+    // Tokens are this backend's own: withdrawn, and their descriptors closed.
+    for (const token of [...this.#tokens.keys()]) attempt(`withdraw token ${token}`, () => this.unshare(token));
     for (let d = 0; d < this.#contexts.length; d++) {
       if (isNull(this.#contexts[d])) continue;
       attempt(`release device ${d}'s primary context`, () => this.cu.primaryCtxRelease(this.#cuDevice[d]));
@@ -563,13 +616,21 @@ export class CudaBackend implements Backend {
  * is refused here (a listed divergence) and works on the simulator, whose
  * maps take any offset and size.
  *
- * Note [Imported sizes]: cuMemImportFromShareableHandle gives a handle but no
- * size, and no driver call reads a handle's size; CUDA programs pass the size
- * beside the fd. The backend remembers the size of what it exported, by fd, so
- * it imports its own descriptors; a descriptor from elsewhere is refused
- * (not-supported) rather than guessed at. (fstat cannot tell them apart: the
- * driver's descriptors may share one anonymous inode.)
+ * Foreign descriptors: cuMemImportFromShareableHandle gives a handle but no
+ * size, so this backend knows the size of what it exported itself (by fd) and
+ * of what a token's registry entry names; for any other descriptor it takes
+ * the size the importer was told, or learns it from the first map, which the
+ * driver refuses unless it is the handle's size (Note [Foreign memory sizes]
+ * in core/runtime.ts).
  */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Already closed by the program: nothing is left to give back.
+  }
+}
+
 function isNull(v: U64): boolean {
   return v === 0 || v === 0n;
 }

@@ -456,7 +456,10 @@ export class AclFlavor extends VendorProcess {
     if (!isMultipleOf(n, g))
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not a multiple of ${g}`);
     return this.#run(() => {
-      const a = this.runtime.create(n, { location: checked, handleTypes: 0, uncached: false });
+      // Any device memory may be exported by token (aclrtMemExportToShareableHandle); a token is a
+      // POSIX fd underneath over the NVIDIA driver (Note [Token registry]), so it is created exportable.
+      const handleTypes = checked.type === 'device' ? HandleType.PosixFd : HandleType.None;
+      const a = this.runtime.create(n, { location: checked, handleTypes, uncached: false });
       if (!writeBox(handle, BigInt(a.id))) {
         this.runtime.release(a);
         throw new AclRefusal(this.#unwritable());
