@@ -379,8 +379,9 @@ export class AclFlavor extends VendorProcess {
    * [ACL reservation sizes]). alignment is reserved (0); flags 0 or 1 (the
    * page-size flag older references define and newer ones call reserved,
    * recommending 0: both are accepted, for compatibility). expectPtr NULL
-   * lets the runtime choose; a non-NULL one is honoured exactly or the call
-   * fails, as CANN documents for a user-chosen address (Note [ACL expectPtr]).
+   * lets the runtime choose; a non-NULL one is taken exactly or the call
+   * fails: CANN's reference, runtime and driver all treat it as a fixed
+   * address, not a hint (Note [ACL expectPtr]).
    */
   aclrtReserveMemAddress(
     virPtr: Box<bigint>,
@@ -1664,14 +1665,33 @@ export class AclFlavor extends VendorProcess {
  * ACL_ERROR_RT_MEMORY_ALLOCATION, as no address space is that large.
  *
  * Note [ACL expectPtr]
- * The references disagree by version: 8.0 calls expectPtr reserved (NULL
- * only); 9.0 accepts a user-chosen start as an experimental feature, inside
- * a fixed window and aligned, and fails when it is taken or misaligned. No
- * version describes it as a mere hint that may be ignored, so the flavour
- * keeps the strict reading: a non-NULL expectPtr must be granularity-aligned
- * and free, or the call answers ACL_ERROR_RT_PARAM_INVALID (unsure: one
- * reference gives ACL_ERROR_RT_MEMORY_ALLOCATION for a taken address). The
- * address window is not checked, as the simulated address space differs.
+ * Issue 11 calls expectPtr "a hint"; CANN's own sources say it is not one,
+ * so a non-NULL expectPtr is taken exactly or the call fails. The evidence,
+ * read for this (2026-12-01):
+ *  - CANN's API reference for aclrtReserveMemAddress (hiascend.com, CANN
+ *    8.x and 9.0; the same text in the open CANN runtime's
+ *    docs/zh/api_ref/11-04_virtual_memory_management.md): NULL lets the
+ *    system choose; non-NULL is a start the user specifies, inside the
+ *    16T-24T window, which must not be occupied and must be aligned (a power
+ *    of two below 1 GiB, 1 GiB above), "otherwise the reservation fails and
+ *    the interface returns an error"; an experimental feature, not for
+ *    production; the 950 takes NULL only. The 8.0 reference and acl_rt.h
+ *    say expectPtr "must be nullptr".
+ *  - The runtime passes it unchanged (aclrtReserveMemAddressImpl ->
+ *    rtReserveMemAddress -> NpuDriver::ReserveMemAddress) to the driver's
+ *    halMemAddressReserve, whose header calls a non-NULL addr a "specified
+ *    address reserve" (2 MiB aligned; 1 GiB past 512 MiB, else the size's
+ *    power of two) and says a just-freed, still cached address "fails to be
+ *    applied for": no fallback to another address anywhere on the path.
+ *  - Callers: torch_npu's expandable segments (device and host), DeepLink's
+ *    Ascend segments and the CANN samples all pass NULL; none was found that
+ *    passes an address and tolerates another one.
+ * So: NULL -> the runtime's choice; non-NULL -> granularity-aligned and
+ * free, taken exactly, else ACL_ERROR_RT_PARAM_INVALID (the driver's
+ * DRV_ERROR_INVALID_VALUE, as CANN's error table converts it). Not checked:
+ * the 16T-24T window (the simulated and the H200's address spaces lie
+ * elsewhere) and the power-of-two alignment beyond the granularity (an
+ * address the H200 placed need not meet it).
  */
 
 /**
