@@ -783,6 +783,9 @@ export class Runtime implements Disposable {
     if (a === undefined) throw vmmError('invalid-fd', `this process shares no token ${token}`);
     this.backend.unshare(token);
     this.#sharedTokens.delete(token);
+    const state = a[CORE];
+    state.exports--;
+    state.tokens = state.tokens?.filter((t) => t !== token);
   }
 
   allowImport(token: number, pids: readonly number[]): void {

@@ -91,7 +91,11 @@ describe('one-step sharing between processes of one machine', () => {
     const second = a.exportMalloc(r.base, false);
     expect(second).not.toBe(token);
     const inB = b.importMalloc(token, 0);
+    const exportsOf = () => a.describe().allocations.find((x) => x.origin === 'malloc')?.exports;
+    expect(exportsOf()).toBe(2);
     a.unshare(token);
+    // The count says what is still shared.
+    expect(exportsOf()).toBe(1);
     expectVmmError(() => a.unshare(token), 'invalid-fd');
     expectVmmError(() => c.importMalloc(token, 0), 'invalid-fd');
     // The other token of the same memory still works.

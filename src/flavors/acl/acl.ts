@@ -709,14 +709,15 @@ export class AclFlavor extends VendorProcess {
     if (a.props.location.type !== 'device')
       return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'only device memory can be shared');
     if (a.exports > 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'the handle was already exported');
-    // A token cannot be taken back: the box must take a write before the export, not only pass isBox.
+    // The box must take a write before the export, not only pass isBox.
     if (!probeBox(shareableHandle)) return this.#unwritable();
     return this.#run(() => {
       const token = this.runtime.exportShareable(a, f === C.ACL_RT_VMM_EXPORT_FLAG_DEFAULT);
-      // The box took its own value back a moment ago (probeBox); a Proxy that refuses now has
-      // the token exported, which no call can take back: reported, not hidden.
-      if (!writeBox(shareableHandle, BigInt(token)))
-        this.report('a shareable token was exported but its box refused it', token);
+      // A Proxy that took the probe and refuses the token: the export is withdrawn (all or nothing).
+      if (!writeBox(shareableHandle, BigInt(token))) {
+        this.runtime.unshare(token);
+        throw new AclRefusal(this.#unwritable());
+      }
       this.#exported.add(token);
     });
   }

@@ -380,6 +380,46 @@ describe('IPC by key: all or nothing', () => {
   });
 });
 
+describe('aclrtMemExportToShareableHandle: all or nothing', () => {
+  it('a box that takes the probe but refuses the token: the token is withdrawn and the handle exports again', () => {
+    const m = machine();
+    const faults = new FaultyBackend(m.spawn());
+    const reports: string[] = [];
+    const a = createAcl({ backend: faults.backend, report: (msg) => reports.push(msg) });
+    const b = started(m);
+    expect(a.aclInit(null)).toBe(OK);
+    expect(a.aclrtSetDevice(0)).toBe(OK);
+    const h = { value: 0n };
+    expect(
+      a.aclrtMallocPhysical(
+        h,
+        G,
+        {
+          handleType: C.ACL_MEM_HANDLE_TYPE_NONE,
+          allocationType: C.ACL_MEM_ALLOCATION_TYPE_PINNED,
+          memAttr: C.ACL_HBM_MEM_HUGE,
+          location: { id: 0, type: C.ACL_MEM_LOCATION_TYPE_DEVICE },
+        },
+        0,
+      ),
+    ).toBe(OK);
+    let writes = 0;
+    const onceOnly = new Proxy({ value: 0n }, { set: (t, k, v) => writes++ === 0 && Reflect.set(t, k, v) });
+    faults.arm(0);
+    expect(a.aclrtMemExportToShareableHandle(h.value, 0, NO_VALIDATION, onceOnly)).toBe(INVALID);
+    expect(faults.log).toEqual(['exportShareable', 'unshare']);
+    expect(a.runtime.allocation(Number(h.value))?.exports).toBe(0);
+    const token = { value: 0n };
+    expect(a.aclrtMemExportToShareableHandle(h.value, 0, NO_VALIDATION, token)).toBe(OK);
+    expect(b.aclrtMemImportFromShareableHandle(token.value, 0, { value: 0n })).toBe(OK);
+    expect(a.aclrtFreePhysical(h.value)).toBe(OK);
+    expect(reports).toEqual([]);
+    a.dispose();
+    b.dispose();
+    expect(m.liveAllocations).toBe(0);
+  });
+});
+
 function importWorld() {
   const m = machine();
   const a = started(m);
