@@ -414,6 +414,9 @@ interface AclEnv {
   peerPid: number;
   ptr: bigint;
   stream: bigint;
+  /** An IPC key this process exported with pid validation, and one the peer exported without. */
+  ownKey: string;
+  peerKey: string;
 }
 
 const aclProp = {
@@ -486,6 +489,13 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     const ctx = b.value;
     ok(acl.aclrtMalloc(b, 4096, 0), 'malloc 2');
     const ptr2 = b.value;
+    const key = { value: '' };
+    ok(acl.aclrtMalloc(b, 4096, 0), 'malloc 3');
+    ok(acl.aclrtIpcMemGetExportKey(b.value, 4096, key, 65, 0), 'export key');
+    const ownKey = key.value;
+    ok(peer.aclrtMalloc(b, 4096, 0), 'peer malloc');
+    ok(peer.aclrtIpcMemGetExportKey(b.value, 4096, key, 65, 1), 'peer export key');
+    const peerKey = key.value;
     const h5 = handle();
     ok(peer.aclrtMallocPhysical(ph, G, aclProp, 0), 'peer malloc physical 2');
     ok(peer.aclrtMemExportToShareableHandle(ph.value, A.ACL_MEM_HANDLE_TYPE_NONE, 1, b), 'peer export 2');
@@ -513,6 +523,8 @@ const aclScript: Script<AclFlavor, AclEnv> = {
         host: hostBox.value as Uint8Array,
         ctx0,
         ctx,
+        ownKey,
+        peerKey,
       },
     };
   },
@@ -584,20 +596,13 @@ const aclScript: Script<AclFlavor, AclEnv> = {
       call: (acl) => acl.aclrtDeviceDisablePeerAccess(0),
       live: A.ACL_ERROR_RT_PARAM_INVALID,
     },
-    // IPC by key is not simulated (Note [ACL IPC keys]): no key exists, so the live answers are refusals.
+    // IPC by key (Note [ACL IPC keys]): the close after the import unmaps that import.
     aclrtIpcMemGetExportKey: {
       call: (acl, e, box) => acl.aclrtIpcMemGetExportKey(e.ptr2, 4096, box(''), 65, 1),
-      live: A.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
     },
-    aclrtIpcMemSetImportPid: {
-      call: (acl, e) => acl.aclrtIpcMemSetImportPid('key', [e.peerPid], 1),
-      live: A.ACL_ERROR_RT_PARAM_INVALID,
-    },
-    aclrtIpcMemImportByKey: {
-      call: (acl, _e, box) => acl.aclrtIpcMemImportByKey(box(0n), 'key', 0),
-      live: A.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-    },
-    aclrtIpcMemClose: { call: (acl) => acl.aclrtIpcMemClose('key'), live: A.ACL_ERROR_RT_PARAM_INVALID },
+    aclrtIpcMemSetImportPid: { call: (acl, e) => acl.aclrtIpcMemSetImportPid(e.ownKey, [e.peerPid], 1) },
+    aclrtIpcMemImportByKey: { call: (acl, e, box) => acl.aclrtIpcMemImportByKey(box(0n), e.peerKey, 0) },
+    aclrtIpcMemClose: { call: (acl, e) => acl.aclrtIpcMemClose(e.peerKey) },
     aclrtMemExportToShareableHandleV2: {
       call: (acl, e, box) =>
         acl.aclrtMemExportToShareableHandleV2(e.h5, 0, A.ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, box(0n)),
