@@ -17,6 +17,7 @@ export {
   findCudaDriver,
   loadCudaDriver,
 } from './backends/cuda/driver.js';
+export { takeFd } from './backends/cuda/os-fd.js';
 export {
   createMachine,
   Machine,

@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { createRawCuda, loadCudaDriver } from '../../src/backends/cuda/driver.js';
 import { takeFd } from '../../src/backends/cuda/os-fd.js';
 import { osHarness } from '../sharing/os-harness.js';
-import { b64, fromB64 } from '../sharing/peer.js';
+import { b64 } from '../sharing/peer.js';
 import { allScenarios, CHUNK, pattern, type RemotePeer } from '../sharing/scenarios.js';
 
 const args = process.argv.slice(2);
@@ -141,7 +141,6 @@ async function explore(): Promise<Record<string, unknown>> {
     closeSync(devNull);
     facts.importExporterNumberUnpassed = cu.cuMemImportFromShareableHandle(none, fd, 1);
     cu.cuDevicePrimaryCtxRelease(0);
-    void fromB64;
   } finally {
     await x.exit();
   }

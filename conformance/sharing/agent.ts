@@ -26,7 +26,7 @@ const steps: PeerSteps =
     ? cudaPeer(createCuda(options), takeFd)
     : flavour === 'hip'
       ? hipPeer(createHip(options), takeFd)
-      : aclPeer(createAcl(options), takeFd);
+      : aclPeer(createAcl(options));
 
 const send = (m: unknown) => process.send?.(m);
 process.on('message', (m: Request) => {

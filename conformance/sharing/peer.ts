@@ -235,7 +235,7 @@ export function hipPeer(hip: HipFlavor, take: FdTaker): PeerSteps {
   };
 }
 
-export function aclPeer(acl: AclFlavor, take: FdTaker): PeerSteps {
+export function aclPeer(acl: AclFlavor): PeerSteps {
   let ready = acl.aclInit(null);
   if (ready === 0) ready = acl.aclrtSetDevice(0);
   const rw = [

@@ -23,7 +23,7 @@ export function simHarness(machine: Machine = createMachine({ devices: ['H200'] 
         steps = hipPeer(f, passFd(f));
       } else {
         const f = createAcl({ machine });
-        steps = aclPeer(f, passFd(f));
+        steps = aclPeer(f);
       }
       let alive = true;
       const end = async () => {
