@@ -69,6 +69,34 @@ describe('forced teardown', () => {
     acl.dispose();
   });
 
+  it('an event recorded behind the dropped work counts as complete, and a stream waiting on it runs on', () => {
+    const acl = started();
+    const a = { value: 0n };
+    const b = { value: 0n };
+    const ev = { value: 0n };
+    const dev = { value: 0n };
+    expect(acl.aclrtCreateStream(a)).toBe(OK);
+    expect(acl.aclrtCreateStream(b)).toBe(OK);
+    expect(acl.aclrtCreateEvent(ev)).toBe(OK);
+    expect(acl.aclrtMalloc(dev, 4096, 0)).toBe(OK);
+    expect(acl.aclrtMemsetAsync(dev.value, 4096, 3, 4096, a.value)).toBe(OK);
+    expect(acl.aclrtRecordEvent(ev.value, a.value)).toBe(OK);
+    expect(acl.aclrtStreamWaitEvent(b.value, ev.value)).toBe(OK);
+    expect(acl.aclrtMemsetAsync(dev.value + 2048n, 2048, 4, 2048, b.value)).toBe(OK);
+    const status = { value: -1 };
+    expect(acl.aclrtQueryEventStatus(ev.value, status)).toBe(OK);
+    expect(status.value).toBe(C.ACL_EVENT_RECORDED_STATUS_NOT_READY);
+    expect(acl.aclrtDestroyStreamForce(a.value)).toBe(OK);
+    expect(acl.aclrtQueryEventStatus(ev.value, status)).toBe(OK);
+    expect(status.value).toBe(C.ACL_EVENT_RECORDED_STATUS_COMPLETE);
+    expect(acl.aclrtSynchronizeStream(b.value)).toBe(OK);
+    const back = new Uint8Array(4096);
+    expect(acl.aclrtMemcpy(back, 4096, dev.value, 4096, C.ACL_MEMCPY_DEVICE_TO_HOST)).toBe(OK);
+    expect(back.subarray(0, 2048)).toEqual(new Uint8Array(2048));
+    expect(back.subarray(2048)).toEqual(new Uint8Array(2048).fill(4));
+    acl.dispose();
+  });
+
   it('aclrtDestroyStream, unforced, runs the queued work first', () => {
     const acl = started();
     const s = { value: 0n };
