@@ -15,6 +15,7 @@
  * the context after each case and restarts in a fresh process when it is gone.
  */
 import {
+  type Box,
   CU_MEM_ALLOC_GRANULARITY_MINIMUM,
   CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
   CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -191,6 +192,10 @@ class Trace {
   /** Take over the release of a handle obtained otherwise (retain, import). */
   owns(h: bigint): void {
     this.defer(`release:${h}`, 'cuMemRelease', () => this.cu.cuMemRelease(h));
+  }
+  /** Undo something at cleanup (recorded as `cleanup:<op>`), for objects the helpers here do not make. */
+  later(op: string, fn: () => number): void {
+    this.defer(`later:${op}:${this.deferred.length}`, op, fn);
   }
 
   map(
@@ -1870,6 +1875,525 @@ def('grow.inPlaceFourChunks', (t) => {
   }
   t.see('eachChunkKeepsItsBytes', ok);
   t.call('unmapAllAtOnce', t.cu.cuMemUnmap(base, 4 * t.G));
+});
+
+// ---------------------------------------------------------------- calls of ported programs (issue 10)
+//
+// Note [Ported-call cases]: the device, pointer, peer, set, host-memory and
+// capture calls that ported VMM programs reach for, each with its error
+// paths. Values that differ between machines are recorded relative to
+// something the case made: addresses as offsets from a base, contexts as
+// "the current one", ids as "nonzero". Each case that changes per-thread
+// driver state (the capture mode) puts it back.
+
+/** CUpointer_attribute numbers (cuda.h) beyond the ones the CUDA flavour names. */
+const PTR = {
+  CONTEXT: 1,
+  MEMORY_TYPE: 2,
+  DEVICE_POINTER: 3,
+  HOST_POINTER: 4,
+  SYNC_MEMOPS: 6,
+  BUFFER_ID: 7,
+  IS_MANAGED: 8,
+  DEVICE_ORDINAL: 9,
+  IS_LEGACY_CUDA_IPC_CAPABLE: 10,
+  RANGE_START_ADDR: 11,
+  RANGE_SIZE: 12,
+  MAPPED: 13,
+  ALLOWED_HANDLE_TYPES: 14,
+  IS_GPU_DIRECT_RDMA_CAPABLE: 15,
+  ACCESS_FLAGS: 16,
+  MEMPOOL_HANDLE: 17,
+  MAPPING_SIZE: 18,
+  MAPPING_BASE_ADDR: 19,
+  MEMORY_BLOCK_ID: 20,
+} as const;
+/** The eight pointer attributes VMM programs read (the ones the CUDA flavour answers). */
+const COMMON_POINTER_ATTRIBUTES = [
+  PTR.CONTEXT,
+  PTR.MEMORY_TYPE,
+  PTR.DEVICE_POINTER,
+  PTR.IS_MANAGED,
+  PTR.DEVICE_ORDINAL,
+  PTR.RANGE_START_ADDR,
+  PTR.RANGE_SIZE,
+  PTR.MAPPED,
+];
+/** Addresses among the attributes: recorded as offsets from the case's base. */
+const ADDRESS_ATTRIBUTES: ReadonlySet<number> = new Set([
+  PTR.DEVICE_POINTER,
+  PTR.HOST_POINTER,
+  PTR.RANGE_START_ADDR,
+  PTR.MAPPING_BASE_ADDR,
+]);
+/** Ids that differ from run to run: recorded as "nonzero". */
+const ID_ATTRIBUTES: ReadonlySet<number> = new Set([PTR.BUFFER_ID, PTR.MEMPOOL_HANDLE, PTR.MEMORY_BLOCK_ID]);
+
+const CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+const CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+const CU_DEVICE_ATTRIBUTES_OF_VMM_PROGRAMS = {
+  smCount: 16,
+  computeMode: 20,
+  major: 75,
+  minor: 76,
+  vmm: 102,
+  posixFd: 103,
+  win32: 104,
+  win32Kmt: 105,
+  compression: 107,
+  rdmaWithVmm: 110,
+  rdma: 116,
+  fabric: 128,
+} as const;
+
+/** The current context, for recording a CONTEXT attribute as "current" or not. */
+function currentContext(t: Trace): bigint {
+  const c = { value: 0n };
+  return t.cu.cuCtxGetCurrent(c) === 0 ? c.value : 0n;
+}
+
+/** A pointer attribute's value, machine-independent: offsets from `base`, the context as 'current'. */
+function attributeJson(t: Trace, attribute: number, value: number | bigint, base: bigint): Json {
+  if (attribute === PTR.CONTEXT)
+    return value === 0n || value === 0 ? 0 : value === currentContext(t) ? 'current' : 'other';
+  if (ADDRESS_ATTRIBUTES.has(attribute))
+    return value === 0n || value === 0 ? 0 : Number(BigInt(value) - base);
+  if (ID_ATTRIBUTES.has(attribute)) return value === 0n || value === 0 ? 0 : 'nonzero';
+  return Number(value);
+}
+
+/** cuPointerGetAttribute of each attribute at `ptr`, recorded as `label.attribute`. */
+function pointerAttributes(
+  t: Trace,
+  label: string,
+  ptr: bigint,
+  base: bigint,
+  attributes: readonly number[],
+): void {
+  for (const a of attributes) {
+    const box: Box<number | bigint> = { value: -1 };
+    const code = t.cu.cuPointerGetAttribute(box, a, ptr);
+    t.call(`${label}.${a}`, code, code === 0 ? attributeJson(t, a, box.value, base) : undefined);
+  }
+}
+
+/** cuPointerGetAttributes of `attributes` at `ptr`, recorded as one step. */
+function pointerAttributesAtOnce(
+  t: Trace,
+  label: string,
+  ptr: bigint,
+  base: bigint,
+  attributes: readonly number[],
+): void {
+  const boxes: Box<number | bigint>[] = attributes.map(() => ({ value: -1 }));
+  const code = t.cu.cuPointerGetAttributes(attributes.length, attributes, boxes, ptr);
+  t.call(
+    label,
+    code,
+    code === 0 ? attributes.map((a, i) => attributeJson(t, a, boxes[i]!.value, base)) : undefined,
+  );
+}
+
+/** cuMemGetAddressRange at `ptr`: base as an offset from `base`, and the size. */
+function addressRange(t: Trace, label: string, ptr: bigint, base: bigint): void {
+  const b = { value: -1n };
+  const s = { value: -1 };
+  const code = t.cu.cuMemGetAddressRange(b, s, ptr);
+  t.call(label, code, code === 0 ? { base: Number(b.value - base), size: s.value } : undefined);
+}
+
+/** cuMemAlloc of `size` bytes, freed at the end of the case (0n on failure). */
+function allocated(t: Trace, size: number): bigint {
+  const box = { value: 0n };
+  if (t.call('cuMemAlloc', t.cu.cuMemAlloc(box, size)) !== 0) return 0n;
+  const ptr = box.value;
+  t.later('cuMemFree', () => t.cu.cuMemFree(ptr));
+  return ptr;
+}
+
+/** One capture-mode exchange: the mode given, and the one that comes back. */
+function exchangeMode(t: Trace, label: string, mode: number): number {
+  const box = { value: mode };
+  const code = t.cu.cuThreadExchangeStreamCaptureMode(box);
+  t.call(label, code, code === 0 ? box.value : undefined);
+  return code;
+}
+
+// Device queries.
+def('attribute.ofVmmPrograms', (t) => {
+  for (const [name, a] of Object.entries(CU_DEVICE_ATTRIBUTES_OF_VMM_PROGRAMS)) {
+    const box = { value: -1 };
+    const code = t.cu.cuDeviceGetAttribute(box, a, t.env.dev);
+    t.call(name, code, code === 0 ? box.value : undefined);
+  }
+});
+def('attribute.badNumbers', (t) => {
+  for (const a of [0, -1, 144, 1000]) {
+    const box = { value: -1 };
+    const code = t.cu.cuDeviceGetAttribute(box, a, t.env.dev);
+    t.call(`attribute${a}`, code, code === 0 ? box.value : undefined);
+  }
+});
+def('attribute.badDevice', (t) => {
+  t.call('deviceCount', t.cu.cuDeviceGetAttribute({ value: -1 }, 16, t.env.deviceCount));
+  t.call('deviceNegative', t.cu.cuDeviceGetAttribute({ value: -1 }, 16, -1));
+  t.call('badDeviceAndAttribute', t.cu.cuDeviceGetAttribute({ value: -1 }, 0, t.env.deviceCount));
+});
+def('attribute.nullBox', (t) => void t.call('null', t.cu.cuDeviceGetAttribute(null, 16, t.env.dev)));
+def('device.getAndCount', (t) => {
+  const d = { value: -1 };
+  t.call('get0', t.cu.cuDeviceGet(d, t.env.dev), d.value);
+  t.call('getLarge', t.cu.cuDeviceGet({ value: -1 }, 1000));
+});
+
+// Stream capture: nothing captures.
+def('capture.isCapturing', (t) => {
+  const s = t.stream();
+  for (const [name, h] of [
+    ['null', 0n],
+    ['legacy', 1n],
+    ['perThread', 2n],
+    ['created', s],
+  ] as const) {
+    const box = { value: -1 };
+    const code = t.cu.cuStreamIsCapturing(h, box);
+    t.call(name, code, code === 0 ? box.value : undefined);
+  }
+});
+def('capture.isCapturingNullBox', (t) => void t.call('null', t.cu.cuStreamIsCapturing(0n, null)));
+def('capture.isCapturingDestroyedStream', (t) => {
+  const box = { value: 0n };
+  if (t.call('create', t.cu.cuStreamCreate(box, 0)) !== 0) return;
+  t.call('destroy', t.cu.cuStreamDestroy(box.value));
+  t.call('isCapturing', t.cu.cuStreamIsCapturing(box.value, { value: -1 }));
+});
+def('capture.exchangeModeRoundTrip', (t) => {
+  exchangeMode(t, 'toRelaxed', CU_STREAM_CAPTURE_MODE_RELAXED);
+  exchangeMode(t, 'toThreadLocal', CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  exchangeMode(t, 'backToGlobal', CU_STREAM_CAPTURE_MODE_GLOBAL);
+  exchangeMode(t, 'globalAgain', CU_STREAM_CAPTURE_MODE_GLOBAL);
+});
+def('capture.exchangeModeBadValues', (t) => {
+  for (const mode of [3, -1, 99]) exchangeMode(t, `mode${mode}`, mode);
+  exchangeMode(t, 'modeAfter', CU_STREAM_CAPTURE_MODE_GLOBAL);
+});
+def('capture.exchangeModeNullBox', (t) => {
+  t.call('null', t.cu.cuThreadExchangeStreamCaptureMode(null));
+  exchangeMode(t, 'modeAfter', CU_STREAM_CAPTURE_MODE_GLOBAL);
+});
+
+// Address ranges.
+def('addressRange.cuMemAlloc', (t) => {
+  const n = (1 << 20) + 1;
+  const p = allocated(t, n);
+  if (!p) return;
+  addressRange(t, 'start', p, p);
+  addressRange(t, 'interior', p + 4096n, p);
+  addressRange(t, 'lastByte', p + BigInt(n - 1), p);
+});
+def('addressRange.vmmTwoMappings', (t) => {
+  const { base } = t.twoAdjacent(t.G);
+  if (!base) return;
+  addressRange(t, 'first', base, base);
+  addressRange(t, 'secondInterior', base + t.g + 5n, base);
+  addressRange(t, 'lastByte', base + 2n * t.g - 1n, base);
+});
+def('addressRange.vmmNoAccess', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (base && h) addressRange(t, 'interior', base + 64n, base);
+});
+def('addressRange.vmmReservedUnmapped', (t) => {
+  const base = t.reserve(2 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base, t.G, h);
+  addressRange(t, 'unmappedHalf', base + t.g + 1n, base);
+  addressRange(t, 'mappedHalf', base + 1n, base);
+});
+def('addressRange.unreservedAndNull', (t) => {
+  const p = t.unreserved(t.G);
+  addressRange(t, 'unreserved', p, p);
+  addressRange(t, 'null', 0n, 0n);
+});
+def('addressRange.freedAndUnmapped', (t) => {
+  const box = { value: 0n };
+  if (t.call('cuMemAlloc', t.cu.cuMemAlloc(box, t.G)) !== 0) return;
+  t.call('cuMemFree', t.cu.cuMemFree(box.value));
+  addressRange(t, 'freedAlloc', box.value, box.value);
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.unmap(base, t.G);
+  addressRange(t, 'unmapped', base, base);
+});
+def('addressRange.nullBoxes', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const b = { value: -1n };
+  const s = { value: -1 };
+  const c1 = t.cu.cuMemGetAddressRange(null, s, base + 8n);
+  t.call('nullBase', c1, c1 === 0 ? s.value : undefined);
+  const c2 = t.cu.cuMemGetAddressRange(b, null, base + 8n);
+  t.call('nullSize', c2, c2 === 0 ? Number(b.value - base) : undefined);
+  t.call('bothNull', t.cu.cuMemGetAddressRange(null, null, base + 8n));
+});
+
+// Pointer attributes: what the driver answers for cuMemAlloc memory and for VMM memory.
+def('pointer.cuMemAlloc', (t) => {
+  const p = allocated(t, t.G);
+  if (!p) return;
+  pointerAttributes(t, 'start', p, p, COMMON_POINTER_ATTRIBUTES);
+  pointerAttributes(t, 'interior', p + 4096n, p, COMMON_POINTER_ATTRIBUTES);
+});
+def('pointer.vmm', (t) => {
+  const { base } = t.twoAdjacent(t.G);
+  if (!base) return;
+  pointerAttributes(t, 'first', base, base, COMMON_POINTER_ATTRIBUTES);
+  pointerAttributes(t, 'secondInterior', base + t.g + 4096n, base, COMMON_POINTER_ATTRIBUTES);
+});
+def('pointer.vmmNoAccess', (t) => {
+  const { base, h } = t.mapped(t.G, null);
+  if (base && h) pointerAttributes(t, 'interior', base + 64n, base, COMMON_POINTER_ATTRIBUTES);
+});
+def('pointer.vmmReservedUnmappedAndUnreserved', (t) => {
+  const base = t.reserve(t.G);
+  if (base) pointerAttributes(t, 'reserved', base, base, [PTR.MEMORY_TYPE, PTR.RANGE_SIZE]);
+  const p = t.unreserved(t.G);
+  pointerAttributes(t, 'unreserved', p, p, [PTR.MEMORY_TYPE, PTR.RANGE_SIZE]);
+  pointerAttributes(t, 'null', 0n, 0n, [PTR.MEMORY_TYPE]);
+});
+def('pointer.rangeOfPartlyMappedReservation', (t) => {
+  const base = t.reserve(4 * t.G);
+  const h = t.create(t.G);
+  if (!base || !h) return;
+  t.map(base + t.g, t.G, h);
+  t.access(base + t.g, t.G, RW);
+  pointerAttributes(t, 'mapped', base + t.g + 8n, base, [
+    PTR.RANGE_START_ADDR,
+    PTR.RANGE_SIZE,
+    PTR.MAPPING_BASE_ADDR,
+    PTR.MAPPING_SIZE,
+  ]);
+  addressRange(t, 'range', base + t.g + 8n, base);
+  t.unmap(base + t.g, t.G);
+});
+def('pointer.freed', (t) => {
+  const box = { value: 0n };
+  if (t.call('cuMemAlloc', t.cu.cuMemAlloc(box, t.G)) !== 0) return;
+  t.call('cuMemFree', t.cu.cuMemFree(box.value));
+  pointerAttributes(t, 'freedAlloc', box.value, box.value, [PTR.MEMORY_TYPE, PTR.RANGE_SIZE]);
+});
+def('pointer.badAttributes', (t) => {
+  const p = allocated(t, t.G);
+  if (!p) return;
+  for (const a of [0, -1, 99]) t.call(`attribute${a}`, t.cu.cuPointerGetAttribute({ value: -1 }, a, p));
+  t.call('nullData', t.cu.cuPointerGetAttribute(null, PTR.MEMORY_TYPE, p));
+});
+def('pointer.otherAttributesOnVmm', (t) => {
+  const { base, h } = t.mapped(
+    t.G,
+    RW,
+    t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR }),
+  );
+  if (!base || !h) return;
+  pointerAttributes(t, 'vmm', base + 64n, base, [
+    PTR.HOST_POINTER,
+    PTR.SYNC_MEMOPS,
+    PTR.BUFFER_ID,
+    PTR.IS_LEGACY_CUDA_IPC_CAPABLE,
+    PTR.ALLOWED_HANDLE_TYPES,
+    PTR.IS_GPU_DIRECT_RDMA_CAPABLE,
+    PTR.ACCESS_FLAGS,
+    PTR.MEMPOOL_HANDLE,
+    PTR.MAPPING_SIZE,
+    PTR.MAPPING_BASE_ADDR,
+    PTR.MEMORY_BLOCK_ID,
+  ]);
+});
+def('pointer.otherAttributesOnCuMemAlloc', (t) => {
+  const p = allocated(t, t.G);
+  if (!p) return;
+  pointerAttributes(t, 'alloc', p + 64n, p, [
+    PTR.HOST_POINTER,
+    PTR.SYNC_MEMOPS,
+    PTR.BUFFER_ID,
+    PTR.IS_LEGACY_CUDA_IPC_CAPABLE,
+    PTR.ALLOWED_HANDLE_TYPES,
+    PTR.IS_GPU_DIRECT_RDMA_CAPABLE,
+    PTR.ACCESS_FLAGS,
+    PTR.MEMPOOL_HANDLE,
+    PTR.MAPPING_SIZE,
+    PTR.MAPPING_BASE_ADDR,
+    PTR.MEMORY_BLOCK_ID,
+  ]);
+});
+def('pointer.getAttributesAtOnce', (t) => {
+  const p = allocated(t, t.G);
+  const { base, h } = t.mapped(t.G);
+  if (!p || !base || !h) return;
+  pointerAttributesAtOnce(t, 'alloc', p + 8n, p, COMMON_POINTER_ATTRIBUTES);
+  pointerAttributesAtOnce(t, 'vmm', base + 8n, base, COMMON_POINTER_ATTRIBUTES);
+  const u = t.unreserved(t.G);
+  pointerAttributesAtOnce(t, 'unreserved', u, u, COMMON_POINTER_ATTRIBUTES);
+});
+def('pointer.getAttributesBad', (t) => {
+  const p = allocated(t, t.G);
+  if (!p) return;
+  t.call('zeroAttributes', t.cu.cuPointerGetAttributes(0, [PTR.MEMORY_TYPE], [{ value: -1 }], p));
+  pointerAttributesAtOnce(t, 'badAttributeAmongGood', p, p, [PTR.MEMORY_TYPE, 99, PTR.RANGE_SIZE]);
+  const kept = { value: -1 as number | bigint };
+  const code = t.cu.cuPointerGetAttributes(
+    2,
+    [PTR.MEMORY_TYPE, PTR.RANGE_SIZE],
+    [null as unknown as Box<number | bigint>, kept],
+    p,
+  );
+  t.call('nullBoxAmongGood', code, code === 0 ? Number(kept.value) : undefined);
+});
+
+// Peers, on whatever devices the machine has (the H200 machine: one).
+def('peer.canAccessSelfAndBadDevices', (t) => {
+  const box = { value: -1 };
+  t.call('self', t.cu.cuDeviceCanAccessPeer(box, t.env.dev, t.env.dev), box.value);
+  t.call('peerOutOfRange', t.cu.cuDeviceCanAccessPeer({ value: -1 }, t.env.dev, t.env.deviceCount));
+  t.call('deviceNegative', t.cu.cuDeviceCanAccessPeer({ value: -1 }, -1, t.env.dev));
+  t.call('nullBox', t.cu.cuDeviceCanAccessPeer(null, t.env.dev, t.env.dev));
+});
+def('peer.enableAndDisableSelf', (t) => {
+  const ctx = currentContext(t);
+  t.call('enableSelf', t.cu.cuCtxEnablePeerAccess(ctx, 0));
+  t.call('enableSelfFlags1', t.cu.cuCtxEnablePeerAccess(ctx, 1));
+  t.call('disableSelf', t.cu.cuCtxDisablePeerAccess(ctx));
+});
+def('peer.enableNullContext', (t) => {
+  t.call('enableNull', t.cu.cuCtxEnablePeerAccess(0n, 0));
+  t.call('disableNull', t.cu.cuCtxDisablePeerAccess(0n));
+});
+def('peer.memcpyPeerSameContext', (t) => {
+  const ctx = currentContext(t);
+  const { base, h } = t.mapped(t.G);
+  const p = allocated(t, t.G);
+  if (!base || !h || !p) return;
+  const data = pattern(256, 61);
+  t.write(base, data);
+  t.call('vmmToVmm', t.cu.cuMemcpyPeer(base + 4096n, ctx, base, ctx, 256));
+  t.readEquals(base + 4096n, data, 'readVmm');
+  t.call('vmmToAlloc', t.cu.cuMemcpyPeer(p, ctx, base, ctx, 256));
+  t.readEquals(p, data, 'readAlloc');
+  t.call('zeroBytes', t.cu.cuMemcpyPeer(p, ctx, base, ctx, 0));
+});
+def('peer.memcpyPeerNullContext', (t) => {
+  const ctx = currentContext(t);
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.call('nullSource', t.cu.cuMemcpyPeer(base + 4096n, ctx, base, 0n, 16));
+  t.call('nullDestination', t.cu.cuMemcpyPeer(base + 4096n, 0n, base, ctx, 16));
+});
+def(
+  'peer.memcpyPeerReadOnlyDestination',
+  (t) => {
+    const ctx = currentContext(t);
+    const { base, h1, h2 } = t.twoAdjacent(t.G);
+    if (!base || !h1 || !h2) return;
+    t.access(base + t.g, t.G, READ, 'secondReadOnly');
+    t.call('intoReadOnly', t.cu.cuMemcpyPeer(base + t.g, ctx, base, ctx, 16));
+  },
+  true,
+);
+
+// Wide sets.
+def('memset.d16AndD32Values', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.call('clear', t.cu.cuMemsetD8(base, 0, 64));
+  t.call('d16', t.cu.cuMemsetD16(base, 0xabcd, 5));
+  t.read(base, 12, 'readD16');
+  t.call('d32', t.cu.cuMemsetD32(base + 32n, 0xdeadbeef, 3));
+  t.read(base + 32n, 16, 'readD32');
+});
+def('memset.d16ValueWiderThan16Bits', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.call('d16Wide', t.cu.cuMemsetD16(base, 0x12345, 1));
+  t.read(base, 4, 'readD16Wide');
+});
+def('memset.alignment', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.call('d16Odd', t.cu.cuMemsetD16(base + 1n, 1, 4));
+  t.call('d32Odd', t.cu.cuMemsetD32(base + 1n, 1, 4));
+  t.call('d32Plus2', t.cu.cuMemsetD32(base + 2n, 1, 4));
+  t.call('d32Plus4', t.cu.cuMemsetD32(base + 4n, 1, 4));
+  t.call('d16ZeroCountOdd', t.cu.cuMemsetD16(base + 1n, 1, 0));
+  t.call('d32ZeroCountOdd', t.cu.cuMemsetD32(base + 2n, 1, 0));
+});
+def('memset.wideReadOnlyAndAlloc', (t) => {
+  const { base, h } = t.mapped(t.G, READ);
+  const p = allocated(t, t.G);
+  if (!base || !h || !p) return;
+  t.call('d32ReadOnly', t.cu.cuMemsetD32(base, 7, 4));
+  t.call('d16ReadOnly', t.cu.cuMemsetD16(base, 7, 4));
+  t.call('d32Alloc', t.cu.cuMemsetD32(p, 0x01020304, 2));
+  t.read(p, 8, 'readAlloc');
+});
+def(
+  'memset.wideNoAccess',
+  (t) => {
+    const { base, h } = t.mapped(t.G, null);
+    if (!base || !h) return;
+    t.call('d32NoAccess', t.cu.cuMemsetD32(base, 7, 4));
+  },
+  true,
+);
+def(
+  'memset.wideUnreserved',
+  (t) => {
+    const p = t.unreserved(t.G);
+    t.call('d32Unreserved', t.cu.cuMemsetD32(p, 7, 4));
+    t.call('d16Null', t.cu.cuMemsetD16(0n, 7, 4));
+  },
+  true,
+);
+
+// Page-locked host memory.
+def('host.allocCopyFree', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const box: Box<Uint8Array | null> = { value: null };
+  if (t.call('allocHost', t.cu.cuMemAllocHost(box, 4096), box.value?.length ?? null) !== 0 || !box.value)
+    return;
+  const host = box.value;
+  host.set(pattern(4096, 62));
+  t.call('HtoDFromHost', t.cu.cuMemcpyHtoD(base, host, 4096));
+  host.fill(0);
+  t.call('DtoHIntoHost', t.cu.cuMemcpyDtoH(host, base, 4096));
+  t.see('roundTrip', hex(host) === hex(pattern(4096, 62)));
+  const s = t.stream();
+  if (s) {
+    t.call('HtoDAsyncFromHost', t.cu.cuMemcpyHtoDAsync(base + 8192n, host, 4096, s));
+    t.call('streamSync', t.cu.cuStreamSynchronize(s));
+    t.readEquals(base + 8192n, pattern(4096, 62), 'readAsync');
+  }
+  t.call('freeHost', t.cu.cuMemFreeHost(host));
+});
+def('host.allocSize0AndNullBox', (t) => {
+  const box: Box<Uint8Array | null> = { value: null };
+  const code = t.call('size0', t.cu.cuMemAllocHost(box, 0));
+  if (code === 0 && box.value) t.call('freeSize0', t.cu.cuMemFreeHost(box.value));
+  t.call('nullBox', t.cu.cuMemAllocHost(null, 4096));
+});
+def('host.freeTwice', (t) => {
+  const box: Box<Uint8Array | null> = { value: null };
+  if (t.call('allocHost', t.cu.cuMemAllocHost(box, 4096)) !== 0 || !box.value) return;
+  t.call('free1', t.cu.cuMemFreeHost(box.value));
+  t.call('free2', t.cu.cuMemFreeHost(box.value));
+});
+def('host.freeNotHostMemory', (t) => {
+  const box: Box<Uint8Array | null> = { value: null };
+  if (t.call('allocHost', t.cu.cuMemAllocHost(box, 8192)) !== 0 || !box.value) return;
+  t.call('freeInterior', t.cu.cuMemFreeHost(box.value.subarray(4096)));
+  t.call('freePageable', t.cu.cuMemFreeHost(new Uint8Array(4096)));
+  t.call('freeWhole', t.cu.cuMemFreeHost(box.value));
 });
 
 export function caseNames(): string[] {

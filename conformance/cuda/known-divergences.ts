@@ -31,6 +31,10 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
   'reserve.hintInto32MiBFreedPlusQuarter': FREED_LARGE_RANGE_HINT,
   'reserve.hintInto64MiBFreedPlus2MiB': FREED_LARGE_RANGE_HINT,
   'reserve.hintInto64MiBFreedPlusQuarter': FREED_LARGE_RANGE_HINT,
+  'capture.exchangeModeNullBox':
+    'The driver crashed (SIGSEGV) exchanging the capture mode through a NULL pointer; the simulator answers CUDA_ERROR_INVALID_VALUE.',
+  'attribute.badNumbers':
+    "The H200's driver 580 answers attribute 144, one past the last CUdevice_attribute of the cuda.h vmmkit follows (CUDA 13.0, 143), whose value device-attributes.py did not record; the simulated H200 knows no value for it and answers CUDA_ERROR_INVALID_VALUE. Over the real driver the CUDA backend reads attributes up to 255, so the front end answers it there.",
   'properties.released':
     'The driver returned the old fields of a just-released handle (a use after free of its handle object); the simulator answers CUDA_ERROR_INVALID_VALUE for a dead handle.',
 };

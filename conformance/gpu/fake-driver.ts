@@ -16,8 +16,10 @@ import type { Backend } from '../../src/backend/backend.js';
 import type { CudaDriver } from '../../src/backends/cuda/driver.js';
 import { declareDriverTypes, decodeAccessDesc, decodeProp } from '../../src/backends/cuda/driver-api.js';
 import { createMachine, type MachineOptions } from '../../src/backends/sim/machine.js';
+import { DEVICE_PRESETS } from '../../src/backends/sim/presets.js';
 import { isVmmError } from '../../src/core/errors.js';
 import type { Access, AllocationProperties } from '../../src/core/types.js';
+import { deviceAttribute } from '../../src/flavors/cuda/attributes.js';
 import { CUDA_ERROR_TABLE } from '../../src/flavors/cuda/error-table.js';
 
 /** An out-parameter: a one-element array, or a typed array written in place (BigUint64Array for 64-bit values). */
@@ -122,6 +124,19 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     cuDeviceGetName: (buf: Buffer, len: number, d: number) => {
       const name = Buffer.from(`${sim.devices[d].name} (simulated)\0`);
       name.copy(buf, 0, 0, Math.min(len, name.length));
+      return 0;
+    },
+    // The simulated H200's answers (Note [Device attributes]); an attribute it does not answer is INVALID_VALUE.
+    cuDeviceGetAttribute: (out: Out, attribute: number, d: number) => {
+      if (d < 0 || d >= sim.devices.length) return 101;
+      const value = deviceAttribute(DEVICE_PRESETS.H200.name, attribute);
+      if (value === undefined) return 1;
+      put(out, value);
+      return 0;
+    },
+    cuDeviceCanAccessPeer: (out: Out, d: number, peer: number) => {
+      if (d < 0 || d >= sim.devices.length || peer < 0 || peer >= sim.devices.length) return 101;
+      put(out, d === peer ? 0 : 1);
       return 0;
     },
     cuDeviceTotalMem_v2: (out: Out, d: number) => {

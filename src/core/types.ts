@@ -50,6 +50,19 @@ export interface DeviceInfo {
   readonly minimumGranularity: number;
   /** Size/alignment the device performs best with. */
   readonly recommendedGranularity: number;
+  /**
+   * Every device attribute the vendor's driver answered, by the driver's own
+   * attribute number (CUDA: CUdevice_attribute -> cuDeviceGetAttribute's
+   * value), read once when a real backend opens the device. Absent on
+   * simulated devices, whose facts the front ends keep (Note [Device attributes]).
+   */
+  readonly driverAttributes?: ReadonlyMap<number, number>;
+  /**
+   * The devices (ordinals) whose memory this one can reach directly, as the
+   * driver says (cuDeviceCanAccessPeer); never the device itself. Absent on
+   * simulated devices, where every device can reach every other (Note [Peer access]).
+   */
+  readonly peers?: readonly number[];
 }
 
 export interface MemoryInfo {

@@ -81,7 +81,7 @@ describe('cuDeviceGetAttribute', () => {
 });
 
 describe('stream capture queries', () => {
-  it('cuStreamIsCapturing: no stream captures; an unknown stream is an invalid handle', () => {
+  it('cuStreamIsCapturing: no stream captures; an unknown stream is an invalid context, as the H200 answers a destroyed one', () => {
     const cu = initialised();
     const s = { value: 0n };
     expect(cu.cuStreamCreate(s, 0)).toBe(0);
@@ -90,7 +90,9 @@ describe('stream capture queries', () => {
       expect(cu.cuStreamIsCapturing(h, status)).toBe(0);
       expect(status.value).toBe(CU.CU_STREAM_CAPTURE_STATUS_NONE);
     }
-    expect(cu.cuStreamIsCapturing(0x9999n, { value: -1 })).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuStreamIsCapturing(0x9999n, { value: -1 })).toBe(CU.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuStreamDestroy(s.value)).toBe(0);
+    expect(cu.cuStreamIsCapturing(s.value, { value: -1 })).toBe(CU.CUDA_ERROR_INVALID_CONTEXT);
     expect(cu.cuStreamIsCapturing(0n, null as never)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
     cu.dispose();
   });
@@ -103,9 +105,19 @@ describe('stream capture queries', () => {
     // The allocator's guard: restore what was there.
     expect(cu.cuThreadExchangeStreamCaptureMode(mode)).toBe(0);
     expect(mode.value).toBe(CU.CU_STREAM_CAPTURE_MODE_RELAXED);
-    const bad = { value: 7 };
-    expect(cu.cuThreadExchangeStreamCaptureMode(bad)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
-    expect(bad.value).toBe(7);
+    // Any int goes in and comes back at the next exchange, as on the H200 (capture.exchangeModeBadValues).
+    const odd = { value: 7 };
+    expect(cu.cuThreadExchangeStreamCaptureMode(odd)).toBe(0);
+    expect(odd.value).toBe(CU.CU_STREAM_CAPTURE_MODE_GLOBAL);
+    const back = { value: CU.CU_STREAM_CAPTURE_MODE_GLOBAL };
+    expect(cu.cuThreadExchangeStreamCaptureMode(back)).toBe(0);
+    expect(back.value).toBe(7);
+    // What is no C int is refused, and the box keeps it.
+    for (const v of [1.5, Number.NaN, 2 ** 31, '1', 1n]) {
+      const bad = { value: v as number };
+      expect(cu.cuThreadExchangeStreamCaptureMode(bad), String(v)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
+      expect(bad.value).toBe(v);
+    }
     cu.dispose();
   });
 });

@@ -141,8 +141,20 @@ export class CudaBackend implements Backend {
             0,
             CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
           ),
+          driverAttributes: deviceAttributes(cu, dev),
+          peers: [],
         }),
       );
+    }
+    // Note [Driver device facts]: peers need every device's CUdevice, so they are read once all are known.
+    for (const d of devices) {
+      const peers = devices
+        .filter(
+          (p) =>
+            p.ordinal !== d.ordinal && cu.canAccessPeer(this.#cuDevice[d.ordinal], this.#cuDevice[p.ordinal]),
+        )
+        .map((p) => p.ordinal);
+      devices[d.ordinal] = Object.freeze({ ...d, peers: Object.freeze(peers) });
     }
     this.devices = Object.freeze(devices);
     this.#contexts = devices.map(() => 0);
@@ -623,6 +635,28 @@ export class CudaBackend implements Backend {
  * driver refuses unless it is the handle's size (Note [Foreign memory sizes]
  * in core/runtime.ts).
  */
+/**
+ * Note [Driver device facts]: each device's attributes are read once, when
+ * the backend opens it: every number from 1 to 255 that the driver answers
+ * (cuda.h of CUDA 13.0 ends below CU_DEVICE_ATTRIBUTE_MAX, 144, but the
+ * H200's driver 580 answers 144 too: attribute.badNumbers), 255 calls of
+ * well under a microsecond each. The front ends answer cuDeviceGetAttribute,
+ * hipDeviceGetAttribute and hipGetDeviceProperties from them, so a program
+ * over the real driver sees the part's own values, as it would in C; which
+ * devices can reach which (cuDeviceCanAccessPeer) is read the same way.
+ */
+/** Past cuda.h's list the driver may know more (the H200's driver 580 answers 144): numbers up to this are tried. */
+const LAST_ATTRIBUTE_TRIED = 255;
+
+function deviceAttributes(cu: CheckedCuda, dev: number): ReadonlyMap<number, number> {
+  const values = new Map<number, number>();
+  for (let attribute = 1; attribute <= LAST_ATTRIBUTE_TRIED; attribute++) {
+    const value = cu.deviceAttribute(attribute, dev);
+    if (value !== undefined) values.set(attribute, value);
+  }
+  return values;
+}
+
 function closeQuietly(fd: number): void {
   try {
     closeSync(fd);

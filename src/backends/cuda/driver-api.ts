@@ -169,6 +169,9 @@ export const DRIVER_API = {
   cuDeviceGetCount: 'CUresult cuDeviceGetCount(_Out_ int *count)',
   cuDeviceGetName: 'CUresult cuDeviceGetName(uint8_t *name, int len, CUdevice dev)',
   cuDeviceTotalMem_v2: 'CUresult cuDeviceTotalMem_v2(_Out_ size_t *bytes, CUdevice dev)',
+  cuDeviceGetAttribute: 'CUresult cuDeviceGetAttribute(_Out_ int *pi, int attrib, CUdevice dev)',
+  cuDeviceCanAccessPeer:
+    'CUresult cuDeviceCanAccessPeer(_Out_ int *canAccessPeer, CUdevice dev, CUdevice peerDev)',
   cuDevicePrimaryCtxRetain: 'CUresult cuDevicePrimaryCtxRetain(_Out_ CUcontext *pctx, CUdevice dev)',
   cuDevicePrimaryCtxRelease_v2: 'CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)',
   cuCtxSetCurrent: 'CUresult cuCtxSetCurrent(CUcontext ctx)',
@@ -177,6 +180,8 @@ export const DRIVER_API = {
   // The v2 shape (pctx, flags, dev): CUDA 13's cuda.h maps cuCtxCreate to _v4, but libcuda keeps exporting _v2.
   cuCtxCreate_v2: 'CUresult cuCtxCreate_v2(_Out_ CUcontext *pctx, unsigned int flags, CUdevice dev)',
   cuCtxDestroy_v2: 'CUresult cuCtxDestroy_v2(CUcontext ctx)',
+  cuCtxEnablePeerAccess: 'CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int flags)',
+  cuCtxDisablePeerAccess: 'CUresult cuCtxDisablePeerAccess(CUcontext peerContext)',
   cuMemGetAllocationGranularity:
     'CUresult cuMemGetAllocationGranularity(_Out_ size_t *granularity, const CUmemAllocationProp *prop, int option)',
   cuMemAddressReserve:
@@ -205,9 +210,22 @@ export const DRIVER_API = {
   cuMemAlloc_v2: 'CUresult cuMemAlloc_v2(_Out_ CUdeviceptr *dptr, size_t bytesize)',
   cuMemFree_v2: 'CUresult cuMemFree_v2(CUdeviceptr dptr)',
   cuMemGetInfo_v2: 'CUresult cuMemGetInfo_v2(_Out_ size_t *free, _Out_ size_t *total)',
+  // Either out-parameter may be NULL (null here).
+  cuMemGetAddressRange_v2:
+    'CUresult cuMemGetAddressRange_v2(_Out_ CUdeviceptr *pbase, _Out_ size_t *psize, CUdeviceptr dptr)',
+  // The attribute's type decides how many bytes the driver writes (1 to 8): the caller passes 8 zeroed bytes.
+  cuPointerGetAttribute: 'CUresult cuPointerGetAttribute(uint8_t *data, int attribute, CUdeviceptr ptr)',
+  // data is an array of numAttributes pointers, each to the bytes of one attribute's value (passed as addresses).
+  cuPointerGetAttributes:
+    'CUresult cuPointerGetAttributes(unsigned int numAttributes, const int *attributes, const uint64_t *data, CUdeviceptr ptr)',
+  // Page-locked host memory: *pp is a host address (read back as a bigint), freed by cuMemFreeHost.
+  cuMemAllocHost_v2: 'CUresult cuMemAllocHost_v2(_Out_ uint64_t *pp, size_t bytesize)',
+  cuMemFreeHost: 'CUresult cuMemFreeHost(void *p)',
   cuMemcpyHtoD_v2: 'CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const uint8_t *src, size_t n)',
   cuMemcpyDtoH_v2: 'CUresult cuMemcpyDtoH_v2(uint8_t *dst, CUdeviceptr src, size_t n)',
   cuMemcpyDtoD_v2: 'CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)',
+  cuMemcpyPeer:
+    'CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t n)',
   cuMemcpyHtoDAsync_v2:
     'CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const uint8_t *src, size_t n, CUstream stream)',
   // Only pageable (JS) host memory is passed, for which the driver completes DtoH before returning.
@@ -216,11 +234,16 @@ export const DRIVER_API = {
   cuMemcpyDtoDAsync_v2:
     'CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)',
   cuMemsetD8_v2: 'CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n)',
+  cuMemsetD16_v2: 'CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short value, size_t n)',
+  cuMemsetD32_v2: 'CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t n)',
   cuMemsetD8Async:
     'CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream)',
   cuStreamCreate: 'CUresult cuStreamCreate(_Out_ CUstream *stream, unsigned int flags)',
   cuStreamSynchronize: 'CUresult cuStreamSynchronize(CUstream stream)',
   cuStreamDestroy_v2: 'CUresult cuStreamDestroy_v2(CUstream stream)',
+  cuStreamIsCapturing: 'CUresult cuStreamIsCapturing(CUstream stream, _Out_ int *captureStatus)',
+  // The mode goes in and the previous mode comes back through the same int.
+  cuThreadExchangeStreamCaptureMode: 'CUresult cuThreadExchangeStreamCaptureMode(_Inout_ int *mode)',
   cuEventCreate: 'CUresult cuEventCreate(_Out_ CUevent *phEvent, unsigned int Flags)',
   cuEventRecord: 'CUresult cuEventRecord(CUevent hEvent, CUstream hStream)',
   cuEventRecordWithFlags: 'CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)',

@@ -81,6 +81,8 @@ export interface RawCuda {
   cuDeviceGetCount(count: Box<number>): number;
   cuDeviceGetName(name: Box<string>, len: number, dev: number): number;
   cuDeviceTotalMem(bytes: Box<number>, dev: number): number;
+  cuDeviceGetAttribute(pi: Box<number> | null, attrib: number, dev: number): number;
+  cuDeviceCanAccessPeer(canAccessPeer: Box<number> | null, dev: number, peerDev: number): number;
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number;
   cuDevicePrimaryCtxRelease(dev: number): number;
   cuCtxSetCurrent(ctx: bigint): number;
@@ -88,6 +90,8 @@ export interface RawCuda {
   cuCtxSynchronize(): number;
   cuCtxCreate(pctx: Box<bigint>, flags: number, dev: number): number;
   cuCtxDestroy(ctx: bigint): number;
+  cuCtxEnablePeerAccess(peerContext: bigint, flags: number): number;
+  cuCtxDisablePeerAccess(peerContext: bigint): number;
   cuMemGetAllocationGranularity(granularity: Box<number>, prop: CUmemAllocationProp, option: number): number;
   cuMemAddressReserve(ptr: Box<bigint>, size: Size, alignment: Size, addr: Size, flags: Size): number;
   cuMemAddressFree(ptr: Size, size: Size): number;
@@ -104,17 +108,34 @@ export interface RawCuda {
   cuMemAlloc(ptr: Box<bigint>, size: Size): number;
   cuMemFree(ptr: Size): number;
   cuMemGetInfo(free: Box<number>, total: Box<number>): number;
+  /** Either box may be null, as either pointer may be NULL in C. */
+  cuMemGetAddressRange(pbase: Box<bigint> | null, psize: Box<number> | null, dptr: Size): number;
+  /** Pointer-valued attributes come back as bigints, the others as numbers (pointerAttributeValue). */
+  cuPointerGetAttribute(data: Box<number | bigint> | null, attribute: number, ptr: Size): number;
+  cuPointerGetAttributes(
+    numAttributes: number,
+    attributes: readonly number[],
+    data: readonly Box<number | bigint>[],
+    ptr: Size,
+  ): number;
+  cuMemAllocHost(pp: Box<Uint8Array | null> | null, bytesize: Size): number;
+  cuMemFreeHost(p: Uint8Array): number;
   cuMemcpyHtoD(dst: Size, src: Uint8Array, n: Size): number;
   cuMemcpyDtoH(dst: Uint8Array, src: Size, n: Size): number;
   cuMemcpyDtoD(dst: Size, src: Size, n: Size): number;
+  cuMemcpyPeer(dst: Size, dstContext: bigint, src: Size, srcContext: bigint, n: Size): number;
   cuMemcpyHtoDAsync(dst: Size, src: Uint8Array, n: Size, stream: Size): number;
   cuMemcpyDtoHAsync(dst: Uint8Array, src: Size, n: Size, stream: Size): number;
   cuMemcpyDtoDAsync(dst: Size, src: Size, n: Size, stream: Size): number;
   cuMemsetD8(ptr: Size, value: number, n: Size): number;
   cuMemsetD8Async(ptr: Size, value: number, n: Size, stream: Size): number;
+  cuMemsetD16(ptr: Size, value: number, n: Size): number;
+  cuMemsetD32(ptr: Size, value: number, n: Size): number;
   cuStreamCreate(stream: Box<bigint>, flags: number): number;
   cuStreamSynchronize(stream: Size): number;
   cuStreamDestroy(stream: Size): number;
+  cuStreamIsCapturing(stream: Size, captureStatus: Box<number> | null): number;
+  cuThreadExchangeStreamCaptureMode(mode: Box<number> | null): number;
   cuEventCreate(phEvent: Box<bigint>, flags: number): number;
   cuEventRecord(hEvent: Size, hStream: Size): number;
   cuEventRecordWithFlags(hEvent: Size, hStream: Size, flags: number): number;
@@ -135,6 +156,26 @@ function toSize(v: unknown): number {
 }
 function toBig(v: unknown): bigint {
   return typeof v === 'bigint' ? v : BigInt(v as number);
+}
+
+/** cuda.h's CUpointer_attribute values whose data is a pointer (CUcontext, addresses, a pool handle). */
+const POINTER_VALUED_ATTRIBUTES: ReadonlySet<number> = new Set([1, 3, 4, 11, 17, 19]);
+const CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+/** Bytes given to the driver for one pointer attribute's value: the largest (P2P tokens) is 16. */
+const ATTRIBUTE_BYTES = 64;
+
+/**
+ * A pointer attribute's value as the driver wrote it into zeroed bytes: a
+ * bigint for a pointer, a signed int for the device ordinal, an unsigned int
+ * for the memory type, a 64-bit unsigned number for the rest (booleans, sizes,
+ * masks and ids, of 1 to 8 bytes, all read right from zeroed little-endian bytes).
+ */
+export function pointerAttributeValue(attribute: number, bytes: Buffer): number | bigint {
+  if (POINTER_VALUED_ATTRIBUTES.has(attribute)) return bytes.readBigUInt64LE(0);
+  if (attribute === CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return bytes.readInt32LE(0);
+  if (attribute === CU_POINTER_ATTRIBUTE_MEMORY_TYPE) return bytes.readUInt32LE(0);
+  return toSize(bytes.readBigUInt64LE(0));
 }
 
 /** Copy a caller's prop into the reusable struct object, zero-filling what it leaves out. */
@@ -176,8 +217,18 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
   };
   const locIn: CUmemLocation = { type: 0, id: 0 };
   const shareable = Buffer.alloc(64);
+  const attributeBytes = Buffer.alloc(ATTRIBUTE_BYTES);
+  /** Host addresses of the buffers cuMemAllocHost handed out (a 0-byte view has no address of its own). */
+  const hostAddresses = new WeakMap<Uint8Array, bigint>();
   const setOk = <T>(code: number, box: Box<T>, value: () => T): number => {
     if (code === 0) box.value = value();
+    return code;
+  };
+  // For the calls added for ported programs, a null box is passed as C's NULL, so the cases can ask
+  // the driver what a NULL out-parameter gives.
+  const orNull = <T>(box: Box<T> | null, slot: unknown[]): unknown[] | null => (box === null ? null : slot);
+  const setIfBox = <T>(code: number, box: Box<T> | null, value: () => T): number => {
+    if (code === 0 && box !== null) box.value = value();
     return code;
   };
   return {
@@ -193,6 +244,12 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       });
     },
     cuDeviceTotalMem: (box, dev) => setOk(d.cuDeviceTotalMem_v2(out, dev), box, () => toSize(out[0])),
+    cuDeviceGetAttribute: (box, attrib, dev) =>
+      setIfBox(d.cuDeviceGetAttribute(orNull(box, out), attrib, dev), box, () => Number(out[0])),
+    cuDeviceCanAccessPeer: (box, dev, peerDev) =>
+      setIfBox(d.cuDeviceCanAccessPeer(orNull(box, out), dev, peerDev), box, () => Number(out[0])),
+    cuCtxEnablePeerAccess: (peer, flags) => d.cuCtxEnablePeerAccess(peer, flags),
+    cuCtxDisablePeerAccess: (peer) => d.cuCtxDisablePeerAccess(peer),
     cuDevicePrimaryCtxRetain: (box, dev) =>
       setOk(d.cuDevicePrimaryCtxRetain(out, dev), box, () => toBig(out[0])),
     cuDevicePrimaryCtxRelease: (dev) => d.cuDevicePrimaryCtxRelease_v2(dev),
@@ -267,17 +324,73 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       }
       return code;
     },
+    cuMemGetAddressRange: (pbase, psize, dptr) => {
+      const code = d.cuMemGetAddressRange_v2(pbase ? out : null, psize ? out2 : null, dptr);
+      if (code === 0) {
+        if (pbase) pbase.value = toBig(out[0]);
+        if (psize) psize.value = toSize(out2[0]);
+      }
+      return code;
+    },
+    cuPointerGetAttribute: (box, attribute, ptr) => {
+      attributeBytes.fill(0);
+      return setIfBox(
+        d.cuPointerGetAttribute(box === null ? null : attributeBytes, attribute, ptr),
+        box,
+        () => pointerAttributeValue(attribute, attributeBytes),
+      );
+    },
+    cuPointerGetAttributes: (numAttributes, attributes, data, ptr) => {
+      // C's arrays: the attribute numbers, and one pointer per value (NULL for a null box).
+      const n = Math.max(0, Math.min(Number(numAttributes) | 0, attributes.length, data.length));
+      const names = Int32Array.from(attributes.slice(0, Math.max(n, 1)));
+      const values = Buffer.alloc(Math.max(n, 1) * ATTRIBUTE_BYTES);
+      const pointers = new BigUint64Array(Math.max(n, 1));
+      const base = koffi().address(values);
+      for (let i = 0; i < n; i++) pointers[i] = data[i] ? base + BigInt(i * ATTRIBUTE_BYTES) : 0n;
+      const code = d.cuPointerGetAttributes(numAttributes, names, pointers, ptr);
+      if (code === 0) {
+        for (let i = 0; i < n; i++) {
+          const box = data[i];
+          if (box) box.value = pointerAttributeValue(names[i]!, values.subarray(i * ATTRIBUTE_BYTES));
+        }
+      }
+      return code;
+    },
+    cuMemAllocHost: (box, bytesize) => {
+      const code = d.cuMemAllocHost_v2(orNull(box, out), bytesize);
+      if (code === 0 && box !== null) {
+        const address = toBig(out[0]);
+        const n = Number(bytesize);
+        const view = n > 0 ? new Uint8Array(koffi().view(address, n)) : new Uint8Array(0);
+        hostAddresses.set(view, address);
+        box.value = view;
+      }
+      return code;
+    },
+    // A buffer cuMemAllocHost gave is passed as its host address; any other Uint8Array as its own bytes' address.
+    cuMemFreeHost: (p) => d.cuMemFreeHost(hostAddresses.get(p) ?? p),
     cuMemcpyHtoD: (dst, src, n) => d.cuMemcpyHtoD_v2(dst, src, n),
     cuMemcpyDtoH: (dst, src, n) => d.cuMemcpyDtoH_v2(dst, src, n),
     cuMemcpyDtoD: (dst, src, n) => d.cuMemcpyDtoD_v2(dst, src, n),
+    cuMemcpyPeer: (dst, dstContext, src, srcContext, n) =>
+      d.cuMemcpyPeer(dst, dstContext, src, srcContext, n),
     cuMemcpyHtoDAsync: (dst, src, n, stream) => d.cuMemcpyHtoDAsync_v2(dst, src, n, stream),
     cuMemcpyDtoHAsync: (dst, src, n, stream) => d.cuMemcpyDtoHAsync_v2(dst, src, n, stream),
     cuMemcpyDtoDAsync: (dst, src, n, stream) => d.cuMemcpyDtoDAsync_v2(dst, src, n, stream),
     cuMemsetD8: (ptr, value, n) => d.cuMemsetD8_v2(ptr, value, n),
     cuMemsetD8Async: (ptr, value, n, stream) => d.cuMemsetD8Async(ptr, value, n, stream),
+    cuMemsetD16: (ptr, value, n) => d.cuMemsetD16_v2(ptr, value, n),
+    cuMemsetD32: (ptr, value, n) => d.cuMemsetD32_v2(ptr, value, n),
     cuStreamCreate: (box, flags) => setOk(d.cuStreamCreate(out, flags), box, () => toBig(out[0])),
     cuStreamSynchronize: (stream) => d.cuStreamSynchronize(stream),
     cuStreamDestroy: (stream) => d.cuStreamDestroy_v2(stream),
+    cuStreamIsCapturing: (stream, box) =>
+      setIfBox(d.cuStreamIsCapturing(stream, orNull(box, out)), box, () => Number(out[0])),
+    cuThreadExchangeStreamCaptureMode: (box) => {
+      const mode = [box === null ? 0 : box.value];
+      return setIfBox(d.cuThreadExchangeStreamCaptureMode(orNull(box, mode)), box, () => Number(mode[0]));
+    },
     cuEventCreate: (box, flags) => setOk(d.cuEventCreate(out, flags), box, () => toBig(out[0])),
     cuEventRecord: (event, stream) => d.cuEventRecord(event, stream),
     cuEventRecordWithFlags: (event, stream, flags) => d.cuEventRecordWithFlags(event, stream, flags),

@@ -19,6 +19,11 @@
  * and on the real machine cuMemCreate of a fabric handle still answers
  * CUDA_ERROR_NOT_PERMITTED without an IMEX channel, as the simulated one does.
  *
+ * Over the real driver none of this table is used: the CUDA backend reads
+ * every attribute of each device from the driver when it opens it
+ * (DeviceInfo.driverAttributes, Note [Driver device facts]), and the front
+ * end answers those, the part's own values, whatever the part.
+ *
  * A device with no record (another preset, a custom simulated device) answers
  * the front end's own rules, which hold on every simulated device: VMM is
  * supported, POSIX fds can be exported, Windows handles cannot (the simulator

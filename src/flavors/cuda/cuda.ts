@@ -25,6 +25,7 @@ import {
   writeBoxes,
 } from '../common/args.js';
 import { fillWide } from '../common/fill.js';
+import { canReachPeer } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { probeBox } from '../common/untrusted.js';
 import { deviceAttribute, isDeviceAttribute } from './attributes.js';
@@ -175,6 +176,8 @@ export class CudaFlavor extends VendorProcess {
    * the calls model is their argument rules and the free-once lifetime.
    */
   readonly #hostBuffers = new WeakSet<Uint8Array>();
+  /** The size each cuMemAlloc asked for, which the driver's ranges report (Note [Pointer ranges]). */
+  readonly #requestedSizes = new WeakMap<Reservation, number>();
   /** Peer access enabled, as current device * device count + peer device (cuCtxEnablePeerAccess). */
   readonly #peerAccess = new Set<number>();
   /** allocFlags given at cuMemCreate, when any is set: core does not interpret them, the driver reports them. */
@@ -262,11 +265,18 @@ export class CudaFlavor extends VendorProcess {
   cuDeviceGetAttribute(pi: Box<number>, attrib: number, dev: number): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(pi)) return C.CUDA_ERROR_INVALID_VALUE;
-    const a = typeof attrib === 'number' ? attrib : Number.NaN;
-    if (!isDeviceAttribute(a)) return C.CUDA_ERROR_INVALID_VALUE;
+    // The device is checked first (attribute.badDevice: a bad device with a bad attribute is INVALID_DEVICE).
     const d = toInt(dev);
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
-    const value = deviceAttribute(this.runtime.devices[d].name, a);
+    const a = typeof attrib === 'number' ? attrib : Number.NaN;
+    if (!Number.isInteger(a) || a < 1) return C.CUDA_ERROR_INVALID_VALUE;
+    // Over a real driver, the part's own answers (Note [Driver device facts] in the CUDA backend).
+    const info = this.runtime.devices[d];
+    const value = info.driverAttributes
+      ? info.driverAttributes.get(a)
+      : isDeviceAttribute(a)
+        ? deviceAttribute(info.name, a)
+        : undefined;
     if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     return writeBox(pi, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
@@ -278,8 +288,8 @@ export class CudaFlavor extends VendorProcess {
    * access to every other device's memory (cuMemSetAccess / hipMemSetAccess
    * for a peer succeed, and that peer's copies then read it), so the answer is
    * 1 for two different devices; a device is not its own peer, 0, as both
-   * drivers answer. The real backend has no peer query, so there the answer is
-   * NOT_SUPPORTED rather than a guess about the machine's links.
+   * drivers answer. Over the real driver the answer is the driver's own, read
+   * once per pair when the backend opens the devices (DeviceInfo.peers).
    * cuCtxEnablePeerAccess / hipDeviceEnablePeerAccess keep the drivers' rules
    * and record the grant per direction, but the grant changes nothing: on the
    * drivers it opens a peer's cuMemAlloc / hipMalloc memory to this device's
@@ -294,8 +304,9 @@ export class CudaFlavor extends VendorProcess {
     const d = toInt(dev);
     const peer = toInt(peerDev);
     if (!this.runtime.isDevice(d) || !this.runtime.isDevice(peer)) return C.CUDA_ERROR_INVALID_DEVICE;
-    if (this.runtime.backend.kind !== 'sim') return C.CUDA_ERROR_NOT_SUPPORTED;
-    return writeBox(canAccessPeer, d === peer ? 0 : 1) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(canAccessPeer, canReachPeer(this.runtime.devices, d, peer) ? 1 : 0)
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number {
@@ -366,8 +377,7 @@ export class CudaFlavor extends VendorProcess {
     if (toCount(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     const peer = this.#contextDevice(peerContext);
     if (peer < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
-    if (this.runtime.backend.kind !== 'sim') return C.CUDA_ERROR_NOT_SUPPORTED;
-    if (peer === this.#current) return C.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    if (!canReachPeer(this.runtime.devices, this.#current, peer)) return C.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
     const key = this.#current * this.runtime.devices.length + peer;
     if (this.#peerAccess.has(key)) return C.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
     this.#peerAccess.add(key);
@@ -707,7 +717,8 @@ export class CudaFlavor extends VendorProcess {
     )
       return C.CUDA_ERROR_INVALID_VALUE;
     const range = this.#rangeOf(this.#addresses.toNumber(dptr));
-    if (range === undefined) return C.CUDA_ERROR_NOT_FOUND;
+    // VMM memory no device may access yet is not found (addressRange.vmmNoAccess).
+    if (range === undefined || !range.accessible) return C.CUDA_ERROR_NOT_FOUND;
     const out: Box<number | bigint>[] = [];
     const values: (number | bigint)[] = [];
     if (pbase !== null && pbase !== undefined) {
@@ -734,7 +745,9 @@ export class CudaFlavor extends VendorProcess {
     const va = this.#addresses.toNumber(ptr);
     const range = this.#rangeOf(va);
     if (range === undefined) return C.CUDA_ERROR_INVALID_VALUE;
-    return writeBox(data, this.#pointerAttribute(a, va, range)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    const value = this.#pointerAttribute(a, va, range);
+    if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(data, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   /**
@@ -766,7 +779,9 @@ export class CudaFlavor extends VendorProcess {
     const values = names.map((a) =>
       range === undefined ? nullAttribute(a as number) : this.#pointerAttribute(a as number, va, range),
     );
-    return writeAllBoxes(boxes as Box<number | bigint>[], values)
+    // One attribute the memory cannot answer fails the call (pointer.vmmNoAccess's device pointer).
+    if (values.includes(undefined)) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeAllBoxes(boxes as Box<number | bigint>[], values as (number | bigint)[])
       ? C.CUDA_SUCCESS
       : C.CUDA_ERROR_INVALID_VALUE;
   }
@@ -860,6 +875,7 @@ export class CudaFlavor extends VendorProcess {
     try {
       const r = this.runtime.malloc(this.#current, n);
       if (writeBox(dptr, this.#addresses.toBigInt(r.base))) {
+        if (n !== r.size) this.#requestedSizes.set(r, n);
         this.#owner()?.allocations.add(r.base);
         return C.CUDA_SUCCESS;
       }
@@ -895,7 +911,8 @@ export class CudaFlavor extends VendorProcess {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     const n = toCount(bytesize);
-    if (!isBox(pp) || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
+    // Size 0 succeeds with a buffer of no bytes, freed once like any other (host.allocSize0AndNullBox).
+    if (!isBox(pp) || n < 0) return C.CUDA_ERROR_INVALID_VALUE;
     let buffer: Uint8Array;
     try {
       buffer = new Uint8Array(n);
@@ -953,8 +970,9 @@ export class CudaFlavor extends VendorProcess {
     byteCount: Size,
   ): number {
     if (!this.#initialized) return this.#uninitialized();
-    const to = this.#contextDevice(dstContext);
-    const from = this.#contextDevice(srcContext);
+    // A NULL context is the current one (peer.memcpyPeerNullContext).
+    const to = isNullContext(dstContext) ? this.#current : this.#contextDevice(dstContext);
+    const from = isNullContext(srcContext) ? this.#current : this.#contextDevice(srcContext);
     if (to < 0 || from < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
     const n = toCount(byteCount);
     if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
@@ -1068,6 +1086,8 @@ export class CudaFlavor extends VendorProcess {
     const va = this.#addresses.toNumber(dstDevice);
     if (count < 0 || !Number.isInteger(value) || count * width > Number.MAX_SAFE_INTEGER)
       return C.CUDA_ERROR_INVALID_VALUE;
+    // Nothing to set is a success, aligned or not (memset.alignment).
+    if (count === 0) return C.CUDA_SUCCESS;
     if (va > 0 && va % width !== 0) return C.CUDA_ERROR_INVALID_VALUE;
     return this.codes.run(() => fillWide(this.runtime, this.#current, va, value, count, width));
   }
@@ -1143,7 +1163,8 @@ export class CudaFlavor extends VendorProcess {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     if (!isBox(captureStatus)) return C.CUDA_ERROR_INVALID_VALUE;
-    if (this.#stream(hStream) < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    // A destroyed stream is CUDA_ERROR_INVALID_CONTEXT here, not INVALID_HANDLE (capture.isCapturingDestroyedStream).
+    if (this.#stream(hStream) < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
     return writeBox(captureStatus, C.CU_STREAM_CAPTURE_STATUS_NONE)
       ? C.CUDA_SUCCESS
       : C.CUDA_ERROR_INVALID_VALUE;
@@ -1163,11 +1184,9 @@ export class CudaFlavor extends VendorProcess {
     } catch {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
-    if (
-      wanted !== C.CU_STREAM_CAPTURE_MODE_GLOBAL &&
-      wanted !== C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-      wanted !== C.CU_STREAM_CAPTURE_MODE_RELAXED
-    )
+    // The driver takes any int and hands it back at the next exchange (capture.exchangeModeBadValues):
+    // an int is swapped in, anything else is no C int.
+    if (typeof wanted !== 'number' || !Number.isInteger(wanted) || wanted < -(2 ** 31) || wanted >= 2 ** 31)
       return C.CUDA_ERROR_INVALID_VALUE;
     if (!writeBox(mode, this.#captureMode)) return C.CUDA_ERROR_INVALID_VALUE;
     this.#captureMode = wanted;
@@ -1390,53 +1409,83 @@ export class CudaFlavor extends VendorProcess {
 
   /** What a call answers before cuInit, and after dispose (Note [CUDA after dispose]). */
   /**
-   * Note [Pointer ranges]: what cuMemGetAddressRange and the range pointer
-   * attributes answer. For cuMemAlloc memory it is the allocation, here the
-   * granularity-rounded size core holds (the driver may answer the requested
-   * size; not checked on the real part). For VMM memory it is the one cuMemMap
-   * that mapped the address, not the reservation: NVIDIA's documentation says
-   * only "the allocation that contains the input pointer", and users of real
-   * drivers report that several allocations mapped into one reservation answer
-   * the mapped segment alone (libfabric's hmem_cuda stopped relying on it for
-   * that reason). A cuMemMap past a reservation's end is one range, all its
-   * pieces together. A reserved address with nothing mapped is not found:
-   * inferred from the same reports, not checked on the real part.
+   * Note [Pointer ranges]: what cuMemGetAddressRange and the pointer
+   * attributes answer, as the H200 answered them (conformance cases
+   * addressRange.* and pointer.*, recorded on driver 580):
+   *  - cuMemAlloc memory: the allocation, of the size the program asked for
+   *    (1 MiB + 1 byte answers 1 MiB + 1, though core holds 2 MiB), through
+   *    both calls; its context is the one current at the allocation.
+   *  - VMM memory: cuMemGetAddressRange answers the one cuMemMap that mapped
+   *    the address (two adjacent handles are two ranges), and CUDA_ERROR_NOT_FOUND
+   *    until some device has been granted access to it, as for an address
+   *    nothing is mapped at. The pointer attributes' range
+   *    (RANGE_START_ADDR, RANGE_SIZE) is the whole reservation instead, and
+   *    their context is NULL: VMM memory belongs to no context. Without
+   *    access, every attribute but DEVICE_POINTER still answers.
+   *  - A cuMemMap past a reservation's end is one range, all its pieces together.
+   *  - cuPointerGetAttributes on an address that is no CUDA memory answers
+   *    each attribute's NULL value, the device ordinal CU_DEVICE_INVALID (-2).
+   * The other attributes recorded there (BUFFER_ID, MEMORY_BLOCK_ID nonzero
+   * ids; ACCESS_FLAGS; ALLOWED_HANDLE_TYPES; the legacy-IPC and GPUDirect
+   * RDMA flags, 1 for cuMemAlloc memory and as created for VMM memory;
+   * MAPPING_SIZE and MAPPING_BASE_ADDR, the mapping) are answered alike;
+   * HOST_POINTER is CUDA_ERROR_INVALID_VALUE for device memory, as there.
    */
-  #rangeOf(va: number): { base: number; size: number; mapping: Mapping } | undefined {
+  #rangeOf(va: number): PointerRange | undefined {
     if (va <= 0) return undefined;
     const m = this.runtime.mappingAt(va);
     if (m === undefined) return undefined;
+    if (m.reservation.origin === 'malloc') {
+      const size = this.#requestedSizes.get(m.reservation) ?? m.size;
+      return { base: m.va, size, mapping: m, accessible: true, malloc: true };
+    }
+    const accessible = this.runtime.devices.some((d) => m.accessOf(d.ordinal) !== 0);
     const span = this.#spans.size === 0 ? undefined : this.#spans.get(m);
-    if (span === undefined) return { base: m.va, size: m.size, mapping: m };
+    if (span === undefined) return { base: m.va, size: m.size, mapping: m, accessible, malloc: false };
     const first = span.pieces[0];
     const last = span.pieces[span.pieces.length - 1];
-    return { base: first.va, size: last.end - first.va, mapping: m };
+    return { base: first.va, size: last.end - first.va, mapping: m, accessible, malloc: false };
   }
 
-  /** The value of pointer attribute `a` at `va`, inside `range`. */
-  #pointerAttribute(
-    a: number,
-    va: number,
-    range: { base: number; size: number; mapping: Mapping },
-  ): number | bigint {
-    const location = range.mapping.allocation.props.location;
+  /** The value of pointer attribute `a` at `va`, inside `range`; undefined where the driver refuses it. */
+  #pointerAttribute(a: number, va: number, range: PointerRange): number | bigint | undefined {
+    const { mapping, malloc } = range;
+    const allocation = mapping.allocation;
+    const location = allocation.props.location;
     switch (a) {
       case C.CU_POINTER_ATTRIBUTE_CONTEXT:
-        return contextHandle(location.type === 'device' ? location.id : this.#current);
+        return malloc ? contextHandle(location.type === 'device' ? location.id : this.#current) : 0n;
       case C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         return location.type === 'device' ? C.CU_MEMORYTYPE_DEVICE : C.CU_MEMORYTYPE_HOST;
       case C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-        return this.#addresses.toBigInt(va);
+        return range.accessible ? this.#addresses.toBigInt(va) : undefined;
       case C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         return location.type === 'device' ? location.id : this.#current;
       case C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-        return this.#addresses.toBigInt(range.base);
+        return this.#addresses.toBigInt(malloc ? range.base : mapping.reservation.base);
       case C.CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-        return range.size;
+        return malloc ? range.size : mapping.reservation.size;
       case C.CU_POINTER_ATTRIBUTE_MAPPED:
         return 1;
+      case C.CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      case C.CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        return allocation.id + 1;
+      case C.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        return malloc ? 1 : 0;
+      case C.CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        return allocation.props.handleTypes;
+      case C.CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        return malloc ? 1 : (this.#allocFlags.get(allocation)?.gpuDirectRDMACapable ?? 0);
+      case C.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        return this.#current < 0 ? 0 : mapping.accessOf(this.#current);
+      case C.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        return 0n;
+      case C.CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        return malloc ? mapping.size : range.size;
+      case C.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        return this.#addresses.toBigInt(range.base);
       default:
-        // CU_POINTER_ATTRIBUTE_IS_MANAGED: the simulator has no managed memory.
+        // CU_POINTER_ATTRIBUTE_IS_MANAGED and SYNC_MEMOPS: no managed memory, no synchronous memops.
         return 0;
     }
   }
@@ -1808,8 +1857,30 @@ class DescriptorCache {
   }
 }
 
+/** What #rangeOf finds at an address (Note [Pointer ranges]). */
+interface PointerRange {
+  /** cuMemGetAddressRange's range: the allocation, or the mapping. */
+  readonly base: number;
+  readonly size: number;
+  readonly mapping: Mapping;
+  /** Some device may access it (VMM memory nobody may access is not found). */
+  readonly accessible: boolean;
+  /** cuMemAlloc memory. */
+  readonly malloc: boolean;
+}
+
 /** The pointer attributes vmmkit answers (Note [Pointer ranges]). */
 const POINTER_ATTRIBUTES: ReadonlySet<number> = new Set([
+  C.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+  C.CU_POINTER_ATTRIBUTE_BUFFER_ID,
+  C.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+  C.CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
+  C.CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE,
+  C.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
+  C.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+  C.CU_POINTER_ATTRIBUTE_MAPPING_SIZE,
+  C.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+  C.CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID,
   C.CU_POINTER_ATTRIBUTE_CONTEXT,
   C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
   C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
@@ -1848,11 +1919,19 @@ function writeAllBoxes(
 
 /** What cuPointerGetAttributes writes for an address that is no CUDA memory: the attribute's NULL value. */
 function nullAttribute(a: number): number | bigint {
+  if (a === C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return C.CU_DEVICE_INVALID;
   return a === C.CU_POINTER_ATTRIBUTE_CONTEXT ||
     a === C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER ||
-    a === C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR
+    a === C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ||
+    a === C.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE ||
+    a === C.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR
     ? 0n
     : 0;
+}
+
+/** C's NULL context, as a bigint or a number. */
+function isNullContext(ctx: unknown): boolean {
+  return ctx === 0n || ctx === 0 || ctx === null;
 }
 
 function contextHandle(device: number): bigint {

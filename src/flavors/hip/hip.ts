@@ -22,6 +22,7 @@ import {
   writeBoxes,
 } from '../common/args.js';
 import { fillWide } from '../common/fill.js';
+import { canReachPeer } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import { probeBox } from '../common/untrusted.js';
 import { copyAcross } from '../cuda/peer-copy.js';
@@ -266,7 +267,7 @@ export class HipFlavor extends VendorProcess {
     if (toCount(flags) !== 0) return C.hipErrorInvalidValue;
     const peer = toInt(peerDeviceId);
     if (!this.runtime.isDevice(peer) || peer === this.#current) return C.hipErrorInvalidDevice;
-    if (this.runtime.backend.kind !== 'sim') return C.hipErrorNotSupported;
+    if (!canReachPeer(this.runtime.devices, this.#current, peer)) return C.hipErrorInvalidDevice;
     const key = this.#current * this.runtime.devices.length + peer;
     if (this.#peerAccess.has(key)) return C.hipErrorPeerAccessAlreadyEnabled;
     this.#peerAccess.add(key);
@@ -288,7 +289,8 @@ export class HipFlavor extends VendorProcess {
     const d = toInt(deviceId);
     if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
     const a = typeof attr === 'number' && Number.isInteger(attr) ? attr : Number.NaN;
-    const value = hipDeviceAttribute(this.runtime.devices[d].name, a);
+    const info = this.runtime.devices[d];
+    const value = hipDeviceAttribute(info.name, a, info.driverAttributes);
     if (value === undefined) return C.hipErrorInvalidValue;
     return writeBox(pi, value) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
@@ -300,15 +302,15 @@ export class HipFlavor extends VendorProcess {
     const d = toInt(deviceId);
     if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
     const info = this.runtime.devices[d];
-    const value = deviceProperties(info.name, info.totalMemory);
+    const value = deviceProperties(info.name, info.totalMemory, info.driverAttributes);
     if (value === undefined) return C.hipErrorInvalidValue;
     return writeBox(prop, value) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   /**
    * Whether `deviceId` can map `peerDeviceId`'s memory: every other device on
-   * the simulated machine, never itself (0); hipErrorNotSupported on the real
-   * backend, which has no peer query (the CUDA flavour's Note [Peer access]).
+   * the simulated machine, never itself (0); over the real driver, the
+   * driver's answer (the CUDA flavour's Note [Peer access]).
    */
   hipDeviceCanAccessPeer(canAccessPeer: Box<number>, deviceId: number, peerDeviceId: number): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
@@ -316,8 +318,9 @@ export class HipFlavor extends VendorProcess {
     const d = toInt(deviceId);
     const peer = toInt(peerDeviceId);
     if (!this.runtime.isDevice(d) || !this.runtime.isDevice(peer)) return C.hipErrorInvalidDevice;
-    if (this.runtime.backend.kind !== 'sim') return C.hipErrorNotSupported;
-    return writeBox(canAccessPeer, d === peer ? 0 : 1) ? C.hipSuccess : C.hipErrorInvalidValue;
+    return writeBox(canAccessPeer, canReachPeer(this.runtime.devices, d, peer) ? 1 : 0)
+      ? C.hipSuccess
+      : C.hipErrorInvalidValue;
   }
 
   /** HIP_VERSION of the simulated runtime (C.SIMULATED_HIP_RUNTIME_VERSION). */

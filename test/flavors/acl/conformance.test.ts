@@ -881,3 +881,47 @@ describe('error table', () => {
     ]).toEqual([0, 100000, 107000, 207000, 207001, 1]);
   });
 });
+
+describe('calls of ported programs', () => {
+  it('aclrtGetDevice: the device aclrtSetDevice made current, ACL_ERROR_RT_CONTEXT_NULL before one is set', () => {
+    const fresh = makeAcl();
+    expectOk(fresh.aclInit(null));
+    expect(fresh.aclrtGetDevice({ value: -1 })).toBe(C.ACL_ERROR_RT_CONTEXT_NULL);
+    const acl = ready();
+    const d = { value: -1 };
+    expectOk(acl.aclrtGetDevice(d));
+    expect(d.value).toBe(0);
+    expect(acl.aclrtGetDevice(null as never)).toBe(INVALID);
+  });
+
+  it('aclrtMemsetAsync sets bytes when its stream is synchronised; count past maxCount and NULL are refused', () => {
+    const acl = ready();
+    const { va } = mapped(acl);
+    const s = { value: 0n };
+    expectOk(acl.aclrtCreateStream(s));
+    expectOk(acl.aclrtMemsetAsync(va, 64, 0x3c, 64, s.value));
+    expectOk(acl.aclrtSynchronizeStream(s.value));
+    const back = new Uint8Array(65);
+    expectOk(acl.aclrtMemcpy(back, 65, va, 65, C.ACL_MEMCPY_DEVICE_TO_HOST));
+    expect(back.subarray(0, 64).every((b) => b === 0x3c)).toBe(true);
+    expect(back[64]).toBe(0);
+    expect(acl.aclrtMemsetAsync(va, 16, 1, 32, s.value)).toBe(INVALID);
+    expect(acl.aclrtMemsetAsync(null, 16, 1, 16, s.value)).toBe(INVALID);
+    expectOk(acl.aclrtDestroyStream(s.value));
+  });
+
+  it('aclrtMallocHost buffers are copy sources and targets, freed once', () => {
+    const acl = ready();
+    const { va } = mapped(acl);
+    const host = { value: null as Uint8Array | null };
+    expectOk(acl.aclrtMallocHost(host, 4096));
+    host.value!.set(pattern(4096, 9));
+    expectOk(acl.aclrtMemcpy(va, 4096, host.value!, 4096, C.ACL_MEMCPY_HOST_TO_DEVICE));
+    const back = new Uint8Array(4096);
+    expectOk(acl.aclrtMemcpy(back, 4096, va, 4096, C.ACL_MEMCPY_DEVICE_TO_HOST));
+    expect(back).toEqual(pattern(4096, 9));
+    expectOk(acl.aclrtFreeHost(host.value!));
+    expect(acl.aclrtFreeHost(host.value!)).toBe(RT_PARAM);
+    expect(acl.aclrtMallocHost({ value: null }, 0)).toBe(INVALID);
+  });
+});

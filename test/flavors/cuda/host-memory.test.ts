@@ -33,10 +33,16 @@ describe('cuMemAllocHost and cuMemFreeHost', () => {
     for (const bad of [new Uint8Array(4), null, 0n, 'x', {}])
       expect(cu.cuMemFreeHost(bad as never)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     const untouched = { value: null };
-    for (const size of [0, -1, 1.5, Number.NaN, 'x'])
+    for (const size of [-1, 1.5, Number.NaN, 'x'])
       expect(cu.cuMemAllocHost(untouched, size as never), String(size)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     expect(cu.cuMemAllocHost(Object.freeze({ value: null }), 4)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     expect(untouched.value).toBe(null);
+    // Size 0 succeeds with a buffer of no bytes, freed once (host.allocSize0AndNullBox on the H200).
+    const empty = { value: null as Uint8Array | null };
+    expect(cu.cuMemAllocHost(empty, 0)).toBe(0);
+    expect(empty.value?.byteLength).toBe(0);
+    expect(cu.cuMemFreeHost(empty.value as Uint8Array)).toBe(0);
+    expect(cu.cuMemFreeHost(empty.value as Uint8Array)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     cu.dispose();
     expect(cu.cuMemFreeHost(back.value as Uint8Array)).toBe(C.CUDA_ERROR_DEINITIALIZED);
   });

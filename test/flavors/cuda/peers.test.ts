@@ -128,8 +128,12 @@ describe('cuMemcpyPeer and hipMemcpyPeer', () => {
     }
     const src = alloc(0, MiB);
     const dst = alloc(1, MiB);
-    for (const bad of [0n, 1n, -1, 'x', null, c0 + 5n])
+    // NULL (0n, 0, null) is the current context (peer.memcpyPeerNullContext); see the NULL row below.
+    for (const bad of [1n, -1, 'x', c0 + 5n])
       expect(cu.cuMemcpyPeer(dst, bad as never, src, c0, 4), String(bad)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    // The current context is c1, device 1's: a NULL destination context names it.
+    for (const nul of [0n, 0, null])
+      expect(cu.cuMemcpyPeer(dst, nul as never, src, c0, 4), String(nul)).toBe(0);
     expect(cu.cuMemcpyPeer(dst, c1, src, c0, -1)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     expect(cu.cuMemcpyPeer(dst, c1, src, c0, 0)).toBe(0);
     cu.dispose();

@@ -1,7 +1,10 @@
 /**
  * cuMemGetAddressRange, cuPointerGetAttribute and cuPointerGetAttributes
- * (Note [Pointer ranges]): the range is the cuMemMap that mapped the
- * address, or the cuMemAlloc allocation; unknown addresses get each call's code.
+ * (Note [Pointer ranges], as the H200 answered the conformance cases
+ * addressRange.* and pointer.*): the address range is the cuMemMap that
+ * mapped the address once a device may access it, or the cuMemAlloc
+ * allocation at its requested size; the pointer attributes' range is the
+ * reservation; unknown addresses get each call's code.
  */
 import { describe, expect, it } from 'vitest';
 import * as C from '../../../src/flavors/cuda/constants.js';
@@ -23,7 +26,7 @@ function ready(dev = 0): CudaFlavor {
   return cu;
 }
 
-/** A reservation of `chunks` granules with one allocation of device `dev` mapped per granule. */
+/** A reservation of `chunks` granules with one allocation of device `dev` mapped per granule, `dev` granted read-write. */
 function mapped(cu: CudaFlavor, chunks: number, dev = 0): bigint {
   const va = { value: 0n };
   expect(cu.cuMemAddressReserve(va, chunks * G, 0, 0n, 0)).toBe(0);
@@ -33,6 +36,8 @@ function mapped(cu: CudaFlavor, chunks: number, dev = 0): bigint {
     expect(cu.cuMemMap(va.value + BigInt(i * G), G, 0, h.value, 0)).toBe(0);
     expect(cu.cuMemRelease(h.value)).toBe(0);
   }
+  const rw = [{ location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: dev }, flags: 3 }];
+  expect(cu.cuMemSetAccess(va.value, chunks * G, rw, 1)).toBe(0);
   return va.value;
 }
 
@@ -72,10 +77,19 @@ describe('cuMemGetAddressRange', () => {
     const h = { value: 0n };
     expect(cu.cuMemCreate(h, 4 * G, prop(0), 0)).toBe(0);
     expect(cu.cuMemMap(va.value, 4 * G, 0, h.value, 0)).toBe(0);
+    // No device may access it yet: not found (addressRange.vmmNoAccess).
+    expect(range(cu, va.value + BigInt(3 * G))).toEqual([C.CUDA_ERROR_NOT_FOUND, -1n, -1]);
+    const rw = [{ location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, flags: 3 }];
+    expect(cu.cuMemSetAccess(va.value, 4 * G, rw, 1)).toBe(0);
     expect(range(cu, va.value + BigInt(3 * G))).toEqual([0, va.value, 4 * G]);
     const d = { value: 0n };
     expect(cu.cuMemAlloc(d, 3 * G)).toBe(0);
     expect(range(cu, d.value + 100n)).toEqual([0, d.value, 3 * G]);
+    // The size asked for, not the granules core holds (addressRange.cuMemAlloc).
+    const odd = { value: 0n };
+    expect(cu.cuMemAlloc(odd, G + 1)).toBe(0);
+    expect(range(cu, odd.value + 7n)).toEqual([0, odd.value, G + 1]);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_RANGE_SIZE, odd.value)).toEqual([0, G + 1]);
     cu.dispose();
   });
 
@@ -126,14 +140,40 @@ describe('cuPointerGetAttribute and cuPointerGetAttributes', () => {
     const p = va + BigInt(G) + 64n;
     expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p)).toEqual([0, C.CU_MEMORYTYPE_DEVICE]);
     expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p)).toEqual([0, 1]);
-    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p)).toEqual([0, va + BigInt(G)]);
-    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_RANGE_SIZE, p)).toEqual([0, G]);
+    // The reservation, not the mapping (pointer.vmm), and no context: VMM memory belongs to none.
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p)).toEqual([0, va]);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_RANGE_SIZE, p)).toEqual([0, 2 * G]);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, p)).toEqual([0, va + BigInt(G)]);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_MAPPING_SIZE, p)).toEqual([0, G]);
     expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_MAPPED, p)).toEqual([0, 1]);
     expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_IS_MANAGED, p)).toEqual([0, 0]);
     expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p)).toEqual([0, p]);
-    const ctx1 = { value: 0n };
-    expect(cu.cuDevicePrimaryCtxRetain(ctx1, 1)).toBe(0);
-    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_CONTEXT, p)).toEqual([0, ctx1.value]);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_CONTEXT, p)).toEqual([0, 0n]);
+    // Device 0, current, was granted nothing on device 1's memory.
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, p)).toEqual([0, 0]);
+    const d = { value: 0n };
+    expect(cu.cuMemAlloc(d, G)).toBe(0);
+    const ctx0 = { value: 0n };
+    expect(cu.cuCtxGetCurrent(ctx0)).toBe(0);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_CONTEXT, d.value)).toEqual([0, ctx0.value]);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, d.value)).toEqual([0, 1]);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p)).toEqual([0, 0]);
+    cu.dispose();
+  });
+
+  it('VMM memory no device may access answers every attribute but its device pointer', () => {
+    const cu = ready();
+    const va = { value: 0n };
+    expect(cu.cuMemAddressReserve(va, G, 0, 0n, 0)).toBe(0);
+    const h = { value: 0n };
+    expect(cu.cuMemCreate(h, G, prop(0), 0)).toBe(0);
+    expect(cu.cuMemMap(va.value, G, 0, h.value, 0)).toBe(0);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, va.value + 8n)).toEqual([1, -1]);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_RANGE_SIZE, va.value + 8n)).toEqual([0, G]);
+    const boxes = [{ value: -1 as number | bigint }, { value: -1 as number | bigint }];
+    const names = [C.CU_POINTER_ATTRIBUTE_RANGE_SIZE, C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER];
+    expect(cu.cuPointerGetAttributes(2, names, boxes, va.value)).toBe(1);
+    expect(boxes.map((b) => b.value)).toEqual([-1, -1]);
     cu.dispose();
   });
 
@@ -153,7 +193,8 @@ describe('cuPointerGetAttribute and cuPointerGetAttributes', () => {
       C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
     ];
     expect(cu.cuPointerGetAttributes(4, names, boxes, va.value)).toBe(0);
-    expect(boxes.map((b) => b.value)).toEqual([0, 0n, 0, 0]);
+    // The device ordinal's NULL value is CU_DEVICE_INVALID (pointer.getAttributesAtOnce).
+    expect(boxes.map((b) => b.value)).toEqual([0, 0n, 0, C.CU_DEVICE_INVALID]);
     const live = mapped(cu, 1);
     expect(cu.cuPointerGetAttributes(4, names, boxes, live + 1n)).toBe(0);
     expect(boxes.map((b) => b.value)).toEqual([C.CU_MEMORYTYPE_DEVICE, live, 1, 0]);
@@ -163,7 +204,7 @@ describe('cuPointerGetAttribute and cuPointerGetAttributes', () => {
   it('refuses unknown attributes, short lists and bad boxes before writing any box', () => {
     const cu = ready();
     const live = mapped(cu, 1);
-    for (const bad of [0, 4, 5, 14, 99, -1, 1.5, Number.NaN, '2', 2n, null])
+    for (const bad of [0, 4, 5, 21, 99, -1, 1.5, Number.NaN, '2', 2n, null])
       expect(attribute(cu, bad as number, live), String(bad)).toEqual([C.CUDA_ERROR_INVALID_VALUE, -1]);
     expect(cu.cuPointerGetAttribute(Object.freeze({ value: 0 }), C.CU_POINTER_ATTRIBUTE_MAPPED, live)).toBe(
       1,

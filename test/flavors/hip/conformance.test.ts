@@ -1,10 +1,17 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createMachine } from '../../../src/backends/sim/machine.js';
 import { ERROR_KINDS, VmmError } from '../../../src/core/errors.js';
 import { codeFor } from '../../../src/flavors/common/error-table.js';
 import * as C from '../../../src/flavors/hip/constants.js';
 import { HIP_ERROR_TABLE } from '../../../src/flavors/hip/error-table.js';
-import { HIP_FUNCTIONS, type HipFlavor, type hipMemAllocationProp } from '../../../src/flavors/hip/hip.js';
+import {
+  HIP_FUNCTIONS,
+  type HipFlavor,
+  type hipDeviceProp_t,
+  type hipMemAllocationProp,
+  type hipPointerAttribute_t,
+} from '../../../src/flavors/hip/hip.js';
 import { DEVICES, G, makeHip, ON_CUDA, RECOMMENDED, SKIP, TOTAL, TWO_DEVICES } from './helpers.js';
 
 const KiB = 1024;
@@ -819,6 +826,185 @@ describe('sharing between processes', () => {
   ])('import: %s', (_name, fd, type, code) => {
     const hip = makeHip();
     expect(hip.hipMemImportFromShareableHandle({ value: 0n }, fd, type)).toBe(code);
+    hip.dispose();
+  });
+});
+
+/**
+ * The calls ported programs reach for (issue 10), on the simulated MI300X and
+ * over the real driver (HIP over CUDA). Device facts on `cuda` come from the
+ * part itself: they must equal what conformance/gpu/device-attributes.py read
+ * from the H200 with no vmmkit code (conformance/results/h200-device-attributes.json).
+ */
+describe('calls of ported programs', () => {
+  const recorded = JSON.parse(
+    readFileSync(
+      new URL('../../../conformance/results/h200-device-attributes.json', import.meta.url),
+      'utf8',
+    ),
+  ) as { devices: { values: Record<string, number> }[] };
+  const h200 = recorded.devices[0]!.values;
+  /** SM count and compute capability: the H200's recorded answers on `cuda`, AMD's MI300X figures on the simulator. */
+  const part = ON_CUDA
+    ? {
+        sm: h200.MULTIPROCESSOR_COUNT!,
+        major: h200.COMPUTE_CAPABILITY_MAJOR!,
+        minor: h200.COMPUTE_CAPABILITY_MINOR!,
+      }
+    : { sm: 304, major: 9, minor: 4 };
+
+  it('hipDeviceGet, hipRuntimeGetVersion', () => {
+    const hip = makeHip();
+    const d = { value: -1 };
+    ok(hip.hipDeviceGet(d, 0));
+    expect(d.value).toBe(0);
+    expect(hip.hipDeviceGet({ value: -1 }, DEVICES)).toBe(C.hipErrorInvalidDevice);
+    const v = { value: 0 };
+    ok(hip.hipRuntimeGetVersion(v));
+    expect(v.value).toBe(C.SIMULATED_HIP_RUNTIME_VERSION);
+    hip.dispose();
+  });
+
+  it("hipDeviceGetAttribute and hipGetDeviceProperties answer the part's values", () => {
+    const hip = makeHip();
+    const attr = (a: number) => {
+      const box = { value: -1 };
+      ok(hip.hipDeviceGetAttribute(box, a, 0));
+      return box.value;
+    };
+    expect(attr(C.hipDeviceAttributeMultiprocessorCount)).toBe(part.sm);
+    expect(attr(C.hipDeviceAttributeComputeCapabilityMajor)).toBe(part.major);
+    expect(attr(C.hipDeviceAttributeComputeCapabilityMinor)).toBe(part.minor);
+    expect(attr(C.hipDeviceAttributeVirtualMemoryManagementSupported)).toBe(1);
+    expect(attr(C.hipDeviceAttributeComputeMode)).toBe(C.hipComputeModeDefault);
+    expect(hip.hipDeviceGetAttribute({ value: -1 }, 100000, 0)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipDeviceGetAttribute({ value: -1 }, C.hipDeviceAttributeComputeMode, DEVICES)).toBe(
+      C.hipErrorInvalidDevice,
+    );
+    const p = { value: null as unknown as hipDeviceProp_t };
+    ok(hip.hipGetDeviceProperties(p, 0));
+    expect(p.value).toEqual({
+      name: hip.runtime.devices[0]!.name,
+      totalGlobalMem: TOTAL,
+      multiProcessorCount: part.sm,
+      major: part.major,
+      minor: part.minor,
+    });
+    expect(hip.hipGetDeviceProperties(p, DEVICES)).toBe(C.hipErrorInvalidDevice);
+    hip.dispose();
+  });
+
+  it('peers: a device is not its own peer; enabling it is refused, disabling it was never enabled', () => {
+    const hip = makeHip();
+    const can = { value: -1 };
+    ok(hip.hipDeviceCanAccessPeer(can, 0, 0));
+    expect(can.value).toBe(0);
+    expect(hip.hipDeviceCanAccessPeer({ value: -1 }, 0, DEVICES)).toBe(C.hipErrorInvalidDevice);
+    expect(hip.hipDeviceEnablePeerAccess(0, 0)).toBe(C.hipErrorInvalidDevice);
+    expect(hip.hipDeviceEnablePeerAccess(0, 1)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipDeviceDisablePeerAccess(0)).toBe(C.hipErrorPeerAccessNotEnabled);
+    hip.dispose();
+  });
+
+  it('hipMemcpyHtoD / DtoH / DtoD and hipMemcpyPeer within device 0, on VMM and hipMalloc memory', () => {
+    const hip = makeHip();
+    const base = reserve(hip, G);
+    const h = create(hip, G);
+    ok(hip.hipMemMap(base, G, 0, h, 0));
+    ok(hip.hipMemSetAccess(base, G, [rw()], 1));
+    const m = { value: 0n };
+    ok(hip.hipMalloc(m, 4096));
+    const data = new Uint8Array(256).map((_, i) => (i * 7 + 3) & 0xff);
+    ok(hip.hipMemcpyHtoD(base, data, 256));
+    ok(hip.hipMemcpyDtoD(base + 1024n, base, 256));
+    ok(hip.hipMemcpyPeer(m.value, 0, base + 1024n, 0, 256));
+    const back = new Uint8Array(256);
+    ok(hip.hipMemcpyDtoH(back, m.value, 256));
+    expect(back).toEqual(data);
+    expect(hip.hipMemcpyPeer(m.value, DEVICES, base, 0, 16)).toBe(C.hipErrorInvalidDevice);
+    ok(hip.hipFree(m.value));
+    ok(hip.hipMemUnmap(base, G));
+    ok(hip.hipMemRelease(h));
+    ok(hip.hipMemAddressFree(base, G));
+    hip.dispose();
+  });
+
+  it('hipMemsetD32: little-endian 32-bit values, 4-byte aligned destinations, count 0 a no-op', () => {
+    const hip = makeHip();
+    const m = { value: 0n };
+    ok(hip.hipMalloc(m, 4096));
+    ok(hip.hipMemset(m.value, 0, 64));
+    ok(hip.hipMemsetD32(m.value + 4n, 0xdeadbeef, 2));
+    const back = new Uint8Array(16);
+    ok(hip.hipMemcpyDtoH(back, m.value, 16));
+    expect(Buffer.from(back).toString('hex')).toBe('00000000efbeaddeefbeadde00000000');
+    expect(hip.hipMemsetD32(m.value + 2n, 1, 1)).toBe(C.hipErrorInvalidValue);
+    ok(hip.hipMemsetD32(m.value + 2n, 1, 0));
+    ok(hip.hipFree(m.value));
+    hip.dispose();
+  });
+
+  it('hipHostMalloc buffers are copy sources and targets, freed once', () => {
+    const hip = makeHip();
+    const host = { value: null as Uint8Array | null };
+    ok(hip.hipHostMalloc(host, 4096, C.hipHostMallocDefault));
+    const m = { value: 0n };
+    ok(hip.hipMalloc(m, 4096));
+    host.value!.fill(0x5a);
+    ok(hip.hipMemcpyHtoD(m.value, host.value!, 4096));
+    const back = { value: null as Uint8Array | null };
+    ok(hip.hipHostMalloc(back, 4096, 0));
+    ok(hip.hipMemcpyDtoH(back.value!, m.value, 4096));
+    expect(back.value!.every((b) => b === 0x5a)).toBe(true);
+    ok(hip.hipHostFree(host.value!));
+    expect(hip.hipHostFree(host.value!)).toBe(C.hipErrorInvalidValue);
+    ok(hip.hipHostFree(back.value!));
+    const zero = { value: new Uint8Array(1) as Uint8Array | null };
+    ok(hip.hipHostMalloc(zero, 0, 0));
+    expect(zero.value).toBeNull();
+    expect(hip.hipHostMalloc({ value: null }, 16, 0x8)).toBe(C.hipErrorInvalidValue);
+    ok(hip.hipFree(m.value));
+    hip.dispose();
+  });
+
+  it('hipStreamCreateWithFlags, and hipGetLastError returns the last failure once', () => {
+    const hip = makeHip();
+    const s = { value: 0n };
+    ok(hip.hipStreamCreateWithFlags(s, C.hipStreamNonBlocking));
+    const m = { value: 0n };
+    ok(hip.hipMalloc(m, 4096));
+    ok(hip.hipMemsetAsync(m.value, 7, 16, s.value));
+    ok(hip.hipStreamSynchronize(s.value));
+    ok(hip.hipStreamDestroy(s.value));
+    expect(hip.hipStreamCreateWithFlags({ value: 0n }, 2)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipGetLastError()).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipGetLastError()).toBe(C.hipSuccess);
+    ok(hip.hipFree(m.value));
+    hip.dispose();
+  });
+
+  it('hipMemGetAddressRange and hipPointerGetAttributes: the hipMemMap chunk, the hipMalloc allocation', () => {
+    const hip = makeHip();
+    const { base } = chunked(hip, G, 2);
+    const b = { value: -1n };
+    const s = { value: -1 };
+    ok(hip.hipMemGetAddressRange(b, s, base + Gn + 100n));
+    expect([b.value - base, s.value]).toEqual([Gn, G]);
+    const m = { value: 0n };
+    ok(hip.hipMalloc(m, G));
+    ok(hip.hipMemGetAddressRange(b, s, m.value + 8n));
+    expect([b.value, s.value]).toEqual([m.value, G]);
+    const a = { value: null as unknown as hipPointerAttribute_t };
+    ok(hip.hipPointerGetAttributes(a, base + 64n));
+    expect([a.value.type, a.value.device, a.value.devicePointer - base]).toEqual([
+      C.hipMemoryTypeDevice,
+      0,
+      64n,
+    ]);
+    ok(hip.hipFree(m.value));
+    const gone = m.value;
+    expect(hip.hipMemGetAddressRange(b, s, gone)).toBe(C.hipErrorNotFound);
+    expect(hip.hipPointerGetAttributes(a, gone)).toBe(C.hipErrorInvalidValue);
     hip.dispose();
   });
 });
