@@ -56,6 +56,22 @@ export interface PeerSteps {
   props(handle: number): Answer;
   /** End the process as exit does (dispose). */
   exit(): Answer;
+  /** ACL only (IPC by key, Note [ACL IPC keys]): aclrtMalloc of `size` bytes; its address. */
+  malloc(size: number): Answer;
+  /** ACL only: aclrtFree. */
+  mfree(va: number): Answer;
+  /** ACL only: aclrtIpcMemGetExportKey (then aclrtIpcMemSetImportPid unless 'any'); the key in `props`. */
+  keyExport(va: number, size: number, allow: readonly number[] | 'any'): Answer;
+  /** ACL only: aclrtIpcMemImportByKey; the address in this process. */
+  keyImport(key: string): Answer;
+  /** ACL only: aclrtIpcMemClose. */
+  keyClose(key: string): Answer;
+}
+
+/** The IPC-by-key steps of a flavour that has none (CUDA and HIP here). */
+function noKeys(code: number): Pick<PeerSteps, 'malloc' | 'mfree' | 'keyExport' | 'keyImport' | 'keyClose'> {
+  const no = () => ({ code });
+  return { malloc: no, mfree: no, keyExport: no, keyImport: no, keyClose: no };
 }
 
 const b64 = (u: Uint8Array): string => Buffer.from(u.buffer, u.byteOffset, u.length).toString('base64');
@@ -157,6 +173,7 @@ export function cudaPeer(cu: CudaFlavor, take: FdTaker): PeerSteps {
       cu.dispose();
       return { code: 0 };
     },
+    ...noKeys(K.CUDA_ERROR_NOT_SUPPORTED),
   };
 }
 
@@ -232,6 +249,7 @@ export function hipPeer(hip: HipFlavor, take: FdTaker): PeerSteps {
       hip.dispose();
       return { code: 0 };
     },
+    ...noKeys(H.hipErrorNotSupported),
   };
 }
 
@@ -317,6 +335,27 @@ export function aclPeer(acl: AclFlavor): PeerSteps {
       acl.dispose();
       return { code: 0 };
     },
+    malloc(size) {
+      const p = { value: 0n };
+      return out(acl.aclrtMalloc(p, size, A.ACL_MEM_MALLOC_HUGE_FIRST), p.value);
+    },
+    mfree: (va) => out(acl.aclrtFree(BigInt(va))),
+    keyExport(va, size, allow) {
+      const key = { value: '' };
+      const flags =
+        allow === 'any'
+          ? A.ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION
+          : A.ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT;
+      let code = acl.aclrtIpcMemGetExportKey(BigInt(va), size, key, A.ACL_IPC_KEY_LEN, flags);
+      if (code === 0 && allow !== 'any')
+        code = acl.aclrtIpcMemSetImportPid(key.value, [...allow], allow.length);
+      return code === 0 ? { code, props: key.value } : { code };
+    },
+    keyImport(key) {
+      const p = { value: 0n };
+      return out(acl.aclrtIpcMemImportByKey(p, key, A.ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT), p.value);
+    },
+    keyClose: (key) => out(acl.aclrtIpcMemClose(key)),
   };
 }
 

@@ -355,12 +355,94 @@ export async function exporterEndsScenario(
   }
 }
 
+/**
+ * ACL's IPC by key (Note [ACL IPC keys]): aclrtMalloc memory shared under a
+ * string key, whitelisted by pid; bytes both ways; a process not named is
+ * refused; the exporter's aclrtFree withdraws the key while the importer's
+ * mapping keeps the memory, which goes at the importer's close; a key
+ * exported without pid validation imports anywhere.
+ */
+export async function aclIpcKeyScenario(h: Harness): Promise<ScenarioResult> {
+  const run = new Run('ipc-key', 'acl');
+  const peers: RemotePeer[] = [];
+  const key = async (peer: RemotePeer, ...args: Parameters<PeerSteps['keyExport']>): Promise<string> => {
+    const a = await peer.call('keyExport', ...args);
+    if (a.code !== 0 || typeof a.props !== 'string') {
+      run.check(`${peer.label}.keyExport succeeds`, false, a);
+      throw new StepFailed(`${peer.label}.keyExport answered ${a.code}`);
+    }
+    return a.props;
+  };
+  try {
+    const x = await h.spawn('acl', 'exporter');
+    peers.push(x);
+    const y = await h.spawn('acl', 'importer');
+    peers.push(y);
+    const z = await h.spawn('acl', 'outsider');
+    peers.push(z);
+    const yPid = await run.must(y, 'pid');
+    const f0 = await run.must(x, 'freeMemory');
+    // aclrtMalloc adds 32 bytes of padding: this size takes exactly one CHUNK.
+    const size = CHUNK - 64;
+    const xva = await run.must(x, 'malloc', size);
+    const data = pattern(CHUNK - 64, 6);
+    await run.must(x, 'write', xva, b64(data));
+    const k = await key(x, xva, size, [yPid]);
+    run.observed.keyLength = k.length;
+    const refused = await z.call('keyImport', k);
+    run.observed.outsiderImport = refused.code;
+    run.check(
+      'a process not on the pid list is refused (ACL_ERROR_RT_NO_PERMISSION)',
+      refused.code === ACL_NO_PERMISSION,
+      refused,
+    );
+    const yva = await run.must(y, 'keyImport', k);
+    run.check('the importer reads what the exporter wrote', sameBytes(await run.read(y, yva, size), data));
+    const back = pattern(PIECE, 7);
+    await run.must(y, 'write', yva + PIECE, b64(back));
+    run.check(
+      'the exporter reads what the importer wrote',
+      sameBytes(await run.read(x, xva + PIECE, PIECE), back),
+    );
+    await run.must(x, 'mfree', xva);
+    const fHeld = await run.must(y, 'freeMemory');
+    run.check("the importer's mapping keeps the memory after the exporter's aclrtFree", f0 - fHeld >= CHUNK, {
+      f0,
+      fHeld,
+    });
+    const late = await z.call('keyImport', k);
+    run.observed.importAfterFree = late.code;
+    run.check('aclrtFree withdrew the key', late.code === NEVER_PASSED_CODE.acl, late);
+    run.check(
+      "the importer's bytes are intact after the exporter's aclrtFree",
+      sameBytes(await run.read(y, yva + PIECE, PIECE), back),
+    );
+    await run.must(y, 'keyClose', k);
+    const fAfter = await run.must(y, 'freeMemory');
+    run.check('the memory goes at the last close', fAfter - fHeld === CHUNK, { fHeld, fAfter });
+    // Without pid validation anyone but the exporter imports.
+    const open = await run.must(x, 'malloc', size);
+    const k2 = await key(x, open, size, 'any');
+    const zva = await run.must(z, 'keyImport', k2);
+    run.check('a key exported without pid validation imports anywhere', zva !== 0);
+    await run.must(z, 'keyClose', k2);
+    await run.must(x, 'keyClose', k2);
+    await run.must(x, 'mfree', open);
+    return run.result();
+  } catch (e) {
+    return run.result(e);
+  } finally {
+    for (const p of peers) await p.exit().catch(() => undefined);
+  }
+}
+
 export async function allScenarios(h: Harness, flavours: readonly FlavourName[] = ['cuda', 'hip', 'acl']) {
   const results: ScenarioResult[] = [];
   for (const f of flavours) {
     results.push(await sharedScenario(h, f));
     results.push(await exporterEndsScenario(h, f, 'exit'));
     results.push(await exporterEndsScenario(h, f, 'kill'));
+    if (f === 'acl') results.push(await aclIpcKeyScenario(h));
   }
   return results;
 }

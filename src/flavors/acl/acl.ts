@@ -815,7 +815,10 @@ export class AclFlavor extends VendorProcess {
     if (r === undefined || r.origin !== 'malloc')
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not from aclrtMalloc`);
     if (this.#ipcImportAt(va) !== undefined)
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, 'memory imported by key is closed with aclrtIpcMemClose');
+      return this.#bad(
+        C.ACL_ERROR_RT_PARAM_INVALID,
+        'memory imported by key is closed with aclrtIpcMemClose',
+      );
     return this.#run(() => {
       this.runtime.mfree(va);
       // Core withdrew the memory's tokens with it (Note [ACL IPC keys]): its keys are gone.

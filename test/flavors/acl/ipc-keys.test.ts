@@ -245,7 +245,10 @@ describe('IPC by key in the trace', () => {
       'halShmemCloseHandle',
       'halShmemDestroyHandle',
     ].map((frame) => text.indexOf(frame));
-    expect(order.every((at) => at >= 0), text).toBe(true);
+    expect(
+      order.every((at) => at >= 0),
+      text,
+    ).toBe(true);
     expect([...order].sort((x, y) => x - y)).toEqual(order);
     expect(text).not.toMatch(/exportShareable|importShareable|unshare/);
     a.dispose();

@@ -103,9 +103,9 @@ describe('forced teardown', () => {
     const dev = { value: 0n };
     expect(acl.aclrtCreateStream(s)).toBe(OK);
     expect(acl.aclrtMalloc(dev, 4096, 0)).toBe(OK);
-    expect(acl.aclrtMemcpyAsync(dev.value, 4096, pattern(4096, 7), 4096, C.ACL_MEMCPY_HOST_TO_DEVICE, s.value)).toBe(
-      OK,
-    );
+    expect(
+      acl.aclrtMemcpyAsync(dev.value, 4096, pattern(4096, 7), 4096, C.ACL_MEMCPY_HOST_TO_DEVICE, s.value),
+    ).toBe(OK);
     expect(acl.aclrtDestroyStream(s.value)).toBe(OK);
     const back = new Uint8Array(4096);
     expect(acl.aclrtMemcpy(back, 4096, dev.value, 4096, C.ACL_MEMCPY_DEVICE_TO_HOST)).toBe(OK);

@@ -439,7 +439,10 @@ const calls: CallSpec<AclFlavor>[] = [
       const at = ptr(ep, p);
       const key = ep.box('');
       const flags = ep.arg(() =>
-        ep.rng.pick([C.ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT, C.ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION]),
+        ep.rng.pick([
+          C.ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT,
+          C.ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION,
+        ]),
       );
       const layout = p.runtime.describe();
       return {
