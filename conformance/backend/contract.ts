@@ -220,6 +220,38 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
     },
   },
   {
+    name: 'an event marks stream order: another stream that waits on it sees the marked work (Note [Events])',
+    run: (b) => {
+      const g = granularity(b);
+      const { va, undo } = mapped(b, g);
+      const a = b.createStream(0);
+      const w = b.createStream(0);
+      const e = b.createEvent(0);
+      assert(b.queryEvent(e), 'an event never recorded is complete');
+      const data = pattern(4096, 11);
+      b.write(0, va, data, a);
+      b.recordEvent(e, a);
+      b.streamWaitEvent(w, e);
+      b.copy(0, va + 8192, va, 4096, w);
+      const back = new Uint8Array(4096);
+      b.read(0, va + 8192, back, w);
+      // Only the waiting stream is synchronised: its wait orders the copy after the write.
+      b.synchronizeStream(w);
+      assertEqualBytes(back, data, 'wait on an event');
+      b.synchronizeEvent(e);
+      assert(b.queryEvent(e), 'a synchronised event is complete');
+      // Recorded on stream 0, then synchronised: complete, and destroying it leaves the streams working.
+      b.recordEvent(e, 0);
+      b.synchronizeEvent(e);
+      assert(b.queryEvent(e), 'an event recorded on stream 0 and synchronised is complete');
+      b.destroyEvent(e);
+      assertThrowsVmm(() => b.queryEvent(e), 'a destroyed event');
+      b.destroyStream(a);
+      b.destroyStream(w);
+      undo();
+    },
+  },
+  {
     name: 'unmap removes access; a new mapping starts with none',
     run: (b) => {
       const g = granularity(b);

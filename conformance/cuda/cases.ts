@@ -2396,6 +2396,212 @@ def('host.freeNotHostMemory', (t) => {
   t.call('freeWhole', t.cu.cuMemFreeHost(box.value));
 });
 
+// ---------------------------------------------------------------- events and created contexts (Note [Events])
+
+/** Make an event with `flags`, recording the code; its destroy is recorded as cleanup. */
+function eventOf(t: Trace, flags: number, label = 'cuEventCreate'): bigint {
+  const box = { value: 0n };
+  if (t.call(label, t.cu.cuEventCreate(box, flags)) !== 0) return 0n;
+  const e = box.value;
+  t.see(`${label}:nonNull`, e !== 0n);
+  return e;
+}
+def('event.createFlags', (t) => {
+  for (const [label, flags] of [
+    ['default', 0],
+    ['blockingSync', 1],
+    ['disableTiming', 2],
+    ['interprocessAlone', 4],
+    ['interprocessDisableTiming', 6],
+    ['unknownBit8', 8],
+    ['allKnown', 7],
+  ] as const) {
+    const e = eventOf(t, flags, label);
+    if (e) t.call(`${label}:destroy`, t.cu.cuEventDestroy(e));
+  }
+  t.call('nullBox', t.cu.cuEventCreate(null as never, 0));
+});
+def('event.neverRecorded', (t) => {
+  const e = eventOf(t, 0);
+  if (!e) return;
+  t.call('query', t.cu.cuEventQuery(e));
+  t.call('synchronize', t.cu.cuEventSynchronize(e));
+  t.call('waitOnNullStream', t.cu.cuStreamWaitEvent(0n, e, 0));
+  t.call('destroy', t.cu.cuEventDestroy(e));
+});
+def('event.recordSynchronizeQuery', (t) => {
+  const { base, h } = t.mapped(t.G);
+  const s = t.stream();
+  const e = eventOf(t, CU_EVENT_DISABLE_TIMING);
+  if (!base || !h || !s || !e) return;
+  const data = pattern(4096, 60);
+  t.call('HtoDAsync', t.cu.cuMemcpyHtoDAsync(base, data, 4096, s));
+  t.call('record', t.cu.cuEventRecord(e, s));
+  t.call('synchronize', t.cu.cuEventSynchronize(e));
+  t.call('queryAfterSynchronize', t.cu.cuEventQuery(e));
+  t.readEquals(base, data);
+  t.call('destroy', t.cu.cuEventDestroy(e));
+});
+def('event.crossStreamWait', (t) => {
+  const { base, h } = t.mapped(t.G);
+  const a = t.stream('createA');
+  const b = t.stream('createB');
+  const e = eventOf(t, CU_EVENT_DISABLE_TIMING);
+  if (!base || !h || !a || !b || !e) return;
+  const data = pattern(65536, 61);
+  t.call('HtoDAsyncOnA', t.cu.cuMemcpyHtoDAsync(base, data, data.length, a));
+  t.call('recordOnA', t.cu.cuEventRecord(e, a));
+  t.call('waitOnB', t.cu.cuStreamWaitEvent(b, e, 0));
+  t.call('DtoDAsyncOnB', t.cu.cuMemcpyDtoDAsync(base + 65536n, base, data.length, b));
+  t.call('syncB', t.cu.cuStreamSynchronize(b));
+  t.call('queryAfterSyncB', t.cu.cuEventQuery(e));
+  t.readEquals(base + 65536n, data);
+  t.call('destroy', t.cu.cuEventDestroy(e));
+});
+def('event.recordSpecialStreams', (t) => {
+  const e = eventOf(t, 0);
+  if (!e) return;
+  t.call('recordNull', t.cu.cuEventRecord(e, 0n));
+  t.call('recordLegacy', t.cu.cuEventRecord(e, 1n));
+  t.call('recordPerThread', t.cu.cuEventRecord(e, 2n));
+  t.call('synchronize', t.cu.cuEventSynchronize(e));
+  t.call('query', t.cu.cuEventQuery(e));
+  t.call('waitLegacy', t.cu.cuStreamWaitEvent(1n, e, 0));
+  t.call('destroy', t.cu.cuEventDestroy(e));
+});
+def('event.flagsOfRecordAndWait', (t) => {
+  const e = eventOf(t, 0);
+  const s = t.stream();
+  if (!e || !s) return;
+  t.call('recordFlags0', t.cu.cuEventRecordWithFlags(e, s, 0));
+  t.call('recordFlagsExternal', t.cu.cuEventRecordWithFlags(e, s, 1));
+  t.call('recordFlags2', t.cu.cuEventRecordWithFlags(e, s, 2));
+  t.call('waitFlags0', t.cu.cuStreamWaitEvent(s, e, 0));
+  t.call('waitFlagsExternal', t.cu.cuStreamWaitEvent(s, e, 1));
+  t.call('waitFlags2', t.cu.cuStreamWaitEvent(s, e, 2));
+  t.call('sync', t.cu.cuStreamSynchronize(s));
+  t.call('destroy', t.cu.cuEventDestroy(e));
+});
+def('event.elapsedTime', (t) => {
+  const a = eventOf(t, 0, 'createStart');
+  const b = eventOf(t, 0, 'createEnd');
+  const quiet = eventOf(t, CU_EVENT_DISABLE_TIMING, 'createNoTiming');
+  if (!a || !b || !quiet) return;
+  const ms = { value: -1 };
+  t.call('neverRecorded', t.cu.cuEventElapsedTime(ms, a, b));
+  t.call('recordStart', t.cu.cuEventRecord(a, 0n));
+  t.call('recordEnd', t.cu.cuEventRecord(b, 0n));
+  t.call('recordNoTiming', t.cu.cuEventRecord(quiet, 0n));
+  t.call('syncEnd', t.cu.cuEventSynchronize(b));
+  t.call('syncNoTiming', t.cu.cuEventSynchronize(quiet));
+  // The time itself differs run to run: only that it is not negative.
+  const code = t.cu.cuEventElapsedTime(ms, a, b);
+  t.call('elapsed', code, code === 0 ? ms.value >= 0 : undefined);
+  t.call('elapsedNoTiming', t.cu.cuEventElapsedTime(ms, a, quiet));
+  t.call('elapsedNullBox', t.cu.cuEventElapsedTime(null as never, a, b));
+  for (const [label, e] of [
+    ['destroyStart', a],
+    ['destroyEnd', b],
+    ['destroyNoTiming', quiet],
+  ] as const)
+    t.call(label, t.cu.cuEventDestroy(e));
+});
+// A destroyed event handle: the driver may refuse it or fault (Note [Cases that may poison the context]).
+def(
+  'event.destroyedHandle',
+  (t) => {
+    const e = eventOf(t, 0);
+    if (!e) return;
+    t.call('destroy', t.cu.cuEventDestroy(e));
+    t.call('queryDestroyed', t.cu.cuEventQuery(e));
+    t.call('destroyAgain', t.cu.cuEventDestroy(e));
+  },
+  true,
+);
+def('event.destroyWhileQueued', (t) => {
+  const { base, h } = t.mapped(t.G);
+  const s = t.stream();
+  const e = eventOf(t, CU_EVENT_DISABLE_TIMING);
+  if (!base || !h || !s || !e) return;
+  const data = pattern(4096, 62);
+  t.call('HtoDAsync', t.cu.cuMemcpyHtoDAsync(base, data, 4096, s));
+  t.call('record', t.cu.cuEventRecord(e, s));
+  t.call('destroyBeforeSync', t.cu.cuEventDestroy(e));
+  t.call('sync', t.cu.cuStreamSynchronize(s));
+  t.readEquals(base, data);
+});
+def('event.streamDestroyedAfterRecord', (t) => {
+  const box = { value: 0n };
+  const e = eventOf(t, 0);
+  if (!e || t.call('createStream', t.cu.cuStreamCreate(box, 0)) !== 0) return;
+  t.call('record', t.cu.cuEventRecord(e, box.value));
+  t.call('destroyStream', t.cu.cuStreamDestroy(box.value));
+  t.call('synchronize', t.cu.cuEventSynchronize(e));
+  t.call('query', t.cu.cuEventQuery(e));
+  t.call('destroy', t.cu.cuEventDestroy(e));
+});
+
+def('ctx.createDestroy', (t) => {
+  const primary = currentContext(t);
+  const box = { value: 0n };
+  if (t.call('create', t.cu.cuCtxCreate(box, 0, t.env.dev)) !== 0) return;
+  const c = box.value;
+  t.see('createdIsNotPrimary', c !== primary);
+  t.see('createdIsCurrent', currentContext(t) === c);
+  t.call('destroy', t.cu.cuCtxDestroy(c));
+  t.see('primaryCurrentAgain', currentContext(t) === primary);
+  if (currentContext(t) !== primary) t.cu.cuCtxSetCurrent(primary);
+});
+def('ctx.createFlagsAndDevice', (t) => {
+  const primary = currentContext(t);
+  for (const [label, flags, dev] of [
+    ['schedSpin', 1, t.env.dev],
+    ['schedBlockingSync', 4, t.env.dev],
+    ['schedSpinYield', 3, t.env.dev],
+    ['unknownBit', 0x100, t.env.dev],
+    ['badDevice', 0, t.env.deviceCount],
+  ] as const) {
+    const box = { value: 0n };
+    if (t.call(label, t.cu.cuCtxCreate(box, flags, dev)) === 0)
+      t.call(`${label}:destroy`, t.cu.cuCtxDestroy(box.value));
+  }
+  t.call('nullBox', t.cu.cuCtxCreate(null as never, 0, t.env.dev));
+  if (currentContext(t) !== primary) t.cu.cuCtxSetCurrent(primary);
+});
+def('ctx.destroyReleasesItsMemoryAndStreams', (t) => {
+  const primary = currentContext(t);
+  const box = { value: 0n };
+  if (t.call('create', t.cu.cuCtxCreate(box, 0, t.env.dev)) !== 0) return;
+  const c = box.value;
+  const p = { value: 0n };
+  t.call('memAlloc', t.cu.cuMemAlloc(p, t.G));
+  const s = { value: 0n };
+  t.call('streamCreate', t.cu.cuStreamCreate(s, 0));
+  // VMM memory is not the context's: it outlives cuCtxDestroy.
+  const h = t.create(t.G);
+  t.call('destroy', t.cu.cuCtxDestroy(c));
+  if (currentContext(t) !== primary) t.cu.cuCtxSetCurrent(primary);
+  const base = t.reserve(t.G);
+  if (h && base) {
+    t.map(base, t.G, h);
+    t.access(base, t.G, RW);
+    const data = pattern(64, 63);
+    t.write(base, data, 'vmmWriteAfterDestroy');
+    t.readEquals(base, data);
+  }
+});
+def('ctx.destroyNull', (t) => void t.call('destroyNull', t.cu.cuCtxDestroy(0n)));
+def(
+  'ctx.destroyPrimary',
+  (t) => {
+    const primary = currentContext(t);
+    t.call('destroyPrimary', t.cu.cuCtxDestroy(primary));
+    t.call('setPrimaryAgain', t.cu.cuCtxSetCurrent(primary));
+    t.call('synchronize', t.cu.cuCtxSynchronize());
+  },
+  true,
+);
+
 export function caseNames(): string[] {
   return Object.keys(CASES);
 }
@@ -2404,3 +2610,6 @@ export function getCase(name: string): CaseInfo {
   if (!c) throw new Error(`no case ${name}`);
   return c;
 }
+
+/** cuda.h's CU_EVENT_DISABLE_TIMING. */
+const CU_EVENT_DISABLE_TIMING = 2;

@@ -146,6 +146,23 @@ const SCENARIOS: readonly Scenario[] = [
       },
     }),
   ),
+  {
+    // Note [Device reset]: every step is past a point of no return; a failed one is reported and
+    // its object stays held (dispose takes it), device 1's memory is untouched.
+    name: 'resetDevice (events, streams, unmaps, releases, frees)',
+    prepare: (w) => {
+      w.rt.malloc(0, G);
+      const r = w.rt.reserve(2 * G);
+      const a = w.rt.create(G, onDevice(0));
+      w.rt.map(r.base, G, a);
+      w.rt.release(a);
+      w.allocations.push(w.rt.create(G, onDevice(1)));
+      const s = w.rt.createStream(0);
+      w.rt.recordEvent(w.rt.createEvent(0), s);
+      return () => w.rt.resetDevice(0);
+    },
+    completesAt: Array.from({ length: 32 }, (_, i) => i + 1),
+  },
   ...(['map', 'reserve', 'create', 'free', 'exportFd', 'importFd'] as const).map(
     (op): Scenario => ({
       name: `${op} (one step)`,

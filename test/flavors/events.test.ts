@@ -335,3 +335,49 @@ describe('ACL events', () => {
     a.dispose();
   });
 });
+
+describe('event calls in the vendors’ layers', () => {
+  it('each flavour traces its event calls in its own words', async () => {
+    const { Tracer } = await import('../../src/core/trace.js');
+    const names = (spans: readonly { layer: string; name: string; children: readonly never[] }[]): string[] =>
+      spans.flatMap((s) => [`${s.layer}:${s.name}`, ...names(s.children)]);
+    const hipTracer = new Tracer();
+    const hip = createHip({ tracer: hipTracer });
+    const e = box(0n);
+    hip.hipEventCreate(e);
+    hip.hipEventRecord(e.value, null);
+    hip.hipEventQuery(e.value);
+    expect(names(hipTracer.roots as never)).toEqual([
+      'hip:hipEventCreate',
+      'hip:ihipEventCreateWithFlags',
+      'hip:hipEventRecord',
+      'hip:hipEventRecord_common',
+      'hip:hip::Event::addMarker',
+      'hip:hipEventQuery',
+      'hip:ihipEventQuery',
+      'hip:hip::Event::query',
+    ]);
+    const aclTracer = new Tracer();
+    const a = createAcl({ tracer: aclTracer });
+    a.aclInit(null);
+    a.aclrtSetDevice(0);
+    aclTracer.clear();
+    a.aclrtCreateEvent(e);
+    a.aclrtRecordEvent(e.value, null);
+    expect(names(aclTracer.roots as never)).toEqual([
+      'acl:aclrtCreateEvent',
+      'rts:rtEventCreateWithFlag',
+      'acl:aclrtRecordEvent',
+      'rts:rtEventRecord',
+    ]);
+    const cuTracer = new Tracer();
+    const cu = createCuda({ tracer: cuTracer });
+    cu.cuInit(0);
+    cu.cuDevicePrimaryCtxRetain(e, 0);
+    cu.cuCtxSetCurrent(e.value);
+    cuTracer.clear();
+    cu.cuEventCreate(e, 0);
+    cu.cuEventRecord(e.value, 0n);
+    expect(names(cuTracer.roots as never)).toEqual(['cuda:cuEventCreate', 'cuda:cuEventRecord']);
+  });
+});

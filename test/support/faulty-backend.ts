@@ -20,6 +20,8 @@ export const MUTATING_OPERATIONS = [
   'unshare',
   'createStream',
   'destroyStream',
+  'createEvent',
+  'destroyEvent',
 ] as const satisfies readonly (keyof Backend)[];
 
 /**

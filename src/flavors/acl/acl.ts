@@ -369,6 +369,12 @@ export class AclFlavor extends VendorProcess {
       }
       this.#streams.delete(h);
     }
+    // So do its events (Note [ACL events]).
+    for (const id of [...this.#events.keys()]) {
+      if (this.runtime.eventDevice(id) !== d) continue;
+      this.runtime.quietly(() => this.runtime.destroyEvent(id));
+      this.#events.delete(id);
+    }
     return C.ACL_SUCCESS;
   }
 

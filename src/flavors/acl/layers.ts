@@ -137,6 +137,19 @@ export const ACL_LAYERS: VendorLayers = {
       path: [rts('rtsIpcMemClose'), rts('NpuDriver::DestroyIpcMem'), hal('halShmemDestroyHandle')],
       opaque: true,
     },
+    // Events: the runtime's rtEvent* calls (the CANN runtime's names; what lies below is not public).
+    'core:createEvent': { path: [rts('rtEventCreateWithFlag')] },
+    'core:recordEvent': { path: [rts('rtEventRecord')] },
+    'core:queryEvent': { path: [rts('rtEventQueryStatus')] },
+    'core:synchronizeEvent': { path: [rts('rtEventSynchronize')] },
+    'core:streamWaitEvent': { path: [rts('rtStreamWaitEvent')] },
+    'core:destroyEvent': { path: [rts('rtEventDestroy')] },
+    'backend:createEvent': { path: [] },
+    'backend:recordEvent': { path: [] },
+    'backend:queryEvent': { path: [] },
+    'backend:synchronizeEvent': { path: [] },
+    'backend:streamWaitEvent': { path: [] },
+    'backend:destroyEvent': { path: [] },
   },
 };
 

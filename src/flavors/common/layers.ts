@@ -111,6 +111,12 @@ const REAL_DRIVER_STEPS: Readonly<Record<string, { readonly path: readonly Vendo
   'backend:setAccess': { path: [libcuda('cuMemSetAccess')] },
   'backend:exportFd': { path: [libcuda('cuMemExportToShareableHandle')] },
   'backend:importFd': { path: [libcuda('cuMemImportFromShareableHandle')] },
+  'backend:createEvent': { path: [libcuda('cuEventCreate')] },
+  'backend:recordEvent': { path: [libcuda('cuEventRecord')] },
+  'backend:queryEvent': { path: [libcuda('cuEventQuery')] },
+  'backend:synchronizeEvent': { path: [libcuda('cuEventSynchronize')] },
+  'backend:streamWaitEvent': { path: [libcuda('cuStreamWaitEvent')] },
+  'backend:destroyEvent': { path: [libcuda('cuEventDestroy')] },
 };
 
 /**

@@ -51,6 +51,21 @@ const CORE_OPERATIONS = [
   'destroyStream',
   'synchronizeStream',
   'synchronize',
+  'createEvent',
+  'recordEvent',
+  'queryEvent',
+  'synchronizeEvent',
+  'streamWaitEvent',
+  'destroyEvent',
+] as const;
+/** Events live in libcuda and the GPU's front end, not in the kernel driver: their primitives are elided too. */
+const EVENT_PRIMITIVES = [
+  'createEvent',
+  'recordEvent',
+  'queryEvent',
+  'synchronizeEvent',
+  'streamWaitEvent',
+  'destroyEvent',
 ] as const;
 
 export const CUDA_LAYERS: VendorLayers = {
@@ -58,6 +73,7 @@ export const CUDA_LAYERS: VendorLayers = {
   api: 'cuda',
   steps: {
     ...Object.fromEntries(CORE_OPERATIONS.map((op) => [`core:${op}`, { path: [] }])),
+    ...Object.fromEntries(EVENT_PRIMITIVES.map((op) => [`backend:${op}`, { path: [] }])),
     'backend:reserve': { path: [kmd('kmd.reserveVa')] },
     'backend:free': { path: [kmd('kmd.freeVa')] },
     'backend:create': { path: [kmd('kmd.allocPhysical')] },

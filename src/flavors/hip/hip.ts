@@ -880,7 +880,8 @@ export class HipFlavor extends VendorProcess {
   // --- events (Note [HIP events]) ---------------------------------------------------------------------
 
   hipEventCreate(event: Box<bigint>): number {
-    return this.hipEventCreateWithFlags(event, C.hipEventDefault);
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#createEvent(event, C.hipEventDefault);
   }
 
   /**
@@ -896,7 +897,12 @@ export class HipFlavor extends VendorProcess {
     const release = f & HIP_EVENT_RELEASE_BITS;
     if ((release & (release - 1)) !== 0) return C.hipErrorInvalidValue;
     if ((f & C.hipEventInterprocess) !== 0 && (f & C.hipEventDisableTiming) === 0) return C.hipErrorInvalidValue;
-    if (!probeBox(event)) return C.hipErrorInvalidValue;
+    return this.#createEvent(event, f);
+  }
+
+  /** ihipEventCreateWithFlags: an event of the current device, its box written or nothing made. */
+  #createEvent(event: Box<bigint>, f: number): number {
+    if (!isBox(event) || !probeBox(event)) return C.hipErrorInvalidValue;
     try {
       const id = this.runtime.createEvent(this.#current);
       if (!writeBox(event, HIP_EVENT_BASE + BigInt(id))) {

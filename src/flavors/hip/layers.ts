@@ -32,6 +32,15 @@ import {
 } from '../common/layers.js';
 
 const hip = frameOf('hip');
+/** The Backend's event primitives (Note [Events] in src/backend/backend.ts). */
+const EVENT_PRIMITIVES = [
+  'createEvent',
+  'recordEvent',
+  'queryEvent',
+  'synchronizeEvent',
+  'streamWaitEvent',
+  'destroyEvent',
+] as const;
 const rocclr = frameOf('rocclr');
 const rocr = frameOf('rocr');
 const thunk = frameOf('thunk');
@@ -166,6 +175,18 @@ export const HIP_LAYERS: VendorLayers = {
     // Seed 1 does not trace hipFree; hsa_amd_memory_pool_free is the pool allocation's public
     // counterpart, the ROCclr frames between are not named here.
     'core:mfree': { path: [hip('ihipFree'), rocr('hsa_amd_memory_pool_free')], opaque: true },
+
+    // Events (clr's hip_event.cpp; not in seed 1): a marker command on the stream's queue.
+    'core:createEvent': { path: [hip('ihipEventCreateWithFlags')] },
+    'core:recordEvent': { path: [hip('hipEventRecord_common'), hip('hip::Event::addMarker')] },
+    'core:queryEvent': { path: [hip('ihipEventQuery'), hip('hip::Event::query')] },
+    'core:synchronizeEvent': { path: [hip('hip::Event::synchronize')] },
+    'core:streamWaitEvent': { path: [hip('hip::Event::streamWait')] },
+    'core:destroyEvent': { path: [hip('delete hip::Event')] },
+    // The simulated markers have no counterpart below the runtime worth naming.
+    ...Object.fromEntries(EVENT_PRIMITIVES.map((op) => [`backend:${op}`, { path: [] }])),
+    // hipDeviceReset: the current device's resources, released through the calls each one has.
+    'core:resetDevice': { path: [hip('hip::Device::Reset')] },
   },
 };
 

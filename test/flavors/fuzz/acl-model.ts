@@ -43,6 +43,7 @@ const mem = (ep: E, p: AclFlavor) => ep.arg(() => ep.mappedPointer(p, G));
 const handle = (ep: E, p: AclFlavor) => ep.arg(() => ep.handle(pid(p)));
 const stream = (ep: E, p: AclFlavor) => ep.arg(() => ep.stream(pid(p)));
 const zero = (ep: E) => ep.arg(() => 0);
+const event = (ep: E, p: AclFlavor) => ep.arg(() => ep.event(pid(p)));
 const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
 
 function memcpy(ep: E, p: AclFlavor, async: boolean) {
@@ -506,6 +507,46 @@ const calls: CallSpec<AclFlavor>[] = [
     weight: 0.4,
     run: (ep, p) => ({ result: p.aclrtIpcMemClose(ep.arg(() => ipcKey(ep.fd(pid(p))))) }),
   },
+  {
+    name: 'aclrtCreateEvent',
+    weight: 0.3,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return { result: p.aclrtCreateEvent(b), onSuccess: () => ep.remember(ep.events, pid(p), b.value) };
+    },
+  },
+  {
+    name: 'aclrtCreateEventWithFlag',
+    weight: 0.2,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.aclrtCreateEventWithFlag(b, ep.arg(() => ep.rng.pick([1, 8, 9, 2, 0, 4]))),
+        onSuccess: () => ep.remember(ep.events, pid(p), b.value),
+      };
+    },
+  },
+  { name: 'aclrtRecordEvent', weight: 0.5, run: (ep, p) => ({ result: p.aclrtRecordEvent(event(ep, p), stream(ep, p)) }) },
+  {
+    name: 'aclrtQueryEventStatus',
+    weight: 0.4,
+    run: (ep, p) => ({ result: p.aclrtQueryEventStatus(event(ep, p), ep.box(0)) }),
+  },
+  { name: 'aclrtSynchronizeEvent', weight: 0.3, run: (ep, p) => ({ result: p.aclrtSynchronizeEvent(event(ep, p)) }) },
+  {
+    name: 'aclrtStreamWaitEvent',
+    weight: 0.4,
+    run: (ep, p) => ({ result: p.aclrtStreamWaitEvent(stream(ep, p), event(ep, p)) }),
+  },
+  { name: 'aclrtResetEvent', weight: 0.2, run: (ep, p) => ({ result: p.aclrtResetEvent(event(ep, p), stream(ep, p)) }) },
+  {
+    name: 'aclrtDestroyEvent',
+    weight: 0.2,
+    run: (ep, p) => {
+      const e = event(ep, p);
+      return { result: p.aclrtDestroyEvent(e), onSuccess: () => ep.forget(ep.events, pid(p), e) };
+    },
+  },
   { name: 'aclGetRecentErrMsg', weight: 0.3, run: (_ep, p) => ({ result: p.aclGetRecentErrMsg() }) },
 ];
 
@@ -536,6 +577,11 @@ export const ACL_MODEL: FlavorModel<AclFlavor> = {
     if (p.aclrtSetDevice(0) !== 0) failed.push('aclrtSetDevice');
     p.aclrtSynchronizeDevice();
     if (p.aclrtSynchronizeDevice() !== 0) failed.push('aclrtSynchronizeDevice');
+    // A device reset (or aclFinalize) took its events with it: those answer ACL_ERROR_RT_PARAM_INVALID.
+    for (const e of ep.events.get(pid(p)) ?? []) {
+      const r = p.aclrtDestroyEvent(e);
+      if (r !== 0 && r !== C.ACL_ERROR_RT_PARAM_INVALID) failed.push('aclrtDestroyEvent');
+    }
     // Memory imported by key is closed by key, each import once (aclrtFree refuses it); a failing close
     // just means no import of that key is left. In the exporter a close withdraws the key.
     for (const token of new Set(ep.fds.get(pid(p)) ?? []))

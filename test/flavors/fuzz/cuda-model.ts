@@ -59,6 +59,14 @@ const stream = (ep: E, p: CudaFlavor) =>
     ep.rng.chance(0.1) ? ep.rng.pick([C.CU_STREAM_LEGACY, C.CU_STREAM_PER_THREAD]) : ep.stream(pid(p)),
   );
 const zero = (ep: E) => ep.arg(() => 0);
+const event = (ep: E, p: CudaFlavor) => ep.arg(() => ep.event(pid(p)));
+/** After a context went: forget the streams and events it took with it (their calls now refuse them). */
+function pruneGone(ep: E, p: CudaFlavor): void {
+  const status = { value: 0 };
+  // An unknown stream is INVALID_CONTEXT to cuStreamIsCapturing, as on the H200 (capture.isCapturingDestroyedStream).
+  ep.prune(ep.streams, pid(p), (s) => p.cuStreamIsCapturing(s, status) !== C.CUDA_ERROR_INVALID_CONTEXT);
+  ep.prune(ep.events, pid(p), (e) => p.cuEventQuery(e) !== C.CUDA_ERROR_INVALID_HANDLE);
+}
 const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
 
 const calls: CallSpec<CudaFlavor>[] = [
@@ -447,6 +455,75 @@ const calls: CallSpec<CudaFlavor>[] = [
     },
   },
   {
+    name: 'cuEventCreate',
+    weight: 0.4,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.cuEventCreate(b, ep.arg(() => ep.rng.pick([0, 1, 2, 2, 6, 4, 8]))),
+        onSuccess: () => ep.remember(ep.events, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'cuEventRecord',
+    weight: 0.5,
+    run: (ep, p) => ({ result: p.cuEventRecord(event(ep, p), stream(ep, p)) }),
+  },
+  {
+    name: 'cuEventRecordWithFlags',
+    weight: 0.2,
+    run: (ep, p) => ({
+      result: p.cuEventRecordWithFlags(event(ep, p), stream(ep, p), ep.arg(() => ep.rng.below(3))),
+    }),
+  },
+  { name: 'cuEventQuery', weight: 0.4, run: (ep, p) => ({ result: p.cuEventQuery(event(ep, p)) }) },
+  { name: 'cuEventSynchronize', weight: 0.3, run: (ep, p) => ({ result: p.cuEventSynchronize(event(ep, p)) }) },
+  {
+    name: 'cuStreamWaitEvent',
+    weight: 0.4,
+    run: (ep, p) => ({
+      result: p.cuStreamWaitEvent(stream(ep, p), event(ep, p), ep.arg(() => ep.rng.pick([0, 0, 1, 2]))),
+    }),
+  },
+  {
+    name: 'cuEventElapsedTime',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.cuEventElapsedTime(ep.box(0), event(ep, p), event(ep, p)) }),
+  },
+  {
+    name: 'cuEventDestroy',
+    weight: 0.2,
+    run: (ep, p) => {
+      const e = event(ep, p);
+      return { result: p.cuEventDestroy(e), onSuccess: () => ep.forget(ep.events, pid(p), e) };
+    },
+  },
+  {
+    name: 'cuCtxCreate',
+    weight: 0.1,
+    run: (ep, p) => ({ result: p.cuCtxCreate(ep.box(0n), ep.arg(() => ep.rng.pick([0, 0, 4, 3])), zero(ep)) }),
+  },
+  {
+    name: 'cuCtxDestroy',
+    weight: 0.1,
+    run: (ep, p) => {
+      const current = { value: 0n };
+      p.cuCtxGetCurrent(current);
+      return {
+        result: p.cuCtxDestroy(ep.arg(() => current.value)),
+        onSuccess: () => {
+          // The primary context, when nothing is current any more (as a program would set it again),
+          // so that the queries below answer for the handles rather than for a missing context.
+          const b = { value: 0n };
+          p.cuCtxGetCurrent(b);
+          if (b.value === 0n && p.cuDevicePrimaryCtxRetain(b, 0) === 0) p.cuCtxSetCurrent(b.value);
+          pruneGone(ep, p);
+        },
+      };
+    },
+  },
+  {
     name: 'cuGetErrorName',
     weight: 0.2,
     run: (ep, p) => ({
@@ -492,6 +569,7 @@ export const CUDA_MODEL: FlavorModel<CudaFlavor> = {
     if (p.cuCtxSynchronize() !== 0) failed.push('cuCtxSynchronize');
     for (const s of ep.streams.get(pid(p)) ?? [])
       if (p.cuStreamDestroy(s) !== 0) failed.push('cuStreamDestroy');
+    for (const e of ep.events.get(pid(p)) ?? []) if (p.cuEventDestroy(e) !== 0) failed.push('cuEventDestroy');
     failed.push(
       ...teardownRuns(p.runtime.describe(), {
         unmap: (va, n) => p.cuMemUnmap(BigInt(va), n),

@@ -8,8 +8,8 @@
  * After every call:
  *  - throw: the call returned (a vendor call never throws);
  *  - code: a number the vendor defines (or a string, for the string calls);
- *  - changed: a failing call left every process's runtime.describe() and
- *    stats(), the machine's pools, host pool, live allocations and every
+ *  - changed: a failing call left every process's runtime.describe(),
+ *    stats() and live event count, the machine's pools, host pool, live allocations and every
  *    process's open fds exactly as they were (not the simulator's resident
  *    bytes, the host memory behind pages first touched: a synchronous call
  *    runs the work queued on streams before its own checks, as the legacy
@@ -51,6 +51,8 @@ export interface FuzzedProcess {
     readonly pid: number;
     describe(): RuntimeDescription;
     stats(): unknown;
+    /** Live events (a failing event call must leave their number alone). */
+    readonly eventCount: number;
   };
   dispose(): void;
 }
@@ -136,6 +138,7 @@ export class Episode<P extends FuzzedProcess> {
   readonly handles = new Map<number, bigint[]>();
   readonly fds = new Map<number, number[]>();
   readonly streams = new Map<number, bigint[]>();
+  readonly events = new Map<number, bigint[]>();
   /** Values that were valid once (freed pointers, released handles, closed streams). */
   readonly stale: bigint[] = [];
   /** Shadows by `${pid}:${core handle id}`; an import's key points at its exporter's shadow. */
@@ -178,6 +181,7 @@ export class Episode<P extends FuzzedProcess> {
       this.handles.set(pid, []);
       this.fds.set(pid, []);
       this.streams.set(pid, []);
+      this.events.set(pid, []);
     }
   }
 
@@ -267,6 +271,19 @@ export class Episode<P extends FuzzedProcess> {
   stream(pid: number): bigint {
     const pool = this.streams.get(pid) ?? [];
     return pool.length === 0 || this.rng.chance(0.3) ? 0n : this.rng.pick(pool);
+  }
+
+  /** A live event most of the time; else a stale value or NULL. */
+  event(pid: number): bigint {
+    const pool = this.events.get(pid) ?? [];
+    if (pool.length === 0 || this.rng.chance(0.1))
+      return this.stale.length > 0 && this.rng.chance(0.5) ? this.rng.pick(this.stale) : 0n;
+    return this.rng.pick(pool);
+  }
+
+  /** Drop from a pool the values `live` says are gone (a context destroyed, a device reset took them). */
+  prune(pool: Map<number, bigint[]>, pid: number, live: (value: bigint) => boolean): void {
+    for (const v of [...(pool.get(pid) ?? [])]) if (!live(v)) this.forget(pool, pid, v);
   }
 
   remember(pool: Map<number, bigint[]>, pid: number, value: unknown): void {
@@ -425,6 +442,7 @@ export class Episode<P extends FuzzedProcess> {
     const parts: unknown[] = [
       layouts,
       this.processes.map((p) => p.runtime.stats()),
+      this.processes.map((p) => p.runtime.eventCount),
       m.devices.map((d) => d.pool.used),
       m.host.used,
       m.liveAllocations,

@@ -49,6 +49,7 @@ const handle = (ep: E, p: HipFlavor) => ep.arg(() => ep.handle(pid(p)));
 const stream = (ep: E, p: HipFlavor) =>
   ep.arg(() => (ep.rng.chance(0.1) ? C.hipStreamPerThread : ep.stream(pid(p))));
 const zero = (ep: E) => ep.arg(() => 0);
+const event = (ep: E, p: HipFlavor) => ep.arg(() => ep.event(pid(p)));
 const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
 
 /** hipMemcpy in one of its directions, sync or on a stream. */
@@ -407,6 +408,60 @@ const calls: CallSpec<HipFlavor>[] = [
       return { result: p.hipStreamDestroy(s), onSuccess: () => ep.forget(ep.streams, pid(p), s) };
     },
   },
+  {
+    name: 'hipEventCreateWithFlags',
+    weight: 0.4,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.hipEventCreateWithFlags(b, ep.arg(() => ep.rng.pick([0, 1, 2, 2, 6, 4, 0x4000_0000, 0xc000_0000]))),
+        onSuccess: () => ep.remember(ep.events, pid(p), b.value),
+      };
+    },
+  },
+  {
+    name: 'hipEventCreate',
+    weight: 0.1,
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return { result: p.hipEventCreate(b), onSuccess: () => ep.remember(ep.events, pid(p), b.value) };
+    },
+  },
+  { name: 'hipEventRecord', weight: 0.5, run: (ep, p) => ({ result: p.hipEventRecord(event(ep, p), stream(ep, p)) }) },
+  { name: 'hipEventQuery', weight: 0.4, run: (ep, p) => ({ result: p.hipEventQuery(event(ep, p)) }) },
+  { name: 'hipEventSynchronize', weight: 0.3, run: (ep, p) => ({ result: p.hipEventSynchronize(event(ep, p)) }) },
+  {
+    name: 'hipStreamWaitEvent',
+    weight: 0.4,
+    run: (ep, p) => ({
+      result: p.hipStreamWaitEvent(stream(ep, p), event(ep, p), ep.arg(() => ep.rng.pick([0, 0, 1, 2]))),
+    }),
+  },
+  {
+    name: 'hipEventElapsedTime',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.hipEventElapsedTime(ep.box(0), event(ep, p), event(ep, p)) }),
+  },
+  {
+    name: 'hipEventDestroy',
+    weight: 0.2,
+    run: (ep, p) => {
+      const e = event(ep, p);
+      return { result: p.hipEventDestroy(e), onSuccess: () => ep.forget(ep.events, pid(p), e) };
+    },
+  },
+  {
+    name: 'hipDeviceReset',
+    weight: 0.02,
+    run: (ep, p) => ({
+      result: p.hipDeviceReset(),
+      // Every stream and event of the device went with it.
+      onSuccess: () => {
+        ep.prune(ep.streams, pid(p), () => false);
+        ep.prune(ep.events, pid(p), () => false);
+      },
+    }),
+  },
   { name: 'hipGetErrorName', weight: 0.2, run: (ep, p) => ({ result: p.hipGetErrorName(ep.arg(() => 1)) }) },
   {
     name: 'hipGetErrorString',
@@ -430,6 +485,7 @@ export const HIP_MODEL: FlavorModel<HipFlavor> = {
     if (p.hipDeviceSynchronize() !== 0) failed.push('hipDeviceSynchronize');
     for (const s of ep.streams.get(pid(p)) ?? [])
       if (p.hipStreamDestroy(s) !== 0) failed.push('hipStreamDestroy');
+    for (const e of ep.events.get(pid(p)) ?? []) if (p.hipEventDestroy(e) !== 0) failed.push('hipEventDestroy');
     failed.push(
       ...teardownRuns(
         p.runtime.describe(),
