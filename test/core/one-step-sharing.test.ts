@@ -130,6 +130,27 @@ describe('one-step sharing between processes of one machine', () => {
     expectVmmError(() => a.exportMalloc(r.base, false), 'not-initialized');
   });
 
+  it('a backend that cannot tell the size behind a token: importMalloc refuses and holds nothing', () => {
+    const { machine, rts } = world(1);
+    const [a] = rts;
+    const token = a.exportMalloc(a.malloc(0, G).base, false);
+    const inner = machine.spawn();
+    const sizeless = new Proxy(inner, {
+      get(target, key, receiver) {
+        const v = Reflect.get(target, key, receiver);
+        if (key !== 'importShareable') return typeof v === 'function' ? v.bind(target) : v;
+        return (t: number) => ({ ...target.importShareable(t), size: undefined });
+      },
+    });
+    const b = new Runtime(sizeless);
+    const before = snapshot(b, machine);
+    expectVmmError(() => b.importMalloc(token, 0), 'not-supported');
+    expect(snapshot(b, machine)).toEqual(before);
+    b.dispose();
+    a.dispose();
+    expect(machine.liveAllocations).toBe(0);
+  });
+
   it("an exporter's exit withdraws its tokens but leaves an importer's memory intact", () => {
     const { machine, rts } = world(3);
     const [a, b, c] = rts;
