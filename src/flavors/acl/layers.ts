@@ -133,7 +133,7 @@ export const ACL_LAYERS: VendorLayers = {
       path: [rts('rtsIpcMemClose'), rts('NpuDriver::CloseIpcMem'), hal('halShmemCloseHandle')],
       opaque: true,
     },
-    'core:unshare': {
+    'flavor:aclrtIpcMemClose > core:unshare': {
       path: [rts('rtsIpcMemClose'), rts('NpuDriver::DestroyIpcMem'), hal('halShmemDestroyHandle')],
       opaque: true,
     },
