@@ -112,6 +112,8 @@ interface CudaEnv {
   dptr: bigint;
   stream: bigint;
   host: Uint8Array;
+  event: bigint;
+  event2: bigint;
 }
 
 const cuProp = {
@@ -156,9 +158,13 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     ok(cu.cuMemAllocHost(hostBox, 64), 'host');
     const dptr = b.value;
     ok(cu.cuStreamCreate(b, 0), 'stream');
+    const stream = b.value;
+    ok(cu.cuEventCreate(b, 0), 'event');
+    const event = b.value;
+    ok(cu.cuEventCreate(b, 0), 'event 2');
     return {
       process: cu,
-      env: { ctx, p, q, h, h2, fd, dptr, stream: b.value, host: hostBox.value as Uint8Array },
+      env: { ctx, p, q, h, h2, fd, dptr, stream, host: hostBox.value as Uint8Array, event, event2: b.value },
     };
   },
   rows: {
@@ -178,6 +184,15 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuCtxGetCurrent: { call: (cu, _e, box) => cu.cuCtxGetCurrent(box(0n)) },
     cuCtxGetDevice: { call: (cu, _e, box) => cu.cuCtxGetDevice(box(-1)) },
     cuCtxSynchronize: { call: (cu) => cu.cuCtxSynchronize() },
+    cuCtxCreate: { call: (cu, _e, box) => cu.cuCtxCreate(box(0n), 0, 0) },
+    // The context just created is current: destroying it makes the primary one current again.
+    cuCtxDestroy: {
+      call: (cu) => {
+        const c = { value: 0n };
+        cu.cuCtxGetCurrent(c);
+        return cu.cuCtxDestroy(c.value);
+      },
+    },
     // One device: it is not its own peer.
     cuCtxEnablePeerAccess: {
       call: (cu, e) => cu.cuCtxEnablePeerAccess(e.ctx, 0),
@@ -234,6 +249,14 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuThreadExchangeStreamCaptureMode: {
       call: (cu, _e, box) => cu.cuThreadExchangeStreamCaptureMode(box(CU.CU_STREAM_CAPTURE_MODE_RELAXED)),
     },
+    cuEventCreate: { call: (cu, _e, box) => cu.cuEventCreate(box(0n), 0) },
+    cuEventRecord: { call: (cu, e) => cu.cuEventRecord(e.event, e.stream) },
+    cuEventRecordWithFlags: { call: (cu, e) => cu.cuEventRecordWithFlags(e.event2, e.stream, 0) },
+    cuStreamWaitEvent: { call: (cu, e) => cu.cuStreamWaitEvent(0n, e.event, 0) },
+    cuEventSynchronize: { call: (cu, e) => cu.cuEventSynchronize(e.event2) },
+    cuEventQuery: { call: (cu, e) => cu.cuEventQuery(e.event) },
+    cuEventElapsedTime: { call: (cu, e, box) => cu.cuEventElapsedTime(box(-1), e.event, e.event2) },
+    cuEventDestroy: { call: (cu, e) => cu.cuEventDestroy(e.event2) },
     cuStreamDestroy: { call: (cu, e) => cu.cuStreamDestroy(e.stream) },
     cuMemAlloc: { call: (cu, _e, box) => cu.cuMemAlloc(box(0n), G) },
     cuMemFree: { call: (cu, e) => cu.cuMemFree(e.dptr) },
@@ -263,6 +286,8 @@ interface HipEnv {
   ptr: bigint;
   stream: bigint;
   host: Uint8Array;
+  event: bigint;
+  event2: bigint;
 }
 
 const hipProp = {
@@ -298,9 +323,13 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     ok(hip.hipHostMalloc(hostBox, 64, 0), 'host');
     const ptr = b.value;
     ok(hip.hipStreamCreate(b), 'stream');
+    const stream = b.value;
+    ok(hip.hipEventCreate(b), 'event');
+    const event = b.value;
+    ok(hip.hipEventCreate(b), 'event 2');
     return {
       process: hip,
-      env: { p, q, h, h2, fd, ptr, stream: b.value, host: hostBox.value as Uint8Array },
+      env: { p, q, h, h2, fd, ptr, stream, host: hostBox.value as Uint8Array, event, event2: b.value },
     };
   },
   rows: {
@@ -363,6 +392,22 @@ const hipScript: Script<HipFlavor, HipEnv> = {
       call: (hip, _e, box) => hip.hipStreamCreateWithFlags(box(0n), H.hipStreamNonBlocking),
     },
     hipStreamSynchronize: { call: (hip, e) => hip.hipStreamSynchronize(e.stream) },
+    hipEventCreate: { call: (hip, _e, box) => hip.hipEventCreate(box(0n)) },
+    hipEventCreateWithFlags: {
+      call: (hip, _e, box) => hip.hipEventCreateWithFlags(box(0n), H.hipEventDisableTiming),
+    },
+    hipEventRecord: { call: (hip, e) => hip.hipEventRecord(e.event, e.stream) },
+    hipStreamWaitEvent: { call: (hip, e) => hip.hipStreamWaitEvent(null, e.event, 0) },
+    hipEventSynchronize: { call: (hip, e) => hip.hipEventSynchronize(e.event) },
+    hipEventQuery: { call: (hip, e) => hip.hipEventQuery(e.event) },
+    hipEventElapsedTime: {
+      call: (hip, e, box) => {
+        hip.hipEventRecord(e.event2, e.stream);
+        hip.hipEventSynchronize(e.event2);
+        return hip.hipEventElapsedTime(box(-1), e.event, e.event2);
+      },
+    },
+    hipEventDestroy: { call: (hip, e) => hip.hipEventDestroy(e.event2) },
     hipStreamDestroy: { call: (hip, e) => hip.hipStreamDestroy(e.stream) },
     hipMalloc: { call: (hip, _e, box) => hip.hipMalloc(box(0n), G) },
     hipFree: { call: (hip, e) => hip.hipFree(e.ptr) },
@@ -386,6 +431,8 @@ const hipScript: Script<HipFlavor, HipEnv> = {
       call: (hip) => hip.hipDeviceDisablePeerAccess(0),
       live: H.hipErrorPeerAccessNotEnabled,
     },
+    // Last: it releases everything the process holds on the device.
+    hipDeviceReset: { call: (hip) => hip.hipDeviceReset() },
   },
   gone: H.hipErrorDeinitialized,
   stillAnswer: ['hipGetErrorName', 'hipGetErrorString'],
@@ -414,6 +461,7 @@ interface AclEnv {
   peerPid: number;
   ptr: bigint;
   stream: bigint;
+  event: bigint;
   /** An IPC key this process exported with pid validation, and one the peer exported without. */
   ownKey: string;
   peerKey: string;
@@ -501,6 +549,8 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     ok(peer.aclrtMemExportToShareableHandle(ph.value, A.ACL_MEM_HANDLE_TYPE_NONE, 1, b), 'peer export 2');
     const peerToken2 = b.value;
     ok(acl.aclrtCreateStream(b), 'stream');
+    const eventBox = newBox(0n);
+    ok(acl.aclrtCreateEvent(eventBox), 'event');
     return {
       process: acl,
       env: {
@@ -519,6 +569,7 @@ const aclScript: Script<AclFlavor, AclEnv> = {
         ptr,
         ptr2,
         stream: b.value,
+        event: eventBox.value,
         stream2,
         host: hostBox.value as Uint8Array,
         ctx0,
@@ -574,6 +625,16 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     aclrtMemsetAsync: { call: (acl, e) => acl.aclrtMemsetAsync(e.p, 16, 1, 16, e.stream) },
     aclrtCreateStream: { call: (acl, _e, box) => acl.aclrtCreateStream(box(0n)) },
     aclrtSynchronizeStream: { call: (acl, e) => acl.aclrtSynchronizeStream(e.stream) },
+    aclrtCreateEvent: { call: (acl, _e, box) => acl.aclrtCreateEvent(box(0n)) },
+    aclrtCreateEventWithFlag: {
+      call: (acl, _e, box) => acl.aclrtCreateEventWithFlag(box(0n), A.ACL_EVENT_TIME_LINE),
+    },
+    aclrtRecordEvent: { call: (acl, e) => acl.aclrtRecordEvent(e.event, e.stream) },
+    aclrtStreamWaitEvent: { call: (acl, e) => acl.aclrtStreamWaitEvent(null, e.event) },
+    aclrtSynchronizeEvent: { call: (acl, e) => acl.aclrtSynchronizeEvent(e.event) },
+    aclrtQueryEventStatus: { call: (acl, e, box) => acl.aclrtQueryEventStatus(e.event, box(-1)) },
+    aclrtResetEvent: { call: (acl, e) => acl.aclrtResetEvent(e.event, e.stream) },
+    aclrtDestroyEvent: { call: (acl, e) => acl.aclrtDestroyEvent(e.event) },
     aclrtDestroyStream: { call: (acl, e) => acl.aclrtDestroyStream(e.stream) },
     aclrtSynchronizeDevice: { call: (acl) => acl.aclrtSynchronizeDevice() },
     aclrtMalloc: { call: (acl, _e, box) => acl.aclrtMalloc(box(0n), 4096, 0) },

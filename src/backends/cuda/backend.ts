@@ -66,6 +66,7 @@ interface CudaStream {
   readonly pins: Uint8Array[];
 }
 
+/** A driver event and the device whose streams it records on. */
 interface CudaEvent {
   readonly cu: U64;
   readonly device: number;
