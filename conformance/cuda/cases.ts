@@ -450,6 +450,71 @@ for (const mib of [8, 16, 32, 64]) {
   hintIntoFreed(`reserve.hintInto${mib}MiBFreedPlusQuarter`, granules, granules / 4);
 }
 hintIntoFreed('reserve.hintFreeSmallerThanFreed', 2, 0);
+
+// Where the driver puts a reservation (Note [Driver VA placement] in src/backends/sim/driver-va.ts): heaps of
+// 32 MiB-granular chunks and one start-up heap. Offsets are recorded in granules only when the address is
+// near the reference one (the start-up heap lies elsewhere on every machine).
+const near = (t: Trace, p: bigint, from: bigint): Json =>
+  p - from < 1n << 30n && from - p < 1n << 30n ? Number((p - from) / t.g) : 'elsewhere';
+/** A request of `request` granules hinted `offset` granules into a just-freed range of `freed` granules. */
+function hintPlacement(name: string, freed: number, offset: number, request: number, where = true): void {
+  def(name, (t) => {
+    const probe = t.unreserved(freed * t.G);
+    const hint = probe + BigInt(offset) * t.g;
+    const p = t.reserve(request * t.G, 0, hint);
+    if (!p) return;
+    t.see('gotHint', p === hint);
+    if (where) t.see('granulesFromFreed', near(t, p, probe));
+  });
+}
+hintPlacement('reserve.hintInto64MiBFreedPlus32MiBFor32MiB', 32, 16, 16);
+hintPlacement('reserve.hintInto64MiBFreedPlus2MiBFor32MiB', 32, 1, 16);
+hintPlacement('reserve.hintInto96MiBFreedPlus48MiBFor48MiB', 48, 24, 24);
+hintPlacement('reserve.hintInto128MiBFreedPlus64MiBFor64MiB', 64, 32, 32);
+hintPlacement('reserve.hintAtBaseOf64MiBFreedFor2MiB', 32, 0, 1);
+// Past the start-up heap come the driver's own mappings, so where the new chunk lands is the machine's.
+hintPlacement('reserve.hintAtBaseOf16MiBFreedFor32MiB', 8, 0, 16, false);
+def('reserve.largeGetsChunkRoundedTo32MiB', (t) => {
+  const a = t.reserve(24 * t.G, 0, 0n, 0, 'reserve48MiB');
+  const b = t.reserve(24 * t.G, 0, 0n, 0, 'reserve48MiBAgain');
+  if (a && b) t.see('granulesApart', near(t, b, a));
+});
+def('reserve.smallFillsNewestChunkTail', (t) => {
+  const a = t.reserve(24 * t.G, 0, 0n, 0, 'reserve48MiB');
+  const b = t.reserve(t.G, 0, 0n, 0, 'reserve2MiB');
+  if (a && b) t.see('granulesAfterLarge', near(t, b, a));
+});
+def('reserve.hintIntoFreedLargeWhileItsChunkLives', (t) => {
+  const a = t.reserve(24 * t.G, 0, 0n, 0, 'reserve48MiB');
+  const b = t.reserve(t.G, 0, 0n, 0, 'reserve2MiBInItsChunk');
+  if (!a || !b) return;
+  t.free(a, 24 * t.G, 'free48MiB');
+  const p = t.reserve(t.G, 0, a + t.g, 0, 'reserveInsideFreed');
+  if (p) t.see('gotHint', p === a + t.g);
+});
+def('reserve.hintFreeInOlderChunkWhileNewerHasRoom', (t) => {
+  const a = t.reserve(24 * t.G, 0, 0n, 0, 'reserveOlder48MiB');
+  const b = t.reserve(24 * t.G, 0, 0n, 0, 'reserveNewer48MiB');
+  if (!a || !b) return;
+  const p = t.reserve(t.G, 0, a + 24n * t.g, 0, 'reserveInOlderTail');
+  if (p) t.see('gotHint', p === a + 24n * t.g);
+  const q = t.reserve(t.G, 0, a, 0, 'reserveHintedAtTakenOlder');
+  if (q) t.see('granulesFromOlder', near(t, q, a));
+});
+def('reserve.freedLargeBaseReusedUnhinted', (t) => {
+  const probe = t.unreserved(32 * t.G);
+  const p = t.reserve(32 * t.G);
+  if (p) t.see('sameBase', p === probe);
+});
+def('reserve.hintPastAddressSpace', (t) => void t.reserve(t.G, 0, 0x8100_0000_0000n));
+def('reserve.alignedChunkSpansTheAlignment', (t) => {
+  // A 34 MiB reservation aligned to 128 MiB gets a 128 MiB chunk, so 64 MiB past its base is still a heap's.
+  const a = t.reserve(17 * t.G, 64 * t.G, 0n, 0, 'reserve34MiBAligned128MiB');
+  if (!a) return;
+  t.see('alignedTo128MiB', a % (64n * t.g) === 0n);
+  const p = t.reserve(t.G, 0, a + 32n * t.g, 0, 'reserve64MiBPastIt');
+  if (p) t.see('gotHint', p === a + 32n * t.g);
+});
 def('reserve.hintTaken', (t) => {
   const a = t.reserve(t.G);
   const b = t.reserve(t.G, 0, a, 0, 'reserveAtTaken');

@@ -23,8 +23,14 @@ export interface Backend {
 
   memoryInfo(device: number): MemoryInfo;
 
-  /** Reserve `size` bytes of virtual addresses aligned to `alignment`; `hint` (0: none) is honoured when free. */
-  reserve(size: number, alignment: number, hint: number): number;
+  /**
+   * Reserve `size` bytes of virtual addresses aligned to `alignment`. `hint` (0: none) is honoured when
+   * free as the driver judges it: where its search starts (Note [Driver VA placement] in
+   * backends/sim/driver-va.ts). With `exact`, the range at `hint` itself whenever that is free address
+   * space, else as without: for addresses the driver chose on its own (a recorded cuMemAlloc's, the tail of
+   * a whole-handle map). A backend over a real driver may place it elsewhere; the caller checks the base.
+   */
+  reserve(size: number, alignment: number, hint: number, exact?: boolean): number;
   /** Give back a whole reservation. Nothing may be mapped inside it. */
   free(va: number, size: number): void;
 

@@ -31,8 +31,10 @@ export interface AccessDescriptor {
 
 export interface ReserveOptions {
   readonly alignment?: number;
-  /** Preferred base address; honoured when the range is free, otherwise ignored. */
+  /** Preferred base address; honoured when the range is free as the driver judges (Backend.reserve). */
   readonly hint?: number;
+  /** The hint's range itself whenever that is free address space (Backend.reserve's `exact`). */
+  readonly exact?: boolean;
 }
 
 export interface MallocOptions {
@@ -375,10 +377,16 @@ export class Runtime implements Disposable {
 
   reserve(size: number, options: ReserveOptions = {}): Reservation {
     this.#live();
-    return this.#reserve(size, options.alignment ?? 0, options.hint ?? 0, 'vmm');
+    return this.#reserve(size, options.alignment ?? 0, options.hint ?? 0, 'vmm', options.exact === true);
   }
 
-  #reserve(size: number, alignment: number, hint: number, origin: Reservation['origin']): Reservation {
+  #reserve(
+    size: number,
+    alignment: number,
+    hint: number,
+    origin: Reservation['origin'],
+    exact = false,
+  ): Reservation {
     const g = this.vaGranularity;
     if (!isCount(size) || size === 0 || !isMultipleOf(size, g)) {
       throw vmmError('invalid-value', `size ${size} is not a positive multiple of ${g}`);
@@ -388,7 +396,10 @@ export class Runtime implements Disposable {
     }
     if (!isCount(hint)) throw vmmError('invalid-value', `address hint ${hint} is not an address`);
     const align = Math.max(alignment, g);
-    const base = this.backend.reserve(size, align, isMultipleOf(hint, align) ? hint : 0);
+    const at = isMultipleOf(hint, align) ? hint : 0;
+    // The fourth argument only when asked for, so traces of plain reserves stay as they were.
+    const base =
+      exact && at !== 0 ? this.backend.reserve(size, align, at, true) : this.backend.reserve(size, align, at);
     const r = new Reservation(base, size, align, origin);
     r[CORE].owner = this;
     this.#reservations.set(base, r, base + size);
@@ -892,8 +903,9 @@ export class Runtime implements Disposable {
    * Allocate device memory in one step, as cuMemAlloc / hipMalloc do:
    * reserve, create, map and grant the device read-write, as one
    * transaction. Size is rounded up to the granularity. `hint` asks for a
-   * base address, honoured when free, as reserve's is (cuMemAlloc has none;
-   * replay uses it to put segments where a recorded driver put them).
+   * base address, taken exactly when that range is free address space
+   * (reserve's `exact`): cuMemAlloc has none; replay uses it to put segments
+   * where a recorded driver put them.
    */
   malloc(device: number, size: number, options: MallocOptions = {}): Reservation {
     this.#live();
@@ -902,7 +914,7 @@ export class Runtime implements Disposable {
     const g = Math.max(info.minimumGranularity, this.vaGranularity);
     const rounded = Math.ceil(size / g) * g;
     return Transaction.run(this.#report, (tx) => {
-      const r = this.#reserve(rounded, 0, options.hint ?? 0, 'malloc');
+      const r = this.#reserve(rounded, 0, options.hint ?? 0, 'malloc', true);
       tx.undo(() => this.#free(r));
       const handleTypes = options.handleTypes ?? 0;
       const props = { location: { type: 'device', id: device }, handleTypes, uncached: false } as const;

@@ -52,7 +52,7 @@ describe('Runtime: every validation is a typed error that changes nothing', () =
       fails(() => rt.reserve(G, { alignment }), 'invalid-value');
     }
     for (const hint of [-1, Number.NaN, 1.5]) fails(() => rt.reserve(G, { hint }), 'invalid-value');
-    fails(() => rt.reserve(16 * TiB), 'out-of-memory');
+    fails(() => rt.reserve(64 * TiB), 'out-of-memory');
 
     fails(() => rt.free(r), 'in-use');
     fails(() => rt.free(foreignR), 'not-reserved');

@@ -20,9 +20,13 @@ import type { Machine } from './machine.js';
 import type { PhysicalMemory } from './physical-memory.js';
 import { runMarked, SimEvent } from './event.js';
 import { SimStream } from './stream.js';
-import { VaAllocator } from './va-allocator.js';
+import { DriverVaSpace } from './driver-va.js';
 
-/** Where a process's GPU virtual addresses start and end: 16 TiB below the top of a 47-bit space. */
+/**
+ * A process's GPU virtual address space: the driver's start-up heap at VA_START (16 TiB below the top
+ * of a 47-bit space), its chunks from CHUNKS_START up (Note [Driver VA placement] in driver-va.ts).
+ */
+const CHUNKS_START = 0x6000_0000_0000;
 const VA_START = 0x7000_0000_0000;
 const VA_END = 0x7fff_0000_0000;
 const FIRST_FD = 3;
@@ -63,7 +67,7 @@ export class SimProcess implements Backend {
   readonly kind = 'sim' as const;
   readonly partialMaps = true;
   readonly devices: readonly DeviceInfo[];
-  readonly #va = new VaAllocator(VA_START, VA_END);
+  readonly #va = new DriverVaSpace(CHUNKS_START, VA_END, VA_START);
   /** Reservations, by base: their sizes. (An OrderedMap: a JS Map keyed by large addresses is slower.) */
   readonly #reserved = new OrderedMap<number>();
   readonly #entries = new OrderedMap<PageTableEntry>();
@@ -94,8 +98,10 @@ export class SimProcess implements Backend {
 
   // --- virtual addresses -------------------------------------------------------
 
-  reserve(size: number, alignment: number, hint: number): number {
-    const base = this.#va.allocate(size, alignment, hint);
+  reserve(size: number, alignment: number, hint: number, exact = false): number {
+    const base = exact
+      ? this.#va.allocateAt(size, alignment, hint)
+      : this.#va.allocate(size, alignment, hint);
     this.#reserved.set(base, size, base + size);
     return base;
   }

@@ -47,6 +47,40 @@ export class VaAllocator {
     throw vmmError('out-of-memory', `no free virtual range of ${size} bytes`);
   }
 
+  /**
+   * Reserve `size` bytes at the lowest base at or above `from` aligned to
+   * `alignment` (a power of two) where they are free; -1, changing nothing,
+   * when there is none. The driver's heaps place this way (Note [Driver VA
+   * placement] in driver-va.ts): `from` is the hint, or 0.
+   */
+  allocateFrom(size: number, alignment: number, from: number): number {
+    let f = from <= this.start ? this.#free.first() : this.#free.higher(from);
+    for (; f !== undefined; f = this.#free.higher(f.end)) {
+      const start = Math.max(f.start, from);
+      const base = start % alignment === 0 ? start : Math.ceil(start / alignment) * alignment;
+      if (base + size <= f.end) {
+        this.#carve(f, base, size);
+        return base;
+      }
+    }
+    return -1;
+  }
+
+  /** Reserve exactly [base, base + size) if it is free; false, changing nothing, if not. */
+  take(base: number, size: number): boolean {
+    const f = this.#free.higher(base);
+    if (f === undefined || f.start > base || base + size > f.end) return false;
+    this.#carve(f, base, size);
+    return true;
+  }
+
+  /** Whether nothing is allocated: the whole range is one free range. */
+  get allFree(): boolean {
+    if (this.#free.size !== 1) return false;
+    const f = this.#free.first()!;
+    return f.start === this.start && f.end === this.end;
+  }
+
   release(base: number, size: number): void {
     const end = base + size;
     const before = this.#free.get(base);

@@ -1630,7 +1630,7 @@ export class CudaFlavor extends VendorProcess {
     try {
       for (const p of plan) {
         if (p.reservation === undefined) {
-          const r = this.runtime.reserve(p.size, { hint: p.at });
+          const r = this.runtime.reserve(p.size, { hint: p.at, exact: true });
           hidden.push(r);
           // The free VA lies outside what the simulated process can reserve there.
           if (r.base !== p.at) throw new RangeError('free VA past the reservation could not be held');

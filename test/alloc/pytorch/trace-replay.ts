@@ -16,7 +16,7 @@ import type { DevicePlan } from '../../../src/replay/trace-plan.js';
  * for each new reservation at the address the recording's matching segment
  * had (the k-th segment_alloc for the k-th one-step allocation; for
  * expandable segments, the start of the first range mapped in it), as a
- * hint it honours when that range is free. Nothing else changes: the model
+ * hint it takes exactly when that range is free (`exact`). Nothing else changes: the model
  * decides everything, the addresses only order the segments as the
  * driver's did. (The real driver does not honour every such hint, so on
  * the GPU this ordering is not guaranteed: gpu-replay.ts.)
@@ -29,7 +29,10 @@ export function hintingBackend(inner: Backend, hints: readonly number[]): Backen
     wrapper[name] =
       name === 'reserve'
         ? (size: number, alignment: number, hint: number) =>
-            method(size, alignment, hint === 0 && next < hints.length ? hints[next++] : hint)
+            // `exact`: the recorded address itself, as the driver chose it (Backend.reserve).
+            hint === 0 && next < hints.length
+              ? method(size, alignment, hints[next++], true)
+              : method(size, alignment, hint)
         : method;
   }
   wrapper.dispose = () => inner.dispose();

@@ -282,13 +282,25 @@ describe('sizes, alignment and map rules -> runtime codes', () => {
     expect(call(acl, va, h)).toBe(code);
   });
 
+  // Free as the driver places reservations (Note [Driver VA placement]): a freed 64 MiB range was a chunk
+  // of its own, gone with it; a 32 MiB request at a 32 MiB boundary in it gets a new chunk right there.
   it('an expectPtr that is free is honoured exactly', () => {
     const acl = ready();
-    const va = reserve(acl, 2 * G);
+    const va = reserve(acl, 32 * G);
     expectOk(acl.aclrtReleaseMemAddress(va));
     const p = { value: 0n };
-    expect(acl.aclrtReserveMemAddress(p, G, 0, va + BigInt(G), 0)).toBe(C.ACL_SUCCESS);
-    expect(p.value).toBe(va + BigInt(G));
+    expect(acl.aclrtReserveMemAddress(p, 16 * G, 0, va + 16n * BigInt(G), 0)).toBe(C.ACL_SUCCESS);
+    expect(p.value).toBe(va + 16n * BigInt(G));
+  });
+
+  it('an expectPtr the driver would place elsewhere is refused (2 MiB into a freed range that was a chunk of its own)', () => {
+    const acl = ready();
+    const va = reserve(acl, 32 * G);
+    expectOk(acl.aclrtReleaseMemAddress(va));
+    const p = { value: 0n };
+    expect(acl.aclrtReserveMemAddress(p, G, 0, va + BigInt(G), 0)).toBe(RT_PARAM);
+    expect(p.value).toBe(0n);
+    expect(acl.runtime.stats().reservations).toBe(0);
   });
 
   it('a 512-byte reservation (an allocator start-up probe) is one granule: a granule maps, two do not, release frees it', () => {

@@ -1,0 +1,185 @@
+import { vmmError } from '../../core/errors.js';
+import { OrderedMap } from '../../util/ordered-map.js';
+import { VaAllocator } from './va-allocator.js';
+
+const MiB = 1024 * 1024;
+/** The driver takes address space from the process in chunks of this granularity, aligned to it. */
+export const VA_CHUNK = 32 * MiB;
+/** What the heap the driver sets up at start-up has free for reservations (measured on the H200). */
+export const STARTUP_HEAP_FREE = 24 * MiB;
+
+/** One heap: a range of address space the driver holds, with the free ranges inside it. */
+class Heap {
+  readonly free: VaAllocator;
+  constructor(
+    readonly start: number,
+    readonly end: number,
+  ) {
+    this.free = new VaAllocator(start, end);
+  }
+}
+
+/*
+ * Note [Driver VA placement]
+ * Where the CUDA driver puts a reservation, and so when it honours an
+ * address hint, as measured on the H200 (driver 580.159.04, CUDA 13.0) by
+ * conformance/cuda/native/hint_probe.c, each experiment in a fresh process
+ * (conformance/results/h200-hint-probe.json; experiment names in brackets),
+ * and by the reserve.* cases of conformance/cuda/cases.ts:
+ *
+ * - Reservations live in heaps. One exists from start-up, high in the
+ *   address space (0x7f.. on the H200), with 24 MiB free in one run plus a
+ *   2 MiB hole below it in a fresh process: 13 reservations of 2 MiB fit, the
+ *   14th does not [startupHeapFull]; 2+2+4+4+8 MiB fit in the run, the next
+ *   8 MiB does not [placementAscending]. It is never given back.
+ * - A reservation no heap has room for gets a heap of its own: a chunk of
+ *   the size rounded up to max(32 MiB, alignment), aligned so, taken from the
+ *   process's address space at the lowest free address (0x302000000 upward
+ *   on the H200; each chunk is a new PROT_NONE mapping in /proc/self/maps):
+ *   8 -> 32 MiB, 34 -> 64, 48 -> 64, 66 -> 96, 1024 -> 1024 [placementAscending,
+ *   reuse, matrix]; 2 MiB aligned to 64 MiB -> 64, to 1 GiB -> 1 GiB
+ *   [largeAlignment].
+ * - Heaps are searched newest first, the start-up heap last; inside a heap
+ *   the lowest fitting address wins. So a 2 MiB reservation after two 48 MiB
+ *   ones lands in the newer one's chunk, 48 MiB in, not in the older one's
+ *   free tail nor in the start-up heap [searchOrder, placementInterleaved].
+ * - A chunk goes back to the OS as soon as nothing is reserved in it (its
+ *   mapping disappears at that free; reserve 64, free, reserve 64 gives the
+ *   same base [reuse]).
+ * - A hint h is where that search starts: the same search counting only
+ *   addresses >= h, then a new chunk at the lowest free suitably aligned
+ *   address >= h. So h is honoured exactly when [h, h + size) is free in the
+ *   first heap, newest first, that has room at or above h, or when no heap has
+ *   room there and h is a free chunk boundary. A hint into the free tail of an
+ *   older chunk goes to a newer chunk with room above it [searchOrder:
+ *   hintFreeInOlderTail]. A hint 2 MiB into a just-freed 64 MiB range finds
+ *   its chunk gone: a 2 MiB request lands in the start-up heap above it, a
+ *   32 MiB one in a new chunk at the next 32 MiB boundary [matrix, and the
+ *   reserve.hintInto* cases]; at the base, or a 32 MiB multiple into it, a
+ *   request no heap has room for gets its chunk right there [matrix]. That
+ *   is the "freed reservation of 32 MiB or more" of the first transcript:
+ *   those ranges were chunks of their own, smaller ones sat in the start-up
+ *   heap. It is the heap, not the size: into a freed 48 MiB range whose chunk
+ *   still holds another reservation, hints are honoured [chunkKeptAlive].
+ *   And when the start-up heap is full, a 4 MiB range gets a chunk of its own
+ *   and a hint 2 MiB into it after its free is not honoured either
+ *   [startupHeapFull]: what made the ACL expectPtr row fail on the GPU.
+ * - A hint above every heap gets a new chunk above it [never: +16 GiB]; one
+ *   past the 47-bit address space fails with CUDA_ERROR_OUT_OF_MEMORY, with no
+ *   fall-back to a lower address [never: +1 TiB; reserve.hintPastAddressSpace].
+ * - A whole-handle map may run past a reservation that fills its chunk, into
+ *   address space no heap holds; a hint there afterwards is not honoured (the
+ *   heaps do not know of it) [mapPastChunkEnd].
+ *
+ * DriverVaSpace models exactly this, for every flavour: it is the NVIDIA
+ * driver's rule, and the simulated MI300X and 910B share the machine model
+ * checked against the H200 (unchecked against ROCm's and CANN's allocators).
+ * Its start-up heap is at 0x7000_0000_0000 with 24 MiB free and chunks come
+ * from 0x6000_0000_0000 up, below it as on the H200. Left out: the 2 MiB hole
+ * (where it falls depends on the driver's own start-up allocations), and the
+ * heap's alignment: the H200's run starts only 8 MiB-aligned, so a request
+ * aligned to 32 MiB or more never fits there and gets a chunk, while the
+ * simulator's starts at a 4 GiB boundary and takes it. On the H200 the
+ * start-up heap also serves cuMemAlloc's small allocations and the driver's
+ * own, so how much of it is free depends on the process; the simulator's
+ * holds only what the program reserved there.
+ *
+ * An address the driver chose on its own is not a hint: a recorded
+ * cuMemAlloc address that replay reproduces, or the part of a whole-handle
+ * map past its reservation's end that the CUDA flavour holds with a hidden
+ * reservation. Those ask for `exact` (Backend.reserve): the range itself
+ * whenever it is free address space, in a heap's free range or as a heap of
+ * exactly that range (allocateAt).
+ */
+/** The driver's reservations: a start-up heap and 32 MiB-granular chunks (Note [Driver VA placement]). */
+export class DriverVaSpace {
+  /** The process address space the chunks come from; the start-up heap is carved out of it. */
+  readonly #os: VaAllocator;
+  readonly #startup: Heap;
+  /** Chunks in the order they were made (newest last). */
+  readonly #chunks: Heap[] = [];
+  /** The same chunks, keyed by end, to find a reservation's chunk. */
+  readonly #chunkByEnd = new OrderedMap<Heap>();
+
+  constructor(start: number, end: number, startupHeap: number) {
+    this.#os = new VaAllocator(start, end);
+    const at = this.#os.allocateFrom(STARTUP_HEAP_FREE, VA_CHUNK, startupHeap);
+    if (at !== startupHeap) throw new RangeError('the start-up heap does not fit the address space');
+    this.#startup = new Heap(at, at + STARTUP_HEAP_FREE);
+  }
+
+  /** Reserve `size` bytes aligned to `alignment` (a power of two), searching from `hint` (0: none). */
+  allocate(size: number, alignment: number, hint: number): number {
+    const chunks = this.#chunks;
+    for (let i = chunks.length - 1; i >= 0; i--) {
+      const c = chunks[i]!;
+      if (c.end <= hint) continue;
+      const base = c.free.allocateFrom(size, alignment, hint);
+      if (base >= 0) return base;
+    }
+    const s = this.#startup;
+    if (s.end > hint) {
+      const base = s.free.allocateFrom(size, alignment, hint);
+      if (base >= 0) return base;
+    }
+    return this.#newChunk(size, alignment, hint);
+  }
+
+  /**
+   * `size` bytes at `at` itself whenever that range is free address space:
+   * inside one heap's free range, or outside every heap (then a heap of
+   * exactly that range). Else as allocate without a hint. For addresses the
+   * driver chose on its own (Backend.reserve's `exact`).
+   */
+  allocateAt(size: number, alignment: number, at: number): number {
+    const s = this.#startup;
+    if (at >= s.start && at < s.end) return s.free.take(at, size) ? at : this.allocate(size, alignment, 0);
+    const c = this.#chunkByEnd.higher(at);
+    if (c !== undefined && c.start <= at)
+      return c.free.take(at, size) ? at : this.allocate(size, alignment, 0);
+    // Outside every heap: the range must not reach into one either.
+    if (at % alignment !== 0 || !this.#os.take(at, size)) return this.allocate(size, alignment, 0);
+    this.#addChunk(at, at + size).free.take(at, size);
+    return at;
+  }
+
+  release(base: number, size: number): void {
+    const s = this.#startup;
+    if (base >= s.start && base < s.end) {
+      s.free.release(base, size);
+      return;
+    }
+    const c = this.#chunkByEnd.higher(base);
+    if (c === undefined || c.start > base) throw new RangeError(`0x${base.toString(16)} is in no heap`);
+    c.free.release(base, size);
+    if (!c.free.allFree) return;
+    // Nothing is reserved in the chunk any more: it goes back to the process.
+    this.#chunks.splice(this.#chunks.lastIndexOf(c), 1);
+    this.#chunkByEnd.delete(c.end);
+    this.#os.release(c.start, c.end - c.start);
+  }
+
+  /** Heaps the driver holds now, the start-up heap included. */
+  get heaps(): number {
+    return this.#chunks.length + 1;
+  }
+
+  #newChunk(size: number, alignment: number, hint: number): number {
+    const unit = Math.max(alignment, VA_CHUNK);
+    const bytes = Math.ceil(size / unit) * unit;
+    if (!Number.isSafeInteger(bytes))
+      throw vmmError('out-of-memory', `no free virtual range of ${size} bytes`);
+    const start = this.#os.allocateFrom(bytes, unit, hint);
+    if (start < 0) throw vmmError('out-of-memory', `no free virtual range of ${size} bytes`);
+    this.#addChunk(start, start + bytes).free.take(start, size);
+    return start;
+  }
+
+  /** A new heap on [start, end), address space already taken from #os. */
+  #addChunk(start: number, end: number): Heap {
+    const c = new Heap(start, end);
+    this.#chunks.push(c);
+    this.#chunkByEnd.set(end, c);
+    return c;
+  }
+}
