@@ -1759,7 +1759,10 @@ export class AclFlavor extends VendorProcess {
  * validation, and a process importing its own key are
  * ACL_ERROR_RT_NO_PERMISSION (unsure for the last: the reference says
  * nothing). Unsure too: whether aclrtFree accepts an imported pointer (here
- * it refuses; aclrtIpcMemClose is the documented way).
+ * it refuses; aclrtIpcMemClose is the documented way). Across real
+ * processes on the H200, over the CUDA backend's token registry, the
+ * sharing scenario ipc-key passed every check
+ * (conformance/results/h200-sharing.json).
  *
  * Note [ACL fabric handles]
  * ACL_MEM_SHARE_HANDLE_TYPE_FABRIC shares memory across servers of a
