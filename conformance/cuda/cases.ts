@@ -2242,6 +2242,23 @@ def('pointer.rangeOfPartlyMappedReservation', (t) => {
   addressRange(t, 'range', base + t.g + 8n, base);
   t.unmap(base + t.g, t.G);
 });
+def('pointer.vmmHostNumaAndReadOnly', (t) => {
+  const host = t.mapped(t.G, RW, t.prop({ location: { type: CU_MEM_LOCATION_TYPE_HOST_NUMA, id: 0 } }));
+  if (host.base && host.h) {
+    pointerAttributes(t, 'hostNuma', host.base + 8n, host.base, [
+      PTR.CONTEXT,
+      PTR.MEMORY_TYPE,
+      PTR.DEVICE_ORDINAL,
+      PTR.RANGE_SIZE,
+      PTR.ACCESS_FLAGS,
+      PTR.MAPPED,
+    ]);
+    addressRange(t, 'hostNumaRange', host.base + 8n, host.base);
+  }
+  const ro = t.mapped(t.G, READ);
+  if (ro.base && ro.h)
+    pointerAttributes(t, 'readOnly', ro.base, ro.base, [PTR.ACCESS_FLAGS, PTR.DEVICE_POINTER]);
+});
 def('pointer.freed', (t) => {
   const box = { value: 0n };
   if (t.call('cuMemAlloc', t.cu.cuMemAlloc(box, t.G)) !== 0) return;

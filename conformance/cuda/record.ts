@@ -4,6 +4,8 @@
  *   node dist/conformance/cuda/record.js out.json     # every case, against the real driver (libcuda)
  *   node dist/conformance/cuda/record.js out.json --only a,b --merge previous.json
  *                                                     # cases a and b anew, the rest from previous.json
+ *   node dist/conformance/cuda/record.js out.json --combine a.json b.json
+ *                                                     # no recording: each case from the newer run of the two
  *
  * `runCases(cu, env)` runs them in this process against any CudaApi (the
  * simulator's createCuda(), say). The CLI runs them against the real driver
@@ -319,6 +321,41 @@ export function mergeTranscripts(
   return { runs, caseRun: orderedRuns, cases: ordered };
 }
 
+/**
+ * Two transcripts recorded from the same earlier one by separate --merge
+ * runs (two sessions adding cases at once), joined without recording: each
+ * case keeps the record of the newer run that holds it, and still names that
+ * run (Note [Merged transcripts]). Runs are told apart by their recordedAt.
+ */
+export function combineTranscripts(
+  a: Pick<Transcript, 'runs' | 'caseRun' | 'cases'>,
+  b: Pick<Transcript, 'runs' | 'caseRun' | 'cases'>,
+  names: readonly string[],
+): Pick<Transcript, 'runs' | 'caseRun' | 'cases'> {
+  const runs: RunInfo[] = [];
+  const index = new Map<string, number>();
+  const cases: Recording['cases'] = {};
+  const caseRun: Transcript['caseRun'] = {};
+  for (const name of names) {
+    const fromA = a.cases[name] === undefined ? undefined : a.runs[a.caseRun[name]!];
+    const fromB = b.cases[name] === undefined ? undefined : b.runs[b.caseRun[name]!];
+    const useB = fromB !== undefined && (fromA === undefined || fromB.recordedAt > fromA.recordedAt);
+    const run = useB ? fromB : fromA;
+    if (run === undefined) continue;
+    if (!index.has(run.recordedAt)) {
+      index.set(run.recordedAt, runs.length);
+      runs.push(run);
+    }
+    cases[name] = (useB ? b : a).cases[name]!;
+    caseRun[name] = index.get(run.recordedAt)!;
+  }
+  // Runs in the order they were recorded, as --merge keeps them.
+  const order = runs.map((_, i) => i).sort((x, y) => (runs[x]!.recordedAt < runs[y]!.recordedAt ? -1 : 1));
+  const renumber = new Map(order.map((old, i) => [old, i]));
+  for (const name of Object.keys(caseRun)) caseRun[name] = renumber.get(caseRun[name]!)!;
+  return { runs: order.map((i) => runs[i]!), caseRun, cases };
+}
+
 function readTranscript(path: string): Transcript {
   const t = JSON.parse(readFileSync(path, 'utf8')) as Partial<Transcript>;
   if (!t.cases || !Array.isArray(t.runs) || !t.caseRun)
@@ -336,10 +373,39 @@ function main(argv: string[]): void {
     return i >= 0 ? args[i + 1] : undefined;
   };
   const outPath = args[0];
+  const combine = args.indexOf('--combine');
+  if (outPath && combine > 0) {
+    const [aPath, bPath] = [args[combine + 1], args[combine + 2]];
+    if (!aPath || !bPath) {
+      console.error('usage: record.js OUT.json --combine A.json B.json');
+      process.exit(2);
+    }
+    const all = caseNames();
+    const a = readTranscript(aPath);
+    const b = readTranscript(bPath);
+    const body = combineTranscripts(a, b, all);
+    const latest = body.runs[body.runs.length - 1]!;
+    const result: Transcript = {
+      recorder: RECORDER,
+      recordedAt: latest.recordedAt,
+      gpu: latest.gpu,
+      driver: latest.driver,
+      caseCount: all.length,
+      restarts: latest.restarts,
+      ...body,
+    };
+    writeFileSync(outPath, `${JSON.stringify(result, null, 1)}\n`);
+    console.log(
+      `combined ${aPath} and ${bPath}: ${Object.keys(result.cases).length}/${all.length} cases in ${outPath} from ${result.runs.length} run(s)`,
+    );
+    return;
+  }
   const mergePath = flag('--merge');
   const only = flag('--only')?.split(',');
   if (!outPath || outPath.startsWith('--') || (args.includes('--merge') && !mergePath)) {
-    console.error('usage: record.js OUT.json [--only CASE,CASE...] [--merge PREVIOUS.json]');
+    console.error(
+      'usage: record.js OUT.json [--only CASE,CASE...] [--merge PREVIOUS.json] | OUT.json --combine A.json B.json',
+    );
     process.exit(2);
   }
   const all = caseNames();

@@ -6,7 +6,9 @@ the part's own answers:
     python3 conformance/gpu/device-attributes.py > conformance/results/h200-device-attributes.json
 
 Attributes named in src/flavors/cuda/constants.ts are listed by name; every id from 1 up to
-CU_DEVICE_ATTRIBUTE_MAX is read, and an id the driver refuses is recorded with its CUresult.
+LAST_ID_TRIED (255) is read, past CU_DEVICE_ATTRIBUTE_MAX, since a driver may answer ids newer than the
+cuda.h vmmkit follows (the H200's driver 580 answers 144); an id the driver refuses below
+CU_DEVICE_ATTRIBUTE_MAX is recorded with its CUresult, and one past it only when it answers.
 """
 import ctypes
 import datetime
@@ -15,6 +17,7 @@ import os
 import re
 import subprocess
 
+LAST_ID_TRIED = 255
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONSTANTS = os.path.join(HERE, "..", "..", "src", "flavors", "cuda", "constants.ts")
 
@@ -46,13 +49,13 @@ def main():
         name = ctypes.create_string_buffer(256)
         check(cu.cuDeviceGetName(name, 256, dev), "cuDeviceGetName")
         values, refused = {}, {}
-        for attribute in range(1, limit):
+        for attribute in range(1, LAST_ID_TRIED + 1):
             v = ctypes.c_int()
             r = cu.cuDeviceGetAttribute(ctypes.byref(v), attribute, dev)
             key = known.get(attribute, str(attribute))
             if r == 0:
                 values[key] = v.value
-            else:
+            elif attribute < limit:
                 refused[key] = r
         devices.append({"ordinal": ordinal, "name": name.value.decode(), "values": values, "refused": refused})
     try:

@@ -4,7 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CaseRecord } from '../../conformance/cuda/cases.js';
-import { mergeTranscripts, type RunInfo, type Transcript } from '../../conformance/cuda/record.js';
+import {
+  combineTranscripts,
+  mergeTranscripts,
+  type RunInfo,
+  type Transcript,
+} from '../../conformance/cuda/record.js';
 
 const run = (recordedAt: string, cases: number): RunInfo => ({
   recordedAt,
@@ -53,5 +58,27 @@ describe('mergeTranscripts', () => {
       ['a', 'b'],
     );
     expect(Object.keys(m.cases)).toEqual(['a']);
+  });
+});
+
+describe('combineTranscripts', () => {
+  it('two merges of one transcript: each case from the newer run holding it, runs in recorded order', () => {
+    const base = run('2026-12-01T09:00:00.000Z', 2);
+    const mine = run('2026-12-01T12:00:00.000Z', 2);
+    const theirs = run('2026-12-01T11:00:00.000Z', 1);
+    const a = {
+      runs: [base, theirs],
+      caseRun: { a: 0, b: 0, t: 1 },
+      cases: { a: rec(0), b: rec(0), t: rec(7) },
+    };
+    const b = {
+      runs: [base, mine],
+      caseRun: { a: 1, b: 0, m: 1 },
+      cases: { a: rec(801), b: rec(0), m: rec(2) },
+    };
+    const c = combineTranscripts(a, b, ['a', 'b', 't', 'm', 'never']);
+    expect(c.cases).toEqual({ a: rec(801), b: rec(0), t: rec(7), m: rec(2) });
+    expect(c.runs).toEqual([base, theirs, mine]);
+    expect(c.caseRun).toEqual({ a: 2, b: 0, t: 1, m: 2 });
   });
 });

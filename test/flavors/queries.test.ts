@@ -54,9 +54,10 @@ describe('cuDeviceGetAttribute', () => {
     cu.dispose();
   });
 
-  it('refuses attributes cuda.h lacks, bad devices, hardware attributes of a part with no published row', () => {
+  it('refuses attributes the part does not answer, bad devices, hardware attributes of a part with no published row', () => {
     const cu = initialised();
-    for (const bad of [0, -1, CU.CU_DEVICE_ATTRIBUTE_MAX, 1.5, Number.NaN, 16n, '16', null])
+    // 144 to 147 lie past cuda.h 13.0's list, yet the H200 answered them (attribute.badNumbers); 148 it did not.
+    for (const bad of [0, -1, 148, 1000, 1.5, Number.NaN, 16n, '16', null])
       expect(attr(cu, bad), String(bad)).toEqual([CU.CUDA_ERROR_INVALID_VALUE, -1]);
     expect(attr(cu, CU.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1)).toEqual([
       CU.CUDA_ERROR_INVALID_DEVICE,

@@ -2,18 +2,14 @@
  * cuDeviceGetAttribute's answers (Note [Device attributes]).
  *
  * Note [Device attributes]
- * The front end answers a fixed set of attributes: the VMM ones (VMM
- * support, the exportable handle types, generic compression), compute mode,
- * and the hardware ones VMM programs read (SM count, compute capability,
- * GPUDirect RDMA with and without VMM). Any other attribute cuda.h defines is
- * CUDA_ERROR_INVALID_VALUE rather than an invented number.
- *
- * On the simulated NVIDIA H200 every answered attribute is the value the real
- * part gave: conformance/gpu/device-attributes.py read all of them from an
- * H200 on driver 580.159.04 (CUDA 13.0) into
- * conformance/results/h200-device-attributes.json, RECORDED below holds those
- * values for the answered set, and test/flavors/cuda/attributes.test.ts
- * compares every answer with the file, so the table cannot drift from it.
+ * The simulated NVIDIA H200 answers every attribute the real part answered,
+ * with the real part's value: conformance/gpu/device-attributes.py read
+ * them all from an H200 on driver 580.159.04 (CUDA 13.0) into
+ * conformance/results/h200-device-attributes.json (147 of them: ids 1 to
+ * 147, four past the last one cuda.h 13.0 names), h200-attributes.ts holds
+ * them, and test/flavors/cuda/attributes.test.ts compares every answer with
+ * the file, so the table cannot drift from it. An id the part did not
+ * answer is CUDA_ERROR_INVALID_VALUE, as there (attribute.badNumbers).
  * The part answers 1 for fabric handles and generic compression: the
  * attribute says what the hardware supports, not what this process may do,
  * and on the real machine cuMemCreate of a fabric handle still answers
@@ -33,6 +29,7 @@
  * the MI300X and Ascend presets have no CUDA values to publish.
  */
 import * as C from './constants.js';
+import { H200_ATTRIBUTES } from './h200-attributes.js';
 
 /** Attributes whose value is the front end's own rule, the same on every simulated device without a record. */
 const RULES: ReadonlyMap<number, number> = new Map([
@@ -54,40 +51,16 @@ const HARDWARE: readonly number[] = [
   C.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
 ];
 
-/** Every attribute the front end answers on some device. */
+/** The attributes a device with no record answers on some device (its rules and, never, hardware facts). */
 export const ANSWERED_ATTRIBUTES: readonly number[] = Object.freeze([...RULES.keys(), ...HARDWARE]);
 
-/**
- * The real parts' answers for ANSWERED_ATTRIBUTES, copied from
- * conformance/results/h200-device-attributes.json (see the Note; a test checks every value).
- */
+/** The real parts' answers, every one, by part name (see the Note; a test checks every value). */
 const RECORDED: ReadonlyMap<string, ReadonlyMap<number, number>> = new Map([
-  [
-    'NVIDIA H200',
-    new Map([
-      [C.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132],
-      [C.CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, 0],
-      [C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9],
-      [C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0],
-      [C.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1],
-      [C.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 1],
-      [C.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED, 0],
-      [C.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED, 0],
-      [C.CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED, 1],
-      [C.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 1],
-      [C.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, 1],
-      [C.CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 1],
-    ]),
-  ],
+  ['NVIDIA H200', H200_ATTRIBUTES],
 ]);
 
 /** The value of `attribute` on a device named `deviceName`, or undefined when it is not known. */
 export function deviceAttribute(deviceName: string, attribute: number): number | undefined {
   const recorded = RECORDED.get(deviceName);
   return recorded !== undefined ? recorded.get(attribute) : RULES.get(attribute);
-}
-
-/** True for a CUdevice_attribute cuda.h defines (1 to 143, some numbers unused). */
-export function isDeviceAttribute(attribute: number): boolean {
-  return Number.isInteger(attribute) && attribute >= 1 && attribute < C.CU_DEVICE_ATTRIBUTE_MAX;
 }

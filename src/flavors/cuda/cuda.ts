@@ -28,7 +28,7 @@ import { fillWide } from '../common/fill.js';
 import { canReachPeer } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { probeBox } from '../common/untrusted.js';
-import { deviceAttribute, isDeviceAttribute } from './attributes.js';
+import { deviceAttribute } from './attributes.js';
 import * as C from './constants.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
 import { cudaLayers } from './layers.js';
@@ -174,6 +174,18 @@ export class CudaFlavor extends VendorProcess {
    * (no cuMemHostGetDevicePointer, no hipHostMallocMapped pointer to use on a
    * device) and is not drawn from the simulated machine's host pool: what
    * the calls model is their argument rules and the free-once lifetime.
+   *
+   * Over the real driver the buffer is the same JavaScript memory, not
+   * page-locked memory from the driver's cuMemAllocHost, by choice: a
+   * Uint8Array over driver memory stays usable after cuMemFreeHost, and a
+   * touch then ends the process (a view cannot be revoked), which the
+   * contract forbids; and the CUDA backend's async copies rely on pageable
+   * host memory, for which the driver finishes a DtoH before returning.
+   * Only speed is lost (the driver stages pageable copies). The conformance
+   * cases host.* call the driver's own cuMemAllocHost through the raw binding
+   * (createRawCuda, which does hand out views over pinned memory), and this
+   * front end answers every code as it did: size 0 succeeds, a second free,
+   * an interior pointer or pageable memory is CUDA_ERROR_INVALID_VALUE.
    */
   readonly #hostBuffers = new WeakSet<Uint8Array>();
   /** The size each cuMemAlloc asked for, which the driver's ranges report (Note [Pointer ranges]). */
@@ -272,11 +284,7 @@ export class CudaFlavor extends VendorProcess {
     if (!Number.isInteger(a) || a < 1) return C.CUDA_ERROR_INVALID_VALUE;
     // Over a real driver, the part's own answers (Note [Driver device facts] in the CUDA backend).
     const info = this.runtime.devices[d];
-    const value = info.driverAttributes
-      ? info.driverAttributes.get(a)
-      : isDeviceAttribute(a)
-        ? deviceAttribute(info.name, a)
-        : undefined;
+    const value = info.driverAttributes ? info.driverAttributes.get(a) : deviceAttribute(info.name, a);
     if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     return writeBox(pi, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
