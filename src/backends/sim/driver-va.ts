@@ -95,7 +95,10 @@ class Heap {
 export class DriverVaSpace {
   /** The process address space the chunks come from; the start-up heap is carved out of it. */
   readonly #os: VaAllocator;
-  readonly #startup: Heap;
+  /** The start-up heap, kept as its parts: the common reserve/free touches only these. */
+  readonly #startupFree: VaAllocator;
+  readonly #startupStart: number;
+  readonly #startupEnd: number;
   /** Chunks in the order they were made (newest last). */
   readonly #chunks: Heap[] = [];
   /** The same chunks, keyed by end, to find a reservation's chunk. */
@@ -105,7 +108,9 @@ export class DriverVaSpace {
     this.#os = new VaAllocator(start, end);
     const at = this.#os.allocateFrom(STARTUP_HEAP_FREE, VA_CHUNK, startupHeap);
     if (at !== startupHeap) throw new RangeError('the start-up heap does not fit the address space');
-    this.#startup = new Heap(at, at + STARTUP_HEAP_FREE);
+    this.#startupStart = at;
+    this.#startupEnd = at + STARTUP_HEAP_FREE;
+    this.#startupFree = new VaAllocator(at, this.#startupEnd);
   }
 
   /** Reserve `size` bytes aligned to `alignment` (a power of two), searching from `hint` (0: none). */
@@ -117,9 +122,8 @@ export class DriverVaSpace {
       const base = c.free.allocateFrom(size, alignment, hint);
       if (base >= 0) return base;
     }
-    const s = this.#startup;
-    if (s.end > hint) {
-      const base = s.free.allocateFrom(size, alignment, hint);
+    if (this.#startupEnd > hint) {
+      const base = this.#startupFree.allocateFrom(size, alignment, hint);
       if (base >= 0) return base;
     }
     return this.#newChunk(size, alignment, hint);
@@ -132,8 +136,8 @@ export class DriverVaSpace {
    * driver chose on its own (Backend.reserve's `exact`).
    */
   allocateAt(size: number, alignment: number, at: number): number {
-    const s = this.#startup;
-    if (at >= s.start && at < s.end) return s.free.take(at, size) ? at : this.allocate(size, alignment, 0);
+    if (at >= this.#startupStart && at < this.#startupEnd)
+      return this.#startupFree.take(at, size) ? at : this.allocate(size, alignment, 0);
     const c = this.#chunkByEnd.higher(at);
     if (c !== undefined && c.start <= at)
       return c.free.take(at, size) ? at : this.allocate(size, alignment, 0);
@@ -144,9 +148,8 @@ export class DriverVaSpace {
   }
 
   release(base: number, size: number): void {
-    const s = this.#startup;
-    if (base >= s.start && base < s.end) {
-      s.free.release(base, size);
+    if (base < this.#startupEnd && base >= this.#startupStart) {
+      this.#startupFree.release(base, size);
       return;
     }
     const c = this.#chunkByEnd.higher(base);
