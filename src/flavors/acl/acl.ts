@@ -413,8 +413,12 @@ export class AclFlavor extends VendorProcess {
     if (!Number.isSafeInteger(rounded))
       return this.#bad(C.ACL_ERROR_RT_MEMORY_ALLOCATION, `size ${n} is past any address space`);
     const hint = toCount(expectPtr ?? 0);
-    if (hint < 0 || !isMultipleOf(hint, g))
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `expectPtr ${show(expectPtr)} is not ${g}-aligned`);
+    const align = hint === 0 ? g : expectPtrAlignment(n, g);
+    if (hint < 0 || !isMultipleOf(hint, align))
+      return this.#bad(
+        C.ACL_ERROR_RT_PARAM_INVALID,
+        `expectPtr ${hint < 0 ? show(expectPtr) : `0x${hint.toString(16)}`} is not ${align}-aligned, as a reservation of ${n} bytes needs`,
+      );
     return this.#run(() => {
       const r = this.runtime.reserve(rounded, { hint });
       if (hint !== 0 && r.base !== hint) {
@@ -1696,12 +1700,12 @@ export class AclFlavor extends VendorProcess {
  *  - Callers: torch_npu's expandable segments (device and host), DeepLink's
  *    Ascend segments and the CANN samples all pass NULL; none was found that
  *    passes an address and tolerates another one.
- * So: NULL -> the runtime's choice; non-NULL -> granularity-aligned and
- * free, taken exactly, else ACL_ERROR_RT_PARAM_INVALID (the driver's
- * DRV_ERROR_INVALID_VALUE, as CANN's error table converts it). Not checked:
- * the 16T-24T window (the simulated and the H200's address spaces lie
- * elsewhere) and the power-of-two alignment beyond the granularity (an
- * address the H200 placed need not meet it).
+ * So: NULL -> the runtime's choice; non-NULL -> aligned as the driver asks
+ * (the size's power of two, at least the 2 MiB granularity; 1 GiB past
+ * 512 MiB) and free, taken exactly, else ACL_ERROR_RT_PARAM_INVALID (the
+ * driver's DRV_ERROR_INVALID_VALUE, as CANN's error table converts it). Not
+ * checked: the 16T-24T window (the simulated and the H200's address spaces
+ * lie elsewhere).
  */
 
 /**
@@ -1795,6 +1799,18 @@ interface Holding {
 /** A refusal decided inside #run after core already acted (and was undone). */
 class AclRefusal {
   constructor(readonly code: number) {}
+}
+
+/**
+ * The alignment CANN asks of a user-chosen start (halMemAddressReserve): 1 GiB
+ * past 512 MiB, else the size's power of two, never below the granularity
+ * (Note [ACL expectPtr]).
+ */
+function expectPtrAlignment(size: number, granularity: number): number {
+  if (size > 512 * MiB) return GiB;
+  let align = granularity;
+  while (align < size) align *= 2;
+  return align;
 }
 
 /** aclrtMalloc's accounted size: up to a multiple of 32, plus the padding. */
