@@ -220,6 +220,27 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
     },
   },
   {
+    // Note [Forced stream destroy]: the simulator drops the queued work, the real driver finishes it.
+    name: 'a stream destroyed with discard is gone at once; its queued work either never ran or ran whole',
+    run: (b) => {
+      const g = granularity(b);
+      const { va, undo } = mapped(b, g);
+      const before = pattern(4096, 12);
+      const queued = pattern(4096, 13);
+      b.write(0, va, before, 0);
+      const s = b.createStream(0);
+      b.write(0, va, queued, s);
+      b.destroyStream(s, { discard: true });
+      assertThrowsVmm(() => b.synchronizeStream(s), 'a stream destroyed with discard');
+      b.synchronizeDevice(-1);
+      const back = new Uint8Array(4096);
+      b.read(0, va, back, 0);
+      const same = (x: Uint8Array) => x.every((v, i) => back[i] === v);
+      assert(same(before) || same(queued), 'the bytes are the old ones or the queued write, whole');
+      undo();
+    },
+  },
+  {
     name: 'an event marks stream order: another stream that waits on it sees the marked work (Note [Events])',
     run: (b) => {
       const g = granularity(b);
