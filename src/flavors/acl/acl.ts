@@ -1270,6 +1270,9 @@ export class AclFlavor extends VendorProcess {
       if (!Number.isInteger(p)) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `pid[${i}] is not a pid`);
       pids.push(p);
     }
+    // The runtime asks for a current context here, as for every IPC call (ApiImpl::SetIpcMemPid).
+    const code = this.#needDevice();
+    if (code !== C.ACL_SUCCESS) return code;
     const e = this.#ipcExports.get(key);
     if (e === undefined)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `this process exported no key ${show(key)}`);

@@ -315,6 +315,11 @@ describe('IPC by key: refusals, in the order CANN checks, each changing nothing'
     expect(b.aclrtResetDevice(0)).toBe(OK);
     expect(b.aclrtIpcMemImportByKey(p, key, 0)).toBe(C.ACL_ERROR_RT_CONTEXT_NULL);
     expect(b.aclrtIpcMemClose(key)).toBe(C.ACL_ERROR_RT_CONTEXT_NULL);
+    expect(a.aclrtResetDevice(0)).toBe(OK);
+    expect(a.aclrtIpcMemSetImportPid(key, [tgid(b)], 1)).toBe(C.ACL_ERROR_RT_CONTEXT_NULL);
+    // With a device again, the key is still there to whitelist.
+    expect(a.aclrtSetDevice(0)).toBe(OK);
+    expect(a.aclrtIpcMemSetImportPid(key, [tgid(b)], 1)).toBe(OK);
     a.dispose();
     b.dispose();
   });
