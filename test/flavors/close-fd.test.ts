@@ -48,8 +48,8 @@ function cudaExporter(): Exporter {
     },
     release: (h) => cu.cuMemRelease(h),
     free() {
-      const free = { value: 0n };
-      expect(cu.cuMemGetInfo(free, { value: 0n })).toBe(0);
+      const free = { value: 0 };
+      expect(cu.cuMemGetInfo(free, { value: 0 })).toBe(0);
       return Number(free.value);
     },
   };

@@ -38,6 +38,7 @@ function description(base: number, size: number, mappings: [number, number][]): 
       origin: 'created' as const,
       handleRefs: 0,
       mapRefs: 1,
+      exports: 0,
     })),
   };
 }
