@@ -336,6 +336,8 @@ export class Episode<P extends FuzzedProcess> {
    * the other wrote. So an import's new handle and an export's new fd are
    * taken from the process's state before and after the call (its
    * runtime.describe() and its simulated fd table), never from the box.
+   * (An ACL token hidden that way stays unknown: tokens are machine-wide
+   * numbers from 0x51000000, which the fuzzer's guesses never reach.)
    */
 
   /** The handle values a live process holds (none for the disposed one). */
