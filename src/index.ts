@@ -25,9 +25,11 @@ export {
   type ProcessRef,
   SimDevice,
 } from './backends/sim/machine.js';
+export { type MachineServer, serveMachine } from './backends/sim/machine-server.js';
 export { PAGE_SIZE } from './backends/sim/physical-memory.js';
 export { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from './backends/sim/presets.js';
 export { SimProcess } from './backends/sim/process.js';
+export { connectMachine, type RemoteSimProcess } from './backends/sim/remote-process.js';
 export { formatBreak, formatState, inspect } from './cli/inspect.js';
 export {
   createProcess,

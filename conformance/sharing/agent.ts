@@ -1,13 +1,14 @@
 /**
  * A child process that is one peer of a sharing scenario (os-harness.ts
  * starts it with child_process.fork): it makes one front-end process over the
- * real CUDA backend (or, to rehearse without a GPU, over the fake driver),
+ * real CUDA backend (or a served simulated machine, or the fake driver),
  * says `ready` with its pid, then answers each step the parent sends over the
  * IPC channel. Descriptors come from other processes by pidfd_getfd (takeFd).
  *
- *   node dist/conformance/sharing/agent.js cuda|hip|acl [cuda|fake-cuda]
+ *   node dist/conformance/sharing/agent.js cuda|hip|acl [cuda|fake-cuda|machine=DIR]
  */
 import { takeFd } from '../../src/backends/cuda/os-fd.js';
+import { connectMachine } from '../../src/backends/sim/remote-process.js';
 import { createAcl, createCuda, createHip } from '../../src/index.js';
 import { createFakeDriver } from '../gpu/fake-driver.js';
 import { type Answer, aclPeer, cudaPeer, type FlavourName, hipPeer, type PeerSteps } from './peer.js';
@@ -19,16 +20,20 @@ interface Request {
 }
 
 const flavour = process.argv[2] as FlavourName;
-const cuda = process.argv[3] === 'fake-cuda' ? { driver: createFakeDriver() } : {};
-const options = { backend: 'cuda' as const, cuda };
+const where = process.argv[3] ?? 'cuda';
+// 'machine=DIR': a process of the simulated machine served at DIR (serveMachine), fds passed through it.
+const served = where.startsWith('machine=') ? connectMachine(where.slice('machine='.length)) : undefined;
+const options = served
+  ? { backend: served }
+  : { backend: 'cuda' as const, cuda: where === 'fake-cuda' ? { driver: createFakeDriver() } : {} };
+const take = served ? (pid: number, fd: number) => served.takeFd(pid, fd) : takeFd;
 const steps: PeerSteps =
   flavour === 'cuda'
-    ? cudaPeer(createCuda(options), takeFd)
+    ? cudaPeer(createCuda(options), take)
     : flavour === 'hip'
-      ? hipPeer(createHip(options), takeFd)
+      ? hipPeer(createHip(options), take)
       : aclPeer(createAcl(options));
 
-const send = (m: unknown) => process.send?.(m);
 process.on('message', (m: Request) => {
   let answer: Answer;
   try {
@@ -41,4 +46,4 @@ process.on('message', (m: Request) => {
     if (m.step === 'exit') process.exit(0);
   });
 });
-send({ ready: process.pid });
+process.send?.({ ready: process.pid });

@@ -10,8 +10,11 @@ import type { Harness, RemotePeer } from './scenarios.js';
 export interface OsHarnessOptions {
   /** The compiled agent (dist/conformance/sharing/agent.js). */
   readonly agent: string;
-  /** 'cuda' (the GPU) or 'fake-cuda' (the simulated stand-in for libcuda, one per process: bytes are not shared). */
-  readonly backend: 'cuda' | 'fake-cuda';
+  /**
+   * 'cuda' (the GPU), `machine=DIR` (the simulated machine serveMachine serves at DIR), or 'fake-cuda'
+   * (the simulated stand-in for libcuda, one per process: bytes are not shared).
+   */
+  readonly backend: 'cuda' | 'fake-cuda' | `machine=${string}`;
 }
 
 export function osHarness(options: OsHarnessOptions): Harness {
