@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRawCuda, loadCudaDriver } from '../../src/backends/cuda/driver.js';
 import { takeFd } from '../../src/backends/cuda/os-fd.js';
+import { Access, createRuntime } from '../../src/index.js';
 import { osHarness } from '../sharing/os-harness.js';
 import { b64 } from '../sharing/peer.js';
 import { allScenarios, CHUNK, pattern, type RemotePeer } from '../sharing/scenarios.js';
@@ -141,8 +142,58 @@ async function explore(): Promise<Record<string, unknown>> {
     closeSync(devNull);
     facts.importExporterNumberUnpassed = cu.cuMemImportFromShareableHandle(none, fd, 1);
     cu.cuDevicePrimaryCtxRelease(0);
+    Object.assign(facts, coreImports(xPid, fd, data));
   } finally {
     await x.exit();
+  }
+  return facts;
+}
+
+/**
+ * Core's three ways to the size of foreign memory (Note [Foreign memory sizes]) on the real driver:
+ * told right, told wrong (the first map is refused), not told (the first map tells it).
+ */
+function coreImports(xPid: number, fd: number, data: Uint8Array): Record<string, unknown> {
+  const facts: Record<string, unknown> = {};
+  const rt = createRuntime({ backend: 'cuda' });
+  const rw = [{ device: 0, access: Access.ReadWrite }];
+  const kindOf = (work: () => unknown) => {
+    try {
+      work();
+      return 'success';
+    } catch (e) {
+      return (e as { kind?: string }).kind ?? String(e);
+    }
+  };
+  try {
+    const told = takeFd(xPid, fd);
+    const a = rt.importFd(told, { size: CHUNK });
+    rt.closeFd(told);
+    const r = rt.reserve(CHUNK);
+    const m = rt.map(r.base, CHUNK, a);
+    rt.setAccess(m.va, m.size, rw);
+    const back = new Uint8Array(CHUNK);
+    rt.read(0, m.va, back);
+    facts.coreToldSize = {
+      size: a.size,
+      bytesMatch: Buffer.compare(Buffer.from(back), Buffer.from(data)) === 0,
+    };
+    const wrong = takeFd(xPid, fd);
+    const b = rt.importFd(wrong, { size: 2 * CHUNK });
+    rt.closeFd(wrong);
+    const r2 = rt.reserve(2 * CHUNK);
+    facts.coreWrongToldSizeFirstMap = kindOf(() => rt.map(r2.base, 2 * CHUNK, b));
+    const unknown = takeFd(xPid, fd);
+    const c = rt.importFd(unknown);
+    rt.closeFd(unknown);
+    const before = { sizeKnown: c.sizeKnown, size: c.size };
+    const halfMap = kindOf(() => rt.map(r2.base, CHUNK / 2, c));
+    rt.map(r2.base, CHUNK, c);
+    facts.coreUntoldSize = { before, halfMap, after: { sizeKnown: c.sizeKnown, size: c.size } };
+  } catch (e) {
+    facts.coreImportsError = e instanceof Error ? e.message : String(e);
+  } finally {
+    rt.dispose();
   }
   return facts;
 }
