@@ -11,6 +11,7 @@
 #   source .device/setup.sh && bash conformance/gpu/run-all.sh
 #     1. node dist/conformance/gpu/prove.js: the backend contract, the 212 CUDA cases, the HIP/ACL
 #        sequences (and two GPUs where there are two) -> $OUT/prove.json, $OUT/h200-vmmkit-cases.json;
+#     1b. node dist/conformance/gpu/share.js: sharing between child processes -> $OUT/h200-sharing.json;
 #     2. the HIP and ACL conformance tables (vitest) against the real driver
 #        (VMMKIT_TEST_BACKEND=cuda) -> $OUT/flavors-on-gpu.txt.
 #   `--flavours-only` runs step 2 alone.
@@ -40,6 +41,8 @@ tar -xJf .testdeps/node_modules.tar.xz -C node_modules/ || exit 1
 status=0
 if [ "${1:-}" != --flavours-only ]; then
   node dist/conformance/gpu/prove.js --out "$out" 2>&1 | tee "$out/prove.txt" || status=1
+  # Memory shared between child processes, every front end (issue 11) -> $OUT/h200-sharing.json.
+  node dist/conformance/gpu/share.js --out "$out" > "$out/share.txt" 2>&1 || status=1
 fi
 VMMKIT_TEST_BACKEND=cuda node node_modules/vitest/vitest.mjs run \
   test/flavors/hip/conformance.test.ts test/flavors/acl/conformance.test.ts --reporter=verbose 2>&1 |
