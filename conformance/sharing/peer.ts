@@ -7,10 +7,10 @@
  */
 import type { AclFlavor } from '../../src/flavors/acl/acl.js';
 import * as A from '../../src/flavors/acl/constants.js';
-import type { CudaFlavor } from '../../src/flavors/cuda/cuda.js';
 import * as K from '../../src/flavors/cuda/constants.js';
-import type { HipFlavor } from '../../src/flavors/hip/hip.js';
+import type { CudaFlavor } from '../../src/flavors/cuda/cuda.js';
 import * as H from '../../src/flavors/hip/constants.js';
+import type { HipFlavor } from '../../src/flavors/hip/hip.js';
 
 export type FlavourName = 'cuda' | 'hip' | 'acl';
 

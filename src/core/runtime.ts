@@ -523,8 +523,7 @@ export class Runtime implements Disposable {
       throw vmmError('invalid-value', `size ${size} is not aligned`);
     if (!a.sizeKnown) {
       // Note [Foreign memory sizes]: the backend maps whole handles and its driver checks the size.
-      if (offset !== 0)
-        throw vmmError('not-supported', 'memory of unknown size maps whole, from offset 0');
+      if (offset !== 0) throw vmmError('not-supported', 'memory of unknown size maps whole, from offset 0');
     } else if (!isCount(offset) || !isMultipleOf(offset, g) || offset + size > a.size) {
       throw vmmError('invalid-value', `offset ${offset} + size ${size} is outside the allocation`);
     }
@@ -1029,7 +1028,10 @@ export class Runtime implements Disposable {
       const device = this.#streams.get(stream);
       if (device === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
       if (device !== e.device)
-        throw vmmError('invalid-context', `stream ${stream} is of device ${device}, the event of ${e.device}`);
+        throw vmmError(
+          'invalid-context',
+          `stream ${stream} is of device ${device}, the event of ${e.device}`,
+        );
     }
     this.backend.recordEvent(e.backend, stream);
   }

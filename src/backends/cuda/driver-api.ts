@@ -246,7 +246,8 @@ export const DRIVER_API = {
   cuThreadExchangeStreamCaptureMode: 'CUresult cuThreadExchangeStreamCaptureMode(_Inout_ int *mode)',
   cuEventCreate: 'CUresult cuEventCreate(_Out_ CUevent *phEvent, unsigned int Flags)',
   cuEventRecord: 'CUresult cuEventRecord(CUevent hEvent, CUstream hStream)',
-  cuEventRecordWithFlags: 'CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)',
+  cuEventRecordWithFlags:
+    'CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)',
   // CUDA_SUCCESS when the marked work is done, CUDA_ERROR_NOT_READY (600) while it is not: not a failure.
   cuEventQuery: 'CUresult cuEventQuery(CUevent hEvent)',
   cuEventSynchronize: 'CUresult cuEventSynchronize(CUevent hEvent)',

@@ -16,11 +16,11 @@ import {
 } from '../../core/types.js';
 import { HandleTable } from '../../util/handle-table.js';
 import { OrderedMap } from '../../util/ordered-map.js';
+import { DriverVaSpace } from './driver-va.js';
+import { runMarked, SimEvent } from './event.js';
 import type { Machine } from './machine.js';
 import type { PhysicalMemory } from './physical-memory.js';
-import { runMarked, SimEvent } from './event.js';
 import { SimStream } from './stream.js';
-import { DriverVaSpace } from './driver-va.js';
 
 /**
  * A process's GPU virtual address space: the driver's start-up heap at VA_START (16 TiB below the top
@@ -372,14 +372,18 @@ export class SimProcess implements Backend {
     if (stream === 0) {
       // The legacy default stream: its marker follows the work queued so far on every stream.
       const marks = [];
-      for (const s of this.#streams.values()) if (s.pending > 0) marks.push({ stream: s, position: s.position });
+      for (const s of this.#streams.values())
+        if (s.pending > 0) marks.push({ stream: s, position: s.position });
       e.marks = marks;
       return;
     }
     const s = this.#streams.get(stream);
     if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
     if (s.device !== e.device)
-      throw vmmError('invalid-context', `stream ${stream} belongs to device ${s.device}, the event to ${e.device}`);
+      throw vmmError(
+        'invalid-context',
+        `stream ${stream} belongs to device ${s.device}, the event to ${e.device}`,
+      );
     e.marks = s.pending > 0 ? [{ stream: s, position: s.position }] : [];
     this.#tracer?.event('device', `stream${stream}.record`, [event]);
   }

@@ -969,7 +969,8 @@ export class AclFlavor extends VendorProcess {
   #createEvent(event: Box<bigint>, flags: number): number {
     const code = this.#needDevice();
     if (code !== C.ACL_SUCCESS) return code;
-    if (!isBox(event) || !probeBox(event)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'event is NULL or cannot be written');
+    if (!isBox(event) || !probeBox(event))
+      return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'event is NULL or cannot be written');
     return this.#run(() => {
       const id = this.runtime.createEvent(this.#current);
       if (!writeBox(event, ACL_EVENT_BASE + BigInt(id))) {
@@ -1024,7 +1025,10 @@ export class AclFlavor extends VendorProcess {
     const s = isNull(stream) ? { id: 0, device: this.#current } : this.#stream(stream);
     if (s === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
     if ((e.flags & C.ACL_EVENT_SYNC) === 0)
-      return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'an event made without ACL_EVENT_SYNC cannot be waited on');
+      return this.#bad(
+        C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        'an event made without ACL_EVENT_SYNC cannot be waited on',
+      );
     return this.#run(() => this.runtime.streamWaitEvent(s.id, id));
   }
 
@@ -1036,7 +1040,10 @@ export class AclFlavor extends VendorProcess {
     if (!isNull(stream) && this.#stream(stream) === undefined)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no stream ${show(stream)}`);
     if ((e.flags & C.ACL_EVENT_SYNC) === 0)
-      return this.#bad(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, 'an event made without ACL_EVENT_SYNC cannot be reset');
+      return this.#bad(
+        C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        'an event made without ACL_EVENT_SYNC cannot be reset',
+      );
     e.recorded = false;
     return C.ACL_SUCCESS;
   }
@@ -1054,7 +1061,8 @@ export class AclFlavor extends VendorProcess {
     const code = this.#needDevice();
     if (code !== C.ACL_SUCCESS) return code;
     if (isNull(h)) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'event is NULL');
-    const key = typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
+    const key =
+      typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
     const id = key - ACL_EVENT_BASE;
     const e = id > 0n && id <= BigInt(Number.MAX_SAFE_INTEGER) ? this.#events.get(Number(id)) : undefined;
     if (e === undefined) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `no event ${show(h)}`);
@@ -1234,7 +1242,10 @@ export class AclFlavor extends VendorProcess {
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `len ${l} is below ${C.ACL_IPC_KEY_LEN}`);
     const r = this.runtime.reservationAt(va);
     if (r === undefined || r.origin !== 'malloc' || this.#ipcImportAt(va) !== undefined)
-      return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `0x${va.toString(16)} is not the start of aclrtMalloc memory`);
+      return this.#bad(
+        C.ACL_ERROR_RT_PARAM_INVALID,
+        `0x${va.toString(16)} is not the start of aclrtMalloc memory`,
+      );
     if (n > r.size)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is past the allocation (${r.size})`);
     return this.#run(() => {

@@ -892,11 +892,13 @@ export class HipFlavor extends VendorProcess {
   hipEventCreateWithFlags(event: Box<bigint>, flags: number): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(event)) return C.hipErrorInvalidValue;
-    const f = typeof flags === 'number' && Number.isInteger(flags) && flags >= 0 && flags <= 0xffff_ffff ? flags : -1;
+    const f =
+      typeof flags === 'number' && Number.isInteger(flags) && flags >= 0 && flags <= 0xffff_ffff ? flags : -1;
     if (f < 0 || (f & ~HIP_EVENT_FLAG_BITS) !== 0) return C.hipErrorInvalidValue;
     const release = f & HIP_EVENT_RELEASE_BITS;
     if ((release & (release - 1)) !== 0) return C.hipErrorInvalidValue;
-    if ((f & C.hipEventInterprocess) !== 0 && (f & C.hipEventDisableTiming) === 0) return C.hipErrorInvalidValue;
+    if ((f & C.hipEventInterprocess) !== 0 && (f & C.hipEventDisableTiming) === 0)
+      return C.hipErrorInvalidValue;
     return this.#createEvent(event, f);
   }
 
@@ -994,7 +996,8 @@ export class HipFlavor extends VendorProcess {
 
   /** An event handle as core's event id, or -1 if it names no live event of this process. */
   #event(h: HipHandle): number {
-    const key = typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
+    const key =
+      typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
     const id = key - HIP_EVENT_BASE;
     if (id <= 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) return -1;
     return this.#events.has(Number(id)) ? Number(id) : -1;
@@ -1012,7 +1015,8 @@ export class HipFlavor extends VendorProcess {
     const result = this.codes.run(() => this.runtime.resetDevice(device));
     if (result !== C.hipSuccess) return result;
     for (const [h, s] of this.#streams) if (!this.runtime.hasStream(s.id)) this.#streams.delete(h);
-    for (const id of this.#events.keys()) if (this.runtime.eventDevice(id) === undefined) this.#events.delete(id);
+    for (const id of this.#events.keys())
+      if (this.runtime.eventDevice(id) === undefined) this.#events.delete(id);
     for (const key of this.#peerAccess) {
       const n = this.runtime.devices.length;
       if (Math.floor(key / n) === device || key % n === device) this.#peerAccess.delete(key);

@@ -521,24 +521,39 @@ const calls: CallSpec<AclFlavor>[] = [
     run: (ep, p) => {
       const b = ep.box(0n);
       return {
-        result: p.aclrtCreateEventWithFlag(b, ep.arg(() => ep.rng.pick([1, 8, 9, 2, 0, 4]))),
+        result: p.aclrtCreateEventWithFlag(
+          b,
+          ep.arg(() => ep.rng.pick([1, 8, 9, 2, 0, 4])),
+        ),
         onSuccess: () => ep.remember(ep.events, pid(p), b.value),
       };
     },
   },
-  { name: 'aclrtRecordEvent', weight: 0.5, run: (ep, p) => ({ result: p.aclrtRecordEvent(event(ep, p), stream(ep, p)) }) },
+  {
+    name: 'aclrtRecordEvent',
+    weight: 0.5,
+    run: (ep, p) => ({ result: p.aclrtRecordEvent(event(ep, p), stream(ep, p)) }),
+  },
   {
     name: 'aclrtQueryEventStatus',
     weight: 0.4,
     run: (ep, p) => ({ result: p.aclrtQueryEventStatus(event(ep, p), ep.box(0)) }),
   },
-  { name: 'aclrtSynchronizeEvent', weight: 0.3, run: (ep, p) => ({ result: p.aclrtSynchronizeEvent(event(ep, p)) }) },
+  {
+    name: 'aclrtSynchronizeEvent',
+    weight: 0.3,
+    run: (ep, p) => ({ result: p.aclrtSynchronizeEvent(event(ep, p)) }),
+  },
   {
     name: 'aclrtStreamWaitEvent',
     weight: 0.4,
     run: (ep, p) => ({ result: p.aclrtStreamWaitEvent(stream(ep, p), event(ep, p)) }),
   },
-  { name: 'aclrtResetEvent', weight: 0.2, run: (ep, p) => ({ result: p.aclrtResetEvent(event(ep, p), stream(ep, p)) }) },
+  {
+    name: 'aclrtResetEvent',
+    weight: 0.2,
+    run: (ep, p) => ({ result: p.aclrtResetEvent(event(ep, p), stream(ep, p)) }),
+  },
   {
     name: 'aclrtDestroyEvent',
     weight: 0.2,
@@ -556,7 +571,9 @@ function ipcKey(token: number): string {
 }
 
 function ipcToken(key: unknown): number | undefined {
-  return typeof key === 'string' && /^ipc-[0-9a-f]{16}$/.test(key) ? Number.parseInt(key.slice(4), 16) : undefined;
+  return typeof key === 'string' && /^ipc-[0-9a-f]{16}$/.test(key)
+    ? Number.parseInt(key.slice(4), 16)
+    : undefined;
 }
 
 export const ACL_MODEL: FlavorModel<AclFlavor> = {

@@ -460,7 +460,10 @@ const calls: CallSpec<CudaFlavor>[] = [
     run: (ep, p) => {
       const b = ep.box(0n);
       return {
-        result: p.cuEventCreate(b, ep.arg(() => ep.rng.pick([0, 1, 2, 2, 6, 4, 8]))),
+        result: p.cuEventCreate(
+          b,
+          ep.arg(() => ep.rng.pick([0, 1, 2, 2, 6, 4, 8])),
+        ),
         onSuccess: () => ep.remember(ep.events, pid(p), b.value),
       };
     },
@@ -474,16 +477,28 @@ const calls: CallSpec<CudaFlavor>[] = [
     name: 'cuEventRecordWithFlags',
     weight: 0.2,
     run: (ep, p) => ({
-      result: p.cuEventRecordWithFlags(event(ep, p), stream(ep, p), ep.arg(() => ep.rng.below(3))),
+      result: p.cuEventRecordWithFlags(
+        event(ep, p),
+        stream(ep, p),
+        ep.arg(() => ep.rng.below(3)),
+      ),
     }),
   },
   { name: 'cuEventQuery', weight: 0.4, run: (ep, p) => ({ result: p.cuEventQuery(event(ep, p)) }) },
-  { name: 'cuEventSynchronize', weight: 0.3, run: (ep, p) => ({ result: p.cuEventSynchronize(event(ep, p)) }) },
+  {
+    name: 'cuEventSynchronize',
+    weight: 0.3,
+    run: (ep, p) => ({ result: p.cuEventSynchronize(event(ep, p)) }),
+  },
   {
     name: 'cuStreamWaitEvent',
     weight: 0.4,
     run: (ep, p) => ({
-      result: p.cuStreamWaitEvent(stream(ep, p), event(ep, p), ep.arg(() => ep.rng.pick([0, 0, 1, 2]))),
+      result: p.cuStreamWaitEvent(
+        stream(ep, p),
+        event(ep, p),
+        ep.arg(() => ep.rng.pick([0, 0, 1, 2])),
+      ),
     }),
   },
   {
@@ -502,7 +517,13 @@ const calls: CallSpec<CudaFlavor>[] = [
   {
     name: 'cuCtxCreate',
     weight: 0.1,
-    run: (ep, p) => ({ result: p.cuCtxCreate(ep.box(0n), ep.arg(() => ep.rng.pick([0, 0, 4, 3])), zero(ep)) }),
+    run: (ep, p) => ({
+      result: p.cuCtxCreate(
+        ep.box(0n),
+        ep.arg(() => ep.rng.pick([0, 0, 4, 3])),
+        zero(ep),
+      ),
+    }),
   },
   {
     name: 'cuCtxDestroy',

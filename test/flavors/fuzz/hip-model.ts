@@ -414,7 +414,10 @@ const calls: CallSpec<HipFlavor>[] = [
     run: (ep, p) => {
       const b = ep.box(0n);
       return {
-        result: p.hipEventCreateWithFlags(b, ep.arg(() => ep.rng.pick([0, 1, 2, 2, 6, 4, 0x4000_0000, 0xc000_0000]))),
+        result: p.hipEventCreateWithFlags(
+          b,
+          ep.arg(() => ep.rng.pick([0, 1, 2, 2, 6, 4, 0x4000_0000, 0xc000_0000])),
+        ),
         onSuccess: () => ep.remember(ep.events, pid(p), b.value),
       };
     },
@@ -427,14 +430,26 @@ const calls: CallSpec<HipFlavor>[] = [
       return { result: p.hipEventCreate(b), onSuccess: () => ep.remember(ep.events, pid(p), b.value) };
     },
   },
-  { name: 'hipEventRecord', weight: 0.5, run: (ep, p) => ({ result: p.hipEventRecord(event(ep, p), stream(ep, p)) }) },
+  {
+    name: 'hipEventRecord',
+    weight: 0.5,
+    run: (ep, p) => ({ result: p.hipEventRecord(event(ep, p), stream(ep, p)) }),
+  },
   { name: 'hipEventQuery', weight: 0.4, run: (ep, p) => ({ result: p.hipEventQuery(event(ep, p)) }) },
-  { name: 'hipEventSynchronize', weight: 0.3, run: (ep, p) => ({ result: p.hipEventSynchronize(event(ep, p)) }) },
+  {
+    name: 'hipEventSynchronize',
+    weight: 0.3,
+    run: (ep, p) => ({ result: p.hipEventSynchronize(event(ep, p)) }),
+  },
   {
     name: 'hipStreamWaitEvent',
     weight: 0.4,
     run: (ep, p) => ({
-      result: p.hipStreamWaitEvent(stream(ep, p), event(ep, p), ep.arg(() => ep.rng.pick([0, 0, 1, 2]))),
+      result: p.hipStreamWaitEvent(
+        stream(ep, p),
+        event(ep, p),
+        ep.arg(() => ep.rng.pick([0, 0, 1, 2])),
+      ),
     }),
   },
   {
@@ -485,7 +500,8 @@ export const HIP_MODEL: FlavorModel<HipFlavor> = {
     if (p.hipDeviceSynchronize() !== 0) failed.push('hipDeviceSynchronize');
     for (const s of ep.streams.get(pid(p)) ?? [])
       if (p.hipStreamDestroy(s) !== 0) failed.push('hipStreamDestroy');
-    for (const e of ep.events.get(pid(p)) ?? []) if (p.hipEventDestroy(e) !== 0) failed.push('hipEventDestroy');
+    for (const e of ep.events.get(pid(p)) ?? [])
+      if (p.hipEventDestroy(e) !== 0) failed.push('hipEventDestroy');
     failed.push(
       ...teardownRuns(
         p.runtime.describe(),
