@@ -6,6 +6,7 @@ import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
 import {
   asNumber,
+  mirroredEventCalls,
   mirroredFdCalls,
   mirroredVmmCalls,
   smallCount,
@@ -484,36 +485,7 @@ const calls: CallSpec<CudaFlavor>[] = [
       ),
     }),
   },
-  { name: 'cuEventQuery', weight: 0.4, run: (ep, p) => ({ result: p.cuEventQuery(event(ep, p)) }) },
-  {
-    name: 'cuEventSynchronize',
-    weight: 0.3,
-    run: (ep, p) => ({ result: p.cuEventSynchronize(event(ep, p)) }),
-  },
-  {
-    name: 'cuStreamWaitEvent',
-    weight: 0.4,
-    run: (ep, p) => ({
-      result: p.cuStreamWaitEvent(
-        stream(ep, p),
-        event(ep, p),
-        ep.arg(() => ep.rng.pick([0, 0, 1, 2])),
-      ),
-    }),
-  },
-  {
-    name: 'cuEventElapsedTime',
-    weight: 0.2,
-    run: (ep, p) => ({ result: p.cuEventElapsedTime(ep.box(0), event(ep, p), event(ep, p)) }),
-  },
-  {
-    name: 'cuEventDestroy',
-    weight: 0.2,
-    run: (ep, p) => {
-      const e = event(ep, p);
-      return { result: p.cuEventDestroy(e), onSuccess: () => ep.forget(ep.events, pid(p), e) };
-    },
-  },
+  ...mirroredEventCalls<CudaFlavor>('cu', { event, stream, pid }),
   {
     name: 'cuCtxCreate',
     weight: 0.1,

@@ -7,6 +7,7 @@ import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
 import {
   asNumber,
+  mirroredEventCalls,
   mirroredFdCalls,
   mirroredVmmCalls,
   smallCount,
@@ -435,36 +436,7 @@ const calls: CallSpec<HipFlavor>[] = [
     weight: 0.5,
     run: (ep, p) => ({ result: p.hipEventRecord(event(ep, p), stream(ep, p)) }),
   },
-  { name: 'hipEventQuery', weight: 0.4, run: (ep, p) => ({ result: p.hipEventQuery(event(ep, p)) }) },
-  {
-    name: 'hipEventSynchronize',
-    weight: 0.3,
-    run: (ep, p) => ({ result: p.hipEventSynchronize(event(ep, p)) }),
-  },
-  {
-    name: 'hipStreamWaitEvent',
-    weight: 0.4,
-    run: (ep, p) => ({
-      result: p.hipStreamWaitEvent(
-        stream(ep, p),
-        event(ep, p),
-        ep.arg(() => ep.rng.pick([0, 0, 1, 2])),
-      ),
-    }),
-  },
-  {
-    name: 'hipEventElapsedTime',
-    weight: 0.2,
-    run: (ep, p) => ({ result: p.hipEventElapsedTime(ep.box(0), event(ep, p), event(ep, p)) }),
-  },
-  {
-    name: 'hipEventDestroy',
-    weight: 0.2,
-    run: (ep, p) => {
-      const e = event(ep, p);
-      return { result: p.hipEventDestroy(e), onSuccess: () => ep.forget(ep.events, pid(p), e) };
-    },
-  },
+  ...mirroredEventCalls<HipFlavor>('hip', { event, stream, pid }),
   {
     name: 'hipDeviceReset',
     weight: 0.02,

@@ -265,3 +265,62 @@ export function mirroredFdCalls<P extends FuzzedProcess>(
     },
   ];
 }
+
+/**
+ * The event calls HIP copies from CUDA after creation and record (query,
+ * synchronize, stream wait, elapsed time, destroy), names apart: one table
+ * for both models, placed where each had its own entries, so the draws are
+ * the same.
+ */
+export function mirroredEventCalls<P extends FuzzedProcess>(
+  prefix: 'cu' | 'hip',
+  use: {
+    event(ep: Episode<P>, p: P): unknown;
+    stream(ep: Episode<P>, p: P): unknown;
+    pid(p: P): number;
+  },
+): CallSpec<P>[] {
+  return [
+    {
+      name: `${prefix}EventQuery`,
+      weight: 0.4,
+      run: (ep, p) => ({ result: call(p, `${prefix}EventQuery`, use.event(ep, p)) }),
+    },
+    {
+      name: `${prefix}EventSynchronize`,
+      weight: 0.3,
+      run: (ep, p) => ({ result: call(p, `${prefix}EventSynchronize`, use.event(ep, p)) }),
+    },
+    {
+      name: `${prefix}StreamWaitEvent`,
+      weight: 0.4,
+      run: (ep, p) => ({
+        result: call(
+          p,
+          `${prefix}StreamWaitEvent`,
+          use.stream(ep, p),
+          use.event(ep, p),
+          ep.arg(() => ep.rng.pick([0, 0, 1, 2])),
+        ),
+      }),
+    },
+    {
+      name: `${prefix}EventElapsedTime`,
+      weight: 0.2,
+      run: (ep, p) => ({
+        result: call(p, `${prefix}EventElapsedTime`, ep.box(0), use.event(ep, p), use.event(ep, p)),
+      }),
+    },
+    {
+      name: `${prefix}EventDestroy`,
+      weight: 0.2,
+      run: (ep, p) => {
+        const e = use.event(ep, p);
+        return {
+          result: call(p, `${prefix}EventDestroy`, e),
+          onSuccess: () => ep.forget(ep.events, use.pid(p), e),
+        };
+      },
+    },
+  ];
+}
