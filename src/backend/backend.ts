@@ -148,6 +148,16 @@ export interface Backend {
   dispose(): void;
 }
 
+/** The Backend's event primitives (Note [Events]), a list of their own for the trace views that elide them. */
+export const BACKEND_EVENT_OPERATIONS = [
+  'createEvent',
+  'recordEvent',
+  'queryEvent',
+  'synchronizeEvent',
+  'streamWaitEvent',
+  'destroyEvent',
+] as const satisfies readonly (keyof Backend)[];
+
 /** The Backend operations, in one list: what tracing wraps as the 'backend' layer, for every backend. */
 export const BACKEND_OPERATIONS = [
   'memoryInfo',
@@ -173,12 +183,7 @@ export const BACKEND_OPERATIONS = [
   'destroyStream',
   'synchronizeStream',
   'synchronizeDevice',
-  'createEvent',
-  'recordEvent',
-  'queryEvent',
-  'synchronizeEvent',
-  'streamWaitEvent',
-  'destroyEvent',
+  ...BACKEND_EVENT_OPERATIONS,
 ] as const satisfies readonly (keyof Backend)[];
 
 // Compile-time check: every Backend method is traced (dispose is the end of the trace, not a call in it).

@@ -14,6 +14,7 @@
  * (backend 'cuda') the primitives are the libcuda calls that really run
  * (layersFor), and there are no device events.
  */
+import { BACKEND_EVENT_OPERATIONS } from '../../backend/backend.js';
 import type { RuntimeDescription } from '../../core/runtime.js';
 import type { VendorLayers } from '../../core/trace.js';
 import { Access } from '../../core/types.js';
@@ -58,22 +59,14 @@ const CORE_OPERATIONS = [
   'streamWaitEvent',
   'destroyEvent',
 ] as const;
-/** Events live in libcuda and the GPU's front end, not in the kernel driver: their primitives are elided too. */
-const EVENT_PRIMITIVES = [
-  'createEvent',
-  'recordEvent',
-  'queryEvent',
-  'synchronizeEvent',
-  'streamWaitEvent',
-  'destroyEvent',
-] as const;
 
 export const CUDA_LAYERS: VendorLayers = {
   vendor: 'CUDA',
   api: 'cuda',
   steps: {
     ...Object.fromEntries(CORE_OPERATIONS.map((op) => [`core:${op}`, { path: [] }])),
-    ...Object.fromEntries(EVENT_PRIMITIVES.map((op) => [`backend:${op}`, { path: [] }])),
+    // Events live in libcuda and the GPU's front end, not in the kernel driver: their primitives are elided too.
+    ...Object.fromEntries(BACKEND_EVENT_OPERATIONS.map((op) => [`backend:${op}`, { path: [] }])),
     'backend:reserve': { path: [kmd('kmd.reserveVa')] },
     'backend:free': { path: [kmd('kmd.freeVa')] },
     'backend:create': { path: [kmd('kmd.allocPhysical')] },

@@ -18,6 +18,7 @@
  * counts it after the backend map; HIP always calls SyncAllStreams before an
  * unmap, vmmkit only waits when streams exist (same effect: no work in flight).
  */
+import { BACKEND_EVENT_OPERATIONS } from '../../backend/backend.js';
 import type { RuntimeDescription } from '../../core/runtime.js';
 import type { VendorLayers } from '../../core/trace.js';
 import { Access } from '../../core/types.js';
@@ -32,15 +33,6 @@ import {
 } from '../common/layers.js';
 
 const hip = frameOf('hip');
-/** The Backend's event primitives (Note [Events] in src/backend/backend.ts). */
-const EVENT_PRIMITIVES = [
-  'createEvent',
-  'recordEvent',
-  'queryEvent',
-  'synchronizeEvent',
-  'streamWaitEvent',
-  'destroyEvent',
-] as const;
 const rocclr = frameOf('rocclr');
 const rocr = frameOf('rocr');
 const thunk = frameOf('thunk');
@@ -184,7 +176,7 @@ export const HIP_LAYERS: VendorLayers = {
     'core:streamWaitEvent': { path: [hip('hip::Event::streamWait')] },
     'core:destroyEvent': { path: [hip('delete hip::Event')] },
     // The simulated markers have no counterpart below the runtime worth naming.
-    ...Object.fromEntries(EVENT_PRIMITIVES.map((op) => [`backend:${op}`, { path: [] }])),
+    ...Object.fromEntries(BACKEND_EVENT_OPERATIONS.map((op) => [`backend:${op}`, { path: [] }])),
     // hipDeviceReset: the current device's resources, released through the calls each one has.
     'core:resetDevice': { path: [hip('hip::Device::Reset')] },
   },
