@@ -323,7 +323,10 @@ export class CudaBackend implements Backend {
   exportShareable(handle: number, checkPid: boolean): number {
     const held = this.#held(handle);
     if (held.size === undefined || (held.props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) === 0)
-      throw vmmError('not-supported', 'only memory created exportable as a POSIX fd can be shared by token here');
+      throw vmmError(
+        'not-supported',
+        'only memory created exportable as a POSIX fd can be shared by token here',
+      );
     const startTime = processStartTime(this.pid);
     if (startTime === undefined) throw vmmError('not-supported', 'no /proc to publish a token against');
     const fd = this.cu.exportFd(held.cu);
@@ -341,7 +344,10 @@ export class CudaBackend implements Backend {
       return entry.token;
     } catch (e) {
       closeQuietly(fd);
-      throw vmmError('not-supported', `could not publish a token: ${e instanceof Error ? e.message : String(e)}`);
+      throw vmmError(
+        'not-supported',
+        `could not publish a token: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 
@@ -358,13 +364,15 @@ export class CudaBackend implements Backend {
     const entry = registry.lookup(token);
     if (entry === undefined)
       throw vmmError('invalid-fd', `no shareable token ${token} (withdrawn, or its exporter exited)`);
-    if (entry.pid === this.pid) throw vmmError('permission-denied', 'a process may not import what it exported');
+    if (entry.pid === this.pid)
+      throw vmmError('permission-denied', 'a process may not import what it exported');
     if (entry.checkPid && !entry.allowed.includes(this.pid))
       throw vmmError('permission-denied', `process ${this.pid} is not on the token's pid list`);
     const fd = takeFd(entry.pid, entry.fd);
     try {
       // The exporter may have withdrawn the token (closing the fd, its number then reused) meanwhile.
-      if (registry.lookup(token) === undefined) throw vmmError('invalid-fd', `shareable token ${token} was withdrawn`);
+      if (registry.lookup(token) === undefined)
+        throw vmmError('invalid-fd', `shareable token ${token} was withdrawn`);
       return this.#import(this.cu.importFd(fd), entry.size, `token ${token}`);
     } finally {
       closeQuietly(fd);
@@ -596,7 +604,8 @@ export class CudaBackend implements Backend {
     // number been reused) without telling the backend, so they are left to it and to exit.
     this.#exported.clear();
     // Tokens are this backend's own: withdrawn, and their descriptors closed.
-    for (const token of [...this.#tokens.keys()]) attempt(`withdraw token ${token}`, () => this.unshare(token));
+    for (const token of [...this.#tokens.keys()])
+      attempt(`withdraw token ${token}`, () => this.unshare(token));
     for (let d = 0; d < this.#contexts.length; d++) {
       if (isNull(this.#contexts[d])) continue;
       attempt(`release device ${d}'s primary context`, () => this.cu.primaryCtxRelease(this.#cuDevice[d]));

@@ -58,8 +58,7 @@ const STREAM_BASE = 0x5_0000n;
 /** Created contexts and events: opaque handles, never reused in a process. */
 const CREATED_CONTEXT_BASE = 0xcc_0000_0000n;
 const EVENT_BASE = 0xe_0000_0000n;
-const EVENT_FLAG_BITS =
-  C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C.CU_EVENT_INTERPROCESS;
+const EVENT_FLAG_BITS = C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C.CU_EVENT_INTERPROCESS;
 const CTX_SCHED_MASK = 7;
 const CTX_FLAG_BITS = 0xff;
 
@@ -352,9 +351,7 @@ export class CudaFlavor extends VendorProcess {
   cuCtxGetCurrent(ctx: Box<bigint>): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
-    return writeBox(ctx, this.#currentContext)
-      ? C.CUDA_SUCCESS
-      : C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(ctx, this.#currentContext) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuCtxGetDevice(device: Box<number>): number {
@@ -1214,14 +1211,25 @@ export class CudaFlavor extends VendorProcess {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
     const sched = f & CTX_SCHED_MASK;
-    if (sched !== 0 && sched !== C.CU_CTX_SCHED_SPIN && sched !== C.CU_CTX_SCHED_YIELD && sched !== C.CU_CTX_SCHED_BLOCKING_SYNC)
+    if (
+      sched !== 0 &&
+      sched !== C.CU_CTX_SCHED_SPIN &&
+      sched !== C.CU_CTX_SCHED_YIELD &&
+      sched !== C.CU_CTX_SCHED_BLOCKING_SYNC
+    )
       return C.CUDA_ERROR_INVALID_VALUE;
     const d = toInt(dev);
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
     const h = CREATED_CONTEXT_BASE + this.#nextContext;
     if (!writeBox(pctx, h)) return C.CUDA_ERROR_INVALID_VALUE;
     this.#nextContext++;
-    this.#created.set(h, { device: d, streams: new Set(), events: new Set(), allocations: new Set(), hostBuffers: new Set() });
+    this.#created.set(h, {
+      device: d,
+      streams: new Set(),
+      events: new Set(),
+      allocations: new Set(),
+      hostBuffers: new Set(),
+    });
     if (this.#currentContext !== 0n) this.#contextStack.push(this.#currentContext);
     this.#setCurrent(h, d);
     return C.CUDA_SUCCESS;
@@ -1306,7 +1314,8 @@ export class CudaFlavor extends VendorProcess {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     const f = toInt(flags);
-    if (f !== C.CU_EVENT_RECORD_DEFAULT && f !== C.CU_EVENT_RECORD_EXTERNAL) return C.CUDA_ERROR_INVALID_VALUE;
+    if (f !== C.CU_EVENT_RECORD_DEFAULT && f !== C.CU_EVENT_RECORD_EXTERNAL)
+      return C.CUDA_ERROR_INVALID_VALUE;
     const id = this.#event(hEvent);
     const stream = this.#stream(hStream);
     if (id < 0 || stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
@@ -1391,7 +1400,8 @@ export class CudaFlavor extends VendorProcess {
 
   /** An event handle (a bigint or a number) as core's event id, or -1 if it names no live event of this process. */
   #event(h: bigint | number): number {
-    const key = typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
+    const key =
+      typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
     const id = key - EVENT_BASE;
     if (id <= 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) return -1;
     return this.#events.has(Number(id)) ? Number(id) : -1;
@@ -1503,7 +1513,9 @@ export class CudaFlavor extends VendorProcess {
     const created =
       this.#created.size === 0
         ? undefined
-        : this.#created.get(typeof ctx === 'bigint' ? ctx : Number.isSafeInteger(ctx) ? BigInt(ctx as number) : -1n);
+        : this.#created.get(
+            typeof ctx === 'bigint' ? ctx : Number.isSafeInteger(ctx) ? BigInt(ctx as number) : -1n,
+          );
     if (created !== undefined) return created.device;
     const d =
       typeof ctx === 'bigint'
