@@ -46,4 +46,6 @@ process.on('message', (m: Request) => {
     if (m.step === 'exit') process.exit(0);
   });
 });
+// A parent that goes away (a test runner that ended or was killed) takes its peers with it.
+process.on('disconnect', () => process.exit(1));
 process.send?.({ ready: process.pid });

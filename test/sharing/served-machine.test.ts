@@ -6,6 +6,7 @@
  * (A client blocks in readSync for each answer, so it cannot live in the
  * serving process itself.)
  */
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +18,7 @@ import { exporterEndsScenario, sharedScenario } from '../../conformance/sharing/
 import { serveMachine } from '../../src/backends/sim/machine-server.js';
 
 const agent = fileURLToPath(new URL('../../dist/conformance/sharing/agent.js', import.meta.url));
+const remote = fileURLToPath(new URL('../../dist/src/backends/sim/remote-process.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'vmmkit-served-'));
 const server = serveMachine(join(dir, 'machine'), { devices: ['H200'] });
 const harness = osHarness({ agent, backend: `machine=${server.directory}` });
@@ -50,4 +52,40 @@ describe('a served simulated machine', () => {
       );
     },
   );
+});
+
+describe.skipIf(!existsSync(remote))('a client of a served machine', () => {
+  it('whose server goes away gets not-initialized at its next call, not a read that waits for ever', async () => {
+    const own = serveMachine(join(dir, 'short-lived'), { devices: ['H200'] });
+    // The client: connect, say so, and on any input make one call and print its error kind.
+    const script = `import { connectMachine } from ${JSON.stringify(remote)};
+      const b = connectMachine(${JSON.stringify(own.directory)});
+      console.log('connected');
+      process.stdin.once('data', () => {
+        try { b.memoryInfo(0); console.log('answered'); } catch (e) { console.log(e.kind); }
+        process.exit(0);
+      });`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    try {
+      let out = '';
+      const saw = (text: string) =>
+        new Promise<void>((resolve) => {
+          const look = () => out.includes(text) && resolve();
+          child.stdout.on('data', (d) => {
+            out += String(d);
+            look();
+          });
+          look();
+        });
+      await saw('connected');
+      own.close();
+      child.stdin.write('go\n');
+      await new Promise((resolve) => child.once('exit', resolve));
+      expect(out.trim().split('\n')).toEqual(['connected', 'not-initialized']);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
 });

@@ -19,7 +19,7 @@ export interface RemoteSimProcess extends Backend {
 
 class Connection {
   readonly #req: number;
-  readonly #res: number;
+  #res: number;
   readonly #paths: string[];
   #buffer = Buffer.alloc(1 << 16);
   #pending = '';
@@ -41,6 +41,17 @@ class Connection {
     } finally {
       closeSync(hello);
     }
+  }
+
+  /**
+   * Once the server has answered, it holds the answer FIFO open for writing:
+   * reopen it read-only, so that if the server goes away a read ends (EOF)
+   * instead of waiting for ever on a write end this process holds itself.
+   */
+  readOnlyAnswers(): void {
+    const ro = openSync(this.#paths[1], 'r');
+    closeSync(this.#res);
+    this.#res = ro;
   }
 
   call(op: string, args: unknown[]): { ok: unknown; bytes?: string } {
@@ -92,6 +103,7 @@ class Connection {
 export function connectMachine(directory: string): RemoteSimProcess {
   const c = new Connection(directory);
   const hello = c.call('hello', []).ok as { pid: number; devices: DeviceInfo[]; partialMaps: boolean };
+  c.readOnlyAnswers();
   const backend: Record<string, unknown> = {
     kind: 'sim',
     pid: hello.pid,
