@@ -21,6 +21,8 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
     'The driver crashed (SIGSEGV) exchanging the capture mode through a NULL pointer; the simulator answers CUDA_ERROR_INVALID_VALUE.',
   'pointer.vmmHostNumaAndReadOnly':
     "For VMM memory located on the host (HOST_NUMA), the driver's cuMemGetAddressRange answers a base that is not the mapped address (recorded as a large negative offset from it, which differs from run to run: a host address, presumably); the simulator answers the mapping, as for device memory. Every pointer attribute of that memory agrees.",
+  'ctx.destroyPrimary':
+    "The driver lets cuCtxDestroy destroy a primary context (0); made current again it answers CUDA_ERROR_CONTEXT_IS_DESTROYED (709) and poisons the process's CUDA state. The simulator refuses with CUDA_ERROR_INVALID_CONTEXT: its one primary context per device holds the process's streams, events and cuMemAlloc memory, and what the driver does with those when it goes is not recorded.",
   'properties.released':
     'The driver returned the old fields of a just-released handle (a use after free of its handle object); the simulator answers CUDA_ERROR_INVALID_VALUE for a dead handle.',
 };

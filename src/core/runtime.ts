@@ -144,6 +144,7 @@ type RuntimeQueries =
   | 'hasStream'
   | 'streamDevice'
   | 'eventDevice'
+  | 'eventDestroyed'
   | 'eventCount'
   | 'describe'
   | 'quietly'
@@ -1067,6 +1068,11 @@ export class Runtime implements Disposable {
   }
 
   /** The device of a live event, or undefined. */
+  /** Whether `event` is a handle this runtime handed out and has destroyed since. */
+  eventDestroyed(event: number): boolean {
+    return this.#events.isStale(event);
+  }
+
   eventDevice(event: number): number | undefined {
     return this.#events.get(event)?.device;
   }

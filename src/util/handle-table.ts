@@ -96,6 +96,14 @@ export class GenerationalHandleTable<V> {
     return this.#generations[slot] === generation ? this.#slots[slot] : undefined;
   }
 
+  /** Whether `handle` was handed out once and has been removed since (a stale value, not a made-up one). */
+  isStale(handle: number): boolean {
+    if (!(handle > 0) || !Number.isSafeInteger(handle)) return false;
+    const generation = Math.floor(handle / GenerationalHandleTable.SLOTS);
+    const slot = handle - generation * GenerationalHandleTable.SLOTS;
+    return slot > 0 && slot < this.#slots.length && generation < this.#generations[slot];
+  }
+
   remove(handle: number): boolean {
     if (this.get(handle) === undefined) return false;
     // No % on large values (Note [No % on addresses]): the generation is divided out.

@@ -89,7 +89,11 @@ describe('CUDA events', () => {
     expect(cu.runtime.eventCount).toBe(0);
     expect(cu.cuEventCreate(e, CU.CU_EVENT_INTERPROCESS | CU.CU_EVENT_DISABLE_TIMING)).toBe(0);
     expect(cu.cuEventRecordWithFlags(e.value, 0n, 2)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
-    expect(cu.cuEventRecordWithFlags(e.value, CU.CU_STREAM_LEGACY, CU.CU_EVENT_RECORD_EXTERNAL)).toBe(0);
+    // External records and waits belong under stream capture: outside it the H200 answers ILLEGAL_STATE.
+    expect(cu.cuEventRecordWithFlags(e.value, CU.CU_STREAM_LEGACY, CU.CU_EVENT_RECORD_EXTERNAL)).toBe(
+      CU.CUDA_ERROR_ILLEGAL_STATE,
+    );
+    expect(cu.cuStreamWaitEvent(0n, e.value, CU.CU_EVENT_WAIT_EXTERNAL)).toBe(CU.CUDA_ERROR_ILLEGAL_STATE);
     expect(cu.cuEventRecord(e.value, 0x12345n)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
     expect(cu.cuStreamWaitEvent(0n, e.value, 2)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
     expect(cu.cuStreamWaitEvent(CU.CU_STREAM_PER_THREAD, e.value, 0)).toBe(0);
@@ -115,6 +119,7 @@ describe('CUDA events', () => {
     expect(cu.cuEventElapsedTime(ms, t0.value, t1.value)).toBe(0);
     expect(ms.value).toBe(0);
     expect(cu.cuEventDestroy(e.value)).toBe(0);
+    // A destroyed event reads as a destroyed context on the H200 (event.destroyedHandle).
     for (const call of [
       () => cu.cuEventDestroy(e.value),
       () => cu.cuEventQuery(e.value),
@@ -122,7 +127,8 @@ describe('CUDA events', () => {
       () => cu.cuEventRecord(e.value, 0n),
       () => cu.cuStreamWaitEvent(0n, e.value, 0),
     ])
-      expect(call()).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
+      expect(call()).toBe(CU.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    expect(cu.cuEventQuery((e.value + 1n) << 40n)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
     // A new event never takes the old value.
     const again = box(0n);
     cu.cuEventCreate(again, 0);
@@ -179,7 +185,7 @@ describe('cuCtxCreate / cuCtxDestroy', () => {
     expect(cu.runtime.stats()).toEqual({ reservations: 0, mappings: 0, handles: 1, streams: 0 });
     expect(cu.runtime.eventCount).toBe(0);
     expect(cu.cuStreamSynchronize(s.value)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
-    expect(cu.cuEventQuery(e.value)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuEventQuery(e.value)).toBe(CU.CUDA_ERROR_CONTEXT_IS_DESTROYED);
     expect(cu.cuCtxDestroy(c.value)).toBe(CU.CUDA_ERROR_INVALID_CONTEXT);
     expect(cu.cuCtxSetCurrent(c.value)).toBe(CU.CUDA_ERROR_INVALID_CONTEXT);
     expect(cu.cuCtxDestroy(ctx)).toBe(CU.CUDA_ERROR_INVALID_CONTEXT);

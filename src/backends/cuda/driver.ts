@@ -256,7 +256,8 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuCtxSetCurrent: (ctx) => d.cuCtxSetCurrent(ctx),
     cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(out), box, () => toBig(out[0])),
     cuCtxSynchronize: () => d.cuCtxSynchronize(),
-    cuCtxCreate: (box, flags, dev) => setOk(d.cuCtxCreate_v2(out, flags, dev), box, () => toBig(out[0])),
+    cuCtxCreate: (box, flags, dev) =>
+      setIfBox(d.cuCtxCreate_v2(orNull(box, out), flags, dev), box, () => toBig(out[0])),
     cuCtxDestroy: (ctx) => d.cuCtxDestroy_v2(ctx),
     cuMemGetAllocationGranularity: (box, prop, option) =>
       setOk(d.cuMemGetAllocationGranularity(out, fillProp(propIn, prop), option), box, () => toSize(out[0])),
@@ -391,14 +392,15 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       const mode = [box === null ? 0 : box.value];
       return setIfBox(d.cuThreadExchangeStreamCaptureMode(orNull(box, mode)), box, () => Number(mode[0]));
     },
-    cuEventCreate: (box, flags) => setOk(d.cuEventCreate(out, flags), box, () => toBig(out[0])),
+    cuEventCreate: (box, flags) =>
+      setIfBox(d.cuEventCreate(orNull(box, out), flags), box, () => toBig(out[0])),
     cuEventRecord: (event, stream) => d.cuEventRecord(event, stream),
     cuEventRecordWithFlags: (event, stream, flags) => d.cuEventRecordWithFlags(event, stream, flags),
     cuEventQuery: (event) => d.cuEventQuery(event),
     cuEventSynchronize: (event) => d.cuEventSynchronize(event),
     cuEventDestroy: (event) => d.cuEventDestroy_v2(event),
     cuEventElapsedTime: (box, start, end) =>
-      setOk(d.cuEventElapsedTime(out, start, end), box, () => Number(out[0])),
+      setIfBox(d.cuEventElapsedTime(orNull(box, out), start, end), box, () => Number(out[0])),
     cuStreamWaitEvent: (stream, event, flags) => d.cuStreamWaitEvent(stream, event, flags),
     cuGetErrorName: (code, box) => errorText(d.cuGetErrorName, code, box),
     cuGetErrorString: (code, box) => errorText(d.cuGetErrorString, code, box),

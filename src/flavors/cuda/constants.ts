@@ -12,6 +12,7 @@ export const CUDA_ERROR_INVALID_CONTEXT = 201;
 export const CUDA_ERROR_ALREADY_MAPPED = 208;
 export const CUDA_ERROR_NOT_MAPPED = 211;
 export const CUDA_ERROR_INVALID_HANDLE = 400;
+export const CUDA_ERROR_ILLEGAL_STATE = 401;
 export const CUDA_ERROR_NOT_FOUND = 500;
 export const CUDA_ERROR_NOT_READY = 600;
 export const CUDA_ERROR_ILLEGAL_ADDRESS = 700;
@@ -20,6 +21,7 @@ export const CUDA_ERROR_NOT_SUPPORTED = 801;
 export const CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217;
 export const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
 export const CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705;
+export const CUDA_ERROR_CONTEXT_IS_DESTROYED = 709;
 export const CUDA_ERROR_UNKNOWN = 999;
 
 /** CUresult -> [name, the driver's description], as cuGetErrorName / cuGetErrorString give them. */
@@ -36,6 +38,7 @@ export const CUDA_RESULTS: ReadonlyMap<number, readonly [string, string]> = new 
   [CUDA_ERROR_ALREADY_MAPPED, ['CUDA_ERROR_ALREADY_MAPPED', 'resource already mapped']],
   [CUDA_ERROR_NOT_MAPPED, ['CUDA_ERROR_NOT_MAPPED', 'resource not mapped']],
   [CUDA_ERROR_INVALID_HANDLE, ['CUDA_ERROR_INVALID_HANDLE', 'invalid resource handle']],
+  [CUDA_ERROR_ILLEGAL_STATE, ['CUDA_ERROR_ILLEGAL_STATE', 'invalid resource state']],
   [CUDA_ERROR_NOT_FOUND, ['CUDA_ERROR_NOT_FOUND', 'named symbol not found']],
   [CUDA_ERROR_NOT_READY, ['CUDA_ERROR_NOT_READY', 'device not ready']],
   [CUDA_ERROR_ILLEGAL_ADDRESS, ['CUDA_ERROR_ILLEGAL_ADDRESS', 'an illegal memory access was encountered']],
@@ -53,6 +56,7 @@ export const CUDA_RESULTS: ReadonlyMap<number, readonly [string, string]> = new 
     CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
     ['CUDA_ERROR_PEER_ACCESS_NOT_ENABLED', 'peer access has not been enabled'],
   ],
+  [CUDA_ERROR_CONTEXT_IS_DESTROYED, ['CUDA_ERROR_CONTEXT_IS_DESTROYED', 'context is destroyed']],
   [CUDA_ERROR_UNKNOWN, ['CUDA_ERROR_UNKNOWN', 'unknown error']],
 ]);
 

@@ -1305,7 +1305,7 @@ export class CudaFlavor extends VendorProcess {
     return this.#record(hEvent, hStream, C.CU_EVENT_RECORD_DEFAULT);
   }
 
-  /** CU_EVENT_RECORD_EXTERNAL matters only under stream capture, which never runs here. */
+  /** CU_EVENT_RECORD_EXTERNAL belongs under stream capture, which never runs here: CUDA_ERROR_ILLEGAL_STATE, as on the H200. */
   cuEventRecordWithFlags(hEvent: bigint | number, hStream: bigint | number, flags: number): number {
     return this.#record(hEvent, hStream, flags);
   }
@@ -1318,10 +1318,13 @@ export class CudaFlavor extends VendorProcess {
       return C.CUDA_ERROR_INVALID_VALUE;
     const id = this.#event(hEvent);
     const stream = this.#stream(hStream);
-    if (id < 0 || stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (id < 0) return this.#badEvent(id);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     // Event and stream of one context (the NULL stream: the current one's): else an invalid handle.
     const device = stream === 0 ? this.#current : this.runtime.streamDevice(stream);
     if (device !== this.runtime.eventDevice(id)) return C.CUDA_ERROR_INVALID_HANDLE;
+    // An external record belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
+    if (f === C.CU_EVENT_RECORD_EXTERNAL) return C.CUDA_ERROR_ILLEGAL_STATE;
     const result = this.codes.run(() => this.runtime.recordEvent(id, stream));
     if (result === C.CUDA_SUCCESS) this.#events.get(id)!.recorded = true;
     return result;
@@ -1331,7 +1334,7 @@ export class CudaFlavor extends VendorProcess {
   cuEventQuery(hEvent: bigint | number): number {
     if (!this.#initialized) return this.#uninitialized();
     const id = this.#event(hEvent);
-    if (id < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (id < 0) return this.#badEvent(id);
     try {
       return this.runtime.queryEvent(id) ? C.CUDA_SUCCESS : C.CUDA_ERROR_NOT_READY;
     } catch (e) {
@@ -1342,7 +1345,7 @@ export class CudaFlavor extends VendorProcess {
   cuEventSynchronize(hEvent: bigint | number): number {
     if (!this.#initialized) return this.#uninitialized();
     const id = this.#event(hEvent);
-    if (id < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (id < 0) return this.#badEvent(id);
     return this.codes.run(() => this.runtime.synchronizeEvent(id));
   }
 
@@ -1350,7 +1353,7 @@ export class CudaFlavor extends VendorProcess {
   cuEventDestroy(hEvent: bigint | number): number {
     if (!this.#initialized) return this.#uninitialized();
     const id = this.#event(hEvent);
-    if (id < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (id < 0) return this.#badEvent(id);
     const result = this.codes.run(() => this.#dropEvent(id));
     if (result === C.CUDA_SUCCESS) for (const c of this.#created.values()) c.events.delete(id);
     return result;
@@ -1372,7 +1375,7 @@ export class CudaFlavor extends VendorProcess {
     if (!isBox(pMilliseconds)) return C.CUDA_ERROR_INVALID_VALUE;
     const start = this.#event(hStart);
     const end = this.#event(hEnd);
-    if (start < 0 || end < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (start < 0 || end < 0) return this.#badEvent(Math.min(start, end));
     const a = this.#events.get(start)!;
     const b = this.#events.get(end)!;
     if (((a.flags | b.flags) & C.CU_EVENT_DISABLE_TIMING) !== 0) return C.CUDA_ERROR_INVALID_HANDLE;
@@ -1392,19 +1395,37 @@ export class CudaFlavor extends VendorProcess {
     if (code !== C.CUDA_SUCCESS) return code;
     const stream = this.#stream(hStream);
     const id = this.#event(hEvent);
-    if (stream < 0 || id < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (id < 0) return this.#badEvent(id);
     const f = toInt(flags);
     if (f !== C.CU_EVENT_WAIT_DEFAULT && f !== C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_INVALID_VALUE;
+    // An external wait belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
+    if (f === C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_ILLEGAL_STATE;
     return this.codes.run(() => this.runtime.streamWaitEvent(stream, id));
   }
 
-  /** An event handle (a bigint or a number) as core's event id, or -1 if it names no live event of this process. */
+  /**
+   * An event handle (a bigint or a number) as core's event id; -1 if it names
+   * no live event of this process, -2 if it names one this process destroyed.
+   */
   #event(h: bigint | number): number {
     const key =
       typeof h === 'bigint' ? h : typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : -1n;
     const id = key - EVENT_BASE;
     if (id <= 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) return -1;
-    return this.#events.has(Number(id)) ? Number(id) : -1;
+    if (this.#events.has(Number(id))) return Number(id);
+    return this.runtime.eventDestroyed(Number(id)) ? -2 : -1;
+  }
+
+  /**
+   * What a call answers for an event #event refused. The H200 answers
+   * CUDA_ERROR_CONTEXT_IS_DESTROYED to a query and a second destroy of a
+   * destroyed event (event.destroyedHandle: it reads the context through the
+   * freed event), and the other event calls are taken to do the same; a value
+   * that was never an event is CUDA_ERROR_INVALID_HANDLE.
+   */
+  #badEvent(id: number): number {
+    return id === -2 ? C.CUDA_ERROR_CONTEXT_IS_DESTROYED : C.CUDA_ERROR_INVALID_HANDLE;
   }
 
   // --- errors ----------------------------------------------------------------------------------------

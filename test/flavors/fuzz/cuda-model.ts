@@ -66,7 +66,8 @@ function pruneGone(ep: E, p: CudaFlavor): void {
   const status = { value: 0 };
   // An unknown stream is INVALID_CONTEXT to cuStreamIsCapturing, as on the H200 (capture.isCapturingDestroyedStream).
   ep.prune(ep.streams, pid(p), (s) => p.cuStreamIsCapturing(s, status) !== C.CUDA_ERROR_INVALID_CONTEXT);
-  ep.prune(ep.events, pid(p), (e) => p.cuEventQuery(e) !== C.CUDA_ERROR_INVALID_HANDLE);
+  // A destroyed event is CONTEXT_IS_DESTROYED to cuEventQuery, as on the H200 (event.destroyedHandle).
+  ep.prune(ep.events, pid(p), (e) => p.cuEventQuery(e) !== C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
 }
 const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
 
