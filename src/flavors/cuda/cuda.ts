@@ -1372,7 +1372,8 @@ export class CudaFlavor extends VendorProcess {
    */
   cuEventElapsedTime(pMilliseconds: Box<number>, hStart: bigint | number, hEnd: bigint | number): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(pMilliseconds)) return C.CUDA_ERROR_INVALID_VALUE;
+    // A NULL pMilliseconds is INVALID_HANDLE on the H200, even between two good events (event.elapsedTime).
+    if (!isBox(pMilliseconds)) return C.CUDA_ERROR_INVALID_HANDLE;
     const start = this.#event(hStart);
     const end = this.#event(hEnd);
     if (start < 0 || end < 0) return this.#badEvent(Math.min(start, end));
