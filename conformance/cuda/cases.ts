@@ -2271,6 +2271,20 @@ def('pointer.badAttributes', (t) => {
   for (const a of [0, -1, 99]) t.call(`attribute${a}`, t.cu.cuPointerGetAttribute({ value: -1 }, a, p));
   t.call('nullData', t.cu.cuPointerGetAttribute(null, PTR.MEMORY_TYPE, p));
 });
+/** The pointer attributes beyond the common ones, asked of VMM and of cuMemAlloc memory alike. */
+const OTHER_POINTER_ATTRIBUTES = [
+  PTR.HOST_POINTER,
+  PTR.SYNC_MEMOPS,
+  PTR.BUFFER_ID,
+  PTR.IS_LEGACY_CUDA_IPC_CAPABLE,
+  PTR.ALLOWED_HANDLE_TYPES,
+  PTR.IS_GPU_DIRECT_RDMA_CAPABLE,
+  PTR.ACCESS_FLAGS,
+  PTR.MEMPOOL_HANDLE,
+  PTR.MAPPING_SIZE,
+  PTR.MAPPING_BASE_ADDR,
+  PTR.MEMORY_BLOCK_ID,
+];
 def('pointer.otherAttributesOnVmm', (t) => {
   const { base, h } = t.mapped(
     t.G,
@@ -2278,36 +2292,12 @@ def('pointer.otherAttributesOnVmm', (t) => {
     t.prop({ requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR }),
   );
   if (!base || !h) return;
-  pointerAttributes(t, 'vmm', base + 64n, base, [
-    PTR.HOST_POINTER,
-    PTR.SYNC_MEMOPS,
-    PTR.BUFFER_ID,
-    PTR.IS_LEGACY_CUDA_IPC_CAPABLE,
-    PTR.ALLOWED_HANDLE_TYPES,
-    PTR.IS_GPU_DIRECT_RDMA_CAPABLE,
-    PTR.ACCESS_FLAGS,
-    PTR.MEMPOOL_HANDLE,
-    PTR.MAPPING_SIZE,
-    PTR.MAPPING_BASE_ADDR,
-    PTR.MEMORY_BLOCK_ID,
-  ]);
+  pointerAttributes(t, 'vmm', base + 64n, base, OTHER_POINTER_ATTRIBUTES);
 });
 def('pointer.otherAttributesOnCuMemAlloc', (t) => {
   const p = allocated(t, t.G);
   if (!p) return;
-  pointerAttributes(t, 'alloc', p + 64n, p, [
-    PTR.HOST_POINTER,
-    PTR.SYNC_MEMOPS,
-    PTR.BUFFER_ID,
-    PTR.IS_LEGACY_CUDA_IPC_CAPABLE,
-    PTR.ALLOWED_HANDLE_TYPES,
-    PTR.IS_GPU_DIRECT_RDMA_CAPABLE,
-    PTR.ACCESS_FLAGS,
-    PTR.MEMPOOL_HANDLE,
-    PTR.MAPPING_SIZE,
-    PTR.MAPPING_BASE_ADDR,
-    PTR.MEMORY_BLOCK_ID,
-  ]);
+  pointerAttributes(t, 'alloc', p + 64n, p, OTHER_POINTER_ATTRIBUTES);
 });
 def('pointer.getAttributesAtOnce', (t) => {
   const p = allocated(t, t.G);
