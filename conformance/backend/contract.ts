@@ -247,7 +247,7 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
       const { va, undo } = mapped(b, g);
       const a = b.createStream(0);
       const w = b.createStream(0);
-      const e = b.createEvent(0);
+      const e = b.createEvent(0, false);
       assert(b.queryEvent(e), 'an event never recorded is complete');
       const data = pattern(4096, 11);
       b.write(0, va, data, a);
@@ -267,6 +267,20 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
       assert(b.queryEvent(e), 'an event recorded on stream 0 and synchronised is complete');
       b.destroyEvent(e);
       assertThrowsVmm(() => b.queryEvent(e), 'a destroyed event');
+      // Timing events: a non-negative time between two completed records, none for a marker.
+      const t0 = b.createEvent(0, true);
+      const t1 = b.createEvent(0, true);
+      b.recordEvent(t0, a);
+      b.write(0, va, data, a);
+      b.recordEvent(t1, a);
+      b.synchronizeEvent(t1);
+      const ms = b.elapsedTime(t0, t1);
+      assert(Number.isFinite(ms) && ms >= 0, `elapsed time ${ms} ms is not a time`);
+      const marker = b.createEvent(0, false);
+      b.recordEvent(marker, a);
+      b.synchronizeEvent(marker);
+      assertThrowsVmm(() => b.elapsedTime(t0, marker), 'elapsed time to an event without timing');
+      for (const x of [t0, t1, marker]) b.destroyEvent(x);
       b.destroyStream(a);
       b.destroyStream(w);
       undo();

@@ -40,6 +40,4 @@ export const KNOWN_BACKEND_DIVERGENCES: Readonly<Record<string, string>> = {
   'map.pastReservationEnd': WHOLE_HANDLE_MAPS,
   'map.pastReservationEndIntoFreedRange': WHOLE_HANDLE_MAPS,
   'map.pastReservationEndIntoNextReservation': WHOLE_HANDLE_MAPS,
-  'event.elapsedTime':
-    "The Backend's event is a stream marker (Note [Events]), so the CUDA backend creates every driver event with CU_EVENT_DISABLE_TIMING; cuEventElapsedTime between two timing events then answers CUDA_ERROR_NOT_SUPPORTED over the real driver, where the driver itself gives the time (the simulator, with no clock, gives 0 ms and agrees with the driver's code).",
 };

@@ -20,6 +20,7 @@ import { DEVICE_PRESETS } from '../../src/backends/sim/presets.js';
 import { isVmmError } from '../../src/core/errors.js';
 import type { Access, AllocationProperties } from '../../src/core/types.js';
 import { deviceAttribute } from '../../src/flavors/cuda/attributes.js';
+import { CU_EVENT_DISABLE_TIMING } from '../../src/flavors/cuda/constants.js';
 import { CUDA_ERROR_TABLE } from '../../src/flavors/cuda/error-table.js';
 
 /** An out-parameter: a one-element array, or a typed array written in place (BigUint64Array for 64-bit values). */
@@ -286,11 +287,13 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     cuStreamSynchronize: (s: number) => code(() => sim.synchronizeStream(streamId(s))),
     cuStreamDestroy_v2: (s: number) => code(() => sim.destroyStream(streamId(s))),
     // Events: the backend's own, on the simulated process (cuEventQuery's "not yet" is NOT_READY, 600).
-    cuEventCreate: withCtx((out: Out) =>
+    cuEventCreate: withCtx((out: Out, flags: number) =>
       code(() => {
-        put(out, EVENT_BASE + sim.createEvent(dev()));
+        put(out, EVENT_BASE + sim.createEvent(dev(), (flags & CU_EVENT_DISABLE_TIMING) === 0));
       }),
     ),
+    cuEventElapsedTime: (out: Out, a: number, b: number) =>
+      code(() => put(out, sim.elapsedTime(eventId(a), eventId(b)))),
     cuEventRecord: (e: number, s: number) => code(() => sim.recordEvent(eventId(e), stream0(s))),
     cuEventRecordWithFlags: (e: number, s: number) => code(() => sim.recordEvent(eventId(e), stream0(s))),
     cuEventQuery: (e: number) => {
@@ -336,7 +339,6 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     'cuThreadExchangeStreamCaptureMode',
     'cuCtxCreate_v2',
     'cuCtxDestroy_v2',
-    'cuEventElapsedTime',
   ];
   for (const name of unused) {
     driver[name] = () => 801;

@@ -131,8 +131,10 @@ export interface Backend {
    * stream, wait on it from the freeing stream, or query until done.
    *
    * Create an event for `device`'s streams; returns a backend event id.
+   * With `timing`, the event also takes the time of its record, for
+   * elapsedTime (the drivers' timing events; they cost more to record).
    */
-  createEvent(device: number): number;
+  createEvent(device: number, timing: boolean): number;
   /** Mark the work queued so far on `stream` (0: on every stream); the stream is of the event's device. */
   recordEvent(event: number, stream: number): void;
   /** Whether the marked work has run (true for an event never recorded). Runs nothing. */
@@ -143,6 +145,12 @@ export interface Backend {
   streamWaitEvent(stream: number, event: number): void;
   /** Forget an event; work already marked is not affected. */
   destroyEvent(event: number): void;
+  /**
+   * Milliseconds between the records of two timing events whose marked work
+   * has run (the simulator has no clock: 0). An event made without timing,
+   * or not yet complete, is an error.
+   */
+  elapsedTime(start: number, end: number): number;
 
   /** Release everything this process holds, as process exit does. Never throws. */
   dispose(): void;
@@ -156,6 +164,7 @@ export const BACKEND_EVENT_OPERATIONS = [
   'synchronizeEvent',
   'streamWaitEvent',
   'destroyEvent',
+  'elapsedTime',
 ] as const satisfies readonly (keyof Backend)[];
 
 /** The Backend operations, in one list: what tracing wraps as the 'backend' layer, for every backend. */

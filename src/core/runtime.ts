@@ -122,6 +122,7 @@ const TRACED_OPERATIONS = [
   'synchronizeEvent',
   'streamWaitEvent',
   'destroyEvent',
+  'elapsedTime',
   'resetDevice',
 ] as const satisfies readonly (keyof Runtime)[];
 
@@ -1013,12 +1014,21 @@ export class Runtime implements Disposable {
 
   // --- events (Note [Events] in src/backend/backend.ts) --------------------------------
 
-  /** A new event for `device`'s streams; its handle value is never handed out again. */
-  createEvent(device: number): number {
+  /**
+   * A new event for `device`'s streams; its handle value is never handed out
+   * again. With `timing`, elapsedTime can measure between its records.
+   */
+  createEvent(device: number, options: { readonly timing?: boolean } = {}): number {
     this.#live();
     this.device(device);
-    const backend = this.backend.createEvent(device);
+    const backend = this.backend.createEvent(device, options.timing === true);
     return this.#events.add({ backend, device });
+  }
+
+  /** Milliseconds between the records of two completed timing events (0 on the simulator, which has no clock). */
+  elapsedTime(start: number, end: number): number {
+    this.#live();
+    return this.backend.elapsedTime(this.#event(start).backend, this.#event(end).backend);
   }
 
   /** Mark the work queued so far on `stream` (0: the default stream), which must be of the event's device. */

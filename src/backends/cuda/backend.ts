@@ -503,9 +503,9 @@ export class CudaBackend implements Backend {
 
   // --- events (Note [Events] in backend.ts) ------------------------------------------------
 
-  createEvent(device: number): number {
+  createEvent(device: number, timing: boolean): number {
     this.#use(device);
-    return this.#events.add({ cu: this.cu.eventCreate(CU_EVENT_DISABLE_TIMING), device });
+    return this.#events.add({ cu: this.cu.eventCreate(timing ? 0 : CU_EVENT_DISABLE_TIMING), device });
   }
 
   recordEvent(event: number, stream: number): void {
@@ -543,6 +543,10 @@ export class CudaBackend implements Backend {
   destroyEvent(event: number): void {
     this.cu.eventDestroy(this.#event(event).cu);
     this.#events.remove(event);
+  }
+
+  elapsedTime(start: number, end: number): number {
+    return this.cu.eventElapsedTime(this.#event(start).cu, this.#event(end).cu);
   }
 
   #event(event: number): CudaEvent {

@@ -73,6 +73,7 @@ const EVENT_CALLS = [
   'cuEventSynchronize',
   'cuEventDestroy',
   'cuStreamWaitEvent',
+  'cuEventElapsedTime',
 ] as const;
 
 const INVALID_EVENT: ReadonlyMap<number, ErrorKind> = new Map([[400, 'invalid-event']]);
@@ -159,6 +160,7 @@ export class CheckedCuda {
   readonly #out64b = new BigUint64Array(this.#out64.buffer, 8, 1);
   readonly #outWords = new Uint32Array(this.#out64.buffer);
   readonly #outInt = new Int32Array(this.#out64.buffer, 0, 1);
+  readonly #outF32 = new Float32Array(1);
   /** The encoded CUmemAllocationProp: type PINNED, three fields rewritten per call, the rest zero. */
   readonly #prop = new Uint8Array(32);
   readonly #propWords = new Int32Array(this.#prop.buffer);
@@ -386,7 +388,7 @@ export class CheckedCuda {
   streamDestroy(stream: U64): void {
     this.#check('cuStreamDestroy', this.#d.cuStreamDestroy_v2(stream));
   }
-  /** cuEventCreate with CU_EVENT_DISABLE_TIMING: core's events order work and time nothing. */
+  /** cuEventCreate: CU_EVENT_DISABLE_TIMING for a marker, 0 for a timing event. */
   eventCreate(flags: number): U64 {
     this.#check('cuEventCreate', this.#d.cuEventCreate(this.#out64, flags));
     return this.#u64();
@@ -409,5 +411,10 @@ export class CheckedCuda {
   }
   streamWaitEvent(stream: U64, event: U64): void {
     this.#check('cuStreamWaitEvent', this.#d.cuStreamWaitEvent(stream, event, 0));
+  }
+  /** Milliseconds between two completed timing events' records. */
+  eventElapsedTime(start: U64, end: U64): number {
+    this.#check('cuEventElapsedTime', this.#d.cuEventElapsedTime(this.#outF32, start, end));
+    return this.#outF32[0];
   }
 }

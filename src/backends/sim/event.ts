@@ -13,8 +13,13 @@ export interface StreamMark {
  */
 export class SimEvent {
   marks: readonly StreamMark[] = [];
+  /** Whether it was ever recorded (a timing event has a time only then). */
+  recorded = false;
 
-  constructor(readonly device: number) {}
+  constructor(
+    readonly device: number,
+    readonly timing: boolean,
+  ) {}
 
   /** Whether all the marked work has run. */
   get complete(): boolean {

@@ -363,8 +363,8 @@ export class SimProcess implements Backend {
 
   // --- events (Note [Events] in backend.ts) ---------------------------------------------
 
-  createEvent(device: number): number {
-    return this.#events.add(new SimEvent(device));
+  createEvent(device: number, timing: boolean): number {
+    return this.#events.add(new SimEvent(device, timing));
   }
 
   recordEvent(event: number, stream: number): void {
@@ -375,6 +375,7 @@ export class SimProcess implements Backend {
       for (const s of this.#streams.values())
         if (s.pending > 0) marks.push({ stream: s, position: s.position });
       e.marks = marks;
+      e.recorded = true;
       return;
     }
     const s = this.#streams.get(stream);
@@ -385,6 +386,7 @@ export class SimProcess implements Backend {
         `stream ${stream} belongs to device ${s.device}, the event to ${e.device}`,
       );
     e.marks = s.pending > 0 ? [{ stream: s, position: s.position }] : [];
+    e.recorded = true;
     this.#tracer?.event('device', `stream${stream}.record`, [event]);
   }
 
@@ -417,6 +419,16 @@ export class SimProcess implements Backend {
   destroyEvent(event: number): void {
     this.#event(event);
     this.#events.remove(event);
+  }
+
+  /** The simulator models order, not time: two completed timing records are 0 ms apart. */
+  elapsedTime(start: number, end: number): number {
+    for (const e of [this.#event(start), this.#event(end)]) {
+      if (!e.timing || !e.recorded)
+        throw vmmError('invalid-event', 'elapsed time needs two recorded timing events');
+      if (!e.complete) throw vmmError('invalid-value', "an event's recorded work has not run yet");
+    }
+    return 0;
   }
 
   #event(event: number): SimEvent {

@@ -1288,7 +1288,9 @@ export class CudaFlavor extends VendorProcess {
       return C.CUDA_ERROR_INVALID_VALUE;
     if (!probeBox(phEvent)) return C.CUDA_ERROR_INVALID_VALUE;
     try {
-      const id = this.runtime.createEvent(this.#current);
+      const id = this.runtime.createEvent(this.#current, {
+        timing: (f & C.CU_EVENT_DISABLE_TIMING) === 0,
+      });
       if (!writeBox(phEvent, EVENT_BASE + BigInt(id))) {
         this.runtime.destroyEvent(id);
         return C.CUDA_ERROR_INVALID_VALUE;
@@ -1365,10 +1367,8 @@ export class CudaFlavor extends VendorProcess {
   }
 
   /**
-   * The time between two completed events. The simulator models no time, so
-   * two completed timing events are 0 ms apart; the real backend makes its
-   * events without timing, so there the answer is CUDA_ERROR_NOT_SUPPORTED
-   * once the driver's own checks pass (Note [CUDA events]).
+   * The time between two completed timing events: the driver's over the real
+   * backend; 0 ms on the simulator, which models no time (Note [CUDA events]).
    */
   cuEventElapsedTime(pMilliseconds: Box<number>, hStart: bigint | number, hEnd: bigint | number): number {
     if (!this.#initialized) return this.#uninitialized();
@@ -1386,8 +1386,13 @@ export class CudaFlavor extends VendorProcess {
     } catch (e) {
       return this.codes.code(e);
     }
-    if (this.runtime.backend.kind !== 'sim') return C.CUDA_ERROR_NOT_SUPPORTED;
-    return writeBox(pMilliseconds, 0) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    let ms: number;
+    try {
+      ms = this.runtime.elapsedTime(start, end);
+    } catch (e) {
+      return this.codes.code(e);
+    }
+    return writeBox(pMilliseconds, ms) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   /** Work queued on hStream from now on waits for hEvent's recorded work (an event of any context). */
@@ -1830,8 +1835,10 @@ export class CudaFlavor extends VendorProcess {
  * what the driver's rules need: the creation flags (an INTERPROCESS event
  * must also DISABLE_TIMING) and whether an event was ever recorded
  * (cuEventElapsedTime answers CUDA_ERROR_INVALID_HANDLE otherwise, as for
- * an event made with CU_EVENT_DISABLE_TIMING). The simulator models no
- * time: two completed events are 0 ms apart. Event and stream of
+ * an event made with CU_EVENT_DISABLE_TIMING). Any other event is a timing
+ * event of the backend (they cost more to record, as on the driver), so
+ * over the real driver the time is the driver's; the simulator models no
+ * time: there two completed events are 0 ms apart. Event and stream of
  * cuEventRecord must be of one context (device), else
  * CUDA_ERROR_INVALID_HANDLE; cuStreamWaitEvent takes an event of any.
  */
