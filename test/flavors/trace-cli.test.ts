@@ -3,10 +3,10 @@
  * one-line error, and a traced process's dispose is a span of the front end
  * (the vendor layer), not a parentless core span.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 
 function capture() {
@@ -14,6 +14,17 @@ function capture() {
   const err: string[] = [];
   return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
 }
+
+/** The scripts' folders, removed when the file's tests are done. */
+const folders: string[] = [];
+function scriptFolder(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'vmmkit-trace-'));
+  folders.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+});
 
 describe('vmmkit trace', () => {
   it('a missing script is one line on stderr and exit code 2', async () => {
@@ -23,7 +34,7 @@ describe('vmmkit trace', () => {
   });
 
   it('a script whose own import is missing says so in one line', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-trace-'));
+    const dir = scriptFolder();
     const script = join(dir, 'bad.mjs');
     writeFileSync(script, "import 'no-such-package-anywhere';\nexport default () => {};\n");
     const c = capture();
@@ -33,7 +44,7 @@ describe('vmmkit trace', () => {
   });
 
   it("a process's dispose is a span of its front end, with core's work under it", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-trace-'));
+    const dir = scriptFolder();
     const script = join(dir, 's.mjs');
     writeFileSync(
       script,
