@@ -941,3 +941,60 @@ describe('calls of ported programs', () => {
     expect(acl.aclrtMallocHost({ value: null }, 0)).toBe(INVALID);
   });
 });
+
+// Events on every backend (Note [Events] in src/backend/backend.ts): rows that hold on the GPU as on
+// the simulator, so nothing here asserts "not ready" after a record (the GPU may already be done).
+describe('events', () => {
+  it('cross-stream free: set on A, record, B waits and reads the bytes, the status says complete, then free', () => {
+    const acl = ready();
+    const p = { value: 0n };
+    expectOk(acl.aclrtMalloc(p, G, C.ACL_MEM_MALLOC_HUGE_FIRST));
+    const a = { value: 0n };
+    const b = { value: 0n };
+    expectOk(acl.aclrtCreateStream(a));
+    expectOk(acl.aclrtCreateStream(b));
+    const e = { value: 0n };
+    expectOk(acl.aclrtCreateEvent(e));
+    const status = { value: -1 };
+    expectOk(acl.aclrtQueryEventStatus(e.value, status));
+    expect(status.value).toBe(C.ACL_EVENT_RECORDED_STATUS_NOT_READY);
+    expectOk(acl.aclrtMemsetAsync(p.value, G, 9, 4096, a.value));
+    expectOk(acl.aclrtRecordEvent(e.value, a.value));
+    expectOk(acl.aclrtStreamWaitEvent(b.value, e.value));
+    const back = new Uint8Array(4096);
+    expectOk(acl.aclrtMemcpyAsync(back, 4096, p.value, 4096, C.ACL_MEMCPY_DEVICE_TO_HOST, b.value));
+    expectOk(acl.aclrtSynchronizeStream(b.value));
+    expect(back.every((x) => x === 9)).toBe(true);
+    expectOk(acl.aclrtQueryEventStatus(e.value, status));
+    expect(status.value).toBe(C.ACL_EVENT_RECORDED_STATUS_COMPLETE);
+    expectOk(acl.aclrtFree(p.value));
+    expectOk(acl.aclrtDestroyEvent(e.value));
+    expect(acl.aclrtDestroyEvent(e.value)).toBe(RT_PARAM);
+    expect(acl.aclrtDestroyEvent(null)).toBe(INVALID);
+    for (const s of [a, b]) expectOk(acl.aclrtDestroyStream(s.value));
+  });
+
+  it('aclrtSynchronizeEvent waits for the recorded work; aclrtResetDevice releases the events', () => {
+    const acl = ready();
+    const p = { value: 0n };
+    expectOk(acl.aclrtMalloc(p, G, C.ACL_MEM_MALLOC_HUGE_FIRST));
+    const s = { value: 0n };
+    expectOk(acl.aclrtCreateStream(s));
+    const e = { value: 0n };
+    expectOk(acl.aclrtCreateEvent(e));
+    expectOk(acl.aclrtMemsetAsync(p.value, G, 3, G, s.value));
+    expectOk(acl.aclrtRecordEvent(e.value, s.value));
+    expectOk(acl.aclrtSynchronizeEvent(e.value));
+    const status = { value: -1 };
+    expectOk(acl.aclrtQueryEventStatus(e.value, status));
+    expect(status.value).toBe(C.ACL_EVENT_RECORDED_STATUS_COMPLETE);
+    const back = new Uint8Array(16);
+    expectOk(acl.aclrtMemcpy(back, 16, p.value + BigInt(G - 16), 16, C.ACL_MEMCPY_DEVICE_TO_HOST));
+    expect(back.every((x) => x === 3)).toBe(true);
+    expectOk(acl.aclrtResetDevice(0));
+    expectOk(acl.aclrtSetDevice(0));
+    expect(acl.aclrtQueryEventStatus(e.value, status)).toBe(RT_PARAM);
+    expectOk(acl.aclrtMalloc(p, G, C.ACL_MEM_MALLOC_HUGE_FIRST));
+    expectOk(acl.aclrtFree(p.value));
+  });
+});

@@ -1008,3 +1008,98 @@ describe('calls of ported programs', () => {
     hip.dispose();
   });
 });
+
+// Events and hipDeviceReset on every backend (Note [Events] in src/backend/backend.ts): rows that hold
+// on the GPU as on the simulator, so nothing here asserts "not yet" (the GPU may already be done).
+describe('events and hipDeviceReset', () => {
+  it('codes follow clr: creation flags, NULL and destroyed events', () => {
+    const hip = makeHip();
+    const e = { value: 0n };
+    expect(hip.hipEventCreateWithFlags(e, C.hipEventInterprocess)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipEventCreateWithFlags(e, 0x100)).toBe(C.hipErrorInvalidValue);
+    expect(hip.hipEventCreate(null as never)).toBe(C.hipErrorInvalidValue);
+    ok(hip.hipEventCreate(e));
+    expect(hip.hipEventQuery(null)).toBe(C.hipErrorInvalidHandle);
+    ok(hip.hipEventQuery(e.value));
+    ok(hip.hipEventDestroy(e.value));
+    expect(hip.hipEventDestroy(e.value)).toBe(C.hipErrorContextIsDestroyed);
+    expect(hip.hipEventQuery(e.value)).toBe(C.hipErrorInvalidHandle);
+    hip.dispose();
+  });
+
+  it('cross-stream free: set on A, record, B waits and reads the bytes, the query says done, then free', () => {
+    const hip = makeHip();
+    const p = { value: 0n };
+    ok(hip.hipMalloc(p, G));
+    const a = { value: 0n };
+    const b = { value: 0n };
+    ok(hip.hipStreamCreate(a));
+    ok(hip.hipStreamCreate(b));
+    const e = { value: 0n };
+    ok(hip.hipEventCreateWithFlags(e, C.hipEventDisableTiming));
+    ok(hip.hipMemsetAsync(p.value, 7, 4096, a.value));
+    ok(hip.hipEventRecord(e.value, a.value));
+    ok(hip.hipStreamWaitEvent(b.value, e.value, 0));
+    const back = new Uint8Array(4096);
+    ok(hip.hipMemcpyAsync(back, p.value, 4096, C.hipMemcpyDeviceToHost, b.value));
+    ok(hip.hipStreamSynchronize(b.value));
+    expect(back.every((x) => x === 7)).toBe(true);
+    ok(hip.hipEventQuery(e.value));
+    ok(hip.hipFree(p.value));
+    ok(hip.hipEventDestroy(e.value));
+    for (const s of [a, b]) ok(hip.hipStreamDestroy(s.value));
+    hip.dispose();
+  });
+
+  it('elapsed time between two completed timing events is a time; none with hipEventDisableTiming', () => {
+    const hip = makeHip();
+    const p = { value: 0n };
+    ok(hip.hipMalloc(p, G));
+    const start = { value: 0n };
+    const end = { value: 0n };
+    const quiet = { value: 0n };
+    ok(hip.hipEventCreate(start));
+    ok(hip.hipEventCreate(end));
+    ok(hip.hipEventCreateWithFlags(quiet, C.hipEventDisableTiming));
+    ok(hip.hipEventRecord(start.value, null));
+    ok(hip.hipMemsetAsync(p.value, 1, G, null));
+    ok(hip.hipEventRecord(end.value, null));
+    ok(hip.hipEventRecord(quiet.value, null));
+    ok(hip.hipEventSynchronize(end.value));
+    ok(hip.hipEventSynchronize(quiet.value));
+    const ms = { value: -1 };
+    ok(hip.hipEventElapsedTime(ms, start.value, end.value));
+    expect(Number.isFinite(ms.value) && ms.value >= 0).toBe(true);
+    expect(hip.hipEventElapsedTime(ms, start.value, quiet.value)).toBe(C.hipErrorInvalidHandle);
+    ok(hip.hipFree(p.value));
+    hip.dispose();
+  });
+
+  it("hipDeviceReset gives back the device's memory, VMM objects, streams and events; later calls work", () => {
+    const hip = makeHip();
+    const free = () => {
+      const f = { value: 0 };
+      ok(hip.hipMemGetInfo(f, { value: 0 }));
+      return f.value;
+    };
+    const before = free();
+    const p = { value: 0n };
+    ok(hip.hipMalloc(p, G));
+    const va = reserve(hip, G);
+    const h = create(hip, G);
+    ok(hip.hipMemMap(va, G, 0, h, 0));
+    const s = { value: 0n };
+    const e = { value: 0n };
+    ok(hip.hipStreamCreate(s));
+    ok(hip.hipEventCreate(e));
+    ok(hip.hipEventRecord(e.value, s.value));
+    expect(free()).toBeLessThan(before);
+    ok(hip.hipDeviceReset());
+    expect(free()).toBe(before);
+    expect(hip.hipStreamSynchronize(s.value)).toBe(C.hipErrorInvalidHandle);
+    expect(hip.hipEventQuery(e.value)).toBe(C.hipErrorInvalidHandle);
+    ok(hip.hipMalloc(p, G));
+    ok(hip.hipFree(p.value));
+    hip.dispose();
+  });
+});
