@@ -241,6 +241,26 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
     },
   },
   {
+    name: 'the CPU loads and stores host-located memory once granted, and the device sees its bytes (Note [Host access])',
+    run: (b) => {
+      const g = granularity(b);
+      const { va, undo } = mapped(b, g, { location: { type: 'host', id: 0 }, handleTypes: 0, uncached: false });
+      b.setHostAccess(va, g, Access.ReadWrite);
+      const data = pattern(4096, 21);
+      b.hostWrite(va + 64, data);
+      const viaDevice = new Uint8Array(4096);
+      b.read(0, va + 64, viaDevice, 0);
+      assertEqualBytes(viaDevice, data, "the device reads the CPU's store");
+      const fromDevice = pattern(256, 22);
+      b.write(0, va + g - 256, fromDevice, 0);
+      const cpu = new Uint8Array(256);
+      b.hostRead(va + g - 256, cpu);
+      assertEqualBytes(cpu, fromDevice, "the CPU loads the device's write");
+      b.setHostAccess(va, g, Access.None);
+      undo();
+    },
+  },
+  {
     name: 'an event marks stream order: another stream that waits on it sees the marked work (Note [Events])',
     run: (b) => {
       const g = granularity(b);

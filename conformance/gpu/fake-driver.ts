@@ -206,8 +206,11 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     ) =>
       code(() => {
         const descs = descsOf(encoded, count);
-        for (let i = 0; i < count; i++)
-          sim.setAccess(ptr, size, descs[i].location.id, descs[i].flags as Access);
+        for (let i = 0; i < count; i++) {
+          // Location type 2 is CU_MEM_LOCATION_TYPE_HOST: the CPU's grant (Note [Host access]).
+          if (descs[i].location.type === 2) sim.setHostAccess(ptr, size, descs[i].flags as Access);
+          else sim.setAccess(ptr, size, descs[i].location.id, descs[i].flags as Access);
+        }
       }),
     cuMemGetAllocationPropertiesFromHandle: (prop: Record<string, unknown> | Uint8Array, handle: number) => {
       const held = handles.get(Number(handle));
@@ -309,6 +312,11 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
   };
   const driver: Record<string, unknown> = {
     libraryPath: '(simulated)',
+    // Its addresses are the simulated process's, so the CPU's loads and stores go there too.
+    processMemory: {
+      read: (address: number, dst: Uint8Array) => sim.hostRead(address, dst),
+      write: (address: number, src: Uint8Array) => sim.hostWrite(address, src),
+    },
     types: declareDriverTypes(),
     sim,
     calls,

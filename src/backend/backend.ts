@@ -59,6 +59,24 @@ export interface Backend {
    */
   setAccess(va: number, size: number, device: number, access: Access): void;
 
+  /**
+   * Note [Host access]: memory located on the host (CUDA's HOST and
+   * HOST_NUMA locations, HIP's and ACL's host locations) can be granted to
+   * the CPU as well as to devices; the process then reads and writes it with
+   * plain loads and stores, with no copy engine and no stream. Core keeps
+   * the CPU's grant per mapping and checks it before every load or store, so
+   * an access the hardware would fault on (SIGSEGV in a C program) is a
+   * refusal instead.
+   *
+   * Set the CPU's access to [va, va + size): whole adjacent mappings of
+   * host-located memory (core checks).
+   */
+  setHostAccess(va: number, size: number, access: Access): void;
+  /** CPU loads of [va, va + dst.length): mapped host-located memory the CPU may read (core checks). */
+  hostRead(va: number, dst: Uint8Array): void;
+  /** CPU stores to [va, va + src.length): mapped host-located memory the CPU may write (core checks). */
+  hostWrite(va: number, src: Uint8Array): void;
+
   /** Export a handle as a shareable file descriptor in this process's fd table. */
   exportFd(handle: number): number;
   /**
@@ -177,6 +195,9 @@ export const BACKEND_OPERATIONS = [
   'map',
   'unmap',
   'setAccess',
+  'setHostAccess',
+  'hostRead',
+  'hostWrite',
   'exportFd',
   'importFd',
   'closeFd',

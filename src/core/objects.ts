@@ -142,10 +142,12 @@ interface MappingState {
   owner: Runtime | undefined;
   /** Access of every device, packed (Note [Access bits]); a new mapping grants none. */
   accessBits: number;
+  /** The CPU's access, for host-located memory (Note [Host access]); a new mapping grants none. */
+  hostAccess: Access;
 }
 
 export class Mapping {
-  readonly [CORE]: MappingState = { owner: undefined, accessBits: 0 };
+  readonly [CORE]: MappingState = { owner: undefined, accessBits: 0, hostAccess: 0 };
   constructor(
     readonly va: number,
     readonly size: number,
@@ -170,6 +172,11 @@ export class Mapping {
 
   accessOf(device: number): Access {
     return accessIn(this[CORE].accessBits, device);
+  }
+
+  /** The CPU's access (Note [Host access] in src/backend/backend.ts). */
+  get hostAccess(): Access {
+    return this[CORE].hostAccess;
   }
 
   /** Unmap (`using m = rt.map(...)`). Never throws. */

@@ -97,6 +97,9 @@ const TRACED_OPERATIONS = [
   'map',
   'unmap',
   'setAccess',
+  'setHostAccess',
+  'hostRead',
+  'hostWrite',
   'exportFd',
   'importFd',
   'closeFd',
@@ -682,6 +685,61 @@ export class Runtime implements Disposable {
       const state = m[CORE];
       for (const d of descriptors) state.accessBits = withAccess(state.accessBits, d.device, d.access);
       if (m.end >= end) break;
+    }
+  }
+
+  /**
+   * The CPU's access to [va, va + size), whole mappings of host-located
+   * memory (Note [Host access] in src/backend/backend.ts): device memory is
+   * not-supported, as CUDA's driver answers a HOST descriptor on it.
+   */
+  setHostAccess(va: number, size: number, access: Access): void {
+    this.#live();
+    if (!isAccess(access)) throw vmmError('invalid-value', `access flags ${access}`);
+    const mappings = this.wholeMappings(va, size);
+    for (const m of mappings) {
+      this.#checkVmm(m);
+      if (m.allocation.props.location.type !== 'host')
+        throw vmmError(
+          'not-supported',
+          `0x${m.va.toString(16)} maps device memory, which the CPU cannot reach`,
+        );
+    }
+    this.backend.setHostAccess(va, size, access);
+    for (const m of mappings) m[CORE].hostAccess = access;
+  }
+
+  /** CPU loads from host-located memory the CPU may read (Note [Host access]); no stream, no copy engine. */
+  hostRead(va: number, dst: Uint8Array): void {
+    this.#live();
+    this.#checkHost(va, dst.length, Access.Read);
+    this.backend.hostRead(va, dst);
+  }
+
+  /** CPU stores to host-located memory the CPU may write (Note [Host access]). */
+  hostWrite(va: number, src: Uint8Array): void {
+    this.#live();
+    this.#checkHost(va, src.length, Access.ReadWrite);
+    this.backend.hostWrite(va, src);
+  }
+
+  /** Every byte of [va, va + length) in mappings whose CPU access includes `need`; else the error a load would be. */
+  #checkHost(va: number, length: number, need: Access): void {
+    if (length === 0) return;
+    let m = this.mappingAt(va);
+    if (m === undefined) throw vmmError('not-mapped', `nothing is mapped at 0x${va.toString(16)}`);
+    const end = va + length;
+    for (;;) {
+      if ((m.hostAccess & need) !== need)
+        throw vmmError(
+          'access-denied',
+          `the CPU may not ${need === Access.Read ? 'read' : 'write'} 0x${Math.max(va, m.va).toString(16)}`,
+        );
+      if (m.end >= end) return;
+      const next = this.nextMapping(m);
+      if (next === undefined || next.va !== m.end)
+        throw vmmError('not-mapped', `0x${m.end.toString(16)} is not mapped`);
+      m = next;
     }
   }
 

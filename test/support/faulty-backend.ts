@@ -11,6 +11,7 @@ export const MUTATING_OPERATIONS = [
   'map',
   'unmap',
   'setAccess',
+  'setHostAccess',
   'exportFd',
   'importFd',
   'closeFd',

@@ -18,6 +18,7 @@
  * than remembered, since other backends in the process, or other native code,
  * may change it.
  */
+
 import { closeSync } from 'node:fs';
 import { BACKEND_OPERATIONS, type Backend, type ImportedMemory } from '../../backend/backend.js';
 import { vmmError, warn } from '../../core/errors.js';
@@ -27,6 +28,7 @@ import { HandleTable } from '../../util/handle-table.js';
 import { CheckedCuda, type U64 } from './checked.js';
 import { type CudaDriver, loadCudaDriver } from './driver.js';
 import { takeFd } from './os-fd.js';
+import { libcProcessMemory, type ProcessMemory } from './process-memory.js';
 import { processStartTime, type TokenEntry, TokenRegistry } from './token-registry.js';
 
 const CU_MEM_LOCATION_TYPE_DEVICE = 1;
@@ -49,6 +51,8 @@ export interface CudaBackendOptions {
   readonly report?: (message: string, error?: unknown) => void;
   /** The shareable-token registry's directory (Note [Token registry]; default /dev/shm/vmmkit-<uid>). */
   readonly tokenDirectory?: string;
+  /** How the CPU's loads and stores reach memory (Note [Host access]; default: the driver's stand-in's, else libc's). */
+  readonly processMemory?: ProcessMemory;
 }
 
 /** Physical memory this process holds a driver handle to. */
@@ -100,6 +104,7 @@ export class CudaBackend implements Backend {
   readonly #exported = new Map<number, ExportedFile>();
   /** Tokens this process published, each with the descriptor it keeps open for importers. */
   readonly #tokens = new Map<number, TokenEntry>();
+  readonly #memory: ProcessMemory;
   readonly #tokenDirectory: string | undefined;
   #registry: TokenRegistry | undefined;
   readonly #report: (message: string, error?: unknown) => void;
@@ -115,6 +120,7 @@ export class CudaBackend implements Backend {
     const driver = options.driver ?? loadCudaDriver(options.libraryPaths);
     this.#report = options.report ?? warn;
     this.#tokenDirectory = options.tokenDirectory;
+    this.#memory = options.processMemory ?? driver.processMemory ?? libcProcessMemory();
     const cu = new CheckedCuda(driver);
     this.cu = cu;
     cu.init();
@@ -261,6 +267,19 @@ export class CudaBackend implements Backend {
 
   setAccess(va: number, size: number, device: number, access: Access): void {
     this.cu.setAccess(va, size, this.#deviceOf(device), access);
+  }
+
+  setHostAccess(va: number, size: number, access: Access): void {
+    this.cu.setHostAccess(va, size, access);
+  }
+
+  /** The CPU loads the bytes as they are; like a C program's, its access is ordered with no stream. */
+  hostRead(va: number, dst: Uint8Array): void {
+    this.#memory.read(va, dst);
+  }
+
+  hostWrite(va: number, src: Uint8Array): void {
+    this.#memory.write(va, src);
   }
 
   // --- sharing -------------------------------------------------------------------------

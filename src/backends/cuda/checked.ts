@@ -130,6 +130,7 @@ export type PropOut = DecodedProp;
 
 const CU_MEM_ALLOCATION_TYPE_PINNED = 1;
 const CU_MEM_LOCATION_TYPE_DEVICE = 1;
+const CU_MEM_LOCATION_TYPE_HOST = 2;
 const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
 const TWO_32 = 4294967296;
 /** A high word at or above this makes a 64-bit value too large for an exact number. */
@@ -308,6 +309,16 @@ export class CheckedCuda {
     w[DESC['location.id'] >> 2] = device;
     w[DESC.flags >> 2] = flags;
     const code = this.#setAccess(ptr, size, this.#desc, 1);
+    if (code !== 0) throw new CudaDriverError('cuMemSetAccess', code);
+  }
+  /** cuMemSetAccess for the CPU: one descriptor of location type HOST (its id is ignored). */
+  setHostAccess(ptr: number, size: number, flags: number): void {
+    const w = this.#descWords;
+    w[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_HOST;
+    w[DESC['location.id'] >> 2] = 0;
+    w[DESC.flags >> 2] = flags;
+    const code = this.#setAccess(ptr, size, this.#desc, 1);
+    w[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
     if (code !== 0) throw new CudaDriverError('cuMemSetAccess', code);
   }
   getAccess(device: number, ptr: number): number {

@@ -5,6 +5,7 @@
  * driver. No vmmkit logic lives here: the conformance cases run against this
  * object on the GPU to record what the real driver answers.
  */
+
 import type { LibraryHandle } from 'koffi';
 import type { Box, Size } from '../../c-api/arguments.js';
 import type {
@@ -15,6 +16,7 @@ import type {
 } from '../../c-api/cuda-structs.js';
 import { DRIVER_API, type DriverSymbol, type DriverTypes, declareDriverTypes } from './driver-api.js';
 import { koffi } from './koffi.js';
+import type { ProcessMemory } from './process-memory.js';
 
 /** Thrown when no CUDA driver library can be loaded (no NVIDIA driver on this machine). */
 export class CudaDriverUnavailableError extends Error {
@@ -38,6 +40,12 @@ export type CudaDriver = { readonly [K in DriverSymbol]: RawFunction } & {
   /** The library path that loaded. */
   readonly libraryPath: string;
   readonly types: DriverTypes;
+  /**
+   * A stand-in for libcuda (conformance/gpu/fake-driver.ts) whose addresses
+   * are not this process's memory plays the CPU's loads and stores too;
+   * libcuda itself has none, and the backend then uses libc's.
+   */
+  readonly processMemory?: ProcessMemory;
 };
 
 /** Load libcuda and bind every function of DRIVER_API. */

@@ -148,6 +148,17 @@ function answerOf(machine: Machine, p: SimProcess, request: MachineRequest): Mac
         if (stream !== 0) p.synchronizeStream(stream);
         return { ok: null, bytes: Buffer.from(dst.buffer).toString('base64') };
       }
+      case 'hostWrite': {
+        const [va, data] = args as [number, string];
+        p.hostWrite(va, new Uint8Array(Buffer.from(data, 'base64')));
+        return { ok: null };
+      }
+      case 'hostRead': {
+        const [va, n] = args as [number, number];
+        const dst = new Uint8Array(n);
+        p.hostRead(va, dst);
+        return { ok: null, bytes: Buffer.from(dst.buffer).toString('base64') };
+      }
       case 'dispose':
         p.dispose();
         return { ok: null };

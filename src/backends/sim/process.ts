@@ -57,6 +57,8 @@ export class PageTableEntry {
 
   /** Every device's permission, packed (Note [Access bits]). */
   permissions = 0;
+  /** The CPU's permission (Note [Host access] in src/backend/backend.ts). */
+  hostAccess: Access = 0;
 }
 
 const READ = 1;
@@ -174,6 +176,48 @@ export class SimProcess implements Backend {
       at = e.va + e.size;
       e.permissions = withAccess(e.permissions, device, access);
       this.#tracer?.event('device', access === 0 ? 'pte.clear' : 'pte.set', [device, e.va, e.size, access]);
+    }
+  }
+
+  setHostAccess(va: number, size: number, access: Access): void {
+    const end = va + size;
+    for (
+      let at = va, e = this.#entries.get(at);
+      e !== undefined;
+      e = at < end ? this.#entries.get(at) : undefined
+    ) {
+      at = e.va + e.size;
+      e.hostAccess = access;
+      this.#tracer?.event('device', access === 0 ? 'hostPte.clear' : 'hostPte.set', [e.va, e.size, access]);
+    }
+  }
+
+  /** CPU loads: no stream and no copy engine, the bytes as they are now. */
+  hostRead(va: number, dst: Uint8Array): void {
+    if (dst.length === 0) return;
+    const first = this.#walkHost(va, dst.length, READ);
+    this.#pieces(first, va, dst.length, (m, off, at, n) => m.read(off, dst, at, n));
+  }
+
+  /** CPU stores. */
+  hostWrite(va: number, src: Uint8Array): void {
+    if (src.length === 0) return;
+    const first = this.#walkHost(va, src.length, WRITE);
+    this.#pieces(first, va, src.length, (m, off, at, n) => m.write(off, src, at, n));
+  }
+
+  /** As #walk, for the CPU: every byte mapped, host-located, and granted `need`. */
+  #walkHost(va: number, length: number, need: number): PageTableEntry {
+    const first = this.#entries.containing(va);
+    if (first === undefined) throw vmmError('not-mapped', `0x${va.toString(16)} is not mapped`);
+    const end = va + length;
+    for (let e: PageTableEntry | undefined = first; ; ) {
+      if (e.memory.props.location.type !== 'host' || (e.hostAccess & need) !== need)
+        throw vmmError('access-denied', `the CPU may not touch 0x${Math.max(va, e.va).toString(16)}`);
+      const eEnd: number = e.va + e.size;
+      if (eEnd >= end) return first;
+      e = this.#entries.get(eEnd);
+      if (e === undefined) throw vmmError('not-mapped', `0x${eEnd.toString(16)} is not mapped`);
     }
   }
 

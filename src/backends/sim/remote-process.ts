@@ -124,6 +124,13 @@ export function connectMachine(directory: string): RemoteSimProcess {
     const { bytes } = c.call('read', [device, va, dst.length, stream]);
     dst.set(Buffer.from(bytes ?? '', 'base64'));
   };
+  backend.hostWrite = (va: number, src: Uint8Array) => {
+    c.call('hostWrite', [va, Buffer.from(src.buffer, src.byteOffset, src.length).toString('base64')]);
+  };
+  backend.hostRead = (va: number, dst: Uint8Array) => {
+    const { bytes } = c.call('hostRead', [va, dst.length]);
+    dst.set(Buffer.from(bytes ?? '', 'base64'));
+  };
   backend.takeFd = (fromPid: number, fd: number) => c.call('takeFd', [fromPid, fd]).ok as number;
   backend.dispose = () => {
     try {

@@ -605,7 +605,16 @@ export class AclFlavor extends VendorProcess {
     if (m.size !== n)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the mapped size ${m.size}`);
     return this.#run(() => {
-      if (descriptors.length > 0) this.runtime.setAccess(va, n, descriptors);
+      // Host-located memory: the HOST grant is the CPU's (Note [Host access]), made before the devices'.
+      const cpu = host && m.allocation.props.location.type === 'host';
+      const before = m.hostAccess;
+      if (cpu) this.runtime.setHostAccess(va, n, Access.ReadWrite);
+      try {
+        if (descriptors.length > 0) this.runtime.setAccess(va, n, descriptors);
+      } catch (e) {
+        if (cpu) this.runtime.quietly(() => this.runtime.setHostAccess(va, n, before));
+        throw e;
+      }
       if (host) this.#hostAccess.add(m);
     });
   }

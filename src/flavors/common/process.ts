@@ -1,6 +1,9 @@
 import { createProcess, type ProcessOptions, type VmmProcess } from '../../compose/create-runtime.js';
+import { vmmError } from '../../core/errors.js';
 import type { Runtime } from '../../core/runtime.js';
+import { toCount } from './args.js';
 import { type ErrorTable, VendorCodes } from './error-table.js';
+import { hostBytes } from './untrusted.js';
 
 /**
  * Options every flavour's create function takes: the composition root's
@@ -80,6 +83,32 @@ export abstract class VendorProcess implements Disposable {
     } catch {
       return -1;
     }
+  }
+
+  /**
+   * What a C program does by dereferencing a pointer into host-located VMM
+   * memory whose CPU access it granted (a HOST location in the vendor's set
+   * access call; Note [Host access] in src/backend/backend.ts): a CPU load
+   * of dst.length bytes at `ptr`, or a store of src. JavaScript cannot
+   * dereference an address, so vmmkit offers these two; where C would fault
+   * (memory not mapped, device memory, no CPU grant) they answer the vendor's
+   * code for the refusal, and a bad pointer or buffer its invalid-value code.
+   */
+  hostRead(ptr: unknown, dst: unknown): number {
+    const va = toCount(ptr ?? 0);
+    const bytes = hostBytes(dst);
+    if (va <= 0 || bytes === undefined)
+      return this.codes.code(vmmError('invalid-value', 'bad pointer or buffer'));
+    return this.codes.run(() => this.runtime.hostRead(va, bytes));
+  }
+
+  /** The store of hostRead's Note: src's bytes at `ptr`, by the CPU. */
+  hostWrite(ptr: unknown, src: unknown): number {
+    const va = toCount(ptr ?? 0);
+    const bytes = hostBytes(src);
+    if (va <= 0 || bytes === undefined)
+      return this.codes.code(vmmError('invalid-value', 'bad pointer or buffer'));
+    return this.codes.run(() => this.runtime.hostWrite(va, bytes));
   }
 
   /** End the process: everything it holds is released, as at exit. Never throws. */

@@ -599,6 +599,7 @@ export class CudaFlavor extends VendorProcess {
     if (va <= 0 || n <= 0 || k <= 0 || k > MAX_LIST_LENGTH) return C.CUDA_ERROR_INVALID_VALUE;
     let descriptors: readonly AccessDescriptor[] = [];
     let forHost = false;
+    let hostFlags: Access = 0;
     // Each field of the caller's list is read once, into locals, and a throwing read is a bad
     // argument (Note [Untrusted arguments]); no copy is allocated on this hot path.
     let flags: unknown;
@@ -624,6 +625,7 @@ export class CudaFlavor extends VendorProcess {
       if (!ACCESS_FLAGS.has(flags as number)) return C.CUDA_ERROR_INVALID_VALUE;
       if (type === C.CU_MEM_LOCATION_TYPE_HOST || type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
         forHost = true;
+        hostFlags = flags as Access;
         continue;
       }
       if (type !== C.CU_MEM_LOCATION_TYPE_DEVICE) return C.CUDA_ERROR_INVALID_VALUE;
@@ -665,8 +667,9 @@ export class CudaFlavor extends VendorProcess {
       }
     }
     if (forHost) {
-      // A host location is not supported on device memory (setAccess.locationHost) and changes
-      // nothing on host memory (setAccess.hostAllocationHostLocation).
+      // A host location is not supported on device memory (setAccess.locationHost); on host memory
+      // it is the CPU's grant (Note [Host access]), which cuMemGetAccess does not report
+      // (setAccess.hostAllocationHostLocation: the H200 answers 3 before and after).
       for (
         let m: Mapping | undefined = first;
         m !== undefined && m.va < reach;
@@ -674,14 +677,28 @@ export class CudaFlavor extends VendorProcess {
       ) {
         if (m.allocation.props.location.type === 'device') return C.CUDA_ERROR_NOT_SUPPORTED;
       }
-      if (descriptors.length === 0) return C.CUDA_SUCCESS;
     }
+    // The CPU's grant first, then the devices'; a device grant that fails gives the CPU its old access back.
+    const hostBefore = forHost ? this.#hostAccessOf(first, reach) : undefined;
     try {
-      this.runtime.setAccess(va, reach - va, descriptors);
+      if (forHost) this.runtime.setHostAccess(va, reach - va, hostFlags);
+      if (descriptors.length > 0) this.runtime.setAccess(va, reach - va, descriptors);
       return C.CUDA_SUCCESS;
     } catch (e) {
+      if (hostBefore !== undefined)
+        for (const [m, access] of hostBefore)
+          if (m.owner === this.runtime)
+            this.runtime.quietly(() => this.runtime.setHostAccess(m.va, m.size, access));
       return this.codes.code(e);
     }
+  }
+
+  /** The CPU's access of each mapping from `first` up to `end`, to give back. */
+  #hostAccessOf(first: Mapping, end: number): [Mapping, Access][] {
+    const out: [Mapping, Access][] = [];
+    for (let m: Mapping | undefined = first; m !== undefined && m.va < end; m = this.runtime.nextMapping(m))
+      out.push([m, m.hostAccess]);
+    return out;
   }
 
   cuMemGetAccess(flags: Box<number>, location: CUmemLocation, ptr: CUdeviceptr): number {

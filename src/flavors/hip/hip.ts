@@ -543,15 +543,31 @@ export class HipFlavor extends VendorProcess {
         return C.hipErrorInvalidValue;
       }
       if (!ACCESS_FLAGS.has(d.flags)) return C.hipErrorInvalidValue;
-      // The CPU agent's access (host location types) is not modelled: host copies go through
-      // the current device. The descriptor is accepted and changes nothing.
-      if (type !== C.hipMemLocationTypeDevice) continue;
+      if (type !== C.hipMemLocationTypeDevice) {
+        // The CPU agent's access: granted on host-located memory (Note [Host access]); on device
+        // memory the descriptor is accepted and changes nothing (host copies go through a device).
+        if (!this.#allHostLocated(start, n)) continue;
+        const code = this.codes.run(() => this.runtime.setHostAccess(start, n, d.flags as Access));
+        if (code !== C.hipSuccess) return code;
+        continue;
+      }
       const code = this.codes.run(() =>
         this.runtime.setAccess(start, n, [{ device: id, access: d.flags as Access }]),
       );
       if (code !== C.hipSuccess) return code;
     }
     return C.hipSuccess;
+  }
+
+  /** Whether every mapping of [va, va + size) holds host-located memory. */
+  #allHostLocated(va: number, size: number): boolean {
+    for (
+      let m = this.runtime.mappingAt(va);
+      m !== undefined && m.va < va + size;
+      m = this.runtime.nextMapping(m)
+    )
+      if (m.allocation.props.location.type !== 'host') return false;
+    return true;
   }
 
   hipMemGetAccess(flags: Box<number>, locationArg: hipMemLocation, ptr: HipPtr): number {

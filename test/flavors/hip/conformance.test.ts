@@ -1103,3 +1103,32 @@ describe('events and hipDeviceReset', () => {
     hip.dispose();
   });
 });
+
+// The CPU on host-located VMM memory (Note [Host access] in src/backend/backend.ts), on every backend.
+describe('host access', () => {
+  it('a host location grants the CPU loads and stores of host memory; the device sees its bytes', () => {
+    const hip = makeHip();
+    const va = reserve(hip, RECOMMENDED);
+    const h = create(hip, RECOMMENDED, { location: { type: C.hipMemLocationTypeHost, id: 0 } });
+    ok(hip.hipMemMap(va, RECOMMENDED, 0, h, 0));
+    expect(hip.hostRead(va, new Uint8Array(8))).toBe(C.hipErrorIllegalAddress);
+    const descs = [
+      { location: { type: C.hipMemLocationTypeHost, id: 0 }, flags: C.hipMemAccessFlagsProtReadWrite },
+      { location: { type: C.hipMemLocationTypeDevice, id: 0 }, flags: C.hipMemAccessFlagsProtReadWrite },
+    ];
+    ok(hip.hipMemSetAccess(va, RECOMMENDED, descs, 2));
+    const data = Uint8Array.from({ length: 4096 }, (_, i) => (i * 5) & 0xff);
+    ok(hip.hostWrite(va + 256n, data));
+    const viaDevice = new Uint8Array(4096);
+    ok(hip.hipMemcpyDtoH(viaDevice, va + 256n, 4096));
+    expect(viaDevice).toEqual(data);
+    const fromDevice = Uint8Array.from({ length: 64 }, (_, i) => 255 - i);
+    ok(hip.hipMemcpyHtoD(va, fromDevice, 64));
+    const cpu = new Uint8Array(64);
+    ok(hip.hostRead(va, cpu));
+    expect(cpu).toEqual(fromDevice);
+    ok(hip.hipMemUnmap(va, RECOMMENDED));
+    expect(hip.hostRead(va, cpu)).toBe(C.hipErrorInvalidValue);
+    hip.dispose();
+  });
+});
