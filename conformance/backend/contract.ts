@@ -244,7 +244,11 @@ export const BACKEND_CONTRACT: readonly ContractCheck[] = [
     name: 'the CPU loads and stores host-located memory once granted, and the device sees its bytes (Note [Host access])',
     run: (b) => {
       const g = granularity(b);
-      const { va, undo } = mapped(b, g, { location: { type: 'host', id: 0 }, handleTypes: 0, uncached: false });
+      const { va, undo } = mapped(b, g, {
+        location: { type: 'host', id: 0 },
+        handleTypes: 0,
+        uncached: false,
+      });
       b.setHostAccess(va, g, Access.ReadWrite);
       const data = pattern(4096, 21);
       b.hostWrite(va + 64, data);
