@@ -5,7 +5,7 @@ import * as C from '../../../src/flavors/acl/constants.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { asNumber, smallCount, teardownRuns } from './shared.js';
+import { asNumber, hostAccessCalls, smallCount, teardownRuns } from './shared.js';
 
 const DEVICES = [
   { name: 'FuzzNPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
@@ -563,6 +563,7 @@ const calls: CallSpec<AclFlavor>[] = [
     },
   },
   { name: 'aclGetRecentErrMsg', weight: 0.3, run: (_ep, p) => ({ result: p.aclGetRecentErrMsg() }) },
+  ...hostAccessCalls<AclFlavor>({ mem }),
 ];
 
 /** An IPC key as aclrtIpcMemGetExportKey writes it: its token in hex (Note [ACL IPC keys], acl.ts). */

@@ -6,6 +6,7 @@ import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
 import {
   asNumber,
+  hostAccessCalls,
   mirroredEventCalls,
   mirroredFdCalls,
   mirroredVmmCalls,
@@ -537,6 +538,7 @@ const calls: CallSpec<CudaFlavor>[] = [
       ),
     }),
   },
+  ...hostAccessCalls<CudaFlavor>({ mem }),
 ];
 
 export const CUDA_MODEL: FlavorModel<CudaFlavor> = {

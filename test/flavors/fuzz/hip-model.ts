@@ -7,6 +7,7 @@ import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
 import {
   asNumber,
+  hostAccessCalls,
   mirroredEventCalls,
   mirroredFdCalls,
   mirroredVmmCalls,
@@ -455,6 +456,7 @@ const calls: CallSpec<HipFlavor>[] = [
     weight: 0.2,
     run: (ep, p) => ({ result: p.hipGetErrorString(ep.arg(() => 2)) }),
   },
+  ...hostAccessCalls<HipFlavor>({ mem }),
 ];
 
 export const HIP_MODEL: FlavorModel<HipFlavor> = {

@@ -324,3 +324,48 @@ export function mirroredEventCalls<P extends FuzzedProcess>(
     },
   ];
 }
+
+/**
+ * The CPU's load and store (hostRead / hostWrite, Note [Host access] in
+ * src/backend/backend.ts), the same on every front end: a store of a plain
+ * buffer writes its bytes into the shadow; one of a hostile buffer makes the
+ * range unknown.
+ */
+export function hostAccessCalls<P extends FuzzedProcess & HostAccess>(use: {
+  mem(ep: Episode<P>, p: P): unknown;
+}): CallSpec<P>[] {
+  return [
+    {
+      name: 'hostWrite',
+      weight: 0.5,
+      run: (ep, p) => {
+        const src = ep.host(64);
+        const at = use.mem(ep, p);
+        return {
+          result: p.hostWrite(at, src),
+          effects: ep.isPlain(src)
+            ? { write: { va: asNumber(at), bytes: src.slice() } }
+            : { unknown: { va: asNumber(at), size: 64 } },
+        };
+      },
+    },
+    {
+      name: 'hostRead',
+      weight: 0.5,
+      run: (ep, p) => {
+        const dst = ep.host(64);
+        const at = use.mem(ep, p);
+        return {
+          result: p.hostRead(at, dst),
+          effects: ep.isPlain(dst) ? { read: { va: asNumber(at), into: dst, size: dst.length } } : undefined,
+        };
+      },
+    },
+  ];
+}
+
+/** The CPU's load and store every front end has. */
+interface HostAccess {
+  hostRead(ptr: unknown, dst: unknown): number;
+  hostWrite(ptr: unknown, src: unknown): number;
+}
