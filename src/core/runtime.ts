@@ -88,7 +88,7 @@ export interface RuntimeDescription {
  * that changes state or moves bytes. The type below fails to compile when a
  * public method is neither listed here nor named a query.
  */
-const TRACED_OPERATIONS = [
+export const TRACED_OPERATIONS = [
   'reserve',
   'free',
   'create',

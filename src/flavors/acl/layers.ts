@@ -15,6 +15,7 @@
  * does inside (not in the sources read: vmmkit's own device events stay), and the
  * one-step aclrtMalloc's inner frames.
  */
+import { BACKEND_EVENT_OPERATIONS } from '../../backend/backend.js';
 import type { RuntimeDescription } from '../../core/runtime.js';
 import type { VendorLayers } from '../../core/trace.js';
 import { Access } from '../../core/types.js';
@@ -144,12 +145,7 @@ export const ACL_LAYERS: VendorLayers = {
     'core:synchronizeEvent': { path: [rts('rtEventSynchronize')] },
     'core:streamWaitEvent': { path: [rts('rtStreamWaitEvent')] },
     'core:destroyEvent': { path: [rts('rtEventDestroy')] },
-    'backend:createEvent': { path: [] },
-    'backend:recordEvent': { path: [] },
-    'backend:queryEvent': { path: [] },
-    'backend:synchronizeEvent': { path: [] },
-    'backend:streamWaitEvent': { path: [] },
-    'backend:destroyEvent': { path: [] },
+    ...Object.fromEntries(BACKEND_EVENT_OPERATIONS.map((op) => [`backend:${op}`, { path: [] }])),
   },
 };
 

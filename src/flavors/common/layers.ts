@@ -109,6 +109,7 @@ const REAL_DRIVER_STEPS: Readonly<Record<string, { readonly path: readonly Vendo
   'backend:map': { path: [libcuda('cuMemMap')] },
   'backend:unmap': { path: [libcuda('cuMemUnmap')] },
   'backend:setAccess': { path: [libcuda('cuMemSetAccess')] },
+  'backend:setHostAccess': { path: [libcuda('cuMemSetAccess')] },
   'backend:exportFd': { path: [libcuda('cuMemExportToShareableHandle')] },
   'backend:importFd': { path: [libcuda('cuMemImportFromShareableHandle')] },
   'backend:createEvent': { path: [libcuda('cuEventCreate')] },
@@ -117,6 +118,7 @@ const REAL_DRIVER_STEPS: Readonly<Record<string, { readonly path: readonly Vendo
   'backend:synchronizeEvent': { path: [libcuda('cuEventSynchronize')] },
   'backend:streamWaitEvent': { path: [libcuda('cuStreamWaitEvent')] },
   'backend:destroyEvent': { path: [libcuda('cuEventDestroy')] },
+  'backend:elapsedTime': { path: [libcuda('cuEventElapsedTime')] },
 };
 
 /**

@@ -15,7 +15,7 @@
  * (layersFor), and there are no device events.
  */
 import { BACKEND_EVENT_OPERATIONS } from '../../backend/backend.js';
-import type { RuntimeDescription } from '../../core/runtime.js';
+import { type RuntimeDescription, TRACED_OPERATIONS } from '../../core/runtime.js';
 import type { VendorLayers } from '../../core/trace.js';
 import { Access } from '../../core/types.js';
 import {
@@ -30,41 +30,12 @@ import {
 
 const kmd = frameOf('kmd');
 
-/** vmmkit's core operations, elided: libcuda's own bookkeeping is not public. */
-const CORE_OPERATIONS = [
-  'reserve',
-  'free',
-  'create',
-  'release',
-  'retain',
-  'map',
-  'unmap',
-  'setAccess',
-  'exportFd',
-  'importFd',
-  'write',
-  'read',
-  'copy',
-  'fill',
-  'malloc',
-  'mfree',
-  'createStream',
-  'destroyStream',
-  'synchronizeStream',
-  'synchronize',
-  'createEvent',
-  'recordEvent',
-  'queryEvent',
-  'synchronizeEvent',
-  'streamWaitEvent',
-  'destroyEvent',
-] as const;
-
 export const CUDA_LAYERS: VendorLayers = {
   vendor: 'CUDA',
   api: 'cuda',
   steps: {
-    ...Object.fromEntries(CORE_OPERATIONS.map((op) => [`core:${op}`, { path: [] }])),
+    // vmmkit's core operations, every one elided: libcuda's own bookkeeping is not public.
+    ...Object.fromEntries(TRACED_OPERATIONS.map((op) => [`core:${op}`, { path: [] }])),
     // Events live in libcuda and the GPU's front end, not in the kernel driver: their primitives are elided too.
     ...Object.fromEntries(BACKEND_EVENT_OPERATIONS.map((op) => [`backend:${op}`, { path: [] }])),
     'backend:reserve': { path: [kmd('kmd.reserveVa')] },
@@ -79,6 +50,10 @@ export const CUDA_LAYERS: VendorLayers = {
     'backend:setAccess': { path: [kmd('kmd.setAccess')] },
     'backend:setAccess > device:pte.set': { path: [kmd('kmd.mapPages')] },
     'backend:setAccess > device:pte.clear': { path: [kmd('kmd.unmapPages')] },
+    // The CPU's grant is a cuMemSetAccess for the host (Note [Host access]); its loads and stores reach no driver.
+    'backend:setHostAccess': { path: [kmd('kmd.setAccess')] },
+    'backend:hostRead': { path: [] },
+    'backend:hostWrite': { path: [] },
     'backend:exportFd': { path: [kmd('kmd.exportFd')] },
     'backend:importFd': { path: [kmd('kmd.importFd')] },
   },
