@@ -741,17 +741,22 @@ export class AclFlavor extends VendorProcess {
     });
   }
 
-  /** Name the processes (by aclrtDeviceGetBareTgid's pid) that may import; called by the exporter. */
-  aclrtMemSetPidToShareableHandle(
-    shareableHandle: Size,
+  /**
+   * A caller's list of `count` pids, read once (Note [Untrusted arguments]),
+   * or the code of its refusal: NULL or short lists and non-integer pids are
+   * refused alike by both whitelist calls; a count that is not positive with
+   * `countCode` (the two calls' references give different codes).
+   */
+  #readPids(
     pid: ArrayLike<number> | null,
-    pidNum: Size,
-  ): number {
-    if (!this.#initialized) return this.#uninitialized();
-    const k = toCount(pidNum);
+    count: Size,
+    countName: string,
+    countCode: number,
+  ): number[] | number {
+    const k = toCount(count);
     const given = readArrayLike(pid, Math.max(k, 0));
     if (given === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL or cannot be read');
-    if (k <= 0) return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pidNum ${show(pidNum)} must be positive`);
+    if (k <= 0) return this.#bad(countCode, `${countName} ${show(count)} must be positive`);
     if (given === 'short') return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
     const pids: number[] = [];
     for (let i = 0; i < k; i++) {
@@ -759,6 +764,18 @@ export class AclFlavor extends VendorProcess {
       if (!Number.isInteger(p)) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `pid[${i}] is not a pid`);
       pids.push(p);
     }
+    return pids;
+  }
+
+  /** Name the processes (by aclrtDeviceGetBareTgid's pid) that may import; called by the exporter. */
+  aclrtMemSetPidToShareableHandle(
+    shareableHandle: Size,
+    pid: ArrayLike<number> | null,
+    pidNum: Size,
+  ): number {
+    if (!this.#initialized) return this.#uninitialized();
+    const pids = this.#readPids(pid, pidNum, 'pidNum', C.ACL_ERROR_INVALID_PARAM);
+    if (!Array.isArray(pids)) return pids;
     const token = toCount(shareableHandle);
     if (!this.#exported.has(token))
       return this.#bad(
@@ -1279,17 +1296,8 @@ export class AclFlavor extends VendorProcess {
   aclrtIpcMemSetImportPid(key: string, pid: ArrayLike<number> | null, num: Size): number {
     if (!this.#initialized) return this.#uninitialized();
     if (typeof key !== 'string') return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'key is NULL');
-    const k = toCount(num);
-    const given = readArrayLike(pid, Math.max(k, 0));
-    if (given === undefined) return this.#bad(C.ACL_ERROR_INVALID_PARAM, 'pid is NULL or cannot be read');
-    if (k <= 0) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `num ${show(num)} must be positive`);
-    if (given === 'short') return this.#bad(C.ACL_ERROR_INVALID_PARAM, `pid holds fewer than ${k} entries`);
-    const pids: number[] = [];
-    for (let i = 0; i < k; i++) {
-      const p = toInt(given[i]);
-      if (!Number.isInteger(p)) return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `pid[${i}] is not a pid`);
-      pids.push(p);
-    }
+    const pids = this.#readPids(pid, num, 'num', C.ACL_ERROR_RT_PARAM_INVALID);
+    if (!Array.isArray(pids)) return pids;
     // The runtime asks for a current context here, as for every IPC call (ApiImpl::SetIpcMemPid).
     const code = this.#needDevice();
     if (code !== C.ACL_SUCCESS) return code;
