@@ -1398,13 +1398,9 @@ export class CudaFlavor extends VendorProcess {
     const b = this.#events.get(end)!;
     if (((a.flags | b.flags) & C.CU_EVENT_DISABLE_TIMING) !== 0) return C.CUDA_ERROR_INVALID_HANDLE;
     if (!a.recorded || !b.recorded) return C.CUDA_ERROR_INVALID_HANDLE;
-    try {
-      if (!this.runtime.queryEvent(start) || !this.runtime.queryEvent(end)) return C.CUDA_ERROR_NOT_READY;
-    } catch (e) {
-      return this.codes.code(e);
-    }
     let ms: number;
     try {
+      if (!this.runtime.queryEvent(start) || !this.runtime.queryEvent(end)) return C.CUDA_ERROR_NOT_READY;
       ms = this.runtime.elapsedTime(start, end);
     } catch (e) {
       return this.codes.code(e);

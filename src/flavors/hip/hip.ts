@@ -991,13 +991,9 @@ export class HipFlavor extends VendorProcess {
     const eb = this.#events.get(b)!;
     if (((ea.flags | eb.flags) & C.hipEventDisableTiming) !== 0) return C.hipErrorInvalidHandle;
     if (!ea.recorded || !eb.recorded) return C.hipErrorInvalidHandle;
-    try {
-      if (!this.runtime.queryEvent(a) || !this.runtime.queryEvent(b)) return C.hipErrorNotReady;
-    } catch (e) {
-      return this.codes.code(e);
-    }
     let elapsed: number;
     try {
+      if (!this.runtime.queryEvent(a) || !this.runtime.queryEvent(b)) return C.hipErrorNotReady;
       elapsed = this.runtime.elapsedTime(a, b);
     } catch (e) {
       return this.codes.code(e);
