@@ -227,9 +227,11 @@ const calls: CallSpec<AclFlavor>[] = [
     name: 'aclrtMemSetAccess',
     weight: 3,
     run: (ep, p) => {
-      const m = ep.rng.chance(0.8) ? ep.mapping(p) : undefined;
-      const at = m === undefined ? ptr(ep, p) : ep.arg(() => BigInt(m[0]));
-      const n = m === undefined ? ep.arg(() => size(ep)) : ep.arg(() => m[1]);
+      const [at, n] = ep.accessRange(
+        p,
+        () => ptr(ep, p),
+        () => size(ep),
+      );
       return {
         result: p.aclrtMemSetAccess(
           at,

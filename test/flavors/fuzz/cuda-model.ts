@@ -9,6 +9,7 @@ import {
   hostAccessCalls,
   mirroredEventCalls,
   mirroredFdCalls,
+  mirroredSetCalls,
   mirroredVmmCalls,
   smallCount,
   teardownRuns,
@@ -197,9 +198,11 @@ const calls: CallSpec<CudaFlavor>[] = [
     name: 'cuMemSetAccess',
     weight: 3,
     run: (ep, p) => {
-      const m = ep.rng.chance(0.8) ? ep.mapping(p) : undefined;
-      const at = m === undefined ? ptr(ep, p) : ep.arg(() => BigInt(m[0]));
-      const n = m === undefined ? ep.arg(() => size(ep)) : ep.arg(() => m[1]);
+      const [at, n] = ep.accessRange(
+        p,
+        () => ptr(ep, p),
+        () => size(ep),
+      );
       return {
         result: p.cuMemSetAccess(
           at,
@@ -390,34 +393,10 @@ const calls: CallSpec<CudaFlavor>[] = [
       };
     },
   },
-  {
-    name: 'cuMemsetD8',
-    run: (ep, p) => {
-      const n = count(ep);
-      const dst = mem(ep, p);
-      const value = ep.arg(() => ep.rng.below(256));
-      return {
-        result: p.cuMemsetD8(dst, value, n),
-        effects: { fill: { va: asNumber(dst), value: asNumber(value), size: asNumber(n) } },
-      };
-    },
-  },
-  {
-    name: 'cuMemsetD8Async',
-    run: (ep, p) => {
-      const n = count(ep);
-      const dst = mem(ep, p);
-      return {
-        result: p.cuMemsetD8Async(
-          dst,
-          ep.arg(() => 7),
-          n,
-          stream(ep, p),
-        ),
-        effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
-      };
-    },
-  },
+  ...mirroredSetCalls<CudaFlavor>(
+    { sync: 'cuMemsetD8', async: 'cuMemsetD8Async', asyncValue: 7 },
+    { mem, count, stream },
+  ),
   ...([2, 4] as const).map((width) => ({
     name: width === 2 ? 'cuMemsetD16' : 'cuMemsetD32',
     weight: 0.7,

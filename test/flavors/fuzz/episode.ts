@@ -234,6 +234,17 @@ export class Episode<P extends FuzzedProcess> {
     return [m.va, m.size];
   }
 
+  /**
+   * An access range: most often one of the process's mappings exactly
+   * ([va, size] as arguments), else a pointer and a size of the model's own.
+   */
+  accessRange<S>(p: P, ptr: () => bigint, size: () => S): [bigint, S | number] {
+    const m = this.rng.chance(0.8) ? this.mapping(p) : undefined;
+    const at = m === undefined ? ptr() : this.arg(() => BigInt(m[0]));
+    const n = m === undefined ? this.arg(size) : this.arg(() => m[1]);
+    return [at, n];
+  }
+
   /** A live handle of the process and an empty VMM reservation that can hold it whole: [va, size, handle]. */
   mapTarget(p: P): [bigint, number, bigint] | undefined {
     const d = p.runtime.describe();

@@ -10,6 +10,7 @@ import {
   hostAccessCalls,
   mirroredEventCalls,
   mirroredFdCalls,
+  mirroredSetCalls,
   mirroredVmmCalls,
   smallCount,
   teardownRuns,
@@ -193,9 +194,11 @@ const calls: CallSpec<HipFlavor>[] = [
     name: 'hipMemSetAccess',
     weight: 3,
     run: (ep, p) => {
-      const m = ep.rng.chance(0.8) ? ep.mapping(p) : undefined;
-      const at = m === undefined ? ptr(ep, p) : ep.arg(() => BigInt(m[0]));
-      const n = m === undefined ? ep.arg(() => size(ep)) : ep.arg(() => m[1]);
+      const [at, n] = ep.accessRange(
+        p,
+        () => ptr(ep, p),
+        () => size(ep),
+      );
       const c = ep.arg(() => 1);
       // hip_vm.cpp applies descriptors one by one: a bad later one fails the call after the earlier took effect.
       return { result: p.hipMemSetAccess(at, n, descs(ep) as never, c), partial: asNumber(c) !== 1 };
@@ -278,34 +281,10 @@ const calls: CallSpec<HipFlavor>[] = [
   { name: 'hipMemGetInfo', weight: 0.3, run: (ep, p) => ({ result: p.hipMemGetInfo(ep.box(0), ep.box(0)) }) },
   { name: 'hipMemcpy', weight: 6, run: (ep, p) => memcpy(ep, p, false) },
   { name: 'hipMemcpyAsync', weight: 1, run: (ep, p) => memcpy(ep, p, true) },
-  {
-    name: 'hipMemset',
-    run: (ep, p) => {
-      const n = count(ep);
-      const dst = mem(ep, p);
-      const value = ep.arg(() => ep.rng.below(256));
-      return {
-        result: p.hipMemset(dst, value, n),
-        effects: { fill: { va: asNumber(dst), value: asNumber(value), size: asNumber(n) } },
-      };
-    },
-  },
-  {
-    name: 'hipMemsetAsync',
-    run: (ep, p) => {
-      const n = count(ep);
-      const dst = mem(ep, p);
-      return {
-        result: p.hipMemsetAsync(
-          dst,
-          ep.arg(() => 9),
-          n,
-          stream(ep, p),
-        ),
-        effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
-      };
-    },
-  },
+  ...mirroredSetCalls<HipFlavor>(
+    { sync: 'hipMemset', async: 'hipMemsetAsync', asyncValue: 9 },
+    { mem, count, stream },
+  ),
   {
     name: 'hipMemsetD32',
     weight: 0.7,

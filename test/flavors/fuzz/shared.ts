@@ -369,3 +369,52 @@ interface HostAccess {
   hostRead(ptr: unknown, dst: unknown): number;
   hostWrite(ptr: unknown, src: unknown): number;
 }
+
+/**
+ * The byte sets whose C signatures HIP copies from CUDA (cuMemsetD8 /
+ * hipMemset, and their Async forms with a stream), names apart: one table
+ * for both models, placed where each had its own pair, so the draws are the
+ * same. A set run now fills the shadow; one queued on a stream makes the
+ * range unknown until the model's sync.
+ */
+export function mirroredSetCalls<P extends FuzzedProcess>(
+  names: { readonly sync: string; readonly async: string; readonly asyncValue: number },
+  use: {
+    mem(ep: Episode<P>, p: P): unknown;
+    count(ep: Episode<P>): unknown;
+    stream(ep: Episode<P>, p: P): unknown;
+  },
+): CallSpec<P>[] {
+  return [
+    {
+      name: names.sync,
+      run: (ep, p) => {
+        const n = use.count(ep);
+        const dst = use.mem(ep, p);
+        const value = ep.arg(() => ep.rng.below(256));
+        return {
+          result: call(p, names.sync, dst, value, n),
+          effects: { fill: { va: asNumber(dst), value: asNumber(value), size: asNumber(n) } },
+        };
+      },
+    },
+    {
+      name: names.async,
+      run: (ep, p) => {
+        const n = use.count(ep);
+        const dst = use.mem(ep, p);
+        return {
+          result: call(
+            p,
+            names.async,
+            dst,
+            ep.arg(() => names.asyncValue),
+            n,
+            use.stream(ep, p),
+          ),
+          effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
+        };
+      },
+    },
+  ];
+}
