@@ -13,6 +13,7 @@
  * factories (createCuda, createHip, createAcl, createMachine), already
  * bound to the tracer: `export default ({ createHip }) => { ... }`.
  */
+
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +23,7 @@ import { createAcl } from '../flavors/acl/acl.js';
 import type { FlavorOptions } from '../flavors/common/process.js';
 import { createCuda } from '../flavors/cuda/cuda.js';
 import { createHip } from '../flavors/hip/hip.js';
+import { flag, option } from './arguments.js';
 import { aclDemo } from './demos/acl.js';
 import { cudaDemo } from './demos/cuda.js';
 import { hipDemo } from './demos/hip.js';
@@ -43,20 +45,6 @@ const USAGE = `usage: vmmkit demo [--flavor cuda|hip|acl] [--layers vendor|gener
        ${REPLAY_USAGE}
        ${REPORT_USAGE}
        ${MAP_USAGE}`;
-
-function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const value = args[i + 1];
-  args.splice(i, 2);
-  return value;
-}
-
-function flag(args: string[], name: string): boolean {
-  const i = args.indexOf(name);
-  if (i >= 0) args.splice(i, 1);
-  return i >= 0;
-}
 
 /** Where the command line writes: lines to standard output and to standard error. */
 export interface CliOutput {

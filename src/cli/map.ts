@@ -20,8 +20,9 @@ import type { FlavorOptions } from '../flavors/common/process.js';
 import { createCuda } from '../flavors/cuda/cuda.js';
 import { createHip } from '../flavors/hip/hip.js';
 import { type MapCapture, renderMapPage, renderMapSvg } from '../report/map-page.js';
+import { parseOptions, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
-import { checkWritable, parseOptions, UsageError } from './report.js';
+import { checkWritable } from './report.js';
 
 export const MAP_USAGE = 'vmmkit map <script.mjs> [--out map.html|map.svg] [--at NAME]';
 

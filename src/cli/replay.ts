@@ -19,6 +19,7 @@
  * stderr, and exits 0. An allocator whose run failed for another reason
  * makes the exit 1, after the others have run.
  */
+
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
@@ -35,6 +36,7 @@ import { readSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
 import { planReplay } from '../replay/trace-plan.js';
+import { flag, option as optionValue, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { findCosts } from './package-files.js';
 
@@ -47,8 +49,6 @@ export interface ReplayCliOptions {
   /** The cost table to use without --costs; null: none. Default: the package's DEFAULT_COSTS if present. */
   readonly defaultCosts?: string | null;
 }
-
-class UsageError extends Error {}
 
 /** Run `vmmkit replay` with its arguments; returns the exit code. */
 export async function replayCommand(
@@ -129,19 +129,12 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   return result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
 }
 
+/** An option that must have a value: a missing one, or another option in its place, is a usage error. */
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const value = args[i + 1];
-  if (value === undefined || value.startsWith('--')) throw new UsageError(`${name} needs a value`);
-  args.splice(i, 2);
-  return value;
-}
-
-function flag(args: string[], name: string): boolean {
-  const i = args.indexOf(name);
-  if (i >= 0) args.splice(i, 1);
-  return i >= 0;
+  if (i >= 0 && (args[i + 1] === undefined || args[i + 1].startsWith('--')))
+    throw new UsageError(`${name} needs a value`);
+  return optionValue(args, name);
 }
 
 function notes(r: ReplayResult): string[] {

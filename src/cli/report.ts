@@ -15,7 +15,6 @@
  */
 import { accessSync, constants, existsSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import {
   type AllocatorRegistry,
@@ -29,6 +28,7 @@ import { pickle } from '../replay/pickle/writer.js';
 import { recordReplay } from '../report/collect.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';
+import { parseOptions, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { findCosts } from './package-files.js';
 
@@ -145,33 +145,5 @@ function write(path: string, content: string | Uint8Array): void {
     writeFileSync(path, content);
   } catch (e) {
     throw new Error(`cannot write ${path}: ${e instanceof Error ? e.message : String(e)}`);
-  }
-}
-
-// Options of report and map: Node's own util.parseArgs (strict), its errors turned into one short line.
-
-/** A mistake in how the command was called (exit 2). */
-export class UsageError extends Error {}
-
-type OptionSpec = Record<string, { type: 'string'; multiple?: boolean }>;
-
-export function parseOptions<T extends OptionSpec>(
-  argv: readonly string[],
-  options: T,
-): { values: { [K in keyof T]?: T[K]['multiple'] extends true ? string[] : string }; positionals: string[] } {
-  try {
-    const { values, positionals } = parseArgs({
-      args: [...argv],
-      options,
-      allowPositionals: true,
-      strict: true,
-    });
-    return { values: values as never, positionals };
-  } catch (e) {
-    const code = (e as { code?: string }).code;
-    const name = /'(--?[^' <]+)/.exec(e instanceof Error ? e.message : '')?.[1] ?? '?';
-    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new UsageError(`unknown option '${name}'`);
-    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw new UsageError(`${name} needs a value`);
-    throw new UsageError(e instanceof Error ? e.message.split('\n')[0] : String(e));
   }
 }

@@ -1,0 +1,49 @@
+/**
+ * Command-line arguments: a usage error type, node's parseArgs with its
+ * errors as usage errors, and the two readers that take an option out of the
+ * list as they read it, so what is left is the positional rest.
+ */
+import { parseArgs } from 'node:util';
+
+/** The value after `name` (removed with it), or undefined when `name` is absent. */
+export function option(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const value = args[i + 1];
+  args.splice(i, 2);
+  return value;
+}
+
+/** Whether `name` is present (removed). */
+export function flag(args: string[], name: string): boolean {
+  const i = args.indexOf(name);
+  if (i >= 0) args.splice(i, 1);
+  return i >= 0;
+}
+
+/** A mistake in how a command was called (exit 2): the CLI prints its message with the command's usage. */
+export class UsageError extends Error {}
+
+type OptionSpec = Record<string, { type: 'string'; multiple?: boolean }>;
+
+/** Node's own util.parseArgs (strict), its errors turned into one short line (report and map). */
+export function parseOptions<T extends OptionSpec>(
+  argv: readonly string[],
+  options: T,
+): { values: { [K in keyof T]?: T[K]['multiple'] extends true ? string[] : string }; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options,
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: values as never, positionals };
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    const name = /'(--?[^' <]+)/.exec(e instanceof Error ? e.message : '')?.[1] ?? '?';
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new UsageError(`unknown option '${name}'`);
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw new UsageError(`${name} needs a value`);
+    throw new UsageError(e instanceof Error ? e.message.split('\n')[0] : String(e));
+  }
+}
