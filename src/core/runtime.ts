@@ -97,7 +97,6 @@ export const TRACED_OPERATIONS = [
   'map',
   'unmap',
   'setAccess',
-  'setHostAccess',
   'hostRead',
   'hostWrite',
   'exportFd',
@@ -654,17 +653,54 @@ export class Runtime implements Disposable {
   }
 
   /** Set access for each descriptor over the mappings that exactly tile [va, va + size). */
-  setAccess(va: number, size: number, descriptors: readonly AccessDescriptor[]): void {
+  /**
+   * Set the devices' access to [va, va + size), whole adjacent mappings, and
+   * with `host` the CPU's as well (Note [Host access] in
+   * src/backend/backend.ts): then every mapping must hold host-located
+   * memory (device memory is not-supported, as CUDA's driver answers a HOST
+   * descriptor on it). All or nothing.
+   */
+  setAccess(va: number, size: number, descriptors: readonly AccessDescriptor[], host?: Access): void {
     this.#live();
     for (const d of descriptors) {
       this.device(d.device);
       if (!isAccess(d.access)) throw vmmError('invalid-value', `access flags ${d.access}`);
+    }
+    if (host !== undefined) {
+      this.#setWithHost(va, size, descriptors, host);
+      return;
     }
     const first = this.mappingAt(va);
     if (first === undefined || first.va !== va || first.end !== va + size) {
       for (const m of this.wholeMappings(va, size)) this.#checkVmm(m);
     } else this.#checkVmm(first);
     this.#setAccess(first!, va + size, descriptors);
+  }
+
+  /** setAccess with the CPU's grant: the CPU's first, given back if a device's then fails. */
+  #setWithHost(va: number, size: number, descriptors: readonly AccessDescriptor[], host: Access): void {
+    if (!isAccess(host)) throw vmmError('invalid-value', `access flags ${host}`);
+    const mappings = this.wholeMappings(va, size);
+    for (const m of mappings) {
+      this.#checkVmm(m);
+      if (m.allocation.props.location.type !== 'host')
+        throw vmmError(
+          'not-supported',
+          `0x${m.va.toString(16)} maps device memory, which the CPU cannot reach`,
+        );
+    }
+    Transaction.run(this.#report, (tx) => {
+      this.backend.setHostAccess(va, size, host);
+      const before = mappings.map((m) => m.hostAccess);
+      for (const m of mappings) m[CORE].hostAccess = host;
+      tx.undo(() =>
+        mappings.forEach((m, i) => {
+          this.backend.setHostAccess(m.va, m.size, before[i]);
+          m[CORE].hostAccess = before[i];
+        }),
+      );
+      if (descriptors.length > 0) this.#setAccess(mappings[0], va + size, descriptors);
+    });
   }
 
   /** Set access on the contiguous live mappings from `first` up to `end`; all or nothing. */
@@ -686,27 +722,6 @@ export class Runtime implements Disposable {
       for (const d of descriptors) state.accessBits = withAccess(state.accessBits, d.device, d.access);
       if (m.end >= end) break;
     }
-  }
-
-  /**
-   * The CPU's access to [va, va + size), whole mappings of host-located
-   * memory (Note [Host access] in src/backend/backend.ts): device memory is
-   * not-supported, as CUDA's driver answers a HOST descriptor on it.
-   */
-  setHostAccess(va: number, size: number, access: Access): void {
-    this.#live();
-    if (!isAccess(access)) throw vmmError('invalid-value', `access flags ${access}`);
-    const mappings = this.wholeMappings(va, size);
-    for (const m of mappings) {
-      this.#checkVmm(m);
-      if (m.allocation.props.location.type !== 'host')
-        throw vmmError(
-          'not-supported',
-          `0x${m.va.toString(16)} maps device memory, which the CPU cannot reach`,
-        );
-    }
-    this.backend.setHostAccess(va, size, access);
-    for (const m of mappings) m[CORE].hostAccess = access;
   }
 
   /** CPU loads from host-located memory the CPU may read (Note [Host access]); no stream, no copy engine. */

@@ -63,6 +63,20 @@ const SCENARIOS: readonly Scenario[] = [
     completesAt: [3],
   },
   {
+    name: "setAccess with the CPU's grant over two host mappings (setHostAccess, then two devices)",
+    prepare: (w) => {
+      const r = w.rt.reserve(2 * G);
+      const host = { location: { type: 'host' as const, id: 0 }, handleTypes: 0, uncached: false };
+      const a = w.rt.create(G, host);
+      const b = w.rt.create(G, host);
+      w.allocations.push(a, b);
+      w.rt.map(r.base, G, a);
+      w.rt.map(r.base + G, G, b);
+      w.rt.setAccess(r.base, G, [], Access.Read);
+      return () => w.rt.setAccess(r.base, 2 * G, [RW(0), RW(1)], Access.ReadWrite);
+    },
+  },
+  {
     name: 'setAccess for two devices over two mappings',
     prepare: (w) => {
       const r = w.rt.reserve(2 * G);

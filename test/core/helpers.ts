@@ -29,12 +29,20 @@ export function snapshot(
   return {
     stats: rt.stats(),
     reservations: [...rt.reservations()].map((r) => [r.base, r.size, r.mappingCount, r.origin]),
-    mappings: [...rt.mappings()].map((m) => [m.va, m.size, m.offset, m.allocation.id, m.accessBits]),
+    mappings: [...rt.mappings()].map((m) => [
+      m.va,
+      m.size,
+      m.offset,
+      m.allocation.id,
+      m.accessBits,
+      m.hostAccess,
+    ]),
     allocations: allocations.map((a) => [a.id, a.handleRefs, a.mapRefs, a.exports, a.owner === rt]),
     pools: machine.devices.map((d) => d.pool.used),
     host: machine.host.used,
     live: machine.liveAllocations,
     resident: machine.residentBytes,
     pageTables: rt.devices.map((_, d) => backend.pageTable(d)),
+    hostPageTable: backend.hostPageTable(),
   };
 }

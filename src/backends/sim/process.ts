@@ -192,6 +192,14 @@ export class SimProcess implements Backend {
     }
   }
 
+  /** The CPU's page table: the entries it may access, in address order. */
+  hostPageTable(): { va: number; size: number; access: Access }[] {
+    const out: { va: number; size: number; access: Access }[] = [];
+    for (const e of this.#entries.values())
+      if (e.hostAccess !== 0) out.push({ va: e.va, size: e.size, access: e.hostAccess });
+    return out;
+  }
+
   /** CPU loads: no stream and no copy engine, the bytes as they are now. */
   hostRead(va: number, dst: Uint8Array): void {
     if (dst.length === 0) return;

@@ -605,16 +605,10 @@ export class AclFlavor extends VendorProcess {
     if (m.size !== n)
       return this.#bad(C.ACL_ERROR_RT_PARAM_INVALID, `size ${n} is not the mapped size ${m.size}`);
     return this.#run(() => {
-      // Host-located memory: the HOST grant is the CPU's (Note [Host access]), made before the devices'.
+      // Host-located memory: the HOST grant is the CPU's (Note [Host access]), with the devices' in one call.
       const cpu = host && m.allocation.props.location.type === 'host';
-      const before = m.hostAccess;
-      if (cpu) this.runtime.setHostAccess(va, n, Access.ReadWrite);
-      try {
-        if (descriptors.length > 0) this.runtime.setAccess(va, n, descriptors);
-      } catch (e) {
-        if (cpu) this.runtime.quietly(() => this.runtime.setHostAccess(va, n, before));
-        throw e;
-      }
+      if (cpu || descriptors.length > 0)
+        this.runtime.setAccess(va, n, descriptors, cpu ? Access.ReadWrite : undefined);
       if (host) this.#hostAccess.add(m);
     });
   }

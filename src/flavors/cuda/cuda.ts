@@ -678,27 +678,12 @@ export class CudaFlavor extends VendorProcess {
         if (m.allocation.props.location.type === 'device') return C.CUDA_ERROR_NOT_SUPPORTED;
       }
     }
-    // The CPU's grant first, then the devices'; a device grant that fails gives the CPU its old access back.
-    const hostBefore = forHost ? this.#hostAccessOf(first, reach) : undefined;
     try {
-      if (forHost) this.runtime.setHostAccess(va, reach - va, hostFlags);
-      if (descriptors.length > 0) this.runtime.setAccess(va, reach - va, descriptors);
+      this.runtime.setAccess(va, reach - va, descriptors, forHost ? hostFlags : undefined);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      if (hostBefore !== undefined)
-        for (const [m, access] of hostBefore)
-          if (m.owner === this.runtime)
-            this.runtime.quietly(() => this.runtime.setHostAccess(m.va, m.size, access));
       return this.codes.code(e);
     }
-  }
-
-  /** The CPU's access of each mapping from `first` up to `end`, to give back. */
-  #hostAccessOf(first: Mapping, end: number): [Mapping, Access][] {
-    const out: [Mapping, Access][] = [];
-    for (let m: Mapping | undefined = first; m !== undefined && m.va < end; m = this.runtime.nextMapping(m))
-      out.push([m, m.hostAccess]);
-    return out;
   }
 
   cuMemGetAccess(flags: Box<number>, location: CUmemLocation, ptr: CUdeviceptr): number {

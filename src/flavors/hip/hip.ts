@@ -547,7 +547,7 @@ export class HipFlavor extends VendorProcess {
         // The CPU agent's access: granted on host-located memory (Note [Host access]); on device
         // memory the descriptor is accepted and changes nothing (host copies go through a device).
         if (!this.#allHostLocated(start, n)) continue;
-        const code = this.codes.run(() => this.runtime.setHostAccess(start, n, d.flags as Access));
+        const code = this.codes.run(() => this.runtime.setAccess(start, n, [], d.flags as Access));
         if (code !== C.hipSuccess) return code;
         continue;
       }
