@@ -95,20 +95,21 @@ export abstract class VendorProcess implements Disposable {
    * code for the refusal, and a bad pointer or buffer its invalid-value code.
    */
   hostRead(ptr: unknown, dst: unknown): number {
-    const va = toCount(ptr ?? 0);
-    const bytes = hostBytes(dst);
-    if (va <= 0 || bytes === undefined)
-      return this.codes.code(vmmError('invalid-value', 'bad pointer or buffer'));
-    return this.codes.run(() => this.runtime.hostRead(va, bytes));
+    return this.#cpu(ptr, dst, (va, bytes) => this.runtime.hostRead(va, bytes));
   }
 
   /** The store of hostRead's Note: src's bytes at `ptr`, by the CPU. */
   hostWrite(ptr: unknown, src: unknown): number {
+    return this.#cpu(ptr, src, (va, bytes) => this.runtime.hostWrite(va, bytes));
+  }
+
+  /** A CPU access of the caller's buffer at the caller's pointer, both checked first, as a vendor code. */
+  #cpu(ptr: unknown, buffer: unknown, access: (va: number, bytes: Uint8Array) => void): number {
     const va = toCount(ptr ?? 0);
-    const bytes = hostBytes(src);
+    const bytes = hostBytes(buffer);
     if (va <= 0 || bytes === undefined)
       return this.codes.code(vmmError('invalid-value', 'bad pointer or buffer'));
-    return this.codes.run(() => this.runtime.hostWrite(va, bytes));
+    return this.codes.run(() => access(va, bytes));
   }
 
   /** End the process: everything it holds is released, as at exit. Never throws. */
