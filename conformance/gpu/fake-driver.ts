@@ -20,7 +20,7 @@ import { DEVICE_PRESETS } from '../../src/backends/sim/presets.js';
 import { isVmmError } from '../../src/core/errors.js';
 import type { Access, AllocationProperties } from '../../src/core/types.js';
 import { deviceAttribute } from '../../src/flavors/cuda/attributes.js';
-import { CU_EVENT_DISABLE_TIMING } from '../../src/flavors/cuda/constants.js';
+import { CU_EVENT_DISABLE_TIMING, CU_MEM_LOCATION_TYPE_HOST } from '../../src/flavors/cuda/constants.js';
 import { CUDA_ERROR_TABLE } from '../../src/flavors/cuda/error-table.js';
 
 /** An out-parameter: a one-element array, or a typed array written in place (BigUint64Array for 64-bit values). */
@@ -207,8 +207,9 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
       code(() => {
         const descs = descsOf(encoded, count);
         for (let i = 0; i < count; i++) {
-          // Location type 2 is CU_MEM_LOCATION_TYPE_HOST: the CPU's grant (Note [Host access]).
-          if (descs[i].location.type === 2) sim.setHostAccess(ptr, size, descs[i].flags as Access);
+          // A HOST location is the CPU's grant (Note [Host access]).
+          if (descs[i].location.type === CU_MEM_LOCATION_TYPE_HOST)
+            sim.setHostAccess(ptr, size, descs[i].flags as Access);
           else sim.setAccess(ptr, size, descs[i].location.id, descs[i].flags as Access);
         }
       }),
