@@ -21,12 +21,11 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { AllocatorContext, CachingAllocator } from '../src/alloc/allocator.js';
-import { PytorchExpandableAllocator, settingsFromSnapshot } from '../src/alloc/pytorch/index.js';
+import { type PytorchAllocatorSettings, PytorchExpandableAllocator } from '../src/alloc/pytorch/index.js';
 import { type MemoryLayout, VmmkitAllocator, type VmmkitOptions } from '../src/alloc/vmmkit/index.js';
 import type { AllocatorFactory } from '../src/replay/allocators.js';
 import { loadCostTable } from '../src/replay/cost-table.js';
 import { readSnapshotFile } from '../src/replay/load.js';
-import type { PickleDict } from '../src/replay/pickle/value.js';
 import { replay } from '../src/replay/replay.js';
 import { planReplay } from '../src/replay/trace-plan.js';
 
@@ -61,7 +60,7 @@ export function vmmkitFactory(options: VmmkitOptions = {}): AllocatorFactory {
 const expandableFactory: AllocatorFactory = {
   name: 'pytorch-expandable',
   description: 'expandable segments',
-  create: (c, s) => new PytorchExpandableAllocator(c, settingsFromSnapshot(s)),
+  create: (c, s) => new PytorchExpandableAllocator(c, s),
 };
 
 /** Ratio and estimated driver time of the expandable model and of vmmkit (with `options`) on one trace. */
@@ -164,7 +163,7 @@ function vmmkitAreas(layout: MemoryLayout): Area[] {
 /** Where `make`'s memory is when its reserved bytes (or, with `of` 'requested', the requested bytes) first reach their peak on `file`. */
 function breakdownAtPeak(
   file: string,
-  make: (c: AllocatorContext, s: PickleDict | undefined) => CachingAllocator,
+  make: (c: AllocatorContext, s: PytorchAllocatorSettings) => CachingAllocator,
   areas: (a: CachingAllocator) => { areas: Area[]; pooled: number; detail?: string },
   of: 'reserved' | 'requested' = 'reserved',
 ): { bytes: Breakdown; detail: string } {
@@ -251,7 +250,7 @@ function main(argv: readonly string[]): void {
           `expandable at its peak ${of}`,
           breakdownAtPeak(
             file,
-            (c, s) => new PytorchExpandableAllocator(c, settingsFromSnapshot(s)),
+            (c, s) => new PytorchExpandableAllocator(c, s),
             (a) => ({ areas: esAreas(a as PytorchExpandableAllocator), pooled: 0 }),
             of,
           ),

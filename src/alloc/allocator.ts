@@ -26,6 +26,55 @@ export interface CachingAllocator extends Disposable {
   readonly stats: AllocatorStats;
   /** Everything held goes back to the driver. Never throws. */
   dispose(): void;
+  /**
+   * Rebuild the state the recorded allocator was in before a trace's first
+   * event (a snapshot that starts mid-run, replay/start-state.ts): its
+   * segments, the pages mapped in them, and the blocks live and free in
+   * them, as if this allocator had made them. Only on a fresh allocator (no
+   * malloc yet). Returns this allocator's address of each live block of
+   * `state` (blockId >= 0), in the order they appear (segments in order,
+   * blocks in order); undefined when this allocator cannot hold that state
+   * (another kind of allocator made it), in which case nothing changed and
+   * the caller allocates the live blocks instead. All or nothing: on a
+   * failure nothing is left held and the error is thrown. Optional: an
+   * allocator without it gets its live blocks allocated one by one.
+   */
+  restore?(state: StartState): Float64Array | undefined;
+}
+
+/**
+ * A recorded caching allocator's state at one moment, per device (what
+ * replay/start-state.ts rebuilds for the first event of a mid-run trace).
+ */
+export interface StartState {
+  readonly device: number;
+  /** In address order. */
+  readonly segments: readonly StartSegment[];
+}
+
+/** One segment: a one-step allocation (native), or an expandable segment's reserved range. */
+export interface StartSegment {
+  /** The recorded address: the segment's (native) or the reserved range's base (expandable). */
+  readonly address: number;
+  /** Bytes: the segment's (native) or the reserved range's (expandable). */
+  readonly size: number;
+  readonly stream: number;
+  readonly pool: 'small' | 'large';
+  readonly expandable: boolean;
+  /** The ranges backed by memory, in address order: the whole segment (native), the mapped pages (expandable). */
+  readonly mapped: readonly { readonly address: number; readonly size: number }[];
+  /** Blocks tiling the mapped ranges, in address order. */
+  readonly blocks: readonly StartBlock[];
+}
+
+export interface StartBlock {
+  readonly address: number;
+  /** The block's size as the allocator rounded it. */
+  readonly size: number;
+  /** The caller's request (0 for a free block). */
+  readonly requestedSize: number;
+  /** The replay plan's block id of a live block; -1 for a free one. */
+  readonly blockId: number;
 }
 
 export interface AllocatorStats {
@@ -56,24 +105,71 @@ export interface SegmentEvent {
   readonly stream: number;
 }
 
+/** The address to ask the driver for, for the next one-step segment of `size` bytes (undefined: any). */
+export interface SegmentPlacement {
+  addressFor(size: number): number | undefined;
+}
+
 /** What every allocator's constructor takes, beside its own settings. */
 export interface AllocatorContext {
   readonly runtime: Runtime;
   readonly device: number;
   /** Told of every segment event, in order (replay compares them with the recorded ones). */
   readonly onSegmentEvent?: (event: SegmentEvent) => void;
+  /**
+   * Where one-step segments go: an allocator that makes them (cudaMalloc's
+   * segments) asks for the next one's address and passes it to core's
+   * malloc as the hint (replay's Note [Recorded placement]). Absent: the
+   * driver chooses.
+   */
+  readonly placement?: SegmentPlacement;
+  /**
+   * Bytes the allocator may reserve on its device (the cap
+   * torch.cuda.set_per_process_memory_fraction sets, as bytes); absent: no
+   * cap but the device's own memory.
+   */
+  readonly memoryLimit?: number;
 }
 
-/** malloc could not be served: PyTorch's OutOfMemoryError. */
+/** What an allocator held unused when a malloc failed: the numbers an OOM message needs. */
+export interface FreeMemory {
+  /** Bytes held from the driver that no live block uses (cached; under expandable segments, on mapped pages). */
+  readonly freeBytes: number;
+  /** How many separate pieces those bytes are in. */
+  readonly freePieces: number;
+  /** The largest piece. */
+  readonly largestFreeBytes: number;
+}
+
+const NO_FREE_MEMORY: FreeMemory = Object.freeze({ freeBytes: 0, freePieces: 0, largestFreeBytes: 0 });
+
+/**
+ * malloc could not be served: PyTorch's OutOfMemoryError. It describes the
+ * allocator at the failure (after its own retries, so what they released is
+ * gone): what it held, how much of that was unused and in how many pieces,
+ * and the cap it ran under.
+ */
 export class AllocatorOutOfMemoryError extends Error {
   override readonly name = 'AllocatorOutOfMemoryError';
+  /** Bytes held that no live block uses (FreeMemory.freeBytes). */
+  readonly freeBytes: number;
+  readonly freePieces: number;
+  readonly largestFreeBytes: number;
   constructor(
     readonly requestedBytes: number,
     readonly device: number,
     readonly reservedBytes: number,
     readonly allocatedBytes: number,
-    message = `out of memory: tried to allocate ${requestedBytes} bytes on device ${device} (${reservedBytes} reserved, ${allocatedBytes} allocated)`,
+    free: FreeMemory = NO_FREE_MEMORY,
+    /** The memory limit in force (AllocatorContext.memoryLimit or a memory fraction); undefined: none. */
+    readonly limitBytes: number | undefined = undefined,
   ) {
-    super(message);
+    const allowed = limitBytes === undefined ? '' : `, ${limitBytes} allowed`;
+    super(
+      `out of memory: tried to allocate ${requestedBytes} bytes on device ${device} (${reservedBytes} reserved${allowed}, ${allocatedBytes} allocated; ${free.freeBytes} of the reserved bytes free in ${free.freePieces} pieces, the largest ${free.largestFreeBytes})`,
+    );
+    this.freeBytes = free.freeBytes;
+    this.freePieces = free.freePieces;
+    this.largestFreeBytes = free.largestFreeBytes;
   }
 }

@@ -29,6 +29,7 @@ import { cudaDemo } from './demos/cuda.js';
 import { hipDemo } from './demos/hip.js';
 import { formatBreak, INSPECT_USAGE, inspectCommand } from './inspect.js';
 import { MAP_USAGE, mapCommand } from './map.js';
+import { packageVersion } from './package-files.js';
 import { REPLAY_USAGE, replayCommand } from './replay.js';
 import { REPORT_USAGE, reportCommand } from './report.js';
 
@@ -39,12 +40,20 @@ const DEMOS = {
 } as const;
 type Flavor = keyof typeof DEMOS;
 
-const USAGE = `usage: vmmkit demo [--flavor cuda|hip|acl] [--layers vendor|generic] [--json]
-       vmmkit trace [--layers generic|vendor] [--break NAME ...] <script.mjs> [--json]
-       ${INSPECT_USAGE}
-       ${REPLAY_USAGE}
-       ${REPORT_USAGE}
-       ${MAP_USAGE}`;
+const DEMO_USAGE = 'vmmkit demo [--flavor cuda|hip|acl] [--layers vendor|generic] [--json]';
+const TRACE_USAGE = 'vmmkit trace [--layers generic|vendor] [--break NAME ...] <script.mjs> [--json]';
+
+/** Each subcommand's usage line, for `vmmkit COMMAND --help` and the overall usage. */
+const USAGES: Readonly<Record<string, string>> = {
+  demo: DEMO_USAGE,
+  trace: TRACE_USAGE,
+  inspect: INSPECT_USAGE,
+  replay: REPLAY_USAGE,
+  report: REPORT_USAGE,
+  map: MAP_USAGE,
+};
+
+const USAGE = `usage: ${Object.values(USAGES).join('\n       ')}`;
 
 /** Where the command line writes: lines to standard output and to standard error. */
 export interface CliOutput {
@@ -168,12 +177,25 @@ async function trace(io: CliOutput, args: string[]): Promise<number> {
 /** Run the command line with `argv` (without node and the script); returns the exit code. */
 export async function runCli(argv: readonly string[], io: CliOutput = CONSOLE): Promise<number> {
   const [command, ...args] = argv;
+  // --help and --version mean the same to every subcommand: an answer on stdout, exit 0.
+  if (command === '--version' || args.includes('--version')) {
+    io.out(`vmmkit ${packageVersion()}`);
+    return 0;
+  }
+  if (command === undefined || command === '--help' || command === '-h') {
+    io.out(USAGE);
+    return 0;
+  }
+  if (Object.hasOwn(USAGES, command) && (args.includes('--help') || args.includes('-h'))) {
+    io.out(`usage: ${USAGES[command]}`);
+    return 0;
+  }
   if (command === 'demo') return demo(io, args);
   if (command === 'trace') return trace(io, args);
   if (command === 'replay') return replayCommand(io, args);
   if (command === 'report') return reportCommand(io, args);
   if (command === 'map') return mapCommand(io, args);
   if (command === 'inspect') return inspectCommand(io, args);
-  io.err(USAGE);
-  return command === undefined || command === '--help' || command === '-h' ? 0 : 2;
+  io.err(`unknown command '${command}'\n${USAGE}`);
+  return 2;
 }

@@ -37,3 +37,15 @@ export function findCosts(
   const path = fallback ?? packagePath(DEFAULT_COSTS);
   return path !== undefined && existsSync(path) ? loadCostTable(path) : undefined;
 }
+
+/** The package's version, from its package.json ('unknown' where that cannot be read). */
+export function packageVersion(): string {
+  const path = packagePath('package.json');
+  try {
+    return path === undefined
+      ? 'unknown'
+      : String((JSON.parse(readFileSync(path, 'utf8')) as { version?: unknown }).version);
+  } catch {
+    return 'unknown';
+  }
+}

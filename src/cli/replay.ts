@@ -1,7 +1,14 @@
 /**
- * `vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json]
- *                [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--sim-addresses]
- *                [--export DIR]`
+ * `vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE]
+ *                [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom]
+ *                [--no-empty-cache] [--sim-addresses] [--export DIR]`
+ *
+ * --alloc-conf replays as if PYTORCH_CUDA_ALLOC_CONF had held CONF (parsed
+ * as PyTorch 2.11 parses it; a string PyTorch refuses is one line and exit
+ * 2), and adds the `pytorch` allocator (PyTorch exactly as CONF configures
+ * it) to the default list. --memory-limit caps every allocator's reserved
+ * bytes per device, as set_per_process_memory_fraction would; each run then
+ * says in words whether and where it ran out of memory.
  *
  * What would this recorded workload's memory look like under each allocator?
  * Reads a PyTorch memory snapshot, replays its trace through each allocator
@@ -22,7 +29,9 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { AllocConfError, parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
 import {
+  ALLOCATOR_REGISTRY,
   type AllocatorFactory,
   type AllocatorRegistry,
   DEFAULT_ALLOCATORS,
@@ -34,14 +43,18 @@ import { exportRun } from '../replay/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/fidelity.js';
 import { readSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
+import { recordedReserved } from '../replay/recorded.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
 import { planReplay } from '../replay/trace-plan.js';
+import { recordedOomLines, verdictLines } from '../replay/verdict.js';
+import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
+import { formatBytes } from '../util/format.js';
 import { flag, option as optionValue, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { findCosts } from './package-files.js';
 
 export const REPLAY_USAGE =
-  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--sim-addresses] [--export DIR]';
+  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--sim-addresses] [--export DIR]';
 
 export interface ReplayCliOptions {
   /** The allocators by name (default: DEFAULT_ALLOCATORS). */
@@ -83,17 +96,13 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
     names.push(name);
   const costsPath = option(args, '--costs');
   const exportDir = option(args, '--export');
+  const allocConf = option(args, '--alloc-conf');
+  const limitText = option(args, '--memory-limit');
   const unknown = args.find((a) => a.startsWith('--'));
   if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
   if (args.length !== 1)
     throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
-  let allocators: AllocatorFactory[];
-  try {
-    allocators = selectAllocators(names, options.registry ?? DEFAULT_ALLOCATORS);
-  } catch (e) {
-    throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
-  }
-  if (allocators.length === 0) throw new Error('no allocators are registered');
+  const { allocators, memoryLimit } = whatIf(names, allocConf, limitText, options.registry);
 
   const costs = findCosts(costsPath, options.defaultCosts);
   if (costs === undefined && !json)
@@ -108,6 +117,8 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
     stopAtOom,
     recordedAddresses,
     keepEvents: fidelity || exportDir !== undefined,
+    allocConf,
+    memoryLimit,
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
   io.progress?.(-1);
@@ -127,6 +138,47 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   if (json) io.out(JSON.stringify(toJson(result, costs, fidelityReports)));
   else for (const line of table(result, costs, fidelityReports)) io.out(line);
   return result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
+}
+
+/**
+ * The allocators and limit of a what-if replay: the names given (or the
+ * defaults, with `pytorch` first when a configuration string is given), the
+ * string checked as PyTorch checks it, the limit read with its units. Every
+ * refusal is a UsageError (one line, exit 2).
+ */
+export function whatIf(
+  names: readonly string[],
+  allocConf: string | undefined,
+  limitText: string | undefined,
+  registry: AllocatorRegistry = ALLOCATOR_REGISTRY,
+): { allocators: AllocatorFactory[]; memoryLimit: number | undefined } {
+  let allocators: AllocatorFactory[];
+  try {
+    allocators =
+      names.length === 0 && allocConf !== undefined
+        ? selectAllocators(['pytorch', ...DEFAULT_ALLOCATORS.map((a) => a.name)], registry)
+        : selectAllocators(names, registry);
+  } catch (e) {
+    throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
+  }
+  if (allocators.length === 0) throw new Error('no allocators are registered');
+  if (allocConf !== undefined) {
+    try {
+      parseAllocConf(allocConf);
+    } catch (e) {
+      throw e instanceof AllocConfError ? new UsageError(`--alloc-conf: ${e.message}`) : e;
+    }
+  }
+  let memoryLimit: number | undefined;
+  if (limitText !== undefined) {
+    try {
+      memoryLimit = parseByteSize(limitText);
+    } catch (e) {
+      throw e instanceof ByteSizeError ? new UsageError(`--memory-limit: ${e.message}`) : e;
+    }
+    if (memoryLimit <= 0) throw new UsageError(`--memory-limit: ${limitText} is no memory at all`);
+  }
+  return { allocators, memoryLimit };
 }
 
 /** An option that must have a value: a missing one, or another option in its place, is a usage error. */
@@ -199,7 +251,11 @@ function toJson(
       recordedOoms: c((x) => x.ooms),
       inferredEmptyCaches: c((x) => x.inferredEmptyCaches),
       recordedSegmentEvents: c((x) => x.segmentAlloc + x.segmentFree + x.segmentMap + x.segmentUnmap),
+      recordedPeakReservedBytes: recordedPeak(r),
     },
+    allocConf: r.allocConf ?? null,
+    memoryLimit: r.memoryLimit ?? null,
+    settings: { ...r.settings, maxSplitSize: finite(r.settings.maxSplitSize) },
     costTable: costs === undefined ? null : { ...costs.info },
     allocators: r.allocators.map((a, i) => ({
       name: a.name,
@@ -213,6 +269,7 @@ function toJson(
       measuredDriverTimeUs: a.measuredDriverTimeUs,
       replayMs: a.replayMs,
       ooms: a.ooms,
+      firstOom: a.firstOom,
       stoppedAtOom: a.stoppedAtOom,
       placedSegments: a.placedSegments,
       error: a.error ?? null,
@@ -225,6 +282,8 @@ function toJson(
         utilization: d.utilization,
         ooms: d.ooms,
         firstOomEvent: d.firstOomEvent,
+        firstOom: d.firstOom,
+        recordedOoms: d.recordedOoms,
         deviceUsedAtPeakBytes: d.deviceUsedAtPeakBytes,
       })),
       ...(fidelity === undefined ? {} : { fidelity: fidelity[i] }),
@@ -238,6 +297,18 @@ function bytes(n: number): string {
   return n >= GiB / 10 ? `${(n / GiB).toFixed(2)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
 }
 
+/** JSON has no Infinity: PyTorch's "no limit" (SIZE_MAX) as null. */
+function finite(n: number): number | null {
+  return Number.isFinite(n) ? n : null;
+}
+
+/** What the recorded allocator reserved at its peak, from its own segment events (null: the trace has none). */
+export function recordedPeak(r: ReplayResult): number | null {
+  const runs = r.plan.devices.map((d) => recordedReserved(d));
+  if (!runs.some((x) => x.hasSegmentEvents)) return null;
+  return runs.reduce((s, x) => s + x.peakBytes, 0);
+}
+
 function table(
   r: ReplayResult,
   costs: CostTable | undefined,
@@ -247,6 +318,11 @@ function table(
   const lines = [
     `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r)} device(s) over ${(p.durationUs / 1e6).toFixed(1)} s; peak requested ${bytes(p.peakRequestedBytes)}`,
   ];
+  const recorded = recordedPeak(r);
+  if (recorded !== null)
+    lines.push(`recorded: PyTorch reserved ${formatBytes(recorded)} at its peak (its own segment events)`);
+  if (r.allocConf !== undefined) lines.push(`settings: PYTORCH_CUDA_ALLOC_CONF=${r.allocConf}`);
+  if (r.memoryLimit !== undefined) lines.push(`memory limit: ${formatBytes(r.memoryLimit)} per device`);
   if (costs !== undefined)
     lines.push(`driver costs: ${costs.info.source}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`);
   const head = [
@@ -264,6 +340,9 @@ function table(
   const fmt = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   lines.push('', fmt(head), ...rows.map(fmt));
+  const recordedOoms = recordedOomLines(r);
+  if (r.memoryLimit !== undefined || r.allocators.some((a) => a.ooms > 0) || recordedOoms.length > 0)
+    lines.push('', ...verdictLines(r), ...recordedOoms);
   if (fidelity !== undefined) {
     lines.push('');
     r.allocators.forEach((a, i) => {

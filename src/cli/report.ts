@@ -17,6 +17,7 @@ import { accessSync, constants, existsSync, statSync, writeFileSync } from 'node
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import {
+  ALLOCATOR_REGISTRY,
   type AllocatorRegistry,
   DEFAULT_ALLOCATORS,
   selectAllocators,
@@ -77,7 +78,7 @@ function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
     throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
   let allocators: ReturnType<typeof selectAllocators>;
   try {
-    allocators = selectAllocators(names, options.registry ?? DEFAULT_ALLOCATORS);
+    allocators = selectAllocators(names, options.registry ?? ALLOCATOR_REGISTRY);
   } catch (e) {
     throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
   }

@@ -8,6 +8,7 @@ import type { Backend } from '../backend/backend.js';
 import { CudaBackend, type CudaBackendOptions } from '../backends/cuda/backend.js';
 import { Machine, type MachineOptions } from '../backends/sim/machine.js';
 import { warn } from '../core/errors.js';
+import type { RuntimeObserver } from '../core/observer.js';
 import { Runtime } from '../core/runtime.js';
 import type { Tracer } from '../core/trace.js';
 
@@ -26,6 +27,8 @@ export interface ProcessOptions extends MachineOptions {
   readonly tracer?: Tracer;
   /** Where dispose() and internal problems report instead of throwing (default: console.warn). */
   readonly report?: (message: string, error?: unknown) => void;
+  /** Told of every core operation, before and after (Note [Runtime observers], src/core/observer.ts). */
+  readonly observers?: readonly RuntimeObserver[];
 }
 
 /** A process: its runtime, and its machine when it is simulated. */
@@ -45,23 +48,23 @@ export const DEFAULT_DEVICES = ['H200'] as const;
 
 export function createProcess(options: ProcessOptions = {}): VmmProcess {
   const report = options.report ?? warn;
-  const { backend = 'sim', tracer } = options;
+  const { backend = 'sim', tracer, observers } = options;
   if (backend !== 'sim' && options.machine !== undefined)
     throw new TypeError('a simulated machine can be joined only with the simulated backend');
   if (typeof backend === 'object') {
     if (options.devices !== undefined) throw new TypeError('devices are the given backend’s own');
-    return { runtime: new Runtime(backend, { tracer, report }), machine: undefined, report };
+    return { runtime: new Runtime(backend, { tracer, report, observers }), machine: undefined, report };
   }
   if (backend === 'cuda') {
     if (options.devices !== undefined) throw new TypeError("backend 'cuda' uses the machine's real devices");
     // Throws CudaDriverUnavailableError where there is no libcuda.
     const cuda = new CudaBackend({ ...options.cuda, tracer, report });
-    return { runtime: new Runtime(cuda, { tracer, report }), machine: undefined, report };
+    return { runtime: new Runtime(cuda, { tracer, report, observers }), machine: undefined, report };
   }
   if (backend !== 'sim')
     throw new TypeError(`unknown backend ${String(backend)}: 'sim', 'cuda' or a Backend`);
   const machine = options.machine ?? new Machine({ devices: DEFAULT_DEVICES, ...options });
-  const runtime = new Runtime(machine.spawn({ tracer }), { tracer, report });
+  const runtime = new Runtime(machine.spawn({ tracer }), { tracer, report, observers });
   return { runtime, machine, report };
 }
 

@@ -4,6 +4,7 @@ import { isMultipleOf, isPowerOfTwo } from '../util/integers.js';
 import { OrderedMap } from '../util/ordered-map.js';
 import { vmmError, warn } from './errors.js';
 import { CORE, Mapping, PhysicalAllocation, Reservation } from './objects.js';
+import { observeRuntime, type RuntimeObserver } from './observer.js';
 import { instrument, type MethodsListed, type Tracer } from './trace.js';
 import { Transaction } from './transaction.js';
 import {
@@ -22,6 +23,8 @@ export interface RuntimeOptions {
   readonly tracer?: Tracer;
   /** Where dispose() and finalisers report problems instead of throwing. */
   readonly report?: (message: string, error?: unknown) => void;
+  /** Told of every operation, before and after it runs (Note [Runtime observers], observer.ts). */
+  readonly observers?: readonly RuntimeObserver[];
 }
 
 export interface AccessDescriptor {
@@ -221,6 +224,8 @@ export class Runtime implements Disposable {
     if (this.devices.length > MAX_DEVICES)
       throw new RangeError(`vmmkit handles at most ${MAX_DEVICES} devices`);
     this.#report = options.report ?? warn;
+    if (options.observers !== undefined && options.observers.length > 0)
+      observeRuntime(this, options.observers, TRACED_OPERATIONS);
     if (options.tracer) instrument(this, 'core', options.tracer, TRACED_OPERATIONS);
   }
 

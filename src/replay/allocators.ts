@@ -1,36 +1,48 @@
 /**
  * The allocators `vmmkit replay` knows, by name. Each entry makes one
- * allocator for one device from the context replay gives it and the trace's
- * recorded allocator_settings.
+ * allocator for one device from the context replay gives it and the PyTorch
+ * settings of the replay (the trace's recorded allocator_settings, or those
+ * a PYTORCH_CUDA_ALLOC_CONF string given to replay sets).
  */
 import type { AllocatorContext, CachingAllocator } from '../alloc/allocator.js';
 import {
+  type PytorchAllocatorSettings,
   PytorchExpandableAllocator,
   PytorchNativeAllocator,
-  settingsFromSnapshot,
 } from '../alloc/pytorch/index.js';
 import { VmmkitAllocator } from '../alloc/vmmkit/index.js';
-import type { PickleDict } from './pickle/value.js';
 
 export interface AllocatorFactory {
   readonly name: string;
   /** One line for help text. */
   readonly description: string;
-  create(context: AllocatorContext, allocatorSettings: PickleDict | undefined): CachingAllocator;
+  /** Replayed when no allocator is named (default true). */
+  readonly byDefault?: boolean;
+  create(context: AllocatorContext, settings: PytorchAllocatorSettings): CachingAllocator;
 }
 
 export type AllocatorRegistry = readonly AllocatorFactory[];
 
-export const DEFAULT_ALLOCATORS: AllocatorRegistry = [
+/** Every allocator replay knows. */
+export const ALLOCATOR_REGISTRY: AllocatorRegistry = [
+  {
+    name: 'pytorch',
+    description: "PyTorch's allocator exactly as the settings configure it (expandable segments or not)",
+    byDefault: false,
+    create: (context, settings) =>
+      settings.expandableSegments
+        ? new PytorchExpandableAllocator(context, settings)
+        : new PytorchNativeAllocator(context, settings),
+  },
   {
     name: 'pytorch-native',
     description: "PyTorch's native CUDA caching allocator (cudaMalloc'd segments, best fit, splitting)",
-    create: (context, settings) => new PytorchNativeAllocator(context, settingsFromSnapshot(settings)),
+    create: (context, settings) => new PytorchNativeAllocator(context, settings),
   },
   {
     name: 'pytorch-expandable',
     description: "PyTorch's expandable segments (one growing VA range per stream and pool)",
-    create: (context, settings) => new PytorchExpandableAllocator(context, settingsFromSnapshot(settings)),
+    create: (context, settings) => new PytorchExpandableAllocator(context, settings),
   },
   {
     name: 'vmmkit',
@@ -39,13 +51,22 @@ export const DEFAULT_ALLOCATORS: AllocatorRegistry = [
   },
 ];
 
+/** Those replayed when none is named: the two PyTorch models (each in its own mode) and vmmkit's. */
+export const DEFAULT_ALLOCATORS: AllocatorRegistry = ALLOCATOR_REGISTRY.filter((a) => a.byDefault !== false);
+
 export class UnknownAllocatorError extends Error {
   override readonly name = 'UnknownAllocatorError';
 }
 
-/** The entries named, in the order named (all of them when none is); an unknown name is an error listing the known ones. */
-export function selectAllocators(names: readonly string[], registry: AllocatorRegistry): AllocatorFactory[] {
-  if (names.length === 0) return [...registry];
+/**
+ * The entries named, in the order named (when none is, every entry replayed
+ * by default); an unknown name is an error listing the known ones.
+ */
+export function selectAllocators(
+  names: readonly string[],
+  registry: AllocatorRegistry = ALLOCATOR_REGISTRY,
+): AllocatorFactory[] {
+  if (names.length === 0) return registry.filter((r) => r.byDefault !== false);
   return names.map((n) => {
     const f = registry.find((r) => r.name === n);
     if (f === undefined) {

@@ -3,20 +3,18 @@
  * them with a CostTable (and, on a real GPU, times them).
  *
  * Note [Outermost calls]: core's one-step malloc reserves, creates, maps and
- * grants access inside itself, as cuMemAlloc does inside the driver; counting
- * those inner steps would charge one cuMemAlloc as five calls. The meter
- * wraps the Runtime's own methods on that one instance (as trace.ts's
- * instrument does) and keeps a depth: only a call made at depth 0 is counted,
- * so a call core makes on itself is part of the call that made it.
+ * grants access inside itself, as cuMemAlloc does inside the driver, and is
+ * one driver call (cuMemAlloc), not five. The meter is a RuntimeObserver
+ * (Note [Runtime observers], src/core/observer.ts), given to the runtime when
+ * it is made; it sees the calls the allocator made, and counts only those at
+ * depth 0, so an operation ever built on another would still count once.
  *
- * Metering is cheap: one wrapper per method with the method's own arity (no
- * rest arrays), counts in typed arrays, and performance.now only when
- * measuring.
+ * Metering is cheap: a switch per call, counts in typed arrays, and
+ * performance.now only when measuring.
  */
 
-import type { Mapping, PhysicalAllocation, Reservation } from '../core/objects.js';
-import type { AccessDescriptor, ReserveOptions, Runtime } from '../core/runtime.js';
-import type { AllocationProperties } from '../core/types.js';
+import type { CallOutcome, RuntimeCall, RuntimeObserver } from '../core/observer.js';
+import type { Runtime } from '../core/runtime.js';
 import { type CostTable, CostTableError, DRIVER_CALLS, type DriverCall } from './cost-table.js';
 
 const RESERVE = 0;
@@ -39,120 +37,76 @@ export interface DriverUse {
   readonly measuredUs: number | null;
 }
 
-export class DriverMeter {
+export class DriverMeter implements RuntimeObserver {
   readonly #counts = new Float64Array(DRIVER_CALLS.length);
   readonly #estimated = new Float64Array(DRIVER_CALLS.length);
   readonly #measured = new Float64Array(DRIVER_CALLS.length);
   #missing = 0;
-  #depth = 0;
   #total = 0;
-  readonly #runtime: Runtime;
-  readonly #names: string[] = [];
+  /** The driver call of the outermost call in progress (-1: none, or one the meter does not count). */
+  #current = -1;
+  #start = 0;
 
   /**
-   * Start metering `runtime`. With `measure`, each outermost call's wall time
-   * is taken too (for a real GPU; on the simulator it would time JavaScript).
+   * A meter to give a runtime as an observer (`createProcess({ observers: [meter] })`).
+   * With `measure`, each outermost call's wall time is taken too (for a real
+   * GPU; on the simulator it would time JavaScript).
    */
   constructor(
-    runtime: Runtime,
     readonly costs: CostTable | undefined,
     readonly measure: boolean,
-  ) {
-    this.#runtime = runtime;
-    const rt = runtime;
-    const { reserve, free, create, release, map, unmap, setAccess, malloc, mfree, synchronize } = runtime;
-    this.#install('reserve', (size: number, options?: ReserveOptions) => {
-      const t = this.#enter(RESERVE, size);
-      try {
-        return reserve.call(rt, size, options);
-      } finally {
-        this.#exit(RESERVE, t);
-      }
-    });
-    this.#install('free', (r: Reservation) => {
-      const t = this.#enter(ADDRESS_FREE, r?.size ?? 0);
-      try {
-        return free.call(rt, r);
-      } finally {
-        this.#exit(ADDRESS_FREE, t);
-      }
-    });
-    this.#install('create', (size: number, props: AllocationProperties) => {
-      const t = this.#enter(CREATE, size);
-      try {
-        return create.call(rt, size, props);
-      } finally {
-        this.#exit(CREATE, t);
-      }
-    });
-    this.#install('release', (a: PhysicalAllocation) => {
-      const t = this.#enter(RELEASE, a?.size ?? 0);
-      try {
-        return release.call(rt, a);
-      } finally {
-        this.#exit(RELEASE, t);
-      }
-    });
-    this.#install('map', (va: number, size: number, a: PhysicalAllocation, offset?: number) => {
-      const t = this.#enter(MAP, size);
-      try {
-        return map.call(rt, va, size, a, offset) as Mapping;
-      } finally {
-        this.#exit(MAP, t);
-      }
-    });
-    this.#install('unmap', (va: number, size: number) => {
-      const t = this.#enterPerHandle(UNMAP, va, size);
-      try {
-        return unmap.call(rt, va, size);
-      } finally {
-        this.#exit(UNMAP, t);
-      }
-    });
-    this.#install('setAccess', (va: number, size: number, descriptors: readonly AccessDescriptor[]) => {
-      const t = this.#enterPerHandle(SET_ACCESS, va, size);
-      try {
-        return setAccess.call(rt, va, size, descriptors);
-      } finally {
-        this.#exit(SET_ACCESS, t);
-      }
-    });
-    this.#install('malloc', (device: number, size: number) => {
-      const t = this.#enter(ALLOC, size);
-      try {
-        return malloc.call(rt, device, size);
-      } finally {
-        this.#exit(ALLOC, t);
-      }
-    });
-    this.#install('mfree', (va: number) => {
-      const t = this.#depth === 0 ? this.#enter(FREE, rt.reservationAt(va)?.size ?? 0) : this.#enter(FREE, 0);
-      try {
-        return mfree.call(rt, va);
-      } finally {
-        this.#exit(FREE, t);
-      }
-    });
-    this.#install('synchronize', (device?: number) => {
-      const t = this.#enter(SYNCHRONIZE, 0);
-      try {
-        return synchronize.call(rt, device);
-      } finally {
-        this.#exit(SYNCHRONIZE, t);
-      }
-    });
+  ) {}
+
+  before(call: RuntimeCall, runtime: Runtime): void {
+    if (call.depth > 0) return;
+    switch (call.op) {
+      case 'reserve':
+        this.#enter(RESERVE, call.args[0]);
+        return;
+      case 'free':
+        this.#enter(ADDRESS_FREE, call.args[0]?.size ?? 0);
+        return;
+      case 'create':
+        this.#enter(CREATE, call.args[0]);
+        return;
+      case 'release':
+        this.#enter(RELEASE, call.args[0]?.size ?? 0);
+        return;
+      case 'map':
+        this.#enter(MAP, call.args[1]);
+        return;
+      case 'unmap':
+        this.#enterPerHandle(UNMAP, runtime, call.args[0], call.args[1]);
+        return;
+      case 'setAccess':
+        this.#enterPerHandle(SET_ACCESS, runtime, call.args[0], call.args[1]);
+        return;
+      case 'malloc':
+        this.#enter(ALLOC, call.args[1]);
+        return;
+      case 'mfree':
+        this.#enter(FREE, runtime.reservationAt(call.args[0])?.size ?? 0);
+        return;
+      case 'synchronize':
+        this.#enter(SYNCHRONIZE, 0);
+        return;
+    }
   }
 
-  #install(name: string, wrapper: (...args: never[]) => unknown): void {
-    (this.#runtime as unknown as Record<string, unknown>)[name] = wrapper;
-    this.#names.push(name);
+  after(call: RuntimeCall, _outcome: CallOutcome): void {
+    if (call.depth > 0 || this.#current < 0) return;
+    if (this.measure) this.#measured[this.#current] += (performance.now() - this.#start) * 1000;
+    this.#current = -1;
   }
 
-  /** Returns the start time (0 when not measuring), or -1 for a nested call. */
-  #enter(call: number, bytes: number): number {
-    if (this.#depth++ > 0) return -1;
+  #enter(call: number, bytes: number): void {
     this.#count(call, (costs) => costs.estimate(call, bytes));
-    return this.measure ? performance.now() : 0;
+    this.#begin(call);
+  }
+
+  #begin(call: number): void {
+    this.#current = call;
+    if (this.measure) this.#start = performance.now();
   }
 
   /** Count one outermost call, priced by `price` when there is a table that knows the call. */
@@ -174,19 +128,13 @@ export class DriverMeter {
    * once, and is priced as the sum of the table's price for each mapping in
    * its range at that mapping's size.
    */
-  #enterPerHandle(call: number, va: number, size: number): number {
-    if (this.#depth++ > 0) return -1;
+  #enterPerHandle(call: number, runtime: Runtime, va: number, size: number): void {
     this.#count(call, (costs) => {
       let us = 0;
-      for (const m of this.#runtime.mappingsIn(va, size)) us += costs.estimate(call, m.size);
+      for (const m of runtime.mappingsIn(va, size)) us += costs.estimate(call, m.size);
       return us;
     });
-    return this.measure ? performance.now() : 0;
-  }
-
-  #exit(call: number, start: number): void {
-    this.#depth--;
-    if (start >= 0 && this.measure) this.#measured[call] += (performance.now() - start) * 1000;
+    this.#begin(call);
   }
 
   /** What was counted so far. Throws CostTableError when a call made is missing from the cost table. */
@@ -213,11 +161,5 @@ export class DriverMeter {
   /** Calls by driver name so far (every call listed, zero included). */
   calls(): Record<DriverCall, number> {
     return Object.fromEntries(DRIVER_CALLS.map((c, i) => [c, this.#counts[i]])) as Record<DriverCall, number>;
-  }
-
-  /** Put the Runtime's own methods back. */
-  detach(): void {
-    for (const name of this.#names) delete (this.#runtime as unknown as Record<string, unknown>)[name];
-    this.#names.length = 0;
   }
 }

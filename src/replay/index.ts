@@ -4,6 +4,7 @@
  * calls, compare their segment events with the recording.
  */
 export {
+  ALLOCATOR_REGISTRY,
   type AllocatorFactory,
   type AllocatorRegistry,
   DEFAULT_ALLOCATORS,
@@ -33,7 +34,7 @@ export {
   pickle,
   unpickle,
 } from './pickle/index.js';
-export { type Placement, placeAtRecordedAddresses } from './placement.js';
+export { RecordedPlacement } from './placement.js';
 export {
   type AllocatorRun,
   type DeviceRun,

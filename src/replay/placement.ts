@@ -13,63 +13,72 @@
  * kv_cache_decode, 6% more reserved). The driver's choice of address is not
  * the allocator's doing, so replay makes the same choice the driver made.
  *
- * A placed allocation is core's own malloc with the recorded address as its
- * hint, so it is an ordinary one-step allocation in every other respect (its
- * mfree is core's). The wrapper is installed under the driver meter, which
- * still counts each as one cuMemAlloc. Where the allocator asks for a size the recording
- * does not have next, it gets an ordinary malloc and the recording waits
- * for it to catch up. Only on the simulator: on a GPU the real cuMemAlloc
- * is the thing measured.
+ * Placement is an explicit part of the allocator's context (AllocatorContext
+ * `placement`): an allocator that makes one-step segments asks it where the
+ * next one of a size goes and passes that to core's malloc as the hint, so a
+ * placed segment is an ordinary one-step allocation in every other respect
+ * (the driver meter counts it as one cuMemAlloc, its mfree is core's). Where
+ * the allocator asks for a size the recording does not have next, it gets no
+ * address and the recording waits for it to catch up. Only on the simulator:
+ * on a GPU the real cuMemAlloc is the thing measured. The placement also
+ * watches the runtime (a RuntimeObserver) to count the segments that landed
+ * where the recording had them.
  */
+import type { SegmentPlacement } from '../alloc/allocator.js';
 import type { Reservation } from '../core/objects.js';
+import type { CallOutcome, RuntimeCall, RuntimeObserver } from '../core/observer.js';
 import type { Runtime } from '../core/runtime.js';
 import { Action } from './snapshot.js';
 import type { TracePlan } from './trace-plan.js';
 
-export interface Placement {
-  /** One-step allocations served at a recorded address so far. */
-  readonly placed: number;
-  /** Put the Runtime's own malloc and mfree back. */
-  restore(): void;
+/** One device's recorded segment_alloc addresses and sizes, consumed in order. */
+interface SegmentQueue {
+  readonly addr: readonly number[];
+  readonly size: readonly number[];
+  next: number;
 }
 
-/** Serve `runtime`'s one-step allocations at the addresses `plan`'s traces recorded. */
-export function placeAtRecordedAddresses(runtime: Runtime, plan: TracePlan): Placement {
-  const queues = new Map<number, { addr: number[]; size: number[]; next: number }>();
-  for (const d of plan.devices) {
-    const q = { addr: [] as number[], size: [] as number[], next: 0 };
-    const t = d.trace;
-    for (let i = 0; i < t.length; i++) {
-      if (t.action[i] !== Action.segment_alloc) continue;
-      q.addr.push(t.addr[i]);
-      q.size.push(t.size[i]);
-    }
-    if (q.addr.length > 0) queues.set(d.device, q);
-  }
-  const rt = runtime;
-  const { malloc } = runtime;
-  const state = { placed: 0 };
-  const own = runtime as unknown as Record<string, unknown>;
-  if (queues.size === 0) return { placed: 0, restore: () => {} };
+/** The recorded segments of every device of a plan, handed out as allocators ask for them. */
+export class RecordedPlacement implements RuntimeObserver {
+  readonly #queues = new Map<number, SegmentQueue>();
+  #placed = 0;
 
-  own.malloc = (device: number, size: number): Reservation => {
-    const q = queues.get(device);
-    const info = rt.device(device);
-    const g = Math.max(info.minimumGranularity, rt.vaGranularity);
-    const rounded = Math.ceil(size / g) * g;
-    if (q === undefined || q.next >= q.addr.length || q.size[q.next] !== rounded || !(size > 0))
-      return malloc.call(rt, device, size);
-    const hint = q.addr[q.next++];
-    const r = malloc.call(rt, device, size, { hint });
-    if (r.base === hint) state.placed++;
-    return r;
-  };
-  return {
-    get placed() {
-      return state.placed;
-    },
-    restore: () => {
-      delete own.malloc;
-    },
-  };
+  constructor(plan: TracePlan) {
+    for (const d of plan.devices) {
+      const addr: number[] = [];
+      const size: number[] = [];
+      const t = d.trace;
+      for (let i = 0; i < t.length; i++) {
+        if (t.action[i] !== Action.segment_alloc) continue;
+        addr.push(t.addr[i]);
+        size.push(t.size[i]);
+      }
+      if (addr.length > 0) this.#queues.set(d.device, { addr, size, next: 0 });
+    }
+  }
+
+  /** One-step allocations served at their recorded address so far. */
+  get placed(): number {
+    return this.#placed;
+  }
+
+  /** What an allocator of `device` on `runtime` is given as its context's placement. */
+  forDevice(runtime: Runtime, device: number): SegmentPlacement | undefined {
+    const q = this.#queues.get(device);
+    if (q === undefined) return undefined;
+    const g = Math.max(runtime.device(device).minimumGranularity, runtime.vaGranularity);
+    return {
+      addressFor: (size: number): number | undefined => {
+        const rounded = Math.ceil(size / g) * g;
+        if (q.next >= q.addr.length || q.size[q.next] !== rounded || !(size > 0)) return undefined;
+        return q.addr[q.next++];
+      },
+    };
+  }
+
+  after(call: RuntimeCall, outcome: CallOutcome): void {
+    if (call.op !== 'malloc' || call.depth > 0 || !outcome.ok) return;
+    const hint = call.args[2]?.hint;
+    if (hint !== undefined && (outcome.result as Reservation).base === hint) this.#placed++;
+  }
 }

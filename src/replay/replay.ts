@@ -9,11 +9,31 @@
  *   free_requested  -> nothing (the recorded allocator still holds the block)
  *   segment_*       -> nothing: the recorded allocator's own actions, kept for
  *                      comparison (fidelity.ts)
- *   snapshot, oom   -> nothing; oom is counted in the trace's numbers
+ *   oom             -> malloc(size, stream) too: the request PyTorch failed
+ *                      (Note [Recorded OOMs])
+ *   snapshot        -> nothing
  * Blocks live before the trace began are allocated first (trace-plan.ts,
  * Note [Started mid-run]), and empty_cache() is called where the recorded
  * allocator's segment frees show the program called it (Note [Inferred
  * empty_cache]).
+ *
+ * What-if replay: `allocConf` replaces the snapshot's recorded allocator
+ * settings with a PYTORCH_CUDA_ALLOC_CONF string, parsed as PyTorch parses
+ * it, for every PyTorch model; `memoryLimit` caps each allocator's reserved
+ * bytes on each device as set_per_process_memory_fraction would, and each
+ * allocator meets the cap where its own rules do (retries, releases). The
+ * first OOM of each run is reported with the state it met.
+ *
+ * Note [Recorded OOMs]: a trace that ended in torch.OutOfMemoryError holds
+ * the failed request only as an `oom` action (its size is the rounded
+ * request, which rounds to itself again). Replay asks each allocator for it,
+ * so a run under other settings says whether it would have succeeded. The
+ * program never had that block, so a block that was served is freed at
+ * once: what the program would have done with it is not in the trace.
+ *
+ * Watching: `onStep` is told of every allocator call replay makes, with the
+ * event it serves (the report's recorder draws from it), and the runtime is
+ * watched only through core's observers (Note [Runtime observers]).
  *
  * An allocator that runs out of memory (AllocatorOutOfMemoryError) is
  * treated as PyTorch's caller would see it: the OOM is counted, that block
@@ -22,6 +42,8 @@
  * run; the result carries the message and the other allocators still run.
  */
 import { AllocatorOutOfMemoryError, type CachingAllocator, type SegmentEvent } from '../alloc/allocator.js';
+import { parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
+import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../alloc/pytorch/settings.js';
 import {
   createProcess,
   DEVICE_PRESETS,
@@ -33,7 +55,7 @@ import type { Runtime } from '../core/runtime.js';
 import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
-import { placeAtRecordedAddresses } from './placement.js';
+import { RecordedPlacement } from './placement.js';
 import { Action, type MemorySnapshot } from './snapshot.js';
 import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
 
@@ -69,6 +91,64 @@ export interface ReplayOptions {
    * addresses (default true; placement.ts, Note [Recorded placement]).
    */
   readonly recordedAddresses?: boolean;
+  /**
+   * A PYTORCH_CUDA_ALLOC_CONF string that replaces the snapshot's recorded
+   * settings for the PyTorch models (parsed as PyTorch 2.11 does; an
+   * AllocConfError when PyTorch would refuse it).
+   */
+  readonly allocConf?: string;
+  /** Bytes each allocator may reserve on each device (set_per_process_memory_fraction's cap); none by default. */
+  readonly memoryLimit?: number;
+  /** Told of every allocator call replay makes, after it returns (the report's recorder). */
+  readonly onStep?: (step: ReplayStep) => void;
+}
+
+/** One allocator call of a replay, as onStep is told of it. */
+export interface ReplayStep {
+  /** Index of the allocator in ReplayOptions.allocators. */
+  readonly run: number;
+  readonly device: number;
+  /** The trace event served; -1 while allocating the blocks live before the trace. */
+  readonly event: number;
+  /** start: a block live before the trace; oom-request: a recorded oom's request (Note [Recorded OOMs]). */
+  readonly kind: 'start' | 'alloc' | 'free' | 'empty-cache' | 'oom-request';
+  /** The plan's block id (start, alloc, free); -1 otherwise. */
+  readonly block: number;
+  /** The block's address in this run (start, alloc, free); NaN when the malloc failed or there is none. */
+  readonly address: number;
+  /** Whether the call ran out of memory. */
+  readonly failed: boolean;
+  readonly allocator: CachingAllocator;
+  readonly runtime: Runtime;
+  /** Outermost driver calls of this run so far (Note [Outermost calls]). */
+  readonly driverCalls: number;
+}
+
+/** The first request an allocator could not serve, and what it held then. */
+export interface OomVerdict {
+  readonly device: number;
+  /** Index of the event in the device's trace (-1: while allocating the blocks live before the trace). */
+  readonly event: number;
+  /** Bytes asked for (the caller's request). */
+  readonly bytes: number;
+  /** The event's time_us (NaN when the trace has none). */
+  readonly timeUs: number;
+  /** Whether the request was the trace's own recorded oom (Note [Recorded OOMs]). */
+  readonly recorded: boolean;
+  readonly reservedBytes: number;
+  readonly allocatedBytes: number;
+  /** Reserved bytes no block held, in how many pieces, the largest; null when the allocator does not say. */
+  readonly freeBytes: number | null;
+  readonly freePieces: number | null;
+  readonly largestFreeBytes: number | null;
+}
+
+/** A trace's recorded oom request, replayed (Note [Recorded OOMs]). */
+export interface RecordedOomOutcome {
+  readonly event: number;
+  readonly bytes: number;
+  /** Whether this allocator served it. */
+  readonly served: boolean;
 }
 
 /** A segment event an allocator made, with the trace event it made it in (-1: while rebuilding the start state). */
@@ -90,6 +170,10 @@ export interface DeviceRun {
   readonly ooms: number;
   /** Index of the first event whose malloc ran out of memory; -1 if none (or while rebuilding the start). */
   readonly firstOomEvent: number;
+  /** The first request this allocator could not serve on this device, or null. */
+  readonly firstOom: OomVerdict | null;
+  /** The trace's own oom requests and whether this allocator served them. */
+  readonly recordedOoms: readonly RecordedOomOutcome[];
   /** Empty unless keepEvents. */
   readonly segmentEvents: readonly ReplaySegmentEvent[];
   /** Our address of each block (plan's block ids); NaN for a block never allocated. Empty unless keepEvents. */
@@ -121,6 +205,8 @@ export interface AllocatorRun {
   readonly measuredDriverTimeUs: number | null;
   readonly replayMs: number;
   readonly ooms: number;
+  /** The run's first OOM (the earliest device's, in the order devices ran), or null. */
+  readonly firstOom: OomVerdict | null;
   /** True when stopAtOom ended the run. */
   readonly stoppedAtOom: boolean;
   /** Why the run ended early, if it did for any reason but stopAtOom. */
@@ -135,6 +221,10 @@ export interface AllocatorRun {
 export interface ReplayResult {
   readonly plan: TracePlan;
   readonly allocators: readonly AllocatorRun[];
+  /** The settings the PyTorch models ran with: allocConf's when given, else the snapshot's recorded ones. */
+  readonly settings: PytorchAllocatorSettings;
+  readonly allocConf: string | undefined;
+  readonly memoryLimit: number | undefined;
 }
 
 const PROGRESS_EVERY = 1 << 16;
@@ -147,11 +237,25 @@ export function replay(snapshot: MemorySnapshot, options: ReplayOptions): Replay
       inferEmptyCache: options.inferEmptyCache,
       deviceMemory: deviceMemory(options.device ?? 'H200'),
     });
+  const settings = replaySettings(snapshot, options.allocConf);
+  const limit = options.memoryLimit;
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
+    throw new ReplayError(`the memory limit must be a positive whole number of bytes, not ${limit}`);
   const total = plan.events * options.allocators.length;
   const progress = { done: 0, total, report: options.onProgress };
-  const allocators = options.allocators.map((f) => runOne(snapshot, plan, f, options, progress));
+  const allocators = options.allocators.map((f, i) => runOne(plan, f, i, settings, options, progress));
   options.onProgress?.(total, total);
-  return { plan, allocators };
+  return { plan, allocators, settings, allocConf: options.allocConf, memoryLimit: limit };
+}
+
+/** The PyTorch settings of a replay: the given configuration string's, else the snapshot's recorded ones. */
+export function replaySettings(
+  snapshot: MemorySnapshot,
+  allocConf: string | undefined,
+): PytorchAllocatorSettings {
+  return allocConf === undefined
+    ? settingsFromSnapshot(snapshot.allocatorSettings)
+    : parseAllocConf(allocConf).settings;
 }
 
 function deviceMemory(d: DevicePreset | DeviceSpec): number {
@@ -164,10 +268,24 @@ interface Progress {
   readonly report: ((done: number, total: number) => void) | undefined;
 }
 
+/** What every device's run of one allocator shares. */
+interface RunContext {
+  readonly runtime: Runtime;
+  readonly factory: AllocatorFactory;
+  readonly index: number;
+  readonly settings: PytorchAllocatorSettings;
+  readonly options: ReplayOptions;
+  readonly progress: Progress;
+  readonly meter: DriverMeter;
+  readonly placement: RecordedPlacement | undefined;
+  readonly made: CachingAllocator[];
+}
+
 function runOne(
-  snapshot: MemorySnapshot,
   plan: TracePlan,
   factory: AllocatorFactory,
+  index: number,
+  settings: PytorchAllocatorSettings,
   options: ReplayOptions,
   progress: Progress,
 ): AllocatorRun {
@@ -177,18 +295,17 @@ function runOne(
     warnings.push(error instanceof Error ? `${message}: ${error.message}` : message);
   const deviceCount = Math.max(1, plan.devices.length);
   const start = performance.now();
+  const meter = new DriverMeter(options.costs, backend === 'cuda');
+  const placement =
+    backend === 'sim' && (options.recordedAddresses ?? true) ? new RecordedPlacement(plan) : undefined;
+  const observers = placement === undefined ? [meter] : [meter, placement];
   const proc =
     backend === 'cuda'
-      ? createProcess({ backend: 'cuda', cuda: options.cuda, report })
-      : createProcess({ devices: Array(deviceCount).fill(options.device ?? 'H200'), report });
+      ? createProcess({ backend: 'cuda', cuda: options.cuda, report, observers })
+      : createProcess({ devices: Array(deviceCount).fill(options.device ?? 'H200'), report, observers });
   const runtime = proc.runtime;
-  // Placement first, so that the meter, wrapping it, counts a placed malloc as one cuMemAlloc.
-  const placement =
-    backend === 'sim' && (options.recordedAddresses ?? true)
-      ? placeAtRecordedAddresses(runtime, plan)
-      : undefined;
-  const meter = new DriverMeter(runtime, options.costs, backend === 'cuda');
   const made: CachingAllocator[] = [];
+  const run: RunContext = { runtime, factory, index, settings, options, progress, meter, placement, made };
   const devices: DeviceRun[] = [];
   let error: string | undefined;
   let stoppedAtOom = false;
@@ -200,13 +317,13 @@ function runOne(
           `the trace uses device ${d.device}, and this machine has ${runtime.devices.length} device(s)`,
         );
       }
-      const run = runDevice(runtime, d, factory, snapshot, options, progress, made);
-      devices.push(run.result);
-      if (run.error !== undefined) {
-        error = run.error;
+      const outcome = runDevice(run, d);
+      devices.push(outcome.result);
+      if (outcome.error !== undefined) {
+        error = outcome.error;
         break;
       }
-      if (run.stoppedAtOom) {
+      if (outcome.stoppedAtOom) {
         stoppedAtOom = true;
         break;
       }
@@ -224,9 +341,7 @@ function runOne(
     error ??= e.message;
     use = { calls: meter.calls(), estimatedUs: null, measuredUs: null };
   }
-  meter.detach();
   const placedSegments = placement?.placed ?? 0;
-  placement?.restore();
   for (const a of made) {
     try {
       a.dispose();
@@ -250,6 +365,7 @@ function runOne(
     measuredDriverTimeUs: use.measuredUs,
     replayMs,
     ooms: sum((d) => d.ooms),
+    firstOom: devices.find((d) => d.firstOom !== null)?.firstOom ?? null,
     stoppedAtOom,
     error,
     warnings,
@@ -268,20 +384,16 @@ function message(e: unknown): string {
 }
 
 function runDevice(
-  runtime: Runtime,
+  run: RunContext,
   d: DevicePlan,
-  factory: AllocatorFactory,
-  snapshot: MemorySnapshot,
-  options: ReplayOptions,
-  progress: Progress,
-  made: CachingAllocator[],
 ): { result: DeviceRun; error: string | undefined; stoppedAtOom: boolean } {
+  const { runtime, options, progress, meter } = run;
   const keep = options.keepEvents ?? true;
   const segmentEvents: ReplaySegmentEvent[] = [];
   let cursor = -1;
   // What the allocator does after the last event (its teardown) is not part of the run.
   let recording = keep;
-  const allocator = factory.create(
+  const allocator = run.factory.create(
     {
       runtime,
       device: d.device,
@@ -297,18 +409,35 @@ function runDevice(
               });
           }
         : undefined,
+      placement: run.placement?.forDevice(runtime, d.device),
+      memoryLimit: options.memoryLimit,
     },
-    snapshot.allocatorSettings,
+    run.settings,
   );
-  made.push(allocator);
+  run.made.push(allocator);
   const ours = new Float64Array(keep ? d.blockCount : 0).fill(Number.NaN);
   const live = new Float64Array(d.blockCount);
   const state = new Uint8Array(d.blockCount);
+  const recordedOoms: RecordedOomOutcome[] = [];
   let ooms = 0;
-  let firstOomEvent = -1;
+  let firstOom: OomVerdict | null = null;
   let error: string | undefined;
   let stoppedAtOom = false;
   const stopAtOom = options.stopAtOom ?? false;
+  const onStep = options.onStep;
+  const step = (kind: ReplayStep['kind'], block: number, address: number, failed: boolean): void =>
+    onStep?.({
+      run: run.index,
+      device: d.device,
+      event: cursor,
+      kind,
+      block,
+      address,
+      failed,
+      allocator,
+      runtime,
+      driverCalls: meter.total,
+    });
   // Note [Device memory at the peak]: the model's reserved bytes are its own
   // books; the driver's used memory is the ground truth. Sampling memoryInfo
   // at each new reserved peak (rare: only when the allocator takes memory)
@@ -325,28 +454,37 @@ function runDevice(
     deviceUsedAtPeak = usedBytes(runtime, d.device) - usedBefore;
   };
 
-  /** malloc for block `id`; false when the run must end (stopAtOom). */
-  const allocate = (id: number, size: number, stream: number): boolean => {
+  /** malloc(size, stream); the address, or NaN when it ran out of memory (counted, the first one kept). */
+  const request = (size: number, stream: number, recorded: boolean): number => {
     try {
       const a = allocator.malloc(size, stream);
       if (measure) samplePeak();
+      return a;
+    } catch (e) {
+      if (!(e instanceof AllocatorOutOfMemoryError)) throw e;
+      ooms++;
+      firstOom ??= oomVerdict(e, d, cursor, size, recorded);
+      return Number.NaN;
+    }
+  };
+
+  /** malloc for block `id`; false when the run must end (stopAtOom). */
+  const allocate = (id: number, kind: 'start' | 'alloc'): boolean => {
+    const a = request(d.blockSize[id], d.blockStream[id], false);
+    const failed = Number.isNaN(a);
+    if (failed) state[id] = BlockState.failed;
+    else {
       live[id] = a;
       if (keep) ours[id] = a;
       state[id] = BlockState.live;
-      return true;
-    } catch (e) {
-      if (!(e instanceof AllocatorOutOfMemoryError)) throw e;
-      state[id] = BlockState.failed;
-      ooms++;
-      if (firstOomEvent < 0 && cursor >= 0) firstOomEvent = cursor;
-      return !stopAtOom;
     }
+    step(kind, id, a, failed);
+    return !(failed && stopAtOom);
   };
 
   try {
     for (let k = 0; k < d.initialBlocks.length && !stoppedAtOom; k++) {
-      const id = d.initialBlocks[k];
-      stoppedAtOom = !allocate(id, d.blockSize[id], d.blockStream[id]);
+      stoppedAtOom = !allocate(d.initialBlocks[k], 'start');
     }
     const { action, size, stream } = d.trace;
     const blockOf = d.blockOf;
@@ -358,17 +496,26 @@ function runDevice(
       cursor = i;
       if (i === nextEmpty) {
         allocator.emptyCache();
+        step('empty-cache', -1, Number.NaN, false);
         nextEmpty = ++e < emptyCache.length ? emptyCache[e] : -1;
       }
       const a = action[i];
       if (a === Action.alloc) {
-        stoppedAtOom = !allocate(blockOf[i], size[i], stream[i]);
+        stoppedAtOom = !allocate(blockOf[i], 'alloc');
       } else if (a === Action.free_completed) {
         const id = blockOf[i];
         if (id >= 0 && state[id] === BlockState.live) {
           allocator.free(live[id]);
           state[id] = BlockState.freed;
+          step('free', id, live[id], false);
         }
+      } else if (a === Action.oom) {
+        const got = request(size[i], stream[i], true);
+        const served = !Number.isNaN(got);
+        recordedOoms.push({ event: i, bytes: size[i], served });
+        step('oom-request', -1, got, !served);
+        if (served) allocator.free(got);
+        else if (stopAtOom) stoppedAtOom = true;
       }
       if ((i & (PROGRESS_EVERY - 1)) === PROGRESS_EVERY - 1 && progress.report !== undefined) {
         progress.report(progress.done + i + 1, progress.total);
@@ -382,6 +529,7 @@ function runDevice(
   const stats = allocator.stats;
   const peakReservedBytes = stats.peakReservedBytes;
   const peakAllocatedBytes = stats.peakAllocatedBytes;
+  const verdict = firstOom as OomVerdict | null;
   return {
     result: {
       device: d.device,
@@ -391,7 +539,9 @@ function runDevice(
       ratio: d.peakRequestedBytes > 0 ? peakReservedBytes / d.peakRequestedBytes : null,
       utilization: peakReservedBytes > 0 ? peakAllocatedBytes / peakReservedBytes : null,
       ooms,
-      firstOomEvent,
+      firstOomEvent: verdict === null ? -1 : verdict.event,
+      firstOom: verdict,
+      recordedOoms,
       segmentEvents,
       blockAddress: ours,
       blockState: state,
@@ -399,6 +549,29 @@ function runDevice(
     },
     error,
     stoppedAtOom,
+  };
+}
+
+/** The verdict of a failed request at trace event `event` of `d`. */
+function oomVerdict(
+  e: AllocatorOutOfMemoryError,
+  d: DevicePlan,
+  event: number,
+  bytes: number,
+  recorded: boolean,
+): OomVerdict {
+  const free = e as { freeBytes?: number; freePieces?: number; largestFreeBytes?: number };
+  return {
+    device: d.device,
+    event,
+    bytes,
+    timeUs: event >= 0 ? d.trace.timeUs[event] : Number.NaN,
+    recorded,
+    reservedBytes: e.reservedBytes,
+    allocatedBytes: e.allocatedBytes,
+    freeBytes: free.freeBytes ?? null,
+    freePieces: free.freePieces ?? null,
+    largestFreeBytes: free.largestFreeBytes ?? null,
   };
 }
 

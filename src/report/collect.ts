@@ -24,6 +24,10 @@ export interface RecordOptions {
   readonly costs?: CostTable;
   readonly device?: DevicePreset | DeviceSpec;
   readonly plan?: TracePlan;
+  /** A PYTORCH_CUDA_ALLOC_CONF string replacing the recorded settings (ReplayOptions.allocConf). */
+  readonly allocConf?: string;
+  /** Bytes each allocator may reserve per device (ReplayOptions.memoryLimit). */
+  readonly memoryLimit?: number;
   /** Buckets per timeline series (default 2000). */
   readonly buckets?: number;
   /** Capture the address space at each allocator's peak (default true; costs a second replay). */
@@ -53,32 +57,37 @@ export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): 
   const peakLayout = options.peakLayout ?? true;
   const passes = peakLayout ? 2 : 1;
   const report = options.onProgress;
-  const recorders = options.allocators.map((f) => new ReplayRecorder(f, plan, { buckets: options.buckets }));
-  const result = replay(snapshot, {
-    allocators: recorders.map((r) => r.factory),
-    costs: options.costs,
+  const recorder = new ReplayRecorder(plan, { buckets: options.buckets });
+  const what = {
+    allocConf: options.allocConf,
+    memoryLimit: options.memoryLimit,
     device: options.device,
     plan,
+  };
+  const result = replay(snapshot, {
+    ...what,
+    allocators: options.allocators,
+    costs: options.costs,
     keepEvents: options.keepEvents ?? false,
+    onStep: recorder.onStep,
     onProgress: report === undefined ? undefined : (done, total) => report(done / total / passes),
   });
-  const first = recorders.map((r) => r.recordings());
   const runs = result.allocators.map((run, i) => {
-    const recordings = first[i];
+    const recordings = recorder.recordings(i);
     if (!peakLayout || run.error !== undefined) return { run, recordings };
-    const capture = new Map(recordings.map((r) => [r.device, r.peakCall]));
-    const again = new ReplayRecorder(options.allocators[i], plan, { buckets: 1, captureAfterCall: capture });
+    const capture = new Map(recordings.map((r) => [`0:${r.device}`, r.peakCall]));
+    const again = new ReplayRecorder(plan, { buckets: 1, captureAfterCall: capture, captureFirstOom: false });
     replay(snapshot, {
-      allocators: [again.factory],
-      device: options.device,
-      plan,
+      ...what,
+      allocators: [options.allocators[i]],
       keepEvents: false,
+      onStep: again.onStep,
       onProgress:
         report === undefined
           ? undefined
           : (done, total) => report((1 + (i + done / total) / options.allocators.length) / passes),
     });
-    const layouts = new Map(again.recordings().map((r) => [r.device, r.layout]));
+    const layouts = new Map(again.recordings(0).map((r) => [r.device, r.layout]));
     return {
       run,
       recordings: recordings.map((r) => {

@@ -1,29 +1,21 @@
 /**
- * Watching a replay from outside: an AllocatorFactory that wraps another and
- * records, per device, what the report draws: requested, reserved and
- * allocated bytes, fragmentation and driver calls after every trace event
- * (downsampled, Note [Min-max buckets]), and, when asked, the allocator's
- * address space right after a chosen call (the peak).
+ * Watching a replay for the report: told of every allocator call replay
+ * makes (ReplayOptions.onStep), it records, per allocator run and device,
+ * what the report draws: requested, reserved and allocated bytes,
+ * fragmentation and driver calls after every trace event (downsampled, Note
+ * [Min-max buckets]), and, when asked, the allocator's address space right
+ * after a chosen call (the peak) and at its first failed request.
  *
- * Note [Which event a call serves]: replay calls malloc for the blocks live
- * before the trace (in the plan's initialBlocks order), then malloc for each
- * alloc event and free for each free_completed of a block that was
- * allocated, in event order, and emptyCache before the events the plan
- * marks. The recorder walks the plan's events alongside, so each call gets
- * its event index without any change to replay; the freed address must be
- * the one the matching block got, and a call that matches no event in that
- * walk is a RecorderError, so a change in replay's order cannot go unseen.
+ * Replay tells each step's event, block and address, so the recorder needs
+ * no walk of its own through the plan and no wrapper around the allocator.
  */
-import type { AllocatorContext, AllocatorStats, CachingAllocator } from '../alloc/allocator.js';
+import type { AllocatorStats } from '../alloc/allocator.js';
 import type { Runtime, RuntimeDescription } from '../core/runtime.js';
-import type { AllocatorFactory } from '../replay/allocators.js';
-import { DriverMeter } from '../replay/driver-meter.js';
-import type { PickleDict } from '../replay/pickle/value.js';
-import { Action } from '../replay/snapshot.js';
+import type { ReplayStep } from '../replay/replay.js';
 import type { DevicePlan, TracePlan } from '../replay/trace-plan.js';
 import { MinMaxBuckets, type MinMaxSeries } from './downsample.js';
 
-/** The recorder lost its place in the trace (Note [Which event a call serves]). */
+/** Replay told the recorder something that cannot be (a free of an address the block does not have). */
 export class RecorderError extends Error {
   override readonly name = 'RecorderError';
 }
@@ -32,6 +24,8 @@ export class RecorderError extends Error {
 export interface LiveBlock {
   readonly address: number;
   readonly size: number;
+  /** The plan's block id (its stack, when the snapshot has stacks, is the alloc event's). */
+  readonly block?: number;
 }
 
 /** The allocator's address space at one moment (the peak of reserved bytes). */
@@ -63,67 +57,75 @@ export interface DeviceRecording {
   readonly peakCall: number;
   /** The layout captured after call `captureAfterCall`, if one was asked for and reached. */
   readonly layout: LayoutCapture | undefined;
+  /** The layout right after the first request that ran out of memory, if any (captureFirstOom). */
+  readonly oomLayout: LayoutCapture | undefined;
 }
 
 export interface RecorderOptions {
   /** Buckets per series (default 2000). */
   readonly buckets?: number;
-  /** Per device: capture the layout right after this allocator call (a peakCall of an earlier run). */
-  readonly captureAfterCall?: ReadonlyMap<number, number>;
+  /** Per run and device (`${run}:${device}`): capture the layout right after this step (a peakCall of an earlier run). */
+  readonly captureAfterCall?: ReadonlyMap<string, number>;
+  /** Capture the layout at each run's first failed request (default true). */
+  readonly captureFirstOom?: boolean;
 }
 
-/** Records one allocator's replay: use `factory` in replay's options, then read `recordings`. */
+/** Records a replay: pass `onStep` in replay's options, then read `recordings(run)`. */
 export class ReplayRecorder {
-  readonly factory: AllocatorFactory;
-  readonly #recorders: DeviceRecorder[] = [];
-  readonly #counters = new Map<Runtime, DriverMeter>();
+  readonly #plan: TracePlan;
+  readonly #buckets: number;
+  readonly #options: RecorderOptions;
+  /** Per run, its devices' recorders in the order replay ran them. */
+  readonly #runs = new Map<number, DeviceRecorder[]>();
+  /** Per run, the driver calls seen at its last step (where the next device's count starts). */
+  readonly #lastCalls = new Map<number, number>();
+  readonly onStep = (step: ReplayStep): void => this.#recorder(step).step(step);
 
-  constructor(inner: AllocatorFactory, plan: TracePlan, options: RecorderOptions = {}) {
-    const buckets = options.buckets ?? 2000;
-    this.factory = {
-      name: inner.name,
-      description: inner.description,
-      create: (context: AllocatorContext, settings: PickleDict | undefined) => {
-        const devicePlan = plan.devices[context.device];
-        if (devicePlan === undefined) throw new RecorderError(`the plan has no device ${context.device}`);
-        let counter = this.#counters.get(context.runtime);
-        if (counter === undefined) {
-          // Reservations made before this device's allocator exists are another device's.
-          counter = new DriverMeter(context.runtime, undefined, false);
-          this.#counters.set(context.runtime, counter);
-        }
-        const before = new Set([...context.runtime.reservations()].map((r) => r.base));
-        const allocator = inner.create(context, settings);
-        const recorder = new DeviceRecorder(
-          allocator,
-          devicePlan,
-          counter,
-          context.runtime,
-          before,
-          buckets,
-          options.captureAfterCall?.get(context.device) ?? -2,
-        );
-        this.#recorders.push(recorder);
-        return recorder;
-      },
-    };
+  constructor(plan: TracePlan, options: RecorderOptions = {}) {
+    this.#plan = plan;
+    this.#buckets = options.buckets ?? 2000;
+    this.#options = options;
   }
 
-  /** One recording per device the allocator served, in the order replay ran them. */
-  recordings(): DeviceRecording[] {
-    return this.#recorders.map((r) => r.finish());
+  #recorder(step: ReplayStep): DeviceRecorder {
+    let list = this.#runs.get(step.run);
+    if (list === undefined) {
+      list = [];
+      this.#runs.set(step.run, list);
+    }
+    const last = list[list.length - 1];
+    if (last !== undefined && last.device === step.device) return last;
+    const devicePlan = this.#plan.devices.find((d) => d.device === step.device);
+    if (devicePlan === undefined) throw new RecorderError(`the plan has no device ${step.device}`);
+    const recorder = new DeviceRecorder(
+      devicePlan,
+      step.runtime,
+      this.#buckets,
+      this.#options.captureAfterCall?.get(`${step.run}:${step.device}`) ?? -2,
+      this.#options.captureFirstOom ?? true,
+      this.#lastCalls.get(step.run) ?? 0,
+      (calls) => this.#lastCalls.set(step.run, calls),
+    );
+    list.push(recorder);
+    return recorder;
+  }
+
+  /** One recording per device run `run` served, in the order replay ran them. */
+  recordings(run: number): DeviceRecording[] {
+    return (this.#runs.get(run) ?? []).map((r) => r.finish());
   }
 }
 
-class DeviceRecorder implements CachingAllocator {
-  readonly name: string;
+class DeviceRecorder {
   readonly device: number;
-  readonly #inner: CachingAllocator;
   readonly #plan: DevicePlan;
-  readonly #counter: DriverMeter;
   readonly #runtime: Runtime;
-  readonly #foreign: Set<number>;
   readonly #captureAfter: number;
+  readonly #captureOom: boolean;
+  readonly #callsAtStart: number;
+  readonly #seenCalls: (calls: number) => void;
+  /** Reservations of other devices' allocators, there before this device's first step. */
+  #foreign: Set<number> | undefined;
   readonly #address: Float64Array;
   readonly #live: Uint8Array;
   readonly #requested: MinMaxBuckets;
@@ -131,172 +133,112 @@ class DeviceRecorder implements CachingAllocator {
   readonly #allocated: MinMaxBuckets;
   readonly #fragmentation: MinMaxBuckets;
   readonly #calls: MinMaxBuckets;
-  /** Initial-block mallocs still to come, then the next event to look at. */
-  #initialLeft: number;
-  #pos = 0;
   #lastEvent = -1;
   #call = 0;
-  #peakReserved: number;
+  #peakSeen = 0;
+  #peakReserved = 0;
   #peakCall = -1;
-  #callsAtStart: number;
   #layout: LayoutCapture | undefined;
+  #oomLayout: LayoutCapture | undefined;
 
   constructor(
-    inner: CachingAllocator,
     plan: DevicePlan,
-    counter: DriverMeter,
     runtime: Runtime,
-    foreign: Set<number>,
     buckets: number,
     captureAfter: number,
+    captureOom: boolean,
+    callsAtStart: number,
+    seenCalls: (calls: number) => void,
   ) {
-    this.#inner = inner;
-    this.name = inner.name;
-    this.device = inner.device;
+    this.device = plan.device;
     this.#plan = plan;
-    this.#counter = counter;
     this.#runtime = runtime;
-    this.#foreign = foreign;
     this.#captureAfter = captureAfter;
+    this.#captureOom = captureOom;
+    this.#callsAtStart = callsAtStart;
+    this.#seenCalls = seenCalls;
     this.#address = new Float64Array(plan.blockCount).fill(Number.NaN);
     this.#live = new Uint8Array(plan.blockCount);
-    this.#initialLeft = plan.initialBlocks.length;
     const n = plan.trace.length;
-    const s = inner.stats;
-    this.#requested = new MinMaxBuckets(n, buckets, s.requestedBytes);
-    this.#reserved = new MinMaxBuckets(n, buckets, s.reservedBytes);
-    this.#allocated = new MinMaxBuckets(n, buckets, s.allocatedBytes);
-    this.#fragmentation = new MinMaxBuckets(n, buckets, fragmentation(s));
+    this.#requested = new MinMaxBuckets(n, buckets, 0);
+    this.#reserved = new MinMaxBuckets(n, buckets, 0);
+    this.#allocated = new MinMaxBuckets(n, buckets, 0);
+    this.#fragmentation = new MinMaxBuckets(n, buckets, 0);
     this.#calls = new MinMaxBuckets(n, buckets, 0);
-    this.#peakReserved = s.peakReservedBytes;
-    this.#callsAtStart = counter.total;
   }
 
-  get stats(): AllocatorStats {
-    return this.#inner.stats;
-  }
-
-  malloc(size: number, stream: number): number {
-    let block: number;
-    let event: number;
-    if (this.#initialLeft > 0) {
-      block = this.#plan.initialBlocks[this.#plan.initialBlocks.length - this.#initialLeft--];
-      event = -1;
-    } else {
-      event = this.#next(Action.alloc);
-      block = this.#plan.blockOf[event];
-    }
-    const peakBefore = this.#inner.stats.peakReservedBytes;
-    try {
-      const address = this.#inner.malloc(size, stream);
-      if (block >= 0) {
+  step(step: ReplayStep): void {
+    this.#foreign ??= this.#foreignReservations();
+    const { block, address } = step;
+    let event = step.event;
+    if (step.kind === 'start' || step.kind === 'alloc') {
+      if (!step.failed) {
         this.#address[block] = address;
         this.#live[block] = 1;
       }
-      return address;
-    } finally {
-      this.#sample(event, peakBefore);
-    }
-  }
-
-  free(address: number): void {
-    const event = this.#next(Action.free_completed);
-    const block = this.#plan.blockOf[event];
-    if (this.#address[block] !== address) {
-      throw new RecorderError(
-        `free(0x${address.toString(16)}) at event ${event} is not block ${block} (0x${this.#address[block].toString(16)})`,
-      );
-    }
-    const peakBefore = this.#inner.stats.peakReservedBytes;
-    try {
-      this.#inner.free(address);
+    } else if (step.kind === 'free') {
+      if (this.#address[block] !== address)
+        throw new RecorderError(`free(0x${address.toString(16)}) at event ${event} is not block ${block}`);
       this.#live[block] = 0;
-    } finally {
-      this.#sample(event, peakBefore);
-    }
-  }
-
-  emptyCache(): void {
-    const peakBefore = this.#inner.stats.peakReservedBytes;
-    try {
-      this.#inner.emptyCache();
-    } finally {
+    } else if (step.kind === 'empty-cache') {
       // It runs between events: drawn with the event before it.
-      this.#sample(this.#lastEvent, peakBefore);
+      event = this.#lastEvent;
     }
+    if (event >= 0) this.#lastEvent = event;
+    this.#sample(step, event);
   }
 
-  dispose(): void {
-    this.#inner.dispose();
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
-
-  /** The next event replay serves with a call of this kind (Note [Which event a call serves]). */
-  #next(kind: number): number {
-    const { action } = this.#plan.trace;
-    const blockOf = this.#plan.blockOf;
-    const n = this.#plan.trace.length;
-    if (this.#initialLeft > 0) {
-      throw new RecorderError(
-        `a ${kind === Action.alloc ? 'malloc' : 'free'} came before the initial blocks`,
-      );
-    }
-    for (let i = this.#pos; i < n; i++) {
-      const a = action[i];
-      const id = blockOf[i];
-      const isAlloc = a === Action.alloc;
-      const isFree = a === Action.free_completed && id >= 0 && this.#live[id] === 1;
-      if (!isAlloc && !isFree) continue;
-      if ((kind === Action.alloc) !== isAlloc) {
-        throw new RecorderError(
-          `replay skipped the ${isAlloc ? 'alloc' : 'free'} at event ${i} of device ${this.device}`,
-        );
-      }
-      this.#pos = i + 1;
-      this.#lastEvent = i;
-      return i;
-    }
-    throw new RecorderError(`a call past the last event of device ${this.device}`);
-  }
-
-  #sample(event: number, peakBefore: number): void {
-    const s = this.#inner.stats;
-    // A peak reached inside the call and left before it returned still counts.
-    const reserved = s.peakReservedBytes > peakBefore ? s.peakReservedBytes : s.reservedBytes;
-    this.#requested.set(event, s.requestedBytes);
-    this.#reserved.set(event, reserved);
-    this.#allocated.set(event, s.allocatedBytes);
-    this.#fragmentation.set(event, fragmentation(s));
-    this.#calls.set(event, this.#counter.total - this.#callsAtStart);
-    if (reserved > this.#peakReserved) {
-      this.#peakReserved = reserved;
-      this.#peakCall = this.#call;
-    }
-    if (this.#call === this.#captureAfter) this.#capture(event);
-    this.#call++;
-  }
-
-  #capture(event: number): void {
+  #foreignReservations(): Set<number> {
     const d = this.#runtime.describe();
     const ours = new Set(
       d.allocations
         .filter((a) => a.location.type === 'device' && a.location.id === this.device)
         .map((a) => a.handle),
     );
+    return new Set(
+      d.reservations.filter((r) => !r.mappings.some((m) => ours.has(m.handle))).map((r) => r.base),
+    );
+  }
+
+  #sample(step: ReplayStep, event: number): void {
+    const s = step.allocator.stats;
+    // A peak reached inside the call and left before it returned still counts.
+    const reserved = s.peakReservedBytes > this.#peakSeen ? s.peakReservedBytes : s.reservedBytes;
+    this.#peakSeen = s.peakReservedBytes;
+    this.#requested.set(event, s.requestedBytes);
+    this.#reserved.set(event, reserved);
+    this.#allocated.set(event, s.allocatedBytes);
+    this.#fragmentation.set(event, fragmentation(s));
+    this.#calls.set(event, step.driverCalls - this.#callsAtStart);
+    this.#seenCalls(step.driverCalls);
+    if (reserved > this.#peakReserved) {
+      this.#peakReserved = reserved;
+      this.#peakCall = this.#call;
+    }
+    if (this.#call === this.#captureAfter) this.#layout = this.#capture(event, s);
+    if (step.failed && this.#captureOom && this.#oomLayout === undefined)
+      this.#oomLayout = this.#capture(event, s);
+    this.#call++;
+  }
+
+  #capture(event: number, s: AllocatorStats): LayoutCapture {
+    const d = this.#runtime.describe();
+    const ours = new Set(
+      d.allocations
+        .filter((a) => a.location.type === 'device' && a.location.id === this.device)
+        .map((a) => a.handle),
+    );
+    const foreign = this.#foreign ?? new Set<number>();
     const reservations = d.reservations.filter(
-      (r) =>
-        !this.#foreign.has(r.base) && (r.mappings.length === 0 || r.mappings.some((m) => ours.has(m.handle))),
+      (r) => !foreign.has(r.base) && (r.mappings.length === 0 || r.mappings.some((m) => ours.has(m.handle))),
     );
     const blocks: LiveBlock[] = [];
     for (let id = 0; id < this.#live.length; id++) {
-      if (this.#live[id] === 1) blocks.push({ address: this.#address[id], size: this.#plan.blockSize[id] });
+      if (this.#live[id] === 1)
+        blocks.push({ address: this.#address[id], size: this.#plan.blockSize[id], block: id });
     }
     blocks.sort((a, b) => a.address - b.address);
-    const s = this.#inner.stats;
-    this.#layout = {
+    return {
       event,
       reservedBytes: s.reservedBytes,
       allocatedBytes: s.allocatedBytes,
@@ -321,6 +263,7 @@ class DeviceRecorder implements CachingAllocator {
       driverCalls: this.#calls.finish(),
       peakCall: this.#peakCall,
       layout: this.#layout,
+      oomLayout: this.#oomLayout,
     };
   }
 }

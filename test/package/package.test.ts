@@ -71,5 +71,7 @@ describe('package', () => {
     }
     expect(maps).toBeGreaterThan(100);
     expect(missing).toEqual([]);
+    // Replay prices driver calls with the measured table: an installed package must have it.
+    expect(files.has(normalize('bench/results/h200-driver-costs.json'))).toBe(true);
   });
 });

@@ -5,7 +5,7 @@ import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
 import { CostTable, CostTableError, loadCostTable, parseCostTable } from '../../src/replay/cost-table.js';
 import { DriverMeter } from '../../src/replay/driver-meter.js';
 import { compareWithTrace } from '../../src/replay/fidelity.js';
-import { placeAtRecordedAddresses } from '../../src/replay/placement.js';
+import { RecordedPlacement } from '../../src/replay/placement.js';
 import { BlockState, replay } from '../../src/replay/replay.js';
 import { planReplay } from '../../src/replay/trace-plan.js';
 import { fixture, readFixture, snapshotOf } from './helpers.js';
@@ -132,8 +132,8 @@ describe('cost table', () => {
 
 describe('driver meter', () => {
   it('counts outermost calls only: a one-step malloc is one cuMemAlloc, not its inner steps', () => {
-    const { runtime } = createProcess();
-    const meter = new DriverMeter(runtime, testCosts(), false);
+    const meter = new DriverMeter(testCosts(), false);
+    const { runtime } = createProcess({ observers: [meter] });
     const r = runtime.malloc(0, 2 * MiB);
     runtime.mfree(r.base);
     const va = runtime.reserve(4 * MiB);
@@ -165,14 +165,12 @@ describe('driver meter', () => {
     expect(use.measuredUs).toBeNull();
     runtime.synchronize();
     expect(() => meter.use()).toThrow(/no entry for cuCtxSynchronize/);
-    meter.detach();
-    runtime.malloc(0, 2 * MiB);
     runtime.dispose();
   });
 
   it('prices setAccess and unmap per mapping in their range (Note [Per-handle prices]), counting each call once', () => {
-    const { runtime } = createProcess();
-    const meter = new DriverMeter(runtime, testCosts(), false);
+    const meter = new DriverMeter(testCosts(), false);
+    const { runtime } = createProcess({ observers: [meter] });
     const va = runtime.reserve(6 * MiB);
     const props = { location: { type: 'device', id: 0 }, handleTypes: 0, uncached: false } as const;
     const handles = [0, 1, 2].map((i) => {
@@ -188,13 +186,12 @@ describe('driver meter', () => {
     // Three 2 MiB mappings: 3 x 30 for access, 3 x 20 for the unmap.
     expect((use.estimatedUs ?? 0) - before).toBe(150);
     for (const a of handles) runtime.release(a);
-    meter.detach();
     runtime.dispose();
   });
 
   it('measures wall time when asked', () => {
-    const { runtime } = createProcess();
-    const meter = new DriverMeter(runtime, undefined, true);
+    const meter = new DriverMeter(undefined, true);
+    const { runtime } = createProcess({ observers: [meter] });
     runtime.malloc(0, 2 * MiB);
     const use = meter.use();
     expect(use.estimatedUs).toBeNull();
@@ -396,15 +393,13 @@ describe('recorded placement', () => {
       minimumGranularity: 2 * MiB,
       recommendedGranularity: 2 * MiB,
     };
-    const { runtime } = createProcess({ devices: [tiny] });
-    const placement = placeAtRecordedAddresses(
-      runtime,
-      planReplay(snapshotOf([['segment_alloc', R, 8 * MiB]])),
-    );
-    expect(() => runtime.malloc(0, 8 * MiB)).toThrow(/out-of-memory/);
+    const placement = new RecordedPlacement(planReplay(snapshotOf([['segment_alloc', R, 8 * MiB]])));
+    const { runtime } = createProcess({ devices: [tiny], observers: [placement] });
+    const hint = placement.forDevice(runtime, 0)?.addressFor(8 * MiB);
+    expect(hint).toBe(R);
+    expect(() => runtime.malloc(0, 8 * MiB, { hint })).toThrow(/out-of-memory/);
     expect(runtime.stats()).toMatchObject({ reservations: 0, mappings: 0, handles: 0 });
     expect(placement.placed).toBe(0);
-    placement.restore();
     runtime.dispose();
   });
 });
@@ -491,6 +486,8 @@ describe('fidelity', () => {
       utilization: null,
       ooms: 0,
       firstOomEvent: -1,
+      firstOom: null,
+      recordedOoms: [],
       segmentEvents: [
         { action: 'segment_map' as const, address: ours, size: 4 * MiB, stream: 0, eventIndex: 0 },
       ],

@@ -1,12 +1,17 @@
 import { isVmmError } from '../../core/errors.js';
 import type { PhysicalAllocation } from '../../core/objects.js';
 import type { Runtime } from '../../core/runtime.js';
+import { Transaction } from '../../core/transaction.js';
 import { OrderedMap } from '../../util/ordered-map.js';
 import {
   type AllocatorContext,
   AllocatorOutOfMemoryError,
   type CachingAllocator,
+  type FreeMemory,
   type SegmentEvent,
+  type SegmentPlacement,
+  type StartSegment,
+  type StartState,
 } from '../allocator.js';
 import { Block } from './block.js';
 import { BlockPool } from './block-pool.js';
@@ -61,6 +66,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
   readonly settings: PytorchAllocatorSettings;
   readonly #runtime: Runtime;
   readonly #onSegmentEvent: ((event: SegmentEvent) => void) | undefined;
+  readonly #placement: SegmentPlacement | undefined;
   readonly #expandable: boolean;
   readonly #small = new BlockPool(true);
   readonly #large = new BlockPool(false);
@@ -78,8 +84,12 @@ export class PytorchCachingAllocator implements CachingAllocator {
   readonly #anyDivisions: boolean;
   readonly #maxSplitSize: number;
   readonly #maxNonSplitRounding: number;
-  /** N6 (e), N10: garbage collection runs only under a memory fraction below 1. */
+  /** N6 (e), N10: garbage collection runs only under a cap (Note [Memory limit]). */
   readonly #gcEnabled: boolean;
+  /** The cap given in bytes (AllocatorContext.memoryLimit), if any. */
+  readonly #memoryLimit: number | undefined;
+  /** Whether any cap is in force: a memory limit, or a memory fraction below 1. */
+  readonly #capped: boolean;
   #limitBytes: number | undefined;
   #disposed = false;
 
@@ -93,15 +103,46 @@ export class PytorchCachingAllocator implements CachingAllocator {
     this.device = context.device;
     context.runtime.device(context.device);
     this.#onSegmentEvent = context.onSegmentEvent;
+    this.#placement = context.placement;
     this.settings = validateSettings(settings);
     this.#expandable = expandable;
     this.#divisions = this.settings.roundupPower2Divisions;
     this.#anyDivisions = this.#divisions.some((d) => d > 1);
     this.#maxSplitSize = this.settings.maxSplitSize;
     this.#maxNonSplitRounding = this.settings.maxNonSplitRoundingSize;
-    this.#gcEnabled = this.settings.memoryFraction < 1 && this.settings.garbageCollectionThreshold > 0;
+    const limit = context.memoryLimit;
+    if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
+      throw new RangeError(`${name}: memoryLimit ${limit} is not a byte count`);
+    this.#memoryLimit = limit;
+    this.#capped = limit !== undefined || this.settings.memoryFraction < 1;
+    this.#gcEnabled = this.#capped && this.settings.garbageCollectionThreshold > 0;
   }
 
+  /*
+   * Note [Memory limit]: PyTorch keeps one optional cap per device,
+   * allowed_memory_maximum, set by set_per_process_memory_fraction(f) to
+   * size_t(f * totalGlobalMem) (a double product, truncated) when f < 1 and
+   * unset at f = 1. It is checked in one place, the first step of
+   * alloc_block (N6 f), before either kind of segment is asked for: when
+   * total_allocated_memory (the bytes held) + alloc_size would pass it, the
+   * attempt fails as a cudaMalloc OOM would, and the driver is not called.
+   * alloc_size is get_allocation_size(round_size(request)) (N4) in both
+   * modes, so under expandable segments the cap counts a 2 MiB, 20 MiB or
+   * rounded-to-2-MiB step even where fewer pages would be mapped;
+   * ExpandableSegment::map never looks at the cap. A failed attempt takes
+   * the OOM path: release_available_cached_blocks (only with max_split_size
+   * set; it skips expandable blocks), then release_cached_blocks (frees the
+   * whole free segments, unmaps the free pages of expandable ones, E7) and
+   * one retry, which checks the cap again against what is held then.
+   * Garbage collection (N10) runs only while the cap is set, its threshold
+   * size_t(threshold * allowed), and get_free_block counts block ages only
+   * then. Read in c10/cuda/CUDACachingAllocator.cpp (setMemoryFraction,
+   * malloc, alloc_block, garbage_collect_cached_blocks): the same in PyTorch
+   * 2.3 (pytorch/pytorch 001074d2) and in main of 2026, so in 2.11. Here the
+   * cap is AllocatorContext's memoryLimit when given (bytes, used as given:
+   * a what-if limit is a byte count), else the settings' memoryFraction,
+   * rounded as PyTorch rounds it.
+   */
   // --- the interface ---------------------------------------------------------
 
   /** N6, DeviceCachingAllocator::malloc. */
@@ -132,6 +173,8 @@ export class PytorchCachingAllocator implements CachingAllocator {
           this.device,
           this.stats.reservedBytes,
           this.stats.allocatedBytes,
+          this.#freeMemory(),
+          this.#capped ? this.#allowedBytes() : undefined,
         );
       }
     }
@@ -290,12 +333,13 @@ export class PytorchCachingAllocator implements CachingAllocator {
     isRetry: boolean,
   ): Block | undefined {
     if (isRetry) this.stats.allocRetries++;
-    // The fraction cap counts alloc_size even where expandable segments map less (as PyTorch does).
-    if (this.settings.memoryFraction < 1 && this.#held + allocSize > this.#allowedBytes()) return undefined;
+    // Note [Memory limit]: alloc_size against the cap, before the driver, in both modes.
+    if (this.#capped && this.#held + allocSize > this.#allowedBytes()) return undefined;
     if (this.#expandable) return this.#tryAllocateExpandableBlock(pool, stream, size);
     let base: number;
     try {
-      base = this.#runtime.malloc(this.device, allocSize).base;
+      const hint = this.#placement?.addressFor(allocSize);
+      base = this.#runtime.malloc(this.device, allocSize, hint === undefined ? {} : { hint }).base;
     } catch (e) {
       if (isVmmError(e) && e.kind === 'out-of-memory') return undefined;
       throw e;
@@ -309,12 +353,27 @@ export class PytorchCachingAllocator implements CachingAllocator {
     return new Block(base, allocSize, stream, pool, undefined);
   }
 
-  /** Bytes the memory fraction allows (DeviceAllocationLimit::bytes). */
+  /** Bytes the cap allows (allowed_memory_maximum, Note [Memory limit]); only while #capped. */
   #allowedBytes(): number {
-    this.#limitBytes ??= Math.floor(
-      this.settings.memoryFraction * this.#runtime.memoryInfo(this.device).total,
-    );
+    this.#limitBytes ??=
+      this.#memoryLimit ??
+      Math.floor(this.settings.memoryFraction * this.#runtime.memoryInfo(this.device).total);
     return this.#limitBytes;
+  }
+
+  /** The free blocks held (on mapped pages, under expandable segments), for an OOM's message. */
+  #freeMemory(): FreeMemory {
+    let freeBytes = 0;
+    let freePieces = 0;
+    let largestFreeBytes = 0;
+    for (const pool of [this.#large, this.#small]) {
+      for (const b of pool.blocksInOrder()) {
+        freeBytes += b.size;
+        freePieces++;
+        if (b.size > largestFreeBytes) largestFreeBytes = b.size;
+      }
+    }
+    return { freeBytes, freePieces, largestFreeBytes };
   }
 
   /** Native segment back to the driver (release_block). */

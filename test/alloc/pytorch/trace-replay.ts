@@ -120,6 +120,8 @@ export function replayDevice(
     utilization: null,
     ooms: stats.ooms,
     firstOomEvent: -1,
+    firstOom: null,
+    recordedOoms: [],
     segmentEvents,
     blockAddress: address,
     blockState: state,

@@ -40,7 +40,9 @@ export class OneStepAllocator implements CachingAllocator {
     const rounded = Math.max(g, Math.ceil(size / g) * g);
     let base: number;
     try {
-      base = runtime.malloc(device, rounded).base;
+      // Asks the context's placement, as the native model does (Note [Recorded placement]).
+      const hint = this.context.placement?.addressFor(rounded);
+      base = runtime.malloc(device, rounded, hint === undefined ? {} : { hint }).base;
     } catch (e) {
       if (isVmmError(e) && e.kind === 'out-of-memory') {
         this.stats.ooms++;
