@@ -1,4 +1,5 @@
 /** Models of PyTorch's two CUDA caching allocators on vmmkit's core. */
+export { type AllocConf, AllocConfError, parseAllocConf } from './alloc-conf.js';
 export type { BlockSnapshot, SegmentSnapshot } from './caching-allocator.js';
 export { PytorchCachingAllocator } from './caching-allocator.js';
 export { PytorchExpandableAllocator } from './expandable.js';

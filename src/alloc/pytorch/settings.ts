@@ -1,4 +1,5 @@
-import { isPowerOfTwo, LARGE_BUFFER, MiB, ROUNDUP_INTERVALS } from './sizes.js';
+import { AllocConfError, parseAllocConf } from './alloc-conf.js';
+import { isPowerOfTwo, LARGE_BUFFER, ROUNDUP_INTERVALS } from './sizes.js';
 
 /**
  * The allocator settings that change what PyTorch's caching allocator does
@@ -44,7 +45,10 @@ export class AllocatorSettingsError extends Error {
  * (keys as torch/csrc/cuda/Module.cpp writes them: max_split_size,
  * garbage_collection_threshold, expandable_segments, roundup_power2_divisions
  * keyed "1", "2", "4", ... "32768" (MiB), and PYTORCH_CUDA_ALLOC_CONF, the
- * configuration string, which alone carries max_non_split_rounding_mb).
+ * configuration string). The dict's values are what the allocator held, so
+ * they win; the string, parsed as PyTorch parses it (parseAllocConf), alone
+ * carries max_non_split_rounding_mb and per_process_memory_fraction, and a
+ * string PyTorch would refuse (or that vmmkit cannot model) is refused.
  * Absent keys (or an absent dict) take PyTorch's defaults; keys that do not
  * change allocation (pinned_*, release_lock_on_cudamalloc, ...) are ignored.
  * Integers may come as number or bigint. Throws AllocatorSettingsError.
@@ -57,9 +61,10 @@ export function settingsFromSnapshot(allocatorSettings: unknown): PytorchAllocat
   const conf = dict.PYTORCH_CUDA_ALLOC_CONF;
   if (conf !== undefined && conf !== null && typeof conf !== 'string')
     throw new AllocatorSettingsError(`PYTORCH_CUDA_ALLOC_CONF is not a string: ${describe(conf)}`);
+  const recorded = readRecordedConf(typeof conf === 'string' ? conf : '');
   return validateSettings({
     maxSplitSize: readMaxSplitSize(dict.max_split_size),
-    maxNonSplitRoundingSize: readNonSplitRounding(typeof conf === 'string' ? conf : ''),
+    maxNonSplitRoundingSize: recorded.maxNonSplitRoundingSize,
     roundupPower2Divisions: readDivisions(dict.roundup_power2_divisions),
     garbageCollectionThreshold: readNumber(
       dict.garbage_collection_threshold,
@@ -67,8 +72,19 @@ export function settingsFromSnapshot(allocatorSettings: unknown): PytorchAllocat
       DEFAULT_PYTORCH_SETTINGS.garbageCollectionThreshold,
     ),
     expandableSegments: readBoolean(dict.expandable_segments, 'expandable_segments'),
-    memoryFraction: 1,
+    memoryFraction: recorded.memoryFraction,
   });
+}
+
+/** The recorded configuration string's settings, its refusal as an AllocatorSettingsError. */
+function readRecordedConf(conf: string): PytorchAllocatorSettings {
+  try {
+    return parseAllocConf(conf).settings;
+  } catch (e) {
+    if (e instanceof AllocConfError)
+      throw new AllocatorSettingsError(`PYTORCH_CUDA_ALLOC_CONF '${conf}': ${e.message}`, { cause: e });
+    throw e;
+  }
 }
 
 /**
@@ -105,12 +121,16 @@ export function validateSettings(s: PytorchAllocatorSettings): PytorchAllocatorS
   return Object.freeze({ ...s, roundupPower2Divisions: Object.freeze([...d]) });
 }
 
-/** max_split_size: bytes, with int64(SIZE_MAX) = -1 (how PyTorch writes "no limit") or >= 2^63 meaning none. */
+/**
+ * max_split_size: bytes, written as int64 of PyTorch's size_t, so SIZE_MAX ("no
+ * limit") reads -1 and any negative value is a size of 2^63 or more. Past 2^53
+ * bytes no block reaches the limit: none, to the models (as parseAllocConf reads it).
+ */
 function readMaxSplitSize(v: unknown): number {
   if (v === undefined || v === null) return DEFAULT_PYTORCH_SETTINGS.maxSplitSize;
   const n = readInteger(v, 'max_split_size');
-  if (n === -1n || n >= 2n ** 63n) return Number.POSITIVE_INFINITY;
-  if (n < BigInt(LARGE_BUFFER) || n > BigInt(Number.MAX_SAFE_INTEGER))
+  if (n < 0n || n > BigInt(Number.MAX_SAFE_INTEGER)) return Number.POSITIVE_INFINITY;
+  if (n < BigInt(LARGE_BUFFER))
     throw new AllocatorSettingsError(`max_split_size ${n} is out of range (at least 20 MiB, or -1 for none)`);
   return Number(n);
 }
@@ -135,18 +155,6 @@ function readDivisions(v: unknown): number[] {
     out[i] = Number(n);
   }
   return out;
-}
-
-/** max_non_split_rounding_mb from the configuration string (the dict has no key for it). */
-function readNonSplitRounding(conf: string): number {
-  const m = /(?:^|[,\s])max_non_split_rounding_mb\s*:\s*([^,\]\s]*)/.exec(conf);
-  if (m === null) return DEFAULT_PYTORCH_SETTINGS.maxNonSplitRoundingSize;
-  if (!/^\d+$/.test(m[1]))
-    throw new AllocatorSettingsError(`max_non_split_rounding_mb '${m[1]}' is not a whole number of MiB`);
-  const mb = Number(m[1]);
-  if (mb < LARGE_BUFFER / MiB || mb * MiB > Number.MAX_SAFE_INTEGER)
-    throw new AllocatorSettingsError(`max_non_split_rounding_mb ${mb} is out of range (at least 20)`);
-  return mb * MiB;
 }
 
 function readInteger(v: unknown, what: string): bigint {
