@@ -99,9 +99,17 @@ function demo(io: CliOutput, args: string[]): number {
   }
   const flavors = only === undefined ? (Object.keys(DEMOS) as Flavor[]) : [only as Flavor];
   let ok = true;
+  // With --json: one document, each demo's printed lines and its call tree.
+  const documents: { flavor: Flavor; title: string; lines: string[]; trace: unknown }[] = [];
   for (const f of flavors) {
     const { title, run } = DEMOS[f];
     const tracer = new Tracer({ layers });
+    if (json) {
+      const lines: string[] = [];
+      ok = run((line) => lines.push(line), tracer) && ok;
+      documents.push({ flavor: f, title, lines, trace: traceToJson(tracer.roots) });
+      continue;
+    }
     io.out(`\n=== ${title} ===\n`);
     ok = run((line) => io.out(line), tracer) && ok;
     io.out(
@@ -109,8 +117,9 @@ function demo(io: CliOutput, args: string[]): number {
         ? `\n--- call tree through the vendor's own layers (--layers generic: vmmkit's) ---\n`
         : `\n--- call tree: flavour -> core -> backend -> device ---\n`,
     );
-    printTree(io, tracer, json);
+    printTree(io, tracer, false);
   }
+  if (json) io.out(JSON.stringify({ layers, demos: documents }, null, 2));
   return ok ? 0 : 1;
 }
 

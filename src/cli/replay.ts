@@ -109,6 +109,8 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
   const snapshot = readSnapshotFile(args[0]);
   const plan = planReplay(snapshot, { inferEmptyCache });
+  if (plan.events === 0 && plan.reconstructedBlocks === 0)
+    throw new Error(`${args[0]} holds no trace events: was history recorded? ${HISTORY_HINT}`);
   const result = replay(snapshot, {
     allocators,
     backend,
@@ -296,6 +298,10 @@ const GiB = 1024 ** 3;
 function bytes(n: number): string {
   return n >= GiB / 10 ? `${(n / GiB).toFixed(2)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
 }
+
+/** How to record a snapshot replay can use (said when one holds no events). */
+export const HISTORY_HINT =
+  '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
 
 /** JSON has no Infinity: PyTorch's "no limit" (SIZE_MAX) as null. */
 function finite(n: number): number | null {

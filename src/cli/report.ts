@@ -16,13 +16,7 @@
 import { accessSync, constants, existsSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import {
-  ALLOCATOR_REGISTRY,
-  type AllocatorRegistry,
-  DEFAULT_ALLOCATORS,
-  selectAllocators,
-  UnknownAllocatorError,
-} from '../replay/allocators.js';
+import type { AllocatorRegistry } from '../replay/allocators.js';
 import { exportRun } from '../replay/export.js';
 import { readSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
@@ -32,9 +26,10 @@ import { reportData } from '../report/report-data.js';
 import { parseOptions, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { findCosts } from './package-files.js';
+import { whatIf } from './replay.js';
 
 export const REPORT_USAGE =
-  'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH]';
+  'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH]';
 
 export interface ReportCliOptions {
   readonly registry?: AllocatorRegistry;
@@ -68,6 +63,8 @@ function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
     costs: { type: 'string' },
     title: { type: 'string' },
     'export-snapshot': { type: 'string' },
+    'alloc-conf': { type: 'string' },
+    'memory-limit': { type: 'string' },
   });
   const names = values.allocator ?? [];
   const out = values.out ?? 'report.html';
@@ -76,13 +73,12 @@ function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
   const exportPath = values['export-snapshot'];
   if (args.length !== 1)
     throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
-  let allocators: ReturnType<typeof selectAllocators>;
-  try {
-    allocators = selectAllocators(names, options.registry ?? ALLOCATOR_REGISTRY);
-  } catch (e) {
-    throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
-  }
-  if (allocators.length === 0) throw new Error('no allocators are registered');
+  const { allocators, memoryLimit } = whatIf(
+    names,
+    values['alloc-conf'],
+    values['memory-limit'],
+    options.registry,
+  );
   const exports =
     exportPath === undefined
       ? []
@@ -96,12 +92,14 @@ function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
   const snapshot = readSnapshotFile(args[0]);
   const recorded = recordReplay(snapshot, {
     allocators,
+    allocConf: values['alloc-conf'],
+    memoryLimit,
     costs,
     keepEvents: exports.length > 0,
     onProgress: io.progress,
   });
   io.progress?.(-1);
-  const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, costs);
+  const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, { costs });
   write(out, renderReportHtml(data));
   io.out(`wrote ${out}`);
   for (const [i, e] of exports.entries()) {

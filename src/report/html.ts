@@ -6,8 +6,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import type { ReportAnswer } from './answer.js';
 import { REPORT_SCRIPT } from './client-script.js';
-import { escapeXml, formatBytes, formatMicros } from './format.js';
+import { escapeXml, formatBytes, formatMicros, hex } from './format.js';
 import type { ReportData } from './report-data.js';
 
 /** uPlot's browser build and stylesheet, from node_modules. */
@@ -38,8 +39,76 @@ table.summary thead th { background: #f6f6f6; font-weight: 600; }
 .hint { color: #666; font-size: 12px; margin: 0 0 6px; }
 .map { margin: 8px 0 18px; overflow-x: auto; }
 .map svg { display: block; }
+section.answer { border: 1px solid #d0d7de; border-radius: 6px; padding: 10px 16px 12px; margin: 10px 0 18px; background: #fafbfc; }
+section.answer h2 { margin-top: 4px; }
+section.answer p { margin: 4px 0; font-size: 14px; }
+section.answer .recommend code { font-size: 14px; background: #eef3f8; padding: 2px 6px; border-radius: 4px; }
+section.answer .fits { color: #1a7f37; }
+section.answer .oom { color: #cf222e; }
+section.answer ol.pieces { font-size: 13px; }
+section.answer .stack { color: #555; font-family: ui-monospace, monospace; font-size: 12px; white-space: pre; margin: 2px 0 6px 12px; }
 footer { color: #666; font-size: 12px; margin-top: 30px; border-top: 1px solid #ddd; padding-top: 8px; }
 `;
+
+/** The opening section: the answer to the snapshot's question (answer.ts). */
+function answerSection(a: ReportAnswer): string {
+  const recorded =
+    a.recordedPeakBytes === null
+      ? '<p class="recorded">The trace has no segment events of its own, so what PyTorch reserved is not known from it.</p>'
+      : `<p class="recorded" data-bytes="${a.recordedPeakBytes}">The recorded run reserved <b>${formatBytes(a.recordedPeakBytes)}</b> at its peak (its own segment events).</p>`;
+  const setting = [
+    a.allocConf === null ? '' : `settings <code>PYTORCH_CUDA_ALLOC_CONF=${escapeXml(a.allocConf)}</code>`,
+    a.memoryLimit === null ? '' : `a memory limit of ${formatBytes(a.memoryLimit)} per device`,
+  ].filter((x) => x !== '');
+  const under = setting.length === 0 ? '' : `<p>Replayed under ${setting.join(' and ')}.</p>`;
+  const rows = a.rows
+    .map((r) => {
+      const saving =
+        r.savingBytes === null
+          ? '-'
+          : `${r.savingBytes >= 0 ? 'saves' : 'costs'} ${formatBytes(Math.abs(r.savingBytes))}${r.savingFraction === null ? '' : ` (${(Math.abs(r.savingFraction) * 100).toFixed(1)}%)`}`;
+      return `<tr data-allocator="${escapeXml(r.name)}"><td>${escapeXml(r.name)}</td><td data-bytes="${r.peakReservedBytes}">${formatBytes(r.peakReservedBytes)}</td><td>${saving}</td><td class="${r.fits ? 'fits' : 'oom'}">${escapeXml(r.verdict)}</td></tr>`;
+    })
+    .join('\n');
+  const advice =
+    a.advice === null
+      ? ''
+      : `<p class="recommend" data-bytes="${a.advice.peakReservedBytes}">Advised: <code>PYTORCH_CUDA_ALLOC_CONF=${escapeXml(a.advice.allocConf)}</code>: ${escapeXml(a.advice.verdict)}.</p>`;
+  const recordedOoms = a.recordedOoms.map((l) => `<p class="recorded-oom">${escapeXml(l)}.</p>`).join('\n');
+  const maps = a.oomMaps
+    .map((m) => {
+      const pieces = m.pieces
+        .map((p) => {
+          const pins = p.pinnedBy
+            .map(
+              (b) =>
+                `<li>block at ${hex(b.address)} (${formatBytes(b.size)})${b.stack.length === 0 ? ', stack not recorded' : `<div class="stack">${escapeXml(b.stack.join('\n'))}</div>`}</li>`,
+            )
+            .join('');
+          return `<li data-bytes="${p.size}">${formatBytes(p.size)} free at ${hex(p.address)}${pins === '' ? '' : `, between<ul>${pins}</ul>`}</li>`;
+        })
+        .join('\n');
+      return `<div class="oom-map" data-allocator="${escapeXml(m.allocator)}" data-device="${m.device}">
+<h3>${escapeXml(m.sentence)}</h3>
+<div class="map">${m.svg}</div>
+<p>The largest free pieces of the address space at that moment, and the live blocks that keep each from merging with its neighbours:</p>
+<ol class="pieces">${pieces}</ol>
+</div>`;
+    })
+    .join('\n');
+  return `<section class="answer" id="answer">
+<h2>The answer</h2>
+${recorded}
+${under}
+<table class="summary answer-table"><thead><tr><th>allocator</th><th>peak reserved</th><th>against the recorded run</th><th>verdict</th></tr></thead>
+<tbody>
+${rows}
+</tbody></table>
+${advice}
+${recordedOoms}
+${maps}
+</section>`;
+}
 
 /** The report page for `data`. */
 export function renderReportHtml(data: ReportData): string {
@@ -93,6 +162,7 @@ ${maps || '<p class="hint">No map: the run failed before its peak.</p>'}
 </head>
 <body>
 <h1>${escapeXml(data.title)}</h1>
+${answerSection(data.answer)}
 <p class="meta">${t.events.toLocaleString('en-US')} events, ${t.allocs.toLocaleString('en-US')} allocations over ${(t.durationUs / 1e6).toFixed(1)} s; peak requested ${formatBytes(t.peakRequestedBytes)}${t.startedMidRun ? '; the trace started mid-run (blocks live before it were allocated first)' : ''}. Driver time: ${data.costs === null ? 'not estimated (no cost table)' : `estimated from ${escapeXml(data.costs)}`}.</p>
 <table class="summary">
 <thead><tr><th>allocator</th><th>peak requested</th><th>peak reserved</th><th>reserved / requested</th><th>peak allocated</th><th>utilization</th><th>driver calls</th><th>driver time</th><th>OOMs</th></tr></thead>

@@ -7,6 +7,7 @@ import { basename } from 'node:path';
 import type { CostTable } from '../replay/cost-table.js';
 import type { DevicePlan } from '../replay/trace-plan.js';
 import { layoutMap, type MapSummary } from './address-map.js';
+import { type AnswerAdvice, type ReportAnswer, reportAnswer, type StackOf } from './answer.js';
 import type { RecordedReplay } from './collect.js';
 import type { MinMaxSeries } from './downsample.js';
 
@@ -73,13 +74,25 @@ export interface ReportData {
     readonly startedMidRun: boolean;
   };
   readonly costs: string | null;
+  /** What the page opens with: the recorded peak beside each model, verdicts, advice, the OOM maps. */
+  readonly answer: ReportAnswer;
   readonly allocators: ReportAllocator[];
   readonly devices: ReportDevice[];
 }
 
+/** What the report adds to a recorded replay beyond its numbers. */
+export interface ReportExtras {
+  readonly costs?: CostTable;
+  /** The advised setting (vmmkit advise), shown in the answer. */
+  readonly advice?: AnswerAdvice;
+  /** The allocating stack of a block, for the blocks that pin free pieces at an OOM. */
+  readonly stackOf?: StackOf;
+}
+
 /** The report's numbers from a recorded replay. */
-export function reportData(recorded: RecordedReplay, title: string, costs?: CostTable): ReportData {
+export function reportData(recorded: RecordedReplay, title: string, extras: ReportExtras = {}): ReportData {
   const { plan, runs } = recorded;
+  const costs = extras.costs;
   const allocators = runs.map(
     ({ run }, i): ReportAllocator => ({
       name: run.name,
@@ -162,6 +175,11 @@ export function reportData(recorded: RecordedReplay, title: string, costs?: Cost
       costs === undefined
         ? null
         : `${basename(costs.info.source)}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`,
+    answer: reportAnswer(recorded, {
+      advice: extras.advice,
+      stackOf: extras.stackOf,
+      colors: ALLOCATOR_COLORS,
+    }),
     allocators,
     devices,
   };

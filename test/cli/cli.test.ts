@@ -59,11 +59,15 @@ describe('vmmkit command line', () => {
     expect(bad.err.join('\n')).toContain("unknown flavor 'opencl'");
   });
 
-  it('demo --json prints the call tree as JSON with nested layers', async () => {
+  it('demo --json prints one JSON document: each demo with its call tree and nested layers', async () => {
     const { io, out } = capture();
     expect(await runCli(['demo', '--flavor', 'cuda', '--layers', 'generic', '--json'], io)).toBe(0);
-    const json = out.find((l) => l.startsWith('['));
-    const tree = JSON.parse(json!) as { name: string; layer: string; children: { layer: string }[] }[];
+    const doc = JSON.parse(out.join('\n')) as {
+      demos: { flavor: string; lines: string[]; trace: unknown }[];
+    };
+    expect(doc.demos.map((d) => d.flavor)).toEqual(['cuda']);
+    expect(doc.demos[0].lines.length).toBeGreaterThan(0);
+    const tree = doc.demos[0].trace as { name: string; layer: string; children: { layer: string }[] }[];
     const map = tree.find((s) => s.name === 'cuMemMap')!;
     expect(map.layer).toBe('flavor');
     expect(map.children[0].layer).toBe('core');
@@ -76,6 +80,23 @@ describe('vmmkit command line', () => {
     expect(text).toContain('[flavor] cuMemsetD8');
     expect(text).toContain('[device] copyEngine.fill');
     expect(text).toMatch(/\[flavor\] cuMemUnmap\(0x7[0-9a-f]+, 0x400000\) -> 0/);
+  });
+
+  it('every subcommand answers --help and --version with its usage on stdout, exit 0', async () => {
+    for (const command of ['demo', 'trace', 'inspect', 'replay', 'report', 'map']) {
+      for (const ask of ['--help', '-h']) {
+        const { io, out, err } = capture();
+        expect(await runCli([command, ask], io), `${command} ${ask}`).toBe(0);
+        expect(out.join('\n')).toMatch(new RegExp(`^usage: vmmkit ${command} `));
+        expect(err).toEqual([]);
+      }
+      const { io, out } = capture();
+      expect(await runCli([command, '--version'], io)).toBe(0);
+      expect(out.join('\n')).toMatch(/^vmmkit \d+\.\d+\.\d+/);
+    }
+    const top = capture();
+    expect(await runCli(['--help'], top.io)).toBe(0);
+    expect(top.out.join('\n')).toContain('usage: vmmkit demo');
   });
 
   it('an unknown command prints usage and fails', async () => {
