@@ -30,6 +30,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { AllocConfError, parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
+import { recordedConfProblem } from '../alloc/pytorch/settings.js';
 import {
   ALLOCATOR_REGISTRY,
   type AllocatorFactory,
@@ -127,6 +128,8 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   const fidelityReports = fidelity
     ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(plan.devices[d.device], d)))
     : undefined;
+  const confProblem = allocConf === undefined ? recordedConfProblem(snapshot.allocatorSettings) : undefined;
+  if (confProblem !== undefined) io.err(`note: ${confProblem}`);
   for (const line of notes(result)) io.err(`note: ${line}`);
   if (exportDir !== undefined) {
     mkdirSync(exportDir, { recursive: true });

@@ -47,8 +47,9 @@ export class AllocatorSettingsError extends Error {
  * keyed "1", "2", "4", ... "32768" (MiB), and PYTORCH_CUDA_ALLOC_CONF, the
  * configuration string). The dict's values are what the allocator held, so
  * they win; the string, parsed as PyTorch parses it (parseAllocConf), alone
- * carries max_non_split_rounding_mb and per_process_memory_fraction, and a
- * string PyTorch would refuse (or that vmmkit cannot model) is refused.
+ * carries max_non_split_rounding_mb and per_process_memory_fraction (a
+ * string 2.11 would not read leaves those two at their defaults:
+ * recordedConfProblem).
  * Absent keys (or an absent dict) take PyTorch's defaults; keys that do not
  * change allocation (pinned_*, release_lock_on_cudamalloc, ...) are ignored.
  * Integers may come as number or bigint. Throws AllocatorSettingsError.
@@ -76,14 +77,39 @@ export function settingsFromSnapshot(allocatorSettings: unknown): PytorchAllocat
   });
 }
 
-/** The recorded configuration string's settings, its refusal as an AllocatorSettingsError. */
+/**
+ * The recorded configuration string's settings. A string this parser refuses
+ * (a key of a later PyTorch, cudaMallocAsync) was accepted by the PyTorch
+ * that recorded it, and the dict already holds what that allocator used, so
+ * its two string-only values take their defaults; recordedConfProblem says so.
+ */
 function readRecordedConf(conf: string): PytorchAllocatorSettings {
   try {
     return parseAllocConf(conf).settings;
   } catch (e) {
-    if (e instanceof AllocConfError)
-      throw new AllocatorSettingsError(`PYTORCH_CUDA_ALLOC_CONF '${conf}': ${e.message}`, { cause: e });
-    throw e;
+    if (!(e instanceof AllocConfError)) throw e;
+    if (isLaterPytorch(e)) return DEFAULT_PYTORCH_SETTINGS;
+    // A bad value of a key 2.11 knows: no PyTorch ran with it, so the snapshot is not one it wrote.
+    throw new AllocatorSettingsError(`PYTORCH_CUDA_ALLOC_CONF '${conf}': ${e.message}`, { cause: e });
+  }
+}
+
+/** A refusal that a later (or another backend's) PyTorch would not make: an unknown key, or one not modelled. */
+function isLaterPytorch(e: AllocConfError): boolean {
+  return e.notModelled || (e.key !== undefined && e.message.startsWith('Unrecognized key'));
+}
+
+/** Why a snapshot's recorded PYTORCH_CUDA_ALLOC_CONF was not read (undefined: it was, or there is none). */
+export function recordedConfProblem(allocatorSettings: unknown): string | undefined {
+  const conf = (allocatorSettings as { PYTORCH_CUDA_ALLOC_CONF?: unknown } | null | undefined)
+    ?.PYTORCH_CUDA_ALLOC_CONF;
+  if (typeof conf !== 'string') return undefined;
+  try {
+    parseAllocConf(conf);
+    return undefined;
+  } catch (e) {
+    if (!(e instanceof AllocConfError) || !isLaterPytorch(e)) return undefined;
+    return `the recorded PYTORCH_CUDA_ALLOC_CONF '${conf}' is not PyTorch 2.11's (${e.message}); its max_non_split_rounding_mb and per_process_memory_fraction take their defaults, the other settings come from the snapshot's allocator_settings`;
   }
 }
 

@@ -5,6 +5,7 @@ import {
   settingsFromSnapshot,
   validateSettings,
 } from '../../../src/alloc/pytorch/index.js';
+import { recordedConfProblem } from '../../../src/alloc/pytorch/settings.js';
 import { MiB } from './helpers.js';
 
 /** allocator_settings as torch/csrc/cuda/Module.cpp writes it for PYTORCH_CUDA_ALLOC_CONF unset. */
@@ -87,6 +88,23 @@ describe('settingsFromSnapshot (T4)', () => {
     );
     expect(validateSettings({ ...DEFAULT_PYTORCH_SETTINGS, maxSplitSize: 20 * MiB }).maxSplitSize).toBe(
       20 * MiB,
+    );
+  });
+});
+
+describe('a recorded configuration string of a later PyTorch', () => {
+  it('reads the dict, takes the string-only values at their defaults, and says why', () => {
+    const dict = {
+      PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True,some_future_key:3',
+      expandable_segments: true,
+    };
+    const s = settingsFromSnapshot(dict);
+    expect(s.expandableSegments).toBe(true);
+    expect(s.maxNonSplitRoundingSize).toBe(DEFAULT_PYTORCH_SETTINGS.maxNonSplitRoundingSize);
+    expect(recordedConfProblem(dict)).toMatch(/some_future_key.*take their defaults/);
+    expect(recordedConfProblem({ PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True' })).toBeUndefined();
+    expect(recordedConfProblem({ PYTORCH_CUDA_ALLOC_CONF: 'backend:cudaMallocAsync' })).toMatch(
+      /not modelled/,
     );
   });
 });
