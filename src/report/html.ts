@@ -44,6 +44,7 @@ section.answer h2 { margin-top: 4px; }
 section.answer p { margin: 4px 0; font-size: 14px; }
 section.answer .recommend code { font-size: 14px; background: #eef3f8; padding: 2px 6px; border-radius: 4px; }
 section.answer .fits { color: #1a7f37; }
+section.answer td.verdict { white-space: normal; text-align: left; max-width: 760px; }
 section.answer .oom { color: #cf222e; }
 section.answer ol.pieces { font-size: 13px; }
 section.answer .stack { color: #555; font-family: ui-monospace, monospace; font-size: 12px; white-space: pre; margin: 2px 0 6px 12px; }
@@ -64,10 +65,10 @@ function answerSection(a: ReportAnswer): string {
   const rows = a.rows
     .map((r) => {
       const saving =
-        r.savingBytes === null
+        r.savingBytes === null || !r.fits
           ? '-'
           : `${r.savingBytes >= 0 ? 'saves' : 'costs'} ${formatBytes(Math.abs(r.savingBytes))}${r.savingFraction === null ? '' : ` (${(Math.abs(r.savingFraction) * 100).toFixed(1)}%)`}`;
-      return `<tr data-allocator="${escapeXml(r.name)}"><td>${escapeXml(r.name)}</td><td data-bytes="${r.peakReservedBytes}">${formatBytes(r.peakReservedBytes)}</td><td>${saving}</td><td class="${r.fits ? 'fits' : 'oom'}">${escapeXml(r.verdict)}</td></tr>`;
+      return `<tr data-allocator="${escapeXml(r.name)}"><td>${escapeXml(r.name)}</td><td data-bytes="${r.peakReservedBytes}">${formatBytes(r.peakReservedBytes)}</td><td>${saving}</td><td class="verdict ${r.fits ? 'fits' : 'oom'}">${escapeXml(r.verdict)}</td></tr>`;
     })
     .join('\n');
   const advice =
