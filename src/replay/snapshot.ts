@@ -3,12 +3,30 @@
  * `torch.cuda.memory._snapshot()` returns and `_dump_snapshot` pickles.
  *
  * Note [Compact traces]: each device's events are parallel typed arrays
- * (action code, address, size, stream, time) rather than objects, so a
- * million events cost about 30 MB and replay reads them without touching the
- * unpickled dicts again. Frames are not kept.
+ * (action code, address, size, stream, time, stack) rather than objects, so
+ * a million events cost about 40 MB and replay reads them without touching
+ * the unpickled dicts again. Stacks are kept interned (Note [Interned
+ * stacks]): an event holds its stack's index, the snapshot one table of
+ * frames and one of stacks. Two readings give the same MemorySnapshot:
+ * `parseSnapshot` of an unpickled value, and the streaming reader
+ * (snapshot-reader.ts), which fills the same columns as it reads and never
+ * makes the event dicts; both check each entry here, in the same order, with
+ * the same messages.
  */
 import { SnapshotError } from './errors.js';
-import { isPickleDict, type PickleDict, PickleTuple, type PickleValue } from './pickle/value.js';
+import {
+  isPickleDict,
+  ListSink,
+  type PickleDict,
+  PickleTuple,
+  type PickleValue,
+  type StackValue,
+} from './pickle/index.js';
+import { count, describe, fieldName, integer, notSnapshot, wrongType } from './snapshot-checks.js';
+import { type SnapshotFrame, StackTable } from './stacks.js';
+
+export { describe } from './snapshot-checks.js';
+export type { SnapshotFrame } from './stacks.js';
 
 /** The actions a trace entry may have (T1, T2), by code. */
 export const ACTIONS = [
@@ -37,7 +55,7 @@ export const Action = {
   oom: 8,
 } as const satisfies Record<TraceAction, number>;
 
-/** One device's trace, event i being (action[i], addr[i], size[i], stream[i], timeUs[i]). */
+/** One device's trace, event i being (action[i], addr[i], size[i], stream[i], timeUs[i], stack[i]). */
 export interface DeviceTrace {
   readonly device: number;
   readonly length: number;
@@ -51,6 +69,8 @@ export interface DeviceTrace {
   readonly stream: Float64Array;
   /** Microseconds since the epoch; NaN where the entry has no time_us (older PyTorch). */
   readonly timeUs: Float64Array;
+  /** The entry's stack, an index into MemorySnapshot.stacks; -1 where it has no frames. */
+  readonly stack: Int32Array;
 }
 
 export type BlockState = 'active_allocated' | 'active_pending_free' | 'inactive';
@@ -60,6 +80,8 @@ export interface SnapshotBlock {
   readonly size: number;
   readonly requestedSize: number;
   readonly state: BlockState;
+  /** The stack that allocated it (MemorySnapshot.stacks), -1 when not recorded. */
+  readonly stack: number;
 }
 
 export interface SnapshotSegment {
@@ -69,6 +91,10 @@ export interface SnapshotSegment {
   readonly stream: number;
   readonly segmentType: string | undefined;
   readonly isExpandable: boolean;
+  /** `segment_pool_id`: (0, 0) is the default pool, anything else a private one (CUDA graph, MemPool). */
+  readonly poolId: readonly [number, number] | undefined;
+  /** The stack that allocated the segment, -1 when not recorded. */
+  readonly stack: number;
   readonly blocks: readonly SnapshotBlock[];
 }
 
@@ -79,13 +105,181 @@ export interface MemorySnapshot {
   readonly traces: readonly DeviceTrace[];
   /** `allocator_settings` as recorded (PYTORCH_CUDA_ALLOC_CONF's values), or undefined when absent. */
   readonly allocatorSettings: PickleDict | undefined;
+  /** Every distinct frame (Note [Interned stacks]). */
+  readonly frames: readonly SnapshotFrame[];
+  /** Every distinct stack: its frames' indices into `frames`, innermost first as PyTorch lists them. */
+  readonly stacks: readonly Int32Array[];
+  /**
+   * The ring buffer's size and whether it wrapped, where the snapshot says
+   * (`allocator_settings.trace_alloc_max_entries` / `trace_alloc_overflowed`,
+   * which PyTorch's memory_viz reads; a 2.11 snapshot has neither).
+   */
+  readonly traceAllocMaxEntries: number | undefined;
+  readonly traceAllocOverflowed: boolean | undefined;
+  /** How many entries `external_annotations` (record_function markers) holds; 0 when absent. */
+  readonly externalAnnotations: number;
 }
 
 const CODES = new Map<string, number>(ACTIONS.map((a, i) => [a, i]));
 const BLOCK_STATES: readonly string[] = ['active_allocated', 'active_pending_free', 'inactive'];
 
+/** The fields of a trace entry replay reads: an unpickled dict, or the streaming reader's entry. */
+export interface EntryFields {
+  readonly action?: StackValue;
+  readonly addr?: StackValue;
+  readonly device_free?: StackValue;
+  readonly size?: StackValue;
+  readonly stream?: StackValue;
+  readonly time_us?: StackValue;
+  readonly frames?: StackValue;
+}
+
+/** One device's columns while they are filled: they grow by half as rows come. */
+export class TraceColumns {
+  length = 0;
+  action: Uint8Array;
+  addr: Float64Array;
+  size: Float64Array;
+  stream: Float64Array;
+  timeUs: Float64Array;
+  stack: Int32Array;
+
+  constructor(capacity = 1 << 16) {
+    this.action = new Uint8Array(capacity);
+    this.addr = new Float64Array(capacity);
+    this.size = new Float64Array(capacity);
+    this.stream = new Float64Array(capacity);
+    this.timeUs = new Float64Array(capacity);
+    this.stack = new Int32Array(capacity);
+  }
+
+  push(action: number, addr: number, size: number, stream: number, timeUs: number, stack: number): void {
+    const i = this.length;
+    if (i === this.action.length) this.#grow();
+    this.action[i] = action;
+    this.addr[i] = addr;
+    this.size[i] = size;
+    this.stream[i] = stream;
+    this.timeUs[i] = timeUs;
+    this.stack[i] = stack;
+    this.length = i + 1;
+  }
+
+  /** The trace, its columns cut to length. */
+  finish(device: number): DeviceTrace {
+    const n = this.length;
+    const cut = <T extends Uint8Array | Float64Array | Int32Array>(a: T): T =>
+      (a.length === n ? a : a.slice(0, n)) as T;
+    return {
+      device,
+      length: n,
+      action: cut(this.action),
+      addr: cut(this.addr),
+      size: cut(this.size),
+      stream: cut(this.stream),
+      timeUs: cut(this.timeUs),
+      stack: cut(this.stack),
+    };
+  }
+
+  #grow(): void {
+    const size = Math.max(1024, Math.ceil(this.action.length * 1.5));
+    const grow = <T extends Uint8Array | Float64Array | Int32Array>(a: T, make: new (n: number) => T): T => {
+      const b = new make(size);
+      b.set(a);
+      return b;
+    };
+    this.action = grow(this.action, Uint8Array);
+    this.addr = grow(this.addr, Float64Array);
+    this.size = grow(this.size, Float64Array);
+    this.stream = grow(this.stream, Float64Array);
+    this.timeUs = grow(this.timeUs, Float64Array);
+    this.stack = grow(this.stack, Int32Array);
+  }
+}
+
+/**
+ * One device's trace as its entries come, checked one by one. The streaming
+ * reader keeps the first error to throw it when the whole snapshot is
+ * checked (parseSnapshot's order: the top-level fields first, then device by
+ * device); an unpickled trace throws at once, which is the same order.
+ */
+export class TraceBuilder {
+  readonly columns: TraceColumns;
+  readonly where: string;
+  error: SnapshotError | undefined;
+
+  constructor(
+    device: number,
+    readonly stacks: StackTable,
+    capacity?: number,
+  ) {
+    this.where = `device_traces[${device}]`;
+    this.columns = new TraceColumns(capacity);
+  }
+
+  /** Entry i; a bad one is kept as the error, and later ones are no longer checked. */
+  entry(e: EntryFields, i: number): void {
+    if (this.error !== undefined) return;
+    try {
+      addEntry(this.columns, e, this.where, i, this.stacks);
+    } catch (err) {
+      if (!(err instanceof SnapshotError)) throw err;
+      this.error = err;
+    }
+  }
+
+  /** Item i that is no dict. */
+  notDict(v: StackValue, i: number): void {
+    this.error ??= notSnapshot(`${this.where}[${i}] is ${describe(v)}, expected a dict`);
+  }
+
+  finish(device: number): DeviceTrace {
+    if (this.error !== undefined) throw this.error;
+    return this.columns.finish(device);
+  }
+}
+
+/** Check entry i of a device's trace and add it as a row (Note [Compact traces]). */
+export function addEntry(
+  out: TraceColumns,
+  e: EntryFields,
+  where: string,
+  i: number,
+  stacks: StackTable,
+): void {
+  const a = e.action;
+  const code = typeof a === 'string' ? CODES.get(a) : undefined;
+  if (code === undefined) {
+    throw notSnapshot(
+      typeof a === 'string'
+        ? `${where}[${i}] has unknown action '${a}' (known: ${ACTIONS.join(', ')})`
+        : `${where}[${i}].action is ${describe(a)}, expected a string`,
+    );
+  }
+  // An oom entry carries the device's free bytes in place of an address (Module.cpp).
+  const addr =
+    code === Action.oom
+      ? count(e.device_free ?? e.addr ?? 0, where, i, 'device_free')
+      : count(e.addr, where, i, 'addr');
+  const size = count(e.size, where, i, 'size');
+  const stream = e.stream === undefined ? 0 : integer(e.stream, where, i, 'stream');
+  const t = e.time_us;
+  const time = t === undefined || t === null ? Number.NaN : integer(t, where, i, 'time_us');
+  out.push(code, addr, size, stream, time, stacks.of(e.frames, where, i));
+}
+
 /** Check an unpickled value and turn it into a MemorySnapshot; a SnapshotError says what is wrong. */
 export function parseSnapshot(value: PickleValue): MemorySnapshot {
+  return snapshotOf(value, new StackTable());
+}
+
+/**
+ * parseSnapshot with the stack table the entries already used: the streaming
+ * reader's root dict holds, in place of its traces, the TraceBuilders it
+ * filled, and its frames lists are settled or ready to be.
+ */
+export function snapshotOf(value: StackValue, stacks: StackTable): MemorySnapshot {
   if (!isPickleDict(value)) {
     throw notSnapshot(`the pickle holds ${describe(value)}, not a dict`);
   }
@@ -98,49 +292,44 @@ export function parseSnapshot(value: PickleValue): MemorySnapshot {
   if (settings !== undefined && !isPickleDict(settings)) {
     throw notSnapshot(`'allocator_settings' is ${describe(settings)}, expected a dict`);
   }
+  const parsedTraces = traces.map((t, device) => parseTrace(t as StackValue, device, stacks));
+  const parsedSegments = segments.map((s, i) => parseSegment(s, `segments[${i}]`, stacks));
+  const maxEntries = settings?.trace_alloc_max_entries;
+  const overflowed = settings?.trace_alloc_overflowed;
+  if (overflowed !== undefined && typeof overflowed !== 'boolean') {
+    throw wrongType(overflowed, 'allocator_settings.trace_alloc_overflowed', 'True or False');
+  }
+  const annotations = value.external_annotations as StackValue | undefined;
   return {
-    traces: traces.map((t, device) => parseTrace(t, device)),
-    segments: segments.map((s, i) => parseSegment(s, `segments[${i}]`)),
+    traces: parsedTraces,
+    segments: parsedSegments,
     allocatorSettings: settings,
+    frames: stacks.frames,
+    stacks: stacks.stacks(),
+    traceAllocMaxEntries:
+      maxEntries === undefined
+        ? undefined
+        : count(maxEntries, 'allocator_settings', -1, 'trace_alloc_max_entries'),
+    traceAllocOverflowed: overflowed,
+    externalAnnotations:
+      Array.isArray(annotations) || annotations instanceof ListSink ? annotations.length : 0,
   };
 }
 
-function parseTrace(list: PickleValue, device: number): DeviceTrace {
+function parseTrace(list: StackValue, device: number, stacks: StackTable): DeviceTrace {
+  if (list instanceof TraceBuilder) return list.finish(device);
   const where = `device_traces[${device}]`;
   if (!Array.isArray(list)) throw notSnapshot(`${where} is ${describe(list)}, expected a list`);
-  const n = list.length;
-  const action = new Uint8Array(n);
-  const addr = new Float64Array(n);
-  const size = new Float64Array(n);
-  const stream = new Float64Array(n);
-  const timeUs = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const e = list[i] as PickleDict;
+  const out = new TraceColumns(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const e = list[i];
     if (!isPickleDict(e)) throw notSnapshot(`${where}[${i}] is ${describe(e)}, expected a dict`);
-    const a = e.action;
-    const code = typeof a === 'string' ? CODES.get(a) : undefined;
-    if (code === undefined) {
-      throw notSnapshot(
-        typeof a === 'string'
-          ? `${where}[${i}] has unknown action '${a}' (known: ${ACTIONS.join(', ')})`
-          : `${where}[${i}].action is ${describe(a)}, expected a string`,
-      );
-    }
-    action[i] = code;
-    // An oom entry carries the device's free bytes in place of an address (Module.cpp).
-    addr[i] =
-      code === Action.oom
-        ? count(e.device_free ?? e.addr ?? 0, where, i, 'device_free')
-        : count(e.addr, where, i, 'addr');
-    size[i] = count(e.size, where, i, 'size');
-    stream[i] = e.stream === undefined ? 0 : integer(e.stream, where, i, 'stream');
-    const t = e.time_us;
-    timeUs[i] = t === undefined || t === null ? Number.NaN : integer(t, where, i, 'time_us');
+    addEntry(out, e, where, i, stacks);
   }
-  return { device, length: n, action, addr, size, stream, timeUs };
+  return out.finish(device);
 }
 
-function parseSegment(s: PickleValue, where: string): SnapshotSegment {
+function parseSegment(s: PickleValue, where: string, stacks: StackTable): SnapshotSegment {
   if (!isPickleDict(s)) throw notSnapshot(`${where} is ${describe(s)}, expected a dict`);
   const address = field(s, where, 'address');
   const blocksValue = s.blocks ?? [];
@@ -163,6 +352,7 @@ function parseSegment(s: PickleValue, where: string): SnapshotSegment {
       size,
       requestedSize: b.requested_size === undefined ? size : field(b, at, 'requested_size'),
       state: state as BlockState,
+      stack: stacks.of(b.frames, at, -1),
     };
   });
   const type = s.segment_type;
@@ -173,44 +363,21 @@ function parseSegment(s: PickleValue, where: string): SnapshotSegment {
     stream: s.stream === undefined ? 0 : integer(s.stream, where, -1, 'stream'),
     segmentType: typeof type === 'string' ? type : undefined,
     isExpandable: s.is_expandable === true,
+    poolId: poolIdOf(s.segment_pool_id, where),
+    stack: stacks.of(s.frames, where, -1),
     blocks,
   };
 }
 
+function poolIdOf(v: PickleValue | undefined, where: string): readonly [number, number] | undefined {
+  if (v === undefined) return undefined;
+  const items = v instanceof PickleTuple ? v.items : Array.isArray(v) ? v : undefined;
+  if (items?.length === 2 && items.every((x) => typeof x === 'number' && Number.isSafeInteger(x))) {
+    return [items[0] as number, items[1] as number];
+  }
+  throw wrongType(v, fieldName(where, -1, 'segment_pool_id'), 'a pair of integers');
+}
+
 function field(d: PickleDict, where: string, key: string): number {
   return count(d[key], where, -1, key);
-}
-
-/** A non-negative safe integer, or a SnapshotError naming the field. */
-function count(v: PickleValue | undefined, where: string, i: number, key: string): number {
-  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
-  throw wrongType(v, where, i, key, 'a non-negative integer');
-}
-
-function integer(v: PickleValue, where: string, i: number, key: string): number {
-  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
-  throw wrongType(v, where, i, key, 'an integer');
-}
-
-function wrongType(v: PickleValue | undefined, where: string, i: number, key: string, expected: string) {
-  const at = i >= 0 ? `${where}[${i}].${key}` : `${where}.${key}`;
-  return notSnapshot(v === undefined ? `${at} is missing` : `${at} is ${describe(v)}, expected ${expected}`);
-}
-
-function notSnapshot(message: string): SnapshotError {
-  return new SnapshotError('not-a-snapshot', `not a memory snapshot: ${message}`);
-}
-
-/** A value as a message names it: "a string ('abc')", "None", "a list of 3". */
-export function describe(v: PickleValue | undefined): string {
-  if (v === undefined) return 'missing';
-  if (v === null) return 'None';
-  if (typeof v === 'string') return `a string ('${v.length > 40 ? `${v.slice(0, 40)}...` : v}')`;
-  if (typeof v === 'number') return Number.isInteger(v) ? `the integer ${v}` : `the float ${v}`;
-  if (typeof v === 'bigint') return `the integer ${v} (beyond 2^53)`;
-  if (typeof v === 'boolean') return v ? 'True' : 'False';
-  if (Array.isArray(v)) return `a list of ${v.length}`;
-  if (v instanceof PickleTuple) return `a tuple of ${v.items.length}`;
-  if (v instanceof Uint8Array) return `bytes (${v.length})`;
-  return 'a dict';
 }

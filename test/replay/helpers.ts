@@ -29,6 +29,7 @@ export function traceOf(device: number, events: readonly Event[]): DeviceTrace {
     size: new Float64Array(n),
     stream: new Float64Array(n),
     timeUs: new Float64Array(n),
+    stack: new Int32Array(n).fill(-1),
   };
   events.forEach(([a, addr, size, stream], i) => {
     t.action[i] = Action[a];
@@ -41,5 +42,14 @@ export function traceOf(device: number, events: readonly Event[]): DeviceTrace {
 }
 
 export function snapshotOf(...traces: (readonly Event[])[]): MemorySnapshot {
-  return { traces: traces.map((e, d) => traceOf(d, e)), segments: [], allocatorSettings: undefined };
+  return {
+    traces: traces.map((e, d) => traceOf(d, e)),
+    segments: [],
+    allocatorSettings: undefined,
+    frames: [],
+    stacks: [],
+    traceAllocMaxEntries: undefined,
+    traceAllocOverflowed: undefined,
+    externalAnnotations: 0,
+  };
 }

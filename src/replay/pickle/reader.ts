@@ -4,315 +4,491 @@
  * Anything that would run code (GLOBAL, REDUCE, BUILD, ...) is refused with a
  * PickleError naming the opcode and its offset.
  *
+ * It reads a stream: `write` takes the bytes as they arrive, in chunks of any
+ * size, and `end` gives the value. An opcode cut by a chunk's end waits, with
+ * the bytes it has, until enough have come (it knows how many it needs once
+ * its length field is in), so every byte is copied at most once more.
+ *
  * Note [Reading fast]: a million-event snapshot is tens of millions of
  * opcodes, so the loop keeps the cursor in a local, reads operands straight
  * from the bytes (a DataView only for floats and wide ints), and decodes short
  * ASCII strings through a small cache (StringCache) so that the same key read
  * a million times is one string, not a million. Python's own pickler
  * memoizes repeated strings and shared frame dicts, so most of a real
- * snapshot is BINGET, which costs an array read.
+ * snapshot is BINGET, which costs two array reads (Note [A compact memo]).
+ *
+ * Note [Snapshot-shaped reading]: a reader may be given a shape, which
+ * chooses the container each EMPTY_LIST and EMPTY_DICT makes from where it
+ * will go: the dict it is the value of and under which key, or the list it is
+ * an item of. The reader works that out from the stack as Python's pickler
+ * leaves it (a container's items follow it at once, key before value, in
+ * batches behind a MARK): a string on top of the stack with a dict below it,
+ * in the dict's own batch, is the key; otherwise the list owning the
+ * innermost batch, or a list on top (APPEND of one item). The shape may
+ * answer with a sink (memo.ts), which takes its items through calls: that is
+ * how a snapshot's trace entries become typed-array rows as they are read,
+ * with no dict per event. A guess the pickle proves wrong (an item that lands
+ * elsewhere) reaches a sink that does not expect it, and the shape reports
+ * it; no guess changes what a plain value reads as.
  */
+import { DictSink, ListSink, Memo, STREAMED, type StackValue } from './memo.js';
 import { describeOpcode, Op } from './opcodes.js';
 import { type PickleDict, PickleError, PickleTuple, type PickleValue } from './value.js';
 
 const EMPTY_TUPLE = Object.freeze(new PickleTuple(Object.freeze([])));
 
+/**
+ * Where a new container will go (Note [Snapshot-shaped reading]): `key` is set
+ * when it is the value of `owner[key]`; otherwise `owner` is the list whose
+ * batch it is in, and `top` the value on top of the stack (a list there may
+ * take it by APPEND instead).
+ */
+export interface Place {
+  readonly owner: StackValue | undefined;
+  readonly key: string | undefined;
+  readonly top: StackValue | undefined;
+}
+
+export interface PickleShape {
+  list(place: Place): StackValue;
+  dict(place: Place): StackValue;
+}
+
 /** Unpickle one value from `data` (the whole pickle, already inflated). */
 export function unpickle(data: Uint8Array): PickleValue {
-  const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const end = buf.length;
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  const strings = new StringCache();
-  const stack: PickleValue[] = [];
-  const marks: number[] = [];
-  const memo: PickleValue[] = [];
-  let memoCount = 0;
-  let pos = 0;
+  const reader = new PickleReader();
+  reader.write(data);
+  return reader.end() as PickleValue;
+}
 
-  const truncated = (at: number, op: number) =>
-    new PickleError(
-      'truncated',
-      `the pickle is truncated: ${describeOpcode(op)} at offset ${at} needs bytes past the end (${end} bytes)`,
-      at,
-    );
-  const malformed = (at: number, op: number, what: string) =>
-    new PickleError('malformed', `malformed pickle: ${describeOpcode(op)} at offset ${at}: ${what}`, at);
-  const popMark = (at: number, op: number): number => {
-    const m = marks.pop();
-    if (m === undefined) throw malformed(at, op, 'no MARK to pop');
-    return m;
+/** An unpickler fed in chunks; with a shape, a snapshot-shaped one (Note [Snapshot-shaped reading]). */
+export class PickleReader {
+  readonly #shape: PickleShape | undefined;
+  readonly #stack: StackValue[] = [];
+  readonly #marks: number[] = [];
+  readonly #memo = new Memo();
+  readonly #strings = new StringCache();
+  readonly #place = {
+    owner: undefined as StackValue | undefined,
+    key: undefined as string | undefined,
+    top: undefined as StackValue | undefined,
   };
-  const pop = (at: number, op: number): PickleValue => {
-    if (stack.length <= (marks.length > 0 ? marks[marks.length - 1] : 0))
-      throw malformed(at, op, 'the stack is empty');
-    return stack.pop()!;
-  };
-  const top = (at: number, op: number): PickleValue => {
-    if (stack.length === 0) throw malformed(at, op, 'the stack is empty');
-    return stack[stack.length - 1];
-  };
-  const fromMemo = (at: number, op: number, index: number): PickleValue => {
-    const v = memo[index];
-    if (v === undefined) throw malformed(at, op, `the memo has no entry ${index}`);
-    return v;
-  };
-  const putMemo = (index: number, v: PickleValue) => {
-    if (memo[index] === undefined) memoCount++;
-    memo[index] = v;
-  };
-  /** Set stack[from..] as key, value pairs into the dict at stack[from - 1], then drop them. */
-  const setItems = (at: number, op: number, from: number) => {
-    if (from === 0) throw malformed(at, op, 'no dict below the MARK');
-    if ((stack.length - from) % 2 !== 0) throw malformed(at, op, 'an odd number of keys and values');
-    let d = stack[from - 1];
-    for (let i = from; i < stack.length; i += 2) {
-      const key = stack[i];
-      if (typeof key === 'string' && isPlainObject(d)) {
-        setOwn(d as PickleDict, key, stack[i + 1]);
-      } else if (d instanceof Map) {
-        d.set(key, stack[i + 1]);
-      } else if (isPlainObject(d)) {
-        d = toMap(d as PickleDict, memo, stack, from - 1);
-        d.set(key, stack[i + 1]);
-      } else {
-        throw malformed(at, op, 'the object below the MARK is not a dict');
+  /** Offset of the current buffer's first byte in the whole pickle. */
+  #base = 0;
+  /** An opcode cut by a chunk's end: its bytes so far, and how many it needs. */
+  #partial: Buffer[] = [];
+  #partialLength = 0;
+  #need = 0;
+  #started = false;
+  #done = false;
+  #result: StackValue | undefined;
+
+  constructor(shape?: PickleShape) {
+    this.#shape = shape;
+  }
+
+  /** True once STOP was read; later bytes are ignored. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** Bytes taken so far. */
+  get offset(): number {
+    return this.#base + this.#partialLength;
+  }
+
+  /** Take the next bytes (kept only as copies); true when the pickle is complete (its STOP read). */
+  write(chunk: Uint8Array): boolean {
+    if (this.#done || chunk.length === 0) return this.#done;
+    const buf = Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (!this.#started) {
+      this.#started = true;
+      if (buf[0] !== Op.PROTO) {
+        throw new PickleError(
+          'malformed',
+          `not a pickle of protocol 2 or later (first byte 0x${buf[0].toString(16).padStart(2, '0')}, expected PROTO 0x80)`,
+          0,
+        );
       }
     }
-    stack.length = from;
-  };
+    if (this.#partialLength > 0) {
+      // Complete the cut opcode with just the bytes it needs, then go on in the chunk itself.
+      const take = Math.min(buf.length, this.#need - this.#partialLength);
+      this.#partial.push(Buffer.from(buf.subarray(0, take)));
+      this.#partialLength += take;
+      if (this.#partialLength < this.#need) return false;
+      const head = Buffer.concat(this.#partial, this.#partialLength);
+      this.#partial = [];
+      this.#partialLength = 0;
+      this.#run(head);
+      return this.write(buf.subarray(take));
+    }
+    this.#run(buf);
+    return this.#done;
+  }
 
-  if (end > 0 && buf[0] !== Op.PROTO) {
+  /** The value, once every byte was written; a PickleError if the pickle stopped short. */
+  end(): StackValue {
+    if (this.#done) return this.#result!;
+    const total = this.#base + this.#partialLength;
+    if (this.#partialLength > 0) {
+      throw new PickleError(
+        'truncated',
+        `the pickle is truncated: ${describeOpcode(this.#partial[0][0])} at offset ${this.#base} needs bytes past the end (${total} bytes)`,
+        this.#base,
+      );
+    }
     throw new PickleError(
-      'malformed',
-      `not a pickle of protocol 2 or later (first byte 0x${buf[0].toString(16).padStart(2, '0')}, expected PROTO 0x80)`,
-      0,
+      'truncated',
+      `the pickle is truncated: no STOP before the end (${total} bytes)`,
+      total,
     );
   }
 
-  for (;;) {
-    if (pos >= end) {
-      throw new PickleError(
-        'truncated',
-        `the pickle is truncated: no STOP before the end (${end} bytes)`,
-        pos,
-      );
-    }
-    const at = pos;
-    const op = buf[pos++];
-    switch (op) {
-      case Op.PROTO: {
-        if (pos + 1 > end) throw truncated(at, op);
-        const version = buf[pos++];
-        if (version < 2 || version > 5) throw malformed(at, op, `protocol ${version} is not 2 to 5`);
-        break;
-      }
-      case Op.FRAME:
-        // The frame's length: the whole pickle is in memory, so frames need no handling.
-        if (pos + 8 > end) throw truncated(at, op);
-        pos += 8;
-        break;
-      case Op.MARK:
-        marks.push(stack.length);
-        break;
-      case Op.STOP: {
-        if (stack.length === 0) throw malformed(at, op, 'the stack is empty');
-        return stack[stack.length - 1];
-      }
-      case Op.EMPTY_DICT:
-        stack.push({});
-        break;
-      case Op.EMPTY_LIST:
-        stack.push([]);
-        break;
-      case Op.EMPTY_TUPLE:
-        stack.push(EMPTY_TUPLE);
-        break;
-      case Op.MEMOIZE:
-        putMemo(memoCount, top(at, op));
-        break;
-      case Op.BINPUT:
-        if (pos + 1 > end) throw truncated(at, op);
-        putMemo(buf[pos++], top(at, op));
-        break;
-      case Op.LONG_BINPUT:
-        if (pos + 4 > end) throw truncated(at, op);
-        putMemo(view.getUint32(pos, true), top(at, op));
-        pos += 4;
-        break;
-      case Op.BINGET:
-        if (pos + 1 > end) throw truncated(at, op);
-        stack.push(fromMemo(at, op, buf[pos++]));
-        break;
-      case Op.LONG_BINGET:
-        if (pos + 4 > end) throw truncated(at, op);
-        stack.push(fromMemo(at, op, view.getUint32(pos, true)));
-        pos += 4;
-        break;
-      case Op.SHORT_BINUNICODE: {
-        if (pos + 1 > end) throw truncated(at, op);
-        const n = buf[pos++];
-        if (pos + n > end) throw truncated(at, op);
-        stack.push(strings.decode(buf, pos, n));
-        pos += n;
-        break;
-      }
-      case Op.BINUNICODE: {
-        if (pos + 4 > end) throw truncated(at, op);
-        const n = view.getUint32(pos, true);
-        pos += 4;
-        if (pos + n > end) throw truncated(at, op);
-        stack.push(strings.decode(buf, pos, n));
-        pos += n;
-        break;
-      }
-      case Op.BINUNICODE8: {
-        if (pos + 8 > end) throw truncated(at, op);
-        const n = Number(view.getBigUint64(pos, true));
-        pos += 8;
-        if (pos + n > end) throw truncated(at, op);
-        stack.push(strings.decode(buf, pos, n));
-        pos += n;
-        break;
-      }
-      case Op.BININT1:
-        if (pos + 1 > end) throw truncated(at, op);
-        stack.push(buf[pos++]);
-        break;
-      case Op.BININT2:
-        if (pos + 2 > end) throw truncated(at, op);
-        stack.push(buf[pos] | (buf[pos + 1] << 8));
-        pos += 2;
-        break;
-      case Op.BININT:
-        if (pos + 4 > end) throw truncated(at, op);
-        stack.push(view.getInt32(pos, true));
-        pos += 4;
-        break;
-      case Op.LONG1: {
-        if (pos + 1 > end) throw truncated(at, op);
-        const n = buf[pos++];
-        if (pos + n > end) throw truncated(at, op);
-        stack.push(readLong(buf, pos, n));
-        pos += n;
-        break;
-      }
-      case Op.LONG4: {
-        if (pos + 4 > end) throw truncated(at, op);
-        const n = view.getInt32(pos, true);
-        pos += 4;
-        if (n < 0) throw malformed(at, op, `negative byte count ${n}`);
-        if (pos + n > end) throw truncated(at, op);
-        stack.push(readLong(buf, pos, n));
-        pos += n;
-        break;
-      }
-      case Op.BINFLOAT:
-        if (pos + 8 > end) throw truncated(at, op);
-        stack.push(view.getFloat64(pos, false));
-        pos += 8;
-        break;
-      case Op.NONE:
-        stack.push(null);
-        break;
-      case Op.NEWTRUE:
-        stack.push(true);
-        break;
-      case Op.NEWFALSE:
-        stack.push(false);
-        break;
-      case Op.SHORT_BINBYTES: {
-        if (pos + 1 > end) throw truncated(at, op);
-        const n = buf[pos++];
-        if (pos + n > end) throw truncated(at, op);
-        stack.push(copyBytes(buf, pos, n));
-        pos += n;
-        break;
-      }
-      case Op.BINBYTES: {
-        if (pos + 4 > end) throw truncated(at, op);
-        const n = view.getUint32(pos, true);
-        pos += 4;
-        if (pos + n > end) throw truncated(at, op);
-        stack.push(copyBytes(buf, pos, n));
-        pos += n;
-        break;
-      }
-      case Op.BINBYTES8: {
-        if (pos + 8 > end) throw truncated(at, op);
-        const n = Number(view.getBigUint64(pos, true));
-        pos += 8;
-        if (pos + n > end) throw truncated(at, op);
-        stack.push(copyBytes(buf, pos, n));
-        pos += n;
-        break;
-      }
-      case Op.APPEND: {
-        const v = pop(at, op);
-        const list = top(at, op);
-        if (!Array.isArray(list)) throw malformed(at, op, 'APPEND to something that is not a list');
-        list.push(v);
-        break;
-      }
-      case Op.APPENDS: {
-        const from = popMark(at, op);
-        const list = from > 0 ? stack[from - 1] : undefined;
-        if (!Array.isArray(list)) throw malformed(at, op, 'no list below the MARK');
-        for (let i = from; i < stack.length; i++) list.push(stack[i]);
-        stack.length = from;
-        break;
-      }
-      case Op.SETITEM: {
-        const value = pop(at, op);
-        const key = pop(at, op);
-        stack.push(key, value);
-        setItems(at, op, stack.length - 2);
-        break;
-      }
-      case Op.SETITEMS:
-        setItems(at, op, popMark(at, op));
-        break;
-      case Op.TUPLE1: {
-        const a = pop(at, op);
-        stack.push(new PickleTuple([a]));
-        break;
-      }
-      case Op.TUPLE2: {
-        const b = pop(at, op);
-        const a = pop(at, op);
-        stack.push(new PickleTuple([a, b]));
-        break;
-      }
-      case Op.TUPLE3: {
-        const c = pop(at, op);
-        const b = pop(at, op);
-        const a = pop(at, op);
-        stack.push(new PickleTuple([a, b, c]));
-        break;
-      }
-      case Op.TUPLE: {
-        const from = popMark(at, op);
-        const items = stack.slice(from);
-        stack.length = from;
-        stack.push(new PickleTuple(items));
-        break;
-      }
-      case Op.POP: {
-        if (stack.length > (marks.length > 0 ? marks[marks.length - 1] : 0)) stack.length--;
-        else popMark(at, op);
-        break;
-      }
-      case Op.POP_MARK:
-        stack.length = popMark(at, op);
-        break;
-      case Op.DUP:
-        stack.push(top(at, op));
-        break;
-      default:
-        throw new PickleError(
-          'unsupported-opcode',
-          `unsupported pickle opcode ${describeOpcode(op)} at offset ${at}: only plain data (dicts, lists, tuples, strings, numbers, bytes) is read`,
+  /** Keep buf[at..] until `need` bytes from `at` are in. */
+  #suspend(buf: Buffer, at: number, need: number): undefined {
+    // A copy: the caller may reuse its chunk.
+    this.#partial = [Buffer.from(buf.subarray(at))];
+    this.#partialLength = buf.length - at;
+    this.#need = need;
+    this.#base += at;
+  }
+
+  #malformed(at: number, op: number, what: string): PickleError {
+    const offset = this.#base + at;
+    return new PickleError(
+      'malformed',
+      `malformed pickle: ${describeOpcode(op)} at offset ${offset}: ${what}`,
+      offset,
+    );
+  }
+
+  #run(buf: Buffer): undefined {
+    const end = buf.length;
+    const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    const stack = this.#stack;
+    const marks = this.#marks;
+    const memo = this.#memo;
+    const strings = this.#strings;
+    const shape = this.#shape;
+    let pos = 0;
+
+    const popMark = (at: number, op: number): number => {
+      const m = marks.pop();
+      if (m === undefined) throw this.#malformed(at, op, 'no MARK to pop');
+      return m;
+    };
+    const pop = (at: number, op: number): StackValue => {
+      if (stack.length <= (marks.length > 0 ? marks[marks.length - 1] : 0))
+        throw this.#malformed(at, op, 'the stack is empty');
+      return stack.pop()!;
+    };
+    const top = (at: number, op: number): StackValue => {
+      if (stack.length === 0) throw this.#malformed(at, op, 'the stack is empty');
+      return stack[stack.length - 1];
+    };
+    const fromMemo = (at: number, op: number, index: number): StackValue => {
+      const v = memo.get(index);
+      if (v === undefined) throw this.#malformed(at, op, `the memo has no entry ${index}`);
+      if (v === STREAMED)
+        throw this.#malformed(
           at,
+          op,
+          `memo entry ${index} is a part of the snapshot that is streamed, not kept`,
         );
+      return v;
+    };
+    /** Append stack[from..] to the list at stack[from - 1], then drop them. */
+    const appends = (at: number, op: number, list: StackValue, from: number) => {
+      if (Array.isArray(list)) for (let i = from; i < stack.length; i++) list.push(stack[i] as PickleValue);
+      else if (list instanceof ListSink) for (let i = from; i < stack.length; i++) list.append(stack[i]);
+      else throw this.#malformed(at, op, 'no list below the MARK');
+      stack.length = from;
+    };
+    /** Set stack[from..] as key, value pairs into the dict at stack[from - 1], then drop them. */
+    const setItems = (at: number, op: number, from: number) => {
+      if (from === 0) throw this.#malformed(at, op, 'no dict below the MARK');
+      if ((stack.length - from) % 2 !== 0) throw this.#malformed(at, op, 'an odd number of keys and values');
+      let d = stack[from - 1];
+      if (d instanceof DictSink) {
+        for (let i = from; i < stack.length; i += 2) d.set(stack[i], stack[i + 1]);
+        stack.length = from;
+        return;
+      }
+      for (let i = from; i < stack.length; i += 2) {
+        const key = stack[i] as PickleValue;
+        const value = stack[i + 1] as PickleValue;
+        if (typeof key === 'string' && isPlainObject(d)) {
+          setOwn(d as PickleDict, key, value);
+        } else if (d instanceof Map) {
+          d.set(key, value);
+        } else if (isPlainObject(d)) {
+          const m = new Map<PickleValue, PickleValue>(Object.entries(d as PickleDict));
+          memo.replace(d, m);
+          stack[from - 1] = d = m;
+          m.set(key, value);
+        } else {
+          throw this.#malformed(at, op, 'the object below the MARK is not a dict');
+        }
+      }
+      stack.length = from;
+    };
+    const place = (): Place => {
+      const p = this.#place;
+      const len = stack.length;
+      const m = marks.length > 0 ? marks[marks.length - 1] : -1;
+      const t = len > 0 ? stack[len - 1] : undefined;
+      p.top = t;
+      p.key = undefined;
+      p.owner = undefined;
+      if (typeof t === 'string') {
+        // A key in its dict's batch (odd count past the MARK), or of a SETITEM.
+        if (m >= 1 && m < len && isDictLike(stack[m - 1]) && (len - m) % 2 === 1) {
+          p.owner = stack[m - 1];
+          p.key = t;
+          return p;
+        }
+        if (len >= 2 && len - 2 >= m && isDictLike(stack[len - 2])) {
+          p.owner = stack[len - 2];
+          p.key = t;
+          return p;
+        }
+      }
+      if (m >= 1 && m <= len && isListLike(stack[m - 1])) p.owner = stack[m - 1];
+      else if (isListLike(t)) p.owner = t;
+      return p;
+    };
+
+    for (;;) {
+      if (pos >= end) {
+        this.#base += end;
+        return;
+      }
+      const at = pos;
+      const op = buf[pos++];
+      switch (op) {
+        case Op.PROTO: {
+          if (pos + 1 > end) return this.#suspend(buf, at, 2);
+          const version = buf[pos++];
+          if (version < 2 || version > 5) throw this.#malformed(at, op, `protocol ${version} is not 2 to 5`);
+          break;
+        }
+        case Op.FRAME:
+          // A frame's length: bytes come as they come, so frames need no handling.
+          if (pos + 8 > end) return this.#suspend(buf, at, 9);
+          pos += 8;
+          break;
+        case Op.MARK:
+          marks.push(stack.length);
+          break;
+        case Op.STOP: {
+          if (stack.length === 0) throw this.#malformed(at, op, 'the stack is empty');
+          this.#result = stack[stack.length - 1];
+          this.#done = true;
+          this.#base += pos;
+          return;
+        }
+        case Op.EMPTY_DICT:
+          stack.push(shape === undefined ? {} : shape.dict(place()));
+          break;
+        case Op.EMPTY_LIST:
+          stack.push(shape === undefined ? [] : shape.list(place()));
+          break;
+        case Op.EMPTY_TUPLE:
+          stack.push(EMPTY_TUPLE);
+          break;
+        case Op.MEMOIZE:
+          memo.put(memo.count, top(at, op));
+          break;
+        case Op.BINPUT:
+          if (pos + 1 > end) return this.#suspend(buf, at, 2);
+          memo.put(buf[pos++], top(at, op));
+          break;
+        case Op.LONG_BINPUT:
+          if (pos + 4 > end) return this.#suspend(buf, at, 5);
+          memo.put(view.getUint32(pos, true), top(at, op));
+          pos += 4;
+          break;
+        case Op.BINGET:
+          if (pos + 1 > end) return this.#suspend(buf, at, 2);
+          stack.push(fromMemo(at, op, buf[pos++]));
+          break;
+        case Op.LONG_BINGET:
+          if (pos + 4 > end) return this.#suspend(buf, at, 5);
+          stack.push(fromMemo(at, op, view.getUint32(pos, true)));
+          pos += 4;
+          break;
+        case Op.SHORT_BINUNICODE: {
+          if (pos + 1 > end) return this.#suspend(buf, at, 2);
+          const n = buf[pos++];
+          if (pos + n > end) return this.#suspend(buf, at, 2 + n);
+          stack.push(strings.decode(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case Op.BINUNICODE: {
+          if (pos + 4 > end) return this.#suspend(buf, at, 5);
+          const n = view.getUint32(pos, true);
+          pos += 4;
+          if (pos + n > end) return this.#suspend(buf, at, 5 + n);
+          stack.push(strings.decode(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case Op.BINUNICODE8: {
+          if (pos + 8 > end) return this.#suspend(buf, at, 9);
+          const n = Number(view.getBigUint64(pos, true));
+          pos += 8;
+          if (pos + n > end) return this.#suspend(buf, at, 9 + n);
+          stack.push(strings.decode(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case Op.BININT1:
+          if (pos + 1 > end) return this.#suspend(buf, at, 2);
+          stack.push(buf[pos++]);
+          break;
+        case Op.BININT2:
+          if (pos + 2 > end) return this.#suspend(buf, at, 3);
+          stack.push(buf[pos] | (buf[pos + 1] << 8));
+          pos += 2;
+          break;
+        case Op.BININT:
+          if (pos + 4 > end) return this.#suspend(buf, at, 5);
+          stack.push(view.getInt32(pos, true));
+          pos += 4;
+          break;
+        case Op.LONG1: {
+          if (pos + 1 > end) return this.#suspend(buf, at, 2);
+          const n = buf[pos++];
+          if (pos + n > end) return this.#suspend(buf, at, 2 + n);
+          stack.push(readLong(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case Op.LONG4: {
+          if (pos + 4 > end) return this.#suspend(buf, at, 5);
+          const n = view.getInt32(pos, true);
+          pos += 4;
+          if (n < 0) throw this.#malformed(at, op, `negative byte count ${n}`);
+          if (pos + n > end) return this.#suspend(buf, at, 5 + n);
+          stack.push(readLong(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case Op.BINFLOAT:
+          if (pos + 8 > end) return this.#suspend(buf, at, 9);
+          stack.push(view.getFloat64(pos, false));
+          pos += 8;
+          break;
+        case Op.NONE:
+          stack.push(null);
+          break;
+        case Op.NEWTRUE:
+          stack.push(true);
+          break;
+        case Op.NEWFALSE:
+          stack.push(false);
+          break;
+        case Op.SHORT_BINBYTES: {
+          if (pos + 1 > end) return this.#suspend(buf, at, 2);
+          const n = buf[pos++];
+          if (pos + n > end) return this.#suspend(buf, at, 2 + n);
+          stack.push(copyBytes(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case Op.BINBYTES: {
+          if (pos + 4 > end) return this.#suspend(buf, at, 5);
+          const n = view.getUint32(pos, true);
+          pos += 4;
+          if (pos + n > end) return this.#suspend(buf, at, 5 + n);
+          stack.push(copyBytes(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case Op.BINBYTES8:
+        case Op.BYTEARRAY8: {
+          // A bytearray reads as bytes: the value mapping has one kind for both.
+          if (pos + 8 > end) return this.#suspend(buf, at, 9);
+          const n = Number(view.getBigUint64(pos, true));
+          pos += 8;
+          if (pos + n > end) return this.#suspend(buf, at, 9 + n);
+          stack.push(copyBytes(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case Op.APPEND: {
+          const v = pop(at, op);
+          const list = top(at, op);
+          if (Array.isArray(list)) list.push(v as PickleValue);
+          else if (list instanceof ListSink) list.append(v);
+          else throw this.#malformed(at, op, 'APPEND to something that is not a list');
+          break;
+        }
+        case Op.APPENDS: {
+          const from = popMark(at, op);
+          if (from === 0) throw this.#malformed(at, op, 'no list below the MARK');
+          appends(at, op, stack[from - 1], from);
+          break;
+        }
+        case Op.SETITEM: {
+          const value = pop(at, op);
+          const key = pop(at, op);
+          stack.push(key, value);
+          setItems(at, op, stack.length - 2);
+          break;
+        }
+        case Op.SETITEMS:
+          setItems(at, op, popMark(at, op));
+          break;
+        case Op.TUPLE1: {
+          const a = pop(at, op);
+          stack.push(new PickleTuple([a as PickleValue]));
+          break;
+        }
+        case Op.TUPLE2: {
+          const b = pop(at, op);
+          const a = pop(at, op);
+          stack.push(new PickleTuple([a as PickleValue, b as PickleValue]));
+          break;
+        }
+        case Op.TUPLE3: {
+          const c = pop(at, op);
+          const b = pop(at, op);
+          const a = pop(at, op);
+          stack.push(new PickleTuple([a as PickleValue, b as PickleValue, c as PickleValue]));
+          break;
+        }
+        case Op.TUPLE: {
+          const from = popMark(at, op);
+          const items = stack.slice(from) as PickleValue[];
+          stack.length = from;
+          stack.push(new PickleTuple(items));
+          break;
+        }
+        case Op.POP: {
+          if (stack.length > (marks.length > 0 ? marks[marks.length - 1] : 0)) stack.length--;
+          else popMark(at, op);
+          break;
+        }
+        case Op.POP_MARK:
+          stack.length = popMark(at, op);
+          break;
+        case Op.DUP:
+          stack.push(top(at, op));
+          break;
+        default: {
+          const offset = this.#base + at;
+          throw new PickleError(
+            'unsupported-opcode',
+            `unsupported pickle opcode ${describeOpcode(op)} at offset ${offset}: only plain data (dicts, lists, tuples, strings, numbers, bytes) is read`,
+            offset,
+          );
+        }
+      }
     }
   }
 }
@@ -321,29 +497,19 @@ function isPlainObject(v: unknown): boolean {
   return typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 }
 
+function isDictLike(v: unknown): boolean {
+  return v instanceof DictSink || v instanceof Map || isPlainObject(v);
+}
+
+function isListLike(v: unknown): boolean {
+  return Array.isArray(v) || v instanceof ListSink;
+}
+
 /** Set an own property, '__proto__' included (assignment would change the prototype instead). */
 function setOwn(d: PickleDict, key: string, value: PickleValue): void {
   if (key === '__proto__')
     Object.defineProperty(d, key, { value, writable: true, enumerable: true, configurable: true });
   else d[key] = value;
-}
-
-/**
- * A dict that met a key that is not a string becomes a Map holding what it
- * had. The memo and the stack slot that refer to it are pointed at the Map;
- * a dict that contains itself before its first such key keeps the old object
- * inside (no snapshot does that).
- */
-function toMap(
-  d: PickleDict,
-  memo: PickleValue[],
-  stack: PickleValue[],
-  slot: number,
-): Map<PickleValue, PickleValue> {
-  const m = new Map<PickleValue, PickleValue>(Object.entries(d));
-  for (let i = 0; i < memo.length; i++) if (memo[i] === d) memo[i] = m;
-  stack[slot] = m;
-  return m;
 }
 
 function copyBytes(buf: Buffer, pos: number, n: number): Uint8Array {
@@ -402,10 +568,19 @@ class StringCache {
     const slot = (h ^ (h >>> 15)) & 4095;
     const s = this.#slots[slot];
     if (s !== undefined && s.length === n && sameAscii(s, buf, pos, n)) return s;
-    const fresh = buf.toString('latin1', pos, pos + n);
+    const fresh = internalize(buf.toString('latin1', pos, pos + n));
     this.#slots[slot] = fresh;
     return fresh;
   }
+}
+
+/**
+ * The engine's own copy of `s` (a property name is one): comparing it with
+ * a literal, as a shape's `switch (key)` does for every field of every
+ * entry, is then a pointer comparison.
+ */
+function internalize(s: string): string {
+  return Object.keys({ [s]: 0 })[0] ?? s;
 }
 
 function sameAscii(s: string, buf: Uint8Array, pos: number, n: number): boolean {

@@ -11,6 +11,13 @@
  * to 4 and no bytes opcodes, so the default is protocol 4. Integral numbers
  * are written as ints: a Python float with an integral value read by
  * unpickle comes back as an int.
+ *
+ * PickleStreamWriter writes a pickle too big to hold as it goes, through a
+ * callback, with CPython's own choices where the in-memory writer differs:
+ * FRAME opcodes of about 64 KiB from protocol 4 (as _pickle.c frames), and
+ * the opcodes a caller picks one by one, so that a generated snapshot is
+ * shaped as PyTorch's `_dump_snapshot` leaves it (a new string memoized for
+ * every event's 'N/A', one list per event's frames).
  */
 import { Op } from './opcodes.js';
 import { PickleError, PickleTuple, type PickleValue } from './value.js';
@@ -37,17 +44,153 @@ export function pickle(value: PickleValue, options: PickleWriteOptions = {}): Bu
   return w.result();
 }
 
+const FRAME_HEADER = 9;
+/** CPython's _FRAME_SIZE_TARGET, and its _FRAME_SIZE_MIN below which a frame gets no header. */
+const FRAME_TARGET = 64 * 1024;
+const FRAME_MIN = 4;
+/** The stream writer hands on its bytes in pieces of about this size. */
+const FLUSH_AT = 1 << 20;
+
+/**
+ * A pickle written through `write` as it goes (see the header): open with
+ * the constructor, write the value's opcodes with `value` or one by one,
+ * and finish with `stop`. Each call writes whole opcodes.
+ */
+export class PickleStreamWriter {
+  readonly #w: PickleWriter;
+
+  constructor(write: (bytes: Uint8Array) => void, options: PickleWriteOptions = {}) {
+    const protocol = options.protocol ?? 4;
+    if (!Number.isInteger(protocol) || protocol < 2 || protocol > 5) {
+      throw new PickleError('unpicklable', `protocol ${protocol} is not 2 to 5`, 0);
+    }
+    this.#w = new PickleWriter(protocol, write);
+    this.#w.byte(Op.PROTO);
+    this.#w.byte(protocol);
+    this.#w.startFraming();
+  }
+
+  /** Any value, shared objects and repeated strings memoized (as `pickle` writes it). */
+  value(v: PickleValue): this {
+    this.#w.value(v, 0);
+    return this.#w.boundary(this);
+  }
+
+  /** A string memoized by content (BINGET after the first), or written anew and memoized when `fresh`. */
+  string(s: string, fresh = false): this {
+    this.#w.string(s, fresh);
+    return this.#w.boundary(this);
+  }
+
+  /** EMPTY_DICT and MEMOIZE: the memo index it has. */
+  emptyDict(): number {
+    this.#w.byte(Op.EMPTY_DICT);
+    const index = this.#w.memoize();
+    this.#w.boundary(this);
+    return index;
+  }
+
+  /** EMPTY_LIST and MEMOIZE: the memo index it has. */
+  emptyList(): number {
+    this.#w.byte(Op.EMPTY_LIST);
+    const index = this.#w.memoize();
+    this.#w.boundary(this);
+    return index;
+  }
+
+  /** BINGET or LONG_BINGET of a memo index. */
+  get(index: number): this {
+    this.#w.get(index);
+    return this.#w.boundary(this);
+  }
+
+  /** MARK, APPEND, APPENDS, SETITEM, SETITEMS. */
+  op(
+    opcode: typeof Op.MARK | typeof Op.APPEND | typeof Op.APPENDS | typeof Op.SETITEM | typeof Op.SETITEMS,
+  ): this {
+    this.#w.byte(opcode);
+    return this.#w.boundary(this);
+  }
+
+  /** Bytes written so far. */
+  get offset(): number {
+    return this.#w.offset;
+  }
+
+  /** STOP, and hand on what is left. */
+  stop(): void {
+    this.#w.byte(Op.STOP);
+    this.#w.finish();
+  }
+}
+
 class PickleWriter {
   #buf = Buffer.allocUnsafe(1 << 16);
   #len = 0;
+  /** Where the open frame's header goes; -1 when not framing. */
+  #frameStart = -1;
+  /** Bytes already handed on. */
+  #flushed = 0;
   readonly #strings = new Map<string, number>();
   readonly #objects = new Map<object, number>();
   #memoCount = 0;
 
-  constructor(readonly protocol: number) {}
+  constructor(
+    readonly protocol: number,
+    readonly out?: (bytes: Uint8Array) => void,
+  ) {}
 
   result(): Buffer {
     return Buffer.from(this.#buf.subarray(0, this.#len));
+  }
+
+  get offset(): number {
+    return this.#flushed + this.#len;
+  }
+
+  /** From protocol 4, frames begin after PROTO (as CPython's framer starts). */
+  startFraming(): void {
+    if (this.protocol < 4) return;
+    this.#room(FRAME_HEADER);
+    this.#frameStart = this.#len;
+    this.#len += FRAME_HEADER;
+  }
+
+  /** Between opcodes: close the frame when it is big enough, and hand bytes on. */
+  boundary<T>(self: T): T {
+    if (this.#frameStart >= 0) {
+      if (this.#len - this.#frameStart - FRAME_HEADER >= FRAME_TARGET) {
+        this.#closeFrame();
+        if (this.#len >= FLUSH_AT) this.#flush();
+        this.startFraming();
+      }
+    } else if (this.out !== undefined && this.#len >= FLUSH_AT) this.#flush();
+    return self;
+  }
+
+  finish(): void {
+    if (this.#frameStart >= 0) this.#closeFrame();
+    this.#flush();
+  }
+
+  #closeFrame(): void {
+    const start = this.#frameStart;
+    const size = this.#len - start - FRAME_HEADER;
+    if (size >= FRAME_MIN) {
+      this.#buf[start] = Op.FRAME;
+      this.#buf.writeBigUInt64LE(BigInt(size), start + 1);
+    } else {
+      this.#buf.copyWithin(start, start + FRAME_HEADER, this.#len);
+      this.#len -= FRAME_HEADER;
+    }
+    this.#frameStart = -1;
+  }
+
+  #flush(): void {
+    if (this.#len === 0) return;
+    this.out!(this.#buf.subarray(0, this.#len));
+    this.#flushed += this.#len;
+    this.#len = 0;
   }
 
   #room(n: number): void {
@@ -79,7 +222,7 @@ class PickleWriter {
   }
 
   /** Remember the value just written under the next memo index. */
-  #memoize(): number {
+  memoize(): number {
     const index = this.#memoCount++;
     if (this.protocol >= 4) this.byte(Op.MEMOIZE);
     else if (index < 256) {
@@ -89,7 +232,7 @@ class PickleWriter {
     return index;
   }
 
-  #get(index: number): void {
+  get(index: number): void {
     if (index < 256) {
       this.byte(Op.BINGET);
       this.byte(index);
@@ -105,21 +248,21 @@ class PickleWriter {
       if (Number.isSafeInteger(v) && !Object.is(v, -0)) this.#int(v);
       else this.#float(v);
     } else if (typeof v === 'bigint') this.#long(v);
-    else if (typeof v === 'string') this.#string(v);
+    else if (typeof v === 'string') this.string(v);
     else if (typeof v !== 'object') {
       throw new PickleError('unpicklable', `a ${typeof v} cannot be pickled`, this.#len);
     } else {
       const seen = this.#objects.get(v);
-      if (seen !== undefined) this.#get(seen);
+      if (seen !== undefined) this.get(seen);
       else if (v instanceof Uint8Array) this.#bytes(v);
       else if (v instanceof PickleTuple) this.#tuple(v, depth);
       else if (Array.isArray(v)) {
         this.byte(Op.EMPTY_LIST);
-        this.#objects.set(v, this.#memoize());
+        this.#objects.set(v, this.memoize());
         this.#items(v, depth);
       } else {
         this.byte(Op.EMPTY_DICT);
-        this.#objects.set(v, this.#memoize());
+        this.#objects.set(v, this.memoize());
         this.#pairs(v instanceof Map ? [...v.entries()] : Object.entries(v), depth);
       }
     }
@@ -161,7 +304,7 @@ class PickleWriter {
     if (n > 3) this.byte(Op.MARK);
     for (const x of t.items) this.value(x, depth + 1);
     this.byte(n === 1 ? Op.TUPLE1 : n === 2 ? Op.TUPLE2 : n === 3 ? Op.TUPLE3 : Op.TUPLE);
-    this.#objects.set(t, this.#memoize());
+    this.#objects.set(t, this.memoize());
   }
 
   #int(v: number): void {
@@ -218,10 +361,10 @@ class PickleWriter {
     this.#len += 9;
   }
 
-  #string(s: string): void {
-    const seen = this.#strings.get(s);
+  string(s: string, fresh = false): void {
+    const seen = fresh ? undefined : this.#strings.get(s);
     if (seen !== undefined) {
-      this.#get(seen);
+      this.get(seen);
       return;
     }
     const n = Buffer.byteLength(s, 'utf8');
@@ -237,7 +380,7 @@ class PickleWriter {
       this.#u64(Op.BINUNICODE8, n);
     }
     this.#len += this.#buf.write(s, this.#len, 'utf8');
-    this.#strings.set(s, this.#memoize());
+    this.#strings.set(s, this.memoize());
   }
 
   #bytes(b: Uint8Array): void {
@@ -255,7 +398,7 @@ class PickleWriter {
     }
     this.#buf.set(b, this.#len);
     this.#len += b.length;
-    this.#objects.set(b, this.#memoize());
+    this.#objects.set(b, this.memoize());
   }
 }
 

@@ -1,0 +1,212 @@
+/**
+ * The streaming snapshot reader: the pickle reader with a shape (Note
+ * [Snapshot-shaped reading]) that knows where a snapshot keeps what replay
+ * needs, so that a snapshot of any size reads in bounded memory:
+ *
+ *   device_traces[d]        a TraceSink: each entry, as its list takes it,
+ *                           becomes a row of the device's columns
+ *   device_traces[d][i]     a TraceEntry: its fields, never a dict
+ *   ...['frames']           a FramesList, settled into an interned stack
+ *   ...['frames'][k]        a FrameRecord, interned once (the memo keeps it)
+ *   external_annotations    counted, not kept
+ *
+ * Everything else (segments, allocator_settings) is read as plain values.
+ * The result is checked by the same code as an unpickled snapshot
+ * (snapshot.ts), and equals it.
+ */
+import {
+  DictSink,
+  isPickleDict,
+  ListSink,
+  type PickleDict,
+  PickleReader,
+  type PickleShape,
+  type PickleValue,
+  type Place,
+  type StackValue,
+} from './pickle/index.js';
+import { type EntryFields, type MemorySnapshot, snapshotOf, TraceBuilder } from './snapshot.js';
+import { FrameRecord, FramesList, StackTable } from './stacks.js';
+
+/** A snapshot read from bytes that come in chunks: `write` each, then `end`. */
+export class SnapshotReader {
+  readonly #stacks = new StackTable();
+  readonly #shape = new SnapshotShape(this.#stacks);
+  readonly #pickle = new PickleReader(this.#shape);
+
+  /** Take the next bytes of the (inflated) pickle; true once it is complete. */
+  write(chunk: Uint8Array): boolean {
+    return this.#pickle.write(chunk);
+  }
+
+  /** Bytes of pickle taken so far. */
+  get offset(): number {
+    return this.#pickle.offset;
+  }
+
+  /** The snapshot, checked; a PickleError if the pickle stopped short, a SnapshotError if it is no snapshot. */
+  end(): MemorySnapshot {
+    const root = this.#pickle.end();
+    const traces = this.#shape.traces;
+    if (traces !== undefined && isPickleDict(root) && (root.device_traces as StackValue) === traces) {
+      root.device_traces = traces.items as unknown as PickleValue[];
+    }
+    return snapshotOf(root, this.#stacks);
+  }
+}
+
+/** Read a snapshot from the whole (inflated) pickle. */
+export function readSnapshot(bytes: Uint8Array): MemorySnapshot {
+  const reader = new SnapshotReader();
+  reader.write(bytes);
+  return reader.end();
+}
+
+class SnapshotShape implements PickleShape {
+  root: PickleDict | undefined;
+  traces: DeviceTraces | undefined;
+
+  constructor(readonly stacks: StackTable) {}
+
+  dict(p: Place): StackValue {
+    if (this.root === undefined && p.top === undefined) {
+      this.root = {};
+      return this.root;
+    }
+    if (p.key === undefined) {
+      const list = p.top instanceof ListSink ? p.top : p.owner;
+      if (list instanceof TraceSink) return new TraceEntry();
+      if (list instanceof FramesList) return new FrameRecord();
+      if (list instanceof CountSink) return DROPPED;
+    }
+    return {};
+  }
+
+  list(p: Place): StackValue {
+    if (p.key !== undefined) {
+      if (p.key === 'frames' && (p.owner instanceof TraceEntry || isPlainObject(p.owner)))
+        return new FramesList();
+      if (p.owner === this.root && this.root !== undefined) {
+        if (p.key === 'device_traces' && this.traces === undefined) {
+          this.traces = new DeviceTraces(this.stacks);
+          return this.traces;
+        }
+        if (p.key === 'external_annotations') return new CountSink();
+      }
+      return [];
+    }
+    if (p.top instanceof DeviceTraces) return p.top.newTrace();
+    if (p.owner instanceof DeviceTraces) return p.owner.newTrace();
+    return [];
+  }
+}
+
+/** `device_traces`: its items, each device's TraceBuilder in place of its list. */
+class DeviceTraces extends ListSink {
+  /** What it took: each device's TraceBuilder in place of its TraceSink, other items as they are. */
+  readonly items: (StackValue | TraceBuilder)[] = [];
+  #made = 0;
+
+  constructor(readonly stacks: StackTable) {
+    super();
+  }
+
+  newTrace(): TraceSink {
+    return new TraceSink(new TraceBuilder(this.#made++, this.stacks));
+  }
+
+  append(value: StackValue): void {
+    this.items.push(value instanceof TraceSink ? value.builder : value);
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+}
+
+/** One device's trace: each item it takes is checked and becomes a row. */
+class TraceSink extends ListSink {
+  #length = 0;
+
+  constructor(readonly builder: TraceBuilder) {
+    super();
+  }
+
+  append(value: StackValue): void {
+    const i = this.#length++;
+    if (value instanceof TraceEntry) {
+      // A key that is no string would make a plain reading's dict a Map, which is no entry.
+      if (value.odd) this.builder.notDict(value, i);
+      else this.builder.entry(value, i);
+    } else if (isPickleDict(value)) this.builder.entry(value, i);
+    else this.builder.notDict(value, i);
+  }
+
+  get length(): number {
+    return this.#length;
+  }
+}
+
+/** A trace entry's fields as SETITEMS gives them; the rest (compile_context, user_metadata) are dropped. */
+class TraceEntry extends DictSink implements EntryFields {
+  action: StackValue | undefined;
+  addr: StackValue | undefined;
+  device_free: StackValue | undefined;
+  size: StackValue | undefined;
+  stream: StackValue | undefined;
+  time_us: StackValue | undefined;
+  frames: StackValue | undefined;
+  odd = false;
+
+  set(key: StackValue, value: StackValue): void {
+    switch (key) {
+      case 'action':
+        this.action = value;
+        break;
+      case 'addr':
+        this.addr = value;
+        break;
+      case 'device_free':
+        this.device_free = value;
+        break;
+      case 'size':
+        this.size = value;
+        break;
+      case 'stream':
+        this.stream = value;
+        break;
+      case 'time_us':
+        this.time_us = value;
+        break;
+      case 'frames':
+        this.frames = value;
+        break;
+      default:
+        if (typeof key !== 'string') this.odd = true;
+    }
+  }
+}
+
+/** A list whose items are counted and dropped. */
+class CountSink extends ListSink {
+  #length = 0;
+
+  append(): void {
+    this.#length++;
+  }
+
+  get length(): number {
+    return this.#length;
+  }
+}
+
+/** A dict whose items are dropped (an item of a CountSink). */
+class Dropped extends DictSink {
+  set(): void {}
+}
+
+const DROPPED = new Dropped();
+
+function isPlainObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+}
