@@ -1,0 +1,245 @@
+/**
+ * The replays of `advise`, run on worker threads or in this thread.
+ *
+ * Note [Worker threads]: the snapshot is read and planned once, here; its
+ * compact trace arrays and the plan's (Note [Compact traces]) are copied
+ * once into SharedArrayBuffers and given to every worker at its start, so a
+ * worker neither parses nor plans, and a million-event trace costs its
+ * ~40 MB once, not once per worker. Each worker then replays the jobs it is
+ * sent, one at a time, and answers with the run (its per-block arrays left
+ * out). The worker is advise-worker.js beside this module: in the compiled
+ * package (dist/) it is there; run from the TypeScript sources (vitest) it
+ * is not, and the jobs run in this thread instead, in the same order with
+ * the same results (replays are deterministic; only the wall time differs).
+ * A trace too small to repay starting workers runs in this thread too.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { selectAllocators } from './allocators.js';
+import { type AllocatorRun, replay } from './replay.js';
+import type { MemorySnapshot } from './snapshot.js';
+import type { TracePlan } from './trace-plan.js';
+
+/** One replay: an allocator of the registry, and the configuration string (null: the snapshot's own settings). */
+export interface ReplayJob {
+  readonly id: number;
+  readonly allocator: 'pytorch' | 'vmmkit';
+  readonly allocConf: string | null;
+}
+
+export interface JobOutcome {
+  readonly id: number;
+  /** The run (devices without their per-block arrays); null when replay itself refused. */
+  readonly run: AllocatorRun | null;
+  readonly error: string | null;
+  /** Wall time of the replay, in the thread that ran it. */
+  readonly wallMs: number;
+}
+
+/** What every replay of one advice shares. */
+export interface ReplayInput {
+  readonly snapshot: MemorySnapshot;
+  readonly plan: TracePlan;
+  readonly memoryLimit: number | undefined;
+}
+
+/** Replay one job; `onEvents` is told how many of the trace's events are done, now and then. */
+export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: number) => void): JobOutcome {
+  const start = performance.now();
+  try {
+    const result = replay(input.snapshot, {
+      allocators: selectAllocators([job.allocator]),
+      allocConf: job.allocConf ?? undefined,
+      memoryLimit: input.memoryLimit,
+      plan: input.plan,
+      keepEvents: false,
+      onProgress: onEvents === undefined ? undefined : (done) => onEvents(done),
+    });
+    const run = result.allocators[0];
+    // The per-block arrays are what a caller of advise never reads, and most of a run's bytes.
+    const devices = run.devices.map((d) => ({
+      ...d,
+      segmentEvents: [],
+      blockAddress: new Float64Array(0),
+      blockState: new Uint8Array(0),
+    }));
+    return { id: job.id, run: { ...run, devices }, error: null, wallMs: performance.now() - start };
+  } catch (e) {
+    return {
+      id: job.id,
+      run: null,
+      error: e instanceof Error ? e.message : String(e),
+      wallMs: performance.now() - start,
+    };
+  }
+}
+
+/** Replays jobs; `run` resolves with one outcome per job, in the jobs' order. */
+export interface ReplayPool {
+  /** Worker threads (0: this thread). */
+  readonly workers: number;
+  run(jobs: readonly ReplayJob[], onEvents: (delta: number) => void): Promise<JobOutcome[]>;
+  close(): Promise<void>;
+}
+
+/** Below this many events a trace replays in this thread: starting a worker costs more than it saves. */
+export const MIN_EVENTS_FOR_WORKERS = 20_000;
+
+/** The worker's module beside this one, when it is there (compiled), else undefined. */
+export function workerModule(): URL | undefined {
+  const url = new URL('./advise-worker.js', import.meta.url);
+  return url.protocol === 'file:' && existsSync(fileURLToPath(url)) ? url : undefined;
+}
+
+/** A pool of `workers` threads (Note [Worker threads]), or this thread when 0, 1 or the worker is absent. */
+export function openPool(input: ReplayInput, workers: number): ReplayPool {
+  const module = workerModule();
+  if (workers <= 1 || module === undefined) return inThread(input);
+  return new WorkerPool(module, shareArrays(input), workers);
+}
+
+function inThread(input: ReplayInput): ReplayPool {
+  return {
+    workers: 0,
+    run: async (jobs, onEvents) =>
+      jobs.map((job) => {
+        let last = 0;
+        const outcome = runJob(input, job, (done) => {
+          onEvents(done - last);
+          last = done;
+        });
+        onEvents(input.plan.events - last);
+        return outcome;
+      }),
+    close: async () => {},
+  };
+}
+
+/** Messages a worker sends: progress of the job it runs, or the job's outcome. */
+export type WorkerMessage =
+  | { readonly kind: 'progress'; readonly id: number; readonly done: number }
+  | { readonly kind: 'done'; readonly outcome: JobOutcome };
+
+class WorkerPool implements ReplayPool {
+  readonly #threads: Worker[];
+  readonly #events: number;
+  /** Why a worker is gone, once one is (a later run is refused rather than left waiting). */
+  #broken: Error | undefined;
+  #closing = false;
+
+  constructor(
+    module: URL,
+    input: ReplayInput,
+    readonly workers: number,
+  ) {
+    this.#events = input.plan.events;
+    this.#threads = Array.from({ length: workers }, () => {
+      const w = new Worker(module, { workerData: input });
+      w.on('error', (e) => {
+        this.#broken ??= e instanceof Error ? e : new Error(String(e));
+      });
+      w.on('exit', (code) => {
+        if (!this.#closing) this.#broken ??= new Error(`an advise worker stopped (exit ${code})`);
+      });
+      return w;
+    });
+  }
+
+  run(jobs: readonly ReplayJob[], onEvents: (delta: number) => void): Promise<JobOutcome[]> {
+    return new Promise((resolve, reject) => {
+      if (this.#broken !== undefined) {
+        reject(this.#broken);
+        return;
+      }
+      const outcomes = new Array<JobOutcome>(jobs.length);
+      const index = new Map(jobs.map((j, k) => [j.id, k]));
+      const reported = new Map<number, number>();
+      let next = 0;
+      let finished = 0;
+      let failed = false;
+      const cleanups: (() => void)[] = [];
+      const settle = (error?: unknown) => {
+        for (const c of cleanups) c();
+        if (error !== undefined) reject(error);
+        else resolve(outcomes);
+      };
+      const feed = (w: Worker) => {
+        if (next < jobs.length) w.postMessage(jobs[next++]);
+      };
+      for (const w of this.#threads) {
+        const onMessage = (m: WorkerMessage) => {
+          if (failed) return;
+          const id = m.kind === 'progress' ? m.id : m.outcome.id;
+          const done = m.kind === 'progress' ? m.done : this.#events;
+          onEvents(done - (reported.get(id) ?? 0));
+          reported.set(id, done);
+          if (m.kind === 'progress') return;
+          outcomes[index.get(id)!] = m.outcome;
+          if (++finished === jobs.length) settle();
+          else feed(w);
+        };
+        const onError = (e: unknown) => {
+          if (failed) return;
+          failed = true;
+          settle(e instanceof Error ? e : new Error(String(e)));
+        };
+        const onExit = (code: number) => {
+          if (!this.#closing) onError(new Error(`an advise worker stopped (exit ${code})`));
+        };
+        w.on('message', onMessage);
+        w.on('error', onError);
+        w.on('exit', onExit);
+        cleanups.push(() => {
+          w.off('message', onMessage);
+          w.off('error', onError);
+          w.off('exit', onExit);
+        });
+      }
+      if (jobs.length === 0) settle();
+      else for (const w of this.#threads) feed(w);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    await Promise.all(this.#threads.map((w) => w.terminate()));
+  }
+}
+
+/**
+ * A copy of `value` whose typed arrays live in SharedArrayBuffers, so that
+ * posting it to a worker shares their bytes instead of copying them. Arrays
+ * and plain objects are copied (an object reached twice stays one object);
+ * anything else is left for the structured clone.
+ */
+export function shareArrays<T>(value: T): T {
+  const seen = new Map<object, unknown>();
+  const copy = (v: unknown): unknown => {
+    if (typeof v !== 'object' || v === null) return v;
+    const prior = seen.get(v);
+    if (prior !== undefined) return prior;
+    let out: unknown;
+    if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
+      const Ctor = v.constructor as new (
+        buffer: SharedArrayBuffer,
+      ) => ArrayBufferView & { set(a: unknown): void };
+      const shared = new Ctor(new SharedArrayBuffer(v.byteLength));
+      shared.set(v);
+      out = shared;
+    } else if (Array.isArray(v)) {
+      const a: unknown[] = [];
+      seen.set(v, a);
+      for (const x of v) a.push(copy(x));
+      return a;
+    } else if (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null) {
+      const o: Record<string, unknown> = {};
+      seen.set(v, o);
+      for (const [k, x] of Object.entries(v)) o[k] = copy(x);
+      return o;
+    } else out = v;
+    seen.set(v, out);
+    return out;
+  };
+  return copy(value) as T;
+}

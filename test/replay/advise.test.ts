@@ -1,0 +1,318 @@
+/**
+ * advise (src/replay/advise.ts): the search, its dedupe, the ranking, the
+ * trap warning, and the page bound (src/replay/bound.ts), on synthetic
+ * snapshots and the two smallest committed traces.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parseAllocConf } from '../../src/alloc/pytorch/alloc-conf.js';
+import { type Advice, type AdviceCandidate, advise, KNOWN_TRAP } from '../../src/replay/advise.js';
+import {
+  confKey,
+  divisionsText,
+  firstRound,
+  keyCount,
+  settingsConf,
+  traceSizes,
+} from '../../src/replay/advise-search.js';
+import { selectAllocators } from '../../src/replay/allocators.js';
+import { memoryBound } from '../../src/replay/bound.js';
+import { replay } from '../../src/replay/replay.js';
+import type { MemorySnapshot } from '../../src/replay/snapshot.js';
+import { planReplay } from '../../src/replay/trace-plan.js';
+import { type Event, readFixture, snapshotOf } from './helpers.js';
+
+const MiB = 1024 * 1024;
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const trace = (name: string) => readFixture(`../../../traces/h200/${name}.pickle.gz`);
+
+/** n blocks of `size` at addresses from `base`, 64 MiB apart. */
+const allocs = (
+  n: number,
+  size: number,
+  base: number,
+  action: 'alloc' | 'free_completed' = 'alloc',
+): Event[] => Array.from({ length: n }, (_, k) => [action, base + k * 64 * MiB, size] as const);
+
+/**
+ * The shape of #123548: eleven 30 MiB blocks, the first ten freed (under
+ * expandable segments they merge into one 300 MiB free block, the eleventh
+ * still live after it), then ten more. Alone, each setting reuses the
+ * freed memory; together, max_split_size forbids splitting the merged block
+ * for a smaller request and expandable segments map new pages instead.
+ */
+const trapSnapshot = (): MemorySnapshot =>
+  snapshotOf([
+    ...allocs(11, 30 * MiB, 0x1000_0000),
+    ...allocs(10, 30 * MiB, 0x1000_0000, 'free_completed'),
+    ...allocs(10, 30 * MiB, 0x9000_0000),
+  ]);
+
+/** The order Note [Ranking] promises, for two neighbours of the ranking. */
+function inOrder(a: AdviceCandidate, b: AdviceCandidate): boolean {
+  const key = (c: AdviceCandidate) => [
+    c.error === null ? 0 : 1,
+    c.ooms,
+    c.peakReservedBytes,
+    c.driverCalls,
+    c.keys,
+  ];
+  const x = key(a);
+  const y = key(b);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] < y[i];
+  return a.allocConf.length <= b.allocConf.length;
+}
+
+function expectRanked(a: Advice): void {
+  for (let i = 1; i < a.candidates.length; i++)
+    expect(inOrder(a.candidates[i - 1], a.candidates[i])).toBe(true);
+  expect(a.recommended).toBe(a.candidates[0]);
+}
+
+describe('advise: the search', () => {
+  it('replays each effective setting once and ranks them as Note [Ranking] says', async () => {
+    const snapshot = trace('phases_streams-native');
+    const a = await advise(snapshot, { workers: 0 });
+    expectRanked(a);
+    const sizes = traceSizes(snapshot, planReplay(snapshot));
+    const keys = a.candidates.map((c) => confKey(c.allocConf, sizes, undefined));
+    expect(new Set(keys).size).toBe(keys.length);
+    // Every equivalent string is the same replay as the one shown, and not simpler.
+    for (const c of a.candidates)
+      for (const e of c.equivalent) {
+        expect(confKey(e, sizes, undefined)).toBe(confKey(c.allocConf, sizes, undefined));
+        expect(keyCount(e)).toBeGreaterThanOrEqual(c.keys);
+      }
+    expect(a.search.replays).toBeLessThan(a.search.proposed);
+    // The modes, both; max_split_size_mb, roundup_power2_divisions in both forms; the known trap.
+    const confs = a.candidates.flatMap((c) => [c.allocConf, ...c.equivalent]);
+    expect(confs).toContain('');
+    expect(confs).toContain('expandable_segments:True');
+    expect(confs).toContain(KNOWN_TRAP);
+    expect(confs.some((c) => /^max_split_size_mb:\d+$/.test(c))).toBe(true);
+    expect(confs.some((c) => /roundup_power2_divisions:\d+$/.test(c))).toBe(true);
+    expect(confs.some((c) => /roundup_power2_divisions:\[/.test(c))).toBe(true);
+    expect(confs.some((c) => c.includes('garbage_collection_threshold'))).toBe(false);
+    // The recorded run was native: expandable segments are better here, and the recorded settings are PyTorch's defaults.
+    expect(a.recommended.expandableSegments).toBe(true);
+    expect(a.recommended.peakReservedBytes).toBeLessThan(a.recorded.peakReservedBytes!);
+    expect(a.recorded.replayed.peakReservedBytes).toBe(a.recorded.peakReservedBytes);
+    for (const c of [...a.candidates, a.vmmkit])
+      expect(c.peakReservedBytes).toBeGreaterThanOrEqual(a.bound.peakBytes);
+  });
+
+  it('under a memory limit: what fits ranks first, and garbage_collection_threshold is searched', async () => {
+    // Two 30 MiB blocks in turn, then a 50 MiB one: native segments of 30 MiB cannot serve it.
+    const snapshot = snapshotOf([
+      ['alloc', 0x1000_0000, 30 * MiB],
+      ['free_completed', 0x1000_0000, 30 * MiB],
+      ['alloc', 0x2000_0000, 30 * MiB],
+      ['alloc', 0x3000_0000, 50 * MiB],
+    ]);
+    const a = await advise(snapshot, { workers: 0, memoryLimit: 84 * MiB });
+    expectRanked(a);
+    expect(a.memoryLimit).toBe(84 * MiB);
+    expect(a.recommended.fits).toBe(true);
+    expect(a.recommended.verdict).toMatch(/^fits, peak .* of 84\.0 MiB$/);
+    expect(a.candidates.some((c) => !c.fits)).toBe(true);
+    const firstMiss = a.candidates.findIndex((c) => !c.fits);
+    expect(a.candidates.slice(firstMiss).every((c) => !c.fits)).toBe(true);
+    const miss = a.candidates[firstMiss];
+    expect(miss.firstOom).not.toBeNull();
+    expect(miss.verdict).toMatch(/^runs out of memory at event/);
+    const confs = a.candidates.flatMap((c) => [c.allocConf, ...c.equivalent]);
+    expect(confs.some((c) => c.includes('garbage_collection_threshold'))).toBe(true);
+    // Collection frees no expandable block (N10): no expandable candidate sets it.
+    expect(confs.some((c) => c.startsWith('expandable_segments:True') && c.includes('garbage'))).toBe(false);
+  });
+
+  it('a tie goes to the simpler setting, and settings that change nothing on the trace are one replay', async () => {
+    // Requests of exact powers of two: no division rounds them; no block reaches 32 MiB.
+    const snapshot = snapshotOf([
+      ['alloc', 0x1000_0000, 4 * MiB],
+      ['alloc', 0x2000_0000, 8 * MiB],
+      ['free_completed', 0x1000_0000, 4 * MiB],
+      ['free_completed', 0x2000_0000, 8 * MiB],
+    ]);
+    const a = await advise(snapshot, { workers: 0 });
+    const defaults = a.candidates.find((c) => c.allocConf === '')!;
+    expect(defaults.equivalent).toEqual(
+      expect.arrayContaining([
+        'max_split_size_mb:32',
+        'roundup_power2_divisions:4',
+        'roundup_power2_divisions:16',
+      ]),
+    );
+    // Native 4 and 8 MiB requests take 20 MiB segments (N4): a tie between '' and its equivalents goes to ''.
+    const same = a.candidates.filter(
+      (c) => c.peakReservedBytes === defaults.peakReservedBytes && c.driverCalls === defaults.driverCalls,
+    );
+    expect(same[0].keys).toBe(Math.min(...same.map((c) => c.keys)));
+  });
+
+  it('warns of the combination that blows up, with its parts and the PyTorch issue', async () => {
+    const a = await advise(trapSnapshot(), { workers: 0 });
+    expect(a.traps).toHaveLength(1);
+    const t = a.traps[0];
+    expect(t.allocConf).toBe(KNOWN_TRAP);
+    expect(t.issue).toBe('pytorch/pytorch#123548');
+    expect(t.peakReservedBytes).toBe(640 * MiB);
+    expect(t.parts.map((p) => p.allocConf)).toEqual(['expandable_segments:True', 'max_split_size_mb:128']);
+    expect(t.ratio).toBeCloseTo(640 / 340, 6);
+    expect(t.message).toContain('1.9x the most of its parts alone');
+    expect(t.message).toContain('#123548');
+    // max_split_size_mb 20 and 32 with expandable segments are the same trap: one warning names them.
+    expect(t.alsoAt.map((x) => x.allocConf).sort()).toEqual([
+      'expandable_segments:True,max_split_size_mb:20',
+      'expandable_segments:True,max_split_size_mb:32',
+    ]);
+    expect(a.knownTrap?.ratio).toBe(t.ratio);
+    expect(a.recommended.allocConf).not.toContain('max_split_size_mb');
+  });
+
+  it('names no trap where the combination does not blow up, and still gives its figures', async () => {
+    const a = await advise(trace('phases_streams-native'), { workers: 0 });
+    expect(a.knownTrap).not.toBeNull();
+    expect(a.knownTrap!.parts).toHaveLength(2);
+    for (const t of a.traps) expect(t.ratio).toBeGreaterThanOrEqual(1.5);
+    if (a.knownTrap!.ratio < 1.5) expect(a.traps.map((t) => t.allocConf)).not.toContain(KNOWN_TRAP);
+  });
+
+  it('reports progress up to the end, and refuses a limit that is not a byte count', async () => {
+    const seen: [number, number][] = [];
+    await advise(trapSnapshot(), { workers: 0, onProgress: (d, t) => seen.push([d, t]) });
+    expect(seen.length).toBeGreaterThan(0);
+    for (const [d, t] of seen) expect(d).toBeLessThanOrEqual(t);
+    const [d, t] = seen.at(-1)!;
+    expect(d).toBe(t);
+    await expect(advise(trapSnapshot(), { memoryLimit: 1.5 })).rejects.toThrow(/memory limit/);
+  });
+});
+
+describe('advise: configuration strings', () => {
+  it('writes division tables as PyTorch reads them back, in the shortest form', () => {
+    const table = (...runs: [number, number][]) => runs.flatMap(([n, v]) => new Array(n).fill(v));
+    for (const [d, text] of [
+      [table([16, 4]), '4'],
+      [table([9, 1], [1, 2], [1, 4], [5, 8]), '[256:1,512:2,1024:4,>:8]'],
+      [table([5, 0], [11, 8]), '[16:0,>:8]'],
+      [table([3, 0], [1, 16], [12, 0]), '[4:0,8:16,>:0]'],
+    ] as const) {
+      expect(divisionsText(d)).toBe(text);
+      expect(parseAllocConf(`roundup_power2_divisions:${text}`).settings.roundupPower2Divisions).toEqual(d);
+    }
+    expect(divisionsText(new Array(16).fill(0))).toBeUndefined();
+    expect(keyCount('')).toBe(0);
+    expect(keyCount('expandable_segments:True,roundup_power2_divisions:[256:1,512:2,>:8]')).toBe(2);
+  });
+
+  it('says recorded settings as a string that reads back to them', () => {
+    for (const conf of [
+      '',
+      'expandable_segments:True',
+      'max_split_size_mb:256,max_non_split_rounding_mb:40',
+      'roundup_power2_divisions:[256:1,512:2,1024:4,>:8],garbage_collection_threshold:0.6',
+    ]) {
+      const s = parseAllocConf(conf).settings;
+      expect(parseAllocConf(settingsConf(s)!).settings).toEqual(s);
+    }
+  });
+
+  it('always tries the known trap and its parts', () => {
+    const sizes = traceSizes(trapSnapshot(), planReplay(trapSnapshot()));
+    const confs = firstRound(sizes, false).map((s) => JSON.stringify(s));
+    expect(confs).toContain(JSON.stringify({ expandable: true, maxSplitMb: 128 }));
+    expect(confs).toContain(JSON.stringify({ expandable: false, maxSplitMb: 128 }));
+  });
+});
+
+describe('the page bound (Note [Page bound])', () => {
+  it('counts each live block in whole 512-byte slots and the live slots in whole 2 MiB pages, per device', () => {
+    const snapshot = snapshotOf(
+      [
+        ['alloc', 0x1000, 1],
+        ['alloc', 0x2000, 2 * MiB - 512],
+        ['free_completed', 0x1000, 1],
+        ['alloc', 0x3000, 100],
+      ],
+      [['alloc', 0x1000, 3 * MiB]],
+    );
+    const b = memoryBound(planReplay(snapshot));
+    // Device 0: 512 + (2 MiB - 512) = 2 MiB at event 1; device 1: 3 MiB live, two pages.
+    expect(b.devices).toEqual([
+      { device: 0, peakBytes: 2 * MiB, liveSlotBytes: 2 * MiB, event: 1 },
+      { device: 1, peakBytes: 4 * MiB, liveSlotBytes: 3 * MiB, event: 0 },
+    ]);
+    expect(b.peakBytes).toBe(6 * MiB);
+  });
+
+  it('is reached by construction: one 20 MiB block takes one expandable page, exactly the bound', async () => {
+    const a = await advise(snapshotOf([['alloc', 0x1000, 20 * MiB]]), { workers: 0 });
+    expect(a.bound.peakBytes).toBe(20 * MiB);
+    expect(a.recommended.peakReservedBytes).toBe(a.bound.peakBytes);
+    expect(a.vmmkit.peakReservedBytes).toBe(a.bound.peakBytes);
+  });
+
+  it('counts a recorded OOM request as live at its event', () => {
+    const plan = planReplay(
+      snapshotOf([
+        ['alloc', 0x1000, 4 * MiB],
+        ['oom', 0, 9 * MiB],
+      ]),
+    );
+    expect(memoryBound(plan).peakBytes).toBe(14 * MiB);
+  });
+
+  it('no allocator and no recording goes below it on the small committed traces', () => {
+    for (const name of [
+      'phases_streams-native',
+      'phases_streams-expandable',
+      'cnn_train-native',
+      'cnn_train-expandable',
+    ]) {
+      const snapshot = trace(name);
+      const plan = planReplay(snapshot);
+      const bound = memoryBound(plan);
+      expect(bound.peakBytes).toBeGreaterThanOrEqual(plan.peakRequestedBytes);
+      const r = replay(snapshot, {
+        allocators: selectAllocators(['pytorch-native', 'pytorch-expandable', 'vmmkit']),
+        plan,
+        keepEvents: false,
+      });
+      for (const run of r.allocators) {
+        expect(run.ooms).toBe(0);
+        expect(run.peakReservedBytes, `${name} ${run.name}`).toBeGreaterThanOrEqual(bound.peakBytes);
+      }
+    }
+  });
+});
+
+/** dist/ compiled after every source the worker runs (see test/report/cli.test.ts for the same check). */
+function currentDist(): string | undefined {
+  const built = join(root, 'dist/src/replay/advise-worker.js');
+  if (!existsSync(built)) return undefined;
+  const sources = readdirSync(join(root, 'src/replay'))
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => statSync(join(root, 'src/replay', f)).mtimeMs);
+  return statSync(built).mtimeMs >= Math.max(...sources)
+    ? join(root, 'dist/src/replay/advise.js')
+    : undefined;
+}
+
+const dist = currentDist();
+
+describe.skipIf(dist === undefined)('advise on worker threads (skipped unless dist/ is current)', () => {
+  it('gives what this thread gives', async () => {
+    const built = (await import(pathToFileURL(dist!).href)) as { advise: typeof advise };
+    const snapshot = trace('phases_streams-native');
+    const here = await advise(snapshot, { workers: 0 });
+    const there = await built.advise(snapshot, { workers: 2 });
+    expect(there.search.workers).toBe(2);
+    const figures = (a: Advice) =>
+      a.candidates.map((c) => [c.allocConf, c.peakReservedBytes, c.ooms, c.driverCalls]);
+    expect(figures(there)).toEqual(figures(here));
+    expect(there.vmmkit.peakReservedBytes).toBe(here.vmmkit.peakReservedBytes);
+  });
+});
