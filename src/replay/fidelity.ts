@@ -11,8 +11,12 @@
  * A segment from segment_alloc is one range; ranges from segment_map are
  * merged with mapped neighbours (an expandable segment grows page by page),
  * so an offset under expandable segments is measured from the start of the
- * contiguous mapped range. A recorded alloc in no known segment (one that
- * existed before a mid-run trace began) is not compared; it is counted.
+ * contiguous mapped range. For a trace that began mid-run, the recorded
+ * segments at its start are the plan's rebuilt ones (start-state.ts), and
+ * the segment events a run made before the first event (rebuilding that
+ * start, eventIndex -1) are not compared with the recording, which has
+ * none. A recorded alloc in no known segment is not compared; it is
+ * counted.
  */
 
 import { BlockState, type DeviceRun, type ReplaySegmentEvent } from './replay.js';
@@ -69,22 +73,24 @@ export function compareWithTrace(plan: DevicePlan, run: DeviceRun): FidelityRepo
   let recordedCount = 0;
   for (let i = 0; i < t.length; i++) if (SEGMENT_ACTIONS.has(t.action[i])) recordedCount++;
 
-  // 1. The sequences, position by position.
+  // 1. The sequences, position by position, from the run's first event after rebuilding the start.
+  let startEvents = 0;
+  while (startEvents < ours.length && ours[startEvents].eventIndex < 0) startEvents++;
   let first: FidelityDifference | undefined;
   let matched = 0;
   {
-    let k = 0;
+    let k = startEvents;
     for (let i = 0; i <= t.length && first === undefined; i++) {
       const isSeg = i < t.length && SEGMENT_ACTIONS.has(t.action[i]);
       if (i < t.length && !isSeg) continue;
       const mine: ReplaySegmentEvent | undefined = ours[k];
       if (i === t.length) {
-        if (mine !== undefined) first = segmentDifference(k, -1, undefined, mine);
+        if (mine !== undefined) first = segmentDifference(k - startEvents, -1, undefined, mine);
         break;
       }
       const recorded = { action: ACTIONS[t.action[i]], size: t.size[i] };
       if (mine === undefined || mine.action !== recorded.action || mine.size !== recorded.size) {
-        first = segmentDifference(k, i, recorded, mine);
+        first = segmentDifference(k - startEvents, i, recorded, mine);
         break;
       }
       matched++;
@@ -94,6 +100,13 @@ export function compareWithTrace(plan: DevicePlan, run: DeviceRun): FidelityRepo
 
   // 2. Offsets: walk the trace, applying each side's segment events as they happen.
   const recordedRanges = new Ranges();
+  for (const s of plan.startState.segments)
+    for (const r of s.mapped)
+      recordedRanges.apply({
+        action: s.expandable ? 'segment_map' : 'segment_alloc',
+        address: r.address,
+        size: r.size,
+      });
   const ourRanges = new Ranges();
   let next = 0;
   while (next < ours.length && ours[next].eventIndex < 0) ourRanges.apply(ours[next++]);
@@ -143,7 +156,7 @@ export function compareWithTrace(plan: DevicePlan, run: DeviceRun): FidelityRepo
   return {
     device: plan.device,
     segmentEventsRecorded: recordedCount,
-    segmentEventsReplayed: ours.length,
+    segmentEventsReplayed: ours.length - startEvents,
     segmentEventsMatched: matched,
     allocsCompared: compared,
     allocsMatched: offsetsMatched,

@@ -15,7 +15,11 @@
  * "initially_allocated"). The first event at an address tells: if it is a
  * free, the block was live at the start. So is a block the final `segments`
  * list shows active whose address no event touches. Such blocks get ids of
- * their own and are allocated before the first event, in address order. A
+ * their own. The recorded allocator's whole state at the first event (its
+ * segments, cached free blocks and these live blocks) is rebuilt in
+ * `startState` (start-state.ts), which replay gives an allocator that can
+ * restore it; for one that cannot, these blocks are allocated before the
+ * first event, in address order. A
  * free of an address whose earlier history is in the trace but that is not
  * live (a double free) cannot be explained that way: it is counted in
  * `unmatchedFrees` and skipped. An alloc at an address already live (never
@@ -37,6 +41,7 @@
  * inferred.
  */
 import { Action, type DeviceTrace, type MemorySnapshot } from './snapshot.js';
+import { type DeviceStartState, rebuildStartState } from './start-state.js';
 
 export interface DevicePlan {
   readonly device: number;
@@ -58,6 +63,8 @@ export interface DevicePlan {
   readonly durationUs: number;
   /** Events before which the program called empty_cache() (Note [Inferred empty_cache]), ascending. */
   readonly emptyCacheBefore: Int32Array;
+  /** The recorded allocator's segments and blocks at the first event, and how sure that is (start-state.ts). */
+  readonly startState: DeviceStartState;
 }
 
 export interface TraceCounts {
@@ -119,7 +126,8 @@ export function planReplay(snapshot: MemorySnapshot, options: PlanOptions = {}):
     events: sum((d) => d.counts.events),
     allocs: sum((d) => d.counts.allocs),
     durationUs: last >= first ? last - first : 0,
-    startedMidRun: reconstructedBlocks > 0,
+    // Live blocks before the first event, or segments held then (cached memory alone, e.g. after an empty_cache).
+    startedMidRun: reconstructedBlocks > 0 || devices.some((d) => d.startState.segments.length > 0),
     reconstructedBlocks,
   };
 }
@@ -270,6 +278,8 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
     if (!(t >= first)) first = t;
     if (!(t <= last)) last = t;
   }
+  const initialBlocks = Int32Array.from(initial, (b) => b.id);
+  const initialAddress = Float64Array.from(initial, (b) => b.address);
   return {
     device: trace.device,
     trace,
@@ -277,12 +287,18 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
     blockCount: blocks.count,
     blockSize: blocks.size,
     blockStream: blocks.stream,
-    initialBlocks: Int32Array.from(initial, (b) => b.id),
-    initialAddress: Float64Array.from(initial, (b) => b.address),
+    initialBlocks,
+    initialAddress,
     peakRequestedBytes: initialBytes + peakDelta,
     counts: c,
     durationUs: Number.isNaN(first) ? 0 : last - first,
     emptyCacheBefore,
+    startState: rebuildStartState(
+      snapshot,
+      trace,
+      { ids: initialBlocks, address: initialAddress, requested: blocks.size, stream: blocks.stream },
+      { deviceMemory: options.deviceMemory ?? H200_MEMORY },
+    ),
   };
 }
 

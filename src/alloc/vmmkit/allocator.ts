@@ -6,6 +6,7 @@ import {
   AllocatorOutOfMemoryError,
   type AllocatorStats,
   type CachingAllocator,
+  type FreeMemory,
   type SegmentEvent,
 } from '../allocator.js';
 import { Arena } from './arena.js';
@@ -80,6 +81,16 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  *    it mapped and created (chunks it took from elsewhere stay, pooled)
  *    and throws AllocatorOutOfMemoryError. emptyCache releases pooled and
  *    idle chunks and frees arenas with no live block.
+ * 9. A memory limit (AllocatorContext.memoryLimit, the cap PyTorch's
+ *    set_per_process_memory_fraction sets) bounds what is held, checked
+ *    where memory is created, as PyTorch checks it before the driver
+ *    (N6 f): a creation that would pass it first releases pooled chunks,
+ *    then idle ones, largest first, whatever their age (point 8's release,
+ *    made before the driver is asked rather than after it refused), and
+ *    fails as a driver out-of-memory would if what is held still does not
+ *    leave room; mapping ahead (point 4) stops at the limit. The limit
+ *    counts the pages a growth needs, not PyTorch's segment sizes: this
+ *    allocator takes memory a run of pages at a time.
  *
  * Second round's analysis, before point 5 (traces/h200 only).
  * Where the memory is (`node dist/bench/vmmkit-traces.js --breakdown`), MiB,
@@ -289,6 +300,8 @@ export class VmmkitAllocator implements CachingAllocator {
   /** Advanced per malloc and emptyCache; the device was synchronised in epoch #synced (point 7). */
   #epoch = 0;
   #synced = -1;
+  /** Point 9: the most bytes held; Infinity without a limit. */
+  readonly #limit: number;
 
   constructor(context: AllocatorContext, options: VmmkitOptions = {}) {
     const rt = context.runtime;
@@ -338,6 +351,9 @@ export class VmmkitAllocator implements CachingAllocator {
     this.#access = [{ device: context.device, access: Access.ReadWrite }];
     this.#maxChunkPages = maxChunkPages;
     this.#store = new ChunkStore(rt, context.device, this.#pageSize);
+    const limit = context.memoryLimit;
+    if (limit !== undefined && !isCount(limit)) throw vmmError('invalid-value', `memoryLimit ${limit}`);
+    this.#limit = limit ?? Number.POSITIVE_INFINITY;
   }
 
   get stats(): AllocatorStats {
@@ -478,7 +494,47 @@ export class VmmkitAllocator implements CachingAllocator {
   #oom(size: number, cause: unknown): unknown {
     if (cause !== undefined && !(isVmmError(cause) && cause.kind === 'out-of-memory')) return cause;
     this.#stats.ooms++;
-    return new AllocatorOutOfMemoryError(size, this.device, this.#store.held, this.#stats.allocatedBytes);
+    return new AllocatorOutOfMemoryError(
+      size,
+      this.device,
+      this.#store.held,
+      this.#stats.allocatedBytes,
+      this.#freeMemory(),
+      Number.isFinite(this.#limit) ? this.#limit : undefined,
+    );
+  }
+
+  /**
+   * Held memory no live block uses, for an OOM's message: each free
+   * block's extent on mapped pages, and each pooled (unmapped) chunk, is a
+   * piece. Walks every block; only when throwing.
+   */
+  #freeMemory(): FreeMemory {
+    let freeBytes = 0;
+    let freePieces = 0;
+    let largestFreeBytes = 0;
+    const piece = (n: number) => {
+      freeBytes += n;
+      freePieces++;
+      if (n > largestFreeBytes) largestFreeBytes = n;
+    };
+    const page = this.#pageSize;
+    for (const list of this.#arenas.values()) {
+      for (const a of list) {
+        if (a === undefined || a.mappedChunks === 0) continue;
+        const runs = this.#mappedRuns(a);
+        for (let b: Block | undefined = a.firstBlock; b !== undefined; b = b.next) {
+          if (b.live) continue;
+          for (let k = 0; k < runs.length; k += 2) {
+            const lo = Math.max(b.offset, runs[k] * page);
+            const hi = Math.min(b.end, runs[k + 1] * page);
+            if (hi > lo) piece(hi - lo);
+          }
+        }
+      }
+    }
+    for (const c of this.#store.all) if (c.arena === undefined) piece(c.bytes);
+    return { freeBytes, freePieces, largestFreeBytes };
   }
 
   #arena(stream: number, kind: number): Arena {
@@ -653,9 +709,10 @@ export class VmmkitAllocator implements CachingAllocator {
         const p = runs[r];
         let q = runs[r + 1];
         if (arena.maxChunkPages > 1 && q === p1 && q - p < this.#prefetch) {
-          // Map ahead past the block's end, into unmapped free space, while under the prefetch budget.
+          // Map ahead past the block's end, into unmapped free space, while under the prefetch budget (and the limit, point 9).
           let ahead = p + this.#prefetch;
-          if (store.held + (ahead - p) * pageSize > budget * this.#prefetchFactor) ahead = q;
+          const extra = (ahead - p) * pageSize;
+          if (store.held + extra > Math.min(budget * this.#prefetchFactor, this.#limit)) ahead = q;
           while (q < ahead && q < arena.pages.length && arena.pages[q] === undefined) q++;
         }
         let page = p;
@@ -719,13 +776,28 @@ export class VmmkitAllocator implements CachingAllocator {
       this.#trim(budget - bytes, minAge);
     }
     try {
-      return { chunk: store.create(pages), created: true };
+      return { chunk: this.#create(pages), created: true };
     } catch (e) {
       if (!isVmmError(e) || e.kind !== 'out-of-memory') throw e;
       // N6 (h): give back everything cached and try once more.
       this.#trim(0);
-      return { chunk: store.create(pages), created: true };
+      return { chunk: this.#create(pages), created: true };
     }
+  }
+
+  /** store.create within the limit (point 9): cached chunks go first; past it, the driver's out-of-memory. */
+  #create(pages: number): Chunk {
+    const store = this.#store;
+    const bytes = pages * this.#pageSize;
+    if (store.held + bytes > this.#limit) {
+      this.#trim(this.#limit - bytes);
+      if (store.held + bytes > this.#limit)
+        throw vmmError(
+          'out-of-memory',
+          `${bytes} more bytes would pass the memory limit (${store.held} of ${this.#limit} held)`,
+        );
+    }
+    return store.create(pages);
   }
 
   /** Unmap an idle chunk (it stays held, unmapped); on failure it stays idle and mapped. */

@@ -33,12 +33,19 @@ export function harness(
   kind: Kind,
   settings: Partial<PytorchAllocatorSettings> = {},
   device: DeviceSpec | 'H200' = smallDevice(),
+  /** More of the allocator's context (a memory limit, say). */
+  extra: Pick<AllocatorContext, 'memoryLimit'> = {},
 ): Harness {
   const machine = createMachine({ devices: [device] });
   const faults = new FaultyBackend(machine.spawn());
   const rt = new Runtime(faults.backend, { report: () => {} });
   const events: SegmentEvent[] = [];
-  const context: AllocatorContext = { runtime: rt, device: 0, onSegmentEvent: (e) => events.push(e) };
+  const context: AllocatorContext = {
+    ...extra,
+    runtime: rt,
+    device: 0,
+    onSegmentEvent: (e) => events.push(e),
+  };
   const s = { ...DEFAULT_PYTORCH_SETTINGS, ...settings };
   const alloc =
     kind === 'native' ? new PytorchNativeAllocator(context, s) : new PytorchExpandableAllocator(context, s);
