@@ -138,7 +138,9 @@ export class PytorchCachingAllocator implements CachingAllocator {
    * size_t(threshold * allowed), and get_free_block counts block ages only
    * then. Read in c10/cuda/CUDACachingAllocator.cpp (setMemoryFraction,
    * malloc, alloc_block, garbage_collect_cached_blocks): the same in PyTorch
-   * 2.3 (pytorch/pytorch 001074d2) and in main of 2026, so in 2.11. Here the
+   * 2.3 (pytorch/pytorch 001074d2) and in 2026's main (as forked in
+   * cyyever/pytorch 076f0279, whose only addition is an opt-in
+   * throw_on_cudamalloc_oom check of the same sum), so in 2.11. Here the
    * cap is AllocatorContext's memoryLimit when given (bytes, used as given:
    * a what-if limit is a byte count), else the settings' memoryFraction,
    * rounded as PyTorch rounds it.

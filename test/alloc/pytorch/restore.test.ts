@@ -200,3 +200,124 @@ describe.each([
     }
   });
 });
+
+/**
+ * A model's own state, taken halfway through a run (its snapshot, the
+ * blocks live then given ids), restored into a fresh model: from there on
+ * the two do the same thing (the same segment events, the same layout up to
+ * where new segments land, the same counters), request after request.
+ */
+describe.each(['native', 'expandable'] as const)(
+  '%s: a restored state behaves as the original',
+  (kind: Kind) => {
+    it('request after request, to the end of a run', () => {
+      let seed = 12345;
+      const rand = (n: number) => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return Math.floor((seed / 2 ** 31) * n);
+      };
+      const SIZES = [
+        100,
+        3000,
+        200 * 1024,
+        900 * 1024,
+        1.5 * MiB,
+        3 * MiB,
+        7 * MiB,
+        12 * MiB,
+        25 * MiB,
+        41 * MiB,
+      ];
+      const ops = Array.from({ length: 600 }, () => ({
+        r: rand(100),
+        size: SIZES[rand(SIZES.length)],
+        stream: rand(2),
+        pick: rand(1000),
+      }));
+      const a = harness(kind, {}, smallDevice(8192 * MiB));
+      const liveA: number[] = [];
+      const step = (h: Harness, live: number[], op: (typeof ops)[number]) => {
+        if (op.r < 60 || live.length === 0) live.push(h.alloc.malloc(op.size, op.stream));
+        else if (op.r < 97) h.alloc.free(live.splice(op.pick % live.length, 1)[0]);
+        else h.alloc.emptyCache();
+      };
+      for (const op of ops.slice(0, 300)) if (op.r < 97) step(a, liveA, op); // no emptyCache: ranges keep their base
+      // The state now, as a start state: each live block gets its index in liveA as its id.
+      const page = (pool: string) => (pool === 'small' ? 2 * MiB : 20 * MiB);
+      const total = 8192 * MiB;
+      const segments = a.alloc.snapshot().map((g) => ({
+        address: g.address,
+        size: g.totalSize,
+        stream: g.stream,
+        pool: g.segmentType,
+        expandable: g.isExpandable,
+        mapped: [{ address: g.address, size: g.totalSize }],
+        blocks: g.blocks.map((b) =>
+          b.state === 'active_allocated'
+            ? live(b.address, b.size, b.requestedSize, liveA.indexOf(b.address))
+            : free(b.address, b.size),
+        ),
+      }));
+      // Expandable: one reserved range per (pool, stream), its mapped ranges from the first (its base) on.
+      const state: StartState =
+        kind === 'native'
+          ? { device: 0, segments }
+          : {
+              device: 0,
+              segments: [...groupBy(segments, (g) => `${g.pool}/${g.stream}`).values()].map((gs) => ({
+                ...gs[0],
+                size: page(gs[0].pool) * Math.ceil((total + total / 8) / page(gs[0].pool)),
+                mapped: gs.map((g) => g.mapped[0]),
+                blocks: gs.flatMap((g) => g.blocks),
+              })),
+            };
+      const b = harness(kind, {}, smallDevice(8192 * MiB));
+      const ours = b.alloc.restore(state)!;
+      const liveB: number[] = new Array(liveA.length);
+      let j = 0;
+      for (const g of state.segments)
+        for (const x of g.blocks) if (x.blockId >= 0) liveB[x.blockId] = ours[j++];
+      const layout = (h: Harness) =>
+        h.alloc
+          .snapshot()
+          .map((g) =>
+            JSON.stringify([
+              g.totalSize,
+              g.stream,
+              g.segmentType,
+              g.blocks.map((x) => [x.size, x.requestedSize, x.state]),
+            ]),
+          )
+          .sort();
+      const counters = (h: Harness) => {
+        const s = h.alloc.stats;
+        return [s.reservedBytes, s.allocatedBytes, s.requestedBytes, s.liveBlocks];
+      };
+      expect(layout(b)).toEqual(layout(a));
+      expect(counters(b)).toEqual(counters(a));
+      const eventsA = a.events.length;
+      const eventsB = b.events.length;
+      for (const op of ops.slice(300)) {
+        step(a, liveA, op);
+        step(b, liveB, op);
+        expect(counters(b)).toEqual(counters(a));
+      }
+      expect(layout(b)).toEqual(layout(a));
+      const tail = (h: Harness, from: number) =>
+        h.events.slice(from).map((e) => [e.action, e.size, e.stream]);
+      expect(tail(b, eventsB)).toEqual(tail(a, eventsA));
+      expect(tail(a, eventsA).length).toBeGreaterThan(5);
+    });
+  },
+);
+
+function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) {
+    const k = key(t);
+    const list = out.get(k);
+    if (list === undefined) out.set(k, [t]);
+    else list.push(t);
+  }
+  return out;
+}
