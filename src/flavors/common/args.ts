@@ -53,8 +53,10 @@ export {
   readStruct,
   type StructShape,
   show,
+  writeAllBoxes,
   writeBox,
   writeBoxes,
+  writeOrTakeBack,
 } from './untrusted.js';
 
 /**
@@ -87,4 +89,15 @@ export class BigIntMemo {
     }
     return n;
   }
+}
+
+/** A C handle (a bigint, or a number the types allow) as a bigint key; undefined for anything else. */
+export function handleKey(h: unknown): bigint | undefined {
+  if (typeof h === 'bigint') return h;
+  return typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : undefined;
+}
+
+/** C's NULL for a pointer or handle: null, undefined, 0 or 0n. */
+export function isNull(p: unknown): boolean {
+  return p === null || p === undefined || p === 0 || p === 0n;
 }

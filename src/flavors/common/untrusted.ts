@@ -92,6 +92,41 @@ export function writeBoxes<A, B>(first: Box<A>, a: A, second: Box<B>, b: B): boo
   return false;
 }
 
+/**
+ * Write every box or none: each is probed and its old value read first; if a
+ * write is refused all the same, the boxes already written get their old
+ * values back.
+ */
+export function writeAllBoxes<T>(boxes: readonly Box<T>[], values: readonly T[]): boolean {
+  const old: unknown[] = [];
+  try {
+    for (const b of boxes) {
+      if (!probeBox(b)) return false;
+      old.push(b.value);
+    }
+  } catch {
+    return false;
+  }
+  for (let i = 0; i < boxes.length; i++) {
+    if (writeBox(boxes[i], values[i])) continue;
+    for (let j = 0; j < i; j++) writeBox(boxes[j], old[j] as T);
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Hand out what a call just made through the caller's box, or take it back
+ * when the box refuses the write (a Proxy that passed isWritableBox): true
+ * if written. The allocating calls' last step, so a refused box leaves
+ * nothing made.
+ */
+export function writeOrTakeBack<T>(box: Box<T>, value: T, takeBack: () => void): boolean {
+  if (writeBox(box, value)) return true;
+  takeBack();
+  return false;
+}
+
 /** The fields of a caller's struct, each read once into a plain object; undefined if it is no object or a read throws. */
 export function readFields<K extends string>(
   x: unknown,

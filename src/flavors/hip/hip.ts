@@ -25,7 +25,7 @@ import { fillWide } from '../common/fill.js';
 import { canReachPeer } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import { probeBox } from '../common/untrusted.js';
-import { copyAcross } from '../cuda/peer-copy.js';
+import { copyAcross } from '../common/peer-copy.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
 import { hipLayers } from './layers.js';

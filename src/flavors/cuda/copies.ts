@@ -1,0 +1,101 @@
+/** CUDA's copies and sets (cuMemcpy*, cuMemsetD8/D16/D32) over core's byte operations. */
+import type { Runtime } from '../../core/runtime.js';
+import { type BigIntMemo, hostBytes, type Size, toCount } from '../common/args.js';
+import type { VendorCodes } from '../common/error-table.js';
+import { fillWide } from '../common/fill.js';
+import { copyAcross } from '../common/peer-copy.js';
+import * as C from './constants.js';
+import type { CudaContexts } from './contexts.js';
+import type { CUdeviceptr, CUstream } from './handle-types.js';
+import type { CudaStreams } from './streams.js';
+
+/** Every call here runs in the current context (the facade checked there is one). */
+export class CudaCopies {
+  constructor(
+    readonly runtime: Runtime,
+    readonly codes: VendorCodes,
+    readonly contexts: CudaContexts,
+    readonly streams: CudaStreams,
+    readonly addresses: BigIntMemo,
+  ) {}
+
+  htod(dstDevice: CUdeviceptr, srcHost: Uint8Array, byteCount: Size, hStream: CUstream): number {
+    return this.#hostSide('write', dstDevice, srcHost, byteCount, hStream);
+  }
+
+  dtoh(dstHost: Uint8Array, srcDevice: CUdeviceptr, byteCount: Size, hStream: CUstream): number {
+    return this.#hostSide('read', srcDevice, dstHost, byteCount, hStream);
+  }
+
+  /** A copy between device memory and the caller's bytes (by the view's internal slots, Note [Untrusted arguments]). */
+  #hostSide(
+    move: 'read' | 'write',
+    device: CUdeviceptr,
+    host: Uint8Array,
+    byteCount: Size,
+    hStream: CUstream,
+  ): number {
+    const n = toCount(byteCount);
+    const bytes = hostBytes(host);
+    if (bytes === undefined || n < 0 || n > bytes.length) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const va = this.addresses.toNumber(device);
+    return this.codes.run(() => this.runtime[move](this.contexts.device, va, bytes.subarray(0, n), stream));
+  }
+
+  dtod(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, byteCount: Size, hStream: CUstream): number {
+    const n = toCount(byteCount);
+    if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const dst = this.addresses.toNumber(dstDevice);
+    const src = this.addresses.toNumber(srcDevice);
+    return this.codes.run(() => this.runtime.copy(this.contexts.device, dst, src, n, stream));
+  }
+
+  /**
+   * cuMemcpyPeer (common/peer-copy.ts): each side is read or written through
+   * its own context's device, so no peer access is needed, as on the driver.
+   * A context that is not a retained primary or a created one is
+   * CUDA_ERROR_INVALID_CONTEXT; a NULL one is the current one
+   * (peer.memcpyPeerNullContext).
+   */
+  peer(
+    dstDevice: CUdeviceptr,
+    dstContext: bigint | number,
+    srcDevice: CUdeviceptr,
+    srcContext: bigint | number,
+    byteCount: Size,
+  ): number {
+    const to = this.contexts.deviceOrCurrent(dstContext);
+    const from = this.contexts.deviceOrCurrent(srcContext);
+    if (to < 0 || from < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    const n = toCount(byteCount);
+    if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const dst = this.addresses.toNumber(dstDevice);
+    const src = this.addresses.toNumber(srcDevice);
+    return this.codes.run(() => copyAcross(this.runtime, to, dst, from, src, n));
+  }
+
+  memset(dstDevice: CUdeviceptr, uc: number, n: Size, hStream: CUstream): number {
+    const count = toCount(n);
+    if (count < 0 || !Number.isInteger(uc)) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const va = this.addresses.toNumber(dstDevice);
+    return this.codes.run(() => this.runtime.fill(this.contexts.device, va, uc, count, stream));
+  }
+
+  /** cuMemsetD16 and D32: `count` elements of `width` bytes, little-endian; the destination aligned to the width. */
+  memsetWide(dstDevice: CUdeviceptr, value: number, n: Size, width: 2 | 4): number {
+    const count = toCount(n);
+    const va = this.addresses.toNumber(dstDevice);
+    if (count < 0 || !Number.isInteger(value) || count * width > Number.MAX_SAFE_INTEGER)
+      return C.CUDA_ERROR_INVALID_VALUE;
+    // Nothing to set is a success, aligned or not (memset.alignment).
+    if (count === 0) return C.CUDA_SUCCESS;
+    if (va > 0 && va % width !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.codes.run(() => fillWide(this.runtime, this.contexts.device, va, value, count, width));
+  }
+}

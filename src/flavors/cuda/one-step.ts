@@ -1,0 +1,87 @@
+/** CUDA's one-step memory: cuMemAlloc / cuMemFree, and page-locked host buffers (cuMemAllocHost / cuMemFreeHost). */
+import type { Runtime } from '../../core/runtime.js';
+import {
+  type BigIntMemo,
+  type Box,
+  isBox,
+  type Size,
+  toCount,
+  writeBoxes,
+  writeOrTakeBack,
+} from '../common/args.js';
+import type { VendorCodes } from '../common/error-table.js';
+import { HostBuffers } from '../common/host-buffers.js';
+import * as C from './constants.js';
+import type { CudaContexts } from './contexts.js';
+import type { CUdeviceptr } from './handle-types.js';
+import type { CudaPointers } from './pointers.js';
+
+export class CudaOneStep {
+  readonly hostBuffers = new HostBuffers();
+
+  constructor(
+    readonly runtime: Runtime,
+    readonly codes: VendorCodes,
+    readonly contexts: CudaContexts,
+    readonly pointers: CudaPointers,
+    readonly addresses: BigIntMemo,
+  ) {}
+
+  alloc(dptr: Box<bigint>, bytesize: Size): number {
+    const n = toCount(bytesize);
+    if (!isBox(dptr) || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      const r = this.runtime.malloc(this.contexts.device, n);
+      if (!writeOrTakeBack(dptr, this.addresses.toBigInt(r.base), () => this.runtime.mfree(r.base)))
+        return C.CUDA_ERROR_INVALID_VALUE;
+      this.pointers.requested(r, n);
+      this.contexts.owner()?.allocations.add(r.base);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  free(dptr: CUdeviceptr): number {
+    const va = this.addresses.toNumber(dptr);
+    if (va === 0) return C.CUDA_SUCCESS;
+    const r = this.runtime.reservationAt(va);
+    if (r === undefined || r.origin !== 'malloc') return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      this.runtime.mfree(va);
+      for (const c of this.contexts.allCreated()) c.allocations.delete(va);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  /**
+   * Page-locked host memory (Note [Host buffers]): a host buffer of `bytesize`
+   * bytes, which the copies take as a host side. CUDA_ERROR_OUT_OF_MEMORY when
+   * the JavaScript engine cannot hold it.
+   */
+  allocHost(pp: Box<Uint8Array | null>, bytesize: Size): number {
+    const n = toCount(bytesize);
+    // Size 0 succeeds with a buffer of no bytes, freed once like any other (host.allocSize0AndNullBox).
+    if (!isBox(pp) || n < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const buffer = this.hostBuffers.allocate(pp, n);
+    if (buffer === 'out-of-memory') return C.CUDA_ERROR_OUT_OF_MEMORY;
+    if (buffer === 'unwritable') return C.CUDA_ERROR_INVALID_VALUE;
+    this.contexts.owner()?.hostBuffers.add(buffer);
+    return C.CUDA_SUCCESS;
+  }
+
+  /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */
+  freeHost(p: Uint8Array): number {
+    if (!this.hostBuffers.free(p)) return C.CUDA_ERROR_INVALID_VALUE;
+    for (const c of this.contexts.allCreated()) c.hostBuffers.delete(p);
+    return C.CUDA_SUCCESS;
+  }
+
+  info(free: Box<number>, total: Box<number>): number {
+    if (!isBox(free) || !isBox(total)) return C.CUDA_ERROR_INVALID_VALUE;
+    const info = this.runtime.memoryInfo(this.contexts.device);
+    return writeBoxes(free, info.free, total, info.total) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+}

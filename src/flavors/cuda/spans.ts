@@ -1,0 +1,146 @@
+/** CUDA mappings that run past their reservation's end, held in core as several pieces. */
+import type { Mapping, PhysicalAllocation, Reservation } from '../../core/objects.js';
+import type { Runtime } from '../../core/runtime.js';
+import { Transaction } from '../../core/transaction.js';
+import { isMultipleOf } from '../../util/integers.js';
+import type { VendorCodes } from '../common/error-table.js';
+import * as C from './constants.js';
+
+/** One CUDA mapping: its core pieces in address order, and the reservations made for its free VA. */
+export interface Span {
+  readonly pieces: readonly Mapping[];
+  readonly hidden: readonly Reservation[];
+}
+
+/**
+ * Note [Mappings past a reservation's end]
+ * The H200's cuMemMap checks only that a mapping starts inside a reservation:
+ * it may run past that reservation's end, into free VA or into the next
+ * reservation, and the bytes there are usable after setAccess
+ * (map.pastReservationEnd, map.pastReservationEndIntoFreedRange,
+ * map.pastReservationEndIntoNextReservation, map.spanningTwoReservations).
+ * Core keeps every mapping inside one reservation (invariant 2 in
+ * runtime.ts), so the flavour holds such a CUDA mapping as a span: one core
+ * mapping per reservation it crosses, each at its offset into the same
+ * handle, with a hidden reservation for any free VA it runs into. Unmap takes
+ * a span whole (or refuses, as it refuses to split any mapping), setAccess
+ * treats it as one mapping, and the hidden reservations go with it. Making a
+ * span is one transaction (Note [Transactions] in core): a step that fails,
+ * or free VA the process cannot hold exactly, takes back the pieces and
+ * reservations made before it.
+ */
+export class CudaSpans {
+  /** Spans by piece. */
+  readonly #spans = new Map<Mapping, Span>();
+  /** Reservations made for spans; the program never sees them. */
+  readonly #hidden = new Set<Reservation>();
+
+  constructor(
+    readonly runtime: Runtime,
+    readonly codes: VendorCodes,
+    readonly report: (message: string, error?: unknown) => void,
+  ) {}
+
+  /** No span exists: every CUDA mapping is one core mapping (Note [Core first]). */
+  get none(): boolean {
+    return this.#spans.size === 0;
+  }
+
+  /** The span a core mapping is a piece of. */
+  of(m: Mapping): Span | undefined {
+    return this.#spans.size === 0 ? undefined : this.#spans.get(m);
+  }
+
+  /** A reservation the flavour made to hold part of a span. */
+  isHidden(r: Reservation): boolean {
+    return this.#hidden.size !== 0 && this.#hidden.has(r);
+  }
+
+  /** Map `a` at [va, va + n), which runs past the end of the reservation holding va (the Note); a CUresult. */
+  mapAcross(va: number, n: number, a: PhysicalAllocation): number {
+    const g = this.runtime.vaGranularity;
+    if (!isMultipleOf(va, g)) return C.CUDA_ERROR_INVALID_VALUE;
+    const end = va + n;
+    // Plan the pieces before changing anything: one per reservation crossed, one per free gap.
+    const plan: { at: number; size: number; reservation: Reservation | undefined }[] = [];
+    for (let at = va; at < end; ) {
+      const r = this.runtime.reservationContaining(at);
+      let stop: number;
+      if (r !== undefined) {
+        // Another span's hidden range is mapped already: an overlap, as in map.overlapPartial.
+        if (r.origin !== 'vmm' || this.isHidden(r)) return C.CUDA_ERROR_INVALID_VALUE;
+        stop = Math.min(r.end, end);
+      } else {
+        stop = at + g;
+        while (stop < end && this.runtime.reservationContaining(stop) === undefined) stop += g;
+      }
+      plan.push({ at, size: stop - at, reservation: r });
+      at = stop;
+    }
+    const pieces: Mapping[] = [];
+    const hidden: Reservation[] = [];
+    const tx = new Transaction(this.report);
+    try {
+      for (const p of plan) {
+        if (p.reservation === undefined) {
+          const r = this.runtime.reserve(p.size, { hint: p.at, exact: true });
+          tx.undo(() => this.runtime.free(r));
+          // The free VA lies outside what the simulated process can reserve there.
+          if (r.base !== p.at) {
+            tx.rollback();
+            return C.CUDA_ERROR_INVALID_VALUE;
+          }
+          hidden.push(r);
+        }
+        const m = this.runtime.map(p.at, p.size, a, p.at - va);
+        tx.undo(() => this.runtime.unmap(m.va, m.size));
+        pieces.push(m);
+      }
+    } catch (e) {
+      tx.rollback();
+      return this.codes.code(e);
+    }
+    const span: Span = { pieces, hidden };
+    for (const m of pieces) this.#spans.set(m, span);
+    for (const r of hidden) this.#hidden.add(r);
+    return C.CUDA_SUCCESS;
+  }
+
+  /** The mappings given, each with every other piece of its span, in address order. */
+  withWholeSpans(mappings: readonly Mapping[]): Mapping[] {
+    if (this.#spans.size === 0) return mappings as Mapping[];
+    const out: Mapping[] = [];
+    const seen = new Set<Span>();
+    for (const m of mappings) {
+      const span = this.#spans.get(m);
+      if (span === undefined) out.push(m);
+      else if (!seen.has(span)) {
+        seen.add(span);
+        out.push(...span.pieces);
+      }
+    }
+    return out.sort((x, y) => x.va - y.va);
+  }
+
+  /**
+   * After unmapping: drop the spans of these mappings and give back their
+   * hidden reservations. Freeing address space comes last and cannot be
+   * undone (Note [Points of no return] in core): a failure is reported.
+   */
+  forget(unmapped: readonly Mapping[]): void {
+    if (this.#spans.size === 0) return;
+    for (const m of unmapped) {
+      const span = this.#spans.get(m);
+      if (span === undefined) continue;
+      for (const p of span.pieces) this.#spans.delete(p);
+      for (const r of span.hidden) {
+        this.#hidden.delete(r);
+        try {
+          this.runtime.free(r);
+        } catch (e) {
+          this.report('could not free the hidden reservation of a span', e);
+        }
+      }
+    }
+  }
+}

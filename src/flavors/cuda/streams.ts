@@ -1,0 +1,226 @@
+/** CUDA streams and events over core's, with the driver's rules in front. */
+import type { Runtime } from '../../core/runtime.js';
+import { type Box, handleKey, isBox, probeBox, toInt, writeBox } from '../common/args.js';
+import type { VendorCodes } from '../common/error-table.js';
+import { EventTable } from '../common/events.js';
+import { StreamTable } from '../common/streams.js';
+import * as C from './constants.js';
+import type { CudaContexts } from './contexts.js';
+import type { CUevent, CUstream } from './handle-types.js';
+
+const STREAM_BASE = 0x5_0000n;
+/** Events: opaque handles, never reused in a process. */
+const EVENT_BASE = 0xe_0000_0000n;
+const EVENT_FLAG_BITS = C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C.CU_EVENT_INTERPROCESS;
+
+/**
+ * Note [CUDA events]
+ * Events are core's (Note [Events] in src/backend/backend.ts): a record
+ * marks the work queued so far on a stream, cuEventQuery answers
+ * CUDA_SUCCESS once it has run (or when the event was never recorded) and
+ * CUDA_ERROR_NOT_READY (600) before, which is "not yet", not a failure;
+ * cuStreamWaitEvent orders later work on a stream after it. The flavour keeps
+ * what the driver's rules need: the creation flags (an INTERPROCESS event
+ * must also DISABLE_TIMING) and whether an event was ever recorded
+ * (cuEventElapsedTime answers CUDA_ERROR_INVALID_HANDLE otherwise, as for
+ * an event made with CU_EVENT_DISABLE_TIMING). Any other event is a timing
+ * event of the backend (they cost more to record, as on the driver), so
+ * over the real driver the time is the driver's; the simulator models no
+ * time: there two completed events are 0 ms apart. Event and stream of
+ * cuEventRecord must be of one context (device), else
+ * CUDA_ERROR_INVALID_HANDLE; cuStreamWaitEvent takes an event of any.
+ */
+export class CudaStreams {
+  readonly streams: StreamTable;
+  readonly events: EventTable;
+
+  constructor(
+    readonly runtime: Runtime,
+    readonly codes: VendorCodes,
+    readonly contexts: CudaContexts,
+  ) {
+    this.streams = new StreamTable(runtime, STREAM_BASE, 'core-id');
+    this.events = new EventTable(runtime, EVENT_BASE);
+  }
+
+  /** A stream handle as core's stream id (0 for the default streams, Note [Special streams]), or -1 if unknown. */
+  stream(h: CUstream): number {
+    if (h === 0n || h === 0 || h === null || h === undefined) return 0;
+    if (h === C.CU_STREAM_LEGACY || h === C.CU_STREAM_PER_THREAD || h === 1 || h === 2) return 0;
+    return this.streams.get(h)?.id ?? -1;
+  }
+
+  create(phStream: Box<bigint>, flags: number): number {
+    const f = toInt(flags);
+    if (!isBox(phStream) || (f !== C.CU_STREAM_DEFAULT && f !== C.CU_STREAM_NON_BLOCKING)) {
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    try {
+      const h = this.streams.create(this.contexts.device, phStream);
+      if (h === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+      this.contexts.owner()?.streams.add(h);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  synchronize(hStream: CUstream): number {
+    const stream = this.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return this.codes.run(() =>
+      stream === 0 ? this.runtime.synchronize(this.contexts.device) : this.runtime.synchronizeStream(stream),
+    );
+  }
+
+  /** Gone even when its queued work failed (Note [Destroying a busy stream]). */
+  destroy(hStream: CUstream): number {
+    if (this.stream(hStream) <= 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    // A live stream of this process: its key is a bigint.
+    const h = handleKey(hStream) as bigint;
+    const s = this.streams.get(h);
+    if (s === undefined) return C.CUDA_ERROR_INVALID_HANDLE;
+    try {
+      this.streams.destroy(h, s);
+    } catch (e) {
+      return this.codes.code(e);
+    }
+    for (const c of this.contexts.allCreated()) c.streams.delete(h);
+    return C.CUDA_SUCCESS;
+  }
+
+  /** Nothing captures in vmmkit: every valid stream answers CU_STREAM_CAPTURE_STATUS_NONE. */
+  isCapturing(hStream: CUstream, captureStatus: Box<number>): number {
+    if (!isBox(captureStatus)) return C.CUDA_ERROR_INVALID_VALUE;
+    // A destroyed stream is CUDA_ERROR_INVALID_CONTEXT here, not INVALID_HANDLE (capture.isCapturingDestroyedStream).
+    if (this.stream(hStream) < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    return writeBox(captureStatus, C.CU_STREAM_CAPTURE_STATUS_NONE)
+      ? C.CUDA_SUCCESS
+      : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /** Destroy a stream a created context owned, as cuCtxDestroy does: quietly. */
+  dropOwned(h: bigint): void {
+    const s = this.streams.get(h);
+    this.streams.forget(h);
+    if (s !== undefined) this.runtime.quietly(() => this.runtime.destroyStream(s.id));
+  }
+
+  // --- events (Note [CUDA events]) ---
+
+  createEvent(phEvent: Box<bigint>, flags: number): number {
+    const f = toInt(flags);
+    if (!isBox(phEvent) || !(f >= 0) || (f & ~EVENT_FLAG_BITS) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    // An interprocess event must not time (cuEventCreate's documentation).
+    if ((f & C.CU_EVENT_INTERPROCESS) !== 0 && (f & C.CU_EVENT_DISABLE_TIMING) === 0)
+      return C.CUDA_ERROR_INVALID_VALUE;
+    if (!probeBox(phEvent)) return C.CUDA_ERROR_INVALID_VALUE;
+    try {
+      const timing = { timing: (f & C.CU_EVENT_DISABLE_TIMING) === 0 };
+      const id = this.events.create(this.contexts.device, f, timing, phEvent);
+      if (id < 0) return C.CUDA_ERROR_INVALID_VALUE;
+      this.contexts.owner()?.events.add(id);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  /** cuEventRecord(WithFlags): CU_EVENT_RECORD_EXTERNAL belongs under stream capture, which never runs here. */
+  record(hEvent: CUevent, hStream: CUstream, flags: number): number {
+    const f = toInt(flags);
+    if (f !== C.CU_EVENT_RECORD_DEFAULT && f !== C.CU_EVENT_RECORD_EXTERNAL)
+      return C.CUDA_ERROR_INVALID_VALUE;
+    const id = this.#event(hEvent);
+    const stream = this.stream(hStream);
+    if (id < 0) return badEvent(id);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    // Event and stream of one context (the NULL stream: the current one's): else an invalid handle.
+    const device = stream === 0 ? this.contexts.device : this.runtime.streamDevice(stream);
+    if (device !== this.runtime.eventDevice(id)) return C.CUDA_ERROR_INVALID_HANDLE;
+    // An external record belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
+    if (f === C.CU_EVENT_RECORD_EXTERNAL) return C.CUDA_ERROR_ILLEGAL_STATE;
+    const result = this.codes.run(() => this.runtime.recordEvent(id, stream));
+    if (result === C.CUDA_SUCCESS) this.events.state(id)!.recorded = true;
+    return result;
+  }
+
+  /** CUDA_SUCCESS when the recorded work is done (or nothing was recorded), CUDA_ERROR_NOT_READY while not. */
+  query(hEvent: CUevent): number {
+    const id = this.#event(hEvent);
+    if (id < 0) return badEvent(id);
+    try {
+      return this.runtime.queryEvent(id) ? C.CUDA_SUCCESS : C.CUDA_ERROR_NOT_READY;
+    } catch (e) {
+      return this.codes.code(e);
+    }
+  }
+
+  synchronizeEvent(hEvent: CUevent): number {
+    const id = this.#event(hEvent);
+    if (id < 0) return badEvent(id);
+    return this.codes.run(() => this.runtime.synchronizeEvent(id));
+  }
+
+  /** Destroying an event whose work is still queued is allowed: the work is not affected. */
+  destroyEvent(hEvent: CUevent): number {
+    const id = this.#event(hEvent);
+    if (id < 0) return badEvent(id);
+    const result = this.codes.run(() => this.events.destroy(id));
+    if (result === C.CUDA_SUCCESS) for (const c of this.contexts.allCreated()) c.events.delete(id);
+    return result;
+  }
+
+  /** The time between two completed timing events: the driver's over the real backend, 0 ms on the simulator. */
+  elapsedTime(pMilliseconds: Box<number>, hStart: CUevent, hEnd: CUevent): number {
+    // A NULL pMilliseconds is INVALID_HANDLE on the H200, even between two good events (event.elapsedTime).
+    if (!isBox(pMilliseconds)) return C.CUDA_ERROR_INVALID_HANDLE;
+    const start = this.#event(hStart);
+    const end = this.#event(hEnd);
+    if (start < 0 || end < 0) return badEvent(Math.min(start, end));
+    if (!this.events.timedPair(start, end, C.CU_EVENT_DISABLE_TIMING)) return C.CUDA_ERROR_INVALID_HANDLE;
+    let ms: number | 'not-ready';
+    try {
+      ms = this.events.elapsed(start, end);
+    } catch (e) {
+      return this.codes.code(e);
+    }
+    if (ms === 'not-ready') return C.CUDA_ERROR_NOT_READY;
+    return writeBox(pMilliseconds, ms) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /** Work queued on hStream from now on waits for hEvent's recorded work (an event of any context). */
+  waitEvent(hStream: CUstream, hEvent: CUevent, flags: number): number {
+    const stream = this.stream(hStream);
+    const id = this.#event(hEvent);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (id < 0) return badEvent(id);
+    const f = toInt(flags);
+    if (f !== C.CU_EVENT_WAIT_DEFAULT && f !== C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_INVALID_VALUE;
+    // An external wait belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
+    if (f === C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_ILLEGAL_STATE;
+    return this.codes.run(() => this.runtime.streamWaitEvent(stream, id));
+  }
+
+  /**
+   * An event handle (a bigint or a number) as core's event id; -1 if it names
+   * no live event of this process, -2 if it names one this process destroyed.
+   */
+  #event(h: CUevent): number {
+    const live = this.events.idOf(h);
+    if (live > 0) return live;
+    const id = this.events.named(h);
+    return id > 0 && this.runtime.eventDestroyed(id) ? -2 : -1;
+  }
+}
+
+/**
+ * What a call answers for an event #event refused. The H200 answers
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED to a query and a second destroy of a
+ * destroyed event (event.destroyedHandle: it reads the context through the
+ * freed event), and the other event calls are taken to do the same; a value
+ * that was never an event is CUDA_ERROR_INVALID_HANDLE.
+ */
+function badEvent(id: number): number {
+  return id === -2 ? C.CUDA_ERROR_CONTEXT_IS_DESTROYED : C.CUDA_ERROR_INVALID_HANDLE;
+}
