@@ -11,7 +11,7 @@
  * sum of the window's segment events); where the rebuilt start is exact,
  * every segment event and every alloc's offset agree too.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
@@ -372,3 +372,37 @@ describe.skipIf(files.length === 0)('cut recordings replay to the recorded alloc
     });
   }
 });
+
+/** Real mid-run recordings (traces/h200-whatif): a history started after warm-up, and a ring buffer that wrapped. */
+const whatif = fileURLToPath(new URL('../../traces/h200-whatif/', import.meta.url));
+const midRuns: { name: string; file: string; maxMemoryReserved: number }[] = existsSync(
+  `${whatif}results.json`,
+)
+  ? (
+      JSON.parse(readFileSync(`${whatif}results.json`, 'utf8')) as {
+        runs: { name: string; kind: string; file: string; maxMemoryReserved: number }[];
+      }
+    ).runs.filter((r) => (r.kind === 'ring' || r.kind === 'midrun') && existsSync(whatif + r.file))
+  : [];
+
+describe.skipIf(midRuns.length === 0)(
+  'real recordings that start mid-run replay to PyTorch’s own peak',
+  () => {
+    for (const run of midRuns) {
+      it(run.name, () => {
+        const s = readSnapshotFile(whatif + run.file);
+        const model = run.name.includes('expandable') ? 'pytorch-expandable' : 'pytorch-native';
+        const plan = planReplay(s);
+        const r = replay(s, { allocators: DEFAULT_ALLOCATORS.filter((a) => a.name === model), plan })
+          .allocators[0];
+        expect(plan.startedMidRun).toBe(true);
+        expect(r.devices[0].startRestored).toBe(true);
+        // max_memory_reserved() over the window (reset when history started, or the window's own peak).
+        expect(r.peakReservedBytes).toBe(run.maxMemoryReserved);
+        const f = compareWithTrace(plan.devices[0], r.devices[0]);
+        expect(f.firstDifference?.message).toBeUndefined();
+        expect(f.allocsSkipped).toBe(0);
+      });
+    }
+  },
+);
