@@ -205,6 +205,18 @@ describe('rebuilding the start (native)', () => {
   });
 });
 
+describe('rebuilding the start: garbage collection', () => {
+  it('N10: the ages of blocks free at the start are unknown; counted only where there are such blocks', () => {
+    const gc = { garbage_collection_threshold: 0.6 };
+    const cached = planReplay(snapshot([['alloc', S + 64 * MiB, 4096]], [segment(S, [[20 * MiB, 'i']])], gc));
+    expect(cached.devices[0].startState).toMatchObject({ exact: false, uncertainBytes: 20 * MiB });
+    const complete = planReplay(
+      snapshot([['segment_alloc', S, 20 * MiB]], [segment(S, [[20 * MiB, 'i']])], gc),
+    );
+    expect(complete.devices[0].startState).toMatchObject({ exact: true, uncertainBytes: 0 });
+  });
+});
+
 describe('rebuilding the start (expandable)', () => {
   const es = (address: number, blocks: [number, 'a' | 'i'][], extra: Partial<SnapshotSegment> = {}) =>
     segment(address, blocks, { isExpandable: true, ...extra });
