@@ -8,6 +8,8 @@
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { type CudaFlavor, createCuda, createMachine, Runtime } from '../src/index.js';
+import { runAdviseBench } from './advise.js';
+import { runBigSnapshotBench } from './big-snapshot-bench.js';
 import { growRows } from './grow.js';
 import { runReplayBench } from './replay.js';
 import { scalingRows } from './scaling.js';
@@ -197,6 +199,12 @@ function main(): void {
   // bench/replay.ts: parse + replay of a 1M-event snapshot, in processes of its own; writes replay.json.
   console.log('');
   if (!runReplayBench()) process.exitCode = 1;
+  // bench/big-snapshot-bench.ts: a 1 GiB snapshot with stacks, streamed; its result file only with --write.
+  console.log('');
+  if (!runBigSnapshotBench({ write: process.argv.includes('--write') })) process.exitCode = 1;
 }
 
 main();
+// bench/advise.ts: advise's wall time on the committed traces; bench/results/advise.json only with --write.
+console.log('');
+await runAdviseBench({ write: process.argv.includes('--write') });

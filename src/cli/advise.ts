@@ -157,7 +157,7 @@ function text(plan: TracePlan, a: Advice): string[] {
     ]);
   baselines.push([
     '',
-    `PyTorch with the recorded settings (${display(a.recorded.replayed.allocConf)})`,
+    `PyTorch with the recorded settings (${a.recorded.replayed.allocConf === '' ? 'defaults' : a.recorded.replayed.allocConf})`,
     ...figures(a.recorded.replayed),
   ]);
   baselines.push(['', "vmmkit's own allocator", ...figures(a.vmmkit)]);
@@ -196,6 +196,12 @@ function text(plan: TracePlan, a: Advice): string[] {
   lines.push(
     `  room left: ${formatBytes(r.peakReservedBytes - a.bound.peakBytes)} above the bound ${formatBytes(a.bound.peakBytes)}; vmmkit's own allocator reserves ${formatBytes(a.vmmkit.peakReservedBytes)}`,
   );
+  // Expandable segments do not work with some features (NCCL buffer registration, MemPools): the best without them.
+  const native = a.candidates.find((c) => !c.expandableSegments);
+  if (r.expandableSegments && native !== undefined)
+    lines.push(
+      `  without expandable segments: PYTORCH_CUDA_ALLOC_CONF=${native.allocConf}${native.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}; ${native.verdict}`,
+    );
   if (a.memoryLimit !== null && !r.fits) {
     lines.push(
       a.bound.peakBytes > a.memoryLimit

@@ -11,7 +11,8 @@
  * package (dist/) it is there; run from the TypeScript sources (vitest) it
  * is not, and the jobs run in this thread instead, in the same order with
  * the same results (replays are deterministic; only the wall time differs).
- * A trace too small to repay starting workers runs in this thread too.
+ * A trace too small to repay starting workers runs in this thread too
+ * (MIN_EVENTS_FOR_WORKERS), unless workers are asked for.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -83,8 +84,13 @@ export interface ReplayPool {
   close(): Promise<void>;
 }
 
-/** Below this many events a trace replays in this thread: starting a worker costs more than it saves. */
-export const MIN_EVENTS_FOR_WORKERS = 20_000;
+/**
+ * Below this many events a trace replays in this thread unless workers are
+ * asked for: each worker warms up its own JIT (about half a second of CPU
+ * on the search of a 50,000-event trace, measured with bench/advise.ts),
+ * which a smaller search does not win back on two cores.
+ */
+export const MIN_EVENTS_FOR_WORKERS = 50_000;
 
 /** The worker's module beside this one, when it is there (compiled), else undefined. */
 export function workerModule(): URL | undefined {
