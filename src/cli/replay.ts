@@ -109,7 +109,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   if (costs === undefined && !json)
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
   const snapshot = readSnapshotFile(args[0]);
-  const plan = planReplay(snapshot, { inferEmptyCache });
+  const plan = planReplay(snapshot, { inferEmptyCache, deviceMemory: memoryLimit });
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
     throw new Error(`${args[0]} holds no trace events: was history recorded? ${HISTORY_HINT}`);
   const result = replay(snapshot, {

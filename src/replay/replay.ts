@@ -186,6 +186,12 @@ export interface DeviceRun {
    * allocator started); null unless measureDeviceMemory.
    */
   readonly deviceUsedAtPeakBytes: number | null;
+  /**
+   * Whether the allocator took the recorded allocator's state at the first
+   * event (CachingAllocator.restore; plan.devices[i].startState says how
+   * exact it is); false where the live blocks were allocated instead.
+   */
+  readonly startRestored?: boolean;
 }
 
 export interface AllocatorRun {
@@ -235,7 +241,9 @@ export function replay(snapshot: MemorySnapshot, options: ReplayOptions): Replay
     options.plan ??
     planReplay(snapshot, {
       inferEmptyCache: options.inferEmptyCache,
-      deviceMemory: deviceMemory(options.device ?? 'H200'),
+      // Note [Inferred empty_cache] tells empty_cache from an OOM retry by how full the recorded
+      // allocator was: under a limit, full means the limit (the recorded run is taken to have had it too).
+      deviceMemory: options.memoryLimit ?? deviceMemory(options.device ?? 'H200'),
     });
   const settings = replaySettings(snapshot, options.allocConf);
   const limit = options.memoryLimit;
@@ -482,9 +490,30 @@ function runDevice(
     return !(failed && stopAtOom);
   };
 
+  let startRestored = false;
   try {
+    // The recorded allocator's state at the first event (start-state.ts), where the allocator can take it;
+    // live blocks it does not hold (or all, for one without restore) are allocated as before.
+    const start = d.startState;
+    const restored =
+      start.segments.length > 0 && allocator.restore !== undefined ? allocator.restore(start) : undefined;
+    if (restored !== undefined) {
+      startRestored = true;
+      let j = 0;
+      for (const seg of start.segments) {
+        for (const b of seg.blocks) {
+          if (b.blockId < 0) continue;
+          const a = restored[j++];
+          live[b.blockId] = a;
+          if (keep) ours[b.blockId] = a;
+          state[b.blockId] = BlockState.live;
+          step('start', b.blockId, a, false);
+        }
+      }
+      if (measure) samplePeak();
+    }
     for (let k = 0; k < d.initialBlocks.length && !stoppedAtOom; k++) {
-      stoppedAtOom = !allocate(d.initialBlocks[k], 'start');
+      if (state[d.initialBlocks[k]] !== BlockState.live) stoppedAtOom = !allocate(d.initialBlocks[k], 'start');
     }
     const { action, size, stream } = d.trace;
     const blockOf = d.blockOf;
@@ -546,6 +575,7 @@ function runDevice(
       blockAddress: ours,
       blockState: state,
       deviceUsedAtPeakBytes: deviceUsedAtPeak,
+      startRestored,
     },
     error,
     stoppedAtOom,
