@@ -109,7 +109,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   if (costs === undefined && !json)
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
   const snapshot = readSnapshotFile(args[0]);
-  const plan = planReplay(snapshot, { inferEmptyCache, deviceMemory: memoryLimit });
+  const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit });
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
     throw new Error(`${args[0]} holds no trace events: was history recorded? ${HISTORY_HINT}`);
   const result = replay(snapshot, {
@@ -199,10 +199,7 @@ function notes(r: ReplayResult): string[] {
   const out: string[] = [];
   const c = (f: (d: (typeof p.devices)[number]['counts']) => number) =>
     p.devices.reduce((s, d) => s + f(d.counts), 0);
-  if (p.startedMidRun)
-    out.push(
-      `the trace started mid-run: ${p.reconstructedBlocks} block(s) live before its first event were allocated first`,
-    );
+  if (p.startedMidRun) out.push(...midRunNotes(r));
   if (c((x) => x.unmatchedFrees) > 0)
     out.push(`${c((x) => x.unmatchedFrees)} free(s) of an address not live (double frees) were skipped`);
   if (c((x) => x.duplicateAllocs) > 0)
@@ -230,6 +227,20 @@ function notes(r: ReplayResult): string[] {
   return out;
 }
 
+/** What a trace that started mid-run began with, and how sure that is (Note [Started mid-run]). */
+export function midRunNotes(r: ReplayResult): string[] {
+  return r.plan.devices
+    .filter((d) => d.startState.segments.length > 0 || d.initialBlocks.length > 0)
+    .map((d) => {
+      const s = d.startState;
+      const where = r.plan.devices.length > 1 ? ` on device ${d.device}` : '';
+      const began = `the trace started mid-run${where}: ${d.initialBlocks.length} block(s) live before its first event, in ${s.segments.length} segment(s) (${formatBytes(s.reservedBytes)}) the recorded allocator held then, rebuilt from the snapshot's segments`;
+      return s.exact
+        ? `${began} exactly`
+        : `${began}; that start may be off by up to ${formatBytes(s.uncertainBytes)} (${s.reasons.join('; ')})`;
+    });
+}
+
 function devicesUsed(r: ReplayResult): number {
   return r.plan.devices.filter((d) => d.trace.length > 0 || d.initialBlocks.length > 0).length;
 }
@@ -251,6 +262,14 @@ function toJson(
       devices: devicesUsed(r),
       startedMidRun: p.startedMidRun,
       reconstructedBlocks: p.reconstructedBlocks,
+      startState: p.devices.map((d) => ({
+        device: d.device,
+        reservedBytes: d.startState.reservedBytes,
+        segments: d.startState.segments.length,
+        exact: d.startState.exact,
+        uncertainBytes: d.startState.uncertainBytes,
+        reasons: d.startState.reasons,
+      })),
       unmatchedFrees: c((x) => x.unmatchedFrees),
       duplicateAllocs: c((x) => x.duplicateAllocs),
       recordedOoms: c((x) => x.ooms),
@@ -313,7 +332,7 @@ function finite(n: number): number | null {
 
 /** What the recorded allocator reserved at its peak, from its own segment events (null: the trace has none). */
 export function recordedPeak(r: ReplayResult): number | null {
-  const runs = r.plan.devices.map((d) => recordedReserved(d));
+  const runs = r.plan.devices.map((d) => recordedReserved(d, d.startState.reservedBytes));
   if (!runs.some((x) => x.hasSegmentEvents)) return null;
   return runs.reduce((s, x) => s + x.peakBytes, 0);
 }

@@ -243,7 +243,8 @@ export function replay(snapshot: MemorySnapshot, options: ReplayOptions): Replay
       inferEmptyCache: options.inferEmptyCache,
       // Note [Inferred empty_cache] tells empty_cache from an OOM retry by how full the recorded
       // allocator was: under a limit, full means the limit (the recorded run is taken to have had it too).
-      deviceMemory: options.memoryLimit ?? deviceMemory(options.device ?? 'H200'),
+      deviceMemory: deviceMemory(options.device ?? 'H200'),
+      memoryLimit: options.memoryLimit,
     });
   const settings = replaySettings(snapshot, options.allocConf);
   const limit = options.memoryLimit;
@@ -513,7 +514,8 @@ function runDevice(
       if (measure) samplePeak();
     }
     for (let k = 0; k < d.initialBlocks.length && !stoppedAtOom; k++) {
-      if (state[d.initialBlocks[k]] !== BlockState.live) stoppedAtOom = !allocate(d.initialBlocks[k], 'start');
+      if (state[d.initialBlocks[k]] !== BlockState.live)
+        stoppedAtOom = !allocate(d.initialBlocks[k], 'start');
     }
     const { action, size, stream } = d.trace;
     const blockOf = d.blockOf;

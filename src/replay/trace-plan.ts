@@ -36,7 +36,9 @@
  * recorded settings set garbage_collection_threshold, and only for
  * segment_free), and a malloc retrying after a failed cudaMalloc (N6 g/h),
  * which needs a nearly full device: a run that starts while the recorded
- * allocator held 90% or more of the device's memory is left alone. An
+ * allocator held 90% or more of the device's memory (of the memory limit,
+ * when replay is given one: the recorded run is taken to have had it) is
+ * left alone. An
  * empty_cache() that found nothing to free leaves no trace and cannot be
  * inferred.
  */
@@ -91,6 +93,11 @@ export interface PlanOptions {
   readonly inferEmptyCache?: boolean;
   /** Bytes of the recorded device, for telling empty_cache from an OOM retry (default: an H200's). */
   readonly deviceMemory?: number;
+  /**
+   * The memory limit the recorded run had, if any: under one, "nearly full"
+   * (an OOM retry rather than empty_cache) means nearly at the limit.
+   */
+  readonly memoryLimit?: number;
 }
 
 const H200_MEMORY = 150_109_880_320;
@@ -268,7 +275,7 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
   const emptyCacheBefore =
     options.inferEmptyCache === false
       ? new Int32Array(0)
-      : inferEmptyCache(trace, snapshot, options.deviceMemory ?? H200_MEMORY);
+      : inferEmptyCache(trace, snapshot, options.memoryLimit ?? options.deviceMemory ?? H200_MEMORY);
   c.inferredEmptyCaches = emptyCacheBefore.length;
   let first = Number.NaN;
   let last = Number.NaN;

@@ -86,7 +86,7 @@ export function reportAnswer(
   options: { readonly advice?: AnswerAdvice; readonly stackOf?: StackOf; readonly colors: readonly string[] },
 ): ReportAnswer {
   const { result, runs, plan } = recorded;
-  const perDevice = plan.devices.map((d) => recordedReserved(d));
+  const perDevice = plan.devices.map((d) => recordedReserved(d, d.startState.reservedBytes));
   const recordedPeakBytes = perDevice.some((r) => r.hasSegmentEvents)
     ? perDevice.reduce((s, r) => s + r.peakBytes, 0)
     : null;

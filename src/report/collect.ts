@@ -53,7 +53,7 @@ export interface RecordedReplay {
 
 /** Replay `snapshot` through each allocator, recording what the report draws. */
 export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): RecordedReplay {
-  const plan = options.plan ?? planReplay(snapshot, { deviceMemory: options.memoryLimit });
+  const plan = options.plan ?? planReplay(snapshot, { memoryLimit: options.memoryLimit });
   const peakLayout = options.peakLayout ?? true;
   const passes = peakLayout ? 2 : 1;
   const report = options.onProgress;
