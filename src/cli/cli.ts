@@ -29,6 +29,7 @@ import { cudaDemo } from './demos/cuda.js';
 import { hipDemo } from './demos/hip.js';
 import { formatBreak, INSPECT_USAGE, inspectCommand } from './inspect.js';
 import { MAP_USAGE, mapCommand } from './map.js';
+import { ADVISE_USAGE, adviseCommand } from './advise.js';
 import { packageVersion } from './package-files.js';
 import { REPLAY_USAGE, replayCommand } from './replay.js';
 import { REPORT_USAGE, reportCommand } from './report.js';
@@ -49,6 +50,7 @@ const USAGES: Readonly<Record<string, string>> = {
   trace: TRACE_USAGE,
   inspect: INSPECT_USAGE,
   replay: REPLAY_USAGE,
+  advise: ADVISE_USAGE,
   report: REPORT_USAGE,
   map: MAP_USAGE,
 };
@@ -205,6 +207,7 @@ export async function runCli(argv: readonly string[], io: CliOutput = CONSOLE): 
   if (command === 'report') return reportCommand(io, args);
   if (command === 'map') return mapCommand(io, args);
   if (command === 'inspect') return inspectCommand(io, args);
+  if (command === 'advise') return adviseCommand(io, args);
   io.err(`unknown command '${command}'\n${USAGE}`);
   return 2;
 }

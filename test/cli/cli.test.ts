@@ -83,7 +83,7 @@ describe('vmmkit command line', () => {
   });
 
   it('every subcommand answers --help and --version with its usage on stdout, exit 0', async () => {
-    for (const command of ['demo', 'trace', 'inspect', 'replay', 'report', 'map']) {
+    for (const command of ['demo', 'trace', 'inspect', 'replay', 'advise', 'report', 'map']) {
       for (const ask of ['--help', '-h']) {
         const { io, out, err } = capture();
         expect(await runCli([command, ask], io), `${command} ${ask}`).toBe(0);
