@@ -17,7 +17,14 @@
  * A usage mistake is one line and the usage, exit 2; bad input (a missing
  * or corrupt file, a pickle that is not a snapshot) one line, exit 1.
  */
-import { type Advice, type AdviceBaseline, type AdviceCandidate, advise } from '../replay/advise.js';
+import {
+  type Advice,
+  type AdviceBaseline,
+  type AdviceCandidate,
+  advise,
+  measuredTrapText,
+  NEAR_PEAK,
+} from '../replay/advise.js';
 import { readSnapshotFile } from '../replay/load.js';
 import { planReplay, type TracePlan } from '../replay/trace-plan.js';
 import { formatBytes } from '../util/format.js';
@@ -115,6 +122,7 @@ function toJson(a: Advice): unknown {
     vmmkit: a.vmmkit,
     memoryLimit: a.memoryLimit,
     peakRequestedBytes: a.peakRequestedBytes,
+    simplest: a.simplest,
     traps: a.traps,
     knownTrap: a.knownTrap,
     search: a.search,
@@ -196,6 +204,12 @@ function text(plan: TracePlan, a: Advice): string[] {
   lines.push(
     `  room left: ${formatBytes(r.peakReservedBytes - a.bound.peakBytes)} above the bound ${formatBytes(a.bound.peakBytes)}; vmmkit's own allocator reserves ${formatBytes(a.vmmkit.peakReservedBytes)}`,
   );
+  if (a.simplest !== null) {
+    const more = (a.simplest.peakReservedBytes / r.peakReservedBytes - 1) * 100;
+    lines.push(
+      `  simpler, within ${NEAR_PEAK * 100}%: PYTORCH_CUDA_ALLOC_CONF=${a.simplest.allocConf}, ${formatBytes(a.simplest.peakReservedBytes)} (+${more.toFixed(1)}%; a tuned list of divisions fits this trace's shapes, a simpler setting the next run's too)`,
+    );
+  }
   // Expandable segments do not work with some features (NCCL buffer registration, MemPools): the best without them.
   const native = a.candidates.find((c) => !c.expandableSegments);
   if (r.expandableSegments && native !== undefined)
@@ -210,6 +224,18 @@ function text(plan: TracePlan, a: Advice): string[] {
     );
   }
   for (const t of a.traps) lines.push('', `warning: ${t.message}`);
+  const k = a.knownTrap;
+  if (k !== null && !a.traps.some((t) => t.allocConf === k.allocConf)) {
+    const es = k.parts.find((p) => p.allocConf === 'expandable_segments:True');
+    const vs =
+      es === undefined
+        ? ''
+        : `, ${(k.peakReservedBytes / es.peakReservedBytes).toFixed(2)}x expandable segments alone`;
+    lines.push(
+      '',
+      `note: the known trap ${k.allocConf} (${k.issue}) reserves ${formatBytes(k.peakReservedBytes)} on this trace${vs}; ${measuredTrapText()}`,
+    );
+  }
   return lines;
 }
 

@@ -72,7 +72,7 @@ export interface TraceSizes {
   readonly sizes: Float64Array;
   /** Requested bytes per roundup interval (every block's size, added up). */
   readonly bytesPerInterval: Float64Array;
-  /** The largest segment of a start state (a trace begun mid-run): restore makes it as recorded. */
+  /** The largest recorded segment a start state may hold (a trace begun mid-run): restore makes it as recorded. */
   readonly largestStartSegment: number;
 }
 
@@ -90,9 +90,17 @@ export function traceSizes(snapshot: MemorySnapshot, plan: TracePlan): TraceSize
     for (let i = 0; i < d.trace.length; i++)
       if (action[i] === Action.oom && size[i] > 0) distinct.add(size[i]);
   }
+  // A start state (a trace begun mid-run) holds recorded segments: those at its end, and those its events free.
   let largestStartSegment = 0;
-  if (plan.startedMidRun)
+  if (plan.startedMidRun) {
     for (const s of snapshot.segments) largestStartSegment = Math.max(largestStartSegment, s.totalSize);
+    for (const d of plan.devices) {
+      const { action, size } = d.trace;
+      for (let i = 0; i < d.trace.length; i++)
+        if (action[i] === Action.segment_free || action[i] === Action.segment_alloc)
+          largestStartSegment = Math.max(largestStartSegment, size[i]);
+    }
+  }
   return {
     sizes: Float64Array.from([...distinct].sort((a, b) => a - b)),
     bytesPerInterval: perInterval,

@@ -3,12 +3,19 @@
  * trap warning, and the page bound (src/replay/bound.ts), on synthetic
  * snapshots and the two smallest committed traces.
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllocConf } from '../../src/alloc/pytorch/alloc-conf.js';
-import { type Advice, type AdviceCandidate, advise, KNOWN_TRAP } from '../../src/replay/advise.js';
+import {
+  type Advice,
+  type AdviceCandidate,
+  advise,
+  KNOWN_TRAP,
+  MEASURED_TRAP,
+  NEAR_PEAK,
+} from '../../src/replay/advise.js';
 import {
   confKey,
   divisionsText,
@@ -86,6 +93,17 @@ describe('advise: the search', () => {
         expect(keyCount(e)).toBeGreaterThanOrEqual(c.keys);
       }
     expect(a.search.replays).toBeLessThan(a.search.proposed);
+    // And they are: each equivalent string, replayed, gives the shown one's figures.
+    const figures = (conf: string) => {
+      const r = replay(snapshot, {
+        allocators: selectAllocators(['pytorch']),
+        allocConf: conf,
+        keepEvents: false,
+      }).allocators[0];
+      return [r.peakReservedBytes, r.peakAllocatedBytes, r.ooms, Object.values(r.driverCalls)];
+    };
+    for (const c of a.candidates.filter((x) => x.equivalent.length > 0).slice(0, 3))
+      expect(figures(c.equivalent[0]), c.equivalent[0]).toEqual(figures(c.allocConf));
     // The modes, both; max_split_size_mb, roundup_power2_divisions in both forms; the known trap.
     const confs = a.candidates.flatMap((c) => [c.allocConf, ...c.equivalent]);
     expect(confs).toContain('');
@@ -189,6 +207,48 @@ describe('advise: the search', () => {
     expect(d).toBe(t);
     await expect(advise(trapSnapshot(), { memoryLimit: 1.5 })).rejects.toThrow(/memory limit/);
   });
+});
+
+describe('advise: what it says beside the ranking', () => {
+  it('names the simplest setting within NEAR_PEAK of the recommended one, when that is another', async () => {
+    const a = await advise(trace('phases_streams-native'), { workers: 0 });
+    if (a.simplest === null) {
+      const near = a.candidates.filter(
+        (c) => c.peakReservedBytes <= a.recommended.peakReservedBytes * (1 + NEAR_PEAK),
+      );
+      expect(Math.min(...near.map((c) => c.keys))).toBe(a.recommended.keys);
+    } else {
+      expect(a.simplest.keys).toBeLessThan(a.recommended.keys);
+      expect(a.simplest.peakReservedBytes).toBeLessThanOrEqual(
+        a.recommended.peakReservedBytes * (1 + NEAR_PEAK),
+      );
+    }
+  });
+
+  const results = join(root, 'traces/h200-whatif/results.json');
+  it.skipIf(!existsSync(results))(
+    'cites what PyTorch measured for the known trap, and the model predicts it to the byte',
+    () => {
+      const runs = (
+        JSON.parse(readFileSync(results, 'utf8')) as {
+          runs: { workload: string; allocConf: string | null; kind: string; maxMemoryReserved: number }[];
+        }
+      ).runs;
+      const measured = (w: string, conf: string) =>
+        runs.find((r) => r.workload === w && r.kind === 'setting' && r.allocConf === conf)?.maxMemoryReserved;
+      for (const m of MEASURED_TRAP.runs) {
+        expect(m.trapBytes, m.workload).toBe(measured(m.workload, KNOWN_TRAP));
+        expect(m.expandableBytes, m.workload).toBe(measured(m.workload, 'expandable_segments:True'));
+      }
+      const gpt = readFixture('../../../traces/h200-whatif/gpt_train--reference.pickle.gz');
+      const run = replay(gpt, {
+        allocators: selectAllocators(['pytorch']),
+        allocConf: KNOWN_TRAP,
+        keepEvents: false,
+      });
+      expect(run.allocators[0].peakReservedBytes).toBe(MEASURED_TRAP.runs[0].trapBytes);
+    },
+  );
 });
 
 describe('advise: configuration strings', () => {
