@@ -3,7 +3,8 @@
  *
  * Note [Worker threads]: the snapshot is read and planned once, here; its
  * compact trace arrays and the plan's (Note [Compact traces]) are copied
- * once into SharedArrayBuffers and given to every worker at its start, so a
+ * once into SharedArrayBuffers and given to every worker at its start (its
+ * frames and stacks, which replay never reads, are left out), so a
  * worker neither parses nor plans, and a million-event trace costs its
  * ~40 MB once, not once per worker. Each worker then replays the jobs it is
  * sent, one at a time, and answers with the run (its per-block arrays left
@@ -102,7 +103,9 @@ export function workerModule(): URL | undefined {
 export function openPool(input: ReplayInput, workers: number): ReplayPool {
   const module = workerModule();
   if (workers <= 1 || module === undefined) return inThread(input);
-  return new WorkerPool(module, shareArrays(input), workers);
+  // Replay never reads the stacks; a snapshot with frames holds hundreds of thousands of them.
+  const snapshot: MemorySnapshot = { ...input.snapshot, frames: [], stacks: [] };
+  return new WorkerPool(module, shareArrays({ ...input, snapshot }), workers);
 }
 
 function inThread(input: ReplayInput): ReplayPool {
