@@ -1,4 +1,6 @@
+import type { Box } from '../../c-api/arguments.js';
 import { type ErrorKind, isVmmError } from '../../core/errors.js';
+import { writeOrTakeBack } from './untrusted.js';
 
 /** One vendor's code for every core error kind. */
 export type ErrorTable = Readonly<Record<ErrorKind, number>>;
@@ -40,6 +42,36 @@ export class VendorCodes {
       this.lastInternalError = err;
       this.report(`internal error in a ${this.vendor} call`, err);
     });
+  }
+
+  /** `answer` for any VmmError (a vendor call that answers one code whatever failed); a bug otherwise, as code() answers it. */
+  codeAs(e: unknown, answer: number): number {
+    return isVmmError(e) ? answer : this.code(e);
+  }
+
+  /**
+   * Make something in core and hand it to the caller through `box`: the
+   * success code, or the code for what core threw. When the box refuses the
+   * write (Note [Untrusted arguments]), what was made is taken back and the
+   * answer is `refused`; `kept` runs only once the caller holds it.
+   */
+  handOut<T, V>(
+    box: Box<V>,
+    make: () => T,
+    shown: (made: T) => V,
+    takeBack: (made: T) => void,
+    refused: number | (() => number),
+    kept?: (made: T) => void,
+  ): number {
+    try {
+      const made = make();
+      if (!writeOrTakeBack(box, shown(made), () => takeBack(made)))
+        return typeof refused === 'number' ? refused : refused();
+      kept?.(made);
+      return this.success;
+    } catch (e) {
+      return this.code(e);
+    }
   }
 
   /** Run core work: the success code, or the code for what it threw. */

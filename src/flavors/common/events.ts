@@ -1,7 +1,8 @@
 /** The events a front end handed out: opaque handles over core's event ids, with what the vendor's rules need. */
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, handleKey } from './args.js';
-import { writeOrTakeBack } from './untrusted.js';
+import type { VendorCodes } from './error-table.js';
+import { writeBox, writeOrTakeBack } from './untrusted.js';
 
 /** A live event: its creation flags, and whether it was recorded (since creation, or an ACL reset). */
 export interface EventState {
@@ -72,20 +73,31 @@ export class EventTable {
   }
 
   /**
-   * Whether two live events can be timed against each other, as the CUDA and
-   * HIP drivers ask: both made without the vendor's disable-timing flag, and
-   * both recorded.
+   * The end cuEventElapsedTime and hipEventElapsedTime share, after their
+   * handle checks: both events made without the vendor's `disableTiming`
+   * flag and recorded (else `notTimed`), both recorded points run (else
+   * `notReady`), then the milliseconds from `a` to `b` in `ms` (a box that
+   * refuses them: the vendor's invalid-value code).
    */
-  timedPair(a: number, b: number, disableTiming: number): boolean {
+  elapsedTime(
+    ms: Box<number>,
+    a: number,
+    b: number,
+    codes: VendorCodes,
+    answers: { readonly disableTiming: number; readonly notTimed: number; readonly notReady: number },
+  ): number {
     const ea = this.#events.get(a);
     const eb = this.#events.get(b);
-    if (ea === undefined || eb === undefined) return false;
-    return ((ea.flags | eb.flags) & disableTiming) === 0 && ea.recorded && eb.recorded;
-  }
-
-  /** Milliseconds from `a` to `b` once both recorded points have run; 'not-ready' while either has not. */
-  elapsed(a: number, b: number): number | 'not-ready' {
-    if (!this.runtime.queryEvent(a) || !this.runtime.queryEvent(b)) return 'not-ready';
-    return this.runtime.elapsedTime(a, b);
+    if (ea === undefined || eb === undefined) return answers.notTimed;
+    if (((ea.flags | eb.flags) & answers.disableTiming) !== 0 || !ea.recorded || !eb.recorded)
+      return answers.notTimed;
+    let elapsed: number;
+    try {
+      if (!this.runtime.queryEvent(a) || !this.runtime.queryEvent(b)) return answers.notReady;
+      elapsed = this.runtime.elapsedTime(a, b);
+    } catch (e) {
+      return codes.code(e);
+    }
+    return writeBox(ms, elapsed) ? codes.success : codes.table['invalid-value'];
   }
 }

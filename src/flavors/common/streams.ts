@@ -1,6 +1,8 @@
 /** The streams a front end handed out: opaque handles over core's stream ids. */
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, handleKey } from './args.js';
+import type { VendorCodes } from './error-table.js';
+import { EventTable } from './events.js';
 import { writeOrTakeBack } from './untrusted.js';
 
 /** A stream a front end made: core's id and the device it was made on. */
@@ -79,5 +81,20 @@ export class StreamTable {
 
   entries(): IterableIterator<[bigint, StreamEntry]> {
     return this.#streams.entries();
+  }
+}
+
+/** What a vendor's stream and event calls work on: its two tables over the process's runtime. */
+export abstract class StreamsAndEvents {
+  readonly streams: StreamTable;
+  readonly events: EventTable;
+
+  constructor(
+    readonly runtime: Runtime,
+    readonly codes: VendorCodes,
+    handles: { readonly streamBase: bigint; readonly eventBase: bigint; readonly numbering: StreamNumbering },
+  ) {
+    this.streams = new StreamTable(runtime, handles.streamBase, handles.numbering);
+    this.events = new EventTable(runtime, handles.eventBase);
   }
 }

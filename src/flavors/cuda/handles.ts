@@ -40,7 +40,7 @@ export class CudaHandles {
    * stays invalid for good; the flavour keeps no table of its own, only the
    * last allocation it handed out (Note [Last handle]).
    */
-  valueOf(a: PhysicalAllocation): bigint {
+  handleOf(a: PhysicalAllocation): bigint {
     this.#last = a;
     return this.#memo.toBigInt(a.id);
   }

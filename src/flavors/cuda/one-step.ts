@@ -1,14 +1,6 @@
 /** CUDA's one-step memory: cuMemAlloc / cuMemFree, and page-locked host buffers (cuMemAllocHost / cuMemFreeHost). */
 import type { Runtime } from '../../core/runtime.js';
-import {
-  type BigIntMemo,
-  type Box,
-  isBox,
-  type Size,
-  toCount,
-  writeBoxes,
-  writeOrTakeBack,
-} from '../common/args.js';
+import { type BigIntMemo, type Box, isBox, type Size, toCount, writeBoxes } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
 import { HostBuffers } from '../common/host-buffers.js';
 import * as C from './constants.js';
@@ -30,16 +22,17 @@ export class CudaOneStep {
   alloc(dptr: Box<bigint>, bytesize: Size): number {
     const n = toCount(bytesize);
     if (!isBox(dptr) || n <= 0) return C.CUDA_ERROR_INVALID_VALUE;
-    try {
-      const r = this.runtime.malloc(this.contexts.device, n);
-      if (!writeOrTakeBack(dptr, this.addresses.toBigInt(r.base), () => this.runtime.mfree(r.base)))
-        return C.CUDA_ERROR_INVALID_VALUE;
-      this.pointers.requested(r, n);
-      this.contexts.owner()?.allocations.add(r.base);
-      return C.CUDA_SUCCESS;
-    } catch (e) {
-      return this.codes.code(e);
-    }
+    return this.codes.handOut(
+      dptr,
+      () => this.runtime.malloc(this.contexts.device, n),
+      (r) => this.addresses.toBigInt(r.base),
+      (r) => this.runtime.mfree(r.base),
+      C.CUDA_ERROR_INVALID_VALUE,
+      (r) => {
+        this.pointers.requested(r, n);
+        this.contexts.owner()?.allocations.add(r.base);
+      },
+    );
   }
 
   free(dptr: CUdeviceptr): number {

@@ -2,8 +2,7 @@
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, handleKey, isBox, probeBox, toInt, writeBox } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
-import { EventTable } from '../common/events.js';
-import { StreamTable } from '../common/streams.js';
+import { StreamsAndEvents } from '../common/streams.js';
 import * as C from './constants.js';
 import type { CudaContexts } from './contexts.js';
 import type { CUevent, CUstream } from './handle-types.js';
@@ -30,17 +29,13 @@ const EVENT_FLAG_BITS = C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C
  * cuEventRecord must be of one context (device), else
  * CUDA_ERROR_INVALID_HANDLE; cuStreamWaitEvent takes an event of any.
  */
-export class CudaStreams {
-  readonly streams: StreamTable;
-  readonly events: EventTable;
-
+export class CudaStreams extends StreamsAndEvents {
   constructor(
-    readonly runtime: Runtime,
-    readonly codes: VendorCodes,
+    runtime: Runtime,
+    codes: VendorCodes,
     readonly contexts: CudaContexts,
   ) {
-    this.streams = new StreamTable(runtime, STREAM_BASE, 'core-id');
-    this.events = new EventTable(runtime, EVENT_BASE);
+    super(runtime, codes, { streamBase: STREAM_BASE, eventBase: EVENT_BASE, numbering: 'core-id' });
   }
 
   /** A stream handle as core's stream id (0 for the default streams, Note [Special streams]), or -1 if unknown. */
@@ -178,15 +173,12 @@ export class CudaStreams {
     const start = this.#event(hStart);
     const end = this.#event(hEnd);
     if (start < 0 || end < 0) return badEvent(Math.min(start, end));
-    if (!this.events.timedPair(start, end, C.CU_EVENT_DISABLE_TIMING)) return C.CUDA_ERROR_INVALID_HANDLE;
-    let ms: number | 'not-ready';
-    try {
-      ms = this.events.elapsed(start, end);
-    } catch (e) {
-      return this.codes.code(e);
-    }
-    if (ms === 'not-ready') return C.CUDA_ERROR_NOT_READY;
-    return writeBox(pMilliseconds, ms) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return this.events.elapsedTime(pMilliseconds, start, end, this.codes, {
+      disableTiming: C.CU_EVENT_DISABLE_TIMING,
+      // Untimed or unrecorded events are invalid handles on the H200 (event.elapsedTime).
+      notTimed: C.CUDA_ERROR_INVALID_HANDLE,
+      notReady: C.CUDA_ERROR_NOT_READY,
+    });
   }
 
   /** Work queued on hStream from now on waits for hEvent's recorded work (an event of any context). */

@@ -1,7 +1,7 @@
 /** The CUDA driver's virtual memory management calls (cuMemAddressReserve to cuMemImportFromShareableHandle). */
 import type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../c-api/cuda-structs.js';
 import { type ErrorKind, isVmmError } from '../../core/errors.js';
-import type { Mapping } from '../../core/objects.js';
+import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
 import type { AccessDescriptor, ReserveOptions, Runtime } from '../../core/runtime.js';
 import type { Access } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
@@ -19,7 +19,6 @@ import {
   toCount,
   toInt,
   writeBox,
-  writeOrTakeBack,
 } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
 import * as C from './constants.js';
@@ -92,15 +91,14 @@ export class CudaVmm {
     // Documented as "a hint only", but a hint not aligned to the granularity, or to a larger requested
     // alignment, is refused (reserve.hintMisaligned, reserve.hintWithAlignment).
     if (hint !== 0 && !isMultipleOf(hint, Math.max(align, g))) return C.CUDA_ERROR_INVALID_VALUE;
-    try {
-      const options = align === 0 && hint === 0 ? NO_RESERVE_OPTIONS : { alignment: align, hint };
-      const r = this.runtime.reserve(n, options);
-      return writeOrTakeBack(ptr, this.addresses.toBigInt(r.base), () => this.runtime.free(r))
-        ? C.CUDA_SUCCESS
-        : C.CUDA_ERROR_INVALID_VALUE;
-    } catch (e) {
-      return this.codes.code(e);
-    }
+    const options = align === 0 && hint === 0 ? NO_RESERVE_OPTIONS : { alignment: align, hint };
+    return this.codes.handOut(
+      ptr,
+      () => this.runtime.reserve(n, options),
+      (r) => this.addresses.toBigInt(r.base),
+      (r) => this.runtime.free(r),
+      C.CUDA_ERROR_INVALID_VALUE,
+    );
   }
 
   addressFree(ptr: CUdeviceptr, size: Size): number {
@@ -122,15 +120,17 @@ export class CudaVmm {
     const g =
       this.runtime.devices[checked.location.type === 'device' ? checked.location.id : 0].minimumGranularity;
     if (n <= 0 || !isMultipleOf(n, g)) return C.CUDA_ERROR_INVALID_VALUE;
-    try {
-      const a = this.runtime.create(n, checked);
-      this.handles.keepAllocFlags(a, copy.allocFlags);
-      return writeOrTakeBack(handle, this.handles.valueOf(a), () => this.runtime.release(a))
-        ? C.CUDA_SUCCESS
-        : C.CUDA_ERROR_INVALID_VALUE;
-    } catch (e) {
-      return this.codes.code(e);
-    }
+    return this.codes.handOut(
+      handle,
+      () => {
+        const a = this.runtime.create(n, checked);
+        this.handles.keepAllocFlags(a, copy.allocFlags);
+        return a;
+      },
+      (a) => this.handles.handleOf(a),
+      (a) => this.runtime.release(a),
+      C.CUDA_ERROR_INVALID_VALUE,
+    );
   }
 
   release(handle: CUhandle): number {
@@ -347,14 +347,18 @@ export class CudaVmm {
 
   retain(handle: Box<bigint>, addr: CUdeviceptr): number {
     if (!isBox(handle)) return C.CUDA_ERROR_INVALID_VALUE;
-    try {
-      const a = this.runtime.retain(this.addresses.toNumber(addr));
-      return writeOrTakeBack(handle, this.handles.valueOf(a), () => this.runtime.release(a))
-        ? C.CUDA_SUCCESS
-        : C.CUDA_ERROR_INVALID_VALUE;
-    } catch (e) {
-      return this.codes.code(e);
-    }
+    return this.#handOutAllocation(handle, () => this.runtime.retain(this.addresses.toNumber(addr)));
+  }
+
+  /** A handle core just made (a retain, an import) to the caller's box, or released again if it refuses. */
+  #handOutAllocation(handle: Box<bigint>, make: () => PhysicalAllocation): number {
+    return this.codes.handOut(
+      handle,
+      make,
+      (a) => this.handles.handleOf(a),
+      (a) => this.runtime.release(a),
+      C.CUDA_ERROR_INVALID_VALUE,
+    );
   }
 
   properties(prop: Box<CUmemAllocationProp>, handle: CUhandle): number {
@@ -372,14 +376,13 @@ export class CudaVmm {
     if ((a.props.handleTypes & type) === 0 || type !== C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
-    try {
-      const fd = this.runtime.exportFd(a);
-      return writeOrTakeBack(shareable, fd, () => this.#unexport(fd))
-        ? C.CUDA_SUCCESS
-        : C.CUDA_ERROR_INVALID_VALUE;
-    } catch (e) {
-      return this.codes.code(e);
-    }
+    return this.codes.handOut(
+      shareable,
+      () => this.runtime.exportFd(a),
+      (fd) => fd,
+      (fd) => this.#unexport(fd),
+      C.CUDA_ERROR_INVALID_VALUE,
+    );
   }
 
   /**
@@ -400,14 +403,7 @@ export class CudaVmm {
     if (toInt(shHandleType) !== C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return C.CUDA_ERROR_INVALID_VALUE;
     // A descriptor that is not open (or -1) gives UNKNOWN, through the error table's invalid-fd
     // (import.bogusFd, import.afterFdClosed).
-    try {
-      const a = this.runtime.importFd(toCount(osHandle));
-      return writeOrTakeBack(handle, this.handles.valueOf(a), () => this.runtime.release(a))
-        ? C.CUDA_SUCCESS
-        : C.CUDA_ERROR_INVALID_VALUE;
-    } catch (e) {
-      return this.codes.code(e);
-    }
+    return this.#handOutAllocation(handle, () => this.runtime.importFd(toCount(osHandle)));
   }
 }
 
