@@ -24,13 +24,19 @@ export function flag(args: string[], name: string): boolean {
 /** A mistake in how a command was called (exit 2): the CLI prints its message with the command's usage. */
 export class UsageError extends Error {}
 
-type OptionSpec = Record<string, { type: 'string'; multiple?: boolean }>;
+type OptionSpec = Record<string, { type: 'string'; multiple?: boolean } | { type: 'boolean' }>;
+
+type OptionValue<O> = O extends { type: 'boolean' }
+  ? boolean
+  : O extends { multiple: true }
+    ? string[]
+    : string;
 
 /** Node's own util.parseArgs (strict), its errors turned into one short line (report and map). */
 export function parseOptions<T extends OptionSpec>(
   argv: readonly string[],
   options: T,
-): { values: { [K in keyof T]?: T[K]['multiple'] extends true ? string[] : string }; positionals: string[] } {
+): { values: { [K in keyof T]?: OptionValue<T[K]> }; positionals: string[] } {
   try {
     const { values, positionals } = parseArgs({
       args: [...argv],

@@ -16,6 +16,7 @@
 import { accessSync, constants, existsSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { advise } from '../replay/advise.js';
 import type { AllocatorRegistry } from '../replay/allocators.js';
 import { exportRun } from '../replay/export.js';
 import { readSnapshotFile } from '../replay/load.js';
@@ -29,7 +30,7 @@ import { findCosts } from './package-files.js';
 import { whatIf } from './replay.js';
 
 export const REPORT_USAGE =
-  'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH]';
+  'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH] [--no-advice]';
 
 export interface ReportCliOptions {
   readonly registry?: AllocatorRegistry;
@@ -44,7 +45,7 @@ export async function reportCommand(
   options: ReportCliOptions = {},
 ): Promise<number> {
   try {
-    return run(io, [...argv], options);
+    return await run(io, [...argv], options);
   } catch (e) {
     io.progress?.(-1);
     if (e instanceof UsageError) {
@@ -56,7 +57,7 @@ export async function reportCommand(
   }
 }
 
-function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
+async function run(io: CliOutput, argv: string[], options: ReportCliOptions): Promise<number> {
   const { values, positionals: args } = parseOptions(argv, {
     allocator: { type: 'string', multiple: true },
     out: { type: 'string' },
@@ -65,6 +66,7 @@ function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
     'export-snapshot': { type: 'string' },
     'alloc-conf': { type: 'string' },
     'memory-limit': { type: 'string' },
+    'no-advice': { type: 'boolean' },
   });
   const names = values.allocator ?? [];
   const out = values.out ?? 'report.html';
@@ -99,7 +101,21 @@ function run(io: CliOutput, argv: string[], options: ReportCliOptions): number {
     onProgress: io.progress,
   });
   io.progress?.(-1);
-  const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, { costs });
+  // The answer names the setting vmmkit advise recommends (a search of replays; --no-advice skips it).
+  const advice =
+    values['no-advice'] === true ? undefined : await advise(snapshot, { memoryLimit, plan: recorded.plan });
+  const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, {
+    costs,
+    advice:
+      advice === undefined
+        ? undefined
+        : {
+            allocConf: advice.recommended.allocConf,
+            peakReservedBytes: advice.recommended.peakReservedBytes,
+            ooms: advice.recommended.ooms,
+            verdict: advice.recommended.verdict,
+          },
+  });
   write(out, renderReportHtml(data));
   io.out(`wrote ${out}`);
   for (const [i, e] of exports.entries()) {

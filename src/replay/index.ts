@@ -11,6 +11,7 @@ export {
   selectAllocators,
   UnknownAllocatorError,
 } from './allocators.js';
+export { type MemoryBound, memoryBound } from './bound.js';
 export {
   CostTable,
   CostTableError,
@@ -35,14 +36,19 @@ export {
   unpickle,
 } from './pickle/index.js';
 export { RecordedPlacement } from './placement.js';
+export { type RecordedReserved, recordedReserved } from './recorded.js';
 export {
   type AllocatorRun,
   type DeviceRun,
+  type OomVerdict,
+  type RecordedOomOutcome,
   ReplayError,
   type ReplayOptions,
   type ReplayResult,
   type ReplaySegmentEvent,
+  type ReplayStep,
   replay,
+  replaySettings,
 } from './replay.js';
 export {
   ACTIONS,
@@ -55,3 +61,4 @@ export {
   type TraceAction,
 } from './snapshot.js';
 export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './trace-plan.js';
+export { oomState, recordedOomLines, verdictLines, verdictOf } from './verdict.js';

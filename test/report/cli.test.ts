@@ -34,6 +34,28 @@ function capture() {
 }
 
 describe('vmmkit report', () => {
+  it('opens with the answer: the recorded peak, each verdict under the limit, the advice, the map at an OOM', async () => {
+    const c = capture();
+    const out = join(dir, 'answer.html');
+    const moe = join(root, 'traces/h200/moe_train-native.pickle.gz');
+    const code = await runCli(['report', moe, '--memory-limit', '3.1GiB', '--out', out], c.io);
+    expect(code, c.err.join('\n')).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    const answer = html.slice(html.indexOf('<section class="answer"'), html.indexOf('</section>'));
+    const data = JSON.parse(
+      html.slice(html.indexOf('id="report-data">') + 17, html.indexOf('</script>', html.indexOf('id="report-data">'))),
+    ) as { answer: { recordedPeakBytes: number; memoryLimit: number; rows: { name: string; fits: boolean }[] } };
+    // The recorded run's own peak: the running sum of its segment events (4554 MiB, traces/README.md).
+    expect(data.answer.recordedPeakBytes).toBe(4554 * 1024 ** 2);
+    expect(data.answer.memoryLimit).toBe(Math.floor(3.1 * 1024 ** 3));
+    expect(data.answer.rows.map((r) => r.name)).toEqual(['pytorch-native', 'pytorch-expandable', 'vmmkit']);
+    expect(answer).toMatch(/pytorch-native runs out of memory at event [\d,]+: a 64\.0 MiB request/);
+    expect(answer).toMatch(/Advised: <code>PYTORCH_CUDA_ALLOC_CONF=[^<]*<\/code>/);
+    // The address space at the failed request, with its largest free pieces and the blocks beside them.
+    expect(answer).toContain('data-oom="true"');
+    expect(answer).toMatch(/<ol class="pieces"><li data-bytes="\d+">/);
+  });
+
   it('writes one self-contained HTML file, and with --export-snapshot a snapshot per allocator', async () => {
     const c = capture();
     const out = join(dir, 'r.html');
