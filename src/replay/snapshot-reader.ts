@@ -6,11 +6,13 @@
  *   device_traces[d]        a TraceSink: each entry, as its list takes it,
  *                           becomes a row of the device's columns
  *   device_traces[d][i]     a TraceEntry: its fields, never a dict
- *   ...['frames']           a FramesList, settled into an interned stack
+ *   'frames' of an entry,   a FramesList, settled into an interned stack
+ *     segment or block
  *   ...['frames'][k]        a FrameRecord, interned once (the memo keeps it)
  *   external_annotations    counted, not kept
  *
- * Everything else (segments, allocator_settings) is read as plain values.
+ * Everything else (segments and blocks but for their frames,
+ * allocator_settings) is read as plain values.
  * The result is checked by the same code as an unpickled snapshot
  * (snapshot.ts), and equals it.
  */
@@ -19,6 +21,7 @@ import {
   isPickleDict,
   ListSink,
   type PickleDict,
+  PickleError,
   PickleReader,
   type PickleShape,
   type PickleValue,
@@ -48,6 +51,16 @@ export class SnapshotReader {
   end(): MemorySnapshot {
     const root = this.#pickle.end();
     const traces = this.#shape.traces;
+    for (const sink of traces?.sinks ?? []) {
+      if (sink.made !== sink.taken) {
+        const where = sink.builder.where;
+        throw new PickleError(
+          'malformed',
+          `malformed pickle: ${sink.made - sink.taken} of the entries made for ${where} are not in its list (the reader streams them)`,
+          this.offset,
+        );
+      }
+    }
     if (traces !== undefined && isPickleDict(root) && (root.device_traces as StackValue) === traces) {
       root.device_traces = traces.items as unknown as PickleValue[];
     }
@@ -65,6 +78,10 @@ export function readSnapshot(bytes: Uint8Array): MemorySnapshot {
 class SnapshotShape implements PickleShape {
   root: PickleDict | undefined;
   traces: DeviceTraces | undefined;
+  /** `segments` and each segment's `blocks`: lists of dicts that may hold frames. */
+  readonly #framedLists = new WeakSet<object>();
+  /** Segments and blocks: the plain dicts whose 'frames' is a FramesList. */
+  readonly #framedDicts = new WeakSet<object>();
 
   constructor(readonly stacks: StackTable) {}
 
@@ -73,31 +90,46 @@ class SnapshotShape implements PickleShape {
       this.root = {};
       return this.root;
     }
-    if (p.key === undefined) {
-      const list = p.top instanceof ListSink ? p.top : p.owner;
-      if (list instanceof TraceSink) return new TraceEntry();
-      if (list instanceof FramesList) return new FrameRecord();
-      if (list instanceof CountSink) return DROPPED;
-    }
-    return {};
+    if (p.key !== undefined) return {};
+    const list = p.top instanceof ListSink ? p.top : p.owner;
+    if (list instanceof TraceSink) return list.newEntry();
+    if (list instanceof FramesList) return new FrameRecord();
+    if (list instanceof CountSink) return DROPPED;
+    const d = {};
+    if (this.#isFramedList(p.top) || this.#isFramedList(p.owner)) this.#framedDicts.add(d);
+    return d;
   }
 
   list(p: Place): StackValue {
-    if (p.key !== undefined) {
-      if (p.key === 'frames' && (p.owner instanceof TraceEntry || isPlainObject(p.owner)))
-        return new FramesList();
-      if (p.owner === this.root && this.root !== undefined) {
-        if (p.key === 'device_traces' && this.traces === undefined) {
-          this.traces = new DeviceTraces(this.stacks);
-          return this.traces;
-        }
-        if (p.key === 'external_annotations') return new CountSink();
-      }
+    if (p.key === undefined) {
+      if (p.top instanceof DeviceTraces) return p.top.newTrace();
+      if (p.owner instanceof DeviceTraces) return p.owner.newTrace();
       return [];
     }
-    if (p.top instanceof DeviceTraces) return p.top.newTrace();
-    if (p.owner instanceof DeviceTraces) return p.owner.newTrace();
-    return [];
+    const owner = p.owner;
+    if (
+      p.key === 'frames' &&
+      (owner instanceof TraceEntry || (isObject(owner) && this.#framedDicts.has(owner)))
+    ) {
+      return new FramesList();
+    }
+    if (owner === this.root && this.root !== undefined) {
+      if (p.key === 'device_traces' && this.traces === undefined) {
+        this.traces = new DeviceTraces(this.stacks);
+        return this.traces;
+      }
+      if (p.key === 'external_annotations') return new CountSink();
+    }
+    const list: PickleValue[] = [];
+    const framed =
+      (p.key === 'segments' && owner === this.root) ||
+      (p.key === 'blocks' && isObject(owner) && this.#framedDicts.has(owner));
+    if (framed) this.#framedLists.add(list);
+    return list;
+  }
+
+  #isFramedList(v: StackValue | undefined): boolean {
+    return Array.isArray(v) && this.#framedLists.has(v);
   }
 }
 
@@ -111,8 +143,12 @@ class DeviceTraces extends ListSink {
     super();
   }
 
+  readonly sinks: TraceSink[] = [];
+
   newTrace(): TraceSink {
-    return new TraceSink(new TraceBuilder(this.#made++, this.stacks));
+    const sink = new TraceSink(new TraceBuilder(this.#made++, this.stacks));
+    this.sinks.push(sink);
+    return sink;
   }
 
   append(value: StackValue): void {
@@ -127,14 +163,23 @@ class DeviceTraces extends ListSink {
 /** One device's trace: each item it takes is checked and becomes a row. */
 class TraceSink extends ListSink {
   #length = 0;
+  /** Entries made for this list, and those it took: an entry that went elsewhere would be lost. */
+  made = 0;
+  taken = 0;
 
   constructor(readonly builder: TraceBuilder) {
     super();
   }
 
+  newEntry(): TraceEntry {
+    this.made++;
+    return new TraceEntry();
+  }
+
   append(value: StackValue): void {
     const i = this.#length++;
     if (value instanceof TraceEntry) {
+      this.taken++;
       // A key that is no string would make a plain reading's dict a Map, which is no entry.
       if (value.odd) this.builder.notDict(value, i);
       else this.builder.entry(value, i);
@@ -207,6 +252,6 @@ class Dropped extends DictSink {
 
 const DROPPED = new Dropped();
 
-function isPlainObject(v: unknown): boolean {
-  return typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+function isObject(v: unknown): v is object {
+  return typeof v === 'object' && v !== null;
 }

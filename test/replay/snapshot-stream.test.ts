@@ -222,6 +222,18 @@ describe('stacks, interned', () => {
     expect(s).toEqual(parseSnapshot(withStacks()));
   });
 
+  it("only an entry's, a segment's or a block's frames are read as a stack: elsewhere a list stays a list", () => {
+    const value = {
+      device_traces: [[{ action: 'alloc', addr: 1, size: 1, user_metadata: { frames: [frame('a', 1)] } }]],
+      allocator_settings: { frames: [frame('b', 2)], nested: { frames: [] } },
+      external_annotations: [{ name: 'x', frames: [frame('c', 3)] }],
+    };
+    const s = readSnapshot(pickle(value));
+    expect(s.allocatorSettings).toEqual(value.allocator_settings);
+    expect(s.frames).toEqual([]);
+    expect(s).toEqual(parseSnapshot(value));
+  });
+
   it('protocols 2 to 5, from the writer and from the stream writer (FRAME opcodes from 4)', () => {
     const expected = parseSnapshot(withStacks());
     for (const protocol of [2, 3, 4, 5]) {
@@ -474,6 +486,21 @@ describe('bad input: the same errors as the plain reading', () => {
     expect(outcome(() => readSnapshot(bytes))).toMatchObject({
       kind: 'malformed',
       message: /memo entry 4 .* streamed/,
+    });
+  });
+
+  it('a dict a hand-made pickle makes among a trace’s entries but puts elsewhere is refused, not lost', () => {
+    const key = (s: string) => [Op.SHORT_BINUNICODE, s.length, ...Buffer.from(s)];
+    const bytes = Uint8Array.from([
+      ...[Op.PROTO, 4, Op.EMPTY_DICT, Op.MARK, ...key('x'), Op.EMPTY_LIST, Op.BINPUT, 9],
+      ...[...key('device_traces'), Op.EMPTY_LIST, Op.EMPTY_LIST, Op.MARK, Op.BINGET, 9, Op.EMPTY_DICT],
+      ...[...key('action'), ...key('alloc'), Op.SETITEM, Op.APPEND, Op.POP, Op.APPENDS, Op.APPEND],
+      ...[Op.SETITEMS, Op.STOP],
+    ]);
+    expect(plain(bytes).traces[0].length).toBe(0);
+    expect(outcome(() => readSnapshot(bytes))).toMatchObject({
+      kind: 'malformed',
+      message: /1 of the entries made for device_traces\[0\] are not in its list/,
     });
   });
 });

@@ -27,9 +27,10 @@
  * innermost batch, or a list on top (APPEND of one item). The shape may
  * answer with a sink (memo.ts), which takes its items through calls: that is
  * how a snapshot's trace entries become typed-array rows as they are read,
- * with no dict per event. A guess the pickle proves wrong (an item that lands
- * elsewhere) reaches a sink that does not expect it, and the shape reports
- * it; no guess changes what a plain value reads as.
+ * with no dict per event. The guesses hold for what Python's pickler writes;
+ * where a hand-made pickle proves one wrong (an item that lands elsewhere),
+ * the sink that should have taken it, or the one that did, reports it.
+
  */
 import { DictSink, ListSink, Memo, STREAMED, type StackValue } from './memo.js';
 import { describeOpcode, Op } from './opcodes.js';
