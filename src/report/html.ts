@@ -44,7 +44,7 @@ section.answer h2 { margin-top: 4px; }
 section.answer p { margin: 4px 0; font-size: 14px; }
 section.answer .recommend code { font-size: 14px; background: #eef3f8; padding: 2px 6px; border-radius: 4px; }
 section.answer .fits { color: #1a7f37; }
-section.answer td.verdict { white-space: normal; text-align: left; max-width: 760px; }
+section.answer .verdict { white-space: normal; text-align: left !important; max-width: 760px; }
 section.answer .oom { color: #cf222e; }
 section.answer ol.pieces { font-size: 13px; }
 section.answer .stack { color: #555; font-family: ui-monospace, monospace; font-size: 12px; white-space: pre; margin: 2px 0 6px 12px; }
@@ -101,7 +101,7 @@ function answerSection(a: ReportAnswer): string {
 <h2>The answer</h2>
 ${recorded}
 ${under}
-<table class="summary answer-table"><thead><tr><th>allocator</th><th>peak reserved</th><th>against the recorded run</th><th>verdict</th></tr></thead>
+<table class="summary answer-table"><thead><tr><th>allocator</th><th>peak reserved</th><th>against the recorded run</th><th class="verdict">verdict</th></tr></thead>
 <tbody>
 ${rows}
 </tbody></table>

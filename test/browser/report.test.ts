@@ -347,6 +347,61 @@ describe.skipIf(missing !== undefined)('a report of a million events in chromium
   }, 120_000);
 });
 
+describe.skipIf(missing !== undefined)('the answer of a report under a memory limit, in chromium', () => {
+  const MOE = fileURLToPath(new URL('../../traces/h200/moe_train-native.pickle.gz', import.meta.url));
+  const limit = Math.floor(3.1 * 1024 ** 3);
+  let open: OpenBrowser;
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  it("opens with the recorded peak, each allocator's verdict and peak, the advice and the map at the failed request", async () => {
+    const file = join(OUT, 'answer.html');
+    const lines: string[] = [];
+    const code = await reportCommand(
+      { out: (l) => lines.push(l), err: (l) => lines.push(l) },
+      [MOE, '--memory-limit', String(limit), '--out', file],
+      { defaultCosts: null },
+    );
+    expect(code, lines.join('\n')).toBe(0);
+    // What to expect, from a plain replay under the same limit.
+    const plain = replay(readSnapshotFile(MOE), { allocators: DEFAULT_ALLOCATORS, memoryLimit: limit });
+    open = await launchChromium();
+    const { page, problems, requests } = await load(open, file);
+    expect(problems).toEqual([]);
+    expect(requests.every((u) => u.startsWith('file:'))).toBe(true);
+    const answer = page.locator('section.answer');
+    expect(await answer.isVisible()).toBe(true);
+    // The answer is the first thing on the page, above the charts.
+    const answerBox = (await answer.boundingBox())!;
+    const chartBox = (await page.locator('.chart-memory').first().boundingBox())!;
+    expect(answerBox.y).toBeLessThan(chartBox.y);
+    expect(await answer.locator('.recorded').getAttribute('data-bytes')).toBe(String(4554 * 1024 ** 2));
+    for (const run of plain.allocators) {
+      const row = answer.locator(`tr[data-allocator="${run.name}"]`);
+      expect(await row.locator('td[data-bytes]').getAttribute('data-bytes')).toBe(
+        String(run.peakReservedBytes),
+      );
+      expect(await row.locator('td.verdict').textContent()).toMatch(
+        run.firstOom === null
+          ? /fits/
+          : new RegExp(`runs out of memory at event ${run.firstOom.event.toLocaleString('en-US')}`),
+      );
+    }
+    expect(await answer.locator('.recommend code').textContent()).toMatch(/^PYTORCH_CUDA_ALLOC_CONF=/);
+    // One map per allocator that ran out, drawn (its SVG has rectangles), with its largest free pieces listed.
+    const oomRuns = plain.allocators.filter((a) => a.firstOom !== null).length;
+    expect(await answer.locator('.oom-map').count()).toBe(oomRuns);
+    const svgRects = await answer.locator('.oom-map svg rect').count();
+    expect(svgRects).toBeGreaterThan(oomRuns);
+    expect(await answer.locator('.oom-map ol.pieces > li').count()).toBeGreaterThan(0);
+    await page.screenshot({
+      path: join(OUT, 'answer.png'),
+      clip: { ...answerBox, height: Math.min(answerBox.height, 1600) },
+    });
+  }, 120_000);
+});
+
 describe.skipIf(missing !== undefined)("vmmkit map's page in chromium", () => {
   let open: OpenBrowser;
   afterAll(async () => {
