@@ -75,6 +75,11 @@ export class FramesList extends ListSink {
     this.items.push(value);
   }
 
+  override appendAll(items: readonly StackValue[], from: number, to: number): void {
+    if (this.items.length === 0) this.items = items.slice(from, to);
+    else for (let i = from; i < to; i++) this.items.push(items[i]);
+  }
+
   get length(): number {
     return this.stack === UNSET ? this.items.length : this.#length;
   }
@@ -183,7 +188,9 @@ export class StackTable {
     const scratch = this.#scratch;
     let h = 0x811c9dc5 ^ n;
     for (let k = 0; k < n; k++) {
-      const f = this.#frame(items[k], where, i, k);
+      const v = items[k];
+      // Most frames are records met before: their index is all it takes.
+      const f = v instanceof FrameRecord && v.index >= 0 ? v.index : this.#frame(v, where, i, k);
       scratch[k] = f;
       h = Math.imul(h ^ f, 0x01000193);
     }

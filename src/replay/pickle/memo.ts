@@ -41,6 +41,11 @@ export abstract class Streamed {
 /** A list that takes its items through `append` (APPEND, APPENDS). */
 export abstract class ListSink extends Streamed {
   abstract append(value: StackValue): void;
+
+  /** APPENDS: items[from..to) in order. */
+  appendAll(items: readonly StackValue[], from: number, to: number): void {
+    for (let i = from; i < to; i++) this.append(items[i]);
+  }
   /** How many items it has taken. */
   abstract get length(): number;
 

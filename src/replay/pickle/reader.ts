@@ -204,7 +204,7 @@ export class PickleReader {
     /** Append stack[from..] to the list at stack[from - 1], then drop them. */
     const appends = (at: number, op: number, list: StackValue, from: number) => {
       if (Array.isArray(list)) for (let i = from; i < stack.length; i++) list.push(stack[i] as PickleValue);
-      else if (list instanceof ListSink) for (let i = from; i < stack.length; i++) list.append(stack[i]);
+      else if (list instanceof ListSink) list.appendAll(stack, from, stack.length);
       else throw this.#malformed(at, op, 'no list below the MARK');
       stack.length = from;
     };
