@@ -10,6 +10,7 @@
 
 import { recordedReserved } from '../replay/recorded.js';
 import type { OomVerdict } from '../replay/replay.js';
+import { Action } from '../replay/snapshot.js';
 import { oomPlace, oomState, recordedOomLines, verdictOf } from '../replay/verdict.js';
 import { layoutMap } from './address-map.js';
 import type { RecordedReplay } from './collect.js';
@@ -80,6 +81,47 @@ const MAX_PIECES = 8;
 /** The stack of a plan block on a device (undefined: the snapshot has none for it). */
 export type StackOf = (device: number, block: number) => readonly string[] | undefined;
 
+/** Frames shown per pinning block: the innermost ones, where the allocation happened. */
+const STACK_FRAMES = 8;
+
+/**
+ * The allocating stack of each plan block, from the snapshot's interned
+ * stacks: the frames of the block's alloc event, or, for a block live before
+ * the trace began, those the final `segments` list gives the block at its
+ * address. Python frames are shown (where the program allocated it); a
+ * stack of C++ frames alone shows those with a file.
+ */
+export function snapshotStacks(recorded: RecordedReplay): StackOf {
+  const { snapshot, plan } = recorded;
+  const byDevice = new Map<number, (block: number) => number>();
+  for (const d of plan.devices) {
+    const allocEvent = new Int32Array(d.blockCount).fill(-1);
+    const { action, stack } = d.trace;
+    for (let i = 0; i < d.trace.length; i++) if (action[i] === Action.alloc) allocEvent[d.blockOf[i]] = i;
+    const atEnd = new Map<number, number>();
+    for (const seg of snapshot.segments)
+      if (seg.device === d.device)
+        for (const b of seg.blocks) if (b.stack >= 0) atEnd.set(b.address, b.stack);
+    const initialAt = new Map<number, number>();
+    d.initialBlocks.forEach((id, k) => initialAt.set(id, d.initialAddress[k]));
+    byDevice.set(d.device, (block) => {
+      const e = allocEvent[block];
+      if (e >= 0 && stack !== undefined) return stack[e];
+      const at = initialAt.get(block);
+      return at === undefined ? -1 : (atEnd.get(at) ?? -1);
+    });
+  }
+  return (device, block) => {
+    const s = byDevice.get(device)?.(block) ?? -1;
+    if (s < 0 || snapshot.stacks === undefined) return undefined;
+    const frames = [...snapshot.stacks[s]].map((f) => snapshot.frames[f]);
+    // The program's own (Python) frames say where the tensor came from; C++ frames only when there are none.
+    const python = frames.filter((f) => f.filename.endsWith('.py'));
+    const shown = python.length > 0 ? python : frames.filter((f) => f.filename !== '' && f.filename !== '??');
+    return shown.slice(0, STACK_FRAMES).map((f) => `${f.name} (${f.filename}:${f.line})`);
+  };
+}
+
 /** The answer from a recorded replay (and the advice, when the report asked for it). */
 export function reportAnswer(
   recorded: RecordedReplay,
@@ -103,14 +145,15 @@ export function reportAnswer(
     };
   });
   const oomMaps: OomMap[] = [];
+  // Walked only when some run ran out of memory.
+  let stackOf: StackOf | undefined;
   runs.forEach(({ run, recordings }, i) => {
     const oom = run.firstOom;
     if (oom === null) return;
     const rec = recordings.find((r) => r.device === oom.device);
     if (rec?.oomLayout === undefined) return;
-    oomMaps.push(
-      oomMap(run.name, oom, rec.oomLayout, options.colors[i % options.colors.length], options.stackOf),
-    );
+    stackOf ??= options.stackOf ?? snapshotStacks(recorded);
+    oomMaps.push(oomMap(run.name, oom, rec.oomLayout, options.colors[i % options.colors.length], stackOf));
   });
   return {
     recordedPeakBytes,

@@ -34,6 +34,26 @@ function capture() {
 }
 
 describe('vmmkit report', () => {
+  it('shows, at an OOM, the stacks that allocated the blocks pinning the free pieces (a snapshot with stacks)', async () => {
+    const c = capture();
+    const out = join(dir, 'stacks.html');
+    const stacks = join(root, 'traces/h200-whatif/gpt_train--stacks.pickle');
+    const args = [
+      'report',
+      stacks,
+      '--memory-limit',
+      '4000MiB',
+      '--allocator',
+      'pytorch-native',
+      '--no-advice',
+    ];
+    expect(await runCli([...args, '--out', out], c.io), c.err.join('\n')).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    // The program's Python frames, as _dump_snapshot recorded them, under each pinning block.
+    expect(html).toMatch(/<div class="stack">[^<]*\(\S*record\.py:\d+\)/);
+    expect(html).not.toMatch(/<div class="stack">[^<]*DeviceCachingAllocator::malloc/);
+  });
+
   it('opens with the answer: the recorded peak, each verdict under the limit, the advice, the map at an OOM', async () => {
     const c = capture();
     const out = join(dir, 'answer.html');
@@ -43,8 +63,13 @@ describe('vmmkit report', () => {
     const html = readFileSync(out, 'utf8');
     const answer = html.slice(html.indexOf('<section class="answer"'), html.indexOf('</section>'));
     const data = JSON.parse(
-      html.slice(html.indexOf('id="report-data">') + 17, html.indexOf('</script>', html.indexOf('id="report-data">'))),
-    ) as { answer: { recordedPeakBytes: number; memoryLimit: number; rows: { name: string; fits: boolean }[] } };
+      html.slice(
+        html.indexOf('id="report-data">') + 17,
+        html.indexOf('</script>', html.indexOf('id="report-data">')),
+      ),
+    ) as {
+      answer: { recordedPeakBytes: number; memoryLimit: number; rows: { name: string; fits: boolean }[] };
+    };
     // The recorded run's own peak: the running sum of its segment events (4554 MiB, traces/README.md).
     expect(data.answer.recordedPeakBytes).toBe(4554 * 1024 ** 2);
     expect(data.answer.memoryLimit).toBe(Math.floor(3.1 * 1024 ** 3));
