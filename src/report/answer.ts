@@ -103,7 +103,7 @@ export function snapshotStacks(recorded: RecordedReplay): StackOf {
       if (seg.device === d.device)
         for (const b of seg.blocks) if (b.stack >= 0) atEnd.set(b.address, b.stack);
     const initialAt = new Map<number, number>();
-    d.initialBlocks.forEach((id, k) => initialAt.set(id, d.initialAddress[k]));
+    for (let k = 0; k < d.initialBlocks.length; k++) initialAt.set(d.initialBlocks[k], d.initialAddress[k]);
     byDevice.set(d.device, (block) => {
       const e = allocEvent[block];
       if (e >= 0 && stack !== undefined) return stack[e];
