@@ -17,7 +17,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ALLOCATOR_REGISTRY, DEFAULT_ALLOCATORS } from '../src/replay/allocators.js';
@@ -80,6 +80,8 @@ async function measure(file: string, mode: Mode): Promise<void> {
       error: a.error ?? null,
     }));
   }
+  out.ms = Math.round(out.ms);
+  out.parseMs = Math.round(out.parseMs);
   out.maxRssMiB = Math.round(process.resourceUsage().maxRSS / 1024);
   console.log(JSON.stringify(out));
 }
@@ -146,14 +148,17 @@ export function runBigSnapshotBench(
     );
   }
   if (options.write) {
+    const repo = fileURLToPath(new URL('../../', import.meta.url));
     const result = {
       script: 'bench/big-snapshot-bench.ts',
       date: new Date().toISOString(),
       node: process.version,
       cpu: cpus()[0]?.model ?? 'unknown',
       cores: cpus().length,
-      source: source.replace(fileURLToPath(new URL('../../', import.meta.url)), ''),
-      generated: info,
+      // Other work on the machine adds wall time: its load when the runs ended.
+      loadAverage: loadavg().map((x) => Math.round(x * 100) / 100),
+      source: source.replace(repo, ''),
+      generated: { ...(info as object), source: source.replace(repo, '') },
       pickleBytes: size,
       parse,
       replayNative: native,
