@@ -15,9 +15,13 @@ export interface CachingAllocator extends Disposable {
    * Allocate `size` bytes (the caller's unrounded request) for `stream`.
    * Returns the block's device address. Throws AllocatorOutOfMemoryError
    * when the device cannot hold it after the allocator's own retries (its
-   * state is then as it was before the call).
+   * state is then as it was before the call). `pool` names the memory pool
+   * the request is routed to: 0 or absent, the default pool; a positive
+   * number, a CUDA graph's or MemPool's private pool (the PyTorch models'
+   * Note [Private pools]; replay/private-pools.ts infers it from a trace).
+   * An allocator without private pools may ignore it.
    */
-  malloc(size: number, stream: number): number;
+  malloc(size: number, stream: number, pool?: number): number;
   /** Free the block at `address` (PyTorch's free_completed: reusable from now on). */
   free(address: number): void;
   /** PyTorch's empty_cache(): give every cached, unused byte back to the driver. */

@@ -4,7 +4,8 @@
  * as many devices as the trace has, by default, or the real GPUs).
  *
  * What each event does (research note T2):
- *   alloc           -> malloc(size, stream) on the event's device
+ *   alloc           -> malloc(size, stream, pool) on the event's device, in
+ *                      the block's pool (private-pools.ts)
  *   free_completed  -> free (the block is reusable only now)
  *   free_requested  -> nothing (the recorded allocator still holds the block)
  *   segment_*       -> nothing: the recorded allocator's own actions, kept for
@@ -463,10 +464,10 @@ function runDevice(
     deviceUsedAtPeak = usedBytes(runtime, d.device) - usedBefore;
   };
 
-  /** malloc(size, stream); the address, or NaN when it ran out of memory (counted, the first one kept). */
-  const request = (size: number, stream: number, recorded: boolean): number => {
+  /** malloc(size, stream, pool); the address, or NaN when it ran out of memory (counted, the first one kept). */
+  const request = (size: number, stream: number, recorded: boolean, pool = 0): number => {
     try {
-      const a = allocator.malloc(size, stream);
+      const a = allocator.malloc(size, stream, pool);
       if (measure) samplePeak();
       return a;
     } catch (e) {
@@ -479,7 +480,8 @@ function runDevice(
 
   /** malloc for block `id`; false when the run must end (stopAtOom). */
   const allocate = (id: number, kind: 'start' | 'alloc'): boolean => {
-    const a = request(d.blockSize[id], d.blockStream[id], false);
+    // The block's pool, default or private (private-pools.ts).
+    const a = request(d.blockSize[id], d.blockStream[id], false, d.privatePools.blockPool[id]);
     const failed = Number.isNaN(a);
     if (failed) state[id] = BlockState.failed;
     else {

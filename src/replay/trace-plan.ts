@@ -38,10 +38,15 @@
  * which needs a nearly full device: a run that starts while the recorded
  * allocator held 90% or more of the device's memory (of the memory limit,
  * when replay is given one: the recorded run is taken to have had it) is
- * left alone. An
+ * left alone, unless the next request is in a CUDA graph's private pool:
+ * a request made under a capture releases no cached blocks on its OOM path
+ * (private-pools.ts, beforePrivateRequest; P8 of Note [Private pools]), so
+ * there the run is empty_cache() (torch.cuda.graph calls it before each
+ * capture) however full the device was. An
  * empty_cache() that found nothing to free leaves no trace and cannot be
  * inferred.
  */
+import { beforePrivateRequest, type DevicePools, inferPrivatePools } from './private-pools.js';
 import { Action, type DeviceTrace, type MemorySnapshot } from './snapshot.js';
 import { type DeviceStartState, rebuildStartState } from './start-state.js';
 
@@ -67,6 +72,8 @@ export interface DevicePlan {
   readonly emptyCacheBefore: Int32Array;
   /** The recorded allocator's segments and blocks at the first event, and how sure that is (start-state.ts). */
   readonly startState: DeviceStartState;
+  /** Each block's memory pool: default or a CUDA graph's private one (private-pools.ts). */
+  readonly privatePools: DevicePools;
 }
 
 export interface TraceCounts {
@@ -111,6 +118,9 @@ export interface TracePlan {
   readonly durationUs: number;
   readonly startedMidRun: boolean;
   readonly reconstructedBlocks: number;
+  /** Blocks allocated in private pools, and blocks whose pool the snapshot does not tell (private-pools.ts). */
+  readonly privatePoolBlocks: number;
+  readonly unknownPoolBlocks: number;
 }
 
 /** Plan the replay of every device's trace. */
@@ -136,6 +146,8 @@ export function planReplay(snapshot: MemorySnapshot, options: PlanOptions = {}):
     // Live blocks before the first event, or segments held then (cached memory alone, e.g. after an empty_cache).
     startedMidRun: reconstructedBlocks > 0 || devices.some((d) => d.startState.segments.length > 0),
     reconstructedBlocks,
+    privatePoolBlocks: sum((d) => d.privatePools.privateBlocks),
+    unknownPoolBlocks: sum((d) => d.privatePools.unknownPoolBlocks),
   };
 }
 
@@ -272,10 +284,25 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
     }
   }
   initial.sort((x, y) => x.address - y.address);
+  const initialBlocks = Int32Array.from(initial, (b) => b.id);
+  const initialAddress = Float64Array.from(initial, (b) => b.address);
+  const privatePools = inferPrivatePools(
+    snapshot,
+    trace,
+    blockOf,
+    blocks.count,
+    initialBlocks,
+    initialAddress,
+  );
   const emptyCacheBefore =
     options.inferEmptyCache === false
       ? new Int32Array(0)
-      : inferEmptyCache(trace, snapshot, options.memoryLimit ?? options.deviceMemory ?? H200_MEMORY);
+      : inferEmptyCache(
+          trace,
+          snapshot,
+          options.memoryLimit ?? options.deviceMemory ?? H200_MEMORY,
+          beforePrivateRequest(snapshot, trace, blockOf, privatePools),
+        );
   c.inferredEmptyCaches = emptyCacheBefore.length;
   let first = Number.NaN;
   let last = Number.NaN;
@@ -285,8 +312,6 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
     if (!(t >= first)) first = t;
     if (!(t <= last)) last = t;
   }
-  const initialBlocks = Int32Array.from(initial, (b) => b.id);
-  const initialAddress = Float64Array.from(initial, (b) => b.address);
   return {
     device: trace.device,
     trace,
@@ -306,11 +331,17 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
       { ids: initialBlocks, address: initialAddress, requested: blocks.size, stream: blocks.stream },
       { deviceMemory: options.deviceMemory ?? H200_MEMORY },
     ),
+    privatePools,
   };
 }
 
 /** The first event of each run of segment frees that empty_cache() explains (Note [Inferred empty_cache]). */
-function inferEmptyCache(trace: DeviceTrace, snapshot: MemorySnapshot, deviceMemory: number): Int32Array {
+function inferEmptyCache(
+  trace: DeviceTrace,
+  snapshot: MemorySnapshot,
+  deviceMemory: number,
+  beforePrivate: (i: number) => boolean,
+): Int32Array {
   const gc = snapshot.allocatorSettings?.garbage_collection_threshold;
   const gcOn = typeof gc === 'number' && gc > 0;
   const { action, size } = trace;
@@ -320,7 +351,7 @@ function inferEmptyCache(trace: DeviceTrace, snapshot: MemorySnapshot, deviceMem
   for (let i = 0; i < trace.length; i++) {
     const a = action[i];
     const frees = a === Action.segment_unmap || (a === Action.segment_free && !gcOn);
-    if (frees && !inRun && held < 0.9 * deviceMemory) out.push(i);
+    if (frees && !inRun && (held < 0.9 * deviceMemory || beforePrivate(i))) out.push(i);
     inRun = a === Action.segment_free || a === Action.segment_unmap;
     if (a === Action.segment_alloc || a === Action.segment_map) held += size[i];
     else if (inRun) held -= size[i];

@@ -1,5 +1,6 @@
 import type { Block } from './block.js';
 import { PairSet } from './pair-set.js';
+import type { PrivatePool } from './private-pool.js';
 
 /**
  * One of PyTorch's `BlockPool`s (small or large, N3): the free blocks,
@@ -22,7 +23,11 @@ export class BlockPool {
   getFreeBlocksCallCount = 0;
   #size = 0;
 
-  constructor(readonly isSmall: boolean) {}
+  constructor(
+    readonly isSmall: boolean,
+    /** The private pool this pool belongs to (owner_PrivatePool); undefined for the default pools. */
+    readonly owner: PrivatePool | undefined = undefined,
+  ) {}
 
   /** Free mapped blocks in the pool. */
   get size(): number {

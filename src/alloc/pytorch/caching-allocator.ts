@@ -16,6 +16,7 @@ import {
 import { Block } from './block.js';
 import { BlockPool } from './block-pool.js';
 import { ExpandableSegment } from './expandable-segment.js';
+import { type PrivatePool, PrivatePools } from './private-pool.js';
 import { type PytorchAllocatorSettings, validateSettings } from './settings.js';
 import {
   allocationSize,
@@ -34,6 +35,8 @@ export interface SegmentSnapshot {
   readonly stream: number;
   readonly segmentType: 'small' | 'large';
   readonly isExpandable: boolean;
+  /** Its pool (segment_pool_id, P1): 0 for the default pool, else the number malloc was given. */
+  readonly pool: number;
   readonly blocks: readonly BlockSnapshot[];
 }
 
@@ -55,10 +58,11 @@ export interface BlockSnapshot {
  *
  * Note [What is not modelled]: recordStream and its events (the interface
  * has no cross-stream use, so a free completes at once; a replay frees a
- * block at its free_completed, when PyTorch makes it reusable, N9), CUDA
- * graph and MemPool private pools, free-memory callbacks (torch's one
- * serves CUDA IPC), peer access, IPC. Streams are the trace's raw handles:
- * numbers that order blocks and separate pools, never runtime streams.
+ * block at its free_completed, when PyTorch makes it reusable, N9), what
+ * Note [Private pools] (private-pool.ts) leaves out of CUDA graph and
+ * MemPool pools, free-memory callbacks (torch's one serves CUDA IPC), peer
+ * access, IPC. Streams are the trace's raw handles: numbers that order
+ * blocks and separate pools, never runtime streams.
  */
 export class PytorchCachingAllocator implements CachingAllocator {
   readonly device: number;
@@ -70,6 +74,8 @@ export class PytorchCachingAllocator implements CachingAllocator {
   readonly #expandable: boolean;
   readonly #small = new BlockPool(true);
   readonly #large = new BlockPool(false);
+  /** CUDA graph and MemPool pools (graph_pools; Note [Private pools]). */
+  readonly #privatePools = new PrivatePools();
   /** Blocks handed out, by address (PyTorch's allocated_blocks). */
   readonly #active = new OrderedMap<Block>();
   /** One-step segments held (native mode): size by base address. */
@@ -147,15 +153,19 @@ export class PytorchCachingAllocator implements CachingAllocator {
    */
   // --- the interface ---------------------------------------------------------
 
-  /** N6, DeviceCachingAllocator::malloc. */
-  malloc(size: number, stream: number): number {
+  /** N6, DeviceCachingAllocator::malloc; `privatePool` > 0 names a private pool (Note [Private pools]). */
+  malloc(size: number, stream: number, privatePool = 0): number {
     if (this.#disposed) throw new Error(`${this.name}: the allocator was disposed`);
     if (!Number.isSafeInteger(size) || size <= 0)
       throw new RangeError(`${this.name}: size ${size} is not a positive integer`);
     if (!Number.isSafeInteger(stream) || stream < 0)
       throw new RangeError(`${this.name}: stream ${stream} is not a stream handle`);
+    if (!Number.isSafeInteger(privatePool) || privatePool < 0)
+      throw new RangeError(`${this.name}: pool ${privatePool} is not a pool number`);
     const rounded = roundSize(size, this.#divisions, this.#anyDivisions);
-    const pool = rounded <= SMALL_SIZE ? this.#small : this.#large; // N3
+    // N3, P2: the request's pool's small or large BlockPool.
+    const owner = privatePool === 0 ? undefined : this.#privatePools.route(privatePool);
+    const pool = rounded <= SMALL_SIZE ? (owner?.small ?? this.#small) : (owner?.large ?? this.#large);
     let block = this.#getFreeBlock(pool, stream, rounded);
     if (block === undefined) {
       const allocSize = allocationSize(rounded); // N4
@@ -163,7 +173,8 @@ export class PytorchCachingAllocator implements CachingAllocator {
       block = this.#allocBlock(pool, stream, rounded, allocSize, false);
       if (block === undefined && this.#releaseAvailableCachedBlocks(pool, stream, rounded))
         block = this.#allocBlock(pool, stream, rounded, allocSize, false);
-      if (block === undefined) {
+      // P8: not while a capture is underway (a request naming a private pool is made under one).
+      if (block === undefined && owner === undefined) {
         this.#releaseCachedBlocks();
         block = this.#allocBlock(pool, stream, rounded, allocSize, true);
       }
@@ -198,19 +209,30 @@ export class PytorchCachingAllocator implements CachingAllocator {
     pool.insert(b);
   }
 
-  /** N10 / E7: release_cached_blocks. */
+  /** N10 / E7 / P7: release_cached_blocks. */
   emptyCache(): void {
     if (this.#disposed) return;
     this.#releaseCachedBlocks();
   }
 
+  /** P3 create_or_incref_pool: private pool `pool` gets one more user (a graph sharing it), made if new. */
+  retainPool(pool: number): void {
+    if (!Number.isSafeInteger(pool) || pool <= 0)
+      throw new RangeError(`${this.name}: pool ${pool} is not a private pool`);
+    this.#privatePools.retain(pool);
+  }
+
+  /** P3 releasePool: one user of private pool `pool` is gone; with none left its cache may be released (P7). */
+  releasePool(pool: number): void {
+    this.#privatePools.release(pool);
+  }
+
   /** The segments and their blocks, as torch.cuda.memory._snapshot() lists them (T4; E8 for expandable). */
   snapshot(): SegmentSnapshot[] {
-    const all: Block[] = [
-      ...this.#large.blocksInOrder(),
-      ...this.#small.blocksInOrder(),
-      ...this.#active.values(),
-    ];
+    const all: Block[] = [...this.#large.blocksInOrder(), ...this.#small.blocksInOrder()];
+    for (const p of this.#privatePools.all())
+      all.push(...p.large.blocksInOrder(), ...p.small.blocksInOrder());
+    all.push(...this.#active.values());
     const out: SegmentSnapshot[] = [];
     for (const head of all) {
       if (head.prev?.mapped) continue;
@@ -231,6 +253,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
         stream: head.stream,
         segmentType: head.pool.isSmall ? 'small' : 'large',
         isExpandable: head.segment !== undefined,
+        pool: head.pool.owner?.id ?? 0,
         blocks,
       });
     }
@@ -443,6 +466,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
     this.#active.clear();
     this.#small.clear();
     this.#large.clear();
+    this.#privatePools.clear();
     this.#held = 0;
     const s = this.stats;
     s.reservedBytes = s.allocatedBytes = s.requestedBytes = s.liveBlocks = s.segments = 0;
@@ -530,7 +554,11 @@ export class PytorchCachingAllocator implements CachingAllocator {
     if (isRetry) this.stats.allocRetries++;
     // Note [Memory limit]: alloc_size against the cap, before the driver, in both modes.
     if (this.#capped && this.#held + allocSize > this.#allowedBytes()) return undefined;
-    if (this.#expandable) return this.#tryAllocateExpandableBlock(pool, stream, size);
+    if (this.#expandable) {
+      const b = this.#tryAllocateExpandableBlock(pool, stream, size);
+      if (b !== undefined && pool.owner !== undefined) pool.owner.cudaMallocCount++; // P4, P11
+      return b;
+    }
     let base: number;
     try {
       const hint = this.#placement?.addressFor(allocSize);
@@ -540,6 +568,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
       throw e;
     }
     this.#segments.set(base, allocSize);
+    if (pool.owner !== undefined) pool.owner.cudaMallocCount++; // P4
     this.#held += allocSize;
     this.stats.addReserved(allocSize); // N11
     this.stats.segments++;
@@ -561,7 +590,9 @@ export class PytorchCachingAllocator implements CachingAllocator {
     let freeBytes = 0;
     let freePieces = 0;
     let largestFreeBytes = 0;
-    for (const pool of [this.#large, this.#small]) {
+    const pools = [this.#large, this.#small];
+    for (const p of this.#privatePools.all()) pools.push(p.large, p.small); // P10
+    for (const pool of pools) {
       for (const b of pool.blocksInOrder()) {
         freeBytes += b.size;
         freePieces++;
@@ -573,7 +604,10 @@ export class PytorchCachingAllocator implements CachingAllocator {
 
   /** Native segment back to the driver (release_block). */
   #releaseBlock(b: Block): void {
+    const owner = b.pool.owner;
+    if (owner !== undefined && owner.cudaMallocCount <= 0) throw cudaMallocCountAssert(owner);
     this.#runtime.mfree(b.ptr);
+    if (owner !== undefined) owner.cudaMallocCount--; // P4
     b.pool.erase(b);
     this.#segments.delete(b.ptr);
     this.#held -= b.size;
@@ -612,11 +646,16 @@ export class PytorchCachingAllocator implements CachingAllocator {
     return released >= key;
   }
 
-  /** N6 (h), N10, E7 release_cached_blocks: the large pool, then the small one. */
+  /** N6 (h), N10, E7, P7 release_cached_blocks: the large pool, then the small one, then freeable private pools. */
   #releaseCachedBlocks(): void {
     this.#retryReleases();
     this.#releaseBlocks(this.#large);
     this.#releaseBlocks(this.#small);
+    for (const p of this.#privatePools.freeable()) {
+      this.#releaseBlocks(p.small);
+      this.#releaseBlocks(p.large);
+      if (p.cudaMallocCount === 0) this.#privatePools.erase(p);
+    }
   }
 
   /** Release the handles an earlier unmap could not; those that fail again stay listed. */
@@ -842,6 +881,11 @@ export class PytorchCachingAllocator implements CachingAllocator {
     pool.insertUnmapped(b);
     this.#held -= to - from;
     this.stats.reservedBytes -= to - from;
+    // P4: PyTorch asserts here, after the unmap and before its trace entry.
+    if (pool.owner !== undefined) {
+      if (pool.owner.cudaMallocCount <= 0) throw cudaMallocCountAssert(pool.owner);
+      pool.owner.cudaMallocCount--;
+    }
     this.stats.deviceFrees++;
     this.#emit('segment_unmap', from, to - from, b.stream);
   }
@@ -860,6 +904,13 @@ export class PytorchCachingAllocator implements CachingAllocator {
   #emit(action: SegmentEvent['action'], address: number, size: number, stream: number): void {
     this.#onSegmentEvent?.({ action, address, size, stream });
   }
+}
+
+/** PyTorch's TORCH_INTERNAL_ASSERT(cudaMalloc_count > 0) failing (P4): its count of driver allocations is off. */
+function cudaMallocCountAssert(p: PrivatePool): Error {
+  return new Error(
+    `private pool ${p.id}: PyTorch's assertion cudaMalloc_count > 0 fails here (more driver allocations given back than it counted)`,
+  );
 }
 
 /** E6: a block's size plus the unmapped range right after it. */

@@ -63,7 +63,7 @@ export function recordedReservationHints(plan: DevicePlan, rangeSize: number): n
 }
 
 /**
- * Replay one device's trace as src/replay does (alloc -> malloc,
+ * Replay one device's trace as src/replay does (alloc -> malloc in the block's pool,
  * free_completed -> free, emptyCache() where the plan infers the workload
  * called torch.cuda.empty_cache()), on a runtime of our choosing.
  */
@@ -83,7 +83,7 @@ export function replayDevice(
   const state = new Uint8Array(plan.blockCount);
   const allocate = (id: number, size: number, stream: number) => {
     try {
-      address[id] = allocator.malloc(size, stream);
+      address[id] = allocator.malloc(size, stream, plan.privatePools.blockPool[id]);
       state[id] = BlockState.live;
     } catch (e) {
       if (!(e instanceof AllocatorOutOfMemoryError)) throw e;
