@@ -36,6 +36,8 @@ export interface VendorErrors {
   readonly table: ErrorTable;
   readonly success: number;
   readonly unknown: number;
+  /** The vendor's error factory, where it keeps more than VendorCodes does (ACL's messages). */
+  readonly codes?: typeof VendorCodes;
 }
 
 /**
@@ -56,7 +58,8 @@ export abstract class VendorProcess implements Disposable {
     this.runtime = p.runtime;
     this.machine = p.machine;
     this.report = p.report;
-    this.codes = new VendorCodes(errors.table, errors.success, errors.unknown, errors.vendor, p.report);
+    const Codes = errors.codes ?? VendorCodes;
+    this.codes = new Codes(errors.table, errors.success, errors.unknown, errors.vendor, p.report);
   }
 
   /** This process's pid on its machine. */

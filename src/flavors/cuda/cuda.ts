@@ -121,7 +121,7 @@ export class CudaFlavor extends VendorProcess {
   readonly #addresses = new BigIntMemo();
   readonly #contexts = new CudaContexts(this.runtime);
   readonly #handles = new CudaHandles(this.runtime);
-  readonly #spans = new CudaSpans(this.runtime, this.codes, this.report);
+  readonly #spans = new CudaSpans(this.runtime, this.codes);
   readonly #vmm = new CudaVmm(
     this.runtime,
     this.codes,

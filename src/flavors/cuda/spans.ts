@@ -38,7 +38,6 @@ export class CudaSpans {
   constructor(
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
-    readonly report: (message: string, error?: unknown) => void,
   ) {}
 
   /** No span exists: every CUDA mapping is one core mapping (Note [Core first]). */
@@ -79,7 +78,7 @@ export class CudaSpans {
     }
     const pieces: Mapping[] = [];
     const hidden: Reservation[] = [];
-    const tx = new Transaction(this.report);
+    const tx = new Transaction(this.codes.report);
     try {
       for (const p of plan) {
         if (p.reservation === undefined) {
@@ -138,7 +137,7 @@ export class CudaSpans {
         try {
           this.runtime.free(r);
         } catch (e) {
-          this.report('could not free the hidden reservation of a span', e);
+          this.codes.report('could not free the hidden reservation of a span', e);
         }
       }
     }
