@@ -1,6 +1,6 @@
 /**
  * Issue 10: the special stream handles are streams wherever a stream is
- * taken (Note [Special streams], cuda.ts), and stream and context handles
+ * taken (Note [Special streams], src/flavors/common/streams.ts), and stream and context handles
  * may be passed as numbers, as their types say.
  */
 import { describe, expect, it } from 'vitest';

@@ -65,7 +65,7 @@ export const ACL_LAYERS: VendorLayers = {
       enter: [svm('svm_svmm_add_seg')],
     },
 
-    // aclrtMapMem's grant to the memory's own device (Note [ACL map grants access], acl.ts) is
+    // aclrtMapMem's grant to the memory's own device (Note [ACL map grants access], vmm.ts) is
     // the page-table build CANN's driver does inside the map: no frames of its own.
     'flavor:aclrtMapMem > core:setAccess': { path: [], opaque: true },
 
@@ -115,7 +115,7 @@ export const ACL_LAYERS: VendorLayers = {
     'core:malloc': { path: [rts('rtMalloc'), hal('halMemAlloc')], opaque: true },
     'core:mfree': { path: [rts('rtFree'), hal('halMemFree')], opaque: true },
 
-    // IPC by key (Note [ACL IPC keys], acl.ts): CANN's runtime names the memory with the driver's
+    // IPC by key (Note [ACL IPC keys], sharing.ts): CANN's runtime names the memory with the driver's
     // shared-memory calls; vmmkit's token steps below are not CANN's and stay hidden.
     'core:exportMalloc': {
       path: [rts('rtsIpcMemGetExportKey'), rts('NpuDriver::CreateIpcMem'), hal('halShmemCreateHandle')],

@@ -8,7 +8,7 @@ import { G, pattern } from './helpers.js';
 
 /**
  * aclrtIpcMem*: aclrtMalloc memory shared between simulated processes of one
- * machine by a string key (Note [ACL IPC keys] in acl.ts, Note [One-step
+ * machine by a string key (Note [ACL IPC keys] in src/flavors/acl/sharing.ts, Note [One-step
  * sharing] in runtime.ts).
  */
 

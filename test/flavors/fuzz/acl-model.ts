@@ -568,7 +568,7 @@ const calls: CallSpec<AclFlavor>[] = [
   ...hostAccessCalls<AclFlavor>({ mem }),
 ];
 
-/** An IPC key as aclrtIpcMemGetExportKey writes it: its token in hex (Note [ACL IPC keys], acl.ts). */
+/** An IPC key as aclrtIpcMemGetExportKey writes it: its token in hex (Note [ACL IPC keys], src/flavors/acl/sharing.ts). */
 function ipcKey(token: number): string {
   return `ipc-${token.toString(16).padStart(16, '0')}`;
 }
