@@ -17,6 +17,11 @@
  *    wrapped, replay to their window's reserved peak (exactly for the native
  *    allocator, whose start state the snapshot's segments give whole).
  * 5. The stacks snapshot `_dump_snapshot` wrote, as users make it, parses.
+ * 6. Advice, checked: what `vmmkit advise` recommends today for each
+ *    reference (advise-all.mjs's advice.json) is what was run under PyTorch
+ *    on the H200 (verified.json), and PyTorch reserved within 2% of the
+ *    predicted peak, without running out. A change that alters the advice
+ *    fails here until the new advice is verified on the GPU.
  *
  * Nothing here is loosened to pass: a miss is a fact about the model, and its
  * message says by how much.
@@ -24,6 +29,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { advise } from '../../src/replay/advise.js';
 import { selectAllocators } from '../../src/replay/allocators.js';
 import { readSnapshotFile } from '../../src/replay/load.js';
 import { replay } from '../../src/replay/replay.js';
@@ -195,4 +201,67 @@ describe.skipIf(runs.length === 0)('what-if replay against PyTorch on the H200',
       expect(w.ok, w.text).toBe(true);
     });
   }
+});
+
+interface Advised {
+  workload: string;
+  advised: 'recommended' | 'simplest';
+  allocConf: string;
+  memoryLimit: number | null;
+  predictedPeakReservedBytes: number;
+  predictedFits: boolean;
+}
+
+interface Verified extends Advised {
+  maxMemoryReserved?: number;
+  ended?: string;
+  failed?: boolean;
+  requests?: { sameAsReference: boolean } | null;
+}
+
+describe.runIf(existsSync(`${dir}verified.json`))('advice checked under PyTorch on the H200', () => {
+  const advice = JSON.parse(readFileSync(`${dir}advice.json`, 'utf8')) as Advised[];
+  const verified = (JSON.parse(readFileSync(`${dir}verified.json`, 'utf8')) as { verified: Verified[] })
+    .verified;
+
+  it('every advised setting ran under PyTorch, asked for what its reference asked for, and fitted', () => {
+    expect(verified.map((v) => [v.workload, v.allocConf, v.memoryLimit])).toEqual(
+      advice.map((a) => [a.workload, a.allocConf, a.memoryLimit]),
+    );
+    for (const v of verified) {
+      expect(v.failed, v.allocConf).toBeUndefined();
+      expect(v.requests?.sameAsReference, v.allocConf).toBe(true);
+      expect(v.ended, `${v.workload}: ${v.allocConf}`).toBe('ok');
+    }
+  });
+
+  for (const v of verified) {
+    const limit = v.memoryLimit === null ? '' : `, limit ${(v.memoryLimit / MIB).toFixed(0)} MiB`;
+    it(`${v.workload} (${v.advised}${limit}): PyTorch reserved within 2% of the predicted peak`, () => {
+      const actual = v.maxMemoryReserved ?? Number.NaN;
+      const off = (v.predictedPeakReservedBytes - actual) / actual;
+      expect(
+        Math.abs(off),
+        `${v.allocConf}: predicted ${(v.predictedPeakReservedBytes / MIB).toFixed(1)} MiB, PyTorch ${(actual / MIB).toFixed(1)} MiB`,
+      ).toBeLessThanOrEqual(TOLERANCE);
+    });
+  }
+
+  it("is still what advise recommends today (else the new advice awaits the GPU's check)", async () => {
+    const workloads = [...new Set(advice.map((a) => a.workload))];
+    for (const workload of workloads) {
+      const snapshot = readSnapshotFile(`${dir}${workload}--reference.pickle.gz`);
+      for (const limit of [
+        ...new Set(advice.filter((a) => a.workload === workload).map((a) => a.memoryLimit)),
+      ]) {
+        const now = await advise(snapshot, { memoryLimit: limit ?? undefined, workers: 1 });
+        const then = advice.filter((a) => a.workload === workload && a.memoryLimit === limit);
+        const recommended = then.find((a) => a.advised === 'recommended')!;
+        expect(now.recommended.allocConf, `${workload}, limit ${limit}`).toBe(recommended.allocConf);
+        expect(now.recommended.peakReservedBytes).toBe(recommended.predictedPeakReservedBytes);
+        const simplest = then.find((a) => a.advised === 'simplest');
+        expect(now.simplest?.allocConf ?? null).toBe(simplest?.allocConf ?? null);
+      }
+    }
+  }, 120_000);
 });
