@@ -25,12 +25,12 @@ import {
   measuredTrapText,
   NEAR_PEAK,
 } from '../replay/advise.js';
-import { readSnapshotFile } from '../replay/load.js';
+import { loadSnapshotFile } from '../replay/load.js';
 import { planReplay, type TracePlan } from '../replay/trace-plan.js';
 import { formatBytes } from '../util/format.js';
 import { flag, option as optionValue, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
-import { whatIf } from './replay.js';
+import { loadProgress, whatIf } from './replay.js';
 
 export const ADVISE_USAGE =
   'vmmkit advise <snapshot.pickle[.gz]> [--memory-limit SIZE] [--workers N] [--json]';
@@ -73,8 +73,8 @@ async function run(io: CliOutput, args: string[]): Promise<number> {
       throw new UsageError(`--workers: '${workersText}' is not a number of threads (0 to 256)`);
     workers = Number(workersText);
   }
-  const snapshot = readSnapshotFile(args[0]);
-  const plan = planReplay(snapshot);
+  const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
+  const plan = planReplay(snapshot, { memoryLimit });
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
     throw new Error(`${args[0]} has no trace events (was the history recorded with _record_memory_history?)`);
   const advice = await advise(snapshot, {

@@ -42,7 +42,7 @@ import {
 import type { CostTable } from '../replay/cost-table.js';
 import { exportRun } from '../replay/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/fidelity.js';
-import { readSnapshotFile } from '../replay/load.js';
+import { loadSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
 import { recordedReserved } from '../replay/recorded.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
@@ -71,7 +71,7 @@ export async function replayCommand(
   options: ReplayCliOptions = {},
 ): Promise<number> {
   try {
-    return run(io, [...argv], options);
+    return await run(io, [...argv], options);
   } catch (e) {
     if (e instanceof UsageError) {
       io.err(`vmmkit replay: ${e.message}\nusage: ${REPLAY_USAGE}`);
@@ -83,7 +83,7 @@ export async function replayCommand(
   }
 }
 
-function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
+async function run(io: CliOutput, args: string[], options: ReplayCliOptions): Promise<number> {
   const json = flag(args, '--json');
   const fidelity = flag(args, '--fidelity');
   const stopAtOom = flag(args, '--stop-at-oom');
@@ -108,7 +108,7 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   const costs = findCosts(costsPath, options.defaultCosts);
   if (costs === undefined && !json)
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
-  const snapshot = readSnapshotFile(args[0]);
+  const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
   const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit });
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
     throw new Error(`${args[0]} holds no trace events: was history recorded? ${HISTORY_HINT}`);
@@ -143,6 +143,13 @@ function run(io: CliOutput, args: string[], options: ReplayCliOptions): number {
   if (json) io.out(JSON.stringify(toJson(result, costs, fidelityReports)));
   else for (const line of table(result, costs, fidelityReports)) io.out(line);
   return result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
+}
+
+/** The progress bar while a snapshot streams in (the file's bytes read), cleared when it is read. */
+export function loadProgress(io: CliOutput): ((read: number, total: number) => void) | undefined {
+  const bar = io.progress;
+  if (bar === undefined) return undefined;
+  return (read, total) => (read >= total ? bar(-1) : bar(total > 0 ? read / total : 0));
 }
 
 /**

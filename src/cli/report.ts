@@ -19,7 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { advise } from '../replay/advise.js';
 import type { AllocatorRegistry } from '../replay/allocators.js';
 import { exportRun } from '../replay/export.js';
-import { readSnapshotFile } from '../replay/load.js';
+import { loadSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
 import { recordReplay } from '../report/collect.js';
 import { renderReportHtml } from '../report/html.js';
@@ -27,7 +27,7 @@ import { reportData } from '../report/report-data.js';
 import { parseOptions, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { findCosts } from './package-files.js';
-import { whatIf } from './replay.js';
+import { loadProgress, whatIf } from './replay.js';
 
 export const REPORT_USAGE =
   'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH] [--no-advice]';
@@ -91,7 +91,7 @@ async function run(io: CliOutput, argv: string[], options: ReportCliOptions): Pr
   for (const path of [out, ...exports.map((e) => e.path)]) checkWritable(path);
   const costs = findCosts(costsPath, options.defaultCosts);
 
-  const snapshot = readSnapshotFile(args[0]);
+  const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
   const recorded = recordReplay(snapshot, {
     allocators,
     allocConf: values['alloc-conf'],

@@ -25,7 +25,7 @@ export { DriverMeter, type DriverUse } from './driver-meter.js';
 export { SnapshotError } from './errors.js';
 export { exportRun } from './export.js';
 export { compareWithTrace, type FidelityDifference, type FidelityReport } from './fidelity.js';
-export { isGzip, readPickle, readSnapshotFile } from './load.js';
+export { isGzip, type LoadOptions, loadSnapshotFile, readPickle, readSnapshotFile } from './load.js';
 export {
   type PickleDict,
   PickleError,
@@ -57,8 +57,10 @@ export {
   type MemorySnapshot,
   parseSnapshot,
   type SnapshotBlock,
+  type SnapshotFrame,
   type SnapshotSegment,
   type TraceAction,
 } from './snapshot.js';
+export { readSnapshot, SnapshotReader } from './snapshot-reader.js';
 export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './trace-plan.js';
 export { oomState, recordedOomLines, verdictLines, verdictOf } from './verdict.js';
