@@ -1,10 +1,16 @@
 import { describe, expect, it } from 'vitest';
+import type { Backend } from '../../src/backend/backend.js';
 import { createMachine, type Machine } from '../../src/backends/sim/machine.js';
 import type { SimProcess } from '../../src/backends/sim/process.js';
 import { VmmError } from '../../src/core/errors.js';
 import type { PhysicalAllocation } from '../../src/core/objects.js';
 import { Runtime } from '../../src/core/runtime.js';
 import { Access, type AllocationProperties } from '../../src/core/types.js';
+import { type AclFlavor, createAcl } from '../../src/flavors/acl/acl.js';
+import type { VendorProcess } from '../../src/flavors/common/process.js';
+import * as CU from '../../src/flavors/cuda/constants.js';
+import { type CudaFlavor, createCuda } from '../../src/flavors/cuda/cuda.js';
+import { mallocPhysical, reserve } from '../flavors/acl/helpers.js';
 import { FaultyBackend } from '../support/faulty-backend.js';
 import { snapshot } from './helpers.js';
 
@@ -14,6 +20,9 @@ import { snapshot } from './helpers.js';
  * turn. Before a point of no return (Note [Points of no return]) the call
  * must throw and leave core and the machine exactly as they were; after
  * one, it must complete and report. Either way, dispose leaves nothing.
+ * The front ends' own multi-step calls are swept the same way, through a
+ * flavour over the faulty backend: a call that fails must answer a code
+ * other than success and leave everything as it was.
  */
 
 const G = 2 * 1024 * 1024;
@@ -31,21 +40,30 @@ interface World {
   allocations: PhysicalAllocation[];
   /** Other processes of the machine a scenario needs (an exporter): disposed before the leak checks. */
   others: Runtime[];
+  /** The front end whose call is swept, over the faulty backend (its runtime is rt). */
+  front?: VendorProcess;
 }
 
 interface Scenario {
   readonly name: string;
   /** Build the state the operation starts from; returns the allocations to watch. */
-  readonly prepare: (w: World) => () => void;
+  readonly prepare: (w: World) => () => unknown;
   /** Steps k after which the operation completes (and reports) instead of throwing. */
   readonly completesAt?: readonly number[];
+  /** A front end to make over the faulty backend; the operation is then its call, and answers a code. */
+  readonly front?: (backend: Backend, report: (message: string) => void) => VendorProcess;
 }
 
-function world(): World {
+function world(front?: Scenario['front']): World {
   const machine = createMachine({ devices: ['H200', 'H200'] });
   const faults = new FaultyBackend(machine.spawn());
   const reports: string[] = [];
-  const rt = new Runtime(faults.backend, { report: (m) => reports.push(m) });
+  const report = (m: string) => reports.push(m);
+  if (front !== undefined) {
+    const f = front(faults.backend, report);
+    return { machine, rt: f.runtime, faults, reports, allocations: [], others: [], front: f };
+  }
+  const rt = new Runtime(faults.backend, { report });
   return { machine, rt, faults, reports, allocations: [], others: [] };
 }
 
@@ -196,43 +214,54 @@ const SCENARIOS: readonly Scenario[] = [
       },
     }),
   ),
+  ...FRONT_END_SCENARIOS(),
 ];
 
 describe('fault injection: every step of every multi-step operation', () => {
   for (const s of SCENARIOS) {
     it(s.name, () => {
-      const dry = world();
+      const dry = world(s.front);
       const op = s.prepare(dry);
       dry.faults.arm(0);
-      op();
+      const answer = op();
       const steps = dry.faults.calls;
       expect(steps).toBeGreaterThan(0);
+      // A front end's call succeeds when nothing fails (every vendor's success is 0).
+      if (s.front !== undefined) expect(answer).toBe(0);
       dry.rt.dispose();
       for (const o of dry.others) o.dispose();
 
       for (let k = 1; k <= steps; k++) {
-        const w = world();
+        const w = world(s.front);
         const run = s.prepare(w);
         const before = snapshot(w.rt, w.machine, w.allocations);
         w.faults.arm(k);
         let thrown: unknown;
+        let code: unknown;
         try {
-          run();
+          code = run();
         } catch (e) {
           thrown = e;
         }
         const failedAt = w.faults.log[k - 1];
         if (s.completesAt?.includes(k)) {
           expect(thrown, `step ${k} (${failedAt}) is past the point of no return`).toBeUndefined();
+          if (s.front !== undefined) expect(code, `step ${k} (${failedAt}) answers success`).toBe(0);
           expect(w.reports.length, `step ${k} (${failedAt}) is reported`).toBeGreaterThan(0);
         } else {
-          expect(thrown, `step ${k} (${failedAt}) fails the call`).toBeInstanceOf(VmmError);
+          if (s.front === undefined)
+            expect(thrown, `step ${k} (${failedAt}) fails the call`).toBeInstanceOf(VmmError);
+          else {
+            expect(thrown, `step ${k} (${failedAt}): a front end never throws`).toBeUndefined();
+            expect(code, `step ${k} (${failedAt}) fails the call`).not.toBe(0);
+          }
           expect(
             snapshot(w.rt, w.machine, w.allocations),
             `state after step ${k} (${failedAt}) failed`,
           ).toEqual(before);
         }
         w.faults.arm(0);
+        if (w.front !== undefined) w.front.dispose();
         w.rt.dispose();
         for (const o of w.others) o.dispose();
         expect(w.machine.liveAllocations, `leak after step ${k}`).toBe(0);
@@ -242,3 +271,123 @@ describe('fault injection: every step of every multi-step operation', () => {
     });
   }
 });
+
+/** A CUDA process over the faulty backend with device 0's primary context current. */
+function cudaOver(backend: Backend, report: (message: string) => void): CudaFlavor {
+  const cu = createCuda({ backend, report });
+  const ctx = { value: 0n };
+  cu.cuInit(0);
+  cu.cuDevicePrimaryCtxRetain(ctx, 0);
+  cu.cuCtxSetCurrent(ctx.value);
+  return cu;
+}
+
+/** A CUDA reservation and a handle of `size` bytes on device 0. */
+function cudaMemory(
+  cu: CudaFlavor,
+  reserve: number,
+  size: number,
+  hint = 0n,
+): { ptr: bigint; handle: bigint } {
+  const ptr = { value: 0n };
+  const handle = { value: 0n };
+  expect(cu.cuMemAddressReserve(ptr, reserve, 0, hint, 0)).toBe(0);
+  const prop = {
+    type: CU.CU_MEM_ALLOCATION_TYPE_PINNED,
+    requestedHandleTypes: 0,
+    location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+  };
+  expect(cu.cuMemCreate(handle, size, prop, 0)).toBe(0);
+  return { ptr: ptr.value, handle: handle.value };
+}
+
+const RW0 = [
+  { location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, flags: CU.CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
+];
+
+/**
+ * The front ends' calls of several core steps: a CUDA mapping past its
+ * reservation's end (Note [Mappings past a reservation's end]: pieces and a
+ * hidden reservation made in one transaction), its access and its unmap
+ * (whose hidden reservation is freed last, past the point of no return),
+ * an unmap over a hole (Note [Unmapping around holes]), and ACL's map with
+ * its grant (Note [ACL map grants access]).
+ */
+function FRONT_END_SCENARIOS(): Scenario[] {
+  const cuda = (w: World) => w.front as CudaFlavor;
+  return [
+    {
+      name: 'CUDA cuMemMap past its reservation into free VA (map, reserve, map)',
+      front: cudaOver,
+      prepare: (w) => {
+        const { ptr, handle } = cudaMemory(cuda(w), G, 2 * G);
+        return () => cuda(w).cuMemMap(ptr, 2 * G, 0, handle, 0);
+      },
+    },
+    {
+      name: 'CUDA cuMemMap across two reservations (map, map)',
+      front: cudaOver,
+      prepare: (w) => {
+        const { ptr, handle } = cudaMemory(cuda(w), G, 2 * G);
+        const next = { value: 0n };
+        expect(cuda(w).cuMemAddressReserve(next, G, 0, ptr + BigInt(G), 0)).toBe(0);
+        expect(next.value).toBe(ptr + BigInt(G));
+        return () => cuda(w).cuMemMap(ptr, 2 * G, 0, handle, 0);
+      },
+    },
+    {
+      name: 'CUDA cuMemSetAccess over a mapping held as two pieces',
+      front: cudaOver,
+      prepare: (w) => {
+        const { ptr, handle } = cudaMemory(cuda(w), G, 2 * G);
+        expect(cuda(w).cuMemMap(ptr, 2 * G, 0, handle, 0)).toBe(0);
+        return () => cuda(w).cuMemSetAccess(ptr, 2 * G, RW0, 1);
+      },
+    },
+    {
+      name: 'CUDA cuMemUnmap of a released handle held as two pieces (unmap, unmap, release, free)',
+      front: cudaOver,
+      prepare: (w) => {
+        const { ptr, handle } = cudaMemory(cuda(w), G, 2 * G);
+        expect(cuda(w).cuMemMap(ptr, 2 * G, 0, handle, 0)).toBe(0);
+        expect(cuda(w).cuMemSetAccess(ptr, 2 * G, RW0, 1)).toBe(0);
+        expect(cuda(w).cuMemRelease(handle)).toBe(0);
+        return () => cuda(w).cuMemUnmap(ptr, 2 * G);
+      },
+      // Step 4 frees the hidden reservation, after the memory is gone.
+      completesAt: [4],
+    },
+    {
+      // Note [Unmapping around holes]: the runs are one transaction; the memory goes last.
+      name: 'CUDA cuMemUnmap over a hole of two released handles (unmap, unmap, release, release)',
+      front: cudaOver,
+      prepare: (w) => {
+        const cu = cuda(w);
+        const { ptr, handle } = cudaMemory(cu, 3 * G, G);
+        const { handle: other } = cudaMemory(cu, G, G);
+        expect(cu.cuMemMap(ptr, G, 0, handle, 0)).toBe(0);
+        expect(cu.cuMemMap(ptr + BigInt(2 * G), G, 0, other, 0)).toBe(0);
+        expect(cu.cuMemSetAccess(ptr, G, RW0, 1)).toBe(0);
+        expect(cu.cuMemRelease(handle)).toBe(0);
+        expect(cu.cuMemRelease(other)).toBe(0);
+        return () => cu.cuMemUnmap(ptr, 3 * G);
+      },
+      completesAt: [3, 4],
+    },
+    {
+      name: 'ACL aclrtMapMem (map, the grant to its own device)',
+      front: (backend, report) => {
+        const acl = createAcl({ backend, report });
+        acl.aclInit(null);
+        acl.aclrtSetDevice(0);
+        return acl;
+      },
+      prepare: (w) => {
+        const acl = w.front as AclFlavor;
+        const va = reserve(acl, G);
+        const handle = mallocPhysical(acl, G);
+        return () => acl.aclrtMapMem(va, G, 0, handle, 0);
+      },
+    },
+  ];
+}

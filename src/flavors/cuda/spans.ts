@@ -8,7 +8,7 @@ import * as C from './constants.js';
 
 /** One CUDA mapping: its core pieces in address order, and the reservations made for its free VA. */
 export interface Span {
-  readonly pieces: readonly Mapping[];
+  readonly pieces: Mapping[];
   readonly hidden: readonly Reservation[];
 }
 
@@ -103,6 +103,15 @@ export class CudaSpans {
     for (const m of pieces) this.#spans.set(m, span);
     for (const r of hidden) this.#hidden.add(r);
     return C.CUDA_SUCCESS;
+  }
+
+  /** A piece core mapped again (an undone unmap) takes the old one's place in its span. */
+  replace(old: Mapping, again: Mapping): void {
+    const span = this.of(old);
+    if (span === undefined) return;
+    span.pieces[span.pieces.indexOf(old)] = again;
+    this.#spans.delete(old);
+    this.#spans.set(again, span);
   }
 
   /** The mappings given, each with every other piece of its span, in address order. */

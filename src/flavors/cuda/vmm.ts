@@ -3,6 +3,7 @@ import type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../
 import { type ErrorKind, isVmmError } from '../../core/errors.js';
 import type { Mapping, PhysicalAllocation } from '../../core/objects.js';
 import type { AccessDescriptor, ReserveOptions, Runtime } from '../../core/runtime.js';
+import { Transaction } from '../../core/transaction.js';
 import type { Access } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
@@ -215,14 +216,65 @@ export class CudaVmm {
     }
   }
 
-  /** Unmap these mappings (address order, none split), one core unmap per run of adjacent ones. */
+  /**
+   * Unmap these mappings (address order, none split), one core unmap per run
+   * of adjacent ones, all or nothing (Note [Unmapping around holes]).
+   */
   #unmapRuns(mappings: readonly Mapping[]): void {
-    for (let i = 0; i < mappings.length; ) {
-      const start = mappings[i].va;
-      let end = mappings[i].end;
-      for (i++; i < mappings.length && mappings[i].va === end; i++) end = mappings[i].end;
-      this.runtime.unmap(start, end - start);
+    const runs = runsOf(mappings);
+    if (runs.length === 1) {
+      this.runtime.unmap(runs[0].va, runs[0].end - runs[0].va);
+      return;
     }
+    const held = this.#holdDying(mappings);
+    try {
+      Transaction.run(this.codes.report, (tx) => {
+        for (const run of runs) {
+          const saved = run.mappings.map((m) => ({ m, descriptors: this.#accessOf(m), host: m.hostAccess }));
+          this.runtime.unmap(run.va, run.end - run.va);
+          tx.undo(() => {
+            for (const { m, descriptors, host } of saved) {
+              const again = this.runtime.map(m.va, m.size, m.allocation, m.offset);
+              if (descriptors.length > 0 || host !== 0)
+                this.runtime.setAccess(m.va, m.size, descriptors, host === 0 ? undefined : host);
+              this.spans.replace(m, again);
+            }
+          });
+        }
+      });
+    } finally {
+      for (const a of held) {
+        try {
+          this.runtime.release(a);
+        } catch (e) {
+          this.codes.report('an unmap could not release memory; it stays held until dispose', e);
+        }
+      }
+    }
+  }
+
+  /** Hold a handle reference to each allocation whose last reference these mappings are (core's books only). */
+  #holdDying(mappings: readonly Mapping[]): PhysicalAllocation[] {
+    const counts = new Map<PhysicalAllocation, { count: number; va: number }>();
+    for (const m of mappings) {
+      const c = counts.get(m.allocation);
+      if (c === undefined) counts.set(m.allocation, { count: 1, va: m.va });
+      else c.count++;
+    }
+    const held: PhysicalAllocation[] = [];
+    for (const [a, { count, va }] of counts)
+      if (a.handleRefs === 0 && a.mapRefs === count) held.push(this.runtime.retain(va));
+    return held;
+  }
+
+  /** Every device's access to a mapping, as core's descriptors. */
+  #accessOf(m: Mapping): AccessDescriptor[] {
+    const out: AccessDescriptor[] = [];
+    for (const d of this.runtime.devices) {
+      const access = m.accessOf(d.ordinal);
+      if (access !== 0) out.push({ device: d.ordinal, access });
+    }
+    return out;
   }
 
   setAccess(ptr: CUdeviceptr, size: Size, desc: readonly CUmemAccessDesc[], count: Size): number {
@@ -405,6 +457,31 @@ export class CudaVmm {
     // (import.bogusFd, import.afterFdClosed).
     return this.#handOutAllocation(handle, () => this.runtime.importFd(toCount(osHandle)));
   }
+}
+
+/**
+ * Note [Unmapping around holes]
+ * cuMemUnmap over a range with holes unmaps every mapping in it (Note [Core
+ * first]): one core unmap per run of adjacent mappings, each all or nothing
+ * in core, so the runs together are one transaction (Note [Transactions] in
+ * core): a run that fails maps the runs before it back, with the access
+ * they had, and the call changes nothing. Mapping back needs the memory, so
+ * an allocation whose last reference goes with the range (its handle
+ * released) is held by the flavour with a handle reference of its own while
+ * the runs are unmapped, and let go at the end: that release frees the
+ * memory, the call's point of no return (Note [Points of no return]); a
+ * failure there is reported and the memory stays held until dispose.
+ */
+function runsOf(mappings: readonly Mapping[]): { va: number; end: number; mappings: Mapping[] }[] {
+  const runs: { va: number; end: number; mappings: Mapping[] }[] = [];
+  for (const m of mappings) {
+    const last = runs[runs.length - 1];
+    if (last !== undefined && last.end === m.va) {
+      last.end = m.end;
+      last.mappings.push(m);
+    } else runs.push({ va: m.va, end: m.end, mappings: [m] });
+  }
+  return runs;
 }
 
 /** A VmmError of this kind. */
