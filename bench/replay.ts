@@ -184,7 +184,7 @@ function child(file: string, mode: 'parse' | 'replay'): Measurement {
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Measurement;
 }
 
-export function runReplayBench(options: { events?: number; keep?: string } = {}): boolean {
+export function runReplayBench(options: { events?: number; keep?: string; write?: boolean } = {}): boolean {
   const events = options.events ?? 1_000_000;
   const t0 = performance.now();
   const bytes = pickle(makeBenchSnapshot(events));
@@ -231,10 +231,11 @@ export function runReplayBench(options: { events?: number; keep?: string } = {})
       target: { ms: 10_000, maxRssMiB: 1024 },
       met,
     };
-    writeFileSync(
-      new URL('../../bench/results/replay.json', import.meta.url),
-      `${JSON.stringify(result, null, 2)}\n`,
-    );
+    if (options.write === true)
+      writeFileSync(
+        new URL('../../bench/results/replay.json', import.meta.url),
+        `${JSON.stringify(result, null, 2)}\n`,
+      );
     return met;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -250,7 +251,8 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       return i >= 0 ? args[i + 1] : undefined;
     };
     const n = at('--events');
-    if (!runReplayBench({ events: n === undefined ? undefined : Number(n), keep: at('--keep') }))
+    const write = args.includes('--write');
+    if (!runReplayBench({ events: n === undefined ? undefined : Number(n), keep: at('--keep'), write }))
       process.exitCode = 1;
   }
 }
