@@ -42,19 +42,36 @@ export const ERROR_KINDS = [
 
 export type ErrorKind = (typeof ERROR_KINDS)[number];
 
+/**
+ * Note [Driver codes]: a backend over a real driver knows the driver's own
+ * answer (the CUDA backend's CUresult: CUDA_ERROR_ILLEGAL_ADDRESS, 700) as
+ * well as the kind it means to core (access-denied). The kind is what core
+ * and every front end reason with; the code travels beside it, named by the
+ * driver's vendor, so a front end of that vendor answers the driver's code
+ * itself instead of its table's code for the kind (which would turn 700
+ * into CUDA_ERROR_INVALID_VALUE), and any other front end answers its own.
+ */
+export interface DriverCode {
+  /** Whose code it is, as the front ends name their vendor ('CUDA'). */
+  readonly vendor: string;
+  readonly code: number;
+}
+
 export class VmmError extends Error {
   override readonly name = 'VmmError';
   constructor(
     readonly kind: ErrorKind,
     message: string,
+    /** The driver's own answer, where a backend has one (Note [Driver codes]). */
+    readonly driver?: DriverCode,
   ) {
     super(`${kind}: ${message}`);
   }
 }
 
 /** The one error factory: every failure in core and the backends is made here. */
-export function vmmError(kind: ErrorKind, message: string): VmmError {
-  return new VmmError(kind, message);
+export function vmmError(kind: ErrorKind, message: string, driver?: DriverCode): VmmError {
+  return new VmmError(kind, message, driver);
 }
 
 export function isVmmError(e: unknown): e is VmmError {

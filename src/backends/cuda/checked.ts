@@ -108,7 +108,11 @@ export function cuResultName(code: number): string {
   return CU_RESULT_NAMES.get(code) ?? `CUresult ${code}`;
 }
 
-/** A driver call that failed: a VmmError that also says which function and which CUresult. */
+/**
+ * A driver call that failed: a VmmError that also says which function and
+ * which CUresult, and carries the CUresult as the CUDA driver's code (Note
+ * [Driver codes] in core), which the CUDA front end answers as it is.
+ */
 export class CudaDriverError extends VmmError {
   constructor(
     readonly fn: string,
@@ -118,6 +122,7 @@ export class CudaDriverError extends VmmError {
     super(
       cuResultKind(fn, result),
       `${fn} returned ${cuResultName(result)} (${result})${detail ? `: ${detail}` : ''}`,
+      { vendor: 'CUDA', code: result },
     );
   }
 }

@@ -22,6 +22,15 @@ export function codeFor(
 }
 
 /**
+ * A vmmkit bug that a front end's own check caught (core accepted what it
+ * should have refused): no VmmError, so the call that catches it reports it
+ * and answers the vendor's unknown code (codeFor).
+ */
+export function internalError(message: string): Error {
+  return new Error(`internal error: ${message}`);
+}
+
+/**
  * A flavour's error factory: what a call caught becomes the vendor's code
  * (see codeFor), and an unexpected error is kept for debugging.
  */
@@ -37,7 +46,13 @@ export class VendorCodes {
     readonly report: (message: string, error?: unknown) => void,
   ) {}
 
+  /**
+   * The vendor code for what a call caught: the driver's own code when the
+   * error carries one of this vendor's (Note [Driver codes] in core), else
+   * the table's code for its kind (codeFor).
+   */
   code(e: unknown): number {
+    if (isVmmError(e) && e.driver !== undefined && e.driver.vendor === this.vendor) return e.driver.code;
     return codeFor(this.table, e, this.unknown, (err) => {
       this.lastInternalError = err;
       this.report(`internal error in a ${this.vendor} call`, err);

@@ -1,6 +1,7 @@
 /** Sets of 16- and 32-bit values (cuMemsetD16/D32, hipMemsetD32) over core's byte operations. */
 import type { Runtime } from '../../core/runtime.js';
 import { Access } from '../../core/types.js';
+import { internalError } from './error-table.js';
 
 /**
  * Fill `count` elements of `width` bytes at va with `value` (little-endian,
@@ -38,7 +39,7 @@ export function fillWide(
   for (let at = va, m = runtime.mappingAt(va); at < va + total; m = m && runtime.nextMapping(m)) {
     if (m === undefined || m.va > at || (m.accessOf(device) & Access.ReadWrite) !== Access.ReadWrite) {
       runtime.fill(device, va, 0, total);
-      throw new RangeError('a range core accepted was not mapped writable');
+      throw internalError('a range core accepted was not mapped writable');
     }
     at = m.end;
   }

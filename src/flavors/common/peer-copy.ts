@@ -1,6 +1,7 @@
 /** Copies between two devices' memory (cuMemcpyPeer, hipMemcpyPeer) over core's reads and writes. */
 import type { Runtime } from '../../core/runtime.js';
 import { Access } from '../../core/types.js';
+import { internalError } from './error-table.js';
 
 /**
  * Copy `size` bytes from `src`, read through `srcDevice`, to `dst`, written
@@ -31,11 +32,11 @@ export function copyAcross(
   if (!covered(runtime, src, size, srcDevice, Access.Read)) {
     // Reading into a buffer of one byte per piece would still be a read: core refuses the range itself.
     runtime.copy(srcDevice, src, src, size);
-    throw new RangeError('a source range core accepted was not mapped readable');
+    throw internalError('a source range core accepted was not mapped readable');
   }
   if (!covered(runtime, dst, size, dstDevice, Access.ReadWrite)) {
     runtime.fill(dstDevice, dst, 0, size);
-    throw new RangeError('a destination range core accepted was not mapped writable');
+    throw internalError('a destination range core accepted was not mapped writable');
   }
   const piece = new Uint8Array(PIECE);
   for (let at = 0; at < size; at += PIECE) {
