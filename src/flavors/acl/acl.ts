@@ -1,12 +1,11 @@
-import { instrument } from '../../core/trace.js';
 import { watchAnswers } from '../common/answers.js';
 import { type Box, isBox, type Size, show, toCount, toInt, writeBox } from '../common/args.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
-import { AclCodes } from './codes.js';
+import type { AclCodes } from './codes.js';
 import * as C from './constants.js';
 import { AclCopies } from './copies.js';
 import { AclDevices } from './devices.js';
-import { ACL_ERROR_TABLE, ACL_UNKNOWN_ERROR } from './error-table.js';
+import { ACL_ERRORS } from './error-table.js';
 import { aclLayers } from './layers.js';
 import { AclOneStep } from './one-step.js';
 import { AclPhysicalMemory } from './physical-memory.js';
@@ -116,27 +115,14 @@ export class AclFlavor extends VendorProcess {
   readonly #copies = new AclCopies(this.runtime, this.#aclCodes, this.#devices, this.#streams);
 
   constructor(options: AclOptions = {}) {
-    super(withDefaultDevices(options, ACL_DEFAULT_DEVICES), {
-      vendor: 'ACL',
-      table: ACL_ERROR_TABLE,
-      success: C.ACL_SUCCESS,
-      unknown: ACL_UNKNOWN_ERROR,
-      codes: AclCodes,
-    });
+    super(withDefaultDevices(options, ACL_DEFAULT_DEVICES), ACL_ERRORS);
     const codes = this.#aclCodes;
     watchAnswers(
       this,
       ACL_FUNCTIONS.filter((name) => name !== 'aclGetRecentErrMsg'),
       { before: () => codes.begin(), after: (name, answer) => codes.answered(name, answer) },
     );
-    if (options.tracer)
-      instrument(
-        this,
-        'flavor',
-        options.tracer,
-        [...ACL_FUNCTIONS, 'dispose'],
-        aclLayers(this.runtime.backend.kind),
-      );
+    this.traceCalls(options.tracer, ACL_FUNCTIONS, aclLayers);
   }
 
   /**

@@ -1,4 +1,6 @@
 import type { ErrorTable } from '../common/error-table.js';
+import { vendorErrors } from '../common/process.js';
+import { AclCodes } from './codes.js';
 import * as C from './constants.js';
 
 /**
@@ -30,3 +32,6 @@ export const ACL_ERROR_TABLE: ErrorTable = {
 
 /** The code a call answers when vmmkit itself failed (a bug, reported). */
 export const ACL_UNKNOWN_ERROR = C.ACL_ERROR_INTERNAL_ERROR;
+
+/** The ACL front end's errors: aclError codes, this table, and AclCodes's messages for aclGetRecentErrMsg. */
+export const ACL_ERRORS = vendorErrors('ACL', ACL_ERROR_TABLE, C.ACL_SUCCESS, ACL_UNKNOWN_ERROR, AclCodes);

@@ -1,5 +1,9 @@
 /** Which device can reach which, and the peer grants every front end records. */
+import type { Runtime } from '../../core/runtime.js';
 import type { DeviceInfo } from '../../core/types.js';
+import { type Box, toInt } from './args.js';
+import type { VendorCodes } from './error-table.js';
+import { writeBox } from './untrusted.js';
 
 /**
  * Note [Peer access]: on the simulated machine every device can be granted
@@ -29,6 +33,26 @@ export function canReachPeer(devices: readonly DeviceInfo[], dev: number, peer: 
   if (dev === peer) return false;
   const peers = devices[dev]?.peers;
   return peers === undefined || peers.includes(peer);
+}
+
+/**
+ * cuDeviceCanAccessPeer's and hipDeviceCanAccessPeer's answer after their
+ * box check: both devices must exist (the vendor's invalid-device code), then
+ * 1 or 0 as canReachPeer says.
+ */
+export function answerCanAccessPeer(
+  runtime: Runtime,
+  codes: VendorCodes,
+  canAccessPeer: Box<number>,
+  dev: unknown,
+  peerDev: unknown,
+): number {
+  const d = toInt(dev);
+  const peer = toInt(peerDev);
+  if (!runtime.isDevice(d) || !runtime.isDevice(peer)) return codes.table['invalid-device'];
+  return writeBox(canAccessPeer, canReachPeer(runtime.devices, d, peer) ? 1 : 0)
+    ? codes.success
+    : codes.table['invalid-value'];
 }
 
 /** Peer access a process enabled, per direction (from the current device to a peer); it gates nothing (the Note). */

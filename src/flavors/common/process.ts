@@ -1,6 +1,7 @@
 import { createProcess, type ProcessOptions, type VmmProcess } from '../../compose/create-runtime.js';
 import { vmmError } from '../../core/errors.js';
 import type { Runtime } from '../../core/runtime.js';
+import { instrument, type VendorLayers } from '../../core/trace.js';
 import { toCount } from './args.js';
 import { type ErrorTable, VendorCodes } from './error-table.js';
 import { hostBytes } from './untrusted.js';
@@ -30,7 +31,7 @@ export function withDefaultDevices(
     : options;
 }
 
-/** How a vendor spells success, failure it cannot name, and each core error kind. */
+/** How a vendor spells success, failure it cannot name, and each core error kind (each vendor's error-table.ts). */
 export interface VendorErrors {
   readonly vendor: string;
   readonly table: ErrorTable;
@@ -38,6 +39,17 @@ export interface VendorErrors {
   readonly unknown: number;
   /** The vendor's error factory, where it keeps more than VendorCodes does (ACL's messages). */
   readonly codes?: typeof VendorCodes;
+}
+
+/** A vendor's VendorErrors, in one line of its error-table.ts. */
+export function vendorErrors(
+  vendor: string,
+  table: ErrorTable,
+  success: number,
+  unknown: number,
+  codes?: typeof VendorCodes,
+): VendorErrors {
+  return { vendor, table, success, unknown, codes };
 }
 
 /**
@@ -60,6 +72,20 @@ export abstract class VendorProcess implements Disposable {
     this.report = p.report;
     const Codes = errors.codes ?? VendorCodes;
     this.codes = new Codes(errors.table, errors.success, errors.unknown, errors.vendor, p.report);
+  }
+
+  /**
+   * When the options give a tracer, trace every call of `names` (and
+   * dispose) through the vendor's layers for this process's backend (Note
+   * [Vendor layers] in core/trace.ts). The last step of a front end's
+   * constructor, so the tracer sees each call as the caller made it.
+   */
+  protected traceCalls(
+    tracer: FlavorOptions['tracer'],
+    names: readonly string[],
+    layers: (backend: Runtime['backend']['kind']) => VendorLayers,
+  ): void {
+    if (tracer) instrument(this, 'flavor', tracer, [...names, 'dispose'], layers(this.runtime.backend.kind));
   }
 
   /** This process's pid on its machine. */

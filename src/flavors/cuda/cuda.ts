@@ -1,5 +1,4 @@
 import type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../c-api/cuda-structs.js';
-import { instrument } from '../../core/trace.js';
 import { Access } from '../../core/types.js';
 import {
   BigIntMemo,
@@ -11,13 +10,13 @@ import {
   toInt,
   writeBox,
 } from '../common/args.js';
-import { canReachPeer, PeerGrants } from '../common/peers.js';
+import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { deviceAttribute } from './attributes.js';
 import * as C from './constants.js';
 import { CudaContexts, contextFlags } from './contexts.js';
 import { CudaCopies } from './copies.js';
-import { CUDA_ERROR_TABLE } from './error-table.js';
+import { CUDA_ERRORS } from './error-table.js';
 import { CudaHandles } from './handles.js';
 import { cudaLayers } from './layers.js';
 import { CudaOneStep } from './one-step.js';
@@ -151,20 +150,8 @@ export class CudaFlavor extends VendorProcess {
   readonly #peers = new PeerGrants(this.runtime.devices.length);
 
   constructor(options: FlavorOptions = {}) {
-    super(options, {
-      vendor: 'CUDA',
-      table: CUDA_ERROR_TABLE,
-      success: C.CUDA_SUCCESS,
-      unknown: C.CUDA_ERROR_UNKNOWN,
-    });
-    if (options.tracer)
-      instrument(
-        this,
-        'flavor',
-        options.tracer,
-        [...CUDA_FUNCTIONS, 'dispose'],
-        cudaLayers(this.runtime.backend.kind),
-      );
+    super(options, CUDA_ERRORS);
+    this.traceCalls(options.tracer, CUDA_FUNCTIONS, cudaLayers);
   }
 
   /**
@@ -244,12 +231,7 @@ export class CudaFlavor extends VendorProcess {
   cuDeviceCanAccessPeer(canAccessPeer: Box<number>, dev: number, peerDev: number): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(canAccessPeer)) return C.CUDA_ERROR_INVALID_VALUE;
-    const d = toInt(dev);
-    const peer = toInt(peerDev);
-    if (!this.runtime.isDevice(d) || !this.runtime.isDevice(peer)) return C.CUDA_ERROR_INVALID_DEVICE;
-    return writeBox(canAccessPeer, canReachPeer(this.runtime.devices, d, peer) ? 1 : 0)
-      ? C.CUDA_SUCCESS
-      : C.CUDA_ERROR_INVALID_VALUE;
+    return answerCanAccessPeer(this.runtime, this.codes, canAccessPeer, dev, peerDev);
   }
 
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number {

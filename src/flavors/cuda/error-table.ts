@@ -1,4 +1,5 @@
 import type { ErrorTable } from '../common/error-table.js';
+import { vendorErrors } from '../common/process.js';
 import * as C from './constants.js';
 
 /**
@@ -27,3 +28,6 @@ export const CUDA_ERROR_TABLE: ErrorTable = {
   'invalid-context': C.CUDA_ERROR_INVALID_CONTEXT,
   'already-exported': C.CUDA_ERROR_INVALID_VALUE,
 };
+
+/** The CUDA front end's errors: CUresult codes, this table, and the driver's own codes as they are (Note [Driver codes]). */
+export const CUDA_ERRORS = vendorErrors('CUDA', CUDA_ERROR_TABLE, C.CUDA_SUCCESS, C.CUDA_ERROR_UNKNOWN);

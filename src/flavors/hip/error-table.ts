@@ -1,4 +1,5 @@
 import type { ErrorTable } from '../common/error-table.js';
+import { vendorErrors } from '../common/process.js';
 import * as C from './constants.js';
 
 /**
@@ -34,3 +35,6 @@ export const HIP_ERROR_TABLE: ErrorTable = {
   'invalid-context': C.hipErrorInvalidContext,
   'already-exported': C.hipErrorInvalidValue,
 };
+
+/** The HIP front end's errors: hipError_t codes and this table. */
+export const HIP_ERRORS = vendorErrors('HIP', HIP_ERROR_TABLE, C.hipSuccess, C.hipErrorUnknown);

@@ -1,12 +1,11 @@
-import { instrument } from '../../core/trace.js';
 import { watchAnswers } from '../common/answers.js';
 import { type Box, isBox, type Size, toCount, toInt, writeBox } from '../common/args.js';
-import { canReachPeer, PeerGrants } from '../common/peers.js';
+import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import { HipAllocations } from './allocations.js';
 import * as C from './constants.js';
 import { HipCopies } from './copies.js';
-import { HIP_ERROR_TABLE } from './error-table.js';
+import { HIP_ERRORS } from './error-table.js';
 import { hipLayers } from './layers.js';
 import { HipOneStep } from './one-step.js';
 import { HipPointers } from './pointers.js';
@@ -118,25 +117,13 @@ export class HipFlavor extends VendorProcess {
 
   /** On the simulator the machine is one AMD Instinct MI300X unless options name devices or a machine to join. */
   constructor(options: FlavorOptions = {}) {
-    super(withDefaultDevices(options, HIP_DEFAULT_DEVICES), {
-      vendor: 'HIP',
-      table: HIP_ERROR_TABLE,
-      success: C.hipSuccess,
-      unknown: C.hipErrorUnknown,
-    });
+    super(withDefaultDevices(options, HIP_DEFAULT_DEVICES), HIP_ERRORS);
     const thread = this.#thread;
     const recorded = HIP_FUNCTIONS.filter(
       (name) => name !== 'hipGetLastError' && name !== 'hipPeekAtLastError',
     );
     watchAnswers(this, recorded, { after: (_name, answer) => thread.answered(answer) });
-    if (options.tracer)
-      instrument(
-        this,
-        'flavor',
-        options.tracer,
-        [...HIP_FUNCTIONS, 'dispose'],
-        hipLayers(this.runtime.backend.kind),
-      );
+    this.traceCalls(options.tracer, HIP_FUNCTIONS, hipLayers);
   }
 
   // --- initialisation and devices ------------------------------------------------------
@@ -227,12 +214,7 @@ export class HipFlavor extends VendorProcess {
   hipDeviceCanAccessPeer(canAccessPeer: Box<number>, deviceId: number, peerDeviceId: number): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(canAccessPeer)) return C.hipErrorInvalidValue;
-    const d = toInt(deviceId);
-    const peer = toInt(peerDeviceId);
-    if (!this.runtime.isDevice(d) || !this.runtime.isDevice(peer)) return C.hipErrorInvalidDevice;
-    return writeBox(canAccessPeer, canReachPeer(this.runtime.devices, d, peer) ? 1 : 0)
-      ? C.hipSuccess
-      : C.hipErrorInvalidValue;
+    return answerCanAccessPeer(this.runtime, this.codes, canAccessPeer, deviceId, peerDeviceId);
   }
 
   /** HIP_VERSION of the simulated runtime (C.SIMULATED_HIP_RUNTIME_VERSION). */
