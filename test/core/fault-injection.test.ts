@@ -301,6 +301,20 @@ function cudaMemory(
   return { ptr: ptr.value, handle: handle.value };
 }
 
+/**
+ * A mapping of 2G at a reservation of G (a span: a piece there and one in a
+ * hidden reservation), then a reservation of 2G right after it whose second
+ * half is mapped: [span | span | hole | mapping]. Returns the span's start.
+ */
+function spanAndHole(cu: CudaFlavor): bigint {
+  const { ptr, handle } = cudaMemory(cu, G, 2 * G);
+  expect(cu.cuMemMap(ptr, 2 * G, 0, handle, 0)).toBe(0);
+  const { ptr: next, handle: other } = cudaMemory(cu, 2 * G, G, ptr + BigInt(2 * G));
+  expect(next).toBe(ptr + BigInt(2 * G));
+  expect(cu.cuMemMap(next + BigInt(G), G, 0, other, 0)).toBe(0);
+  return ptr;
+}
+
 const RW0 = [
   { location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, flags: CU.CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
 ];
@@ -373,6 +387,17 @@ function FRONT_END_SCENARIOS(): Scenario[] {
         return () => cu.cuMemUnmap(ptr, 3 * G);
       },
       completesAt: [3, 4],
+    },
+    {
+      name: 'CUDA cuMemUnmap over a two-piece span, a hole and a mapping (unmap, unmap, unmap, free)',
+      front: cudaOver,
+      prepare: (w) => {
+        const cu = cuda(w);
+        const span = spanAndHole(cu);
+        return () => cu.cuMemUnmap(span, 4 * G);
+      },
+      // Step 4 frees the span's hidden reservation, after every run is unmapped.
+      completesAt: [4],
     },
     {
       name: 'ACL aclrtMapMem (map, the grant to its own device)',
