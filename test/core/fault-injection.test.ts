@@ -8,9 +8,9 @@ import { Runtime } from '../../src/core/runtime.js';
 import { Access, type AllocationProperties } from '../../src/core/types.js';
 import { type AclFlavor, createAcl } from '../../src/flavors/acl/acl.js';
 import type { VendorProcess } from '../../src/flavors/common/process.js';
-import * as CU from '../../src/flavors/cuda/constants.js';
-import { type CudaFlavor, createCuda } from '../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../src/flavors/cuda/cuda.js';
 import { mallocPhysical, reserve } from '../flavors/acl/helpers.js';
+import { cudaWithContext, DEVICE_PROP, RW0 } from '../flavors/cuda/helpers.js';
 import { FaultyBackend } from '../support/faulty-backend.js';
 import { snapshot } from './helpers.js';
 
@@ -274,12 +274,7 @@ describe('fault injection: every step of every multi-step operation', () => {
 
 /** A CUDA process over the faulty backend with device 0's primary context current. */
 function cudaOver(backend: Backend, report: (message: string) => void): CudaFlavor {
-  const cu = createCuda({ backend, report });
-  const ctx = { value: 0n };
-  cu.cuInit(0);
-  cu.cuDevicePrimaryCtxRetain(ctx, 0);
-  cu.cuCtxSetCurrent(ctx.value);
-  return cu;
+  return cudaWithContext({ backend, report });
 }
 
 /** A CUDA reservation and a handle of `size` bytes on device 0. */
@@ -292,12 +287,7 @@ function cudaMemory(
   const ptr = { value: 0n };
   const handle = { value: 0n };
   expect(cu.cuMemAddressReserve(ptr, reserve, 0, hint, 0)).toBe(0);
-  const prop = {
-    type: CU.CU_MEM_ALLOCATION_TYPE_PINNED,
-    requestedHandleTypes: 0,
-    location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
-  };
-  expect(cu.cuMemCreate(handle, size, prop, 0)).toBe(0);
+  expect(cu.cuMemCreate(handle, size, DEVICE_PROP, 0)).toBe(0);
   return { ptr: ptr.value, handle: handle.value };
 }
 
@@ -314,10 +304,6 @@ function spanAndHole(cu: CudaFlavor): bigint {
   expect(cu.cuMemMap(next + BigInt(G), G, 0, other, 0)).toBe(0);
   return ptr;
 }
-
-const RW0 = [
-  { location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, flags: CU.CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
-];
 
 /**
  * The front ends' calls of several core steps: a CUDA mapping past its

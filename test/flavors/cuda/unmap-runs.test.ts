@@ -8,26 +8,14 @@
 import { expect, it } from 'vitest';
 import { createMachine } from '../../../src/backends/sim/machine.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../../src/flavors/cuda/cuda.js';
 import { FaultyBackend } from '../../support/faulty-backend.js';
+import { cudaWithContext, DEVICE_PROP as PROP, RW0 as RW } from './helpers.js';
 
 const G = 2 * 1024 * 1024;
-const PROP = {
-  type: C.CU_MEM_ALLOCATION_TYPE_PINNED,
-  requestedHandleTypes: 0,
-  location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
-};
-const RW = [
-  { location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 }, flags: C.CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
-];
 
 it('a failed run maps the span before it back, and a second unmap takes the span whole', () => {
   const faults = new FaultyBackend(createMachine({ devices: ['H200'] }).spawn());
-  const cu = createCuda({ backend: faults.backend });
-  const ctx = { value: 0n };
-  cu.cuInit(0);
-  cu.cuDevicePrimaryCtxRetain(ctx, 0);
-  cu.cuCtxSetCurrent(ctx.value);
+  const cu = cudaWithContext({ backend: faults.backend });
   const ptr = { value: 0n };
   const next = { value: 0n };
   const h = { value: 0n };
