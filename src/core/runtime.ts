@@ -657,7 +657,6 @@ export class Runtime implements Disposable {
     }
   }
 
-  /** Set access for each descriptor over the mappings that exactly tile [va, va + size). */
   /**
    * Set the devices' access to [va, va + size), whole adjacent mappings, and
    * with `host` the CPU's as well (Note [Host access] in
@@ -1155,12 +1154,12 @@ export class Runtime implements Disposable {
     this.#events.remove(event);
   }
 
-  /** The device of a live event, or undefined. */
   /** Whether `event` is a handle this runtime handed out and has destroyed since. */
   eventDestroyed(event: number): boolean {
     return this.#events.isStale(event);
   }
 
+  /** The device of a live event, or undefined. */
   eventDevice(event: number): number | undefined {
     return this.#events.get(event)?.device;
   }
