@@ -8,7 +8,7 @@
  *
  * Prints per trace: peak reserved / peak requested and estimated driver
  * time of both, and vmmkit's driver calls. With --breakdown, also where the
- * memory is at each allocator's peak reserved (Note [vmmkit allocator]):
+ * memory is at each allocator's peak reserved (docs/vmmkit-allocator-log.md):
  * (a) live requested bytes, (b) 512 B rounding inside live blocks, (c) free
  * bytes on mapped pages no live block touches, (d) free bytes on mapped
  * pages a live block touches (partial pages), (e) idle unmapped handles,

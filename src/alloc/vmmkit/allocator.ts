@@ -17,14 +17,13 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  * Note [vmmkit allocator]
  *
  * What is counted: reserved = physical memory held (created, not released),
- * idle and pooled chunks included. The requirement (issue 8, item 3): peak
- * reserved / peak requested strictly below PyTorch's expandable segments
- * (ES) on every recorded H200 trace, at most 2x its estimated driver time
- * (test/alloc/vmmkit/h200-traces.test.ts); the goal, <= 1.02 at no more
- * driver time than ES, is not reached (table below). On the H200 each
- * create, setAccess and unmap costs ~10-35 us per handle whatever its size
- * up to tens of MiB (bench/results/h200-driver-costs.json), so driver time
- * is the number of handles touched, and memory is what is held:
+ * idle and pooled chunks included. The requirement: peak reserved / peak
+ * requested strictly below PyTorch's expandable segments (ES) on every
+ * recorded H200 trace, at most 2x its estimated driver time
+ * (test/alloc/vmmkit/h200-traces.test.ts). On the H200 each create,
+ * setAccess and unmap costs about the same per handle whatever its size, up
+ * to tens of MiB (bench/results/h200-driver-costs.json), so driver time is
+ * the number of handles touched, and memory is what is held:
  *
  * 1. Placement as ES: one reservation (arena) per stream and size class,
  *    blocks tiling it, best fit by size over free blocks mapped or not
@@ -42,35 +41,33 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  *    idle (mapped, no live block). Freeing never calls the driver; a cache
  *    hit makes no call.
  * 4. Budgets, from the peak requested so far P (including the request):
- *    while held + need <= (1 + slack) P (slack 1%) the run is created;
- *    past it a pooled chunk is used, or the largest chunk that fits among
- *    those idle for minIdleAge (1000) mallocs is unmapped and mapped here
- *    (GMLake's stitching), and only then is it created (after releasing
- *    old idle chunks to make room). A run that ends a block and is followed
- *    by unmapped free space is mapped ahead to prefetchPages (8) while held
- *    stays within (1 + prefetchSlack) P (10%): ES's 20 MiB large-pool
- *    granularity is what keeps its growths few, and this is the same
- *    saving without ES's frontier waste at the peak.
- * 5. Growth is the last resort (third round, mappedFirst 'grow'): a
- *    small block whose own best fit would create memory past the budget
- *    (no pooled chunk covers it) first takes the smallest free extent on
- *    mapped pages of its own arena or of its stream's next arena up
- *    (large, or medium where there is one), placed at the extent's high
- *    end; no driver call. Why each part:
+ *    while held + need <= (1 + slack) P the run is created; past it a
+ *    pooled chunk is used, or the largest chunk that fits among those idle
+ *    for minIdleAge mallocs is unmapped and mapped here (GMLake's
+ *    stitching), and only then is it created (after releasing old idle
+ *    chunks to make room). A run that ends a block and is followed by
+ *    unmapped free space is mapped ahead to prefetchPages while held stays
+ *    within (1 + prefetchSlack) P: ES's 20 MiB large-pool granularity is
+ *    what keeps its growths few, and this is the same saving without ES's
+ *    frontier waste at the peak.
+ * 5. Growth is the last resort (mappedFirst 'grow'): a small block whose
+ *    own best fit would create memory past the budget (no pooled chunk
+ *    covers it) first takes the smallest free extent on mapped pages of its
+ *    own arena or of its stream's next arena up (large, or medium where
+ *    there is one), placed at the extent's high end; no driver call. Why
+ *    each part:
  *    - mapped memory that fits costs no driver time and no memory, while
  *      creating costs both, so it comes first; past the budget is exactly
  *      when creating would raise the peak.
  *    - small blocks only: large blocks in the small arena would span
- *      single-page handles that small blocks recycle (measured, both
- *      directions: held-out kv 1.1214, above ES's 1.1037; small to large
- *      only: 1.0966).
+ *      single-page handles that small blocks recycle.
  *    - at the high end: large blocks are carved off low ends (N8), so the
- *      low part of the hole stays one piece for them (low end: synthetic
- *      inference 1.35 against ES's 1.32; high end 1.30).
+ *      low part of the hole stays one piece for them.
  *    - gated by the budget rather than on every miss ('miss'): on every
  *      miss small blocks spread over the large arena while there is no
- *      pressure, synthetic inference 1.40 (test/alloc/vmmkit/traces.ts).
- *    No constant is new; the budget is point 4's.
+ *      pressure.
+ *    No constant is new; the budget is point 4's. The cost: a miss that
+ *    reaches this point walks the blocks of two arenas (a cache hit does not).
  * 6. Slivers (fillSlivers, off): a small block first tries the free part of
  *    a page a large block of its stream pins. alignWholePages (off): a
  *    block of whole pages starts on a page boundary when it can.
@@ -92,98 +89,19 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  *    counts the pages a growth needs, not PyTorch's segment sizes: this
  *    allocator takes memory a run of pages at a time.
  *
- * Second round's analysis, before point 5 (traces/h200 only).
- * Where the memory is (`node dist/bench/vmmkit-traces.js --breakdown`), MiB,
- * at the malloc where the live requested bytes first peak, ES / vmmkit:
- * reserved, then (c) free bytes on mapped pages no live block touches and
- * (d) free bytes on pages a live block touches; (b) 512 B rounding is
- * under 0.1 MiB and (e) idle unmapped handles 0 on every trace:
- *   cnn_train          902 / 900   c 16 / 14    d 14.3 / 14.3
- *   kv_cache_decode    582 / 580   c 34 / 32    d 11.8 / 11.8
- *   moe_train         3230 / 3230  c  4 / 4     d 17.7 / 17.7
- *   phases_streams    1822 / 1810  c 12 / 0     d  0.9 / 0.9
- *   transformer_train 4280 / 4254  c 122 / 96   d 13.6 / 13.6
- * and where reserved first peaks, reserved (c): cnn 906 (690) / 904 (688),
- * with 210 MiB live, kv 582 (38) / 580 (30), moe 3310 (102) / 3294 (86),
- * phases 1822 (844) / 1810 (832), transformer 4440 (282) / 4418 (260).
- * Mostly the large pool of stream 0 (small pool: cnn 6 MiB of c, ES on
- * transformer 12 MiB; phases' 12 MiB of ES is its second stream).
- * What follows from these:
- * - The peaks are made of free whole pages (c), not of rounding or partial
- *   pages: partial pages are 0.05-2.0% of the peak and the same for both.
- *   The growth that sets the peak is a block that fits no free block:
- *   transformer's last growth is a 384 MiB block beside a 228 MiB hole;
- *   cnn's is a 0.25 MiB small block while 688 MiB of the large arena
- *   lies in free whole pages, 55 chunks idle for 4-204 mallocs (under 1000).
- * - Those free pages are rarely whole idle handles: a hole's pages belong
- *   to handles that a live neighbour also covers (transformer, at that
- *   growth: 3 idle chunks of 8 pages in all), so stitching cannot move
- *   them. Only handles of one page each could, at ~37 us per page.
- *   Measured: minIdleAge 0 (move anything idle) gives cnn 1.0256 at 3.0x
- *   ES's driver time, kv 1.0816, moe 1.0261, transformer 1.0544 (0.7-3.0x
- *   ES's driver time); the first round's 2^k chunks (more, smaller
- *   handles) did better on memory at minIdleAge 0 (its Note, priced before
- *   setAccess and unmap were priced per mapping: cnn 1.0210, kv 1.0704,
- *   transformer 1.0182) at 1.1-13x ES's driver time.
- * - The first round's driver time was its handle count: a run of n pages
- *   cost popcount(n) handles, setAccess priced per handle (cnn 211
- *   creates where ES makes 57). One handle per run and a 10% prefetch
- *   budget bring it to 93.
- * Tried and dropped (measured, same command with options): a handle of
- *   its own for a block's partial first and last pages (so that a freed
- *   block leaves whole idle handles): no ratio below the default's at
- *   2-5x ES's driver time, and kv 1.0517 only at minIdleAge 0 and 30x;
- *   moving an idle chunk larger than the need over unmapped pages past
- *   the run: transformer 1.066 -> 1.111; slivers and page alignment on
- *   (the first round's defaults): moe 1.0142, but kv 1.0853 (ES's own:
- *   fails "strictly below") or 1.0928.
- * How the defaults were chosen: a grid over prefetchSlack, prefetchPages,
- *   minIdleAge, fillSlivers and alignWholePages, replaying these five
- *   traces; the requirement held on 8 of the 160 settings of the last grid
- *   (prefetchSlack 0.05-0.2, prefetchPages 6-12, minIdleAge 256 and 1000,
- *   slivers and alignment on and off): those with prefetchSlack 0.08-0.1,
- *   prefetchPages 6-8 and slivers and alignment off. The default is the
- *   one of the 8 with the least driver time. It
- *   is chosen on these five traces, and the margins are small (2 MiB on
- *   cnn and kv), so a new trace may not keep it.
+ * Why not more stitching: at the peaks the extra memory is free whole pages,
+ * not rounding or partial pages, and those pages rarely form whole idle
+ * handles (a hole's pages belong to handles a live neighbour also covers),
+ * so moving handles cannot reclaim them; only one-page handles could, at a
+ * driver call per page, which costs more driver time than the requirement
+ * allows. Hence one handle per run (point 3) and mapping ahead (point 4).
  *
- * Third round: held-out traces (traces/h200-heldout, record.py
- *   --seed-offset 100: the same workloads with other shapes, recorded
- *   after the defaults above were chosen). With points 1-4 alone
- *   (mappedFirst 'never') held-out cnn was 1.0646 against ES's 1.0623:
- *   its peak is the small arena growing while the large arena has free
- *   mapped pages, which point 5 serves instead. Point 5's variants, on
- *   all ten traces, are measured above; it was added without retuning
- *   the second round's constants. How robust the result is, one option
- *   changed at a time (same command with '{"option": value}'): all ten
- *   stay strictly below ES with mappedFirst 'miss', prefetchPages 0 or 4,
- *   prefetchSlack 0.05, slack 0, minIdleAge 256; they do not with
- *   prefetchPages 16 (held-out cnn and moe equal ES's), prefetchSlack
- *   0.2 (kv 1.0928), slack 0.05 (cnn 1.0439: point 5 fires later) or
- *   minIdleAge 0 (held-out kv 1.1108). So prefetchPages, prefetchSlack,
- *   slack and minIdleAge are still values chosen on traces/h200, not
- *   derived from the cost model; point 5 adds none.
- * Cost: a miss that reaches point 5 walks the blocks of two arenas. On
- *   the 1M-event synthetic bench (`node dist/bench/replay.js`) vmmkit's
- *   replay went from ~0.35 s to 1.5 s (parse + three allocators 3.8 s,
- *   target 10 s); a cache hit is unchanged (no walk, no driver call).
- *
- * Result (`npx tsc -p . && node dist/bench/vmmkit-traces.js`, simulated
- * H200, estimated driver time), ratio and driver time, ES | vmmkit:
- *   cnn_train                  1.0393 2.1 ms | 1.0210 2.4 ms (1.15x)
- *   kv_cache_decode            1.0853 1.3 ms | 1.0816 1.7 ms (1.37x)
- *   moe_train                  1.0317 6.0 ms | 1.0261 3.8 ms (0.63x)
- *   phases_streams             1.0071 9.9 ms | 1.0005 4.3 ms (0.43x)
- *   transformer_train          1.0713 8.0 ms | 1.0660 3.8 ms (0.47x)
- *   heldout/cnn_train          1.0623 2.1 ms | 1.0347 1.8 ms (0.86x)
- *   heldout/kv_cache_decode    1.1037 1.3 ms | 1.0966 2.0 ms (1.49x)
- *   heldout/moe_train          1.0249 6.0 ms | 1.0230 3.3 ms (0.55x)
- *   heldout/phases_streams     1.0071 8.7 ms | 1.0005 3.9 ms (0.45x)
- *   heldout/transformer_train  1.0323 9.6 ms | 1.0221 4.2 ms (0.44x)
- * Strictly below ES on all ten, within 2x of its driver time on all ten
- * and below it on seven; <= 1.02 on two (phases). The goal (<= 1.02 at no
- * more driver time than ES) is not reached. Not yet replayed on the H200
- * itself (bench/gpu-replay.ts).
+ * The constants (slack, prefetchPages, prefetchSlack, minIdleAge) are values
+ * chosen by measurement on traces/h200 and checked on traces/h200-heldout,
+ * not derived from the cost model, and the margins are small: a new trace
+ * may not keep them. How they were chosen, what was tried and dropped and
+ * the ratios measured: docs/vmmkit-allocator-log.md; today's figures:
+ * `node dist/bench/vmmkit-traces.js`.
  */
 export interface VmmkitOptions {
   /** Held memory may grow to (1 + slack) x peak requested before memory is moved instead of created (0.01). */
