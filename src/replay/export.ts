@@ -1,7 +1,7 @@
 /**
  * A replayed run as a memory snapshot of its own: the trace as the replayed
  * allocator would have recorded it, in the shape torch.cuda.memory._snapshot()
- * gives (research note T1-T4), for PyTorch's memory_viz or for replay itself.
+ * gives (docs/pytorch-allocators.md T1-T4), for PyTorch's memory_viz or for replay itself.
  *
  * Each device's events are the recorded program's (alloc, free_requested,
  * free_completed, snapshot) at our addresses, with the replayed allocator's

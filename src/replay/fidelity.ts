@@ -1,6 +1,6 @@
 /**
  * Fidelity: does a model of an allocator do what the recorded one did
- * (research note T5)? Two things are compared, in trace order:
+ * (docs/pytorch-allocators.md T5)? Two things are compared, in trace order:
  *
  *  1. the segment events: the model's (action, size) sequence against the
  *     trace's segment_alloc / segment_free / segment_map / segment_unmap;

@@ -3,7 +3,7 @@
  * allocators of our own, each on a fresh process (a simulated machine with
  * as many devices as the trace has, by default, or the real GPUs).
  *
- * What each event does (research note T2):
+ * What each event does (docs/pytorch-allocators.md T2):
  *   alloc           -> malloc(size, stream, pool) on the event's device, in
  *                      the block's pool (private-pools.ts)
  *   free_completed  -> free (the block is reusable only now)

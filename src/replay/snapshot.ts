@@ -1,5 +1,5 @@
 /**
- * A PyTorch memory snapshot as typed data (research note T1-T4): what
+ * A PyTorch memory snapshot as typed data (docs/pytorch-allocators.md T1-T4): what
  * `torch.cuda.memory._snapshot()` returns and `_dump_snapshot` pickles.
  *
  * Note [Compact traces]: each device's events are parallel typed arrays

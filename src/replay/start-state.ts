@@ -1,7 +1,7 @@
 /**
  * The recorded allocator's state at a trace's first event, for a snapshot
  * that starts mid-run (a ring buffer that wrapped, or history recorded from
- * some point on: research note T3). Replay gives it to an allocator that
+ * some point on: docs/pytorch-allocators.md T3). Replay gives it to an allocator that
  * can restore it (CachingAllocator.restore), so that the window is replayed
  * from the state PyTorch was in, cached segments included, rather than from
  * its live blocks alone (trace-plan.ts, Note [Started mid-run]).

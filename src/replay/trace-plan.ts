@@ -11,7 +11,7 @@
  * allocator.
  *
  * Note [Started mid-run]: the trace is a ring buffer, so it may begin after
- * blocks were allocated (research note T3; memory_viz calls them
+ * blocks were allocated (docs/pytorch-allocators.md T3; memory_viz calls them
  * "initially_allocated"). The first event at an address tells: if it is a
  * free, the block was live at the start. So is a block the final `segments`
  * list shows active whose address no event touches. Such blocks get ids of

@@ -28,7 +28,7 @@ import {
 } from './sizes.js';
 import { PytorchStats } from './stats.js';
 
-/** One segment as a snapshot's `segments` list shows it (research note T4, E8). */
+/** One segment as a snapshot's `segments` list shows it (docs/pytorch-allocators.md T4, E8). */
 export interface SegmentSnapshot {
   readonly address: number;
   readonly totalSize: number;
@@ -49,8 +49,8 @@ export interface BlockSnapshot {
 
 /**
  * PyTorch's DeviceCachingAllocator for one device, built on vmmkit's core
- * (c10/cuda/CUDACachingAllocator.cpp; rules N1-N11 and E1-E8 of the
- * research note, cited where they apply). One class serves both modes, as
+ * (c10/cuda/CUDACachingAllocator.cpp; rules N1-N11 and E1-E8 of
+ * docs/pytorch-allocators.md, cited where they apply). One class serves both modes, as
  * in PyTorch, because the two differ only where a segment comes from (a
  * one-step runtime.malloc, or pages mapped into an expandable segment) and
  * in the split rule; the public classes fix the mode (native.ts,

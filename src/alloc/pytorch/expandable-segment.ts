@@ -4,7 +4,7 @@ import type { Runtime } from '../../core/runtime.js';
 import { Access } from '../../core/types.js';
 
 /**
- * PyTorch's ExpandableSegment (research note E2-E5, E7): one reserved
+ * PyTorch's ExpandableSegment (docs/pytorch-allocators.md E2-E5, E7): one reserved
  * virtual range per (pool, stream), about 1.125 times the device's memory,
  * filled with pages of one size (2 MiB for the small pool, 20 MiB for the
  * large one), each page its own physical allocation.

@@ -1,5 +1,5 @@
 /**
- * PyTorch's size constants and rounding rules (research note N1, N2, N4),
+ * PyTorch's size constants and rounding rules (docs/pytorch-allocators.md N1, N2, N4),
  * as c10/cuda/CUDACachingAllocator.cpp defines them.
  */
 

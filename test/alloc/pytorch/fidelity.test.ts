@@ -13,7 +13,7 @@ import { planReplay } from '../../../src/replay/trace-plan.js';
 import { hintedRuntime, recordedReservationHints, replayDevice } from './trace-replay.js';
 
 /**
- * Fidelity (research note T5): every trace recorded on the H200
+ * Fidelity (docs/pytorch-allocators.md T5): every trace recorded on the H200
  * (traces/record.py) replayed through the model of the allocator it was
  * recorded under, against PyTorch's own numbers (pytorch-reserved.json):
  *  (a) peak reserved bytes within 2% of max_memory_reserved();
