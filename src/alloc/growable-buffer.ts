@@ -47,19 +47,15 @@ interface Chunk {
 
 /**
  * Note [Why geometric chunks]: on the H200 a driver call costs about the same
- * whatever its size up to large sizes (cuMemCreate 12 us to 64 MiB, 109 us at
- * 1 GiB) and cuMemSetAccess costs per handle (about 37 us per 2 MiB handle,
- * 61 us for one 512 MiB handle). Growing to 4 GiB in 2 MiB chunks is 2048
- * handles: 104 ms measured, against 7.6 ms for cuMemAlloc doubling plus a
+ * whatever its size, up to large sizes, and cuMemSetAccess costs per handle
+ * (bench/results/h200-driver-costs.json). Growing to 4 GiB in 2 MiB chunks is
+ * 2048 handles, an order of magnitude slower than cuMemAlloc doubling plus a
  * copy. Doubling chunks instead (2, 2, 4, ..., 2048 MiB) makes 12 handles
  * whose sum is exactly the final 4 GiB, so the driver sees 12 creates and 12
  * grants, memory held never exceeds the size reached plus the last chunk
  * (the copy path holds old and new at once: 1.5x at the end), and the
- * pointer never moves. bench/gpu-grow.ts measures both sides on the GPU;
- * on one H200 (driver 580, 9 rounds, 2 MiB steps to 4 GiB; committed as
- * bench/results/h200-grow.json): geometric 1.066 ms best, 2.074 ms median, peak
- * 4 GiB (1.0x); runtime.malloc doubling plus copy 7.4 / 8.12 ms, peak 6 GiB
- * (1.5x); one 2 MiB chunk per step 102.702 / 105.749 ms, 2048 handles.
+ * pointer never moves. bench/gpu-grow.ts measures the three on the GPU
+ * (bench/results/h200-grow.json; the README gives the figures).
  */
 const DEFAULT_POLICY: ChunkPolicy = { kind: 'geometric', factor: 2 };
 
