@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeBenchSnapshot } from '../../bench/replay.js';
 import { runCli } from '../../src/cli/cli.js';
 import { reportCommand } from '../../src/cli/report.js';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
@@ -23,6 +22,7 @@ import { recordReplay } from '../../src/report/collect.js';
 import { formatBytes } from '../../src/report/format.js';
 import { renderReportHtml } from '../../src/report/html.js';
 import { reportData } from '../../src/report/report-data.js';
+import { makeBenchSnapshot } from '../support/bench-snapshot.js';
 import { chromiumMissing, launchChromium, type OpenBrowser } from './chromium.js';
 
 const TRACE = fileURLToPath(new URL('../../traces/h200/phases_streams-native.pickle.gz', import.meta.url));
