@@ -30,7 +30,6 @@
  * with no dict per event. The guesses hold for what Python's pickler writes;
  * where a hand-made pickle proves one wrong (an item that lands elsewhere),
  * the sink that should have taken it, or the one that did, reports it.
-
  */
 import { DictSink, ListSink, Memo, STREAMED, type StackValue } from './memo.js';
 import { describeOpcode, Op } from './opcodes.js';
