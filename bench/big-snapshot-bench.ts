@@ -1,6 +1,6 @@
 /**
  * The big-snapshot benchmark: a 1 GiB `_dump_snapshot`-shaped pickle with
- * stacks (bench/big-snapshot.ts, made once and kept in the temp folder under
+ * stacks (test/support/big-snapshot.ts, made once and kept in the temp folder under
  * a name from its source's bytes, the size and the generator's version),
  * then, each in a fresh Node process so that its peak RSS is its own:
  *
@@ -24,7 +24,8 @@ import { ALLOCATOR_REGISTRY, DEFAULT_ALLOCATORS } from '../src/replay/allocators
 import { loadSnapshotFile } from '../src/replay/load.js';
 import { replay } from '../src/replay/replay.js';
 import { planReplay } from '../src/replay/trace-plan.js';
-import { defaultSource, parseSize, writeBigSnapshot } from './big-snapshot.js';
+import { writeBigSnapshot } from '../test/support/big-snapshot.js';
+import { defaultSource, parseSize } from './big-snapshot.js';
 
 const MiB = 1024 * 1024;
 /** Bump when the generator writes something else for the same source and size. */

@@ -11,7 +11,6 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BigSnapshotInfo, writeBigSnapshot } from '../../bench/big-snapshot.js';
 import { SnapshotError } from '../../src/replay/errors.js';
 import { loadSnapshotFile, readPickle, readSnapshotFile } from '../../src/replay/load.js';
 import {
@@ -27,6 +26,7 @@ import {
 import { Action, type MemorySnapshot, parseSnapshot } from '../../src/replay/snapshot.js';
 import { readSnapshot, SnapshotReader } from '../../src/replay/snapshot-reader.js';
 import { planReplay } from '../../src/replay/trace-plan.js';
+import { type BigSnapshotInfo, writeBigSnapshot } from '../support/big-snapshot.js';
 import { fixture } from './helpers.js';
 import { python, pythonMissing } from './python.js';
 
@@ -505,7 +505,7 @@ describe('bad input: the same errors as the plain reading', () => {
   });
 });
 
-describe('a generated 20 MiB snapshot with stacks (bench/big-snapshot.ts)', () => {
+describe('a generated 20 MiB snapshot with stacks (test/support/big-snapshot.ts)', () => {
   const out = join(scratch, 'big.pickle');
   const source = `${root}traces/h200-whatif/gpt_train--stacks.pickle`;
   let info: BigSnapshotInfo;
