@@ -1,17 +1,13 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { replayCommand } from '../../src/cli/replay.js';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
 import { exportRun } from '../../src/replay/export.js';
 import { compareWithTrace } from '../../src/replay/fidelity.js';
 import { readPickle } from '../../src/replay/load.js';
-import { isPickleDict, type PickleDict, pickle } from '../../src/replay/pickle/index.js';
+import { type PickleDict, pickle } from '../../src/replay/pickle/index.js';
 import { replay } from '../../src/replay/replay.js';
 import { ACTIONS, type MemorySnapshot, parseSnapshot } from '../../src/replay/snapshot.js';
 import { planReplay } from '../../src/replay/trace-plan.js';
-import { fixture, readFixture } from './helpers.js';
+import { readFixture } from './helpers.js';
 import { python, pythonMissing } from './python.js';
 import { ONE_STEP } from './support/one-step-allocator.js';
 
@@ -93,25 +89,6 @@ describe('exporting a replayed run as a snapshot', () => {
       const f = compareWithTrace(plan.devices[0], again.devices[0]);
       expect(f.firstDifference?.message, name).toBeUndefined();
       expect(f.allocsCompared, name).toBe(plan.allocs);
-    }
-  });
-
-  it('vmmkit replay --export writes one snapshot per allocator', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-export-'));
-    try {
-      const err: string[] = [];
-      const io = { out: () => {}, err: (l: string) => err.push(l) };
-      const code = await replayCommand(io, [fixture('hand.pickle'), '--export', dir], {
-        registry: [ONE_STEP],
-        defaultCosts: null,
-      });
-      expect(code).toBe(0);
-      expect(readdirSync(dir)).toEqual(['hand-one-step.pickle']);
-      expect(err.join('\n')).toContain('wrote ');
-      const value = readPickle(readFileSync(join(dir, 'hand-one-step.pickle')));
-      expect(isPickleDict(value) && value.vmmkit_replay).toEqual({ allocator: 'one-step' });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 

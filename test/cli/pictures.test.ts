@@ -12,7 +12,7 @@ import { renderMap } from '../../src/report/address-map.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const TRACE = join(root, 'traces/h200/phases_streams-native.pickle.gz');
-const SCRIPT = fileURLToPath(new URL('./fixtures/two-processes.mjs', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../report/fixtures/two-processes.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'vmmkit-report-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,9 +1,14 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findCudaDriver } from '../../src/backends/cuda/driver.js';
 import { runCli } from '../../src/cli/cli.js';
 import { replayCommand } from '../../src/cli/replay.js';
-import { fixture } from './helpers.js';
-import { ONE_STEP } from './support/one-step-allocator.js';
+import { readPickle } from '../../src/replay/load.js';
+import { isPickleDict } from '../../src/replay/pickle/index.js';
+import { fixture } from '../replay/helpers.js';
+import { ONE_STEP } from '../replay/support/one-step-allocator.js';
 
 function capture() {
   const out: string[] = [];
@@ -228,5 +233,26 @@ describe('vmmkit replay', () => {
     });
     expect(seen.at(-2)).toBe(1);
     expect(seen.at(-1)).toBe(-1);
+  });
+});
+
+describe('vmmkit replay --export', () => {
+  it('vmmkit replay --export writes one snapshot per allocator', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-export-'));
+    try {
+      const err: string[] = [];
+      const io = { out: () => {}, err: (l: string) => err.push(l) };
+      const code = await replayCommand(io, [fixture('hand.pickle'), '--export', dir], {
+        registry: [ONE_STEP],
+        defaultCosts: null,
+      });
+      expect(code).toBe(0);
+      expect(readdirSync(dir)).toEqual(['hand-one-step.pickle']);
+      expect(err.join('\n')).toContain('wrote ');
+      const value = readPickle(readFileSync(join(dir, 'hand-one-step.pickle')));
+      expect(isPickleDict(value) && value.vmmkit_replay).toEqual({ allocator: 'one-step' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
