@@ -10,7 +10,7 @@ import {
 import { compareWithTrace } from '../../../src/replay/fidelity.js';
 import { readSnapshotFile } from '../../../src/replay/load.js';
 import { planReplay } from '../../../src/replay/trace-plan.js';
-import { hintedRuntime, recordedReservationHints, replayDevice } from './trace-replay.js';
+import { hintedRuntime, recordedReservationHints, replayDevice } from '../../support/trace-replay.js';
 
 /**
  * Fidelity (docs/pytorch-allocators.md T5): every trace recorded on the H200
@@ -21,7 +21,7 @@ import { hintedRuntime, recordedReservationHints, replayDevice } from './trace-r
  *      the recorded ones in action, size and order, and every alloc sits at
  *      the recorded offset inside its segment (fidelity.ts compares).
  * New reservations are placed where the recording's segments were (Note
- * [Recorded addresses] in trace-replay.ts), so that ties between equal
+ * [Recorded addresses] in test/support/trace-replay.ts), so that ties between equal
  * blocks break as they did on the driver, and emptyCache() is called where
  * the plan infers the workload called empty_cache() (trace-plan.ts, Note
  * [Inferred empty_cache]).

@@ -1,29 +1,33 @@
 /**
- * The H200 traces replayed through the PyTorch models on the real GPU (not a
- * test; run on the device machine):
- *   npx tsc -p test/alloc/pytorch/gpu.tsconfig.json
- *   run: carry [".device", ".gpu-pytorch"],
- *        "source .device/setup.sh && node .gpu-pytorch/test/alloc/pytorch/gpu-replay.js"
- * For each trace: replay() as `vmmkit replay` does on backend 'cuda', and the
- * fidelity test's replay (reservations hinted at the recorded addresses) on
- * the real driver. Prints one JSON line per
- * run and writes them all to $OUT/gpu-replay.json when OUT is set.
+ * The H200 traces replayed through the PyTorch models on the real GPU: for
+ * each recording of traces/h200, replay() as `vmmkit replay` does on backend
+ * 'cuda', and the fidelity test's replay (test/alloc/pytorch/fidelity.test.ts:
+ * reservations hinted at the recorded addresses, Note [Recorded addresses])
+ * on the real driver. Run on the GPU machine after `npm run build` and
+ * ../shared/device/pack.sh, with carry [".device", "dist"]:
+ *
+ *   source .device/setup.sh && node dist/bench/gpu-fidelity.js
+ *
+ * Prints one JSON line per run and, when OUT is set, writes them all to
+ * $OUT/h200-fidelity.json: a GPU script writes its measurement every run
+ * (no --write), into the folder it is given, never into bench/results; the
+ * committed bench/results/h200-fidelity.json is such a file, copied back.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import type { AllocatorContext } from '../../../src/alloc/allocator.js';
+import type { AllocatorContext } from '../src/alloc/allocator.js';
 import {
   PytorchExpandableAllocator,
   PytorchNativeAllocator,
   settingsFromSnapshot,
-} from '../../../src/alloc/pytorch/index.js';
-import { CudaBackend } from '../../../src/backends/cuda/backend.js';
-import { Runtime } from '../../../src/core/runtime.js';
-import { DEFAULT_ALLOCATORS } from '../../../src/replay/allocators.js';
-import { compareWithTrace } from '../../../src/replay/fidelity.js';
-import { readSnapshotFile } from '../../../src/replay/load.js';
-import { replay } from '../../../src/replay/replay.js';
-import { planReplay } from '../../../src/replay/trace-plan.js';
-import { hintingBackend, recordedReservationHints, replayDevice } from './trace-replay.js';
+} from '../src/alloc/pytorch/index.js';
+import { CudaBackend } from '../src/backends/cuda/backend.js';
+import { Runtime } from '../src/core/runtime.js';
+import { DEFAULT_ALLOCATORS } from '../src/replay/allocators.js';
+import { compareWithTrace } from '../src/replay/fidelity.js';
+import { readSnapshotFile } from '../src/replay/load.js';
+import { replay } from '../src/replay/replay.js';
+import { planReplay } from '../src/replay/trace-plan.js';
+import { hintingBackend, recordedReservationHints, replayDevice } from '../test/support/trace-replay.js';
 
 const DIR = 'traces/h200';
 const meta = JSON.parse(readFileSync(`${DIR}/pytorch-reserved.json`, 'utf8'));
@@ -89,4 +93,4 @@ for (const r of meta.runs) {
   console.log(JSON.stringify(line));
   out.push(line);
 }
-if (process.env.OUT) writeFileSync(`${process.env.OUT}/gpu-replay.json`, JSON.stringify(out, null, 1));
+if (process.env.OUT) writeFileSync(`${process.env.OUT}/h200-fidelity.json`, JSON.stringify(out, null, 1));

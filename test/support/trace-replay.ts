@@ -1,11 +1,11 @@
-import type { AllocatorContext, CachingAllocator, SegmentEvent } from '../../../src/alloc/allocator.js';
-import { AllocatorOutOfMemoryError } from '../../../src/alloc/allocator.js';
-import { BACKEND_OPERATIONS, type Backend } from '../../../src/backend/backend.js';
-import { createMachine } from '../../../src/backends/sim/machine.js';
-import { Runtime } from '../../../src/core/runtime.js';
-import { BlockState, type DeviceRun, type ReplaySegmentEvent } from '../../../src/replay/replay.js';
-import { Action } from '../../../src/replay/snapshot.js';
-import type { DevicePlan } from '../../../src/replay/trace-plan.js';
+import type { AllocatorContext, CachingAllocator, SegmentEvent } from '../../src/alloc/allocator.js';
+import { AllocatorOutOfMemoryError } from '../../src/alloc/allocator.js';
+import { BACKEND_OPERATIONS, type Backend } from '../../src/backend/backend.js';
+import { createMachine } from '../../src/backends/sim/machine.js';
+import { Runtime } from '../../src/core/runtime.js';
+import { BlockState, type DeviceRun, type ReplaySegmentEvent } from '../../src/replay/replay.js';
+import { Action } from '../../src/replay/snapshot.js';
+import type { DevicePlan } from '../../src/replay/trace-plan.js';
 
 /**
  * Note [Recorded addresses]: best fit breaks ties between equal-size blocks
@@ -19,7 +19,7 @@ import type { DevicePlan } from '../../../src/replay/trace-plan.js';
  * hint it takes exactly when that range is free (`exact`). Nothing else changes: the model
  * decides everything, the addresses only order the segments as the
  * driver's did. (The real driver does not honour every such hint, so on
- * the GPU this ordering is not guaranteed: gpu-replay.ts.)
+ * the GPU this ordering is not guaranteed: bench/gpu-fidelity.ts.)
  */
 export function hintingBackend(inner: Backend, hints: readonly number[]): Backend {
   let next = 0;

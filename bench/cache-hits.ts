@@ -1,18 +1,19 @@
 /**
- * Micro-benchmark of cache hits (not a test: no thresholds). Run:
- *   npx tsc -p test/alloc/pytorch/speed.tsconfig.json && node <outDir>/test/alloc/pytorch/speed.js
+ * Micro-benchmark of the PyTorch models' cache hits (no thresholds; prints,
+ * writes nothing):
+ *   npm run build && node dist/bench/cache-hits.js
  * A steady state like a training loop's: each round allocates a window of
  * blocks of mixed sizes (both pools) and frees them in shuffled order, so
  * after the first rounds every malloc is served from the cache.
  */
-import type { CachingAllocator } from '../../../src/alloc/allocator.js';
+import type { CachingAllocator } from '../src/alloc/allocator.js';
 import {
   DEFAULT_PYTORCH_SETTINGS,
   PytorchExpandableAllocator,
   PytorchNativeAllocator,
-} from '../../../src/alloc/pytorch/index.js';
-import { createMachine } from '../../../src/backends/sim/machine.js';
-import { Runtime } from '../../../src/core/runtime.js';
+} from '../src/alloc/pytorch/index.js';
+import { createMachine } from '../src/backends/sim/machine.js';
+import { Runtime } from '../src/core/runtime.js';
 
 const MiB = 1024 * 1024;
 
