@@ -5,6 +5,9 @@
 #
 #   bash bench/gpu-costs.sh [OUT.json]     # default bench/results/h200-driver-costs.json
 #
+# It writes on every run (a GPU script's output is its measurement: no --write), and by default over
+# the tracked table, which is what it is for: run it on the GPU machine and copy the file back.
+#
 # Needs gcc, cuda.h (CUDA_HOME, default /usr/local/cuda), libcuda.so.1 and python3.
 # Format: { "script", "date", "gpu", "driver", "cudaDriverVersion", "calls": { call: [[bytes, us], ...] },
 # "perHandle": { call: [[handles, us], ...] }, "reps": [[bytes, n], ...], "method" }, sizes ascending,

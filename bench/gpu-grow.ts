@@ -9,8 +9,10 @@
  * each grows in 2 MiB steps, rounds rotating the order, best and median per
  * side, peak bytes from memoryInfo (cuMemGetInfo) read after every step in
  * one extra untimed run per side. Writes the result as JSON to FILE (or to
- * FILE/gpu-grow.json when FILE is a directory). Goal: geometric 0 -> 4 GiB in
- * at most 3 ms with peak at most the final size plus one chunk.
+ * FILE/gpu-grow.json when FILE is a directory) on every run: a GPU script's
+ * output is its measurement (no --write); FILE defaults to $OUT or the
+ * current folder, never to bench/results. Goal: geometric 0 -> 4 GiB in at
+ * most 3 ms with peak at most the final size plus one chunk.
  */
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

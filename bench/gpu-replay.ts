@@ -10,7 +10,9 @@
  * and the device's own used memory at that peak (cuMemGetInfo, Note [Device
  * memory at the peak] in src/replay/replay.ts), the driver calls, the driver
  * time estimated from bench/results/h200-driver-costs.json and the driver
- * time measured around each call on the GPU. Writes one JSON file.
+ * time measured around each call on the GPU. Writes one JSON file, FILE, on
+ * every run: a GPU script's output is its measurement (no --write); the
+ * committed bench/results/h200-replay*.json are such files, copied back.
  */
 
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';

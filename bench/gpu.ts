@@ -15,7 +15,9 @@
  * runs every side in a rotating order after a warm-up long enough for V8 to
  * optimise the whole path. Then each call of the cycle timed on its own
  * through every layer and from C, and each cycle timed on its own (p10 to
- * p99 and mean: where a mean departs from its median). Writes DIR/h200-cuda.json;
+ * p99 and mean: where a mean departs from its median). Writes DIR/h200-cuda.json
+ * on every run (a GPU script's output is its measurement: no --write; DIR is
+ * $OUT or the current folder, never bench/results unless named);
  * every key of it comes from this run or from a file named on the command line:
  *
  *   --prove DIR/prove.json        the proof's summary (conformance/gpu/prove.ts), with its date
