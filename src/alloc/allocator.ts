@@ -145,35 +145,5 @@ export interface FreeMemory {
   readonly largestFreeBytes: number;
 }
 
-const NO_FREE_MEMORY: FreeMemory = Object.freeze({ freeBytes: 0, freePieces: 0, largestFreeBytes: 0 });
-
-/**
- * malloc could not be served: PyTorch's OutOfMemoryError. It describes the
- * allocator at the failure (after its own retries, so what they released is
- * gone): what it held, how much of that was unused and in how many pieces,
- * and the cap it ran under.
- */
-export class AllocatorOutOfMemoryError extends Error {
-  override readonly name = 'AllocatorOutOfMemoryError';
-  /** Bytes held that no live block uses (FreeMemory.freeBytes). */
-  readonly freeBytes: number;
-  readonly freePieces: number;
-  readonly largestFreeBytes: number;
-  constructor(
-    readonly requestedBytes: number,
-    readonly device: number,
-    readonly reservedBytes: number,
-    readonly allocatedBytes: number,
-    free: FreeMemory = NO_FREE_MEMORY,
-    /** The memory limit in force (AllocatorContext.memoryLimit or a memory fraction); undefined: none. */
-    readonly limitBytes: number | undefined = undefined,
-  ) {
-    const allowed = limitBytes === undefined ? '' : `, ${limitBytes} allowed`;
-    super(
-      `out of memory: tried to allocate ${requestedBytes} bytes on device ${device} (${reservedBytes} reserved${allowed}, ${allocatedBytes} allocated; ${free.freeBytes} of the reserved bytes free in ${free.freePieces} pieces, the largest ${free.largestFreeBytes})`,
-    );
-    this.freeBytes = free.freeBytes;
-    this.freePieces = free.freePieces;
-    this.largestFreeBytes = free.largestFreeBytes;
-  }
-}
+// The allocators' errors live in errors.ts; AllocatorOutOfMemoryError is re-exported here, where it was.
+export { AllocatorOutOfMemoryError } from './errors.js';

@@ -2,6 +2,8 @@ import { vmmError } from '../core/errors.js';
 import type { PhysicalAllocation, Reservation } from '../core/objects.js';
 import type { AccessDescriptor, Runtime } from '../core/runtime.js';
 import { Access } from '../core/types.js';
+import { AllocatorArgumentError, GrowPastMaximumError } from './errors.js';
+import { transaction } from './transactions.js';
 
 /**
  * How big the next chunk of a growing buffer is.
@@ -62,9 +64,12 @@ const DEFAULT_POLICY: ChunkPolicy = { kind: 'geometric', factor: 2 };
 /**
  * One device pointer that never moves, over a reservation sized for the
  * maximum; physical memory is added (grow) and given back (shrink) in
- * chunks, each its own create + map, each granted the same access. A grow
- * is all or nothing: if any step fails, the chunks it made are unmapped and
- * released and the buffer is as it was.
+ * chunks, each its own create + map, each granted the same access. Making
+ * the buffer, a grow and a shrink are each all or nothing (a Transaction):
+ * if any driver step fails, what the call did is taken back and the buffer
+ * is as it was. Bad arguments are VmmErrors of kind invalid-value, or
+ * AllocatorArgumentError where a size is out of the buffer's range
+ * (GrowPastMaximumError past maxSize).
  */
 export class GrowableBuffer implements Disposable {
   readonly #runtime: Runtime;
@@ -85,7 +90,7 @@ export class GrowableBuffer implements Disposable {
     if (!isCount(maxSize) || maxSize === 0)
       throw vmmError('invalid-value', `maxSize ${maxSize} is not a positive size`);
     if (!isCount(initialSize) || initialSize > maxSize)
-      throw new RangeError(`initialSize ${initialSize} is not between 0 and maxSize ${maxSize}`);
+      throw new AllocatorArgumentError(`initialSize ${initialSize} is not between 0 and maxSize ${maxSize}`);
     const access = options.access ?? [{ device, access: Access.ReadWrite }];
     for (const d of access) {
       runtime.device(d.device);
@@ -102,12 +107,10 @@ export class GrowableBuffer implements Disposable {
     this.#maxSize = maxSize;
     this.#reservation = runtime.reserve(roundUp(maxSize, this.#granularity), { alignment });
     if (initialSize > 0) {
-      try {
+      transaction(runtime, (tx) => {
+        tx.undo(() => runtime.free(this.#reservation));
         this.grow(initialSize);
-      } catch (e) {
-        runtime.quietly(() => runtime.free(this.#reservation));
-        throw e;
-      }
+      });
     }
   }
 
@@ -155,8 +158,9 @@ export class GrowableBuffer implements Disposable {
   grow(size: number): void {
     this.#checkLive();
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size} is not a size`);
-    if (size < this.#size) throw new RangeError(`grow to ${size} is below the size ${this.#size}: shrink`);
-    if (size > this.#maxSize) throw new RangeError(`grow to ${size} is past maxSize ${this.#maxSize}`);
+    if (size < this.#size)
+      throw new AllocatorArgumentError(`grow to ${size} is below the size ${this.#size}: shrink`);
+    if (size > this.#maxSize) throw new GrowPastMaximumError(size, this.#maxSize);
     if (size <= this.#capacity) {
       this.#size = size;
       return;
@@ -170,31 +174,27 @@ export class GrowableBuffer implements Disposable {
       uncached: false,
     };
     const added: Chunk[] = [];
+    const made: PhysicalAllocation[] = [];
     let capacity = this.#capacity;
-    let pending: PhysicalAllocation | undefined;
-    try {
+    transaction(rt, (tx) => {
       while (capacity < size) {
         const wanted = this.#nextChunk(capacity, size - capacity);
         const chunkSize = Math.min(roundUp(wanted, this.#granularity), end - capacity);
-        pending = rt.create(chunkSize, props);
-        rt.map(base + capacity, chunkSize, pending, 0);
-        // The mapping holds the memory from now: unmapping it gives the memory back.
-        rt.release(pending);
-        pending = undefined;
+        const a = rt.create(chunkSize, props);
+        tx.undo(() => rt.release(a));
+        const va = base + capacity;
+        rt.map(va, chunkSize, a, 0);
+        // Undone newest first: the unmap, then the release that gives the memory back.
+        tx.undo(() => rt.unmap(va, chunkSize));
+        made.push(a);
         added.push({ offset: capacity, size: chunkSize });
         capacity += chunkSize;
       }
       const from = this.#capacity;
       if (this.#access.length > 0) rt.setAccess(base + from, capacity - from, this.#access);
-    } catch (e) {
-      const unreleased = pending;
-      if (unreleased !== undefined) rt.quietly(() => rt.release(unreleased));
-      for (let i = added.length - 1; i >= 0; i--) {
-        const c = added[i];
-        rt.quietly(() => rt.unmap(base + c.offset, c.size));
-      }
-      throw e;
-    }
+    });
+    // The mappings hold the memory from now (no driver call): unmapping a chunk gives its memory back.
+    for (const a of made) rt.release(a);
     for (const c of added) this.#chunks.push(c);
     this.#capacity = capacity;
     this.#size = size;
@@ -202,26 +202,27 @@ export class GrowableBuffer implements Disposable {
 
   /**
    * Shrink to `size` bytes in total: every chunk that lies wholly at or above
-   * the new size is unmapped, and its memory goes back to the driver. If an
-   * unmap fails the chunks above it are already gone: the buffer stays
-   * usable, its size cut to what is still mapped, and the error is thrown.
+   * the new size is unmapped, and its memory goes back to the driver. The
+   * chunks go in one core unmap, itself a Transaction: if a step fails
+   * before any memory is given back, the chunks are mapped back with their
+   * access and bytes, the buffer is as it was, and the error is thrown; once
+   * memory has gone the shrink stands, and a chunk that would not release is
+   * reported and held by the runtime until its dispose (core's Note [Points
+   * of no return]).
    */
   shrink(size: number): void {
     this.#checkLive();
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size} is not a size`);
-    if (size > this.#size) throw new RangeError(`shrink to ${size} is above the size ${this.#size}: grow`);
-    const rt = this.#runtime;
-    const base = this.#reservation.base;
+    if (size > this.#size)
+      throw new AllocatorArgumentError(`shrink to ${size} is above the size ${this.#size}: grow`);
     const chunks = this.#chunks;
-    try {
-      while (chunks.length > 0 && chunks[chunks.length - 1].offset >= size) {
-        const c = chunks[chunks.length - 1];
-        rt.unmap(base + c.offset, c.size);
-        chunks.pop();
-        this.#capacity = c.offset;
-      }
-    } finally {
-      this.#size = Math.min(this.#size, this.#capacity);
+    let keep = chunks.length;
+    while (keep > 0 && chunks[keep - 1].offset >= size) keep--;
+    if (keep < chunks.length) {
+      const from = chunks[keep].offset;
+      this.#runtime.unmap(this.#reservation.base + from, this.#capacity - from);
+      chunks.length = keep;
+      this.#capacity = from;
     }
     this.#size = size;
   }
@@ -269,16 +270,17 @@ export class GrowableBuffer implements Disposable {
 
 function checkPolicy(p: ChunkPolicy): void {
   if (typeof p === 'function') return;
-  if (p === null || typeof p !== 'object') throw new TypeError('policy is not a chunk policy');
+  if (p === null || typeof p !== 'object') throw new AllocatorArgumentError('policy is not a chunk policy');
   if (p.kind === 'fixed') {
     if (!isCount(p.chunkSize) || p.chunkSize === 0)
       throw vmmError('invalid-value', `chunkSize ${p.chunkSize} is not a positive size`);
     return;
   }
   if (p.kind !== 'geometric')
-    throw new TypeError(`unknown chunk policy ${String((p as { kind: unknown }).kind)}`);
+    throw new AllocatorArgumentError(`unknown chunk policy ${String((p as { kind: unknown }).kind)}`);
   const { factor = 2, minChunk, maxChunk } = p;
-  if (!Number.isFinite(factor) || factor <= 1) throw new RangeError(`factor ${factor} is not above 1`);
+  if (!Number.isFinite(factor) || factor <= 1)
+    throw new AllocatorArgumentError(`factor ${factor} is not above 1`);
   for (const [name, v] of [
     ['minChunk', minChunk],
     ['maxChunk', maxChunk],
@@ -287,7 +289,7 @@ function checkPolicy(p: ChunkPolicy): void {
       throw vmmError('invalid-value', `${name} ${v} is not a positive size`);
   }
   if (minChunk !== undefined && maxChunk !== undefined && minChunk > maxChunk)
-    throw new RangeError(`minChunk ${minChunk} is above maxChunk ${maxChunk}`);
+    throw new AllocatorArgumentError(`minChunk ${minChunk} is above maxChunk ${maxChunk}`);
 }
 
 function isCount(n: number): boolean {

@@ -6,6 +6,13 @@ export {
   type CachingAllocator,
   type SegmentEvent,
 } from '../alloc/allocator.js';
+export {
+  AllocatorArgumentError,
+  AllocatorInternalError,
+  AllocatorStateError,
+  AllocConfError,
+  GrowPastMaximumError,
+} from '../alloc/errors.js';
 export { type ChunkPolicy, GrowableBuffer, type GrowableBufferOptions } from '../alloc/growable-buffer.js';
 export {
   AllocatorSettingsError,

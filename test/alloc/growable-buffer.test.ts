@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AllocatorArgumentError, GrowPastMaximumError } from '../../src/alloc/errors.js';
 import { type ChunkPolicy, GrowableBuffer } from '../../src/alloc/growable-buffer.js';
 import { createMachine } from '../../src/backends/sim/machine.js';
 import { VmmError } from '../../src/core/errors.js';
@@ -11,6 +12,26 @@ function h200(devices: ('H200' | ReturnType<typeof smallDevice>)[] = ['H200']) {
   const machine = createMachine({ devices });
   const rt = new Runtime(machine.spawn());
   return { machine, rt };
+}
+
+/** Two small devices, device 1 granted read access: the fault-injection tests' buffer, in chunks of 4 MiB. */
+const TWO_DEVICES = [
+  { device: 0, access: Access.ReadWrite },
+  { device: 1, access: Access.Read },
+];
+const FIXED_4_MIB: ChunkPolicy = { kind: 'fixed', chunkSize: 2 * G };
+/** The driver steps of a grow by three chunks of that buffer: each made and mapped, then access for each device. */
+const GROW_BY_THREE_CHUNKS = ['create', 'map', 'create', 'map', 'create', 'map', 'setAccess', 'setAccess'];
+function twoDeviceBuffer(initialSize: number) {
+  const s = faultySetup([smallDevice(32, 'a'), smallDevice(32, 'b')]);
+  const buf = new GrowableBuffer(s.rt, {
+    maxSize: 40 * MiB,
+    access: TWO_DEVICES,
+    policy: FIXED_4_MIB,
+    initialSize,
+  });
+  s.rt.write(0, buf.pointer + 4 * MiB, pattern(4096, 9));
+  return { ...s, buf };
 }
 
 describe('GrowableBuffer', () => {
@@ -180,32 +201,13 @@ describe('GrowableBuffer', () => {
   });
 
   it('a grow that fails at any driver step leaves buffer, runtime and machine exactly as they were', () => {
-    const access = [
-      { device: 0, access: Access.ReadWrite },
-      { device: 1, access: Access.Read },
-    ];
-    const policy: ChunkPolicy = { kind: 'fixed', chunkSize: 2 * G };
-    const setup = () => {
-      const s = faultySetup([smallDevice(32, 'a'), smallDevice(32, 'b')]);
-      const buf = new GrowableBuffer(s.rt, { maxSize: 40 * MiB, access, policy, initialSize: 5 * MiB });
-      s.rt.write(0, buf.pointer + 4 * MiB, pattern(4096, 9));
-      return { ...s, buf };
-    };
+    const setup = () => twoDeviceBuffer(5 * MiB);
     // A dry run counts the primitives of a grow of three chunks.
     const dry = setup();
     dry.faulty.arm(0);
     dry.buf.grow(17 * MiB);
     const steps = dry.faulty.calls;
-    expect(dry.faulty.log).toEqual([
-      'create',
-      'map',
-      'create',
-      'map',
-      'create',
-      'map',
-      'setAccess',
-      'setAccess',
-    ]);
+    expect(dry.faulty.log).toEqual(GROW_BY_THREE_CHUNKS);
     for (let k = 1; k <= steps; k++) {
       const { machine, inner, faulty, rt, buf } = setup();
       const before = state(rt, inner, machine);
@@ -225,6 +227,117 @@ describe('GrowableBuffer', () => {
       expect(rt.stats()).toEqual({ reservations: 0, mappings: 0, handles: 0, streams: 0 });
       expect(machine.devices.map((d) => d.pool.used)).toEqual([0, 0]);
     }
+  });
+
+  it('growing past maxSize is a typed error naming both sizes, like the other refusals', () => {
+    const { rt } = h200();
+    const buf = new GrowableBuffer(rt, { maxSize: 10 * MiB, initialSize: 3 * MiB });
+    let thrown: unknown;
+    try {
+      buf.grow(11 * MiB);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(GrowPastMaximumError);
+    expect(thrown).toBeInstanceOf(AllocatorArgumentError);
+    expect(thrown).toMatchObject({
+      name: 'GrowPastMaximumError',
+      size: 11 * MiB,
+      maxSize: 10 * MiB,
+      message: `grow to ${11 * MiB} is past maxSize ${10 * MiB}`,
+    });
+    expect(() => buf.shrink(4 * MiB)).toThrow(AllocatorArgumentError);
+    expect(() => new GrowableBuffer(rt, { maxSize: G, policy: { kind: 'geometric', factor: 1 } })).toThrow(
+      AllocatorArgumentError,
+    );
+    expect(buf.size).toBe(3 * MiB);
+    buf.dispose();
+  });
+
+  it('making a buffer with an initial size fails whole at any driver step', () => {
+    const options = { maxSize: 40 * MiB, access: TWO_DEVICES, policy: FIXED_4_MIB, initialSize: 9 * MiB };
+    const dry = faultySetup([smallDevice(32, 'a'), smallDevice(32, 'b')]);
+    dry.faulty.arm(0);
+    new GrowableBuffer(dry.rt, options).dispose();
+    // reserve, then three chunks, then access for each device; dispose's steps come after.
+    expect(dry.faulty.log.slice(0, 9)).toEqual(['reserve', ...GROW_BY_THREE_CHUNKS]);
+    for (const kind of ['out-of-memory', 'invalid-value'] as const) {
+      for (let k = 1; k <= 9; k++) {
+        const { machine, inner, faulty, rt, reports } = faultySetup([
+          smallDevice(32, 'a'),
+          smallDevice(32, 'b'),
+        ]);
+        const before = state(rt, inner, machine);
+        faulty.kind = kind;
+        faulty.arm(k);
+        expect(() => new GrowableBuffer(rt, options), `${kind} at step ${k}`).toThrow(VmmError);
+        faulty.arm(0);
+        expect(state(rt, inner, machine), `${kind} at step ${k}`).toEqual(before);
+        expect(reports).toEqual([]);
+        // And the same buffer is made afterwards.
+        const buf = new GrowableBuffer(rt, options);
+        expect(buf.capacity).toBe(12 * MiB);
+        buf.dispose();
+        expect(rt.stats()).toEqual({ reservations: 0, mappings: 0, handles: 0, streams: 0 });
+      }
+    }
+  });
+
+  it('a shrink that fails at any driver step changes nothing, bytes included, or stands past the point of no return', () => {
+    const setup = () => {
+      const s = twoDeviceBuffer(17 * MiB);
+      s.rt.write(0, s.buf.pointer + 13 * MiB, pattern(4096, 5));
+      return s;
+    };
+    // A dry run: three chunks above 5 MiB go, each unmapped, then each released (core's unmap of several).
+    const dry = setup();
+    dry.faulty.arm(0);
+    dry.buf.shrink(5 * MiB);
+    expect(dry.faulty.log).toEqual(['unmap', 'unmap', 'unmap', 'release', 'release', 'release']);
+    expect([dry.buf.size, dry.buf.capacity, dry.buf.chunkCount]).toEqual([5 * MiB, 8 * MiB, 2]);
+    let stood = 0;
+    for (let k = 1; k <= dry.faulty.log.length; k++) {
+      const { machine, inner, faulty, rt, buf, reports } = setup();
+      const before = state(rt, inner, machine);
+      const shape = [buf.size, buf.capacity, buf.chunkCount];
+      faulty.kind = 'invalid-value';
+      faulty.arm(k);
+      let thrown: unknown;
+      try {
+        buf.shrink(5 * MiB);
+      } catch (e) {
+        thrown = e;
+      }
+      faulty.arm(0);
+      const at = `step ${k} (${faulty.log})`;
+      if (thrown !== undefined) {
+        // Before any memory went: all of it mapped back, with its access and its bytes.
+        expect(thrown, at).toBeInstanceOf(VmmError);
+        expect(state(rt, inner, machine), at).toEqual(before);
+        expect([buf.size, buf.capacity, buf.chunkCount], at).toEqual(shape);
+        const back = new Uint8Array(4096);
+        rt.read(1, buf.pointer + 13 * MiB, back);
+        expect(back, at).toEqual(pattern(4096, 5));
+        buf.shrink(5 * MiB);
+      } else {
+        // Past the first release: the shrink stands, the release that failed is reported.
+        stood++;
+        expect(reports.length, at).toBeGreaterThan(0);
+      }
+      expect([buf.size, buf.capacity, buf.chunkCount], at).toEqual([5 * MiB, 8 * MiB, 2]);
+      const back = new Uint8Array(4096);
+      rt.read(1, buf.pointer + 4 * MiB, back);
+      expect(back, at).toEqual(pattern(4096, 9));
+      buf.dispose();
+      rt.dispose();
+      expect(
+        machine.devices.map((d) => d.pool.used),
+        at,
+      ).toEqual([0, 0]);
+      expect(machine.liveAllocations, at).toBe(0);
+    }
+    // Unmaps and the first release throw; the two releases after it are reported.
+    expect(stood).toBe(2);
   });
 
   it('out of memory on a small device: the grow fails whole and nothing leaks', () => {

@@ -13,8 +13,11 @@
  * Note [roundup_power2_divisions], Note [Numbers as std::stoull and
  * std::stod read them], Note [Not modelled].
  */
+import { AllocConfError } from '../errors.js';
 import { DEFAULT_PYTORCH_SETTINGS, type PytorchAllocatorSettings, validateSettings } from './settings.js';
 import { MiB, ROUNDUP_INTERVALS } from './sizes.js';
+
+export { AllocConfError } from '../errors.js';
 
 /** A parsed configuration string. */
 export interface AllocConf {
@@ -29,23 +32,6 @@ export interface AllocConf {
    * graphs, not modelled).
    */
   readonly ignored: readonly string[];
-}
-
-/**
- * A configuration string PyTorch 2.11 refuses (notModelled false; the
- * message is PyTorch's own for that case), or one it accepts that vmmkit
- * cannot model (notModelled true: backend:cudaMallocAsync and the rest of
- * Note [Not modelled]). `key` names the key at fault.
- */
-export class AllocConfError extends Error {
-  override readonly name = 'AllocConfError';
-  readonly notModelled: boolean;
-  readonly key: string | undefined;
-  constructor(message: string, options: { readonly key?: string; readonly notModelled?: boolean } = {}) {
-    super(message);
-    this.key = options.key;
-    this.notModelled = options.notModelled ?? false;
-  }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { AllocatorInternalError } from '../errors.js';
 import type { Block } from './block.js';
 import { PairSet } from './pair-set.js';
 import type { PrivatePool } from './private-pool.js';
@@ -46,7 +47,7 @@ export class BlockPool {
   /** Remove a free block; its size and address must be as they were at insert. */
   erase(b: Block): void {
     if (this.#blocks.get(b.stream)?.delete(b.size, b.ptr) !== true)
-      throw new Error(`block 0x${b.ptr.toString(16)} (${b.size} bytes) is not in the pool`);
+      throw new AllocatorInternalError(`block 0x${b.ptr.toString(16)} (${b.size} bytes) is not in the pool`);
     this.#size--;
   }
 
@@ -85,7 +86,7 @@ export class BlockPool {
 
   eraseUnmapped(b: Block): void {
     if (this.#unmapped.get(b.stream)?.delete(b.ptr, 0) !== true)
-      throw new Error(`unmapped block 0x${b.ptr.toString(16)} is not in the pool`);
+      throw new AllocatorInternalError(`unmapped block 0x${b.ptr.toString(16)} is not in the pool`);
   }
 
   /** The unmapped blocks of `stream` in address order, as a new array. */

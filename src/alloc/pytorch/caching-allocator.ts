@@ -13,6 +13,8 @@ import {
   type StartSegment,
   type StartState,
 } from '../allocator.js';
+import { AllocatorArgumentError, AllocatorInternalError, AllocatorStateError } from '../errors.js';
+import { reportTo, transaction } from '../transactions.js';
 import { Block } from './block.js';
 import { BlockPool } from './block-pool.js';
 import { ExpandableSegment } from './expandable-segment.js';
@@ -118,7 +120,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
     this.#maxNonSplitRounding = this.settings.maxNonSplitRoundingSize;
     const limit = context.memoryLimit;
     if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
-      throw new RangeError(`${name}: memoryLimit ${limit} is not a byte count`);
+      throw new AllocatorArgumentError(`${name}: memoryLimit ${limit} is not a byte count`);
     this.#memoryLimit = limit;
     this.#capped = limit !== undefined || this.settings.memoryFraction < 1;
     this.#gcEnabled = this.#capped && this.settings.garbageCollectionThreshold > 0;
@@ -155,13 +157,13 @@ export class PytorchCachingAllocator implements CachingAllocator {
 
   /** N6, DeviceCachingAllocator::malloc; `privatePool` > 0 names a private pool (Note [Private pools]). */
   malloc(size: number, stream: number, privatePool = 0): number {
-    if (this.#disposed) throw new Error(`${this.name}: the allocator was disposed`);
+    if (this.#disposed) throw new AllocatorStateError(`${this.name}: the allocator was disposed`);
     if (!Number.isSafeInteger(size) || size <= 0)
-      throw new RangeError(`${this.name}: size ${size} is not a positive integer`);
+      throw new AllocatorArgumentError(`${this.name}: size ${size} is not a positive integer`);
     if (!Number.isSafeInteger(stream) || stream < 0)
-      throw new RangeError(`${this.name}: stream ${stream} is not a stream handle`);
+      throw new AllocatorArgumentError(`${this.name}: stream ${stream} is not a stream handle`);
     if (!Number.isSafeInteger(privatePool) || privatePool < 0)
-      throw new RangeError(`${this.name}: pool ${privatePool} is not a pool number`);
+      throw new AllocatorArgumentError(`${this.name}: pool ${privatePool} is not a pool number`);
     const rounded = roundSize(size, this.#divisions, this.#anyDivisions);
     // N3, P2: the request's pool's small or large BlockPool.
     const owner = privatePool === 0 ? undefined : this.#privatePools.route(privatePool);
@@ -198,7 +200,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
   free(address: number): void {
     const b = this.#active.get(address);
     if (b === undefined)
-      throw new RangeError(`${this.name}: invalid device pointer 0x${address.toString(16)}`);
+      throw new AllocatorArgumentError(`${this.name}: invalid device pointer 0x${address.toString(16)}`);
     this.#active.delete(address);
     b.allocated = false;
     this.stats.removeAllocated(b.size, b.requestedSize);
@@ -218,7 +220,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
   /** P3 create_or_incref_pool: private pool `pool` gets one more user (a graph sharing it), made if new. */
   retainPool(pool: number): void {
     if (!Number.isSafeInteger(pool) || pool <= 0)
-      throw new RangeError(`${this.name}: pool ${pool} is not a private pool`);
+      throw new AllocatorArgumentError(`${this.name}: pool ${pool} is not a private pool`);
     this.#privatePools.retain(pool);
   }
 
@@ -283,22 +285,17 @@ export class PytorchCachingAllocator implements CachingAllocator {
    * collection start at 0 (N10; the snapshot has none).
    */
   restore(state: StartState): Float64Array | undefined {
-    if (this.#disposed) throw new Error(`${this.name}: the allocator was disposed`);
+    if (this.#disposed) throw new AllocatorStateError(`${this.name}: the allocator was disposed`);
     if (state.device !== this.device)
-      throw new RangeError(
+      throw new AllocatorArgumentError(
         `${this.name}: a start state of device ${state.device}, this is device ${this.device}`,
       );
     if (this.#held !== 0 || this.#active.size > 0 || this.#expandableSegments.length > 0)
-      throw new Error(`${this.name}: restore needs a fresh allocator`);
+      throw new AllocatorStateError(`${this.name}: restore needs a fresh allocator`);
     // Another allocator's segments (the other mode's) are not this model's to hold.
     if (state.segments.some((seg) => seg.expandable !== this.#expandable)) return undefined;
     for (const seg of state.segments) this.#checkStartSegment(seg);
-    const rt = this.#runtime;
-    const report = (message: string, error?: unknown) =>
-      rt.quietly(() => {
-        throw error ?? new Error(message);
-      });
-    const made = Transaction.run(report, (tx) =>
+    const made = transaction(this.#runtime, (tx) =>
       state.segments.map((seg) => this.#makeStartSegment(seg, tx)),
     );
     const out: number[] = [];
@@ -306,16 +303,16 @@ export class PytorchCachingAllocator implements CachingAllocator {
     return Float64Array.from(out);
   }
 
-  /** A start segment this model can hold: blocks tiling its memory, sizes as PyTorch's are. Throws RangeError. */
+  /** A start segment this model can hold: blocks tiling its memory, sizes as PyTorch's are. Throws AllocatorArgumentError. */
   #checkStartSegment(seg: StartSegment): void {
     const where = `${this.name}: start segment 0x${seg.address.toString(16)}`;
     const g = Math.max(this.#runtime.device(this.device).minimumGranularity, this.#runtime.vaGranularity);
     const page = seg.pool === 'small' ? SMALL_BUFFER : LARGE_BUFFER;
     const ranges = this.#expandable ? seg.mapped : [{ address: seg.address, size: seg.size }];
     if (!Number.isSafeInteger(seg.address) || !Number.isSafeInteger(seg.size) || seg.size <= 0)
-      throw new RangeError(`${where}: address or size is not a byte count`);
+      throw new AllocatorArgumentError(`${where}: address or size is not a byte count`);
     if (!this.#expandable && seg.size % g !== 0)
-      throw new RangeError(`${where}: ${seg.size} bytes is not a multiple of ${g}`);
+      throw new AllocatorArgumentError(`${where}: ${seg.size} bytes is not a multiple of ${g}`);
     let k = 0;
     let end = Number.NEGATIVE_INFINITY;
     for (const r of ranges) {
@@ -327,7 +324,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
         r.size <= 0 ||
         (this.#expandable && (offset % page !== 0 || r.size % page !== 0))
       )
-        throw new RangeError(
+        throw new AllocatorArgumentError(
           `${where}: mapped range 0x${r.address.toString(16)} (${r.size} bytes) is not whole pages in order`,
         );
       let at = r.address;
@@ -344,23 +341,23 @@ export class PytorchCachingAllocator implements CachingAllocator {
             ? b.requestedSize !== 0
             : !(Number.isSafeInteger(b.blockId) && b.requestedSize > 0 && b.requestedSize <= b.size))
         )
-          throw new RangeError(
+          throw new AllocatorArgumentError(
             `${where}: block 0x${b.address.toString(16)} does not tile it as a block of PyTorch's would`,
           );
         if (free && freeBefore)
-          throw new RangeError(
+          throw new AllocatorArgumentError(
             `${where}: free blocks side by side at 0x${b.address.toString(16)} (PyTorch merges them)`,
           );
         freeBefore = free;
         at += b.size;
       }
       if (at !== r.address + r.size)
-        throw new RangeError(
+        throw new AllocatorArgumentError(
           `${where}: its blocks do not cover 0x${r.address.toString(16)} (${r.size} bytes)`,
         );
       end = r.address + r.size;
     }
-    if (k !== seg.blocks.length) throw new RangeError(`${where}: blocks outside its memory`);
+    if (k !== seg.blocks.length) throw new AllocatorArgumentError(`${where}: blocks outside its memory`);
   }
 
   /** The driver's part of one start segment, undone by `tx` if a later one fails. */
@@ -378,7 +375,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
           throw new AllocatorOutOfMemoryError(seg.size, this.device, 0, 0);
         throw e;
       }
-      tx.undo(() => rt.quietly(() => rt.mfree(base)));
+      tx.undo(() => rt.mfree(base));
       return { base, segment: undefined };
     }
     const es = ExpandableSegment.reserve(
@@ -390,7 +387,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
     tx.undo(() => es.dispose());
     const last = seg.mapped[seg.mapped.length - 1];
     if (last !== undefined && last.address + last.size - seg.address > es.size)
-      throw new RangeError(
+      throw new AllocatorArgumentError(
         `${this.name}: start segment 0x${seg.address.toString(16)} maps past this device's ${es.size}-byte range`,
       );
     for (const r of seg.mapped) {
@@ -749,13 +746,29 @@ export class PytorchCachingAllocator implements CachingAllocator {
    * after each; if a later range fails, the earlier ones stay mapped until
    * the OOM path unmaps them. Here the ranges are worked out first (they
    * follow from the blocks alone), all their pages are mapped, and only
-   * then do the blocks change; a failure takes back every page this request
-   * mapped (and a segment it created), so the allocator and the runtime are
-   * as before and no segment_map is reported for pages that did not stay.
+   * then do the blocks change. The segment it created and each range it
+   * mapped are steps of one Transaction: a failure (thrown, or a page that
+   * ran out of memory) takes back every page this request mapped and the
+   * segment, so the allocator and the runtime are as before and no
+   * segment_map is reported for pages that did not stay.
    */
   #tryAllocateExpandableBlock(pool: BlockPool, stream: number, size: number): Block | undefined {
+    const tx = new Transaction(reportTo(this.#runtime));
+    try {
+      const block = this.#mapExpandableBlock(pool, stream, size, tx);
+      if (block === undefined) tx.rollback();
+      return block;
+    } catch (e) {
+      tx.rollback();
+      throw e;
+    }
+  }
+
+  /** #tryAllocateExpandableBlock's steps, each recorded in `tx`; undefined when a page ran out of memory. */
+  #mapExpandableBlock(pool: BlockPool, stream: number, size: number, tx: Transaction): Block | undefined {
     const { block: candidate, created } = this.#findExpandableBlock(pool, stream, size);
     const seg = candidate.segment!;
+    if (created) tx.undo(() => this.#dropNewSegment(seg, candidate, pool));
     const page = seg.pageSize;
     // The unmapped blocks to map, and how many bytes (whole pages) of each.
     const plan: Block[] = [];
@@ -782,17 +795,9 @@ export class PytorchCachingAllocator implements CachingAllocator {
     }
     for (let k = 0; k < plan.length; k++) {
       const begin = seg.pageLeft(plan[k].ptr);
-      let ok: boolean;
-      try {
-        ok = seg.mapPages(begin, begin + planBytes[k] / page);
-      } catch (e) {
-        this.#undoPlan(seg, plan, planBytes, k, created, candidate, pool);
-        throw e;
-      }
-      if (!ok) {
-        this.#undoPlan(seg, plan, planBytes, k, created, candidate, pool);
-        return undefined;
-      }
+      const end = begin + planBytes[k] / page;
+      if (!seg.mapPages(begin, end)) return undefined;
+      tx.undo(() => seg.undoPages(begin, end));
     }
     let result = candidate;
     for (let k = 0; k < plan.length; k++) {
@@ -803,26 +808,12 @@ export class PytorchCachingAllocator implements CachingAllocator {
     return result;
   }
 
-  /** Take back the first `count` ranges of a plan, and the segment if this request made it. */
-  #undoPlan(
-    seg: ExpandableSegment,
-    plan: readonly Block[],
-    planBytes: readonly number[],
-    count: number,
-    created: boolean,
-    candidate: Block,
-    pool: BlockPool,
-  ): void {
-    for (let k = 0; k < count; k++) {
-      const begin = seg.pageLeft(plan[k].ptr);
-      seg.undoPages(begin, begin + planBytes[k] / seg.pageSize);
-    }
-    if (created) {
-      pool.eraseUnmapped(candidate);
-      this.#expandableSegments.splice(this.#expandableSegments.indexOf(seg), 1);
-      this.stats.segments--;
-      seg.dispose();
-    }
+  /** Take back a segment this request reserved (its one unmapped block `candidate`); never throws. */
+  #dropNewSegment(seg: ExpandableSegment, candidate: Block, pool: BlockPool): void {
+    pool.eraseUnmapped(candidate);
+    this.#expandableSegments.splice(this.#expandableSegments.indexOf(seg), 1);
+    this.stats.segments--;
+    seg.dispose();
   }
 
   /** map_block's bookkeeping once the pages of [u.ptr, +bytes) are mapped. */
@@ -847,15 +838,14 @@ export class PytorchCachingAllocator implements CachingAllocator {
     this.#emit('segment_map', ptr, bytes, u.stream);
   }
 
-  /** E7 unmap_block: unmap the whole pages inside free block `b`. */
+  /** E7 unmap_block: unmap the whole pages inside free block `b`; all of them or, thrown, none. */
   #unmapBlock(b: Block): void {
     const seg = b.segment!;
     const begin = seg.pageRight(b.ptr);
     const end = seg.pageLeft(b.end);
     if (begin >= end) return;
-    const reached = seg.unmapPages(begin, end, this.#unreleased);
-    if (reached > begin) this.#markUnmapped(b, seg.pageAddress(begin), seg.pageAddress(reached));
-    if (reached < end) throw seg.unmapError;
+    seg.unmapPages(begin, end, this.#unreleased);
+    this.#markUnmapped(b, seg.pageAddress(begin), seg.pageAddress(end));
   }
 
   /** unmap_block's bookkeeping once the pages of [from, to) inside free block `b` are gone. */
@@ -907,8 +897,8 @@ export class PytorchCachingAllocator implements CachingAllocator {
 }
 
 /** PyTorch's TORCH_INTERNAL_ASSERT(cudaMalloc_count > 0) failing (P4): its count of driver allocations is off. */
-function cudaMallocCountAssert(p: PrivatePool): Error {
-  return new Error(
+function cudaMallocCountAssert(p: PrivatePool): AllocatorInternalError {
+  return new AllocatorInternalError(
     `private pool ${p.id}: PyTorch's assertion cudaMalloc_count > 0 fails here (more driver allocations given back than it counted)`,
   );
 }

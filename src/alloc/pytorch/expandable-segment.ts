@@ -2,6 +2,7 @@ import { isVmmError } from '../../core/errors.js';
 import type { PhysicalAllocation, Reservation } from '../../core/objects.js';
 import type { Runtime } from '../../core/runtime.js';
 import { Access } from '../../core/types.js';
+import { transaction } from '../transactions.js';
 
 /**
  * PyTorch's ExpandableSegment (docs/pytorch-allocators.md E2-E5, E7): one reserved
@@ -70,33 +71,33 @@ export class ExpandableSegment {
   /**
    * Map pages [begin, end): create every page, map every page, then grant
    * the device read-write over the range in one setAccess (E5), the order
-   * PyTorch's map() uses. All or nothing: on a failure the pages made so far
-   * are unmapped and released. Returns false when creating a page ran out
-   * of memory (PyTorch's OOM path); any other failure is thrown.
+   * PyTorch's map() uses. All or nothing (a Transaction): on a failure the
+   * pages made so far are unmapped and released. Returns false when
+   * creating a page ran out of memory (PyTorch's OOM path); any other
+   * failure is thrown.
    */
   mapPages(begin: number, end: number): boolean {
     const rt = this.runtime;
     const created: PhysicalAllocation[] = [];
-    let mapped = 0;
     try {
-      for (let i = begin; i < end; i++) {
-        created.push(
-          rt.create(this.pageSize, {
+      transaction(rt, (tx) => {
+        for (let i = begin; i < end; i++) {
+          const a = rt.create(this.pageSize, {
             location: { type: 'device', id: this.device },
             handleTypes: 0,
             uncached: false,
-          }),
-        );
-      }
-      for (let i = begin; i < end; i++, mapped++) {
-        rt.map(this.pageAddress(i), this.pageSize, created[i - begin]);
-      }
-      rt.setAccess(this.pageAddress(begin), (end - begin) * this.pageSize, [
-        { device: this.device, access: Access.ReadWrite },
-      ]);
+          });
+          tx.undo(() => rt.release(a));
+          created.push(a);
+        }
+        for (let i = begin; i < end; i++) {
+          const va = this.pageAddress(i);
+          rt.map(va, this.pageSize, created[i - begin]);
+          tx.undo(() => rt.unmap(va, this.pageSize));
+        }
+        rt.setAccess(this.pageAddress(begin), (end - begin) * this.pageSize, this.#readWrite());
+      });
     } catch (e) {
-      for (let j = 0; j < mapped; j++) rt.quietly(() => rt.unmap(this.pageAddress(begin + j), this.pageSize));
-      for (const a of created) rt.quietly(() => rt.release(a));
       if (isVmmError(e) && e.kind === 'out-of-memory' && created.length < end - begin) return false;
       throw e;
     }
@@ -122,43 +123,40 @@ export class ExpandableSegment {
   /**
    * Unmap and release pages [begin, end) after finishing the device's work
    * (E7; PyTorch syncs the segment's stream, which replayed streams are not).
-   * Returns the index reached: `end`, or the page whose unmap failed, with
-   * the error in `unmapError`; pages before it are gone either way. A page
-   * unmapped whose handle would not release goes to `unreleased`.
+   * PyTorch unmaps and releases handle by handle; here every unmap comes
+   * first, as one Transaction (a failed one maps the pages unmapped so far
+   * back, with their access, and is thrown: nothing changed), and the
+   * releases last, since a release cannot be taken back (core's Note
+   * [Points of no return]): a page whose handle would not release is
+   * unmapped all the same and goes to `unreleased`, for the caller to retry.
+   * The same driver calls, in another order.
    */
-  unmapPages(begin: number, end: number, unreleased: PhysicalAllocation[]): number {
+  unmapPages(begin: number, end: number, unreleased: PhysicalAllocation[]): void {
     const rt = this.runtime;
-    this.unmapError = undefined;
-    try {
-      rt.synchronize(this.device);
-    } catch (e) {
-      this.unmapError = e;
-      return begin;
-    }
+    rt.synchronize(this.device);
+    transaction(rt, (tx) => {
+      for (let i = begin; i < end; i++) {
+        const a = this.#pages[i]!;
+        const va = this.pageAddress(i);
+        rt.unmap(va, this.pageSize);
+        tx.undo(() => {
+          rt.map(va, this.pageSize, a);
+          rt.setAccess(va, this.pageSize, this.#readWrite());
+        });
+      }
+    });
     for (let i = begin; i < end; i++) {
       const a = this.#pages[i]!;
-      try {
-        rt.unmap(this.pageAddress(i), this.pageSize);
-      } catch (e) {
-        this.unmapError = e;
-        this.#trim();
-        return i;
-      }
       this.#pages[i] = undefined;
       this.#mappedSize -= this.pageSize;
       try {
         rt.release(a);
       } catch {
-        // The page is unmapped; the caller retries its handle later.
         unreleased.push(a);
       }
     }
     this.#trim();
-    return end;
   }
-
-  /** Why the last unmapPages stopped early. */
-  unmapError: unknown;
 
   /** Give the range back; every page must be unmapped. Throws what runtime.free throws. */
   free(): void {
@@ -177,6 +175,11 @@ export class ExpandableSegment {
     this.#pages.length = 0;
     this.#mappedSize = 0;
     if (this.reservation.owner !== undefined) rt.quietly(() => rt.free(this.reservation));
+  }
+
+  /** The access every mapped page has: the device reads and writes it. */
+  #readWrite(): { device: number; access: Access }[] {
+    return [{ device: this.device, access: Access.ReadWrite }];
   }
 
   /** Drop trailing unmapped entries (trimHandles). */

@@ -1,3 +1,4 @@
+import { AllocatorArgumentError, AllocatorStateError } from '../errors.js';
 import { BlockPool } from './block-pool.js';
 
 /**
@@ -108,7 +109,9 @@ export class PrivatePools {
     const p = this.#pools.get(id);
     if (p === undefined) return this.#make(id);
     if (p.useCount === 0)
-      throw new Error(`private pool ${id} is no longer used by any graph (PyTorch asserts use_count > 0)`);
+      throw new AllocatorStateError(
+        `private pool ${id} is no longer used by any graph (PyTorch asserts use_count > 0)`,
+      );
     return p;
   }
 
@@ -122,7 +125,7 @@ export class PrivatePools {
   /** releasePool (P3): one user fewer; at none the pool becomes freeable. */
   release(id: number): void {
     const p = this.#pools.get(id);
-    if (p === undefined || p.useCount === 0) throw new RangeError(`no private pool ${id} in use`);
+    if (p === undefined || p.useCount === 0) throw new AllocatorArgumentError(`no private pool ${id} in use`);
     if (--p.useCount === 0) this.#freeable.push(p);
   }
 

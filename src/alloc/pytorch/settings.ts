@@ -1,5 +1,8 @@
-import { AllocConfError, parseAllocConf } from './alloc-conf.js';
+import { AllocatorSettingsError, AllocConfError } from '../errors.js';
+import { parseAllocConf } from './alloc-conf.js';
 import { isPowerOfTwo, LARGE_BUFFER, ROUNDUP_INTERVALS } from './sizes.js';
+
+export { AllocatorSettingsError } from '../errors.js';
 
 /**
  * The allocator settings that change what PyTorch's caching allocator does
@@ -34,11 +37,6 @@ export const DEFAULT_PYTORCH_SETTINGS: PytorchAllocatorSettings = Object.freeze(
   expandableSegments: false,
   memoryFraction: 1,
 });
-
-/** A snapshot's allocator_settings (or settings given directly) that PyTorch would refuse. */
-export class AllocatorSettingsError extends Error {
-  override readonly name = 'AllocatorSettingsError';
-}
 
 /**
  * Read a snapshot's `allocator_settings` dict, unpickled as a plain object

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AllocatorOutOfMemoryError, AllocatorStateError } from '../../../src/alloc/errors.js';
 import type { SimProcess } from '../../../src/backends/sim/process.js';
 import { VmmError } from '../../../src/core/errors.js';
 import { checkAgainstShadow, checkTeardown, type LiveBlock, writeBlock } from './check.js';
@@ -148,5 +149,193 @@ describe.each(['native', 'expandable'] as const)('%s: a failing driver step duri
       expect(h.machine.devices[0].pool.used).toBe(0);
     }
     expect(thrown).toBeGreaterThan(0);
+  });
+});
+
+/** The last live block freed, the cache emptied, everything disposed: nothing may stay on the machine. */
+function givesEverythingBack(h: Harness, keep: number, at: string): void {
+  h.alloc.free(keep);
+  h.alloc.emptyCache();
+  expect(h.alloc.stats.reservedBytes, at).toBe(0);
+  h.alloc.dispose();
+  h.rt.dispose();
+  expect(h.machine.liveAllocations, at).toBe(0);
+  expect(h.machine.devices[0].pool.used, at).toBe(0);
+}
+
+/**
+ * Unmapping pages of an expandable segment (E7: emptyCache, the OOM path)
+ * is one transaction up to its releases: every unmap first, a failed one
+ * mapping the pages back with their access, so nothing changed; the
+ * releases last, where a handle that will not go back is kept and retried
+ * (core's Note [Points of no return]). A fault at each step of one range
+ * of three pages and the segment's range after it.
+ */
+describe('expandable: a failing driver step while a range of pages is unmapped', () => {
+  it('changes nothing before the first release, stands after it, and a later emptyCache finishes', () => {
+    const make = () => {
+      const h = harness('expandable', {}, smallDevice(128 * MiB));
+      const live = new Map<number, LiveBlock>();
+      const keep = h.alloc.malloc(3 * MiB, 0);
+      live.set(keep, { size: 3 * MiB, stream: 0, tag: 2 });
+      writeBlock(h, keep, live.get(keep)!);
+      // Three 20 MiB pages of stream 1's segment, free: the only whole pages emptyCache can unmap.
+      h.alloc.free(h.alloc.malloc(60 * MiB, 1));
+      return { h, live, keep };
+    };
+    const dry = make();
+    dry.h.faults.arm(0);
+    dry.h.alloc.emptyCache();
+    const steps = [...dry.h.faults.log];
+    expect(steps).toEqual(['unmap', 'unmap', 'unmap', 'release', 'release', 'release', 'free']);
+    for (let k = 1; k <= steps.length; k++) {
+      const { h, live, keep } = make();
+      const before = state(h);
+      const at = `${steps[k - 1]} (step ${k})`;
+      h.faults.kind = 'invalid-value';
+      h.faults.arm(k);
+      let thrown: unknown;
+      try {
+        h.alloc.emptyCache();
+      } catch (e) {
+        thrown = e;
+      }
+      h.faults.arm(0);
+      if (steps[k - 1] === 'unmap') {
+        expect(thrown, at).toBeInstanceOf(VmmError);
+        expect(state(h), at).toEqual(before);
+      } else {
+        // The pages are gone either way; only the segment's own range may still be held.
+        expect(thrown === undefined, at).toBe(steps[k - 1] === 'release');
+        expect(h.alloc.stats.reservedBytes, at).toBe(20 * MiB);
+        expect(h.events.at(-1), at).toEqual({
+          action: 'segment_unmap',
+          address: expect.any(Number),
+          size: 60 * MiB,
+          stream: 1,
+        });
+      }
+      checkAgainstShadow(h, live, false);
+      h.alloc.emptyCache();
+      checkAgainstShadow(h, live);
+      givesEverythingBack(h, keep, at);
+    }
+  });
+});
+
+/**
+ * Private pools (Note [Private pools]) take memory and give it back through
+ * the same multi-step paths, with books of their own: cudaMalloc_count (P4)
+ * decides whether a freeable pool is erased once emptied. After a fault
+ * the pool must be erased, or not, exactly as in a run without one (under
+ * native segments always; under expandable ones PyTorch's count of
+ * mapping calls against unmapped ranges can keep it), and its memory must
+ * all go back without tripping PyTorch's cudaMalloc_count assertion.
+ */
+describe.each(['native', 'expandable'] as const)('%s: a failing driver step in a private pool', (kind) => {
+  /** Pool 1 holds a live block and cached memory; the default pool a live block (first). */
+  const setup = () => {
+    const h = harness(kind, {}, smallDevice(256 * MiB));
+    const live = [h.alloc.malloc(1000, 0), h.alloc.malloc(30 * MiB, 0, 1)];
+    h.alloc.free(h.alloc.malloc(5 * MiB, 0, 1));
+    h.alloc.free(h.alloc.malloc(3000, 1, 1));
+    return { h, live };
+  };
+  /**
+   * Let pool 1 go (its blocks freed, no graph using it) and empty the cache:
+   * none of its memory may stay. Returns whether the pool was erased (naming
+   * it again makes a new pool rather than failing PyTorch's use_count assertion).
+   */
+  const letPoolGo = (h: Harness, poolBlocks: readonly number[]): boolean => {
+    for (const b of poolBlocks) h.alloc.free(b);
+    h.alloc.releasePool(1);
+    h.alloc.emptyCache();
+    expect(h.alloc.snapshot().filter((s) => s.pool === 1)).toEqual([]);
+    try {
+      h.alloc.free(h.alloc.malloc(4 * MiB, 0, 1));
+    } catch (e) {
+      expect(e).toBeInstanceOf(AllocatorStateError);
+      return false;
+    }
+    h.alloc.releasePool(1);
+    h.alloc.emptyCache();
+    return true;
+  };
+
+  it.each(REQUESTS)(
+    'malloc of %d bytes on stream %d: as before, then as a run without the fault',
+    (size, stream) => {
+      const dry = setup();
+      dry.h.faults.arm(0);
+      dry.live.push(dry.h.alloc.malloc(size, stream, 1));
+      const steps = [...dry.h.faults.log];
+      expect(steps.length).toBeGreaterThan(0);
+      const erased = letPoolGo(dry.h, dry.live.slice(1));
+      if (kind === 'native') expect(erased).toBe(true);
+      checkTeardown(dry.h, [dry.live[0]]);
+      for (const fault of ['invalid-value', 'out-of-memory'] as const) {
+        for (let k = 1; k <= steps.length; k++) {
+          const { h, live } = setup();
+          const before = state(h);
+          const at = `${fault} at ${steps[k - 1]} (step ${k})`;
+          h.faults.kind = fault;
+          h.faults.arm(k);
+          let thrown: unknown;
+          try {
+            h.alloc.malloc(size, stream, 1);
+          } catch (e) {
+            thrown = e;
+          }
+          h.faults.arm(0);
+          // P8: no cached block is released for a request under a capture, so nothing is retried.
+          if (fault === 'out-of-memory' && (kind === 'native' || steps[k - 1] === 'create'))
+            expect(thrown, at).toBeInstanceOf(AllocatorOutOfMemoryError);
+          else expect(thrown, at).toBeInstanceOf(VmmError);
+          expect(h.alloc.stats.allocRetries, at).toBe(0);
+          expect(state(h), at).toEqual(before);
+          live.push(h.alloc.malloc(size, stream, 1));
+          expect(letPoolGo(h, live.slice(1)), at).toBe(erased);
+          checkTeardown(h, [live[0]]);
+        }
+      }
+    },
+  );
+
+  it('emptyCache of a freeable pool: consistent, finished by a later emptyCache, nothing leaks', () => {
+    const make = () => {
+      const { h, live } = setup();
+      const shadow = new Map<number, LiveBlock>();
+      shadow.set(live[0], { size: 1000, stream: 0, tag: 3 });
+      writeBlock(h, live[0], shadow.get(live[0])!);
+      h.alloc.free(live[1]);
+      h.alloc.releasePool(1);
+      return { h, live: shadow, keep: live[0] };
+    };
+    const dry = make();
+    dry.h.faults.arm(0);
+    dry.h.alloc.emptyCache();
+    const steps = [...dry.h.faults.log];
+    expect(steps.length).toBeGreaterThan(2);
+    expect(dry.h.alloc.snapshot().filter((s) => s.pool === 1)).toEqual([]);
+    for (let k = 1; k <= steps.length; k++) {
+      const { h, live, keep } = make();
+      const at = `${steps[k - 1]} (step ${k})`;
+      h.faults.kind = 'invalid-value';
+      h.faults.arm(k);
+      try {
+        h.alloc.emptyCache();
+      } catch (e) {
+        expect(e, at).toBeInstanceOf(VmmError);
+      }
+      h.faults.arm(0);
+      checkAgainstShadow(h, live, false);
+      h.alloc.emptyCache();
+      checkAgainstShadow(h, live);
+      expect(
+        h.alloc.snapshot().filter((s) => s.pool === 1),
+        at,
+      ).toEqual([]);
+      givesEverythingBack(h, keep, at);
+    }
   });
 });
