@@ -15,22 +15,11 @@
  * frames list of shared frame dicts, as PyTorch's symbolized tracebacks do.
  */
 import type { PickleDict, PickleValue } from '../../src/replay/pickle/index.js';
+import { random } from './random.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
-
-/** A small deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Build the snapshot value (see Note [Bench workload]). */
 export function makeBenchSnapshot(events: number, seed = 8): PickleValue {

@@ -40,6 +40,7 @@ import {
   type PickleValue,
 } from '../../src/replay/pickle/index.js';
 import { ACTIONS, Action, type DeviceTrace, type MemorySnapshot } from '../../src/replay/snapshot.js';
+import { random } from './random.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -154,18 +155,6 @@ function hash(a: number, b: number): number {
   h = Math.imul(h ^ Math.floor(b / 4294967296), 0x01000193);
   h ^= h >>> 13;
   return (Math.imul(h, 0x5bd1e995) >>> 0) % 2147483647;
-}
-
-/** A small deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Stacks as `_record_memory_history()` (context 'all', stacks 'all') records them: C++ then Python frames. */

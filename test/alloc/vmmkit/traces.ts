@@ -11,6 +11,8 @@
  *    steps, interleaved with the caches;
  *  - small: many blocks from 512 B to 1 MiB with random lifetimes.
  */
+import { random } from '../../support/random.js';
+
 export type Op =
   | { readonly op: 'alloc'; readonly id: number; readonly size: number; readonly stream: number }
   | { readonly op: 'free'; readonly id: number }
@@ -18,18 +20,6 @@ export type Op =
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
-
-/** mulberry32: a small seeded generator (deterministic traces). */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Builder {
   readonly ops: Op[] = [];
