@@ -14,8 +14,9 @@
  * garbage_collection_threshold joins the search. With --json: exactly one
  * object on stdout.
  *
- * A usage mistake is one line and the usage, exit 2; bad input (a missing
- * or corrupt file, a pickle that is not a snapshot) one line, exit 1.
+ * A usage mistake is one line with the usage, exit 2; bad input (a missing
+ * or corrupt file, a pickle that is not a snapshot, one with no history)
+ * one line, exit 1.
  */
 import {
   type Advice,
@@ -28,9 +29,9 @@ import {
 import { loadSnapshotFile } from '../replay/load.js';
 import { planReplay, type TracePlan } from '../replay/trace-plan.js';
 import { formatBytes } from '../util/format.js';
-import { flag, option as optionValue, UsageError } from './arguments.js';
+import { flag, option as optionValue, UsageError, usageLine } from './arguments.js';
 import type { CliOutput } from './cli.js';
-import { loadProgress, whatIf } from './replay.js';
+import { checkHistory, loadProgress, whatIf } from './replay.js';
 
 export const ADVISE_USAGE =
   'vmmkit advise <snapshot.pickle[.gz]> [--memory-limit SIZE] [--workers N] [--json]';
@@ -45,7 +46,7 @@ export async function adviseCommand(io: CliOutput, argv: readonly string[]): Pro
   } catch (e) {
     io.progress?.(-1);
     if (e instanceof UsageError) {
-      io.err(`vmmkit advise: ${e.message}\nusage: ${ADVISE_USAGE}`);
+      io.err(usageLine('advise', e.message, ADVISE_USAGE));
       return 2;
     }
     // Every failure is one line for a person, never a stack trace.
@@ -75,8 +76,7 @@ async function run(io: CliOutput, args: string[]): Promise<number> {
   }
   const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
   const plan = planReplay(snapshot, { memoryLimit });
-  if (plan.events === 0 && plan.reconstructedBlocks === 0)
-    throw new Error(`${args[0]} has no trace events (was the history recorded with _record_memory_history?)`);
+  checkHistory(args[0], plan);
   const advice = await advise(snapshot, {
     plan,
     memoryLimit,

@@ -24,6 +24,15 @@ export function flag(args: string[], name: string): boolean {
 /** A mistake in how a command was called (exit 2): the CLI prints its message with the command's usage. */
 export class UsageError extends Error {}
 
+/**
+ * What every command prints for a usage mistake: one line, what is wrong
+ * and then the command's usage, so a person sees both and a script reading
+ * stderr gets one line (exit 2 goes with it).
+ */
+export function usageLine(command: string, message: string, usage: string): string {
+  return `vmmkit ${command}: ${message} (usage: ${usage})`;
+}
+
 type OptionSpec = Record<string, { type: 'string'; multiple?: boolean } | { type: 'boolean' }>;
 
 type OptionValue<O> = O extends { type: 'boolean' }

@@ -5,30 +5,24 @@
  * `vmmkit inspect <script.mjs>` for every process a script made, and by
  * `vmmkit trace --break NAME` at each breakpoint.
  *
- *   vmmkit inspect <script.mjs> [--json]
+ *   vmmkit inspect <script.mjs> [--at NAME] [--json]
  *
- * The script is the one `vmmkit trace` runs (its default export receives
- * createCuda, createHip, createAcl, createRuntime, createMachine). Each
- * process is shown as it was just before it was disposed, or when the
- * script returned.
+ * The script is the one `vmmkit trace` runs, with the same helpers (Note
+ * [Script helpers] in script.ts). Each process is shown as it was just
+ * before it was disposed, or when the script returned; with --at NAME,
+ * every process live at the script's mark(NAME).
  */
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
-import { createMachine, createRuntime } from '../compose/create-runtime.js';
 import type { Runtime, RuntimeDescription } from '../core/runtime.js';
-import type { BreakContext } from '../core/trace.js';
-import { createAcl } from '../flavors/acl/acl.js';
+import { type BreakContext, Tracer } from '../core/trace.js';
 import { ACL_VIEW } from '../flavors/acl/layers.js';
 import { devicesOf, hex, placeOf, renderState, type VendorView } from '../flavors/common/layers.js';
-import type { FlavorOptions } from '../flavors/common/process.js';
-import { createCuda } from '../flavors/cuda/cuda.js';
 import { CUDA_VIEW } from '../flavors/cuda/layers.js';
-import { createHip } from '../flavors/hip/hip.js';
 import { HIP_VIEW } from '../flavors/hip/layers.js';
+import { parseOptions, UsageError, usageLine } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { runScript, ScriptError } from './script.js';
 
-export const INSPECT_USAGE = 'vmmkit inspect <script.mjs> [--json]';
+export const INSPECT_USAGE = 'vmmkit inspect <script.mjs> [--at NAME] [--json]';
 
 /** Each vendor's view, by the name its layer table gives. */
 const VIEWS: Readonly<Record<string, VendorView>> = { HIP: HIP_VIEW, CUDA: CUDA_VIEW, ACL: ACL_VIEW };
@@ -91,96 +85,48 @@ export interface Inspection {
 
 /** Run `vmmkit inspect`; returns the exit code. */
 export async function inspectCommand(io: CliOutput, argv: readonly string[]): Promise<number> {
-  let json = false;
+  let json: boolean;
+  let at: string | undefined;
   let script: string;
   try {
-    const { values, positionals } = parseArgs({
-      args: [...argv],
-      options: { json: { type: 'boolean' } },
-      allowPositionals: true,
-      strict: true,
+    const { values, positionals } = parseOptions(argv, {
+      json: { type: 'boolean' },
+      at: { type: 'string' },
     });
     if (positionals.length !== 1)
-      throw new Error(positionals.length === 0 ? 'no script given' : 'give one script');
+      throw new UsageError(positionals.length === 0 ? 'no script given' : 'give one script');
     json = values.json === true;
+    at = values.at;
     script = positionals[0];
   } catch (e) {
-    io.err(`vmmkit inspect: ${e instanceof Error ? e.message : String(e)} (usage: ${INSPECT_USAGE})`);
+    if (!(e instanceof UsageError)) throw e;
+    io.err(usageLine('inspect', e.message, INSPECT_USAGE));
     return 2;
   }
   let seen: Inspection[];
   try {
-    seen = await inspectScript(script);
+    seen = await inspectScript(script, at);
   } catch (e) {
-    io.err(`vmmkit inspect: ${e instanceof Error ? e.message : String(e)}`);
+    if (!(e instanceof ScriptError)) throw e;
+    io.err(`vmmkit inspect: ${e.message}`);
     return 1;
   }
   if (json) {
     io.out(JSON.stringify(seen, (_, v) => (typeof v === 'bigint' ? hex(v) : v), 2));
     return 0;
   }
-  if (seen.length === 0) io.out('(the script made no process)');
+  if (seen.length === 0)
+    io.out(at === undefined ? '(the script made no process)' : `(no process was live at mark '${at}')`);
   for (const s of seen) io.out(`=== ${s.label}\n${formatState(s.description, s.vendor)}`);
   return 0;
 }
 
-/** Run `script` and describe each process it made, just before its dispose or when the script returned. */
-export async function inspectScript(script: string): Promise<Inspection[]> {
-  let mod: { default?: unknown };
-  try {
-    mod = (await import(pathToFileURL(resolve(script)).href)) as { default?: unknown };
-  } catch (e) {
-    throw new Error(`cannot load ${script}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
-  }
-  if (typeof mod.default !== 'function') {
-    throw new Error(
-      `${script} must export a default function taking { createCuda, createHip, createAcl, createRuntime, createMachine }`,
-    );
-  }
-  const live: { rt: Runtime; vendor: string | undefined }[] = [];
-  const ended: Inspection[] = [];
-  const watch = (rt: Runtime, vendor: string | undefined) => {
-    const entry = { rt, vendor };
-    live.push(entry);
-    const dispose = rt.dispose.bind(rt);
-    rt.dispose = () => {
-      const i = live.indexOf(entry);
-      if (i >= 0) {
-        live.splice(i, 1);
-        ended.push({
-          label: `${vendor ?? 'core'} process ${rt.pid} just before it was disposed`,
-          vendor,
-          description: rt.describe(),
-        });
-      }
-      dispose();
-    };
-  };
-  const bind =
-    <T extends { runtime: Runtime }>(create: (options?: FlavorOptions) => T, vendor: string) =>
-    (options: FlavorOptions = {}) => {
-      const p = create(options);
-      watch(p.runtime, vendor);
-      return p;
-    };
-  const factories = {
-    createCuda: bind(createCuda, 'CUDA'),
-    createHip: bind(createHip, 'HIP'),
-    createAcl: bind(createAcl, 'ACL'),
-    createRuntime: (options: FlavorOptions = {}) => {
-      const rt = createRuntime(options);
-      watch(rt, undefined);
-      return rt;
-    },
-    createMachine,
-  };
-  await (mod.default as (f: typeof factories) => unknown)(factories);
-  return [
-    ...ended,
-    ...live.map(({ rt, vendor }) => ({
-      label: `${vendor ?? 'core'} process ${rt.pid} when the script returned`,
-      vendor,
-      description: rt.describe(),
-    })),
-  ];
+/** Run `script` and describe each process it made at its end (or, with `at`, at each mark `at`). */
+export async function inspectScript(script: string, at?: string): Promise<Inspection[]> {
+  const states = await runScript(script, new Tracer({ keep: false }), at);
+  return states.map((s) => ({
+    label: `${s.vendor ?? 'core'} process ${s.pid} ${s.when}`,
+    vendor: s.vendor,
+    description: s.description,
+  }));
 }

@@ -16,7 +16,8 @@
  * ratio to the trace's peak requested bytes, utilization, driver calls and
  * their estimated time. With --json: exactly one object on stdout. With
  * --export DIR, each allocator's run is also written as a snapshot of its
- * own (export.ts), DIR/<snapshot>-<allocator>.pickle, for memory_viz.
+ * own (export.ts), DIR/<snapshot>-<allocator>.pickle, for memory_viz; DIR
+ * must exist, as report's --out folder must (output-files.ts).
  *
  * Bad input (a missing, truncated or corrupt file, a pickle that is not a
  * snapshot, an unknown action, a bad field) is one line on stderr and exit
@@ -27,7 +28,6 @@
  * makes the exit 1, after the others have run.
  */
 
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { AllocConfError, parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
 import { recordedConfProblem } from '../alloc/pytorch/settings.js';
@@ -46,12 +46,13 @@ import { loadSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
 import { recordedReserved } from '../replay/recorded.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
-import { planReplay } from '../replay/trace-plan.js';
+import { planReplay, type TracePlan } from '../replay/trace-plan.js';
 import { recordedOomLines, verdictLines } from '../replay/verdict.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
-import { flag, option as optionValue, UsageError } from './arguments.js';
+import { flag, option as optionValue, UsageError, usageLine } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { checkWritableFolder, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
 
 export const REPLAY_USAGE =
@@ -74,7 +75,7 @@ export async function replayCommand(
     return await run(io, [...argv], options);
   } catch (e) {
     if (e instanceof UsageError) {
-      io.err(`vmmkit replay: ${e.message}\nusage: ${REPLAY_USAGE}`);
+      io.err(usageLine('replay', e.message, REPLAY_USAGE));
       return 2;
     }
     // Every failure is one line for a person, never a stack trace.
@@ -105,13 +106,13 @@ async function run(io: CliOutput, args: string[], options: ReplayCliOptions): Pr
     throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
   const { allocators, memoryLimit } = whatIf(names, allocConf, limitText, options.registry);
 
+  if (exportDir !== undefined) checkWritableFolder(exportDir);
   const costs = findCosts(costsPath, options.defaultCosts);
   if (costs === undefined && !json)
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
   const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
   const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit });
-  if (plan.events === 0 && plan.reconstructedBlocks === 0)
-    throw new Error(`${args[0]} holds no trace events: was history recorded? ${HISTORY_HINT}`);
+  checkHistory(args[0], plan);
   const result = replay(snapshot, {
     allocators,
     backend,
@@ -132,11 +133,10 @@ async function run(io: CliOutput, args: string[], options: ReplayCliOptions): Pr
   if (confProblem !== undefined) io.err(`note: ${confProblem}`);
   for (const line of notes(result)) io.err(`note: ${line}`);
   if (exportDir !== undefined) {
-    mkdirSync(exportDir, { recursive: true });
     const stem = basename(args[0]).replace(/(\.pickle)?(\.gz)?$/, '');
     for (const a of result.allocators) {
       const path = join(exportDir, `${stem}-${a.name}.pickle`);
-      writeFileSync(path, pickle(exportRun(snapshot, plan, a)));
+      writeOut(path, pickle(exportRun(snapshot, plan, a)));
       io.err(`note: wrote ${path}`);
     }
   }
@@ -331,6 +331,16 @@ function bytes(n: number): string {
 /** How to record a snapshot replay can use (said when one holds no events). */
 export const HISTORY_HINT =
   '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
+
+/**
+ * A snapshot with nothing to replay (no trace events, no live blocks to
+ * start from) is bad input, said the same way by replay, advise and report:
+ * it asks whether history was recorded, as a dict without 'device_traces' does.
+ */
+export function checkHistory(file: string, plan: TracePlan): void {
+  if (plan.events === 0 && plan.reconstructedBlocks === 0)
+    throw new Error(`${file} holds no trace events: was history recorded? ${HISTORY_HINT}`);
+}
 
 /** JSON has no Infinity: PyTorch's "no limit" (SIZE_MAX) as null. */
 function finite(n: number): number | null {

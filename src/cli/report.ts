@@ -13,21 +13,22 @@
  * unwritable output) is one line on stderr and a nonzero exit, checked
  * before the replay runs where it can be.
  */
-import { accessSync, constants, existsSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { basename, dirname, extname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { advise } from '../replay/advise.js';
 import type { AllocatorRegistry } from '../replay/allocators.js';
 import { exportRun } from '../replay/export.js';
 import { loadSnapshotFile } from '../replay/load.js';
 import { pickle } from '../replay/pickle/writer.js';
+import { planReplay } from '../replay/trace-plan.js';
 import { recordReplay } from '../report/collect.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';
-import { parseOptions, UsageError } from './arguments.js';
+import { parseOptions, UsageError, usageLine } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { checkOutName, checkWritable, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
-import { loadProgress, whatIf } from './replay.js';
+import { checkHistory, loadProgress, whatIf } from './replay.js';
 
 export const REPORT_USAGE =
   'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH] [--no-advice]';
@@ -49,7 +50,7 @@ export async function reportCommand(
   } catch (e) {
     io.progress?.(-1);
     if (e instanceof UsageError) {
-      io.err(`vmmkit report: ${e.message} (usage: ${REPORT_USAGE})`);
+      io.err(usageLine('report', e.message, REPORT_USAGE));
       return 2;
     }
     io.err(`vmmkit report: ${e instanceof Error ? e.message : String(e)}`);
@@ -88,11 +89,15 @@ async function run(io: CliOutput, argv: string[], options: ReportCliOptions): Pr
           name: a.name,
           path: allocators.length === 1 ? exportPath : withSuffix(exportPath, a.name),
         }));
+  checkOutName(out, ['.html', '.htm'], 'the report is one HTML page');
   for (const path of [out, ...exports.map((e) => e.path)]) checkWritable(path);
   const costs = findCosts(costsPath, options.defaultCosts);
 
   const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
+  const plan = planReplay(snapshot, { memoryLimit });
+  checkHistory(args[0], plan);
   const recorded = recordReplay(snapshot, {
+    plan,
     allocators,
     allocConf: values['alloc-conf'],
     memoryLimit,
@@ -116,12 +121,12 @@ async function run(io: CliOutput, argv: string[], options: ReportCliOptions): Pr
             verdict: advice.recommended.verdict,
           },
   });
-  write(out, renderReportHtml(data));
+  writeOut(out, renderReportHtml(data));
   io.out(`wrote ${out}`);
   for (const [i, e] of exports.entries()) {
     const value = exportRun(recorded.snapshot, recorded.plan, recorded.result.allocators[i]);
     const bytes = pickle(value);
-    write(e.path, e.path.endsWith('.gz') ? gzipSync(bytes) : bytes);
+    writeOut(e.path, e.path.endsWith('.gz') ? gzipSync(bytes) : bytes);
     io.out(`wrote ${e.path} (${e.name})`);
   }
   for (const a of recorded.result.allocators) {
@@ -140,25 +145,4 @@ function withSuffix(path: string, name: string): string {
   const stem = dot <= 0 ? base : base.slice(0, dot);
   const ext = dot <= 0 ? extname(base) : base.slice(dot);
   return join(dir, `${stem}-${name}${ext}`);
-}
-
-/** Fail before the work when `path` cannot be written: its folder must exist and be writable. */
-export function checkWritable(path: string): void {
-  const dir = dirname(resolve(path));
-  if (!existsSync(dir)) throw new Error(`cannot write ${path}: no folder ${dir}`);
-  if (existsSync(path) && statSync(path).isDirectory())
-    throw new Error(`cannot write ${path}: it is a folder`);
-  try {
-    accessSync(existsSync(path) ? path : dir, constants.W_OK);
-  } catch {
-    throw new Error(`cannot write ${path}: permission denied`);
-  }
-}
-
-function write(path: string, content: string | Uint8Array): void {
-  try {
-    writeFileSync(path, content);
-  } catch (e) {
-    throw new Error(`cannot write ${path}: ${e instanceof Error ? e.message : String(e)}`);
-  }
 }

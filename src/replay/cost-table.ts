@@ -116,7 +116,9 @@ export function loadCostTable(path: string): CostTable {
   try {
     doc = JSON.parse(readFileSync(path, 'utf8'));
   } catch (e) {
-    throw new CostTableError(`cannot read cost table ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    // A file that is not JSON (a snapshot given by mistake) is said so; JSON.parse's message quotes its bytes.
+    const why = e instanceof SyntaxError ? 'it is not JSON' : e instanceof Error ? e.message : String(e);
+    throw new CostTableError(`cannot read cost table ${path}: ${why}`);
   }
   return parseCostTable(doc, path);
 }

@@ -114,7 +114,8 @@ describe('vmmkit advise', () => {
       expect(out).toEqual([]);
       expect(err).toHaveLength(1);
       expect(err[0]).toMatch(message);
-      expect(err[0]).toContain('\nusage: vmmkit advise');
+      expect(err[0]).not.toContain('\n');
+      expect(err[0]).toContain(' (usage: vmmkit advise');
     }
   });
 

@@ -1,7 +1,8 @@
 /**
  * Issue 10, the trace command as a new user meets it: a missing script is a
- * one-line error, and a traced process's dispose is a span of the front end
- * (the vendor layer), not a parentless core span.
+ * one-line error (bad input, exit 1, as under inspect and map), and a traced
+ * process's dispose is a span of the front end (the vendor layer), not a
+ * parentless core span.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,10 +28,10 @@ afterAll(() => {
 });
 
 describe('vmmkit trace', () => {
-  it('a missing script is one line on stderr and exit code 2', async () => {
+  it('a missing script is one line on stderr and exit code 1', async () => {
     const c = capture();
-    expect(await runCli(['trace', 'missing-script-for-the-test.mjs'], c.io)).toBe(2);
-    expect(c.err).toEqual(['vmmkit trace: no such script: missing-script-for-the-test.mjs']);
+    expect(await runCli(['trace', 'missing-script-for-the-test.mjs'], c.io)).toBe(1);
+    expect(c.err).toEqual(['vmmkit trace: cannot load missing-script-for-the-test.mjs: no such file']);
   });
 
   it('a script whose own import is missing says so in one line', async () => {
@@ -38,7 +39,7 @@ describe('vmmkit trace', () => {
     const script = join(dir, 'bad.mjs');
     writeFileSync(script, "import 'no-such-package-anywhere';\nexport default () => {};\n");
     const c = capture();
-    expect(await runCli(['trace', script], c.io)).toBe(2);
+    expect(await runCli(['trace', script], c.io)).toBe(1);
     expect(c.err).toHaveLength(1);
     expect(c.err[0]).toMatch(/^vmmkit trace: cannot load .*bad\.mjs: .*no-such-package-anywhere/);
   });

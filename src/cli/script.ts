@@ -1,0 +1,159 @@
+/**
+ * A user's script as `vmmkit trace`, `vmmkit inspect` and `vmmkit map` run
+ * it: an ES module whose default export receives one set of helpers (Note
+ * [Script helpers]), and the states of the processes it made.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createMachine, createRuntime, type ProcessOptions } from '../compose/create-runtime.js';
+import type { Runtime, RuntimeDescription } from '../core/runtime.js';
+import type { Tracer } from '../core/trace.js';
+import { createAcl } from '../entry/acl.js';
+import { createCuda } from '../entry/cuda.js';
+import { createHip } from '../entry/hip.js';
+
+/*
+ * Note [Script helpers]: the three commands that run a script hand its
+ * default export the same object, so one script runs under each of them and
+ * the README documents one list:
+ *
+ *   createCuda, createHip, createAcl   a process of that front end (the package's own options)
+ *   createRuntime                      a process with no front end (core's API)
+ *   createMachine                      a simulated machine that several processes join
+ *   tracer                             the Tracer every process made here reports to
+ *   mark(name)                         a named point of the script's own
+ *
+ * Every process is traced under every command, so `tracer.on(...)` works
+ * wherever the script runs (trace prints the tree; inspect and map keep no
+ * spans). Every process is watched too: what it was just before its
+ * dispose, or when the script returned, and at each mark. What differs is
+ * only what a command shows: trace the tree (a mark is a `[script] mark`
+ * span in it, so `--break mark` stops there), inspect and map the processes
+ * at their end or, with `--at NAME`, every live process at mark NAME.
+ * Before, each command made its own list: `mark` existed only in map and
+ * `createRuntime` not in trace, so a script written for one failed in another.
+ */
+
+/** What a script's default export receives (Note [Script helpers]). */
+export interface ScriptHelpers {
+  readonly createCuda: (options?: ProcessOptions) => ReturnType<typeof createCuda>;
+  readonly createHip: (options?: ProcessOptions) => ReturnType<typeof createHip>;
+  readonly createAcl: (options?: ProcessOptions) => ReturnType<typeof createAcl>;
+  readonly createRuntime: (options?: ProcessOptions) => Runtime;
+  readonly createMachine: typeof createMachine;
+  readonly tracer: Tracer;
+  readonly mark: (name: string) => void;
+}
+
+/** The helpers by name, as the error for a script without a default function says them. */
+const HELPER_NAMES = '{ createCuda, createHip, createAcl, createRuntime, createMachine, tracer, mark }';
+
+/** One process as a script left it, or as it was at a mark. */
+export interface ProcessState {
+  readonly pid: number;
+  /** 'CUDA', 'HIP', 'ACL', or undefined for a process made with createRuntime. */
+  readonly vendor: string | undefined;
+  /** 'just before it was disposed', 'when the script returned', or "at mark 'NAME'". */
+  readonly when: string;
+  readonly description: RuntimeDescription;
+}
+
+/** A script that cannot run: a missing file, a failed import, no default function, or a throw (exit 1). */
+export class ScriptError extends Error {}
+
+/**
+ * Run `script` with the helpers over `tracer`. Returns each process at its
+ * end (those disposed first, in order, then those live when it returned),
+ * or with `at`, every process live at each `mark(at)` (a script that never
+ * marks `at` is a ScriptError).
+ */
+export async function runScript(script: string, tracer: Tracer, at?: string): Promise<ProcessState[]> {
+  const main = await loadScript(script);
+  const live: { rt: Runtime; vendor: string | undefined }[] = [];
+  const ended: ProcessState[] = [];
+  const marked: ProcessState[] = [];
+  let reached = false;
+  const state = (rt: Runtime, vendor: string | undefined, when: string): ProcessState => ({
+    pid: rt.pid,
+    vendor,
+    when,
+    description: rt.describe(),
+  });
+  const watch = (rt: Runtime, vendor: string | undefined) => {
+    const entry = { rt, vendor };
+    live.push(entry);
+    const dispose = rt.dispose.bind(rt);
+    // "At its end", for a process the script disposes, is the state just before the dispose.
+    rt.dispose = () => {
+      const i = live.indexOf(entry);
+      if (i >= 0) {
+        live.splice(i, 1);
+        ended.push(state(rt, vendor, 'just before it was disposed'));
+      }
+      dispose();
+    };
+  };
+  const front =
+    <T extends { runtime: Runtime }>(create: (options?: ProcessOptions) => T, vendor: string) =>
+    (options: ProcessOptions = {}): T => {
+      const p = create({ ...options, tracer });
+      watch(p.runtime, vendor);
+      return p;
+    };
+  const helpers: ScriptHelpers = {
+    createCuda: front(createCuda, 'CUDA'),
+    createHip: front(createHip, 'HIP'),
+    createAcl: front(createAcl, 'ACL'),
+    createRuntime: (options: ProcessOptions = {}) => {
+      const rt = createRuntime({ ...options, tracer });
+      watch(rt, undefined);
+      return rt;
+    },
+    createMachine,
+    tracer,
+    mark: (name: string) => {
+      tracer.event('script', 'mark', [name]);
+      if (name !== at) return;
+      reached = true;
+      for (const { rt, vendor } of live) marked.push(state(rt, vendor, `at mark '${name}'`));
+    },
+  };
+  try {
+    await main(helpers);
+  } catch (e) {
+    throw new ScriptError(`${script} threw: ${thrown(e, script)}`);
+  }
+  if (at !== undefined && !reached) throw new ScriptError(`the script never called mark('${at}')`);
+  if (at !== undefined) return marked;
+  return [...ended, ...live.map(({ rt, vendor }) => state(rt, vendor, 'when the script returned'))];
+}
+
+/** The script's default export; a ScriptError says in one line why there is none. */
+async function loadScript(script: string): Promise<(helpers: ScriptHelpers) => unknown> {
+  const path = resolve(script);
+  if (!existsSync(path)) throw new ScriptError(`cannot load ${script}: no such file`);
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(pathToFileURL(path).href)) as { default?: unknown };
+  } catch (e) {
+    throw new ScriptError(
+      `cannot load ${script}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`,
+    );
+  }
+  if (typeof mod.default !== 'function')
+    throw new ScriptError(`${script} must export a default function taking ${HELPER_NAMES}`);
+  return mod.default as (helpers: ScriptHelpers) => unknown;
+}
+
+/** A script's error in one line: its message and the script's own line that threw, where the stack names it. */
+function thrown(e: unknown, script: string): string {
+  if (!(e instanceof Error)) return String(e);
+  const path = resolve(script);
+  const at = e.stack
+    ?.split('\n')
+    .find((l) => l.includes(path))
+    ?.trim();
+  const line = at === undefined ? undefined : /:(\d+):\d+\)?$/.exec(at)?.[1];
+  return `${e.message.split('\n')[0]}${line === undefined ? '' : ` (line ${line})`}`;
+}
