@@ -1,4 +1,5 @@
 import { isVmmError, vmmError } from '../../core/errors.js';
+import type { Reservation } from '../../core/objects.js';
 import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
 import { Access } from '../../core/types.js';
 import {
@@ -9,6 +10,8 @@ import {
   type FreeMemory,
   type SegmentEvent,
 } from '../allocator.js';
+import { AllocatorArgumentError } from '../errors.js';
+import { transaction } from '../transactions.js';
 import { Arena } from './arena.js';
 import type { Block } from './block.js';
 import { type Chunk, ChunkStore } from './chunk-store.js';
@@ -236,7 +239,8 @@ export class VmmkitAllocator implements CachingAllocator {
       prefetchPages = 8,
       minBudget = 0,
     } = options;
-    if (!(slack >= 0) || !Number.isFinite(slack)) throw new RangeError(`slack ${slack} is not >= 0`);
+    if (!(slack >= 0) || !Number.isFinite(slack))
+      throw new AllocatorArgumentError(`slack ${slack} is not >= 0`);
     if (!isCount(smallSize)) throw vmmError('invalid-value', `smallSize ${smallSize}`);
     if (!isCount(mediumSize) || mediumSize < smallSize)
       throw vmmError('invalid-value', `mediumSize ${mediumSize} is below smallSize ${smallSize}`);
@@ -261,10 +265,11 @@ export class VmmkitAllocator implements CachingAllocator {
     this.#alignWholePages = options.alignWholePages ?? false;
     this.#mappedFirst = options.mappedFirst ?? 'grow';
     const hardSlack = options.hardSlack ?? Number.POSITIVE_INFINITY;
-    if (!(hardSlack >= slack)) throw new RangeError(`hardSlack ${hardSlack} is below slack ${slack}`);
+    if (!(hardSlack >= slack))
+      throw new AllocatorArgumentError(`hardSlack ${hardSlack} is below slack ${slack}`);
     this.#hardFactor = (1 + hardSlack) / (1 + slack);
     const prefetchSlack = options.prefetchSlack ?? 0.1;
-    if (!(prefetchSlack >= 0)) throw new RangeError(`prefetchSlack ${prefetchSlack} is not >= 0`);
+    if (!(prefetchSlack >= 0)) throw new AllocatorArgumentError(`prefetchSlack ${prefetchSlack} is not >= 0`);
     this.#prefetchFactor = (1 + prefetchSlack) / (1 + slack);
     this.#access = [{ device: context.device, access: Access.ReadWrite }];
     this.#maxChunkPages = maxChunkPages;
@@ -337,6 +342,11 @@ export class VmmkitAllocator implements CachingAllocator {
     if (!Number.isSafeInteger(stream)) throw vmmError('invalid-value', `stream ${stream} is not a stream`);
     this.#store.clock++;
     this.#epoch++;
+    return this.#serve(size, stream);
+  }
+
+  /** malloc's work once its arguments are checked and the clocks advanced. */
+  #serve(size: number, stream: number): number {
     const rounded = size <= MIN_BLOCK ? MIN_BLOCK : Math.ceil(size / MIN_BLOCK) * MIN_BLOCK;
     const kind = rounded <= this.#smallSize ? SMALL : rounded <= this.#mediumSize ? MEDIUM : LARGE;
     let arena: Arena | undefined;
@@ -355,11 +365,8 @@ export class VmmkitAllocator implements CachingAllocator {
       }
     }
     if (arena === undefined) {
-      try {
-        arena = this.#arena(stream, kind);
-      } catch (e) {
-        throw this.#oom(size, e);
-      }
+      arena = this.#arenas.get(stream)?.[kind];
+      if (arena === undefined) return this.#serveInNewArena(size, stream, kind);
       fit = arena.free.bestFit(rounded);
       if (fit === undefined) throw this.#oom(size, undefined);
     }
@@ -455,21 +462,39 @@ export class VmmkitAllocator implements CachingAllocator {
     return { freeBytes, freePieces, largestFreeBytes };
   }
 
-  #arena(stream: number, kind: number): Arena {
-    let arenas = this.#arenas.get(stream);
-    if (arenas === undefined) {
-      arenas = [undefined, undefined, undefined];
-      this.#arenas.set(stream, arenas);
-    }
-    let a = arenas[kind];
-    if (a === undefined) {
-      const r = this.#runtime.reserve(this.#arenaSize, { alignment: this.#pageSize });
+  /**
+   * A malloc whose stream has no arena of its kind yet: the arena's
+   * reservation and the rest of the malloc are one transaction, so a malloc
+   * that fails after it (no room, a driver step) gives the arena back.
+   */
+  #serveInNewArena(size: number, stream: number, kind: number): number {
+    return transaction(this.#runtime, (tx) => {
+      let r: Reservation;
+      try {
+        r = this.#runtime.reserve(this.#arenaSize, { alignment: this.#pageSize });
+      } catch (e) {
+        throw this.#oom(size, e);
+      }
       const maxPages =
         kind === SMALL ? 1 : kind === MEDIUM ? Math.min(4, this.#maxChunkPages) : this.#maxChunkPages;
-      a = new Arena(this.#runtime, r, this.#pageSize, stream, kind, maxPages);
+      const a = new Arena(this.#runtime, r, this.#pageSize, stream, kind, maxPages);
+      let arenas = this.#arenas.get(stream);
+      if (arenas === undefined) {
+        arenas = [undefined, undefined, undefined];
+        this.#arenas.set(stream, arenas);
+      }
       arenas[kind] = a;
-    }
-    return a;
+      tx.undo(() => this.#dropArena(a));
+      return this.#serve(size, stream);
+    });
+  }
+
+  /** Give an empty arena's range back and forget it (it stays, usable, if the range will not go). */
+  #dropArena(a: Arena): void {
+    this.#runtime.free(a.reservation);
+    const arenas = this.#arenas.get(a.stream)!;
+    arenas[a.kind] = undefined;
+    if (arenas.every((x) => x === undefined)) this.#arenas.delete(a.stream);
   }
 
   /** Whether every page [offset, end) touches is mapped (the cache-hit test: one step per chunk). */
@@ -594,8 +619,10 @@ export class VmmkitAllocator implements CachingAllocator {
   /**
    * Map every unmapped page under [offset, end) (Note [vmmkit allocator],
    * points 2 and 4), then count the block over every chunk there. All or
-   * nothing: a failure unmaps what this call mapped, releases what it
-   * created, pools the rest, and throws.
+   * nothing (a Transaction): a failure unmaps what this call mapped,
+   * releases what it created, pools the rest, and throws. Idle chunks it
+   * moved stay pooled, and what trimming released stays released: cached
+   * memory, no longer held for nothing.
    */
   #mapFor(arena: Arena, offset: number, end: number, requested: number): void {
     const store = this.#store;
@@ -603,26 +630,26 @@ export class VmmkitAllocator implements CachingAllocator {
     const p0 = arena.firstPage(offset);
     const p1 = arena.endPage(end);
     const pageSize = this.#pageSize;
-    const runs: number[] = [];
-    // Chunks already mapped under the block are counted first, so that no reclaim below can take them.
-    const activated: Chunk[] = [];
-    for (let p = p0; p < p1; ) {
-      const c = arena.pages[p];
-      if (c !== undefined) {
-        if (c.live++ === 0) store.unmarkIdle(c);
-        activated.push(c);
-        p = c.firstPage + c.pages;
-      } else {
-        let q = p + 1;
-        while (q < p1 && arena.pages[q] === undefined) q++;
-        runs.push(p, q);
-        p = q;
-      }
-    }
-    const taken: Taken[] = [];
     const mapped: Chunk[] = [];
     const events: SegmentEvent[] = [];
-    try {
+    transaction(this.#runtime, (tx) => {
+      const runs: number[] = [];
+      // Chunks already mapped under the block are counted first, so that no reclaim below can take them.
+      for (let p = p0; p < p1; ) {
+        const c = arena.pages[p];
+        if (c !== undefined) {
+          if (c.live++ === 0) store.unmarkIdle(c);
+          tx.undo(() => {
+            if (--c.live === 0) store.markIdle(c);
+          });
+          p = c.firstPage + c.pages;
+        } else {
+          let q = p + 1;
+          while (q < p1 && arena.pages[q] === undefined) q++;
+          runs.push(p, q);
+          p = q;
+        }
+      }
       for (let r = 0; r < runs.length; r += 2) {
         const p = runs[r];
         let q = runs[r + 1];
@@ -637,8 +664,9 @@ export class VmmkitAllocator implements CachingAllocator {
         while (page < q) {
           // One handle for the whole run (up to the arena's largest): 3 driver calls per growth.
           const t = this.#obtain(Math.min(q - page, arena.maxChunkPages), budget);
-          taken.push(t);
+          tx.undo(() => this.#putBack(t));
           arena.map(t.chunk, page);
+          tx.undo(() => arena.unmap(t.chunk));
           mapped.push(t.chunk);
           page += t.chunk.pages;
         }
@@ -650,26 +678,28 @@ export class VmmkitAllocator implements CachingAllocator {
           stream: arena.stream,
         });
       }
-    } catch (e) {
-      const rt = this.#runtime;
-      for (let i = mapped.length - 1; i >= 0; i--) {
-        const c = mapped[i];
-        rt.quietly(() => arena.unmap(c));
-      }
-      for (const t of taken) {
-        const c = t.chunk;
-        if (c.arena !== undefined) continue; // could not be unmapped; stays (the runtime reported why)
-        if (t.created) rt.quietly(() => store.release(c));
-        else store.putPooled(c);
-      }
-      for (const c of activated) if (--c.live === 0) store.markIdle(c);
-      throw e;
-    }
+    });
     for (const c of mapped) {
       if (c.firstPage < p1) c.live = 1;
       else store.markIdle(c);
     }
     if (this.#onEvent !== undefined) for (const ev of events) this.#onEvent(ev);
+  }
+
+  /** Undo of #obtain for a failed #mapFor: a chunk it created goes back to the driver, any other to the pool. */
+  #putBack(t: Taken): void {
+    const c = t.chunk;
+    if (c.arena !== undefined) return; // could not be unmapped; stays (the runtime reported why)
+    if (!t.created) {
+      this.#store.putPooled(c);
+      return;
+    }
+    try {
+      this.#store.release(c);
+    } catch (e) {
+      this.#store.putPooled(c);
+      throw e;
+    }
   }
 
   /**

@@ -3,7 +3,7 @@ import { AllocatorOutOfMemoryError, type SegmentEvent } from '../../../src/alloc
 import { DEFAULT_PYTORCH_SETTINGS, PytorchExpandableAllocator } from '../../../src/alloc/pytorch/index.js';
 import { VmmkitAllocator, type VmmkitOptions } from '../../../src/alloc/vmmkit/index.js';
 import { createMachine } from '../../../src/backends/sim/machine.js';
-import { VmmError } from '../../../src/core/errors.js';
+import { type ErrorKind, VmmError } from '../../../src/core/errors.js';
 import { Runtime } from '../../../src/core/runtime.js';
 import { expectVmmError } from '../../core/helpers.js';
 import { faultySetup, MiB, pattern, smallDevice, state } from './helpers.js';
@@ -186,6 +186,23 @@ describe('VmmkitAllocator', () => {
         expect(back).toEqual(pattern(2000, i));
       }
     };
+    /** malloc(request, stream) with the k-th driver step failing with `kind`: the address, or what it threw. */
+    const faulted = (
+      p: ReturnType<typeof prepare>,
+      kind: ErrorKind,
+      k: number,
+      stream: number,
+    ): { address?: number; thrown?: unknown } => {
+      p.faulty.kind = kind;
+      p.faulty.arm(k);
+      try {
+        return { address: p.alloc.malloc(request, stream) };
+      } catch (e) {
+        return { thrown: e };
+      } finally {
+        p.faulty.arm(0);
+      }
+    };
     const finish = (p: ReturnType<typeof prepare>) => {
       for (const b of p.live) p.alloc.free(b);
       p.alloc.dispose();
@@ -213,16 +230,7 @@ describe('VmmkitAllocator', () => {
             const p = prepare(options);
             const before = state(p.rt, p.inner, p.machine);
             const stats = { ...p.alloc.stats };
-            p.faulty.kind = kind;
-            p.faulty.arm(k);
-            let address: number | undefined;
-            let thrown: unknown;
-            try {
-              address = p.alloc.malloc(request, 0);
-            } catch (e) {
-              thrown = e;
-            }
-            p.faulty.arm(0);
+            let { address, thrown } = faulted(p, kind, k, 0);
             const s = p.alloc.stats;
             const info = p.rt.memoryInfo(0);
             expect(s.reservedBytes, `step ${k}`).toBe(info.total - info.free);
@@ -254,6 +262,41 @@ describe('VmmkitAllocator', () => {
         });
       }
     }
+
+    it('on a stream with no arena yet: the new arena is taken back with the rest, at any step', () => {
+      const options = { slack: 0.5 };
+      const dry = prepare(options);
+      dry.faulty.arm(0);
+      dry.alloc.malloc(request, 2);
+      const steps = [...dry.faulty.log];
+      expect(steps.slice(0, 4)).toEqual(['reserve', 'create', 'map', 'setAccess']);
+      finish(dry);
+      for (const kind of ['out-of-memory', 'invalid-value'] as const) {
+        for (let k = 1; k <= steps.length; k++) {
+          const p = prepare(options);
+          const before = state(p.rt, p.inner, p.machine);
+          const at = `${kind} at ${steps[k - 1]} (step ${k})`;
+          let { address, thrown } = faulted(p, kind, k, 2);
+          intact(p);
+          if (thrown === undefined) {
+            // An injected out-of-memory at create is retried after giving back the cache (N6 h).
+            expect([kind, steps[k - 1]], at).toEqual(['out-of-memory', 'create']);
+          } else {
+            expect(thrown, at).toBeInstanceOf(
+              kind === 'out-of-memory' ? AllocatorOutOfMemoryError : VmmError,
+            );
+            expect(state(p.rt, p.inner, p.machine), at).toEqual(before);
+            expect(
+              p.alloc.layout().arenas.filter((a) => a.stream === 2),
+              at,
+            ).toEqual([]);
+            address = p.alloc.malloc(request, 2);
+          }
+          p.alloc.free(address!);
+          finish(p);
+        }
+      }
+    });
   });
 
   it('synthetic traces: consistent to the end; with a medium arena, below the expandable model where medium blocks pin pages', () => {
