@@ -19,7 +19,6 @@ import { createMachine, type MachineOptions } from '../../src/backends/sim/machi
 import { DEVICE_PRESETS } from '../../src/backends/sim/presets.js';
 import { isVmmError } from '../../src/core/errors.js';
 import type { Access, AllocationProperties } from '../../src/core/types.js';
-import { deviceAttribute } from '../../src/flavors/cuda/attributes.js';
 import { CU_EVENT_DISABLE_TIMING, CU_MEM_LOCATION_TYPE_HOST } from '../../src/flavors/cuda/constants.js';
 import { CUDA_ERROR_TABLE } from '../../src/flavors/cuda/error-table.js';
 
@@ -130,7 +129,7 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     // The simulated H200's answers (Note [Device attributes]); an attribute it does not answer is INVALID_VALUE.
     cuDeviceGetAttribute: (out: Out, attribute: number, d: number) => {
       if (d < 0 || d >= sim.devices.length) return 101;
-      const value = deviceAttribute(DEVICE_PRESETS.H200.name, attribute);
+      const value = DEVICE_PRESETS.H200.driverAttributes.get(attribute);
       if (value === undefined) return 1;
       put(out, value);
       return 0;

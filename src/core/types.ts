@@ -53,16 +53,26 @@ export interface DeviceInfo {
   /**
    * Every device attribute the vendor's driver answered, by the driver's own
    * attribute number (CUDA: CUdevice_attribute -> cuDeviceGetAttribute's
-   * value), read once when a real backend opens the device. Absent on
-   * simulated devices, whose facts the front ends keep (Note [Device attributes]).
+   * value), read once when a real backend opens the device. A simulated
+   * device has them where its spec recorded a real part's (the H200); the
+   * front ends answer from them (Note [Device attributes]).
    */
   readonly driverAttributes?: ReadonlyMap<number, number>;
+  /** The part's figures as its vendor publishes them, where no driver record gives them (a simulated MI300X). */
+  readonly published?: PublishedFacts;
   /**
    * The devices (ordinals) whose memory this one can reach directly, as the
    * driver says (cuDeviceCanAccessPeer); never the device itself. Absent on
    * simulated devices, where every device can reach every other (Note [Peer access]).
    */
   readonly peers?: readonly number[];
+}
+
+/** A part's compute units and compute capability (AMD: its LLVM target's major and minor), in hipDeviceProp_t's words. */
+export interface PublishedFacts {
+  readonly multiProcessorCount: number;
+  readonly major: number;
+  readonly minor: number;
 }
 
 export interface MemoryInfo {

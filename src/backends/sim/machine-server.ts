@@ -28,6 +28,7 @@ import { closeSync, constants, mkdirSync, openSync, rmSync, writeSync } from 'no
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { isVmmError } from '../../core/errors.js';
+import type { DeviceInfo } from '../../core/types.js';
 import { Machine, type MachineOptions } from './machine.js';
 import type { SimProcess } from './process.js';
 
@@ -46,6 +47,23 @@ export interface MachineRequest {
 
 /** The answer: a value, or a VmmError's kind and message. */
 export type MachineAnswer = { ok: unknown; bytes?: string } | { error: { kind: string; message: string } };
+
+/** A DeviceInfo as it crosses in JSON: its driver attributes as [attribute, value] pairs. */
+export type DeviceOnTheWire = Omit<DeviceInfo, 'driverAttributes'> & {
+  readonly driverAttributes?: readonly (readonly [number, number])[];
+};
+
+export function deviceOnTheWire(d: DeviceInfo): DeviceOnTheWire {
+  const { driverAttributes, ...rest } = d;
+  return driverAttributes === undefined ? rest : { ...rest, driverAttributes: [...driverAttributes] };
+}
+
+export function deviceOffTheWire(d: DeviceOnTheWire): DeviceInfo {
+  const { driverAttributes, ...rest } = d;
+  return Object.freeze(
+    driverAttributes === undefined ? rest : { ...rest, driverAttributes: new Map(driverAttributes) },
+  );
+}
 
 export function makeFifo(path: string): void {
   execFileSync('mkfifo', ['-m', '600', path]);
@@ -133,7 +151,8 @@ function answerOf(machine: Machine, p: SimProcess, request: MachineRequest): Mac
   try {
     switch (op) {
       case 'hello':
-        return { ok: { pid: p.pid, devices: p.devices, partialMaps: p.partialMaps } };
+        // A Map is {} in JSON: a device's recorded attributes cross as [attribute, value] pairs.
+        return { ok: { pid: p.pid, devices: p.devices.map(deviceOnTheWire), partialMaps: p.partialMaps } };
       case 'takeFd':
         return { ok: machine.passFd(args[0] as number, args[1] as number, p) };
       case 'write': {

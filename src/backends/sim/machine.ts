@@ -2,7 +2,7 @@ import { vmmError } from '../../core/errors.js';
 import type { Tracer } from '../../core/trace.js';
 import { type AllocationProperties, type DeviceInfo, MAX_DEVICES } from '../../core/types.js';
 import { PageAccounting, PhysicalMemory } from './physical-memory.js';
-import { type DevicePreset, type DeviceSpec, resolveDeviceSpec } from './presets.js';
+import { type DevicePreset, type DeviceSpec, deviceInfo, resolveDeviceSpec } from './presets.js';
 import { SimProcess } from './process.js';
 
 export interface MachineOptions {
@@ -65,16 +65,7 @@ export class Machine {
     if (specs.length === 0 || specs.length > MAX_DEVICES) {
       throw new RangeError(`a machine has 1 to ${MAX_DEVICES} devices, not ${specs.length}`);
     }
-    this.devices = specs.map(
-      (s, ordinal) =>
-        new SimDevice({
-          ordinal,
-          name: s.name,
-          totalMemory: s.totalMemory,
-          minimumGranularity: s.minimumGranularity,
-          recommendedGranularity: s.recommendedGranularity,
-        }),
-    );
+    this.devices = specs.map((s, ordinal) => new SimDevice(deviceInfo(s, ordinal)));
     this.host = new MemoryPool(options.hostMemory ?? 2 ** 40);
   }
 

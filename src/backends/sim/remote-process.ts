@@ -8,8 +8,7 @@ import { closeSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { BACKEND_OPERATIONS, type Backend } from '../../backend/backend.js';
 import { type ErrorKind, vmmError } from '../../core/errors.js';
-import type { DeviceInfo } from '../../core/types.js';
-import { type MachineAnswer, makeFifo } from './machine-server.js';
+import { type DeviceOnTheWire, deviceOffTheWire, type MachineAnswer, makeFifo } from './machine-server.js';
 
 /** A Backend on a served machine, plus the served machine's way to pass a descriptor. */
 export interface RemoteSimProcess extends Backend {
@@ -102,12 +101,12 @@ class Connection {
  */
 export function connectMachine(directory: string): RemoteSimProcess {
   const c = new Connection(directory);
-  const hello = c.call('hello', []).ok as { pid: number; devices: DeviceInfo[]; partialMaps: boolean };
+  const hello = c.call('hello', []).ok as { pid: number; devices: DeviceOnTheWire[]; partialMaps: boolean };
   c.readOnlyAnswers();
   const backend: Record<string, unknown> = {
     kind: 'sim',
     pid: hello.pid,
-    devices: Object.freeze(hello.devices.map((d) => Object.freeze(d))),
+    devices: Object.freeze(hello.devices.map(deviceOffTheWire)),
     partialMaps: hello.partialMaps,
   };
   // Every operation crosses as is, but the two that carry host bytes.

@@ -2,34 +2,35 @@
  * cuDeviceGetAttribute's answers (Note [Device attributes]).
  *
  * Note [Device attributes]
- * The simulated NVIDIA H200 answers every attribute the real part answered,
- * with the real part's value: conformance/gpu/device-attributes.py read
- * them all from an H200 on driver 580.159.04 (CUDA 13.0) into
- * conformance/results/h200-device-attributes.json (147 of them: ids 1 to
- * 147, four past the last one cuda.h 13.0 names), h200-attributes.ts holds
- * them, and test/flavors/cuda/attributes.test.ts compares every answer with
- * the file, so the table cannot drift from it. An id the part did not
- * answer is CUDA_ERROR_INVALID_VALUE, as there (attribute.badNumbers).
- * The part answers 1 for fabric handles and generic compression: the
- * attribute says what the hardware supports, not what this process may do,
- * and on the real machine cuMemCreate of a fabric handle still answers
+ * A device answers from the attributes the runtime reports for it
+ * (DeviceInfo.driverAttributes), wherever they came from. Over the real
+ * driver the CUDA backend reads every attribute of each device when it
+ * opens it (Note [Driver device facts]), so the answers are the part's own,
+ * whatever the part. The simulated NVIDIA H200 reports the real part's: its
+ * preset (src/backends/sim/presets.ts) carries what
+ * conformance/gpu/device-attributes.py read from an H200 on driver
+ * 580.159.04 (CUDA 13.0) into conformance/results/h200-device-attributes.json
+ * (147 of them: ids 1 to 147, four past the last one cuda.h 13.0 names),
+ * held in src/backends/sim/h200-attributes.ts, and
+ * test/flavors/cuda/attributes.test.ts compares every answer with the file,
+ * so the table cannot drift from it. An id the part did not answer is
+ * CUDA_ERROR_INVALID_VALUE, as there (attribute.badNumbers). The part
+ * answers 1 for fabric handles and generic compression: the attribute says
+ * what the hardware supports, not what this process may do, and on the real
+ * machine cuMemCreate of a fabric handle still answers
  * CUDA_ERROR_NOT_PERMITTED without an IMEX channel, as the simulated one does.
  *
- * Over the real driver none of this table is used: the CUDA backend reads
- * every attribute of each device from the driver when it opens it
- * (DeviceInfo.driverAttributes, Note [Driver device facts]), and the front
- * end answers those, the part's own values, whatever the part.
- *
- * A device with no record (another preset, a custom simulated device) answers
- * the front end's own rules, which hold on every simulated device: VMM is
- * supported, POSIX fds can be exported, Windows handles cannot (the simulator
- * is Linux), fabric handles cannot (no IMEX channel), compressible memory is
- * not modelled, compute mode is the default. Its hardware attributes are
- * CUDA_ERROR_INVALID_VALUE: no CUDA part other than the H200 is modelled, and
- * the MI300X and Ascend presets have no CUDA values to publish.
+ * A device with no attributes (another preset, a custom simulated device
+ * whose spec gives none) answers the front end's own rules, which hold on
+ * every simulated device: VMM is supported, POSIX fds can be exported,
+ * Windows handles cannot (the simulator is Linux), fabric handles cannot (no
+ * IMEX channel), compressible memory is not modelled, compute mode is the
+ * default. Its hardware attributes are CUDA_ERROR_INVALID_VALUE: no CUDA
+ * part other than the H200 is modelled, and the MI300X and Ascend presets
+ * have no CUDA values to publish.
  */
+import type { DeviceInfo } from '../../core/types.js';
 import * as C from './constants.js';
-import { H200_ATTRIBUTES } from './h200-attributes.js';
 
 /** Attributes whose value is the front end's own rule, the same on every simulated device without a record. */
 const RULES: ReadonlyMap<number, number> = new Map([
@@ -54,13 +55,9 @@ const HARDWARE: readonly number[] = [
 /** The attributes a device with no record answers on some device (its rules and, never, hardware facts). */
 export const ANSWERED_ATTRIBUTES: readonly number[] = Object.freeze([...RULES.keys(), ...HARDWARE]);
 
-/** The real parts' answers, every one, by part name (see the Note; a test checks every value). */
-const RECORDED: ReadonlyMap<string, ReadonlyMap<number, number>> = new Map([
-  ['NVIDIA H200', H200_ATTRIBUTES],
-]);
-
-/** The value of `attribute` on a device named `deviceName`, or undefined when it is not known. */
-export function deviceAttribute(deviceName: string, attribute: number): number | undefined {
-  const recorded = RECORDED.get(deviceName);
-  return recorded !== undefined ? recorded.get(attribute) : RULES.get(attribute);
+/** The value of `attribute` on `device`, or undefined when it is not known (see the Note). */
+export function deviceAttribute(device: DeviceInfo, attribute: number): number | undefined {
+  return device.driverAttributes !== undefined
+    ? device.driverAttributes.get(attribute)
+    : RULES.get(attribute);
 }

@@ -220,9 +220,8 @@ export class CudaFlavor extends VendorProcess {
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
     const a = typeof attrib === 'number' ? attrib : Number.NaN;
     if (!Number.isInteger(a) || a < 1) return C.CUDA_ERROR_INVALID_VALUE;
-    // Over a real driver, the part's own answers (Note [Driver device facts] in the CUDA backend).
-    const info = this.runtime.devices[d];
-    const value = info.driverAttributes ? info.driverAttributes.get(a) : deviceAttribute(info.name, a);
+    // The part's own answers where the device reports them, else the front end's rules (Note [Device attributes]).
+    const value = deviceAttribute(this.runtime.devices[d], a);
     if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     return writeBox(pi, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }

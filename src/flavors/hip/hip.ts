@@ -192,8 +192,7 @@ export class HipFlavor extends VendorProcess {
     const d = toInt(deviceId);
     if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
     const a = typeof attr === 'number' && Number.isInteger(attr) ? attr : Number.NaN;
-    const info = this.runtime.devices[d];
-    const value = hipDeviceAttribute(info.name, a, info.driverAttributes);
+    const value = hipDeviceAttribute(this.runtime.devices[d], a);
     if (value === undefined) return C.hipErrorInvalidValue;
     return writeBox(pi, value) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
@@ -204,8 +203,7 @@ export class HipFlavor extends VendorProcess {
     if (!isBox(prop)) return C.hipErrorInvalidValue;
     const d = toInt(deviceId);
     if (!this.runtime.isDevice(d)) return C.hipErrorInvalidDevice;
-    const info = this.runtime.devices[d];
-    const value = deviceProperties(info.name, info.totalMemory, info.driverAttributes);
+    const value = deviceProperties(this.runtime.devices[d]);
     if (value === undefined) return C.hipErrorInvalidValue;
     return writeBox(prop, value) ? C.hipSuccess : C.hipErrorInvalidValue;
   }

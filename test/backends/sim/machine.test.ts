@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { H200_ATTRIBUTES } from '../../../src/backends/sim/h200-attributes.js';
 import { createMachine, Machine } from '../../../src/backends/sim/machine.js';
+import { deviceOffTheWire, deviceOnTheWire } from '../../../src/backends/sim/machine-server.js';
 import { DEVICE_PRESETS, type DeviceSpec } from '../../../src/backends/sim/presets.js';
 import { VmmError } from '../../../src/core/errors.js';
 import type { AllocationProperties } from '../../../src/core/types.js';
@@ -57,6 +59,18 @@ describe('Machine: devices', () => {
     const m = new Machine();
     expect(m.devices).toHaveLength(1);
     expect(m.devices[0].info.totalMemory).toBe(150_109_880_320);
+  });
+
+  it("reports each preset's facts with its device, and a served machine's client gets them too", () => {
+    const m = createMachine({ devices: ['H200', 'MI300X', 'Ascend910B'] });
+    const [h200, mi300x, ascend] = m.spawn().devices;
+    expect(h200.driverAttributes).toBe(H200_ATTRIBUTES);
+    expect(mi300x.published).toEqual({ multiProcessorCount: 304, major: 9, minor: 4 });
+    expect(mi300x.driverAttributes).toBeUndefined();
+    expect([ascend.driverAttributes, ascend.published]).toEqual([undefined, undefined]);
+    // JSON has no Map: the attributes cross the served machine's wire as pairs and arrive as the Map.
+    for (const d of [h200, mi300x, ascend])
+      expect(deviceOffTheWire(JSON.parse(JSON.stringify(deviceOnTheWire(d))))).toEqual(d);
   });
 
   it('takes custom specs, mixed with presets', () => {

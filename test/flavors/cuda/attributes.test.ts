@@ -4,10 +4,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { H200_ATTRIBUTES } from '../../../src/backends/sim/h200-attributes.js';
 import { ANSWERED_ATTRIBUTES } from '../../../src/flavors/cuda/attributes.js';
 import * as CU from '../../../src/flavors/cuda/constants.js';
 import { createCuda } from '../../../src/flavors/cuda/cuda.js';
-import { H200_ATTRIBUTES } from '../../../src/flavors/cuda/h200-attributes.js';
 
 interface Recorded {
   devices: { name: string; values: Record<string, number> }[];

@@ -1,6 +1,8 @@
 /** hipGetDeviceProperties (Note [HIP device properties]). */
 import { describe, expect, it } from 'vitest';
 import { DEVICE_PRESETS } from '../../../src/backends/sim/presets.js';
+import * as CU from '../../../src/flavors/cuda/constants.js';
+import { createCuda } from '../../../src/flavors/cuda/cuda.js';
 import * as H from '../../../src/flavors/hip/constants.js';
 import { createHip } from '../../../src/flavors/hip/hip.js';
 
@@ -86,5 +88,51 @@ describe('hipDeviceGetAttribute', () => {
     expect(hip.hipDeviceGetAttribute(Object.freeze({ value: 0 }), 63, 0)).toBe(H.hipErrorInvalidValue);
     hip.dispose();
     expect(attr(hip, 63)).toEqual([H.hipErrorDeinitialized, -1]);
+  });
+});
+
+describe('a device spec holds the facts the front ends answer', () => {
+  it("a custom spec's published figures and driver attributes are HIP's and CUDA's answers", () => {
+    const spec = {
+      name: 'Custom',
+      totalMemory: 1 << 30,
+      minimumGranularity: 4096,
+      recommendedGranularity: 4096,
+    };
+    const published = { ...spec, published: { multiProcessorCount: 8, major: 11, minor: 0 } };
+    const recorded = {
+      ...spec,
+      driverAttributes: new Map([
+        [CU.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 16],
+        [CU.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 8],
+        [CU.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 6],
+      ]),
+    };
+    const hip = createHip({ devices: [published, recorded], report: () => {} });
+    expect(read(hip, 0)).toEqual([
+      0,
+      { name: 'Custom', totalGlobalMem: 1 << 30, multiProcessorCount: 8, major: 11, minor: 0 },
+    ]);
+    expect(read(hip, 1)).toEqual([
+      0,
+      { name: 'Custom', totalGlobalMem: 1 << 30, multiProcessorCount: 16, major: 8, minor: 6 },
+    ]);
+    hip.dispose();
+    const cu = createCuda({ devices: [published, recorded], report: () => {} });
+    cu.cuInit(0);
+    const box = { value: -1 };
+    // CUDA answers a part's attributes only from a driver record: published figures are not CUDA's.
+    expect(cu.cuDeviceGetAttribute(box, CU.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0)).toBe(
+      CU.CUDA_ERROR_INVALID_VALUE,
+    );
+    expect(cu.cuDeviceGetAttribute(box, CU.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1)).toBe(
+      CU.CUDA_SUCCESS,
+    );
+    expect(box.value).toBe(16);
+    // A record answers only what it holds: the front end's rules are for devices with none.
+    expect(cu.cuDeviceGetAttribute(box, CU.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1)).toBe(
+      CU.CUDA_ERROR_INVALID_VALUE,
+    );
+    cu.dispose();
   });
 });

@@ -3,8 +3,11 @@
  * number, as conformance/gpu/device-attributes.py read them through the
  * driver with no vmmkit code (driver 580.159.04, CUDA 13.0; run of
  * 2026-12-01T12:13:28+00:00) into conformance/results/h200-device-attributes.json.
- * test/flavors/cuda/attributes.test.ts compares every entry with that file,
- * both ways, so this table cannot drift from the record (Note [Device attributes]).
+ * The H200 preset (presets.ts) carries it as the device's driverAttributes,
+ * which the front ends answer (Note [Device attributes] in
+ * src/flavors/cuda/attributes.ts). test/flavors/cuda/attributes.test.ts
+ * compares every entry with that file, both ways, so this table cannot
+ * drift from the record.
  */
 export const H200_ATTRIBUTES: ReadonlyMap<number, number> = new Map([
   [1, 1024],
