@@ -30,10 +30,13 @@ import subprocess
 import sys
 import time
 
+from recording import (
+    MAX_ENTRIES, allocator_env, child_result, chosen_workloads, cuda_driver_version, decode_round_robin, gpt,
+    kv_decoder, nvidia_smi, plain, seed,
+)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SETTINGS = {"native": None, "expandable": "expandable_segments:True"}
-# Far more than any workload here makes, so the history ring never drops an event.
-MAX_ENTRIES = 50_000_000
 # --seed-offset N (passed to the children through the environment) moves every seed by N: other
 # shapes and sizes for the same kinds of workload, to check allocators on traces they were not tuned on.
 SEED_OFFSET = int(os.environ.get("VMMKIT_TRACE_SEED_OFFSET", "0"))
@@ -42,44 +45,17 @@ SEED_OFFSET = int(os.environ.get("VMMKIT_TRACE_SEED_OFFSET", "0"))
 # ----------------------------------------------------------------- workloads
 # Each takes (torch, device, steps_scale) and runs to completion. torch is passed
 # in so that this module imports without PyTorch (the parent process never
-# touches CUDA, and trace_stats.py needs no torch).
+# touches CUDA, and trace_stats.py needs no torch). The networks are
+# recording.py's, shared with traces/h200-whatif/record.py.
 
 
 def transformer_train(torch, dev, scale):
     """A GPT-style decoder (6 layers, d=768) trained with AdamW under bf16 autocast;
     every step draws its batch size and sequence length anew."""
-    nn, F = torch.nn, torch.nn.functional
+    F = torch.nn.functional
     rng = random.Random(1 + SEED_OFFSET)
     vocab, d, heads, layers = 8192, 768, 12, 6
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x):
-            b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-            return x + self.down(F.gelu(self.up(self.ln2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(1024, d)
-            self.blocks = nn.ModuleList(Block() for _ in range(layers))
-            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
-
-        def forward(self, idx):
-            x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-            for blk in self.blocks:
-                x = blk(x)
-            return self.head(self.ln(x))
-
-    model = GPT().to(dev)
+    model = gpt(torch, vocab, d, heads, layers).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for _ in range(max(2, 30 // scale)):
         batch, seq = rng.choice([4, 8, 12, 16]), rng.choice([128, 256, 384, 512, 768, 1024])
@@ -96,52 +72,11 @@ def kv_cache_decode(torch, dev, scale):
     """Inference with per-request KV caches grown by torch.cat at every decoding step:
     twelve requests of different prompt and output lengths, up to four in flight,
     decoded round-robin (one token per request per tick), bf16 weights, batch 8 each."""
-    nn, F = torch.nn, torch.nn.functional
     rng = random.Random(2 + SEED_OFFSET)
     vocab, d, heads, layers, beams = 8192, 1024, 16, 4, 8
-    hd = d // heads
-
-    class Layer(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x, cache):
-            b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, hd).permute(2, 0, 3, 1, 4)
-            if cache is not None:  # the growth under study: a new, longer tensor every step
-                k = torch.cat([cache[0], k], dim=2)
-                v = torch.cat([cache[1], v], dim=2)
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None)
-            x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-            return x + self.down(F.gelu(self.up(self.ln2(x)))), (k, v)
-
-    emb = nn.Embedding(vocab, d).to(dev, torch.bfloat16)
-    stack = nn.ModuleList(Layer() for _ in range(layers)).to(dev, torch.bfloat16)
-    head = nn.Linear(d, vocab, bias=False).to(dev, torch.bfloat16)
-
-    def step(tokens, caches):
-        x = emb(tokens)
-        new = []
-        for i, layer in enumerate(stack):
-            x, c = layer(x, caches[i] if caches else None)
-            new.append(c)
-        return head(x[:, -1]).argmax(-1, keepdim=True), new
-
+    step = kv_decoder(torch, dev, torch.bfloat16, vocab, d, heads, layers)
     pending = [(rng.randint(32, 512), max(2, rng.randint(24, 96) // scale)) for _ in range(12)]
-    active = []  # [caches, next token, tokens left]
-    with torch.no_grad():
-        while pending or active:
-            while pending and len(active) < 4:
-                prompt, out = pending.pop(0)
-                tok, caches = step(torch.randint(0, vocab, (beams, prompt), device=dev), None)
-                active.append([caches, tok, out])
-            for req in active:
-                req[1], req[0] = step(req[1], req[0])
-                req[2] -= 1
-            active = [r for r in active if r[2] > 0]
+    decode_round_robin(torch, dev, step, pending, vocab, beams)
 
 
 def cnn_train(torch, dev, scale):
@@ -282,42 +217,6 @@ WORKLOADS = {
 # ----------------------------------------------------------------- child
 
 
-def plain(value):
-    """The snapshot as plain Python values (dict, list, str, int, float, bool, None), 'frames' dropped."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items() if k != "frames"}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
-
-
-def cuda_driver_version():
-    """cuDriverGetVersion (13000 for CUDA 13.0), asked of libcuda itself; None where it cannot be loaded."""
-    import ctypes
-
-    try:
-        version = ctypes.c_int(0)
-        if ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(version)) != 0:
-            return None
-        return version.value
-    except OSError:
-        return None
-
-
-def nvidia_smi():
-    try:
-        line = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30, check=True,
-        ).stdout.splitlines()[0]
-        name, driver = (s.strip() for s in line.split(","))
-        return name, driver
-    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
-        return None, None
-
-
 def child(workload, setting, out_dir):
     """Runs one workload under the allocator setting the parent put in the environment."""
     import torch
@@ -325,9 +224,7 @@ def child(workload, setting, out_dir):
     sys.path.insert(0, HERE)
     from trace_stats import summarize
 
-    torch.manual_seed(SEED_OFFSET)
-    torch.backends.cudnn.benchmark = False  # the same algorithms (and workspaces) every run
-    torch.backends.cudnn.deterministic = True
+    seed(torch, SEED_OFFSET)
     # Before the first CUDA allocation, so the history holds every event of the run.
     torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES)
     dev = torch.device("cuda", 0)
@@ -381,9 +278,7 @@ def record_all(out_dir, names, jobs):
     while todo or running:
         while todo and len(running) < jobs:
             w, s = todo.pop(0)
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
-            if SETTINGS[s]:
-                env["PYTORCH_CUDA_ALLOC_CONF"] = SETTINGS[s]
+            env = allocator_env(SETTINGS[s])
             cmd = [sys.executable, os.path.abspath(__file__), "--child", w, s, out_dir]
             running.append((w, s, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)))
         time.sleep(0.2)
@@ -392,10 +287,10 @@ def record_all(out_dir, names, jobs):
             if p.poll() is None:
                 continue
             running.remove(item)
-            lines = [line for line in p.stdout.read().splitlines() if line.startswith("{")]
-            if p.returncode == 0 and lines:
-                runs.append(json.loads(lines[-1]))
-                r = runs[-1]
+            out = p.stdout.read()
+            r = child_result(out) if p.returncode == 0 else None
+            if r is not None:
+                runs.append(r)
                 print(f"{w:18} {s:10} events {r['trace_events']:7}  reserved {r['maxMemoryReserved'] / 2**20:9.1f} MiB"
                       f"  requested {r['peakRequestedBytes'] / 2**20:9.1f} MiB  {r['seconds']:.1f} s", flush=True)
             else:
@@ -438,11 +333,7 @@ def main():
         return 0
     if a.smoke:
         return smoke()
-    names = a.only.split(",") if a.only else list(WORKLOADS)
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        ap.error(f"unknown workload(s): {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
-    return record_all(a.out, names, a.jobs)
+    return record_all(a.out, chosen_workloads(ap, a.only, WORKLOADS), a.jobs)
 
 
 if __name__ == "__main__":

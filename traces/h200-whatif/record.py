@@ -35,7 +35,7 @@ The script picks the fraction whose product is exactly the wanted byte count (`f
 both; `allowedBytes` is what the allocator enforces.
 
 Snapshots are `torch.cuda.memory._snapshot()` with every 'frames' list dropped, pickled (protocol 4) and
-gzipped, holding only plain Python values (traces/record.py's `plain`), except the stacks file, which is
+gzipped, holding only plain Python values (traces/recording.py's `plain`), except the stacks file, which is
 `_dump_snapshot`'s own pickle.
 
 --verify FILE: FILE is JSON [{workload, allocConf, memoryLimit (bytes or null), predictedPeakReservedBytes}];
@@ -58,12 +58,14 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # traces/: record.py's helpers, trace_stats.py
+sys.path.insert(0, os.path.dirname(HERE))  # traces/: recording.py (shared with traces/record.py), trace_stats.py
 
-from record import cuda_driver_version, nvidia_smi, plain  # noqa: E402
+from recording import (  # noqa: E402
+    MAX_ENTRIES, allocator_env, child_result, chosen_workloads, cuda_driver_version, decode_round_robin, gpt,
+    kv_decoder, nvidia_smi, plain, seed,
+)
 from trace_stats import summarize  # noqa: E402
 
-MAX_ENTRIES = 50_000_000  # far more than any run makes: the reference history never wraps
 MIB = 1 << 20
 
 
@@ -71,62 +73,24 @@ MIB = 1 << 20
 # Each takes (torch, device, scale, mark): scale > 1 shortens it (the smoke test), and
 # mark(name) is called at fixed points (the child starts a late history at one, and reads
 # memory_reserved() at each). None of them asks for memory that depends on the data or on
-# timing, so every setting sees the same requests. On the CPU (--smoke) shapes shrink.
-
-
-def _attention(torch, q, k, v, causal):
-    F = torch.nn.functional
-    if hasattr(F, "scaled_dot_product_attention"):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    s = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # PyTorch 1.x, for the CPU smoke test only
-    if causal:
-        t = s.shape[-1]
-        s = s.masked_fill(torch.ones(t, t, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
-    return s.softmax(-1) @ v
+# timing, so every setting sees the same requests. On the CPU (--smoke) shapes shrink. The
+# networks are traces/recording.py's, shared with traces/record.py.
 
 
 def gpt_train(torch, dev, scale, mark):
     """Training: a GPT-style decoder (6 layers, d=768, vocab 8192) with AdamW under bf16 autocast, 14
     steps whose batch and sequence length change every step; the two largest steps come last, so the
     run's peak falls in its final third (the ring-buffer recording relies on that)."""
-    nn, F = torch.nn, torch.nn.functional
+    F = torch.nn.functional
     cpu = dev.type == "cpu"
     rng = random.Random(11)
     vocab, d, heads, layers = 8192, (128 if cpu else 768), 4 if cpu else 12, 6
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x):
-            b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
-            a = _attention(torch, q, k, v, True)
-            x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-            return x + self.down(F.gelu(self.up(self.ln2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(1024, d)
-            self.blocks = nn.ModuleList(Block() for _ in range(layers))
-            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
-
-        def forward(self, idx):
-            x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-            for blk in self.blocks:
-                x = blk(x)
-            return self.head(self.ln(x))
-
     steps = max(3, 14 // scale)
     shapes = [(rng.choice([4, 8, 12]), rng.choice([256, 384, 512, 640, 768, 1024])) for _ in range(steps - 2)]
     shapes += [(16, 1024), (16, 960)]
     if cpu:
         shapes = [(2, max(16, t // 16)) for _, t in shapes]
-    model = GPT().to(dev)
+    model = gpt(torch, vocab, d, heads, layers).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for i, (batch, seq) in enumerate(shapes):
         mark(f"step{i}")
@@ -144,59 +108,14 @@ def kv_decode(torch, dev, scale, mark):
     """Inference: bf16, 4 layers d=1024; 10 requests (prompts 64 to 512 tokens, 12 to 40 new tokens,
     8 beams each), up to 4 in flight, decoded round-robin; each step grows every layer's K and V cache by
     torch.cat, so every step allocates a slightly longer copy and frees the old one."""
-    nn, F = torch.nn, torch.nn.functional
     cpu = dev.type == "cpu"
     rng = random.Random(12)
     vocab, d, heads, layers, beams = 8192, (128 if cpu else 1024), (4 if cpu else 16), 4, 8
-    hd = d // heads
-
-    class Layer(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x, cache):
-            b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, hd).permute(2, 0, 3, 1, 4)
-            if cache is not None:
-                k = torch.cat([cache[0], k], dim=2)
-                v = torch.cat([cache[1], v], dim=2)
-            a = _attention(torch, q, k, v, cache is None)
-            x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-            return x + self.down(F.gelu(self.up(self.ln2(x)))), (k, v)
-
-    dtype = torch.float32 if cpu else torch.bfloat16
-    emb = nn.Embedding(vocab, d).to(dev, dtype)
-    stack = nn.ModuleList(Layer() for _ in range(layers)).to(dev, dtype)
-    head = nn.Linear(d, vocab, bias=False).to(dev, dtype)
-
-    def step(tokens, caches):
-        x = emb(tokens)
-        new = []
-        for i, layer in enumerate(stack):
-            x, c = layer(x, caches[i] if caches else None)
-            new.append(c)
-        return head(x[:, -1]).argmax(-1, keepdim=True), new
-
+    step = kv_decoder(torch, dev, torch.float32 if cpu else torch.bfloat16, vocab, d, heads, layers)
     pending = [(rng.randint(64, 512), max(2, rng.randint(12, 40) // scale)) for _ in range(10)]
     if cpu:
         pending = [(p // 8, n) for p, n in pending[:5]]
-    active = []  # [caches, next token, tokens left]
-    admitted = 0
-    with torch.no_grad():
-        while pending or active:
-            while pending and len(active) < 4:
-                mark(f"admit{admitted}")
-                admitted += 1
-                prompt, out = pending.pop(0)
-                tok, caches = step(torch.randint(0, vocab, (beams, prompt), device=dev), None)
-                active.append([caches, tok, out])
-            for req in active:
-                req[1], req[0] = step(req[1], req[0])
-                req[2] -= 1
-            active = [r for r in active if r[2] > 0]
+    decode_round_robin(torch, dev, step, pending, vocab, beams, admit=lambda i: mark(f"admit{i}"))
 
 
 def graphs_serve(torch, dev, scale, mark):
@@ -553,9 +472,7 @@ def child(spec, out_dir):
     import torch
 
     OOM = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
-    torch.manual_seed(0)
-    torch.backends.cudnn.benchmark = False
-    torch.backends.cudnn.deterministic = True
+    seed(torch, 0)
     dev = torch.device("cuda", 0)
     props = torch.cuda.get_device_properties(0)
     total = props.total_memory
@@ -715,9 +632,7 @@ def compare_requests(run, ref_requests, snapshot):
 
 
 def launch(name, spec, out_dir, log_dir):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
-    if spec["conf"]:
-        env["PYTORCH_CUDA_ALLOC_CONF"] = spec["conf"]
+    env = allocator_env(spec["conf"])
     env.update(spec.get("env", {}))
     env["PYTHONUNBUFFERED"] = "1"
     spec = dict(spec, name=name)
@@ -760,9 +675,8 @@ def run_jobs(jobs, out_dir, n_jobs, deadline, child_timeout):
                 p.wait()
             running.remove(r)
             r["log"].close()
-            lines = [line for line in p.stdout.read().splitlines() if line.startswith("{")]
-            if lines:  # a run that printed its result counts, whatever its teardown did
-                res = json.loads(lines[-1])
+            res = child_result(p.stdout.read())
+            if res is not None:  # a run that printed its result counts, whatever its teardown did
                 res["exitCode"] = p.returncode
                 done[r["name"]] = res
                 print(f"{r['name']:36} {res['ended']:5} reserved {res['maxMemoryReserved'] / MIB:9.1f} MiB"
@@ -946,10 +860,7 @@ def main():
         return smoke()
     if a.verify:
         return verify(a.verify, a.out, a.jobs, a.deadline, a.child_timeout, a.reference_dir)
-    names = a.only.split(",") if a.only else list(WORKLOADS)
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        ap.error(f"unknown workload(s): {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+    names = chosen_workloads(ap, a.only, WORKLOADS)
     return record_all(a.out, names, a.jobs, a.deadline, a.child_timeout, a.keep_limit)
 
 
