@@ -1,6 +1,11 @@
-// A script for `vmmkit trace examples/grow.mjs`: a buffer grown in place on a
-// simulated H200, reading back through the same pointer.
-export default function ({ createCuda }) {
+// A script for `vmmkit trace`, `vmmkit inspect` and `vmmkit map`: a buffer grown
+// in place on a simulated H200, reading back through the same pointer, then
+// undone. mark('grown') names the point where both chunks are mapped:
+//
+//   vmmkit trace examples/grow.mjs
+//   vmmkit inspect examples/grow.mjs --at grown
+//   vmmkit map examples/grow.mjs --at grown --out grow.html
+export default function ({ createCuda, mark }) {
   const cu = createCuda();
   const ctx = { value: 0n };
   cu.cuInit(0);
@@ -22,6 +27,7 @@ export default function ({ createCuda }) {
   cu.cuMemsetD8(base.value, 0x5a, 2 * MiB2);
   const out = new Uint8Array(4);
   cu.cuMemcpyDtoH(out, base.value + BigInt(MiB2 - 2), 4);
+  mark('grown');
   cu.cuMemUnmap(base.value, 2 * MiB2);
   for (const h of handles) cu.cuMemRelease(h);
   cu.cuMemAddressFree(base.value, 4 * MiB2);

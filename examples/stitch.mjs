@@ -132,13 +132,31 @@ async function main() {
     report('two processes on a simulated H200', onSimulator(vmmkit));
     return;
   }
+  // Without a GPU (no libcuda, no device) that is one line and exit 1, before any process is forked.
+  let cu;
+  try {
+    cu = vmmkit.createCuda({ backend: 'cuda' });
+  } catch (e) {
+    console.error(`stitch --gpu: ${oneLine(e)}`);
+    process.exitCode = 1;
+    return;
+  }
   const child = fork(fileURLToPath(import.meta.url), ['--exporter']);
-  const first = await new Promise((resolve) => child.once('message', resolve));
-  const cu = vmmkit.createCuda({ backend: 'cuda' });
+  // The exporter's next message, or its end if it dies before sending one (so the parent never waits forever).
+  const next = () =>
+    new Promise((resolve, reject) => {
+      const exited = (code) => reject(new Error(`the exporter ended (exit code ${code}) before answering`));
+      child.once('exit', exited);
+      child.once('message', (m) => {
+        child.off('exit', exited);
+        resolve(m);
+      });
+    });
+  const first = await next();
   const fd = vmmkit.takeFd(first.pid, first.fd); // pidfd_getfd: the exporter's fd, now this process's
   const s = stitcher(cu, fd);
   child.send('read');
-  const second = await new Promise((resolve) => child.once('message', resolve));
+  const second = await next();
   report(`process ${process.pid} stitching process ${first.pid}'s memory on the GPU`, {
     stitcher: s.around,
     exporter: Uint8Array.from(second.head),
@@ -147,4 +165,14 @@ async function main() {
   cu.dispose();
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) await main();
+/** An error as one line (a driver's message may hold several). */
+function oneLine(e) {
+  return (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, ' ');
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await main().catch((e) => {
+    console.error(`stitch: ${oneLine(e)}`);
+    process.exitCode = 1;
+  });
+}
