@@ -12,6 +12,19 @@
  * in a front end's options (libcuda loads only then), or createCudaBackend.
  * Replaying PyTorch snapshots and what-if answers: `vmmkit/replay`; the
  * report and the address map: `vmmkit/report` (renderMap here too).
+ *
+ * Note [Declarations a user compiles]
+ * A user's project type-checks the package's declarations as its own
+ * tsconfig says, often a plain `target: es2022` with skipLibCheck false.
+ * es2022's lib has no Disposable or Symbol.dispose, which the runtime's
+ * objects, the front ends and the allocators name; so each source whose
+ * declarations name them starts with `/// <reference lib="esnext.disposable"
+ * preserve="true" />`, and its .d.ts brings the lib along (preserve: tsc
+ * 5.5+ drops the directive from the output otherwise). What a user still
+ * needs is @types/node (the pickle writer and the libcuda binding name
+ * Buffer) and a module resolution that reads `exports` (node16, nodenext or
+ * bundler) for the subpaths. test/package/declarations.test.ts compiles a
+ * consumer that way against dist/ and checks every such declaration.
  */
 
 export { CudaBackend, type CudaBackendOptions, createCudaBackend } from './backends/cuda/backend.js';

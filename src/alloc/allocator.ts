@@ -1,3 +1,5 @@
+// The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
+/// <reference lib="esnext.disposable" preserve="true" />
 import type { Runtime } from '../core/runtime.js';
 
 /**

@@ -1,3 +1,5 @@
+// The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
+/// <reference lib="esnext.disposable" preserve="true" />
 import { vmmError } from '../core/errors.js';
 import type { PhysicalAllocation, Reservation } from '../core/objects.js';
 import type { AccessDescriptor, Runtime } from '../core/runtime.js';

@@ -1,3 +1,5 @@
+// The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
+/// <reference lib="esnext.disposable" preserve="true" />
 import type { Backend, DestroyStreamOptions, ImportedMemory } from '../backend/backend.js';
 import { GenerationalHandleTable } from '../util/handle-table.js';
 import { isMultipleOf, isPowerOfTwo } from '../util/integers.js';

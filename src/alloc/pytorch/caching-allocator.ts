@@ -1,3 +1,5 @@
+// The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
+/// <reference lib="esnext.disposable" preserve="true" />
 import { isVmmError } from '../../core/errors.js';
 import type { PhysicalAllocation } from '../../core/objects.js';
 import type { Runtime } from '../../core/runtime.js';

@@ -1,3 +1,5 @@
+// The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
+/// <reference lib="esnext.disposable" preserve="true" />
 import { createProcess, type ProcessOptions, type VmmProcess } from '../../compose/create-runtime.js';
 import { vmmError } from '../../core/errors.js';
 import type { Runtime } from '../../core/runtime.js';
