@@ -12,6 +12,7 @@ import {
   readLong,
   unpickle,
 } from '../../src/replay/pickle/index.js';
+import { thrown } from '../support/thrown.js';
 import { python, pythonMissing } from './python.js';
 
 const noPython = pythonMissing();
@@ -39,15 +40,7 @@ function ops(...bytes: number[]): Uint8Array {
   return Uint8Array.from([Op.PROTO, 4, ...bytes, Op.STOP]);
 }
 
-function errorOf(f: () => unknown): PickleError {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof PickleError) return e;
-    throw e;
-  }
-  throw new Error('no error');
-}
+const errorOf = (f: () => unknown) => thrown(f, PickleError, 'no error');
 
 describe('pickle reader: opcodes', () => {
   it('reads each int opcode with its width and sign', () => {

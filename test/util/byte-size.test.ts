@@ -1,20 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ByteSizeError, parseByteSize } from '../../src/util/byte-size.js';
+import { thrown } from '../support/thrown.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
 
 /** The ByteSizeError `text` throws. */
-function refusal(text: string): ByteSizeError {
-  try {
-    parseByteSize(text);
-  } catch (e) {
-    if (e instanceof ByteSizeError) return e;
-    throw e;
-  }
-  throw new Error(`${JSON.stringify(text)} was accepted`);
-}
+const refusal = (text: string) =>
+  thrown(() => parseByteSize(text), ByteSizeError, `${JSON.stringify(text)} was accepted`);
 
 describe('parseByteSize', () => {
   it('reads plain bytes', () => {

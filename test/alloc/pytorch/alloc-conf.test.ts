@@ -7,20 +7,14 @@ import {
   settingsFromSnapshot,
 } from '../../../src/alloc/pytorch/index.js';
 import { recordedConfProblem } from '../../../src/alloc/pytorch/settings.js';
+import { thrown } from '../../support/thrown.js';
 import { harness, type Kind, MiB, smallDevice } from './helpers.js';
 
 const settings = (text: string) => parseAllocConf(text).settings;
 
 /** The AllocConfError `text` throws. */
-function refusal(text: string): AllocConfError {
-  try {
-    parseAllocConf(text);
-  } catch (e) {
-    if (e instanceof AllocConfError) return e;
-    throw e;
-  }
-  throw new Error(`${JSON.stringify(text)} was accepted`);
-}
+const refusal = (text: string) =>
+  thrown(() => parseAllocConf(text), AllocConfError, `${JSON.stringify(text)} was accepted`);
 
 /** Sixteen roundup entries from runs of [count, value]. */
 function table(...runs: [number, number][]): number[] {

@@ -98,6 +98,28 @@ export function checkAgainstShadow(
   expect(alloc.stats.peakReservedBytes).toBeGreaterThanOrEqual(alloc.stats.reservedBytes);
 }
 
+/**
+ * After a driver step failed and faults were disarmed: the allocator agrees with its live blocks
+ * at once (device memory the driver would not take back may be held outside the segments) and
+ * after a later emptyCache (which finishes any release that failed).
+ */
+export function checkAfterFault(h: Harness, live: ReadonlyMap<number, LiveBlock>): void {
+  checkAgainstShadow(h, live, false);
+  h.alloc.emptyCache();
+  checkAgainstShadow(h, live);
+}
+
+/** The live blocks freed, the cache emptied, everything disposed: nothing may stay on the machine. */
+export function givesEverythingBack(h: Harness, live: Iterable<number>, at: string): void {
+  for (const address of live) h.alloc.free(address);
+  h.alloc.emptyCache();
+  expect(h.alloc.stats.reservedBytes, at).toBe(0);
+  h.alloc.dispose();
+  h.rt.dispose();
+  expect(h.machine.liveAllocations, at).toBe(0);
+  expect(h.machine.devices[0].pool.used, at).toBe(0);
+}
+
 /** Free everything, empty the cache, dispose: the runtime must hold nothing. */
 export function checkTeardown(h: Harness, live: Iterable<number>): void {
   for (const address of live) h.alloc.free(address);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AllocatorOutOfMemoryError, AllocatorStateError } from '../../../src/alloc/errors.js';
 import type { SimProcess } from '../../../src/backends/sim/process.js';
 import { VmmError } from '../../../src/core/errors.js';
-import { checkAgainstShadow, checkTeardown, type LiveBlock, writeBlock } from './check.js';
+import { checkAfterFault, checkTeardown, givesEverythingBack, type LiveBlock, writeBlock } from './check.js';
 import { type Harness, harness, type Kind, MiB, smallDevice } from './helpers.js';
 
 /**
@@ -137,31 +137,12 @@ describe.each(['native', 'expandable'] as const)('%s: a failing driver step duri
         thrown++;
       }
       h.faults.arm(0);
-      checkAgainstShadow(h, live, false);
-      h.alloc.emptyCache();
-      checkAgainstShadow(h, live);
-      h.alloc.free(keep);
-      h.alloc.emptyCache();
-      expect(h.alloc.stats.reservedBytes).toBe(0);
-      h.alloc.dispose();
-      h.rt.dispose();
-      expect(h.machine.liveAllocations, `${steps[k - 1]} (step ${k})`).toBe(0);
-      expect(h.machine.devices[0].pool.used).toBe(0);
+      checkAfterFault(h, live);
+      givesEverythingBack(h, [keep], `${steps[k - 1]} (step ${k})`);
     }
     expect(thrown).toBeGreaterThan(0);
   });
 });
-
-/** The last live block freed, the cache emptied, everything disposed: nothing may stay on the machine. */
-function givesEverythingBack(h: Harness, keep: number, at: string): void {
-  h.alloc.free(keep);
-  h.alloc.emptyCache();
-  expect(h.alloc.stats.reservedBytes, at).toBe(0);
-  h.alloc.dispose();
-  h.rt.dispose();
-  expect(h.machine.liveAllocations, at).toBe(0);
-  expect(h.machine.devices[0].pool.used, at).toBe(0);
-}
 
 /**
  * Unmapping pages of an expandable segment (E7: emptyCache, the OOM path)
@@ -215,10 +196,8 @@ describe('expandable: a failing driver step while a range of pages is unmapped',
           stream: 1,
         });
       }
-      checkAgainstShadow(h, live, false);
-      h.alloc.emptyCache();
-      checkAgainstShadow(h, live);
-      givesEverythingBack(h, keep, at);
+      checkAfterFault(h, live);
+      givesEverythingBack(h, [keep], at);
     }
   });
 });
@@ -328,14 +307,12 @@ describe.each(['native', 'expandable'] as const)('%s: a failing driver step in a
         expect(e, at).toBeInstanceOf(VmmError);
       }
       h.faults.arm(0);
-      checkAgainstShadow(h, live, false);
-      h.alloc.emptyCache();
-      checkAgainstShadow(h, live);
+      checkAfterFault(h, live);
       expect(
         h.alloc.snapshot().filter((s) => s.pool === 1),
         at,
       ).toEqual([]);
-      givesEverythingBack(h, keep, at);
+      givesEverythingBack(h, [keep], at);
     }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AllocatorOutOfMemoryError } from '../../../src/alloc/allocator.js';
+import { thrown } from '../../support/thrown.js';
 import { harness, MiB, smallDevice } from './helpers.js';
 
 /** The segment events as [action, size] pairs. */
@@ -159,14 +160,8 @@ describe('PytorchNativeAllocator', () => {
     const live = h.alloc.malloc(30 * MiB, 0);
     const cached = h.alloc.malloc(12 * MiB, 0);
     h.alloc.free(cached);
-    let error: unknown;
-    try {
-      h.alloc.malloc(40 * MiB, 0);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(AllocatorOutOfMemoryError);
-    expect((error as AllocatorOutOfMemoryError).requestedBytes).toBe(40 * MiB);
+    const error = thrown(() => h.alloc.malloc(40 * MiB, 0), AllocatorOutOfMemoryError);
+    expect(error.requestedBytes).toBe(40 * MiB);
     expect(h.alloc.stats.ooms).toBe(1);
     expect(h.alloc.stats.allocRetries).toBe(1);
     // The cached 12 MiB segment went back on the way (release_cached_blocks); the live block is untouched.

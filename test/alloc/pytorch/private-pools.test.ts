@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AllocatorOutOfMemoryError } from '../../../src/alloc/allocator.js';
+import { thrown } from '../../support/thrown.js';
 import { checkAgainstShadow, checkTeardown, type LiveBlock, writeBlock } from './check.js';
 import { type Harness, harness, type Kind, MiB, smallDevice } from './helpers.js';
 
@@ -113,14 +114,7 @@ for (const kind of ['native', 'expandable'] as Kind[]) {
     it('P10: the limit counts private memory, and the OOM reports private cached bytes as free', () => {
       const h = harness(kind, {}, smallDevice(512 * MiB), { memoryLimit: 60 * MiB });
       h.alloc.free(h.alloc.malloc(40 * MiB, 0, 1));
-      let e: unknown;
-      try {
-        h.alloc.malloc(40 * MiB, 0);
-      } catch (x) {
-        e = x;
-      }
-      expect(e).toBeInstanceOf(AllocatorOutOfMemoryError);
-      const oom = e as AllocatorOutOfMemoryError;
+      const oom = thrown(() => h.alloc.malloc(40 * MiB, 0), AllocatorOutOfMemoryError);
       expect([oom.reservedBytes, oom.freeBytes, oom.freePieces]).toEqual([40 * MiB, 40 * MiB, 1]);
       expect(h.alloc.stats.allocRetries).toBe(1); // outside a capture: the release ran, and freed nothing private
     });

@@ -5,7 +5,12 @@
  * and best fit, split state, merging with free neighbours, release.
  */
 import { describe, expect, it } from 'vitest';
-import { AllocatorOutOfMemoryError, type StartState } from '../../../src/alloc/allocator.js';
+import {
+  AllocatorOutOfMemoryError,
+  type StartBlock,
+  type StartSegment,
+  type StartState,
+} from '../../../src/alloc/allocator.js';
 import { VmmError } from '../../../src/core/errors.js';
 import { type Harness, harness, type Kind, MiB, smallDevice } from './helpers.js';
 
@@ -18,41 +23,36 @@ const live = (address: number, size: number, requestedSize: number, blockId: num
   blockId,
 });
 
+/** A one-step segment on stream 0: mapped whole, as native segments are. */
+const oneStep = (
+  address: number,
+  size: number,
+  pool: 'small' | 'large',
+  blocks: StartBlock[],
+): StartSegment => ({
+  address,
+  size,
+  stream: 0,
+  pool,
+  expandable: false,
+  mapped: [{ address, size }],
+  blocks,
+});
+
 /** Three one-step segments: a split 20 MiB one, a small one, a whole free 12 MiB one. */
 const NATIVE: StartState = {
   device: 0,
   segments: [
-    {
-      address: S,
-      size: 20 * MiB,
-      stream: 0,
-      pool: 'large',
-      expandable: false,
-      mapped: [{ address: S, size: 20 * MiB }],
-      blocks: [
-        live(S, 6 * MiB, 6 * MiB - 100, 0),
-        free(S + 6 * MiB, 8 * MiB),
-        live(S + 14 * MiB, 6 * MiB, 6 * MiB, 1),
-      ],
-    },
-    {
-      address: S + 64 * MiB,
-      size: 2 * MiB,
-      stream: 0,
-      pool: 'small',
-      expandable: false,
-      mapped: [{ address: S + 64 * MiB, size: 2 * MiB }],
-      blocks: [live(S + 64 * MiB, 512, 100, 2), free(S + 64 * MiB + 512, 2 * MiB - 512)],
-    },
-    {
-      address: S + 128 * MiB,
-      size: 12 * MiB,
-      stream: 0,
-      pool: 'large',
-      expandable: false,
-      mapped: [{ address: S + 128 * MiB, size: 12 * MiB }],
-      blocks: [free(S + 128 * MiB, 12 * MiB)],
-    },
+    oneStep(S, 20 * MiB, 'large', [
+      live(S, 6 * MiB, 6 * MiB - 100, 0),
+      free(S + 6 * MiB, 8 * MiB),
+      live(S + 14 * MiB, 6 * MiB, 6 * MiB, 1),
+    ]),
+    oneStep(S + 64 * MiB, 2 * MiB, 'small', [
+      live(S + 64 * MiB, 512, 100, 2),
+      free(S + 64 * MiB + 512, 2 * MiB - 512),
+    ]),
+    oneStep(S + 128 * MiB, 12 * MiB, 'large', [free(S + 128 * MiB, 12 * MiB)]),
   ],
 };
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AllocatorOutOfMemoryError, type SegmentEvent } from '../../../src/alloc/allocator.js';
 import { VmmkitAllocator, type VmmkitOptions } from '../../../src/alloc/vmmkit/index.js';
 import { VmmError } from '../../../src/core/errors.js';
+import { thrown } from '../../support/thrown.js';
 import { faultySetup, MiB, smallDevice, state } from './helpers.js';
 
 function setup(memoryLimit: number | undefined, options: VmmkitOptions = {}, pages = 64) {
@@ -15,15 +16,7 @@ function setup(memoryLimit: number | undefined, options: VmmkitOptions = {}, pag
   return { ...s, alloc, events };
 }
 
-function oomOf(f: () => unknown): AllocatorOutOfMemoryError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(AllocatorOutOfMemoryError);
-    return e as AllocatorOutOfMemoryError;
-  }
-  throw new Error('no out-of-memory error');
-}
+const oomOf = (f: () => unknown) => thrown(f, AllocatorOutOfMemoryError, 'no out-of-memory error');
 
 describe('VmmkitAllocator under a memory limit', () => {
   it('never holds more than the limit: a growth past it fails before the driver, and changes nothing', () => {

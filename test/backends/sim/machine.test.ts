@@ -5,6 +5,7 @@ import { deviceOffTheWire, deviceOnTheWire } from '../../../src/backends/sim/mac
 import { DEVICE_PRESETS, type DeviceSpec } from '../../../src/backends/sim/presets.js';
 import { VmmError } from '../../../src/core/errors.js';
 import type { AllocationProperties } from '../../../src/core/types.js';
+import { thrown } from '../../support/thrown.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -17,15 +18,7 @@ const dev = (id = 0, handleTypes = 0): AllocationProperties => ({
 });
 const HOST: AllocationProperties = { location: { type: 'host', id: 0 }, handleTypes: 0, uncached: false };
 
-function vmmErrorOf(f: () => unknown): VmmError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(VmmError);
-    return e as VmmError;
-  }
-  throw new Error('expected a VmmError, nothing was thrown');
-}
+const vmmErrorOf = (f: () => unknown) => thrown(f, VmmError);
 
 describe('Machine: devices', () => {
   it('presets have the real parts’ sizes and granularities', () => {
