@@ -4,6 +4,7 @@
  * list as they read it, so what is left is the positional rest.
  */
 import { parseArgs } from 'node:util';
+import { UsageError } from './errors.js';
 
 /** The value after `name` (removed with it), or undefined when `name` is absent. */
 export function option(args: string[], name: string): string | undefined {
@@ -21,8 +22,8 @@ export function flag(args: string[], name: string): boolean {
   return i >= 0;
 }
 
-/** A mistake in how a command was called (exit 2): the CLI prints its message with the command's usage. */
-export class UsageError extends Error {}
+// The command line's errors live in errors.ts; UsageError is re-exported here, where it was.
+export { UsageError } from './errors.js';
 
 /**
  * What every command prints for a usage mistake: one line, what is wrong

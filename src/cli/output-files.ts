@@ -8,7 +8,7 @@
  */
 import { accessSync, constants, existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, extname, resolve } from 'node:path';
-import { UsageError } from './arguments.js';
+import { CommandError, UsageError } from './errors.js';
 
 /**
  * The extension of `--out` among those a command writes (the first when the
@@ -25,25 +25,25 @@ export function checkOutName(path: string, written: readonly string[], what: str
 /** Fail before the work when `path` cannot be written: its folder must exist and be writable. */
 export function checkWritable(path: string): void {
   const dir = dirname(resolve(path));
-  if (!existsSync(dir)) throw new Error(`cannot write ${path}: no folder ${dir}`);
+  if (!existsSync(dir)) throw new CommandError(`cannot write ${path}: no folder ${dir}`);
   if (existsSync(path) && statSync(path).isDirectory())
-    throw new Error(`cannot write ${path}: it is a folder`);
+    throw new CommandError(`cannot write ${path}: it is a folder`);
   try {
     accessSync(existsSync(path) ? path : dir, constants.W_OK);
   } catch {
-    throw new Error(`cannot write ${path}: permission denied`);
+    throw new CommandError(`cannot write ${path}: permission denied`);
   }
 }
 
 /** Fail before the work when files cannot be written into folder `dir`: it must exist, be a folder, be writable. */
 export function checkWritableFolder(dir: string): void {
   const path = resolve(dir);
-  if (!existsSync(path)) throw new Error(`cannot write into ${dir}: no folder ${path}`);
-  if (!statSync(path).isDirectory()) throw new Error(`cannot write into ${dir}: it is not a folder`);
+  if (!existsSync(path)) throw new CommandError(`cannot write into ${dir}: no folder ${path}`);
+  if (!statSync(path).isDirectory()) throw new CommandError(`cannot write into ${dir}: it is not a folder`);
   try {
     accessSync(path, constants.W_OK);
   } catch {
-    throw new Error(`cannot write into ${dir}: permission denied`);
+    throw new CommandError(`cannot write into ${dir}: permission denied`);
   }
 }
 
@@ -52,6 +52,6 @@ export function writeOut(path: string, content: string | Uint8Array): void {
   try {
     writeFileSync(path, content);
   } catch (e) {
-    throw new Error(`cannot write ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new CommandError(`cannot write ${path}: ${e instanceof Error ? e.message : String(e)}`);
   }
 }

@@ -52,6 +52,7 @@ import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
 import { flag, option as optionValue, UsageError, usageLine } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { CommandError } from './errors.js';
 import { checkWritableFolder, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
 
@@ -173,7 +174,7 @@ export function whatIf(
   } catch (e) {
     throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
   }
-  if (allocators.length === 0) throw new Error('no allocators are registered');
+  if (allocators.length === 0) throw new CommandError('no allocators are registered');
   if (allocConf !== undefined) {
     try {
       parseAllocConf(allocConf);
@@ -339,7 +340,7 @@ export const HISTORY_HINT =
  */
 export function checkHistory(file: string, plan: TracePlan): void {
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
-    throw new Error(`${file} holds no trace events: was history recorded? ${HISTORY_HINT}`);
+    throw new CommandError(`${file} holds no trace events: was history recorded? ${HISTORY_HINT}`);
 }
 
 /** JSON has no Infinity: PyTorch's "no limit" (SIZE_MAX) as null. */

@@ -12,6 +12,7 @@ import type { Tracer } from '../core/trace.js';
 import { createAcl } from '../entry/acl.js';
 import { createCuda } from '../entry/cuda.js';
 import { createHip } from '../entry/hip.js';
+import { ScriptError } from './errors.js';
 
 /*
  * Note [Script helpers]: the three commands that run a script hand its
@@ -59,8 +60,8 @@ export interface ProcessState {
   readonly description: RuntimeDescription;
 }
 
-/** A script that cannot run: a missing file, a failed import, no default function, or a throw (exit 1). */
-export class ScriptError extends Error {}
+// ScriptError lives in errors.ts with the command line's other errors; re-exported here, where it was.
+export { ScriptError } from './errors.js';
 
 /**
  * Run `script` with the helpers over `tracer`. Returns each process at its

@@ -5,10 +5,11 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { type ReplayInput, type ReplayJob, runJob, type WorkerMessage } from './advise-pool.js';
+import { ReplayError } from './errors.js';
 
 const input = workerData as ReplayInput;
 const port = parentPort;
-if (port === null) throw new Error('advise-worker.js runs only as a worker thread');
+if (port === null) throw new ReplayError('advise-worker.js runs only as a worker thread');
 port.on('message', (job: ReplayJob) => {
   const outcome = runJob(input, job, (done) =>
     port.postMessage({ kind: 'progress', id: job.id, done } satisfies WorkerMessage),

@@ -11,6 +11,7 @@ import {
   PytorchNativeAllocator,
 } from '../alloc/pytorch/index.js';
 import { VmmkitAllocator } from '../alloc/vmmkit/index.js';
+import { UnknownAllocatorError } from './errors.js';
 
 export interface AllocatorFactory {
   readonly name: string;
@@ -54,9 +55,8 @@ export const ALLOCATOR_REGISTRY: AllocatorRegistry = [
 /** Those replayed when none is named: the two PyTorch models (each in its own mode) and vmmkit's. */
 export const DEFAULT_ALLOCATORS: AllocatorRegistry = ALLOCATOR_REGISTRY.filter((a) => a.byDefault !== false);
 
-export class UnknownAllocatorError extends Error {
-  override readonly name = 'UnknownAllocatorError';
-}
+// UnknownAllocatorError lives in errors.ts; re-exported here, where it was.
+export { UnknownAllocatorError } from './errors.js';
 
 /**
  * The entries named, in the order named (when none is, every entry replayed

@@ -38,6 +38,7 @@
  * most one page per extra stream per device; an allocator that shares pages
  * between streams is possible, so the bound does not claim it.
  */
+import { ReplayError } from './errors.js';
 import { Action } from './snapshot.js';
 import type { DevicePlan, TracePlan } from './trace-plan.js';
 
@@ -80,7 +81,7 @@ export function memoryBound(plan: TracePlan, options: BoundOptions = {}): Memory
       pageBytes % alignment === 0
     )
   )
-    throw new RangeError(`the page (${pageBytes} B) must be a whole number of ${alignment}-byte slots`);
+    throw new ReplayError(`the page (${pageBytes} B) must be a whole number of ${alignment}-byte slots`);
   const devices = plan.devices
     .filter((d) => d.trace.length > 0 || d.initialBlocks.length > 0)
     .map((d) => deviceBound(d, pageBytes, alignment));

@@ -10,6 +10,7 @@
  * smaller than the smallest size measured). Never negative.
  */
 import { readFileSync } from 'node:fs';
+import { CostTableError } from './errors.js';
 
 /** The driver calls replay counts, in the order results list them. */
 export const DRIVER_CALLS = [
@@ -26,9 +27,8 @@ export const DRIVER_CALLS = [
 ] as const;
 export type DriverCall = (typeof DRIVER_CALLS)[number];
 
-export class CostTableError extends Error {
-  override readonly name = 'CostTableError';
-}
+// CostTableError lives in errors.ts; re-exported here, where it was.
+export { CostTableError } from './errors.js';
 
 export interface CostTableInfo {
   readonly script?: string;

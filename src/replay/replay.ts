@@ -56,6 +56,7 @@ import type { Runtime } from '../core/runtime.js';
 import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
+import { ReplayError } from './errors.js';
 import { RecordedPlacement } from './placement.js';
 import { Action, type MemorySnapshot } from './snapshot.js';
 import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
@@ -384,10 +385,8 @@ function runOne(
   };
 }
 
-/** A replay that cannot go on for a reason of its own (not the allocator's). */
-export class ReplayError extends Error {
-  override readonly name = 'ReplayError';
-}
+// ReplayError lives in errors.ts; re-exported here, where it was.
+export { ReplayError } from './errors.js';
 
 function message(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);

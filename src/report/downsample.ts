@@ -11,6 +11,7 @@
  * bucket's extremes, so the series' maximum (and minimum) over the whole
  * trace appears in the picture exactly, whatever the bucket count.
  */
+import { ReportArgumentError } from './errors.js';
 
 export interface MinMaxSeries {
   /** Per bucket, the value drawn first and second (min and max, in the order they occurred). */
@@ -41,8 +42,10 @@ export class MinMaxBuckets {
 
   /** `events` events cut into at most `buckets` buckets; the series starts at `initial`. */
   constructor(events: number, buckets: number, initial = 0) {
-    if (!Number.isSafeInteger(events) || events < 0) throw new RangeError(`events ${events} is not a count`);
-    if (!Number.isSafeInteger(buckets) || buckets < 1) throw new RangeError(`buckets ${buckets} is not >= 1`);
+    if (!Number.isSafeInteger(events) || events < 0)
+      throw new ReportArgumentError(`events ${events} is not a count`);
+    if (!Number.isSafeInteger(buckets) || buckets < 1)
+      throw new ReportArgumentError(`buckets ${buckets} is not >= 1`);
     this.width = Math.max(1, Math.ceil(events / buckets));
     this.count = Math.max(1, Math.ceil(events / this.width));
     this.#lo = new Float64Array(this.count);

@@ -7,6 +7,7 @@
 export { layoutMap, type MapOptions, type MapSummary, renderMap } from './address-map.js';
 export { type RecordedReplay, type RecordedRun, type RecordOptions, recordReplay } from './collect.js';
 export { MinMaxBuckets, type MinMaxSeries } from './downsample.js';
+export { ReportArgumentError } from './errors.js';
 export { renderReportHtml } from './html.js';
 export { type MapCapture, renderMapPage, renderMapSvg } from './map-page.js';
 export {

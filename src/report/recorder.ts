@@ -14,11 +14,10 @@ import type { Runtime, RuntimeDescription } from '../core/runtime.js';
 import type { ReplayStep } from '../replay/replay.js';
 import type { DevicePlan, TracePlan } from '../replay/trace-plan.js';
 import { MinMaxBuckets, type MinMaxSeries } from './downsample.js';
+import { RecorderError } from './errors.js';
 
-/** Replay told the recorder something that cannot be (a free of an address the block does not have). */
-export class RecorderError extends Error {
-  override readonly name = 'RecorderError';
-}
+// RecorderError lives in errors.ts; re-exported here, where it was.
+export { RecorderError } from './errors.js';
 
 /** A live block of the allocator: our address, the bytes asked for. */
 export interface LiveBlock {

@@ -16,10 +16,10 @@
  * number holds exactly. Signs, exponents and digit separators are refused.
  */
 
-/** A size that parseByteSize does not read; the message is one line. */
-export class ByteSizeError extends Error {
-  override readonly name = 'ByteSizeError';
-}
+import { ByteSizeError } from './errors.js';
+
+// ByteSizeError lives in errors.ts; re-exported here, where it was.
+export { ByteSizeError } from './errors.js';
 
 const BINARY: Readonly<Record<string, number>> = Object.freeze({ k: 10, m: 20, g: 30, t: 40, p: 50 });
 const DECIMAL: Readonly<Record<string, number>> = Object.freeze({ k: 3, m: 6, g: 9, t: 12, p: 15 });

@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../support/source-files.js';
 
 /**
  * The layering DESIGN.md draws, checked on the source: each folder may import
@@ -24,18 +25,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   cli: ['cli', 'flavors', 'alloc', 'replay', 'report', 'core', 'compose', 'util'],
 };
 
-function* sources(dir: string): Generator<string> {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) yield* sources(p);
-    else if (p.endsWith('.ts')) yield p;
-  }
-}
-
 describe('layers import only what lies beneath them', () => {
   it('no folder of src reaches past its layer', () => {
     const wrong: string[] = [];
-    for (const file of sources('src')) {
+    for (const file of sourceFiles('src')) {
       const layer = relative('src', file).split('/')[0];
       const allowed = ALLOWED[layer];
       if (allowed === undefined) continue; // src/index.ts: the package entry re-exports everything

@@ -46,14 +46,5 @@ export function isPickleDict(v: unknown): v is PickleDict {
   );
 }
 
-/** A bad pickle: what went wrong, where (byte offset), and with which opcode when one is to blame. */
-export class PickleError extends Error {
-  override readonly name = 'PickleError';
-  constructor(
-    readonly kind: 'truncated' | 'unsupported-opcode' | 'malformed' | 'unpicklable',
-    message: string,
-    readonly offset: number,
-  ) {
-    super(message);
-  }
-}
+// PickleError lives in replay's errors module; re-exported here, where it was.
+export { PickleError } from '../errors.js';
