@@ -44,7 +44,6 @@ export {
 export { type MachineServer, serveMachine } from './backends/sim/machine-server.js';
 export { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from './backends/sim/presets.js';
 export { connectMachine, type RemoteSimProcess } from './backends/sim/remote-process.js';
-export { formatBreak, formatState, inspect } from './cli/inspect.js';
 export * from './entry/acl.js';
 export * from './entry/alloc.js';
 export * from './entry/core.js';
@@ -52,4 +51,5 @@ export * from './entry/cuda.js';
 export * from './entry/hip.js';
 export type { Box } from './flavors/common/args.js';
 export type { FlavorOptions } from './flavors/common/process.js';
+export { formatBreak, formatState, inspect } from './flavors/inspect.js';
 export { renderMap } from './report/address-map.js';

@@ -1,9 +1,6 @@
 /**
- * The inspection view: a process's state in its vendor's object model (HIP:
- * parent virtual buffers, sub-buffers cross-linked to GenericAllocations and
- * their reference counts; CUDA and ACL in their own words), printed by
- * `vmmkit inspect <script.mjs>` for every process a script made, and by
- * `vmmkit trace --break NAME` at each breakpoint.
+ * `vmmkit inspect`: every process a script made, in its vendor's object
+ * model (the inspection view, src/flavors/inspect.ts).
  *
  *   vmmkit inspect <script.mjs> [--at NAME] [--json]
  *
@@ -12,69 +9,15 @@
  * before it was disposed, or when the script returned; with --at NAME,
  * every process live at the script's mark(NAME).
  */
-import type { Runtime, RuntimeDescription } from '../core/runtime.js';
-import { type BreakContext, Tracer } from '../core/trace.js';
-import { ACL_VIEW } from '../flavors/acl/layers.js';
-import { devicesOf, hex, placeOf, renderState, type VendorView } from '../flavors/common/layers.js';
-import { CUDA_VIEW } from '../flavors/cuda/layers.js';
-import { HIP_VIEW } from '../flavors/hip/layers.js';
+import type { RuntimeDescription } from '../core/runtime.js';
+import { Tracer } from '../core/trace.js';
+import { hex } from '../flavors/common/layers.js';
+import { formatState } from '../flavors/inspect.js';
 import { parseOptions, UsageError, usageLine } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runScript, ScriptError } from './script.js';
 
 export const INSPECT_USAGE = 'vmmkit inspect <script.mjs> [--at NAME] [--json]';
-
-/** Each vendor's view, by the name its layer table gives. */
-const VIEWS: Readonly<Record<string, VendorView>> = { HIP: HIP_VIEW, CUDA: CUDA_VIEW, ACL: ACL_VIEW };
-
-/** The state of a process no front end made (createRuntime), in vmmkit's own words. */
-export function formatCoreState(d: RuntimeDescription): string {
-  return renderState(d, {
-    process: (x) => `process ${x.pid} (${devicesOf(x)})`,
-    reservation: (r) => `reservation ${hex(r.base)} +${hex(r.size)}`,
-    mapping: (m, access) =>
-      `mapping ${hex(m.va)} +${hex(m.size)} -> handle ${hex(m.handle)} (offset ${hex(m.offset)}); ${access}`,
-    oneStep: (r, access) => `malloc ${hex(r.base)} +${hex(r.size)}; ${access}`,
-    allocation: (a, at) =>
-      `handle ${hex(a.handle)}: ${hex(a.size)} on ${placeOf(a.location)} (${a.origin}); handle references ` +
-      `${a.handleRefs}, mappings ${a.mapRefs}${at.length > 0 ? `; mapped at ${at.map(hex).join(', ')}` : ''}`,
-    access: (a) => (a === 3 ? 'read-write' : a === 1 ? 'read' : 'none'),
-  });
-}
-
-/** A state in the words of `vendor` ('HIP', 'CUDA', 'ACL'; anything else: vmmkit's own). */
-export function formatState(d: RuntimeDescription, vendor?: string): string {
-  const view = vendor === undefined ? undefined : VIEWS[vendor];
-  return view === undefined ? formatCoreState(d) : view.formatState(d);
-}
-
-/** What a process is, for the inspection view: a front end (its vendor's words) or a bare runtime. */
-export function inspect(process: Runtime | { readonly runtime: Runtime }, vendor?: string): string {
-  const rt = 'runtime' in process ? process.runtime : process;
-  return formatState(rt.describe(), vendor ?? vendorOf(process));
-}
-
-function vendorOf(process: object): string | undefined {
-  const name = process.constructor?.name;
-  return name === 'HipFlavor'
-    ? 'HIP'
-    : name === 'CudaFlavor'
-      ? 'CUDA'
-      : name === 'AclFlavor'
-        ? 'ACL'
-        : undefined;
-}
-
-/** What `vmmkit trace --break` prints when a breakpoint fires: where, then the state there. */
-export function formatBreak(context: BreakContext): string {
-  const where = context.path.map((s) => `[${s.layer}] ${s.name}`).join(' > ');
-  const d = context.describe();
-  const state =
-    d === undefined
-      ? '  (no process state: the call runs outside a runtime)'
-      : formatState(d, context.vendor);
-  return `--- break at ${context.span.name}: ${where}\n${state}`;
-}
 
 /** One process as `inspect` shows it. */
 export interface Inspection {

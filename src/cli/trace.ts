@@ -7,9 +7,9 @@
  * script runs.
  */
 import { formatTrace, Tracer, traceToJson } from '../core/trace.js';
+import { formatBreak } from '../flavors/inspect.js';
 import { parseOptions, UsageError, usageLine } from './arguments.js';
 import type { CliOutput } from './cli.js';
-import { formatBreak } from './inspect.js';
 import { runScript, ScriptError } from './script.js';
 
 export const TRACE_USAGE = 'vmmkit trace [--layers vendor|generic] [--break NAME ...] <script.mjs> [--json]';

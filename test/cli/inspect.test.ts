@@ -3,9 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import { inspect } from '../../src/cli/inspect.js';
-import { createAcl } from '../../src/flavors/acl/acl.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
 
 function capture() {
   const out: string[] = [];
@@ -138,20 +135,5 @@ describe('vmmkit inspect', () => {
     expect(missing.err[0]).toMatch(/^vmmkit inspect: cannot load /);
     const none = capture();
     expect(await runCli(['inspect'], none.io)).toBe(2);
-  });
-
-  it('inspect(process) from code, in CUDA’s and ACL’s words', () => {
-    const cu = createCuda();
-    const ctx = { value: 0n };
-    expect(cu.cuInit(0)).toBe(0);
-    expect(cu.cuDevicePrimaryCtxRetain(ctx, 0)).toBe(0);
-    expect(cu.cuCtxSetCurrent(ctx.value)).toBe(0);
-    const ptr = { value: 0n };
-    expect(cu.cuMemAddressReserve(ptr, 2 * 1024 * 1024, 0, 0n, 0)).toBe(0);
-    expect(inspect(cu)).toContain('address reservation 0x');
-    expect(inspect(cu).split('\n')[0]).toMatch(/^CUDA process \d+ \(1 x /);
-    const acl = createAcl();
-    expect(inspect(acl)).toContain('(nothing reserved, mapped or allocated)');
-    expect(inspect(acl.runtime)).toMatch(/^process \d+/);
   });
 });

@@ -2,8 +2,8 @@
  * What a flavour shows a debugger: its vendor's layer table (the trace in the
  * vendor's own layers and function names, Note [Vendor layers] in
  * core/trace.ts) and the process state in the vendor's object model. Each
- * flavour's layers.ts fills one in; the CLI's trace --break and inspect
- * print through it.
+ * flavor's layers.ts fills one in; the inspection view (flavors/inspect.ts)
+ * prints through it.
  */
 import type { RuntimeDescription } from '../../core/runtime.js';
 import type { VendorFrame, VendorLayers } from '../../core/trace.js';

@@ -59,6 +59,8 @@ export function vendorErrors(
  * vendor's language. The vendor classes add the C-shaped calls.
  */
 export abstract class VendorProcess implements Disposable {
+  /** Whose language this process speaks: 'CUDA', 'HIP' or 'ACL' (its words in `inspect`, its trace layers). */
+  readonly vendor: string;
   readonly runtime: Runtime;
   /** The simulated machine this process runs on (undefined on real hardware or a caller's backend). */
   readonly machine: VmmProcess['machine'];
@@ -69,6 +71,7 @@ export abstract class VendorProcess implements Disposable {
 
   constructor(options: FlavorOptions, errors: VendorErrors) {
     const p = createProcess(options.report === undefined ? { ...options, report: reportOneLine } : options);
+    this.vendor = errors.vendor;
     this.runtime = p.runtime;
     this.machine = p.machine;
     this.report = p.report;
