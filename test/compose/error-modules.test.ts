@@ -31,7 +31,7 @@ const ARGUMENTS: Record<string, unknown[]> = {
   PickleError: ['truncated', 'the pickle ends early', 7],
 };
 
-/** The one bare throw left: a handle table past its 2^32 slots is core's limit, not bad input (util/handle-table.ts). */
+/** The one bare throw left: a handle table past its 2^24 live slots is core's limit, not bad input (util/handle-table.ts). */
 const ALLOWED_BARE = ["src/util/handle-table.ts: throw new RangeError('too many live handles')"];
 
 describe('one errors module per layer', () => {
