@@ -2,29 +2,14 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ADVISE_USAGE, adviseCommand } from '../../src/cli/advise.js';
+import { capture } from '../support/capture.js';
 
 const TRACE = fileURLToPath(new URL('../../traces/h200/phases_streams-native.pickle.gz', import.meta.url));
 const FIXTURES = new URL('../replay/fixtures/', import.meta.url);
 
-function capture() {
-  const out: string[] = [];
-  const err: string[] = [];
-  const progress: number[] = [];
-  return {
-    io: {
-      out: (l: string) => out.push(l),
-      err: (l: string) => err.push(l),
-      progress: (f: number) => progress.push(f),
-    },
-    out,
-    err,
-    progress,
-  };
-}
-
 async function advise(args: string[]) {
   const c = capture();
-  const code = await adviseCommand(c.io, args);
+  const code = await adviseCommand(c.tty, args);
   return { code, ...c };
 }
 

@@ -2,12 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { cudaDemo } from '../../src/cli/demos/cuda.js';
 import { formatTrace, Tracer } from '../../src/core/trace.js';
-
-function capture() {
-  const out: string[] = [];
-  const err: string[] = [];
-  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
-}
+import { capture } from '../support/capture.js';
 
 describe('vmmkit command line', () => {
   it('demo runs the CUDA, HIP and ACL sequences in order, each with its call tree', async () => {

@@ -12,18 +12,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { pickle } from '../../src/replay/pickle/writer.js';
+import { capture } from '../support/capture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vmmkit-cli-consistency-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const HAND = fileURLToPath(new URL('../replay/fixtures/hand.pickle', import.meta.url));
 const TRACE = fileURLToPath(new URL('../../traces/h200/phases_streams-native.pickle.gz', import.meta.url));
-
-function capture() {
-  const out: string[] = [];
-  const err: string[] = [];
-  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
-}
 
 async function cli(argv: string[]) {
   const c = capture();

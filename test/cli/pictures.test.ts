@@ -9,29 +9,13 @@ import { captureScript } from '../../src/cli/map.js';
 import { readSnapshotFile } from '../../src/replay/load.js';
 import { planReplay } from '../../src/replay/trace-plan.js';
 import { renderMap } from '../../src/report/address-map.js';
+import { capture } from '../support/capture.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const TRACE = join(root, 'traces/h200/phases_streams-native.pickle.gz');
 const SCRIPT = fileURLToPath(new URL('../report/fixtures/two-processes.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'vmmkit-report-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-function capture() {
-  const out: string[] = [];
-  const err: string[] = [];
-  const progress: number[] = [];
-  return {
-    io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) },
-    tty: {
-      out: (l: string) => out.push(l),
-      err: (l: string) => err.push(l),
-      progress: (f: number) => progress.push(f),
-    },
-    out,
-    err,
-    progress,
-  };
-}
 
 describe('vmmkit report', () => {
   it('shows, at an OOM, the stacks that allocated the blocks pinning the free pieces (a snapshot with stacks)', async () => {

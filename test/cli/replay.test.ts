@@ -9,12 +9,7 @@ import { readPickle } from '../../src/replay/load.js';
 import { isPickleDict } from '../../src/replay/pickle/index.js';
 import { fixture } from '../replay/helpers.js';
 import { ONE_STEP } from '../replay/support/one-step-allocator.js';
-
-function capture() {
-  const out: string[] = [];
-  const err: string[] = [];
-  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
-}
+import { capture } from '../support/capture.js';
 
 const testCosts = fixture('test-driver-costs.json');
 

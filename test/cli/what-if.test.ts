@@ -9,16 +9,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { pickle } from '../../src/replay/pickle/writer.js';
+import { capture } from '../support/capture.js';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 const trace = (name: string) => new URL(`../../traces/h200/${name}`, import.meta.url).pathname;
-
-function capture() {
-  const out: string[] = [];
-  const err: string[] = [];
-  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
-}
 
 describe('recorded OOMs (Note [Recorded OOMs])', () => {
   it('the CLI says whether the recorded OOM would have succeeded', async () => {
