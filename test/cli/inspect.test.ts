@@ -3,12 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-
-function capture() {
-  const out: string[] = [];
-  const err: string[] = [];
-  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
-}
+import { capture } from '../support/capture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vmmkit-inspect-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
