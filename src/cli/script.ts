@@ -9,9 +9,9 @@ import { pathToFileURL } from 'node:url';
 import { createMachine, createRuntime, type ProcessOptions } from '../compose/create-runtime.js';
 import type { Runtime, RuntimeDescription } from '../core/runtime.js';
 import type { Tracer } from '../core/trace.js';
-import { createAcl } from '../entry/acl.js';
-import { createCuda } from '../entry/cuda.js';
-import { createHip } from '../entry/hip.js';
+import { createAcl } from '../flavors/acl/acl.js';
+import { createCuda } from '../flavors/cuda/cuda.js';
+import { createHip } from '../flavors/hip/hip.js';
 import { ScriptError } from './errors.js';
 
 /*
