@@ -10,7 +10,15 @@ import type { Access, AllocationProperties, DeviceInfo, Location, MemoryInfo } f
  * core and the flavours. Every failure is a VmmError.
  */
 export interface Backend {
-  readonly kind: 'sim' | 'cuda';
+  /**
+   * What this backend is: 'sim' (the simulated machine) and 'cuda' (the real
+   * NVIDIA driver) are vmmkit's own; a backend of one's own names itself. An
+   * open string, since any backend may be given (createRuntime({ backend }));
+   * only a trace reads it: over 'cuda' the vendor's layers end in the libcuda
+   * calls that really run, over anything else in the vendor's own stack
+   * (layersFor in src/flavors/common/layers.ts).
+   */
+  readonly kind: string;
   /** Operating-system process id of the process this backend acts for. */
   readonly pid: number;
   readonly devices: readonly DeviceInfo[];

@@ -441,6 +441,21 @@ describe('ACL and CUDA trace down their own layers', () => {
     }
   });
 
+  it("a backend of one's own names its kind; its process traces down the vendor's own layers", () => {
+    const sim = createMachine().spawn();
+    const own = (t: typeof sim, k: string | symbol) => {
+      const v = Reflect.get(t, k, t);
+      return typeof v === 'function' ? v.bind(t) : v;
+    };
+    const mine = new Proxy(sim, { get: (t, k) => (k === 'kind' ? 'mine' : own(t, k)) });
+    const tracer = new Tracer();
+    hipSequence(createHip({ backend: mine, tracer }));
+    expect(mine.kind).toBe('mine');
+    expect(outline(tracer.roots)[0]).toBe('[hip] hipMemAddressReserve');
+    expect(outline(tracer.roots).join('\n')).not.toContain('[libcuda]');
+    for (const table of [HIP_LAYERS, ACL_LAYERS, CUDA_LAYERS]) expect(layersFor(table, 'mine')).toBe(table);
+  });
+
   it('with generic layers every flavour traces as before: [flavor] -> [core] -> [backend] -> [device]; vendor is the default', () => {
     const trees = [new Tracer(), new Tracer({ layers: 'generic' })].map((tracer) => {
       hipSequence(createHip({ tracer }));

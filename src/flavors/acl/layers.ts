@@ -179,7 +179,7 @@ export function formatAclState(d: RuntimeDescription): string {
 }
 
 /** ACL's table for a process on `backend` (on the real NVIDIA driver the primitives are libcuda calls). */
-export function aclLayers(backend: 'sim' | 'cuda'): VendorLayers {
+export function aclLayers(backend: string): VendorLayers {
   return layersFor(ACL_LAYERS, backend);
 }
 

@@ -125,10 +125,11 @@ const REAL_DRIVER_STEPS: Readonly<Record<string, { readonly path: readonly Vendo
  * A vendor's table for a process whose backend is the real NVIDIA driver:
  * the vendor's upper layers stay, while whatever the table said about the
  * layers below (backend primitives, simulated device events) gives way to the
- * libcuda call that really runs. On the simulator the table is used as is.
+ * libcuda call that really runs. On the simulator, or a backend of one's
+ * own, the table is used as is.
  */
-export function layersFor(table: VendorLayers, backend: 'sim' | 'cuda'): VendorLayers {
-  if (backend === 'sim') return table;
+export function layersFor(table: VendorLayers, backend: string): VendorLayers {
+  if (backend !== 'cuda') return table;
   const steps: Record<string, VendorLayers['steps'][string]> = {};
   for (const [key, step] of Object.entries(table.steps)) {
     const last = key.slice(key.lastIndexOf('>') + 1).trim();

@@ -89,7 +89,7 @@ export function formatCudaState(d: RuntimeDescription): string {
 }
 
 /** CUDA's table for a process on `backend`. */
-export function cudaLayers(backend: 'sim' | 'cuda'): VendorLayers {
+export function cudaLayers(backend: string): VendorLayers {
   return layersFor(CUDA_LAYERS, backend);
 }
 

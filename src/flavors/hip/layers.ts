@@ -214,7 +214,7 @@ export function formatHipState(d: RuntimeDescription): string {
 }
 
 /** HIP's table for a process on `backend` (on the real NVIDIA driver the primitives are libcuda calls). */
-export function hipLayers(backend: 'sim' | 'cuda'): VendorLayers {
+export function hipLayers(backend: string): VendorLayers {
   return layersFor(HIP_LAYERS, backend);
 }
 
