@@ -7,7 +7,7 @@ import type { Access, AllocationProperties, DeviceInfo, Location, MemoryInfo } f
  * Addresses, sizes and handles are plain numbers (virtual addresses stay below
  * 2^53). A backend checks only what the hardware itself would refuse (memory
  * capacity, page-table permissions, unknown handles); argument rules live in
- * core and the flavours. Every failure is a VmmError.
+ * core and the flavors. Every failure is a VmmError.
  */
 export interface Backend {
   /**
@@ -103,10 +103,10 @@ export interface Backend {
    * machine-wide namespace that any process may open, subject to a list of
    * allowed pids: ACL's uint64 shareable handle, and the shape of CUDA's
    * fabric handles. Such a namespace outlives the exporting process's view
-   * and is checked in the importing process, so no flavour (which sees one
+   * and is checked in the importing process, so no flavor (which sees one
    * process) can hold it; only the machine can, as the kernel and driver do.
    * Hence these four calls stay here, vendor-neutral in form; which vendor
-   * uses them, and with which flags, is the flavour's business.
+   * uses them, and with which flags, is the flavor's business.
    *
    * Export a handle as a machine-wide shareable token (ACL's uint64 shareable
    * handle). With `checkPid`, only processes later named by allowImport may

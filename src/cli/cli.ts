@@ -120,7 +120,7 @@ function demo(io: CliOutput, argv: readonly string[]): number {
     io.out(
       layers === 'vendor'
         ? `\n--- call tree through the vendor's own layers (--layers generic: vmmkit's) ---\n`
-        : `\n--- call tree: flavour -> core -> backend -> device ---\n`,
+        : `\n--- call tree: flavor -> core -> backend -> device ---\n`,
     );
     printTree(io, tracer, false);
   }

@@ -1,6 +1,6 @@
 /**
  * Core's typed errors. Every failure in core or a backend is a VmmError with
- * one of these kinds; each flavour has one table mapping every kind to its
+ * one of these kinds; each flavor has one table mapping every kind to its
  * vendor's code (and a parity test reads this list to check that).
  */
 export const ERROR_KINDS = [

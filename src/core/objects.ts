@@ -12,7 +12,7 @@ import { type Access, type AllocationProperties, accessIn } from './types.js';
  * Note [Core-owned state]: what changes over an object's life (its owner,
  * counts, access bits) sits in a record under the CORE symbol, which only
  * core imports (the package does not export it). Everyone else reads it
- * through getters, so an allocator or a flavour cannot make core's books
+ * through getters, so an allocator or a flavor cannot make core's books
  * disagree with the backend by writing a field.
  */
 export const CORE = Symbol('vmmkit.core');

@@ -167,7 +167,7 @@ void tracedOperationsAreComplete;
 
 /**
  * One process's VMM state: reservations, physical allocations and mappings,
- * vendor-neutral. Flavours translate their calls into these operations;
+ * vendor-neutral. Flavors translate their calls into these operations;
  * every operation validates fully before it changes anything.
  *
  * Invariants:
@@ -865,7 +865,7 @@ export class Runtime implements Disposable {
   /**
    * Withdraw a token this process shares: later imports of it fail; memory
    * imported before stays with its importers, and the exporter's memory is
-   * untouched. This is how a flavour takes back an export whose later step
+   * untouched. This is how a flavor takes back an export whose later step
    * failed (Note [One-step sharing]).
    */
   unshare(token: number): void {

@@ -1,5 +1,5 @@
 /**
- * Call tracing through the layers (seed 1, sections 5 and 7): a flavour call
+ * Call tracing through the layers (seed 1, sections 5 and 7): a flavor call
  * opens a span, the core operation it makes opens a child span, the backend
  * primitive a grandchild, and the simulated device records what it did (page
  * table entries, bytes moved) as events inside it.
@@ -12,7 +12,7 @@ import type { RuntimeDescription } from './runtime.js';
 
 /**
  * The layer a span belongs to. Open: vmmkit's own are 'flavor', 'core',
- * 'backend' and 'device'; a flavour may name its vendor's layers (HIP's
+ * 'backend' and 'device'; a flavor may name its vendor's layers (HIP's
  * 'hip' / 'rocclr' / 'rocr' / 'thunk') and an allocator its own ('alloc').
  */
 export type Layer = string;
@@ -21,9 +21,9 @@ export type Layer = string;
  * Note [Vendor layers]: the generic tree ([flavor] hipMemMap -> [core] map ->
  * [backend] map -> [device] vm.bind) is vmmkit's own structure. A vendor's
  * engineer knows another: ROCm's hipMemMap -> roc::Device::virtualMap ->
- * hsa_amd_vmem_map. A flavour hands instrument its vendor's table
+ * hsa_amd_vmem_map. A flavor hands instrument its vendor's table
  * (src/flavors/<vendor>/layers.ts); a tracer made with `{ layers: 'vendor' }`
- * then translates every span opened under a root span of that flavour, at
+ * then translates every span opened under a root span of that flavor, at
  * begin time, so breakpoints (`on`) fire on the vendor's names. A span is
  * looked up by its generic call path, most specific first: the key of
  * `[backend] release` inside `[core] unmap` inside `[flavor] hipMemUnmap` is
@@ -65,7 +65,7 @@ export interface VendorStep {
 /** A vendor's layer table: the layer of its API calls, and each generic span's translation (Note [Vendor layers]). */
 export interface VendorLayers {
   readonly vendor: string;
-  /** The layer the flavour's own calls show as (HIP's 'hip'). */
+  /** The layer the flavor's own calls show as (HIP's 'hip'). */
   readonly api: Layer;
   /** Keyed by generic call path suffixes: 'layer:name', or 'parentLayer:parentName > layer:name', ... */
   readonly steps: Readonly<Record<string, VendorStep>>;
@@ -77,7 +77,7 @@ export interface BreakContext {
   readonly span: TraceSpan;
   /** The open frames from the root down to `span`. */
   readonly path: readonly TraceSpan[];
-  /** The vendor of the flavour call the span runs under ('HIP', 'CUDA', 'ACL'), in either layer mode. */
+  /** The vendor of the flavor call the span runs under ('HIP', 'CUDA', 'ACL'), in either layer mode. */
   readonly vendor: string | undefined;
   /** The state of the process the call runs in (`Runtime.describe()`), as it is now. */
   describe(): RuntimeDescription | undefined;
@@ -90,7 +90,7 @@ export interface TraceSpan {
   readonly args: readonly unknown[];
   /** For each out-parameter box `{ value }` the call wrote: its value when the call returned. */
   outs?: readonly unknown[];
-  /** What the call returned (for flavours, the numeric code), or the error's message. */
+  /** What the call returned (for flavors, the numeric code), or the error's message. */
   result?: unknown;
   error?: string;
   /** Start, in ms since the tracer was made. */
@@ -133,10 +133,10 @@ interface OpenSpan {
   /** The generic keys from the root down ('flavor:hipMemMap', 'core:map', ...). */
   readonly keys: readonly string[];
   readonly vendor: VendorLayers | undefined;
-  /** The vendor of the flavour call at the root, in either mode (breakpoints say it). */
+  /** The vendor of the flavor call at the root, in either mode (breakpoints say it). */
   readonly named: string | undefined;
   readonly step: VendorStep | undefined;
-  /** The object whose method opened the span (a flavour, a Runtime, a backend). */
+  /** The object whose method opened the span (a flavor, a Runtime, a backend). */
   readonly target: unknown;
 }
 
@@ -217,7 +217,7 @@ export class Tracer {
   /**
    * Open a span as a child of the innermost open one. `target` is the object
    * whose method is traced (breakpoints find the process through it);
-   * `layers` is the vendor table of a flavour's calls (Note [Vendor layers]).
+   * `layers` is the vendor table of a flavor's calls (Note [Vendor layers]).
    */
   begin(
     layer: Layer,
@@ -447,7 +447,7 @@ function isChain(leaf: VendorLeaf): leaf is readonly VendorFrame[] {
 /**
  * The state of the process a call runs in: the first traced object on the
  * open path that is a Runtime (it has describe and mappingsIn) or holds one
- * (a flavour's `runtime`).
+ * (a flavor's `runtime`).
  */
 function describeProcess(stack: readonly OpenSpan[]): RuntimeDescription | undefined {
   for (const { target } of stack) {
@@ -521,7 +521,7 @@ export function instrument<T extends object>(
   layer: Layer,
   tracer: Tracer,
   names: readonly string[],
-  /** A flavour's vendor table (Note [Vendor layers]). */
+  /** A flavor's vendor table (Note [Vendor layers]). */
   layers?: VendorLayers,
 ): T {
   const methods = target as unknown as Record<string, (...args: unknown[]) => unknown>;

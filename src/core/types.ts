@@ -1,4 +1,4 @@
-/** Vendor-neutral value types shared by core, the backends and the flavours. */
+/** Vendor-neutral value types shared by core, the backends and the flavors. */
 
 /** Access a device has to a mapping: bit 1 read, bit 2 write (CUDA's and HIP's numbering). */
 export const Access = { None: 0, Read: 1, ReadWrite: 3 } as const;

@@ -45,7 +45,7 @@ describe('vmmkit command line', () => {
     expect(await runCli(['demo', '--layers', 'kernel'], bad.io)).toBe(2);
   });
 
-  it('demo --flavor picks one flavour; an unknown one is a usage error', async () => {
+  it('demo --flavor picks one flavor; an unknown one is a usage error', async () => {
     const one = capture();
     expect(await runCli(['demo', '--flavor', 'acl'], one.io)).toBe(0);
     expect(one.out.join('\n')).not.toContain('CUDA driver API');

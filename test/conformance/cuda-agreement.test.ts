@@ -66,7 +66,7 @@ const names = caseNames();
 const recorded = names.filter((n) => transcript.cases[n] !== undefined);
 const unrecorded = names.filter((n) => transcript.cases[n] === undefined);
 
-describe('CUDA flavour agrees with the H200 driver', () => {
+describe('CUDA flavor agrees with the H200 driver', () => {
   it('every recorded case is a case, and the simulated machine is the recorded one', () => {
     expect(names).toEqual(expect.arrayContaining(Object.keys(transcript.cases)));
     expect(Object.keys(transcript.cases).length).toBe(recorded.length);

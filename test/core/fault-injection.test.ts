@@ -21,7 +21,7 @@ import { snapshot } from './helpers.js';
  * must throw and leave core and the machine exactly as they were; after
  * one, it must complete and report. Either way, dispose leaves nothing.
  * The front ends' own multi-step calls are swept the same way, through a
- * flavour over the faulty backend: a call that fails must answer a code
+ * flavor over the faulty backend: a call that fails must answer a code
  * other than success and leave everything as it was.
  */
 

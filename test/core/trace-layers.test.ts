@@ -15,7 +15,7 @@ function outline(spans: readonly TraceSpan[], indent = ''): string[] {
   ]);
 }
 
-/** A three-layer stand-in for a flavour, core and a backend. */
+/** A three-layer stand-in for a flavor, core and a backend. */
 class Lower {
   leaf(n: number): number {
     return n + 1;
@@ -212,7 +212,7 @@ describe('breakpoints (Note [Breakpoints])', () => {
     let n = 0;
     const off = tracer.on('leaf', (c) => {
       n++;
-      // The flavour call's vendor is known in generic mode too (for the state's words).
+      // The flavor call's vendor is known in generic mode too (for the state's words).
       expect(c.vendor).toBe('V');
     });
     tracer.on('step', () => {

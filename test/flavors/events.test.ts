@@ -1,5 +1,5 @@
 /**
- * Events in the three flavours (Note [Events] in src/backend/backend.ts):
+ * Events in the three flavors (Note [Events] in src/backend/backend.ts):
  * the vendors' codes, "not yet" while recorded work is queued, the
  * cross-stream free of a caching allocator, stale handles; cuCtxCreate /
  * cuCtxDestroy and hipDeviceReset.
@@ -343,7 +343,7 @@ describe('ACL events', () => {
 });
 
 describe('event calls in the vendors’ layers', () => {
-  it('each flavour traces its event calls in its own words', async () => {
+  it('each flavor traces its event calls in its own words', async () => {
     const { Tracer } = await import('../../src/core/trace.js');
     const names = (spans: readonly { layer: string; name: string; children: readonly never[] }[]): string[] =>
       spans.flatMap((s) => [`${s.layer}:${s.name}`, ...names(s.children)]);

@@ -1,6 +1,6 @@
 /**
  * Bad input gets a vendor code, never an exception: every HIP and ACL
- * function called with garbage arguments returns (the CUDA flavour has the
+ * function called with garbage arguments returns (the CUDA flavor has the
  * same test in test/flavors/cuda/api.test.ts).
  */
 import { describe, expect, it } from 'vitest';
@@ -22,7 +22,7 @@ type Flavor = Record<string, (...args: unknown[]) => unknown> & { dispose(): voi
 describe.each([
   ['HIP', () => createHip() as unknown as Flavor, HIP_FUNCTIONS],
   ['ACL', () => createAcl() as unknown as Flavor, ACL_FUNCTIONS],
-] as const)('%s flavour with garbage arguments', (_, make, functions) => {
+] as const)('%s flavor with garbage arguments', (_, make, functions) => {
   it.each(functions.map((f) => [f]))('%s returns a code and never throws', (name) => {
     // Before and after initialisation, so both paths are exercised.
     for (const init of [false, true]) {

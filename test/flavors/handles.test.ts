@@ -1,6 +1,6 @@
 /**
  * Handle values through each front end: core hands out ids that are never
- * reused within a process (Note [Handle values], runtime.ts), each flavour
+ * reused within a process (Note [Handle values], runtime.ts), each flavor
  * shows them as its handle without a table of its own, and a stale value
  * (released) is an error wherever a handle is taken: release, map, property
  * query and export answer the vendor's invalid-handle code and change
@@ -23,7 +23,7 @@ import { createHip, type HipFlavor } from '../../src/flavors/hip/hip.js';
 
 const G = 2 * 1024 * 1024;
 
-/** The handle calls of one flavour, each returning the vendor's code. */
+/** The handle calls of one flavor, each returning the vendor's code. */
 interface HandleCalls {
   readonly invalidHandle: number;
   reserve(size: number): bigint;

@@ -1,6 +1,6 @@
 /**
  * The CPU's access to host-located VMM memory (Note [Host access] in
- * src/backend/backend.ts), in each flavour: a HOST location in the vendor's
+ * src/backend/backend.ts), in each flavor: a HOST location in the vendor's
  * set-access call grants it, `hostRead` / `hostWrite` are the CPU's loads and
  * stores (what C does by dereferencing the pointer), the devices see the
  * CPU's bytes and the CPU the devices', and every access C would fault on is

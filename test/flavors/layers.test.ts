@@ -456,7 +456,7 @@ describe('ACL and CUDA trace down their own layers', () => {
     for (const table of [HIP_LAYERS, ACL_LAYERS, CUDA_LAYERS]) expect(layersFor(table, 'mine')).toBe(table);
   });
 
-  it('with generic layers every flavour traces as before: [flavor] -> [core] -> [backend] -> [device]; vendor is the default', () => {
+  it('with generic layers every flavor traces as before: [flavor] -> [core] -> [backend] -> [device]; vendor is the default', () => {
     const trees = [new Tracer(), new Tracer({ layers: 'generic' })].map((tracer) => {
       hipSequence(createHip({ tracer }));
       return outline(tracer.roots);

@@ -4,7 +4,7 @@
  * shared machine, except the few calls that answer without any driver state
  * (Notes [CUDA after dispose], [HIP after dispose], [ACL after dispose]).
  *
- * Each flavour's call table is also run, in order, on a live twin with the
+ * Each flavor's call table is also run, in order, on a live twin with the
  * same setup, where every call succeeds: so each call the disposed process
  * refuses is one that would have done something.
  */
@@ -52,7 +52,7 @@ interface Script<P, E> {
 
 function suite<P, E>(vendor: string, script: Script<P, E>, devices: readonly string[]): void {
   describe(`${vendor} after dispose`, () => {
-    it('the table names every function of the flavour once', () => {
+    it('the table names every function of the flavor once', () => {
       expect(Object.keys(script.rows).sort()).toEqual([...script.functions].sort());
     });
 

@@ -41,7 +41,7 @@ describe('error tables', () => {
   );
 });
 
-/** The scenario, as plain steps each flavour implements in its own calls. */
+/** The scenario, as plain steps each flavor implements in its own calls. */
 interface Steps {
   /** Reserve 3 granules, back the first two with two handles, grant read-write. */
   setup(): bigint;
@@ -201,7 +201,7 @@ function scenario(s: Steps): Uint8Array {
   return bytes;
 }
 
-describe('the same scenario through every flavour', () => {
+describe('the same scenario through every flavor', () => {
   it('leaves the same bytes through CUDA, HIP and ACL', () => {
     const cuda = scenario(cudaSteps());
     const hip = scenario(hipSteps());

@@ -41,7 +41,7 @@ describe('cuDeviceGetAttribute', () => {
     cu.dispose();
   });
 
-  it('the rules agree with what the flavour does', () => {
+  it('the rules agree with what the flavor does', () => {
     const cu = initialised();
     const fabric = {
       type: CU.CU_MEM_ALLOCATION_TYPE_PINNED,

@@ -1,8 +1,8 @@
 /**
- * Each flavour's map, setAccess and unmap do work independent of how many
+ * Each flavor's map, setAccess and unmap do work independent of how many
  * mappings are live (item 7: no quadratic paths), counted, not timed: the
  * runtime's query methods are wrapped so every Mapping they hand out (to the
- * flavour, or to core's own public calls) counts as one visit. One
+ * flavor, or to core's own public calls) counts as one visit. One
  * map + setAccess + unmap among 3,000 live mappings of one reservation must
  * visit exactly as many mappings as among 30. (bench/scaling.ts times the
  * same calls at 1,000 and 1,000,000.)

@@ -657,7 +657,7 @@ export class CudaBackend implements Backend {
  * reservation (conformance case map.pastReservationEnd). Core keeps every
  * mapping inside one reservation (invariant 2) and a Backend map binds exactly
  * the bytes asked for, so this backend maps whole handles only: a CUDA map
- * spanning two reservations, which the CUDA flavour hands down as two pieces,
+ * spanning two reservations, which the CUDA flavor hands down as two pieces,
  * is refused here (a listed divergence) and works on the simulator, whose
  * maps take any offset and size.
  *

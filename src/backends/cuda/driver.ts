@@ -1,7 +1,7 @@
 /**
  * The raw CUDA driver: libcuda loaded through koffi, one JS function per entry
  * of DRIVER_API, and `createRawCuda`, a C-shaped object with the same method
- * signatures as vmmkit's CUDA flavour that passes every call straight to the
+ * signatures as vmmkit's CUDA flavor that passes every call straight to the
  * driver. No vmmkit logic lives here: the conformance cases run against this
  * object on the GPU to record what the real driver answers.
  */
@@ -81,7 +81,7 @@ export function findCudaDriver(libraryPaths?: readonly string[]): CudaDriver | u
   }
 }
 
-/** The C-shaped CUDA surface, as vmmkit's CUDA flavour and the raw driver both offer it. */
+/** The C-shaped CUDA surface, as vmmkit's CUDA flavor and the raw driver both offer it. */
 export interface RawCuda {
   cuInit(flags: number): number;
   cuDriverGetVersion(version: Box<number>): number;
@@ -203,7 +203,7 @@ function fillProp(dst: Record<string, unknown>, src: CUmemAllocationProp): Recor
 
 /**
  * A C-shaped object over the real driver, with the method signatures of
- * vmmkit's CUDA flavour. Out-parameter arrays and the struct scratch objects
+ * vmmkit's CUDA flavor. Out-parameter arrays and the struct scratch objects
  * are reused across calls, so the common calls allocate little.
  */
 export function createRawCuda(driver: CudaDriver): RawCuda {

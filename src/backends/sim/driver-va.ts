@@ -71,7 +71,7 @@ class Heap {
  *   address space no heap holds; a hint there afterwards is not honoured (the
  *   heaps do not know of it) [mapPastChunkEnd].
  *
- * DriverVaSpace models exactly this, for every flavour: it is the NVIDIA
+ * DriverVaSpace models exactly this, for every flavor: it is the NVIDIA
  * driver's rule, and the simulated MI300X and 910B share the machine model
  * checked against the H200 (unchecked against ROCm's and CANN's allocators).
  * Its start-up heap is at 0x7000_0000_0000 with 24 MiB free and chunks come
@@ -86,7 +86,7 @@ class Heap {
  *
  * An address the driver chose on its own is not a hint: a recorded
  * cuMemAlloc address that replay reproduces, or the part of a whole-handle
- * map past its reservation's end that the CUDA flavour holds with a hidden
+ * map past its reservation's end that the CUDA flavor holds with a hidden
  * reservation. Those ask for `exact` (Backend.reserve): the range itself
  * whenever it is free address space, in a heap's free range or as a heap of
  * exactly that range (allocateAt).

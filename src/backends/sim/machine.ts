@@ -39,7 +39,7 @@ export interface Shareable {
   readonly allowed: Set<number>;
 }
 
-/** Something that names a process of a machine: a pid, or any object that carries one (a flavour, a Runtime). */
+/** Something that names a process of a machine: a pid, or any object that carries one (a flavor, a Runtime). */
 export type ProcessRef = number | { readonly pid: number };
 
 /**

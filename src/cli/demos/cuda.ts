@@ -3,7 +3,7 @@ import * as C from '../../flavors/cuda/constants.js';
 import { type CUmemAccessDesc, type CUmemAllocationProp, createCuda } from '../../flavors/cuda/cuda.js';
 
 /**
- * The seeds' typical sequence (seed 1, section 6) through the CUDA flavour
+ * The seeds' typical sequence (seed 1, section 6) through the CUDA flavor
  * on a simulated H200: reserve, create, map, grant access, write and read
  * real bytes, grow the buffer in place by mapping a second handle right
  * after the first (same pointer), then undo in reverse. One line per call;

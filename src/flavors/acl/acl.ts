@@ -23,7 +23,7 @@ import { AclVmm } from './vmm.js';
 export { aclMallocSize } from './one-step.js';
 export type { aclrtMemAccessDesc, aclrtMemLocation, aclrtPhysicalMemProp } from './structs.js';
 
-/** The function names of the ACL flavour (for tracing, parity and documentation). */
+/** The function names of the ACL flavor (for tracing, parity and documentation). */
 export const ACL_FUNCTIONS = [
   'aclInit',
   'aclFinalize',
@@ -90,7 +90,7 @@ export const ACL_FUNCTIONS = [
 /** The simulated machine of an ACL process that names none. */
 const ACL_DEFAULT_DEVICES = ['Ascend910B'] as const;
 
-/** Options of createAcl: as every flavour's, with one Ascend 910B as the default machine. */
+/** Options of createAcl: as every flavor's, with one Ascend 910B as the default machine. */
 export type AclOptions = FlavorOptions;
 
 /**

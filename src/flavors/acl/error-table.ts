@@ -6,7 +6,7 @@ import * as C from './constants.js';
 /**
  * aclError for each core error kind. Core's failures happen below ACL's own
  * argument checks (null pointers, zero sizes, reserved flags: those answer
- * ACL_ERROR_INVALID_PARAM in the flavour), so they come back as the runtime
+ * ACL_ERROR_INVALID_PARAM in the flavor), so they come back as the runtime
  * codes that ACL_GET_ERRCODE_RTS passes up. CANN documents no code for most
  * of these cases; the choices are the closest runtime code by meaning.
  */

@@ -30,7 +30,7 @@ const GiB = 1024 * MiB;
 
 /**
  * Note [ACL's size-less calls]: aclrtUnmapMem(virPtr) and
- * aclrtReleaseMemAddress(virPtr) take no size. The flavour looks the size up
+ * aclrtReleaseMemAddress(virPtr) take no size. The flavor looks the size up
  * in core (mappingAt / reservationAt) and requires virPtr to be exactly the
  * start of what aclrtMapMem / aclrtReserveMemAddress returned.
  *
@@ -43,7 +43,7 @@ const GiB = 1024 * MiB;
  * device when one is set) in the same call, all or nothing: the map and the
  * grant are one transaction (Note [Transactions] in core), a failed grant
  * unmaps again. Other devices still need aclrtMemSetAccess. Core keeps
- * CUDA's rule (a mapping starts with no access); the grant is the flavour's.
+ * CUDA's rule (a mapping starts with no access); the grant is the flavor's.
  *
  * Note [ACL host access]
  * aclrtMemSetAccess and aclrtMemGetAccess take HOST or DEVICE locations
@@ -62,7 +62,7 @@ export class AclVmm {
     readonly physical: AclPhysicalMemory,
   ) {}
 
-  // The flavour's own records beside core's mappings.
+  // The flavor's own records beside core's mappings.
   /** What each reservation's mappings hold, while it has any (Note [ACL reservation holdings]). */
   readonly #holdings = new WeakMap<Reservation, Holding>();
   /** Mappings the host was granted READWRITE on (Note [ACL host access]). */
@@ -296,7 +296,7 @@ export class AclVmm {
  * allocators rely on it: an NPU caching allocator probes the call at start-up
  * with 512 bytes and flags 1, and takes anything but success or
  * feature-not-supported as a failure. A driver can only hand out whole pages
- * of address space, so the flavour reserves the size rounded up to the VA
+ * of address space, so the flavor reserves the size rounded up to the VA
  * granularity (2 MiB on the 910B): core's reservation is that rounded size,
  * the caller may map only what lies inside it (a mapping is a whole
  * granule), and aclrtReleaseMemAddress, which takes no size, releases the
@@ -338,12 +338,12 @@ export class AclVmm {
  * aclrtMapMem refuses a handle whose device (or created/imported origin)
  * differs from what the reservation already holds. Finding that out by
  * walking the reservation's mappings costs O(mappings) per map (4,000 maps
- * into one reservation were 13x slower than CUDA's), so the flavour records
+ * into one reservation were 13x slower than CUDA's), so the flavor records
  * each reservation's holding when its first mapping is made: one WeakMap
  * lookup per map. The record is read only while core says the reservation
  * has mappings (Reservation.mappingCount > 0), so unmapping its last one
  * lifts the rule without any bookkeeping on unmap, and the next first
- * mapping writes a fresh record. Every mapping the flavour makes passed the
+ * mapping writes a fresh record. Every mapping the flavor makes passed the
  * check, so all of a reservation's mappings share the recorded holding.
  */
 interface Holding {

@@ -1,5 +1,5 @@
 /**
- * Argument conversion shared by the C-shaped flavours. C callers pass 64-bit
+ * Argument conversion shared by the C-shaped flavors. C callers pass 64-bit
  * integers; here they arrive as bigint or number and become plain numbers
  * (or -1 when no valid non-negative integer below 2^53 was given, which no
  * rule accepts).
@@ -65,7 +65,7 @@ export {
  * argument is the one the previous call returned (reserve, then map, set
  * access, unmap and free at that address), and each conversion costs about
  * as much as a map lookup, so one remembered pair removes most of them.
- * Per flavour instance: no module state.
+ * Per flavor instance: no module state.
  */
 export class BigIntMemo {
   #big = -1n;

@@ -6,7 +6,7 @@ import { writeOrTakeBack } from './untrusted.js';
 export type ErrorTable = Readonly<Record<ErrorKind, number>>;
 
 /**
- * The vendor code for anything a flavour call caught. A VmmError goes
+ * The vendor code for anything a flavor call caught. A VmmError goes
  * through the table; anything else is a bug in vmmkit, answered with the
  * vendor's "unknown" code and handed to `report` so it is not lost.
  */
@@ -31,7 +31,7 @@ export function internalError(message: string): Error {
 }
 
 /**
- * A flavour's error factory: what a call caught becomes the vendor's code
+ * A flavor's error factory: what a call caught becomes the vendor's code
  * (see codeFor), and an unexpected error is kept for debugging.
  */
 export class VendorCodes {

@@ -1,5 +1,5 @@
 /**
- * What a flavour shows a debugger: its vendor's layer table (the trace in the
+ * What a flavor shows a debugger: its vendor's layer table (the trace in the
  * vendor's own layers and function names, Note [Vendor layers] in
  * core/trace.ts) and the process state in the vendor's object model. Each
  * flavor's layers.ts fills one in; the inspection view (flavors/inspect.ts)

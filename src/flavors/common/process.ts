@@ -9,9 +9,9 @@ import { type ErrorTable, VendorCodes } from './error-table.js';
 import { hostBytes } from './untrusted.js';
 
 /**
- * Options every flavour's create function takes: the composition root's
+ * Options every flavor's create function takes: the composition root's
  * (backend 'sim' or 'cuda' or a Backend object, the devices or machine to
- * join, libcuda's paths, a tracer, a report hook). A flavour never makes a
+ * join, libcuda's paths, a tracer, a report hook). A flavor never makes a
  * backend itself; createProcess does.
  */
 export type FlavorOptions = ProcessOptions;

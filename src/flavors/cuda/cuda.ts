@@ -34,7 +34,7 @@ export type {
 
 import type { CUcontext, CUdeviceptr, CUevent, CUhandle, CUstream } from './handle-types.js';
 
-/** The function names of the CUDA flavour (for tracing, parity and documentation). */
+/** The function names of the CUDA flavor (for tracing, parity and documentation). */
 export const CUDA_FUNCTIONS = [
   'cuInit',
   'cuDriverGetVersion',

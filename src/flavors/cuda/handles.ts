@@ -16,7 +16,7 @@ const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable:
 /**
  * Note [Last handle]: the handle a call names is most often the one the
  * previous create, retain or import returned (map it, then release it). The
- * flavour remembers that allocation and, when the same value comes back,
+ * flavor remembers that allocation and, when the same value comes back,
  * asks the allocation itself whether it is still live in this process
  * (owner and handle references, kept by core) instead of looking the value
  * up. Any other value, or that one once released, goes to core's lookup.
@@ -24,7 +24,7 @@ const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable:
 export class CudaHandles {
   readonly #props = new Map<number, AllocationProperties | number>();
   readonly #memo = new BigIntMemo();
-  /** The allocation whose handle the flavour handed out last. */
+  /** The allocation whose handle the flavor handed out last. */
   #last: PhysicalAllocation | undefined;
   /** allocFlags given at cuMemCreate, when any is set: core does not interpret them, the driver reports them. */
   readonly #allocFlags = new WeakMap<
@@ -37,7 +37,7 @@ export class CudaHandles {
   /**
    * The handle value the program sees for `a`: core's id as a bigint. Core
    * never hands an id out twice in a process, so a released handle's value
-   * stays invalid for good; the flavour keeps no table of its own, only the
+   * stays invalid for good; the flavor keeps no table of its own, only the
    * last allocation it handed out (Note [Last handle]).
    */
   handleOf(a: PhysicalAllocation): bigint {

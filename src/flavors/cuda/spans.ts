@@ -20,7 +20,7 @@ export interface Span {
  * (map.pastReservationEnd, map.pastReservationEndIntoFreedRange,
  * map.pastReservationEndIntoNextReservation, map.spanningTwoReservations).
  * Core keeps every mapping inside one reservation (invariant 2 in
- * runtime.ts), so the flavour holds such a CUDA mapping as a span: one core
+ * runtime.ts), so the flavor holds such a CUDA mapping as a span: one core
  * mapping per reservation it crosses, each at its offset into the same
  * handle, with a hidden reservation for any free VA it runs into. Unmap takes
  * a span whole (or refuses, as it refuses to split any mapping), setAccess
@@ -50,7 +50,7 @@ export class CudaSpans {
     return this.#spans.size === 0 ? undefined : this.#spans.get(m);
   }
 
-  /** A reservation the flavour made to hold part of a span. */
+  /** A reservation the flavor made to hold part of a span. */
   isHidden(r: Reservation): boolean {
     return this.#hidden.size !== 0 && this.#hidden.has(r);
   }

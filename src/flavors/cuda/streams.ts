@@ -18,7 +18,7 @@ const EVENT_FLAG_BITS = C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C
  * marks the work queued so far on a stream, cuEventQuery answers
  * CUDA_SUCCESS once it has run (or when the event was never recorded) and
  * CUDA_ERROR_NOT_READY (600) before, which is "not yet", not a failure;
- * cuStreamWaitEvent orders later work on a stream after it. The flavour keeps
+ * cuStreamWaitEvent orders later work on a stream after it. The flavor keeps
  * what the driver's rules need: the creation flags (an INTERPROCESS event
  * must also DISABLE_TIMING) and whether an event was ever recorded
  * (cuEventElapsedTime answers CUDA_ERROR_INVALID_HANDLE otherwise, as for

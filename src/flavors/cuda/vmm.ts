@@ -467,7 +467,7 @@ export class CudaVmm {
  * core): a run that fails maps the runs before it back, with the access
  * they had, and the call changes nothing. Mapping back needs the memory, so
  * an allocation whose last reference goes with the range (its handle
- * released) is held by the flavour with a handle reference of its own while
+ * released) is held by the flavor with a handle reference of its own while
  * the runs are unmapped, and let go at the end: that release frees the
  * memory, the call's point of no return (Note [Points of no return]); a
  * failure there is reported and the memory stays held until dispose.

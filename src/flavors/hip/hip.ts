@@ -34,7 +34,7 @@ export type {
 /** The simulated machine of a HIP process that names none. */
 const HIP_DEFAULT_DEVICES = ['MI300X'] as const;
 
-/** The function names of the HIP flavour (for tracing, parity and documentation). */
+/** The function names of the HIP flavor (for tracing, parity and documentation). */
 export const HIP_FUNCTIONS = [
   'hipInit',
   'hipGetDeviceCount',

@@ -361,7 +361,7 @@ function run(ops: readonly Op[]): void {
         const t = pick(tokens, op.t);
         if (t === undefined) break;
         const out = { value: 0n };
-        // The flavour refuses its own tokens before asking the machine, which no longer knows withdrawn ones.
+        // The flavor refuses its own tokens before asking the machine, which no longer knows withdrawn ones.
         const expected =
           t.owner === op.p
             ? C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT

@@ -15,7 +15,7 @@ function ready(dev = 0): { cuda: CudaFlavor; ctx: bigint } {
   return { cuda, ctx: ctx.value };
 }
 
-describe('CUDA flavour: initialisation and devices', () => {
+describe('CUDA flavor: initialisation and devices', () => {
   it('answers NOT_INITIALIZED (3) before cuInit, except cuDriverGetVersion and error strings', () => {
     const cuda = createCuda({ devices: ['H200'] });
     const box = { value: 0 as never };
@@ -68,7 +68,7 @@ describe('CUDA flavour: initialisation and devices', () => {
   });
 });
 
-describe('CUDA flavour: contexts', () => {
+describe('CUDA flavor: contexts', () => {
   it('retain, set and get current, release; calls needing a context without one answer 201', () => {
     const cuda = createCuda({ devices: ['H200', 'H200'] });
     expect(cuda.cuInit(0)).toBe(0);
@@ -115,7 +115,7 @@ describe('CUDA flavour: contexts', () => {
   });
 });
 
-describe('CUDA flavour: cuMemAlloc, cuMemFree, cuMemGetInfo', () => {
+describe('CUDA flavor: cuMemAlloc, cuMemFree, cuMemGetInfo', () => {
   it('free memory drops by the rounded size and comes back', () => {
     const { cuda } = ready();
     const free = { value: 0 };
@@ -154,7 +154,7 @@ describe('CUDA flavour: cuMemAlloc, cuMemFree, cuMemGetInfo', () => {
   });
 });
 
-describe('CUDA flavour: streams', () => {
+describe('CUDA flavor: streams', () => {
   it('create, ordered async copies, synchronize, destroy; bad streams answer 400', () => {
     const { cuda } = ready();
     const p = { value: 0n };
@@ -201,7 +201,7 @@ describe('CUDA flavour: streams', () => {
   });
 });
 
-describe('CUDA flavour: error names and strings', () => {
+describe('CUDA flavor: error names and strings', () => {
   it('every CUresult has its name and string; an unknown code answers 1 with null', () => {
     const cuda = createCuda();
     for (const [code, [name, text]] of C.CUDA_RESULTS) {
@@ -228,7 +228,7 @@ describe('CUDA flavour: error names and strings', () => {
   });
 });
 
-describe('CUDA flavour: garbage arguments never throw', () => {
+describe('CUDA flavor: garbage arguments never throw', () => {
   const garbage: unknown[] = [
     undefined,
     null,

@@ -1,4 +1,4 @@
-/** The ACL flavour's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
+/** The ACL flavor's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
 import type { Machine } from '../../../src/backends/sim/machine.js';
 import { type AclFlavor, createAcl } from '../../../src/flavors/acl/acl.js';
 import * as C from '../../../src/flavors/acl/constants.js';

@@ -1,4 +1,4 @@
-/** The CUDA flavour's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
+/** The CUDA flavor's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
 import type { Machine } from '../../../src/backends/sim/machine.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
 import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';

@@ -1,6 +1,6 @@
 /**
  * One fuzzing episode: a fresh simulated machine, two live processes of one
- * flavour and a disposed third, a few thousand seeded calls mixing valid and
+ * flavor and a disposed third, a few thousand seeded calls mixing valid and
  * hostile arguments, each checked against the front ends' contract, and a
  * valid teardown whose memory must come back to the baseline to the byte.
  *
@@ -45,7 +45,7 @@ export interface Violation {
   readonly index: number;
 }
 
-/** A process of any flavour, as the fuzzer sees it. */
+/** A process of any flavor, as the fuzzer sees it. */
 export interface FuzzedProcess {
   readonly runtime: {
     readonly pid: number;
@@ -69,7 +69,7 @@ export interface Effects {
   unknown?: { va: number; size: number };
 }
 
-/** One call of a flavour's table: builds its arguments, runs, and reports what success means. */
+/** One call of a flavor's table: builds its arguments, runs, and reports what success means. */
 export interface CallSpec<P extends FuzzedProcess> {
   readonly name: string;
   readonly weight?: number;
@@ -88,7 +88,7 @@ export interface CallSpec<P extends FuzzedProcess> {
   };
 }
 
-/** A flavour's part: how to make its processes, its call table, its codes and its teardown. */
+/** A flavor's part: how to make its processes, its call table, its codes and its teardown. */
 export interface FlavorModel<P extends FuzzedProcess> {
   readonly vendor: string;
   readonly devices: readonly DeviceSpec[];
@@ -133,7 +133,7 @@ export class Episode<P extends FuzzedProcess> {
   /** How often each call succeeded, and how many read bytes were compared with a known shadow byte. */
   readonly successes = new Map<string, number>();
   comparedBytes = 0;
-  /** Pools of values the flavour handed out, per pid: pointers, handles, fds, streams. */
+  /** Pools of values the flavor handed out, per pid: pointers, handles, fds, streams. */
   readonly pointers = new Map<number, bigint[]>();
   readonly handles = new Map<number, bigint[]>();
   readonly fds = new Map<number, number[]>();

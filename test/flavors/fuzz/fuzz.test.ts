@@ -2,7 +2,7 @@
  * The seeded hostile-input fuzzer (Note [Fuzzer checks], episode.ts) over the
  * three front ends. CI runs a fixed seed; VMMKIT_FUZZ_SEED and
  * VMMKIT_FUZZ_CALLS run others (the calls are split evenly across the
- * flavours), e.g. `VMMKIT_FUZZ_SEED=7 VMMKIT_FUZZ_CALLS=1000000 npx vitest run test/flavors/fuzz`.
+ * flavors), e.g. `VMMKIT_FUZZ_SEED=7 VMMKIT_FUZZ_CALLS=1000000 npx vitest run test/flavors/fuzz`.
  */
 import { describe, expect, it } from 'vitest';
 import { ACL_MODEL } from './acl-model.js';

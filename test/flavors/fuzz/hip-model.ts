@@ -1,4 +1,4 @@
-/** The HIP flavour's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
+/** The HIP flavor's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
 import type { Machine } from '../../../src/backends/sim/machine.js';
 import * as C from '../../../src/flavors/hip/constants.js';
 import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';

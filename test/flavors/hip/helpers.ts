@@ -48,7 +48,7 @@ export function makeHip(options: FlavorOptions = {}): HipFlavor {
   });
 }
 
-/** The facts of device 0 that the rows are parametrised by, read once through the flavour. */
+/** The facts of device 0 that the rows are parametrised by, read once through the flavor. */
 function probe(): { devices: number; minimum: number; recommended: number; total: number } {
   const hip = makeHip();
   try {
