@@ -7,12 +7,13 @@
  *
  *   node dist/bench/advise.js [--write]
  */
-import { readdirSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
+import { readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { advise } from '../src/replay/advise.js';
 import { readSnapshotFile } from '../src/replay/load.js';
 import { planReplay } from '../src/replay/trace-plan.js';
+import { runFacts, writeResult } from './result-file.js';
 
 const MiB = 1024 * 1024;
 const TRACES = new URL('../../traces/h200/', import.meta.url);
@@ -94,18 +95,7 @@ export async function runAdviseBench(options: { write?: boolean } = {}): Promise
     );
   }
   if (options.write) {
-    const result = {
-      script: 'bench/advise.ts',
-      date: new Date().toISOString(),
-      node: process.version,
-      cpu: cpus()[0]?.model ?? 'unknown',
-      cores: availableParallelism(),
-      rows,
-    };
-    writeFileSync(
-      new URL('../../bench/results/advise.json', import.meta.url),
-      `${JSON.stringify(result, null, 2)}\n`,
-    );
+    writeResult('advise', { ...runFacts('bench/advise.ts', availableParallelism()), rows });
   }
   return rows;
 }

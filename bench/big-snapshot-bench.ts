@@ -14,10 +14,9 @@
  *
  *   node dist/bench/big-snapshot-bench.js [--size 1GiB] [--source SNAPSHOT] [--write]
  */
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ALLOCATOR_REGISTRY, DEFAULT_ALLOCATORS } from '../src/replay/allocators.js';
@@ -26,6 +25,8 @@ import { replay } from '../src/replay/replay.js';
 import { planReplay } from '../src/replay/trace-plan.js';
 import { writeBigSnapshot } from '../test/support/big-snapshot.js';
 import { defaultSource, parseSize } from './big-snapshot.js';
+import { measureInChild } from './measure-in-child.js';
+import { runFacts, writeResult } from './result-file.js';
 
 const MiB = 1024 * 1024;
 /** Bump when the generator writes something else for the same source and size. */
@@ -87,14 +88,7 @@ async function measure(file: string, mode: Mode): Promise<void> {
   console.log(JSON.stringify(out));
 }
 
-function child(file: string, mode: Mode): Measurement {
-  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--measure', file, mode], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 24,
-  });
-  if (r.status !== 0) throw new Error(`the ${mode} run failed (exit ${r.status}): ${r.stderr.trim()}`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Measurement;
-}
+const child = (file: string, mode: Mode) => measureInChild<Measurement>(import.meta.url, [file, mode], mode);
 
 /** The generated file for this source and size, made if the temp folder does not have it yet. */
 function bigSnapshot(source: string, bytes: number): { file: string; madeMs: number | null; info: unknown } {
@@ -151,11 +145,7 @@ export function runBigSnapshotBench(
   if (options.write) {
     const repo = fileURLToPath(new URL('../../', import.meta.url));
     const result = {
-      script: 'bench/big-snapshot-bench.ts',
-      date: new Date().toISOString(),
-      node: process.version,
-      cpu: cpus()[0]?.model ?? 'unknown',
-      cores: cpus().length,
+      ...runFacts('bench/big-snapshot-bench.ts'),
       // Other work on the machine adds wall time: its load when the runs ended.
       loadAverage: loadavg().map((x) => Math.round(x * 100) / 100),
       source: source.replace(repo, ''),
@@ -167,10 +157,7 @@ export function runBigSnapshotBench(
       target: TARGET,
       met,
     };
-    writeFileSync(
-      new URL('../../bench/results/big-snapshot.json', import.meta.url),
-      `${JSON.stringify(result, null, 2)}\n`,
-    );
+    writeResult('big-snapshot', result);
   }
   return met;
 }

@@ -14,17 +14,18 @@
  * test/support/bench-snapshot.ts), which the browser test of a
  * million-event report reads too.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { DEFAULT_ALLOCATORS } from '../src/replay/allocators.js';
 import { readSnapshotFile } from '../src/replay/load.js';
 import { pickle } from '../src/replay/pickle/index.js';
 import { replay } from '../src/replay/replay.js';
 import { planReplay } from '../src/replay/trace-plan.js';
 import { makeBenchSnapshot } from '../test/support/bench-snapshot.js';
+import { measureInChild } from './measure-in-child.js';
+import { runFacts, writeResult } from './result-file.js';
 
 const MiB = 1024 * 1024;
 
@@ -72,14 +73,8 @@ function measure(file: string, mode: 'parse' | 'replay'): void {
   console.log(JSON.stringify(out));
 }
 
-function child(file: string, mode: 'parse' | 'replay'): Measurement {
-  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--measure', file, mode], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 24,
-  });
-  if (r.status !== 0) throw new Error(`the ${mode} run failed (exit ${r.status}): ${r.stderr.trim()}`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Measurement;
-}
+const child = (file: string, mode: 'parse' | 'replay') =>
+  measureInChild<Measurement>(import.meta.url, [file, mode], mode);
 
 export function runReplayBench(options: { events?: number; keep?: string; write?: boolean } = {}): boolean {
   const events = options.events ?? 1_000_000;
@@ -109,11 +104,7 @@ export function runReplayBench(options: { events?: number; keep?: string; write?
       );
     }
     const result = {
-      script: 'bench/replay.ts',
-      date: new Date().toISOString(),
-      node: process.version,
-      cpu: cpus()[0]?.model ?? 'unknown',
-      cores: cpus().length,
+      ...runFacts('bench/replay.ts'),
       events: parse.events,
       pickleBytes: statSync(file).size,
       writeMs: Math.round(writeMs),
@@ -128,11 +119,7 @@ export function runReplayBench(options: { events?: number; keep?: string; write?
       target: { ms: 10_000, maxRssMiB: 1024 },
       met,
     };
-    if (options.write === true)
-      writeFileSync(
-        new URL('../../bench/results/replay.json', import.meta.url),
-        `${JSON.stringify(result, null, 2)}\n`,
-      );
+    if (options.write === true) writeResult('replay', result);
     return met;
   } finally {
     rmSync(dir, { recursive: true, force: true });

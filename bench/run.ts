@@ -5,13 +5,13 @@
  * of each is compared (on a shared machine noise only ever adds time), with
  * the median round printed beside it.
  */
-import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { type CudaFlavor, createCuda, createMachine, Runtime } from '../src/index.js';
 import { runAdviseBench } from './advise.js';
 import { runBigSnapshotBench } from './big-snapshot-bench.js';
 import { growRows } from './grow.js';
 import { runReplayBench } from './replay.js';
+import { writeResult } from './result-file.js';
 import { scalingRows } from './scaling.js';
 
 /** Write bench/results/*.json (the tracked figures the README cites) only when asked. */
@@ -194,11 +194,7 @@ function main(): void {
     rows,
   };
   // The tracked results change only when asked (npm run bench -- --write), so a user's run leaves the tree clean.
-  if (WRITE)
-    writeFileSync(
-      new URL('../../bench/results/sim.json', import.meta.url),
-      `${JSON.stringify(result, null, 2)}\n`,
-    );
+  if (WRITE) writeResult('sim', result);
   if (rows.some((r) => !r.met)) process.exitCode = 1;
   // bench/replay.ts: parse + replay of a 1M-event snapshot, in processes of its own; replay.json with --write.
   console.log('');
