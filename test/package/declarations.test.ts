@@ -3,7 +3,6 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
-  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -14,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sourceFiles } from '../support/source-files.js';
 
 /**
  * Note [Declarations a user compiles] (src/index.ts): the built declarations
@@ -30,18 +30,10 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   exports: Record<string, string | { types: string }>;
 };
 
-function* files(dir: string, suffix: string): Generator<string> {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) yield* files(p, suffix);
-    else if (p.endsWith(suffix)) yield p;
-  }
-}
-
 /** Whether every source in src has its declaration in dist, built after it. */
 function distIsCurrent(): boolean {
   if (!existsSync(join(root, 'dist/src'))) return false;
-  for (const source of files(join(root, 'src'), '.ts')) {
+  for (const source of sourceFiles(join(root, 'src'))) {
     const built = join(root, 'dist', relative(root, source).replace(/\.ts$/, '.d.ts'));
     if (!existsSync(built) || statSync(built).mtimeMs < statSync(source).mtimeMs) return false;
   }
@@ -103,9 +95,11 @@ describe.skipIf(!distIsCurrent())('the declarations in dist (skipped unless dist
 
   it("bring the lib of Disposable wherever they name it, so a user's lib need not have it", () => {
     const missing: string[] = [];
-    for (const file of files(join(root, 'dist/src'), '.d.ts')) {
+    for (const file of sourceFiles(join(root, 'dist/src'))) {
       const text = readFileSync(file, 'utf8');
-      if (!/\bDisposable\b|Symbol\.dispose/.test(text)) continue;
+      // The declarations themselves, not their doc comments.
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '');
+      if (!/\bDisposable\b|Symbol\.dispose/.test(code)) continue;
       if (!text.startsWith('/// <reference lib="esnext.disposable"')) missing.push(relative(root, file));
     }
     expect(missing).toEqual([]);
