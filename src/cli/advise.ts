@@ -29,8 +29,9 @@ import {
 import { loadSnapshotFile } from '../replay/load.js';
 import { planReplay, type TracePlan } from '../replay/trace-plan.js';
 import { formatBytes } from '../util/format.js';
-import { flag, option as optionValue, UsageError, usageLine } from './arguments.js';
+import { flag, onlyArgument, option, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { runCommand } from './command.js';
 import { checkHistory, loadProgress, whatIf } from './replay.js';
 
 export const ADVISE_USAGE =
@@ -40,19 +41,8 @@ export const ADVISE_USAGE =
 const TOP = 10;
 
 /** Run `vmmkit advise` with its arguments; returns the exit code. */
-export async function adviseCommand(io: CliOutput, argv: readonly string[]): Promise<number> {
-  try {
-    return await run(io, [...argv]);
-  } catch (e) {
-    io.progress?.(-1);
-    if (e instanceof UsageError) {
-      io.err(usageLine('advise', e.message, ADVISE_USAGE));
-      return 2;
-    }
-    // Every failure is one line for a person, never a stack trace.
-    io.err(`vmmkit advise: ${e instanceof Error ? e.message : String(e)}`);
-    return 1;
-  }
+export function adviseCommand(io: CliOutput, argv: readonly string[]): Promise<number> {
+  return runCommand(io, 'advise', ADVISE_USAGE, () => run(io, [...argv]));
 }
 
 async function run(io: CliOutput, args: string[]): Promise<number> {
@@ -63,10 +53,7 @@ async function run(io: CliOutput, args: string[]): Promise<number> {
   const json = flag(args, '--json');
   const limitText = option(args, '--memory-limit');
   const workersText = option(args, '--workers');
-  const unknown = args.find((a) => a.startsWith('--'));
-  if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
-  if (args.length !== 1)
-    throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
+  onlyArgument(args, 'snapshot file');
   const { memoryLimit } = whatIf(['pytorch'], undefined, limitText);
   let workers: number | undefined;
   if (workersText !== undefined) {
@@ -88,14 +75,6 @@ async function run(io: CliOutput, args: string[]): Promise<number> {
   if (json) io.out(JSON.stringify(toJson(advice)));
   else for (const line of text(plan, advice)) io.out(line);
   return 0;
-}
-
-/** An option that must have a value: a missing one, or another option in its place, is a usage error. */
-function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i >= 0 && (args[i + 1] === undefined || args[i + 1].startsWith('--')))
-    throw new UsageError(`${name} needs a value`);
-  return optionValue(args, name);
 }
 
 function notes(plan: TracePlan, a: Advice): string[] {

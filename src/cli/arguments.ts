@@ -1,16 +1,21 @@
 /**
  * Command-line arguments: a usage error type, node's parseArgs with its
  * errors as usage errors, and the two readers that take an option out of the
- * list as they read it, so what is left is the positional rest.
+ * list as they read it, so what is left is the positional rest (onlyArgument
+ * checks it).
  */
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors.js';
 
-/** The value after `name` (removed with it), or undefined when `name` is absent. */
+/**
+ * The value after `name` (removed with it), or undefined when `name` is absent. The value must
+ * be there: a missing one, or another option in its place, is a usage error.
+ */
 export function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
   if (i < 0) return undefined;
   const value = args[i + 1];
+  if (value === undefined || value.startsWith('--')) throw new UsageError(`${name} needs a value`);
   args.splice(i, 2);
   return value;
 }
@@ -20,6 +25,17 @@ export function flag(args: string[], name: string): boolean {
   const i = args.indexOf(name);
   if (i >= 0) args.splice(i, 1);
   return i >= 0;
+}
+
+/**
+ * What is left of `args` once `option` and `flag` have read the options out must be one
+ * `what` (a snapshot file): an option still there is unknown, none or several is a mistake.
+ */
+export function onlyArgument(args: readonly string[], what: string): string {
+  const unknown = args.find((a) => a.startsWith('--'));
+  if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
+  if (args.length !== 1) throw new UsageError(args.length === 0 ? `no ${what} given` : `give one ${what}`);
+  return args[0];
 }
 
 // The command line's errors live in errors.ts; UsageError is re-exported here, where it was.

@@ -16,25 +16,17 @@
  */
 import { Tracer } from '../core/trace.js';
 import { type MapCapture, renderMapPage, renderMapSvg } from '../report/map-page.js';
-import { parseOptions, UsageError, usageLine } from './arguments.js';
+import { parseOptions, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { runCommand } from './command.js';
 import { checkOutName, checkWritable, writeOut } from './output-files.js';
 import { runScript } from './script.js';
 
 export const MAP_USAGE = 'vmmkit map <script.mjs> [--out map.html|map.svg] [--at NAME]';
 
 /** Run `vmmkit map`; returns the exit code. */
-export async function mapCommand(io: CliOutput, argv: readonly string[]): Promise<number> {
-  try {
-    return await run(io, [...argv]);
-  } catch (e) {
-    if (e instanceof UsageError) {
-      io.err(usageLine('map', e.message, MAP_USAGE));
-      return 2;
-    }
-    io.err(`vmmkit map: ${e instanceof Error ? e.message : String(e)}`);
-    return 1;
-  }
+export function mapCommand(io: CliOutput, argv: readonly string[]): Promise<number> {
+  return runCommand(io, 'map', MAP_USAGE, () => run(io, [...argv]));
 }
 
 async function run(io: CliOutput, argv: string[]): Promise<number> {

@@ -50,8 +50,9 @@ import { planReplay, type TracePlan } from '../replay/trace-plan.js';
 import { recordedOomLines, verdictLines } from '../replay/verdict.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
-import { flag, option as optionValue, UsageError, usageLine } from './arguments.js';
+import { flag, onlyArgument, option, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { runCommand } from './command.js';
 import { CommandError } from './errors.js';
 import { checkWritableFolder, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
@@ -67,22 +68,12 @@ export interface ReplayCliOptions {
 }
 
 /** Run `vmmkit replay` with its arguments; returns the exit code. */
-export async function replayCommand(
+export function replayCommand(
   io: CliOutput,
   argv: readonly string[],
   options: ReplayCliOptions = {},
 ): Promise<number> {
-  try {
-    return await run(io, [...argv], options);
-  } catch (e) {
-    if (e instanceof UsageError) {
-      io.err(usageLine('replay', e.message, REPLAY_USAGE));
-      return 2;
-    }
-    // Every failure is one line for a person, never a stack trace.
-    io.err(`vmmkit replay: ${e instanceof Error ? e.message : String(e)}`);
-    return 1;
-  }
+  return runCommand(io, 'replay', REPLAY_USAGE, () => run(io, [...argv], options));
 }
 
 async function run(io: CliOutput, args: string[], options: ReplayCliOptions): Promise<number> {
@@ -101,10 +92,7 @@ async function run(io: CliOutput, args: string[], options: ReplayCliOptions): Pr
   const exportDir = option(args, '--export');
   const allocConf = option(args, '--alloc-conf');
   const limitText = option(args, '--memory-limit');
-  const unknown = args.find((a) => a.startsWith('--'));
-  if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
-  if (args.length !== 1)
-    throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
+  onlyArgument(args, 'snapshot file');
   const { allocators, memoryLimit } = whatIf(names, allocConf, limitText, options.registry);
 
   if (exportDir !== undefined) checkWritableFolder(exportDir);
@@ -192,14 +180,6 @@ export function whatIf(
     if (memoryLimit <= 0) throw new UsageError(`--memory-limit: ${limitText} is no memory at all`);
   }
   return { allocators, memoryLimit };
-}
-
-/** An option that must have a value: a missing one, or another option in its place, is a usage error. */
-function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i >= 0 && (args[i + 1] === undefined || args[i + 1].startsWith('--')))
-    throw new UsageError(`${name} needs a value`);
-  return optionValue(args, name);
 }
 
 function notes(r: ReplayResult): string[] {

@@ -24,8 +24,9 @@ import { planReplay } from '../replay/trace-plan.js';
 import { recordReplay } from '../report/collect.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';
-import { parseOptions, UsageError, usageLine } from './arguments.js';
+import { parseOptions, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { runCommand } from './command.js';
 import { checkOutName, checkWritable, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
 import { checkHistory, loadProgress, whatIf } from './replay.js';
@@ -40,22 +41,12 @@ export interface ReportCliOptions {
 }
 
 /** Run `vmmkit report`; returns the exit code. */
-export async function reportCommand(
+export function reportCommand(
   io: CliOutput,
   argv: readonly string[],
   options: ReportCliOptions = {},
 ): Promise<number> {
-  try {
-    return await run(io, [...argv], options);
-  } catch (e) {
-    io.progress?.(-1);
-    if (e instanceof UsageError) {
-      io.err(usageLine('report', e.message, REPORT_USAGE));
-      return 2;
-    }
-    io.err(`vmmkit report: ${e instanceof Error ? e.message : String(e)}`);
-    return 1;
-  }
+  return runCommand(io, 'report', REPORT_USAGE, () => run(io, [...argv], options));
 }
 
 async function run(io: CliOutput, argv: string[], options: ReportCliOptions): Promise<number> {
