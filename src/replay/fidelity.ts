@@ -19,6 +19,7 @@
  * counted.
  */
 
+import { rangeHolding } from '../util/address-ranges.js';
 import { BlockState, type DeviceRun, type ReplaySegmentEvent } from './replay.js';
 import { ACTIONS, Action } from './snapshot.js';
 import type { DevicePlan } from './trace-plan.js';
@@ -190,29 +191,29 @@ function segmentDifference(
  * live at once, so sorted arrays do.
  */
 class Ranges {
-  readonly #segments: { base: number; end: number }[] = [];
-  readonly #mapped: { base: number; end: number }[] = [];
+  readonly #segments: { start: number; end: number }[] = [];
+  readonly #mapped: { start: number; end: number }[] = [];
 
   apply(e: { readonly action: string; readonly address: number; readonly size: number }): void {
     const end = e.address + e.size;
     switch (e.action) {
       case 'segment_alloc':
-        insert(this.#segments, { base: e.address, end });
+        insert(this.#segments, { start: e.address, end });
         break;
       case 'segment_free': {
-        const i = this.#segments.findIndex((r) => r.base === e.address);
+        const i = this.#segments.findIndex((r) => r.start === e.address);
         if (i >= 0) this.#segments.splice(i, 1);
         break;
       }
       case 'segment_map': {
         const list = this.#mapped;
-        const r = { base: e.address, end };
+        const r = { start: e.address, end };
         const i = insert(list, r);
-        if (i + 1 < list.length && list[i + 1].base === r.end) {
+        if (i + 1 < list.length && list[i + 1].start === r.end) {
           r.end = list[i + 1].end;
           list.splice(i + 1, 1);
         }
-        if (i > 0 && list[i - 1].end === r.base) {
+        if (i > 0 && list[i - 1].end === r.start) {
           list[i - 1].end = r.end;
           list.splice(i, 1);
         }
@@ -220,12 +221,12 @@ class Ranges {
       }
       case 'segment_unmap': {
         const list = this.#mapped;
-        const i = list.findIndex((x) => x.base <= e.address && end <= x.end);
+        const i = list.findIndex((x) => x.start <= e.address && end <= x.end);
         if (i < 0) break;
         const x = list[i];
         const pieces = [];
-        if (x.base < e.address) pieces.push({ base: x.base, end: e.address });
-        if (end < x.end) pieces.push({ base: end, end: x.end });
+        if (x.start < e.address) pieces.push({ start: x.start, end: e.address });
+        if (end < x.end) pieces.push({ start: end, end: x.end });
         list.splice(i, 1, ...pieces);
         break;
       }
@@ -234,26 +235,13 @@ class Ranges {
 
   /** The base of the range holding `address`, or undefined. */
   baseOf(address: number): number | undefined {
-    return find(this.#segments, address)?.base ?? find(this.#mapped, address)?.base;
+    return rangeHolding(this.#segments, address)?.start ?? rangeHolding(this.#mapped, address)?.start;
   }
 }
 
-function insert(list: { base: number; end: number }[], r: { base: number; end: number }): number {
+function insert(list: { start: number; end: number }[], r: { start: number; end: number }): number {
   let i = 0;
-  while (i < list.length && list[i].base < r.base) i++;
+  while (i < list.length && list[i].start < r.start) i++;
   list.splice(i, 0, r);
   return i;
-}
-
-function find(list: readonly { base: number; end: number }[], address: number) {
-  let lo = 0;
-  let hi = list.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const r = list[mid];
-    if (address < r.base) hi = mid - 1;
-    else if (address >= r.end) lo = mid + 1;
-    else return r;
-  }
-  return undefined;
 }

@@ -81,6 +81,7 @@
 import type { StartBlock, StartSegment, StartState } from '../alloc/allocator.js';
 import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../alloc/pytorch/settings.js';
 import { LARGE_BUFFER, MIN_BLOCK_SIZE, roundSize, SMALL_BUFFER, SMALL_SIZE } from '../alloc/pytorch/sizes.js';
+import { rangeHolding } from '../util/address-ranges.js';
 import { Action, type DeviceTrace, type MemorySnapshot, type SnapshotSegment } from './snapshot.js';
 
 /** One device's rebuilt start, with how sure it is. */
@@ -207,7 +208,7 @@ export function rebuildStartState(
 
   flat.sort((a, b) => a.start - b.start);
   for (const b of live) {
-    const f = findRange(flat, b.address);
+    const f = rangeHolding(flat, b.address);
     if (f === undefined || b.address + b.size > f.end) {
       doubts.add(`live at the start but in no segment the snapshot and trace show`, b.size);
       continue;
@@ -366,7 +367,7 @@ function resolveSlack(open: readonly Slack[], trace: DeviceTrace): void {
       }
       byBlock.delete(trace.addr[i]);
     } else if (a === Action.alloc) {
-      const g = findRange(gaps, trace.addr[i]);
+      const g = rangeHolding(gaps, trace.addr[i]);
       if (g === undefined || g.done) continue;
       g.done = true;
       left--;
@@ -404,23 +405,6 @@ class Doubts {
       return `${r}: ${d.count} time(s), ${d.bytes} bytes`;
     });
   }
-}
-
-/** The mapped range holding `address`, by binary search over ranges sorted by start. */
-function findRange<T extends { start: number; end: number }>(
-  ranges: readonly T[],
-  address: number,
-): T | undefined {
-  let lo = 0;
-  let hi = ranges.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const r = ranges[mid];
-    if (address < r.start) hi = mid - 1;
-    else if (address >= r.end) lo = mid + 1;
-    else return r;
-  }
-  return undefined;
 }
 
 interface NativeSegment {
