@@ -4,14 +4,11 @@ import { createAcl } from '../../src/flavors/acl/acl.js';
 import { createCuda } from '../../src/flavors/cuda/cuda.js';
 import { createHip } from '../../src/flavors/hip/hip.js';
 import { inspect } from '../../src/flavors/inspect.js';
+import { cudaWithContext } from './cuda/helpers.js';
 
 describe('inspect', () => {
   it('inspect(process) from code, in CUDA’s and ACL’s words', () => {
-    const cu = createCuda();
-    const ctx = { value: 0n };
-    expect(cu.cuInit(0)).toBe(0);
-    expect(cu.cuDevicePrimaryCtxRetain(ctx, 0)).toBe(0);
-    expect(cu.cuCtxSetCurrent(ctx.value)).toBe(0);
+    const cu = cudaWithContext(); // cuInit, device 0's primary context current, each step checked
     const ptr = { value: 0n };
     expect(cu.cuMemAddressReserve(ptr, 2 * 1024 * 1024, 0, 0n, 0)).toBe(0);
     expect(inspect(cu)).toContain('address reservation 0x');
