@@ -320,29 +320,36 @@ export class PickleReader {
           stack.push(fromMemo(at, op, view.getUint32(pos, true)));
           pos += 4;
           break;
-        case Op.SHORT_BINUNICODE: {
-          if (pos + 1 > end) return this.#suspend(buf, at, 2);
-          const n = buf[pos++];
-          if (pos + n > end) return this.#suspend(buf, at, 2 + n);
-          stack.push(strings.decode(buf, pos, n));
-          pos += n;
-          break;
-        }
-        case Op.BINUNICODE: {
-          if (pos + 4 > end) return this.#suspend(buf, at, 5);
-          const n = view.getUint32(pos, true);
-          pos += 4;
-          if (pos + n > end) return this.#suspend(buf, at, 5 + n);
-          stack.push(strings.decode(buf, pos, n));
-          pos += n;
-          break;
-        }
-        case Op.BINUNICODE8: {
-          if (pos + 8 > end) return this.#suspend(buf, at, 9);
-          const n = Number(view.getBigUint64(pos, true));
-          pos += 8;
-          if (pos + n > end) return this.#suspend(buf, at, 9 + n);
-          stack.push(strings.decode(buf, pos, n));
+        case Op.SHORT_BINUNICODE:
+        case Op.BINUNICODE:
+        case Op.BINUNICODE8:
+        case Op.LONG1:
+        case Op.LONG4:
+        case Op.SHORT_BINBYTES:
+        case Op.BINBYTES:
+        case Op.BINBYTES8:
+        case Op.BYTEARRAY8: {
+          // Note [Sized opcodes]
+          const w = lengthWidth(op);
+          if (pos + w > end) return this.#suspend(buf, at, 1 + w);
+          const n =
+            w === 1
+              ? buf[pos]
+              : w === 4
+                ? op === Op.LONG4
+                  ? view.getInt32(pos, true)
+                  : view.getUint32(pos, true)
+                : Number(view.getBigUint64(pos, true));
+          pos += w;
+          if (n < 0) throw this.#malformed(at, op, `negative byte count ${n}`);
+          if (pos + n > end) return this.#suspend(buf, at, 1 + w + n);
+          stack.push(
+            op === Op.SHORT_BINUNICODE || op === Op.BINUNICODE || op === Op.BINUNICODE8
+              ? strings.decode(buf, pos, n)
+              : op === Op.LONG1 || op === Op.LONG4
+                ? readLong(buf, pos, n)
+                : copyBytes(buf, pos, n), // a bytearray reads as bytes: the value mapping has one kind for both
+          );
           pos += n;
           break;
         }
@@ -360,24 +367,6 @@ export class PickleReader {
           stack.push(view.getInt32(pos, true));
           pos += 4;
           break;
-        case Op.LONG1: {
-          if (pos + 1 > end) return this.#suspend(buf, at, 2);
-          const n = buf[pos++];
-          if (pos + n > end) return this.#suspend(buf, at, 2 + n);
-          stack.push(readLong(buf, pos, n));
-          pos += n;
-          break;
-        }
-        case Op.LONG4: {
-          if (pos + 4 > end) return this.#suspend(buf, at, 5);
-          const n = view.getInt32(pos, true);
-          pos += 4;
-          if (n < 0) throw this.#malformed(at, op, `negative byte count ${n}`);
-          if (pos + n > end) return this.#suspend(buf, at, 5 + n);
-          stack.push(readLong(buf, pos, n));
-          pos += n;
-          break;
-        }
         case Op.BINFLOAT:
           if (pos + 8 > end) return this.#suspend(buf, at, 9);
           stack.push(view.getFloat64(pos, false));
@@ -392,34 +381,6 @@ export class PickleReader {
         case Op.NEWFALSE:
           stack.push(false);
           break;
-        case Op.SHORT_BINBYTES: {
-          if (pos + 1 > end) return this.#suspend(buf, at, 2);
-          const n = buf[pos++];
-          if (pos + n > end) return this.#suspend(buf, at, 2 + n);
-          stack.push(copyBytes(buf, pos, n));
-          pos += n;
-          break;
-        }
-        case Op.BINBYTES: {
-          if (pos + 4 > end) return this.#suspend(buf, at, 5);
-          const n = view.getUint32(pos, true);
-          pos += 4;
-          if (pos + n > end) return this.#suspend(buf, at, 5 + n);
-          stack.push(copyBytes(buf, pos, n));
-          pos += n;
-          break;
-        }
-        case Op.BINBYTES8:
-        case Op.BYTEARRAY8: {
-          // A bytearray reads as bytes: the value mapping has one kind for both.
-          if (pos + 8 > end) return this.#suspend(buf, at, 9);
-          const n = Number(view.getBigUint64(pos, true));
-          pos += 8;
-          if (pos + n > end) return this.#suspend(buf, at, 9 + n);
-          stack.push(copyBytes(buf, pos, n));
-          pos += n;
-          break;
-        }
         case Op.APPEND: {
           const v = pop(at, op);
           const list = top(at, op);
@@ -520,6 +481,29 @@ function copyBytes(buf: Buffer, pos: number, n: number): Uint8Array {
 
 const TWO_32 = 2 ** 32;
 const TWO_21 = 2 ** 21;
+
+/**
+ * Note [Sized opcodes]: nine opcodes carry a length and then that many bytes:
+ * a str (SHORT_BINUNICODE, BINUNICODE, BINUNICODE8), an int (LONG1, LONG4) or
+ * bytes (SHORT_BINBYTES, BINBYTES, BINBYTES8, BYTEARRAY8). They differ only in
+ * the length's width (1, 4 or 8 bytes; LONG4's alone is signed, and a
+ * negative one is malformed) and in how the bytes decode, so one case reads
+ * them all: wait for the length, then for the bytes (1 + width + n in all).
+ */
+function lengthWidth(op: number): 1 | 4 | 8 {
+  switch (op) {
+    case Op.SHORT_BINUNICODE:
+    case Op.LONG1:
+    case Op.SHORT_BINBYTES:
+      return 1;
+    case Op.BINUNICODE:
+    case Op.LONG4:
+    case Op.BINBYTES:
+      return 4;
+    default:
+      return 8;
+  }
+}
 
 /** A little-endian two's-complement integer of n bytes: a number when safe, else a bigint. */
 export function readLong(buf: Uint8Array, pos: number, n: number): number | bigint {
