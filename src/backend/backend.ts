@@ -167,7 +167,11 @@ export interface Backend {
   queryEvent(event: number): boolean;
   /** Wait for (run) the marked work; the first failure among it is thrown. */
   synchronizeEvent(event: number): void;
-  /** Work queued on `stream` after this call runs after the event's marked work (stream 0: nothing to do). */
+  /**
+   * Work queued on `stream` after this call runs after the event's marked
+   * work, an event of any device; on stream 0, a synchronizeDevice of any
+   * device afterwards has run that work too (Note [Default-stream waits]).
+   */
   streamWaitEvent(stream: number, event: number): void;
   /** Forget an event; work already marked is not affected. */
   destroyEvent(event: number): void;

@@ -76,6 +76,8 @@ export class SimProcess implements Backend {
   readonly #handles = new HandleTable<PhysicalMemory>();
   readonly #files = new Map<number, MemoryFile>();
   readonly #streams = new Map<number, SimStream>();
+  /** The legacy default stream's waits on events (Note [Default-stream waits]). */
+  readonly #defaultWaits = new SimStream(0, -1);
   readonly #events = new HandleTable<SimEvent>();
   readonly #tracer: Tracer | undefined;
   #nextStream = 1;
@@ -399,8 +401,9 @@ export class SimProcess implements Backend {
   synchronizeDevice(device: number): void {
     let failure: unknown;
     let failed = false;
-    for (const s of this.#streams.values()) {
-      if (device !== -1 && s.device !== device) continue;
+    // Every device's default stream is the one legacy stream here: its waits come first.
+    for (const s of [this.#defaultWaits, ...this.#streams.values()]) {
+      if (device !== -1 && s !== this.#defaultWaits && s.device !== device) continue;
       try {
         s.drain();
       } catch (e) {
@@ -451,11 +454,22 @@ export class SimProcess implements Backend {
     runMarked(this.#event(event).marks);
   }
 
+  /**
+   * Note [Default-stream waits]
+   * Stream-0 work runs after everything queued on every stream (#submit), so
+   * it always waits; what a wait on stream 0 adds is to the default stream's
+   * synchronisation. cuStreamSynchronize(0) (hipStreamSynchronize(null),
+   * aclrtSynchronizeStream(NULL)) synchronises the current device only, and
+   * the event may be another device's ("hEvent may be from a different
+   * context or device than hStream"): its marked work must have run when
+   * that returns. The wait is queued on the process's one legacy stream,
+   * which every device's synchronisation drains first (at least as ordered
+   * as the driver, Note [Special streams]); a failure of the marked work is
+   * that synchronisation's, as on a stream that waits.
+   */
   streamWaitEvent(stream: number, event: number): void {
     const e = this.#event(event);
-    // Stream-0 work runs after everything queued on every stream (#submit): it always waits.
-    if (stream === 0) return;
-    const s = this.#streams.get(stream);
+    const s = stream === 0 ? this.#defaultWaits : this.#streams.get(stream);
     if (s === undefined) throw vmmError('invalid-stream', `no stream ${stream}`);
     if (e.complete) return;
     // The marks as they are now: recording the event again later does not change what this waits for.
@@ -562,6 +576,7 @@ export class SimProcess implements Backend {
     this.#exited = true;
     for (const s of this.#streams.values()) s.discard();
     this.#streams.clear();
+    this.#defaultWaits.discard();
     for (const e of this.#events.values()) e.marks = [];
     for (const e of this.#entries.values()) this.machine.drop(e.memory);
     this.#entries.clear();

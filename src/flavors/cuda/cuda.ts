@@ -291,8 +291,7 @@ export class CudaFlavor extends VendorProcess {
     const c = this.#contexts.created(h);
     if (c === undefined) return C.CUDA_ERROR_INVALID_CONTEXT;
     this.runtime.quietly(() => this.runtime.synchronize(c.device));
-    const { events } = this.#streams;
-    for (const e of c.events) this.runtime.quietly(() => events.destroy(e));
+    for (const e of c.events) this.#streams.dropOwnedEvent(e);
     for (const s of c.streams) this.#streams.dropOwned(s);
     for (const va of c.allocations) this.runtime.quietly(() => this.runtime.mfree(va));
     for (const b of c.hostBuffers) this.#oneStep.hostBuffers.free(b);

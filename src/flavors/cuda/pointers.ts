@@ -43,6 +43,8 @@ import type { CudaSpans } from './spans.js';
 export class CudaPointers {
   /** The size each cuMemAlloc asked for, which the driver's ranges report. */
   readonly #requestedSizes = new WeakMap<Reservation, number>();
+  /** The context current at each cuMemAlloc: a created one or the device's primary one. */
+  readonly #contextsOf = new WeakMap<Reservation, bigint>();
 
   constructor(
     readonly runtime: Runtime,
@@ -52,9 +54,10 @@ export class CudaPointers {
     readonly addresses: BigIntMemo,
   ) {}
 
-  /** Remember what a cuMemAlloc asked for, when core holds more. */
+  /** Remember what a cuMemAlloc asked for, when core holds more, and the context it was made in. */
   requested(r: Reservation, size: number): void {
     if (size !== r.size) this.#requestedSizes.set(r, size);
+    this.#contextsOf.set(r, this.contexts.handle);
   }
 
   /** cuMemGetAddressRange; either out box may be null. CUDA_ERROR_NOT_FOUND where nothing is mapped. */
@@ -150,7 +153,11 @@ export class CudaPointers {
     const current = this.contexts.device;
     switch (a) {
       case C.CU_POINTER_ATTRIBUTE_CONTEXT:
-        return malloc ? contextHandle(location.type === 'device' ? location.id : current) : 0n;
+        if (!malloc) return 0n;
+        return (
+          this.#contextsOf.get(mapping.reservation) ??
+          contextHandle(location.type === 'device' ? location.id : current)
+        );
       case C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         return location.type === 'device' ? C.CU_MEMORYTYPE_DEVICE : C.CU_MEMORYTYPE_HOST;
       case C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER:

@@ -26,10 +26,16 @@ const EVENT_FLAG_BITS = C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C
  * event of the backend (they cost more to record, as on the driver), so
  * over the real driver the time is the driver's; the simulator models no
  * time: there two completed events are 0 ms apart. Event and stream of
- * cuEventRecord must be of one context (device), else
- * CUDA_ERROR_INVALID_HANDLE; cuStreamWaitEvent takes an event of any.
+ * cuEventRecord must be of one context, else CUDA_ERROR_INVALID_HANDLE: two
+ * contexts on one device are two (a created context beside the primary
+ * one), so each stream and event keeps the context current at its creation;
+ * cuStreamWaitEvent takes an event of any context or device.
  */
 export class CudaStreams extends StreamsAndEvents {
+  /** The context each live stream and event was made in (Note [CUDA events]). */
+  readonly #streamContexts = new Map<bigint, bigint>();
+  readonly #eventContexts = new Map<number, bigint>();
+
   constructor(
     runtime: Runtime,
     codes: VendorCodes,
@@ -53,6 +59,7 @@ export class CudaStreams extends StreamsAndEvents {
     try {
       const h = this.streams.create(this.contexts.device, phStream);
       if (h === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+      this.#streamContexts.set(h, this.contexts.handle);
       this.contexts.owner()?.streams.add(h);
       return C.CUDA_SUCCESS;
     } catch (e) {
@@ -80,6 +87,7 @@ export class CudaStreams extends StreamsAndEvents {
     } catch (e) {
       return this.codes.code(e);
     }
+    this.#streamContexts.delete(h);
     for (const c of this.contexts.allCreated()) c.streams.delete(h);
     return C.CUDA_SUCCESS;
   }
@@ -98,7 +106,14 @@ export class CudaStreams extends StreamsAndEvents {
   dropOwned(h: bigint): void {
     const s = this.streams.get(h);
     this.streams.forget(h);
+    this.#streamContexts.delete(h);
     if (s !== undefined) this.runtime.quietly(() => this.runtime.destroyStream(s.id));
+  }
+
+  /** Destroy an event a created context owned, as cuCtxDestroy does: quietly. */
+  dropOwnedEvent(id: number): void {
+    this.#eventContexts.delete(id);
+    this.runtime.quietly(() => this.events.destroy(id));
   }
 
   // --- events (Note [CUDA events]) ---
@@ -114,6 +129,7 @@ export class CudaStreams extends StreamsAndEvents {
       const timing = { timing: (f & C.CU_EVENT_DISABLE_TIMING) === 0 };
       const id = this.events.create(this.contexts.device, f, timing, phEvent);
       if (id < 0) return C.CUDA_ERROR_INVALID_VALUE;
+      this.#eventContexts.set(id, this.contexts.handle);
       this.contexts.owner()?.events.add(id);
       return C.CUDA_SUCCESS;
     } catch (e) {
@@ -130,9 +146,9 @@ export class CudaStreams extends StreamsAndEvents {
     const stream = this.stream(hStream);
     if (id < 0) return badEvent(id);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    // Event and stream of one context (the NULL stream: the current one's): else an invalid handle.
-    const device = stream === 0 ? this.contexts.device : this.runtime.streamDevice(stream);
-    if (device !== this.runtime.eventDevice(id)) return C.CUDA_ERROR_INVALID_HANDLE;
+    // Event and stream of one context (the NULL stream: the current one's), not just one device.
+    const context = stream === 0 ? this.contexts.handle : this.#streamContexts.get(handleKey(hStream) ?? -1n);
+    if (context !== this.#eventContexts.get(id)) return C.CUDA_ERROR_INVALID_HANDLE;
     // An external record belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
     if (f === C.CU_EVENT_RECORD_EXTERNAL) return C.CUDA_ERROR_ILLEGAL_STATE;
     const result = this.codes.run(() => this.runtime.recordEvent(id, stream));
@@ -162,7 +178,9 @@ export class CudaStreams extends StreamsAndEvents {
     const id = this.#event(hEvent);
     if (id < 0) return badEvent(id);
     const result = this.codes.run(() => this.events.destroy(id));
-    if (result === C.CUDA_SUCCESS) for (const c of this.contexts.allCreated()) c.events.delete(id);
+    if (result !== C.CUDA_SUCCESS) return result;
+    this.#eventContexts.delete(id);
+    for (const c of this.contexts.allCreated()) c.events.delete(id);
     return result;
   }
 

@@ -5,11 +5,11 @@ import * as C from '../../../src/flavors/acl/constants.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { asNumber, hostAccessCalls, smallCount, teardownRuns } from './shared.js';
+import { asNumber, crossDeviceWait, hostAccessCalls, smallCount, teardownRuns } from './shared.js';
 
-const DEVICES = [
-  { name: 'FuzzNPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
-];
+const NPU = { name: 'FuzzNPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G };
+/** Two devices: events and waits are drawn across them (issue 17). */
+const DEVICES = [NPU, NPU];
 
 type E = Episode<AclFlavor>;
 const pid = (p: AclFlavor) => p.runtime.pid;
@@ -566,6 +566,51 @@ const calls: CallSpec<AclFlavor>[] = [
   },
   { name: 'aclGetRecentErrMsg', weight: 0.3, run: (_ep, p) => ({ result: p.aclGetRecentErrMsg() }) },
   ...hostAccessCalls<AclFlavor>({ mem }),
+  crossDeviceWait<AclFlavor>('aclrtRecordEvent+aclrtStreamWaitEvent+aclrtSynchronizeStream', {
+    success: C.ACL_SUCCESS,
+    defaultStream: null,
+    event,
+    stream,
+    mem,
+    switchDevice: (ep, p) => void p.aclrtSetDevice(ep.rng.below(DEVICES.length)),
+    pieces: (p) => {
+      const s = { value: 0n };
+      const e = { value: 0n };
+      const m = { value: 0n };
+      if (p.aclrtCreateStream(s) !== 0) return undefined;
+      p.aclrtCreateEvent(e);
+      p.aclrtMalloc(m, 64, C.ACL_MEM_MALLOC_HUGE_FIRST);
+      return {
+        stream: s.value,
+        event: e.value,
+        memory: m.value,
+        release: () => {
+          p.aclrtFree(m.value);
+          p.aclrtDestroyEvent(e.value);
+          p.aclrtDestroyStream(s.value);
+        },
+      };
+    },
+    queue: (p, m, s) =>
+      void p.aclrtMemcpyAsync(
+        new Uint8Array(64),
+        64,
+        m as never,
+        64,
+        C.ACL_MEMCPY_DEVICE_TO_HOST,
+        s as never,
+      ),
+    record: (p, e, s) => p.aclrtRecordEvent(e as never, s as never),
+    wait: (p, s, e) => p.aclrtStreamWaitEvent(s as never, e as never),
+    synchronize: (p, s) => p.aclrtSynchronizeStream(s as never),
+    complete: (p, e) => {
+      const status = { value: -1 };
+      return (
+        p.aclrtQueryEventStatus(e as never, status) === C.ACL_SUCCESS &&
+        status.value === C.ACL_EVENT_RECORDED_STATUS_COMPLETE
+      );
+    },
+  }),
 ];
 
 /** An IPC key as aclrtIpcMemGetExportKey writes it: its token in hex (Note [ACL IPC keys], src/flavors/acl/sharing.ts). */
@@ -594,9 +639,11 @@ export const ACL_MODEL: FlavorModel<AclFlavor> = {
     const failed: string[] = [];
     // aclFinalize or aclrtResetDevice may have run: initialise again (a repeat is refused, harmlessly).
     p.aclInit(null);
-    if (p.aclrtSetDevice(0) !== 0) failed.push('aclrtSetDevice');
-    p.aclrtSynchronizeDevice();
-    if (p.aclrtSynchronizeDevice() !== 0) failed.push('aclrtSynchronizeDevice');
+    for (const d of [1, 0]) {
+      if (p.aclrtSetDevice(d) !== 0) failed.push('aclrtSetDevice');
+      p.aclrtSynchronizeDevice();
+      if (p.aclrtSynchronizeDevice() !== 0) failed.push('aclrtSynchronizeDevice');
+    }
     // A device reset (or aclFinalize) took its events with it: those answer ACL_ERROR_RT_PARAM_INVALID.
     for (const e of ep.events.get(pid(p)) ?? []) {
       const r = p.aclrtDestroyEvent(e);

@@ -6,6 +6,7 @@ import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
 import {
   asNumber,
+  crossDeviceWait,
   hostAccessCalls,
   mirroredEventCalls,
   mirroredFdCalls,
@@ -19,9 +20,9 @@ import {
 /** A small device: allocations of a few 64 KiB granules, and out of memory within reach. */
 export const FUZZ_GRANULE = 64 * 1024;
 const G = FUZZ_GRANULE;
-const DEVICES = [
-  { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
-];
+const GPU = { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G };
+/** Two devices: events, waits and contexts are drawn across them (issue 17). */
+const DEVICES = [GPU, GPU];
 
 type E = Episode<CudaFlavor>;
 const pid = (p: CudaFlavor) => p.runtime.pid;
@@ -72,6 +73,56 @@ function pruneGone(ep: E, p: CudaFlavor): void {
   ep.prune(ep.events, pid(p), (e) => p.cuEventQuery(e) !== C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
 }
 const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
+
+/**
+ * The context each stream, event and cuMemAlloc pointer was made in, per
+ * process, for rules context and pointer (Note [Fuzzer checks]); only
+ * what a plain box read back.
+ */
+interface Made {
+  readonly streams: Map<bigint, bigint>;
+  readonly events: Map<bigint, bigint>;
+  readonly mallocs: Map<bigint, bigint>;
+}
+const madeIn = new WeakMap<CudaFlavor, Made>();
+function made(p: CudaFlavor): Made {
+  let m = madeIn.get(p);
+  if (m === undefined) madeIn.set(p, (m = { streams: new Map(), events: new Map(), mallocs: new Map() }));
+  return m;
+}
+function current(p: CudaFlavor): bigint {
+  const b = { value: 0n };
+  p.cuCtxGetCurrent(b);
+  return b.value;
+}
+/** Remember `value` (what a box read back) as made in the current context. */
+function note(map: Map<bigint, bigint>, p: CudaFlavor, value: unknown): void {
+  if (typeof value === 'bigint' && value !== 0n) map.set(value, current(p));
+}
+/** A primary context of either device, or a context cuCtxCreate made, made current. */
+function switchContext(ep: E, p: CudaFlavor): void {
+  const created = ep.contexts.get(pid(p)) ?? [];
+  if (created.length > 0 && ep.rng.chance(0.3)) {
+    p.cuCtxSetCurrent(ep.rng.pick(created));
+    return;
+  }
+  const b = { value: 0n };
+  if (p.cuDevicePrimaryCtxRetain(b, ep.rng.below(DEVICES.length)) === 0) p.cuCtxSetCurrent(b.value);
+}
+/** The context a record's stream belongs to: the NULL and special streams are the current context's. */
+function streamContext(p: CudaFlavor, s: unknown): bigint | undefined {
+  if (s === 0n || s === 0 || s === C.CU_STREAM_LEGACY || s === C.CU_STREAM_PER_THREAD || s === 1 || s === 2)
+    return current(p);
+  return typeof s === 'bigint' ? made(p).streams.get(s) : undefined;
+}
+/** Rule context: a record that succeeded had its event and stream of one context. */
+function recorded(p: CudaFlavor, e: unknown, s: unknown, result: number) {
+  const mine = typeof e === 'bigint' ? made(p).events.get(e) : undefined;
+  const theirs = streamContext(p, s);
+  if (result !== 0 || mine === undefined || theirs === undefined || mine === theirs) return undefined;
+  const detail = `recorded an event of context ${mine} on a stream of context ${theirs}`;
+  return { rule: 'context' as const, detail };
+}
 
 const calls: CallSpec<CudaFlavor>[] = [
   { name: 'cuInit', weight: 0.2, run: (ep, p) => ({ result: p.cuInit(zero(ep)) }) },
@@ -294,7 +345,10 @@ const calls: CallSpec<CudaFlavor>[] = [
           b,
           ep.arg(() => ep.rng.pick([1, 100, G, 2 * G])),
         ),
-        onSuccess: () => ep.remember(ep.pointers, pid(p), b.value),
+        onSuccess: () => {
+          ep.remember(ep.pointers, pid(p), b.value);
+          note(made(p).mallocs, p, b.value);
+        },
       };
     },
   },
@@ -302,7 +356,13 @@ const calls: CallSpec<CudaFlavor>[] = [
     name: 'cuMemFree',
     run: (ep, p) => {
       const at = ptr(ep, p);
-      return { result: p.cuMemFree(at), onSuccess: () => ep.forget(ep.pointers, pid(p), at) };
+      return {
+        result: p.cuMemFree(at),
+        onSuccess: () => {
+          ep.forget(ep.pointers, pid(p), at);
+          if (typeof at === 'bigint') made(p).mallocs.delete(at);
+        },
+      };
     },
   },
   { name: 'cuMemGetInfo', weight: 0.3, run: (ep, p) => ({ result: p.cuMemGetInfo(ep.box(0), ep.box(0)) }) },
@@ -419,7 +479,10 @@ const calls: CallSpec<CudaFlavor>[] = [
           b,
           ep.arg(() => ep.rng.below(2)),
         ),
-        onSuccess: () => ep.remember(ep.streams, pid(p), b.value),
+        onSuccess: () => {
+          ep.remember(ep.streams, pid(p), b.value);
+          note(made(p).streams, p, b.value);
+        },
       };
     },
   },
@@ -446,47 +509,121 @@ const calls: CallSpec<CudaFlavor>[] = [
           b,
           ep.arg(() => ep.rng.pick([0, 1, 2, 2, 6, 4, 8])),
         ),
-        onSuccess: () => ep.remember(ep.events, pid(p), b.value),
+        onSuccess: () => {
+          ep.remember(ep.events, pid(p), b.value);
+          note(made(p).events, p, b.value);
+        },
       };
     },
   },
   {
     name: 'cuEventRecord',
     weight: 0.5,
-    run: (ep, p) => ({ result: p.cuEventRecord(event(ep, p), stream(ep, p)) }),
+    run: (ep, p) => {
+      const e = event(ep, p);
+      const s = stream(ep, p);
+      const result = p.cuEventRecord(e, s);
+      return { result, broken: recorded(p, e, s, result) };
+    },
   },
   {
     name: 'cuEventRecordWithFlags',
     weight: 0.2,
-    run: (ep, p) => ({
-      result: p.cuEventRecordWithFlags(
-        event(ep, p),
-        stream(ep, p),
+    run: (ep, p) => {
+      const e = event(ep, p);
+      const s = stream(ep, p);
+      const result = p.cuEventRecordWithFlags(
+        e,
+        s,
         ep.arg(() => ep.rng.below(3)),
-      ),
-    }),
+      );
+      return { result, broken: recorded(p, e, s, result) };
+    },
+  },
+  crossDeviceWait<CudaFlavor>('cuEventRecord+cuStreamWaitEvent+cuStreamSynchronize', {
+    success: C.CUDA_SUCCESS,
+    defaultStream: 0n,
+    event,
+    stream,
+    mem,
+    switchDevice: switchContext,
+    pieces: (p) => {
+      const s = { value: 0n };
+      const e = { value: 0n };
+      const m = { value: 0n };
+      if (p.cuStreamCreate(s, 0) !== 0) return undefined;
+      note(made(p).streams, p, s.value);
+      p.cuEventCreate(e, C.CU_EVENT_DISABLE_TIMING);
+      note(made(p).events, p, e.value);
+      p.cuMemAlloc(m, 64);
+      return {
+        stream: s.value,
+        event: e.value,
+        memory: m.value,
+        release: () => {
+          p.cuMemFree(m.value);
+          p.cuEventDestroy(e.value);
+          p.cuStreamDestroy(s.value);
+        },
+      };
+    },
+    queue: (p, m, s) => void p.cuMemcpyDtoHAsync(new Uint8Array(64), m as never, 64, s as never),
+    record: (p, e, s) => p.cuEventRecord(e as never, s as never),
+    wait: (p, s, e) => p.cuStreamWaitEvent(s as never, e as never, 0),
+    synchronize: (p, s) => p.cuStreamSynchronize(s as never),
+    complete: (p, e) => p.cuEventQuery(e as never) === C.CUDA_SUCCESS,
+  }),
+  {
+    name: 'cuCtxSetCurrent(any device)',
+    weight: 0.3,
+    run: (ep, p) => {
+      switchContext(ep, p);
+      return { result: C.CUDA_SUCCESS };
+    },
+  },
+  {
+    name: 'cuPointerGetAttribute(CONTEXT)',
+    weight: 0.4,
+    run: (ep, p) => {
+      const mallocs = [...made(p).mallocs];
+      if (mallocs.length === 0) return { result: C.CUDA_SUCCESS };
+      const [base, ctx] = ep.rng.pick(mallocs);
+      const at = base + BigInt(ep.rng.pick([0, 0, 1, 64]));
+      const seen = { value: 0n as bigint | number };
+      const result = ep.rng.chance(0.5)
+        ? p.cuPointerGetAttribute(seen, C.CU_POINTER_ATTRIBUTE_CONTEXT, at)
+        : p.cuPointerGetAttributes(1, [C.CU_POINTER_ATTRIBUTE_CONTEXT], [seen], at);
+      const detail = `answered context ${seen.value} for memory allocated in context ${ctx}`;
+      return { result, broken: result === 0 && seen.value !== ctx ? { rule: 'pointer', detail } : undefined };
+    },
   },
   ...mirroredEventCalls<CudaFlavor>('cu', { event, stream, pid }),
   {
     name: 'cuCtxCreate',
     weight: 0.1,
-    run: (ep, p) => ({
-      result: p.cuCtxCreate(
-        ep.box(0n),
-        ep.arg(() => ep.rng.pick([0, 0, 4, 3])),
-        zero(ep),
-      ),
-    }),
+    run: (ep, p) => {
+      const b = ep.box(0n);
+      return {
+        result: p.cuCtxCreate(
+          b,
+          ep.arg(() => ep.rng.pick([0, 0, 4, 3])),
+          ep.arg(() => ep.rng.below(DEVICES.length)),
+        ),
+        onSuccess: () => ep.remember(ep.contexts, pid(p), b.value),
+      };
+    },
   },
   {
     name: 'cuCtxDestroy',
     weight: 0.1,
     run: (ep, p) => {
-      const current = { value: 0n };
-      p.cuCtxGetCurrent(current);
+      const now = current(p);
+      const ctx = ep.arg(() => now);
       return {
-        result: p.cuCtxDestroy(ep.arg(() => current.value)),
+        result: p.cuCtxDestroy(ctx),
         onSuccess: () => {
+          // Its cuMemAlloc memory went with it.
+          for (const [va, c] of made(p).mallocs) if (c === ctx) made(p).mallocs.delete(va);
           // The primary context, when nothing is current any more (as a program would set it again),
           // so that the queries below answer for the handles rather than for a missing context.
           const b = { value: 0n };
@@ -539,9 +676,13 @@ export const CUDA_MODEL: FlavorModel<CudaFlavor> = {
     // The fuzzer may have released the primary context or made none current.
     p.cuDevicePrimaryCtxRetain(b, 0);
     p.cuCtxSetCurrent(b.value);
-    // Work queued on streams may fail when it runs; the second synchronize is clean.
-    p.cuCtxSynchronize();
-    if (p.cuCtxSynchronize() !== 0) failed.push('cuCtxSynchronize');
+    // Work queued on streams may fail when it runs; the second synchronize is clean. Device 1 first.
+    for (const d of [1, 0]) {
+      p.cuDevicePrimaryCtxRetain(b, d);
+      p.cuCtxSetCurrent(b.value);
+      p.cuCtxSynchronize();
+      if (p.cuCtxSynchronize() !== 0) failed.push('cuCtxSynchronize');
+    }
     for (const s of ep.streams.get(pid(p)) ?? [])
       if (p.cuStreamDestroy(s) !== 0) failed.push('cuStreamDestroy');
     for (const e of ep.events.get(pid(p)) ?? []) if (p.cuEventDestroy(e) !== 0) failed.push('cuEventDestroy');

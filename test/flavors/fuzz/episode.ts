@@ -20,6 +20,14 @@
  *  - bytes: every byte a successful synchronous read returned, where the
  *    fuzzer knows what was written there (through any mapping of the same
  *    memory, in either process, an import included), equals the shadow;
+ *  - wait: after a stream waited on an event and that stream's
+ *    synchronisation succeeded, the event is complete, whichever device or
+ *    context recorded it and whichever is current (the default stream
+ *    included: issue 17);
+ *  - context: a cuEventRecord that succeeded had its event and stream of one
+ *    context (two contexts on one device are two);
+ *  - pointer: CU_POINTER_ATTRIBUTE_CONTEXT of cuMemAlloc memory is the
+ *    context that was current at the allocation;
  *  - baseline (once, after the episode): a teardown through the vendor API
  *    succeeds call by call and leaves every pool, the host pool, the live
  *    allocations and the resident bytes at zero, as the machine started.
@@ -39,7 +47,18 @@ import type { Random } from './random.js';
 
 /** What the fuzzer found wrong, with enough to replay it. */
 export interface Violation {
-  readonly rule: 'throw' | 'code' | 'internal' | 'changed' | 'box' | 'host' | 'bytes' | 'baseline';
+  readonly rule:
+    | 'throw'
+    | 'code'
+    | 'internal'
+    | 'changed'
+    | 'box'
+    | 'host'
+    | 'bytes'
+    | 'wait'
+    | 'context'
+    | 'pointer'
+    | 'baseline';
   readonly call: string;
   readonly detail: string;
   readonly index: number;
@@ -85,6 +104,8 @@ export interface CallSpec<P extends FuzzedProcess> {
     onSuccess?: () => void;
     /** This call may fail after earlier effects, by a vendor rule (hipMemSetAccess with several descriptors). */
     partial?: boolean;
+    /** A rule of the model the call broke, found by the call's own checks (wait, context, pointer). */
+    broken?: { readonly rule: 'wait' | 'context' | 'pointer'; readonly detail: string };
   };
 }
 
@@ -139,6 +160,8 @@ export class Episode<P extends FuzzedProcess> {
   readonly fds = new Map<number, number[]>();
   readonly streams = new Map<number, bigint[]>();
   readonly events = new Map<number, bigint[]>();
+  /** Contexts a process made (cuCtxCreate), live or destroyed since. */
+  readonly contexts = new Map<number, bigint[]>();
   /** Values that were valid once (freed pointers, released handles, closed streams). */
   readonly stale: bigint[] = [];
   /** Shadows by `${pid}:${core handle id}`; an import's key points at its exporter's shadow. */
@@ -182,6 +205,7 @@ export class Episode<P extends FuzzedProcess> {
       this.fds.set(pid, []);
       this.streams.set(pid, []);
       this.events.set(pid, []);
+      this.contexts.set(pid, []);
     }
   }
 
@@ -397,7 +421,8 @@ export class Episode<P extends FuzzedProcess> {
       this.#violate('throw', spec.name, `threw ${e instanceof Error ? e.message : typeof e}`, index);
       return;
     }
-    const { result, effects, onSuccess, partial } = outcome;
+    const { result, effects, onSuccess, partial, broken } = outcome;
+    if (broken !== undefined) this.#violate(broken.rule, spec.name, broken.detail, index);
     this.#history.push(
       `${index} ${p === this.ghost ? 'ghost' : p.runtime.pid} ${spec.name} -> ${String(result)}${effects ? ` ${JSON.stringify(effects, (_k, v) => (v instanceof Uint8Array ? `[${v.length} bytes ${v[0]}..]` : v))}` : ''}`,
     );

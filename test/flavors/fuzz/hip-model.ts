@@ -7,6 +7,7 @@ import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
 import {
   asNumber,
+  crossDeviceWait,
   hostAccessCalls,
   mirroredEventCalls,
   mirroredFdCalls,
@@ -17,9 +18,9 @@ import {
   widePattern,
 } from './shared.js';
 
-const DEVICES = [
-  { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G },
-];
+const GPU = { name: 'FuzzGPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G };
+/** Two devices: events and waits are drawn across them (issue 17). */
+const DEVICES = [GPU, GPU];
 
 type E = Episode<HipFlavor>;
 const pid = (p: HipFlavor) => p.runtime.pid;
@@ -436,6 +437,38 @@ const calls: CallSpec<HipFlavor>[] = [
     run: (ep, p) => ({ result: p.hipGetErrorString(ep.arg(() => 2)) }),
   },
   ...hostAccessCalls<HipFlavor>({ mem }),
+  crossDeviceWait<HipFlavor>('hipEventRecord+hipStreamWaitEvent+hipStreamSynchronize', {
+    success: C.hipSuccess,
+    defaultStream: null,
+    event,
+    stream,
+    mem,
+    switchDevice: (ep, p) => void p.hipSetDevice(ep.rng.below(DEVICES.length)),
+    pieces: (p) => {
+      const s = { value: 0n };
+      const e = { value: 0n };
+      const m = { value: 0n };
+      if (p.hipStreamCreate(s) !== 0) return undefined;
+      p.hipEventCreateWithFlags(e, C.hipEventDisableTiming);
+      p.hipMalloc(m, 64);
+      return {
+        stream: s.value,
+        event: e.value,
+        memory: m.value,
+        release: () => {
+          p.hipFree(m.value);
+          p.hipEventDestroy(e.value);
+          p.hipStreamDestroy(s.value);
+        },
+      };
+    },
+    queue: (p, m, s) =>
+      void p.hipMemcpyAsync(new Uint8Array(64), m as never, 64, C.hipMemcpyDeviceToHost, s as never),
+    record: (p, e, s) => p.hipEventRecord(e as never, s as never),
+    wait: (p, s, e) => p.hipStreamWaitEvent(s as never, e as never, 0),
+    synchronize: (p, s) => p.hipStreamSynchronize(s as never),
+    complete: (p, e) => p.hipEventQuery(e as never) === C.hipSuccess,
+  }),
 ];
 
 export const HIP_MODEL: FlavorModel<HipFlavor> = {
@@ -448,9 +481,11 @@ export const HIP_MODEL: FlavorModel<HipFlavor> = {
   calls,
   teardown(ep, p) {
     const failed: string[] = [];
-    p.hipSetDevice(0);
-    p.hipDeviceSynchronize();
-    if (p.hipDeviceSynchronize() !== 0) failed.push('hipDeviceSynchronize');
+    for (const d of [1, 0]) {
+      p.hipSetDevice(d);
+      p.hipDeviceSynchronize();
+      if (p.hipDeviceSynchronize() !== 0) failed.push('hipDeviceSynchronize');
+    }
     for (const s of ep.streams.get(pid(p)) ?? [])
       if (p.hipStreamDestroy(s) !== 0) failed.push('hipStreamDestroy');
     for (const e of ep.events.get(pid(p)) ?? [])

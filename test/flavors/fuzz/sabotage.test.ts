@@ -4,6 +4,7 @@
  * must report that rule.
  */
 import { describe, expect, it } from 'vitest';
+import * as C from '../../../src/flavors/cuda/constants.js';
 import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 import { CUDA_MODEL } from './cuda-model.js';
 import { type Episode, fuzz, type Violation } from './episode.js';
@@ -70,6 +71,29 @@ const SABOTAGE: Record<Violation['rule'], (ep: Episode<CudaFlavor>) => void> = {
       const code = original(...args);
       const host = args[0];
       if (code === 0 && host instanceof Uint8Array && host.length > 0) host[0] = (host[0] ?? 0) ^ 0xff;
+      return code;
+    }),
+  // The simulator's old wait on the default stream: none (issue 17).
+  wait: (ep) =>
+    wrapEach(
+      ep,
+      'cuStreamWaitEvent',
+      (original) =>
+        (...args) =>
+          args[0] === 0n ? 0 : original(...args),
+    ),
+  // The old rule compared devices: a refused record goes to the current context's default stream instead.
+  context: (ep) =>
+    wrapEach(ep, 'cuEventRecord', (original) => (...args) => {
+      const code = original(...args);
+      return code === C.CUDA_ERROR_INVALID_HANDLE ? original(args[0], 0n) : code;
+    }),
+  // The old answer: the primary context of device 0, whichever context made the memory.
+  pointer: (ep) =>
+    wrapEach(ep, 'cuPointerGetAttribute', (original) => (...args) => {
+      const code = original(...args);
+      const box = args[0] as { value: unknown };
+      if (code === 0 && args[1] === C.CU_POINTER_ATTRIBUTE_CONTEXT) box.value = 0xc0_0000n;
       return code;
     }),
   baseline: (ep) =>

@@ -418,3 +418,72 @@ export function mirroredSetCalls<P extends FuzzedProcess>(
     },
   ];
 }
+
+/** A stream, an event and memory crossDeviceWait made itself on one device, and how to give them back. */
+export interface WaitPieces {
+  readonly stream: unknown;
+  readonly event: unknown;
+  readonly memory: unknown;
+  release(): void;
+}
+
+/** What crossDeviceWait needs of a flavor: its calls in the vendor's argument order. */
+export interface WaitCalls<P> {
+  readonly success: number;
+  /** The default stream's handle (NULL). */
+  readonly defaultStream: unknown;
+  event(ep: Episode<P & FuzzedProcess>, p: P): unknown;
+  stream(ep: Episode<P & FuzzedProcess>, p: P): unknown;
+  mem(ep: Episode<P & FuzzedProcess>, p: P): unknown;
+  /** Make a random device (or context) of the process current. */
+  switchDevice(ep: Episode<P & FuzzedProcess>, p: P): void;
+  /** Make the current device's own stream, event and 64 bytes of memory, valid ones (undefined if a call failed). */
+  pieces(p: P): WaitPieces | undefined;
+  /** Queue a 64-byte read of `memory` into a host buffer on the stream; its answer is not checked. */
+  queue(p: P, memory: unknown, stream: unknown): void;
+  record(p: P, event: unknown, stream: unknown): number;
+  wait(p: P, stream: unknown, event: unknown): number;
+  synchronize(p: P, stream: unknown): number;
+  /** Whether the event's recorded work has run, by the vendor's query. */
+  complete(p: P, event: unknown): boolean;
+}
+
+/**
+ * The sequence of issue 17's first contract break, with the devices and
+ * streams drawn at random: queue a read on a stream and record an event
+ * behind it (half the time on pieces made for it, on a device drawn at
+ * random; else on whatever the pools give), make a device (or context)
+ * drawn at random current, wait on the event from a stream (often the
+ * default one), synchronise that stream; then the event must be complete
+ * (rule wait, Note [Fuzzer checks]). The current device stays as drawn, so
+ * later calls run across devices too.
+ */
+export function crossDeviceWait<P extends FuzzedProcess>(name: string, use: WaitCalls<P>): CallSpec<P> {
+  return {
+    name,
+    weight: 0.6,
+    // A record that succeeded stays made when the wait or the synchronisation after it fails.
+    partialOnFailure: true,
+    run: (ep, p) => {
+      use.switchDevice(ep, p);
+      const own = ep.rng.chance(0.5) ? use.pieces(p) : undefined;
+      try {
+        const e = own?.event ?? use.event(ep, p);
+        const first = own?.stream ?? use.stream(ep, p);
+        use.queue(p, own?.memory ?? use.mem(ep, p), first);
+        const recorded = use.record(p, e, first);
+        if (recorded !== use.success) return { result: recorded };
+        use.switchDevice(ep, p);
+        const s = ep.rng.chance(0.6) ? use.defaultStream : use.stream(ep, p);
+        const waited = use.wait(p, s, e);
+        if (waited !== use.success) return { result: waited };
+        const synchronized = use.synchronize(p, s);
+        if (synchronized !== use.success) return { result: synchronized };
+        const detail = `the event waited on by ${String(s)} is not complete after its synchronisation`;
+        return { result: use.success, broken: use.complete(p, e) ? undefined : { rule: 'wait', detail } };
+      } finally {
+        own?.release();
+      }
+    },
+  };
+}
