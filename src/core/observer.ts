@@ -21,7 +21,8 @@
  * call returned or threw, and the error is the caller's, rethrown unchanged.
  * A runtime made without observers runs its own methods, at no cost.
  */
-import type { Runtime, TRACED_OPERATIONS } from './runtime.js';
+import type { TRACED_OPERATIONS } from './operations.js';
+import type { Runtime } from './runtime.js';
 
 /** The operations observers see: every method of Runtime that changes state or moves bytes. */
 export type RuntimeOperation = (typeof TRACED_OPERATIONS)[number];

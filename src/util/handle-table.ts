@@ -49,7 +49,7 @@ export class HandleTable<V> {
 
 /**
  * A handle table whose values are never handed out twice (core's handle
- * values, Note [Handle values] in src/core/runtime.ts), at an array index's
+ * values, Note [Handle values] in src/core/allocations.ts), at an array index's
  * cost. A handle is `generation * SLOTS + slot`: slots are reused, last freed
  * first, and each reuse bumps the slot's generation, so a stale value names
  * the right slot with the wrong generation and finds nothing. (A Map keyed by

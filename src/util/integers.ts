@@ -13,3 +13,8 @@ export function isMultipleOf(x: number, g: number): boolean {
 export function isPowerOfTwo(n: number): boolean {
   return n > 0 && 2 ** Math.round(Math.log2(n)) === n;
 }
+
+/** A non-negative safe integer: a size, count or address. */
+export function isCount(n: number): boolean {
+  return Number.isSafeInteger(n) && n >= 0;
+}

@@ -28,7 +28,7 @@ const IPC_KEY_PREFIX = 'ipc-';
  * the importer gets a device pointer from aclrtIpcMemImportByKey and both
  * sides end with aclrtIpcMemClose, importers first, then the exporter's
  * aclrtFree). It is built on core's one-step sharing (Note [One-step
- * sharing], runtime.ts): the key is the machine-wide token of
+ * sharing], core/one-step.ts): the key is the machine-wide token of
  * exportMalloc written as text, so whatever carries tokens between
  * processes (the simulated machine; the CUDA backend's token registry)
  * carries keys too, and aclrtMalloc creates its memory exportable for that.

@@ -1,0 +1,79 @@
+import type { Runtime } from './runtime.js';
+import type { MethodsListed } from './trace.js';
+
+/**
+ * The operations that get a trace span when a tracer is given: every method
+ * that changes state or moves bytes. The type below fails to compile when a
+ * public method is neither listed here nor named a query.
+ */
+export const TRACED_OPERATIONS = [
+  'reserve',
+  'free',
+  'create',
+  'release',
+  'retain',
+  'map',
+  'unmap',
+  'setAccess',
+  'hostRead',
+  'hostWrite',
+  'exportFd',
+  'importFd',
+  'closeFd',
+  'exportShareable',
+  'allowImport',
+  'importShareable',
+  'unshare',
+  'exportMalloc',
+  'importMalloc',
+  'write',
+  'read',
+  'copy',
+  'fill',
+  'malloc',
+  'mfree',
+  'createStream',
+  'destroyStream',
+  'synchronizeStream',
+  'synchronize',
+  'createEvent',
+  'recordEvent',
+  'queryEvent',
+  'synchronizeEvent',
+  'streamWaitEvent',
+  'destroyEvent',
+  'elapsedTime',
+  'resetDevice',
+] as const satisfies readonly (keyof Runtime)[];
+
+/** Methods that only read state: not traced. */
+type RuntimeQueries =
+  | 'device'
+  | 'isDevice'
+  | 'memoryInfo'
+  | 'reservationAt'
+  | 'reservationContaining'
+  | 'mappingAt'
+  | 'mappingsIn'
+  | 'nextMapping'
+  | 'wholeMappings'
+  | 'allocation'
+  | 'getAccess'
+  | 'stats'
+  | 'reservations'
+  | 'mappings'
+  | 'hasStream'
+  | 'streamDevice'
+  | 'eventDevice'
+  | 'eventDestroyed'
+  | 'eventCount'
+  | 'describe'
+  | 'quietly'
+  | 'dispose';
+
+// Compile-time check: every method of Runtime is traced or a query.
+const tracedOperationsAreComplete: MethodsListed<
+  Runtime,
+  (typeof TRACED_OPERATIONS)[number] | RuntimeQueries
+> = true;
+void tracedOperationsAreComplete;
