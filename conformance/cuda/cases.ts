@@ -2060,12 +2060,22 @@ function pointerAttributesAtOnce(
   );
 }
 
-/** cuMemGetAddressRange at `ptr`: base as an offset from `base`, and the size. */
+/**
+ * cuMemGetAddressRange at `ptr`: base as an offset from `base` ('NULL' for a
+ * NULL base, 'unwritten' when the driver left the box as it was: the raw
+ * binding keeps an unwritten out-parameter, Note [Unsigned reads]), and the size.
+ */
 function addressRange(t: Trace, label: string, ptr: bigint, base: bigint): void {
   const b = { value: -1n };
   const s = { value: -1 };
   const code = t.cu.cuMemGetAddressRange(b, s, ptr);
-  t.call(label, code, code === 0 ? { base: Number(b.value - base), size: s.value } : undefined);
+  t.call(label, code, code === 0 ? { base: addressOffset(b.value, -1n, base), size: s.value } : undefined);
+}
+
+/** An address the driver wrote, as an offset from `base`; 'NULL', or 'unwritten' if it is still `initial`. */
+function addressOffset(value: bigint, initial: bigint, base: bigint): Json {
+  if (value === initial) return 'unwritten';
+  return value === 0n ? 'NULL' : Number(value - base);
 }
 
 /** cuMemAlloc of `size` bytes, freed at the end of the case (0n on failure). */
@@ -2084,6 +2094,86 @@ function exchangeMode(t: Trace, label: string, mode: number): number {
   t.call(label, code, code === 0 ? box.value : undefined);
   return code;
 }
+
+// Issue 17, item 2 (Note [Unsigned reads] in src/backends/cuda/driver.ts): each kind of 64-bit value
+// the binding reads back, as what it must equal and whether it came back unsigned (a bigint or a
+// number, never negative).
+const unsigned = (v: unknown): boolean => (typeof v === 'bigint' || typeof v === 'number') && v >= 0;
+function sameUnsigned(t: Trace, label: string, value: unknown, expected: unknown): void {
+  t.see(label, { unsigned: unsigned(value), same: value === expected });
+}
+def('unsigned.deviceptrReads', (t) => {
+  const { base, h } = t.mapped(3 * t.G);
+  if (!base || !h) return;
+  sameUnsigned(t, 'reserveIsMappedBase', base, base);
+  const b = { value: -1n };
+  const code = t.cu.cuMemGetAddressRange(b, null, base + 64n);
+  t.call(
+    'addressRangeBase',
+    code,
+    code === 0 ? { unsigned: unsigned(b.value), same: b.value === base } : undefined,
+  );
+  for (const [label, a] of [
+    ['rangeStart', PTR.RANGE_START_ADDR],
+    ['devicePointer', PTR.DEVICE_POINTER],
+    ['mappingBase', PTR.MAPPING_BASE_ADDR],
+  ] as const) {
+    const box: Box<number | bigint> = { value: -1 };
+    const c = t.cu.cuPointerGetAttribute(box, a, base);
+    t.call(label, c, c === 0 ? { unsigned: unsigned(box.value), same: box.value === base } : undefined);
+  }
+  const p = allocated(t, t.G + 1);
+  if (!p) return;
+  const r = { value: -1n };
+  const rc = t.cu.cuMemGetAddressRange(r, null, p + 1n);
+  t.call('allocRangeBase', rc, rc === 0 ? { unsigned: unsigned(r.value), same: r.value === p } : undefined);
+});
+def('unsigned.sizeReads', (t) => {
+  const total = { value: -1 };
+  t.call('totalMem', t.cu.cuDeviceTotalMem(total, t.env.dev));
+  sameUnsigned(t, 'totalMemIsEnv', total.value, t.env.totalMem);
+  const free = { value: -1 };
+  const all = { value: -1 };
+  t.call('memGetInfo', t.cu.cuMemGetInfo(free, all));
+  sameUnsigned(t, 'infoTotalIsTotalMem', all.value, total.value);
+  t.see('infoFreeBelowTotal', unsigned(free.value) && free.value <= all.value);
+  const gran = { value: -1 };
+  t.call('granularity', t.cu.cuMemGetAllocationGranularity(gran, t.prop(), CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  sameUnsigned(t, 'granularityIsEnv', gran.value, t.G);
+  const { base, h } = t.mapped(3 * t.G);
+  if (!base || !h) return;
+  const s = { value: -1 };
+  const code = t.cu.cuMemGetAddressRange(null, s, base + 8n);
+  t.call(
+    'addressRangeSize',
+    code,
+    code === 0 ? { unsigned: unsigned(s.value), same: s.value === 3 * t.G } : undefined,
+  );
+  const box: Box<number | bigint> = { value: -1 };
+  const c = t.cu.cuPointerGetAttribute(box, PTR.RANGE_SIZE, base);
+  t.call(
+    'rangeSize',
+    c,
+    c === 0 ? { unsigned: unsigned(box.value), same: box.value === 3 * t.G } : undefined,
+  );
+});
+def('unsigned.handleReads', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  t.see('createdHandleUnsigned', unsigned(h));
+  const r = { value: -1n };
+  const code = t.cu.cuMemRetainAllocationHandle(r, base);
+  t.call('retain', code, code === 0 ? { unsigned: unsigned(r.value), same: r.value === h } : undefined);
+  if (code === 0) t.call('releaseRetained', t.cu.cuMemRelease(r.value));
+  const ctx = { value: -1n };
+  t.call('ctxGetCurrent', t.cu.cuCtxGetCurrent(ctx));
+  t.see('contextUnsigned', unsigned(ctx.value) && ctx.value !== 0n);
+  const s = t.stream();
+  t.see('streamUnsigned', unsigned(s) && s !== 0n);
+  const e = eventOf(t, CU_EVENT_DISABLE_TIMING);
+  t.see('eventUnsigned', unsigned(e) && e !== 0n);
+  if (e) t.call('eventDestroy', t.cu.cuEventDestroy(e));
+});
 
 // Device queries.
 def('attribute.ofVmmPrograms', (t) => {
@@ -2661,6 +2751,82 @@ def('ctx.destroyReleasesItsMemoryAndStreams', (t) => {
     t.write(base, data, 'vmmWriteAfterDestroy');
     t.readEquals(base, data);
   }
+});
+/** A context of its own on the case's device, pushed current; its destroy (which makes `primary` current again) is up to the case. */
+function createdContext(t: Trace): bigint {
+  const box = { value: 0n };
+  return t.call('ctxCreate', t.cu.cuCtxCreate(box, 0, t.env.dev)) === 0 ? box.value : 0n;
+}
+// Issue 17, item 4: an event and a stream of two contexts on one device are of two contexts.
+def('ctx.recordEventOfOtherContext', (t) => {
+  const primary = currentContext(t);
+  const c = createdContext(t);
+  if (!c) return;
+  const e = { value: 0n };
+  t.call('eventCreateInCreated', t.cu.cuEventCreate(e, CU_EVENT_DISABLE_TIMING));
+  t.call('setPrimary', t.cu.cuCtxSetCurrent(primary));
+  const s = { value: 0n };
+  t.call('streamCreateInPrimary', t.cu.cuStreamCreate(s, 0));
+  t.call('recordOnPrimaryStream', t.cu.cuEventRecord(e.value, s.value));
+  t.call('recordOnNullStream', t.cu.cuEventRecord(e.value, 0n));
+  t.call('recordWithFlagsOnNullStream', t.cu.cuEventRecordWithFlags(e.value, 0n, 0));
+  t.call('waitFromPrimaryStream', t.cu.cuStreamWaitEvent(s.value, e.value, 0));
+  t.call('streamDestroy', t.cu.cuStreamDestroy(s.value));
+  t.call('setCreated', t.cu.cuCtxSetCurrent(c));
+  t.call('recordOnOwnNullStream', t.cu.cuEventRecord(e.value, 0n));
+  t.call('eventSynchronize', t.cu.cuEventSynchronize(e.value));
+  t.call('eventDestroy', t.cu.cuEventDestroy(e.value));
+  t.call('ctxDestroy', t.cu.cuCtxDestroy(c));
+  if (currentContext(t) !== primary) t.cu.cuCtxSetCurrent(primary);
+});
+def('ctx.pointerContextOfCreatedContextMemory', (t) => {
+  const primary = currentContext(t);
+  const c = createdContext(t);
+  if (!c) return;
+  const p = { value: 0n };
+  if (t.call('memAllocInCreated', t.cu.cuMemAlloc(p, t.G)) === 0) {
+    t.call('setPrimary', t.cu.cuCtxSetCurrent(primary));
+    const which = (v: number | bigint) =>
+      v === c ? 'created' : v === primary ? 'primary' : v === 0n ? 0 : 'other';
+    const one: Box<number | bigint> = { value: -1 };
+    const code = t.cu.cuPointerGetAttribute(one, PTR.CONTEXT, p.value + 64n);
+    t.call('contextAttribute', code, code === 0 ? which(one.value) : undefined);
+    const boxes: Box<number | bigint>[] = [{ value: -1 }, { value: -1 }];
+    const all = t.cu.cuPointerGetAttributes(2, [PTR.CONTEXT, PTR.DEVICE_ORDINAL], boxes, p.value);
+    t.call(
+      'attributesAtOnce',
+      all,
+      all === 0 ? [which(boxes[0]!.value), Number(boxes[1]!.value)] : undefined,
+    );
+    t.call('setCreated', t.cu.cuCtxSetCurrent(c));
+    t.call('memFree', t.cu.cuMemFree(p.value));
+  }
+  t.call('ctxDestroy', t.cu.cuCtxDestroy(c));
+  if (currentContext(t) !== primary) t.cu.cuCtxSetCurrent(primary);
+});
+// The NULL stream of one context waits on another context's event: its synchronisation has run that work.
+def('ctx.nullStreamWaitsOnOtherContextEvent', (t) => {
+  const primary = currentContext(t);
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const c = createdContext(t);
+  if (!c) return;
+  const s = { value: 0n };
+  const e = { value: 0n };
+  t.call('streamCreateInCreated', t.cu.cuStreamCreate(s, 0));
+  t.call('eventCreateInCreated', t.cu.cuEventCreate(e, CU_EVENT_DISABLE_TIMING));
+  t.call('memsetAsyncInCreated', t.cu.cuMemsetD8Async(base, 0x5a, t.G, s.value));
+  t.call('recordInCreated', t.cu.cuEventRecord(e.value, s.value));
+  t.call('setPrimary', t.cu.cuCtxSetCurrent(primary));
+  t.call('nullStreamWait', t.cu.cuStreamWaitEvent(0n, e.value, 0));
+  t.call('nullStreamSynchronize', t.cu.cuStreamSynchronize(0n));
+  t.call('queryAfter', t.cu.cuEventQuery(e.value));
+  t.readEquals(base, new Uint8Array(64).fill(0x5a));
+  t.call('setCreated', t.cu.cuCtxSetCurrent(c));
+  t.call('streamDestroy', t.cu.cuStreamDestroy(s.value));
+  t.call('eventDestroy', t.cu.cuEventDestroy(e.value));
+  t.call('ctxDestroy', t.cu.cuCtxDestroy(c));
+  if (currentContext(t) !== primary) t.cu.cuCtxSetCurrent(primary);
 });
 def('ctx.destroyNull', (t) => void t.call('destroyNull', t.cu.cuCtxDestroy(0n)));
 def(

@@ -1,7 +1,7 @@
 /**
  * The proof on a GPU machine, in one command:
  *
- *   node dist/conformance/gpu/prove.js [--fake] [--out DIR]
+ *   node dist/conformance/gpu/prove.js [--fake] [--out DIR] [--transcript DRIVER.json]
  *
  * 1. the backend contract (conformance/backend/contract.ts) against CudaBackend;
  * 2. every CUDA conformance case (conformance/cuda/cases.ts) through vmmkit's
@@ -45,6 +45,12 @@ const args = process.argv.slice(2);
 const fake = args.includes('--fake');
 const outIndex = args.indexOf('--out');
 const outDir = outIndex >= 0 ? args[outIndex + 1]! : (process.env.OUT ?? 'prove-out');
+// The raw driver's transcript to compare with: the committed one, or one run-all.sh just merged new cases into.
+const transcriptIndex = args.indexOf('--transcript');
+const transcriptPath =
+  transcriptIndex >= 0
+    ? args[transcriptIndex + 1]!
+    : fileURLToPath(new URL('../../../conformance/results/h200-driver.json', import.meta.url));
 
 function driverFor(devices = 1): CudaDriver {
   return fake
@@ -229,9 +235,11 @@ function main(): void {
   for (const c of contract.value) if (!c.ok) console.log(`  FAIL ${c.name}: ${c.error}`);
 
   // 2. the CUDA cases through the flavour on the real backend.
-  const transcript = JSON.parse(
-    readFileSync(new URL('../../../conformance/results/h200-driver.json', import.meta.url), 'utf8'),
-  ) as { cases: Record<string, CaseRecord>; gpu?: unknown; driver?: unknown };
+  const transcript = JSON.parse(readFileSync(transcriptPath, 'utf8')) as {
+    cases: Record<string, CaseRecord>;
+    gpu?: unknown;
+    driver?: unknown;
+  };
   const names = caseNames();
   const cases = timed(runCasesInChildren);
   const perCase: Record<
@@ -338,7 +346,7 @@ function main(): void {
   writeFileSync(join(outDir, 'prove.json'), `${JSON.stringify(summary, null, 1)}\n`);
   writeFileSync(
     join(outDir, 'h200-vmmkit-cases.json'),
-    `${JSON.stringify({ date: summary.date, info, transcript: 'conformance/results/h200-driver.json', cases: perCase }, null, 1)}\n`,
+    `${JSON.stringify({ date: summary.date, info, transcript: transcriptIndex >= 0 ? transcriptPath : 'conformance/results/h200-driver.json', cases: perCase }, null, 1)}\n`,
   );
   console.log(`wrote ${join(outDir, 'prove.json')}`);
 }

@@ -9,6 +9,9 @@
 #
 # Then the device tool's run, with carry [".device", "dist", ".testdeps"] (about 44 MiB):
 #   source .device/setup.sh && bash conformance/gpu/run-all.sh
+#     0. the raw driver records the cases named in conformance/cuda/to-record.txt (new ones, and
+#        ones whose recording changed) into $OUT/h200-driver.json, merged with the committed
+#        transcript (record.js --only ... --merge); copy it to conformance/results/ after the run;
 #     1. node dist/conformance/gpu/prove.js: the backend contract, the 212 CUDA cases, the HIP/ACL
 #        sequences (and two GPUs where there are two) -> $OUT/prove.json, $OUT/h200-vmmkit-cases.json;
 #     1b. node dist/conformance/gpu/share.js: sharing between child processes -> $OUT/h200-sharing.json;
@@ -40,7 +43,14 @@ mkdir -p "$out"
 tar -xJf .testdeps/node_modules.tar.xz -C node_modules/ || exit 1
 status=0
 if [ "${1:-}" != --flavours-only ]; then
-  node dist/conformance/gpu/prove.js --out "$out" 2>&1 | tee "$out/prove.txt" || status=1
+  transcript=()
+  pending=$(grep -v -e '^#' -e '^$' conformance/cuda/to-record.txt 2>/dev/null | paste -sd, -)
+  if [ -n "$pending" ]; then
+    node dist/conformance/cuda/record.js "$out/h200-driver.json" --only "$pending" \
+      --merge conformance/results/h200-driver.json 2>&1 | tee "$out/record.txt" || status=1
+    [ -s "$out/h200-driver.json" ] && transcript=(--transcript "$out/h200-driver.json")
+  fi
+  node dist/conformance/gpu/prove.js --out "$out" ${transcript[@]+"${transcript[@]}"} 2>&1 | tee "$out/prove.txt" || status=1
   # Memory shared between child processes, every front end (issue 11) -> $OUT/h200-sharing.json.
   node dist/conformance/gpu/share.js --out "$out" > "$out/share.txt" 2>&1 || status=1
 fi

@@ -122,3 +122,77 @@ describe('checked layer: out-parameters as typed arrays (Note [Out-parameters as
     expect(() => cu.setAccess(1, 2, 0, 3)).toThrow(CudaDriverError);
   });
 });
+
+describe('raw binding: addresses and sizes read back unsigned (Note [Unsigned reads])', () => {
+  /** A driver that writes `answer` into every 64-bit out slot it is given, except for `unwritten` calls. */
+  function writing(answer: bigint, unwritten: readonly string[] = []) {
+    const driver = new Proxy({} as Record<string, unknown>, {
+      get: (_, name: string) => {
+        if (name === 'libraryPath') return '(writing)';
+        if (name === 'types') return declareDriverTypes();
+        return (...args: unknown[]) => {
+          if (!unwritten.includes(name)) for (const a of args) if (a instanceof BigUint64Array) a[0] = answer;
+          return 0;
+        };
+      },
+    });
+    return createRawCuda(driver as unknown as CudaDriver);
+  }
+
+  it('a CUdeviceptr, handle, context, stream or event at or above 2^63 is that bigint, never negative', () => {
+    const high = (1n << 63n) + 0x20_0000n;
+    const cu = writing(high);
+    const box = { value: 0n };
+    for (const call of [
+      () => cu.cuMemAddressReserve(box, 2 << 20, 0, 0, 0),
+      () => cu.cuMemAlloc(box, 64),
+      () =>
+        cu.cuMemCreate(box, 2 << 20, { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } }, 0),
+      () => cu.cuMemRetainAllocationHandle(box, 1),
+      () => cu.cuMemImportFromShareableHandle(box, 3, 1),
+      () => cu.cuDevicePrimaryCtxRetain(box, 0),
+      () => cu.cuCtxGetCurrent(box),
+      () => cu.cuCtxCreate(box, 0, 0),
+      () => cu.cuStreamCreate(box, 0),
+      () => cu.cuEventCreate(box, 0),
+    ]) {
+      box.value = 0n;
+      expect(call()).toBe(0);
+      expect(box.value).toBe(high);
+    }
+    const base = { value: 0n };
+    expect(cu.cuMemGetAddressRange(base, null, 1)).toBe(0);
+    expect(base.value).toBe(high);
+  });
+
+  it('a size_t above 2^53 is a bigint, one below a number', () => {
+    const big = (1n << 60n) + 1n;
+    const cu = writing(big);
+    const n = { value: 0 };
+    expect(cu.cuDeviceTotalMem(n, 0)).toBe(0);
+    expect(n.value).toBe(big);
+    const [free, total] = [{ value: 0 }, { value: 0 }];
+    expect(cu.cuMemGetInfo(free, total)).toBe(0);
+    expect([free.value, total.value]).toEqual([big, big]);
+    const size = { value: 0 };
+    expect(writing(3n << 21n).cuMemGetAddressRange(null, size, 1)).toBe(0);
+    expect(size.value).toBe(3 << 21);
+    expect(
+      writing(2n << 20n).cuMemGetAllocationGranularity(
+        size,
+        { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } },
+        0,
+      ),
+    ).toBe(0);
+    expect(size.value).toBe(2 << 20);
+  });
+
+  it('cuMemGetAddressRange leaves a box the driver did not write as it was, and tells NULL from it', () => {
+    const base = { value: -1n };
+    const size = { value: -1 };
+    expect(writing(0n, ['cuMemGetAddressRange_v2']).cuMemGetAddressRange(base, size, 1)).toBe(0);
+    expect([base.value, size.value]).toEqual([-1n, -1]);
+    expect(writing(0n).cuMemGetAddressRange(base, size, 1)).toBe(0);
+    expect([base.value, size.value]).toEqual([0n, 0]);
+  });
+});

@@ -78,6 +78,14 @@ describe('CUDA flavor agrees with the H200 driver', () => {
     cu.dispose();
   });
 
+  it('conformance/cuda/to-record.txt names cases only (the GPU run records them: run-all.sh, step 0)', () => {
+    const listed = readFileSync(new URL('../../conformance/cuda/to-record.txt', import.meta.url), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
+    for (const name of listed) expect(names, `to-record.txt lists ${name}, which is no case`).toContain(name);
+  });
+
   it('every known divergence names a case and gives a reason', () => {
     for (const [name, reason] of Object.entries(KNOWN_DIVERGENCES)) {
       expect(names, `known-divergences.ts lists ${name}, which is no case`).toContain(name);

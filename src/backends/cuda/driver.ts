@@ -156,6 +156,23 @@ export interface RawCuda {
   cuGetErrorString(code: number, str: Box<string>): number;
 }
 
+/**
+ * Note [Unsigned reads]
+ * CUdeviceptr, size_t, handles, contexts, streams and events are unsigned
+ * 64-bit values in C, and the raw binding reads each back from a
+ * BigUint64Array slot the driver writes in place (koffi passes a typed
+ * array's own bytes): an address at or above 2^63 comes back as that bigint,
+ * never negative, and a size above 2^53 as a bigint (toSize). The checked
+ * layer reads the same slots as two unsigned 32-bit words (checked.ts).
+ * cuMemGetAddressRange's slots start as the boxes' values, so an
+ * out-parameter the driver leaves unwritten keeps the box's value, as a C
+ * caller's variable would: a case can tell "not written" from NULL.
+ */
+function asU64(v: unknown): bigint {
+  if (typeof v === 'bigint') return BigInt.asUintN(64, v);
+  return typeof v === 'number' && Number.isSafeInteger(v) ? BigInt.asUintN(64, BigInt(v)) : 0n;
+}
+
 /** A size from C: a number when exact, else a bigint. */
 function toSize(v: unknown): number {
   if (typeof v === 'bigint')
@@ -209,7 +226,9 @@ function fillProp(dst: Record<string, unknown>, src: CUmemAllocationProp): Recor
 export function createRawCuda(driver: CudaDriver): RawCuda {
   const d = driver;
   const out: unknown[] = [0];
-  const out2: unknown[] = [0];
+  // Addresses, sizes and handles come back through 64-bit unsigned slots (Note [Unsigned reads]).
+  const u64 = new BigUint64Array(2);
+  const u64b = new BigUint64Array(u64.buffer, 8, 1);
   // Strings need their own array: koffi writes into a string element in place instead of replacing it.
   const outStr: unknown[] = [null];
   const errorText = (fn: RawFunction, code: number, box: Box<string>): number => {
@@ -234,7 +253,7 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
   };
   // For the calls added for ported programs, a null box is passed as C's NULL, so the cases can ask
   // the driver what a NULL out-parameter gives.
-  const orNull = <T>(box: Box<T> | null, slot: unknown[]): unknown[] | null => (box === null ? null : slot);
+  const orNull = <T, S>(box: Box<T> | null, slot: S): S | null => (box === null ? null : slot);
   const setIfBox = <T>(code: number, box: Box<T> | null, value: () => T): number => {
     if (code === 0 && box !== null) box.value = value();
     return code;
@@ -251,29 +270,28 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
         return buf.toString('utf8', 0, end < 0 ? buf.length : end);
       });
     },
-    cuDeviceTotalMem: (box, dev) => setOk(d.cuDeviceTotalMem_v2(out, dev), box, () => toSize(out[0])),
+    cuDeviceTotalMem: (box, dev) => setOk(d.cuDeviceTotalMem_v2(u64, dev), box, () => toSize(u64[0])),
     cuDeviceGetAttribute: (box, attrib, dev) =>
       setIfBox(d.cuDeviceGetAttribute(orNull(box, out), attrib, dev), box, () => Number(out[0])),
     cuDeviceCanAccessPeer: (box, dev, peerDev) =>
       setIfBox(d.cuDeviceCanAccessPeer(orNull(box, out), dev, peerDev), box, () => Number(out[0])),
     cuCtxEnablePeerAccess: (peer, flags) => d.cuCtxEnablePeerAccess(peer, flags),
     cuCtxDisablePeerAccess: (peer) => d.cuCtxDisablePeerAccess(peer),
-    cuDevicePrimaryCtxRetain: (box, dev) =>
-      setOk(d.cuDevicePrimaryCtxRetain(out, dev), box, () => toBig(out[0])),
+    cuDevicePrimaryCtxRetain: (box, dev) => setOk(d.cuDevicePrimaryCtxRetain(u64, dev), box, () => u64[0]!),
     cuDevicePrimaryCtxRelease: (dev) => d.cuDevicePrimaryCtxRelease_v2(dev),
     cuCtxSetCurrent: (ctx) => d.cuCtxSetCurrent(ctx),
-    cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(out), box, () => toBig(out[0])),
+    cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(u64), box, () => u64[0]!),
     cuCtxSynchronize: () => d.cuCtxSynchronize(),
     cuCtxCreate: (box, flags, dev) =>
-      setIfBox(d.cuCtxCreate_v2(orNull(box, out), flags, dev), box, () => toBig(out[0])),
+      setIfBox(d.cuCtxCreate_v2(orNull(box, u64), flags, dev), box, () => u64[0]!),
     cuCtxDestroy: (ctx) => d.cuCtxDestroy_v2(ctx),
     cuMemGetAllocationGranularity: (box, prop, option) =>
-      setOk(d.cuMemGetAllocationGranularity(out, fillProp(propIn, prop), option), box, () => toSize(out[0])),
+      setOk(d.cuMemGetAllocationGranularity(u64, fillProp(propIn, prop), option), box, () => toSize(u64[0])),
     cuMemAddressReserve: (box, size, alignment, addr, flags) =>
-      setOk(d.cuMemAddressReserve(out, size, alignment, addr, flags), box, () => toBig(out[0])),
+      setOk(d.cuMemAddressReserve(u64, size, alignment, addr, flags), box, () => u64[0]!),
     cuMemAddressFree: (ptr, size) => d.cuMemAddressFree(ptr, size),
     cuMemCreate: (box, size, prop, flags) =>
-      setOk(d.cuMemCreate(out, size, fillProp(propIn, prop), flags), box, () => toBig(out[0])),
+      setOk(d.cuMemCreate(u64, size, fillProp(propIn, prop), flags), box, () => u64[0]!),
     cuMemRelease: (handle) => d.cuMemRelease(handle),
     cuMemMap: (ptr, size, offset, handle, flags) => d.cuMemMap(ptr, size, offset, handle, flags),
     cuMemUnmap: (ptr, size) => d.cuMemUnmap(ptr, size),
@@ -292,10 +310,10 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuMemGetAccess: (box, location, ptr) => {
       locIn.type = location.type;
       locIn.id = location.id;
-      return setOk(d.cuMemGetAccess(out, locIn, ptr), box, () => Number(out[0]));
+      return setOk(d.cuMemGetAccess(u64, locIn, ptr), box, () => Number(u64[0]));
     },
     cuMemRetainAllocationHandle: (box, ptr) =>
-      setOk(d.cuMemRetainAllocationHandle(out, ptr), box, () => toBig(out[0])),
+      setOk(d.cuMemRetainAllocationHandle(u64, ptr), box, () => u64[0]!),
     cuMemGetAllocationPropertiesFromHandle: (box, handle) => {
       const prop: Record<string, unknown> = {};
       return setOk(d.cuMemGetAllocationPropertiesFromHandle(prop, handle), box, () => {
@@ -322,22 +340,25 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       );
     },
     cuMemImportFromShareableHandle: (box, osHandle, handleType) =>
-      setOk(d.cuMemImportFromShareableHandle(out, osHandle, handleType), box, () => toBig(out[0])),
-    cuMemAlloc: (box, size) => setOk(d.cuMemAlloc_v2(out, size), box, () => toBig(out[0])),
+      setOk(d.cuMemImportFromShareableHandle(u64, osHandle, handleType), box, () => u64[0]!),
+    cuMemAlloc: (box, size) => setOk(d.cuMemAlloc_v2(u64, size), box, () => u64[0]!),
     cuMemFree: (ptr) => d.cuMemFree_v2(ptr),
     cuMemGetInfo: (freeBox, totalBox) => {
-      const code = d.cuMemGetInfo_v2(out, out2);
+      const code = d.cuMemGetInfo_v2(u64, u64b);
       if (code === 0) {
-        freeBox.value = toSize(out[0]);
-        totalBox.value = toSize(out2[0]);
+        freeBox.value = toSize(u64[0]);
+        totalBox.value = toSize(u64b[0]);
       }
       return code;
     },
+    // What the driver leaves unwritten keeps the box's value, as C's variable would (Note [Unsigned reads]).
     cuMemGetAddressRange: (pbase, psize, dptr) => {
-      const code = d.cuMemGetAddressRange_v2(pbase ? out : null, psize ? out2 : null, dptr);
+      const base = (u64[0] = asU64(pbase?.value));
+      const size = (u64b[0] = asU64(psize?.value));
+      const code = d.cuMemGetAddressRange_v2(pbase ? u64 : null, psize ? u64b : null, dptr);
       if (code === 0) {
-        if (pbase) pbase.value = toBig(out[0]);
-        if (psize) psize.value = toSize(out2[0]);
+        if (pbase && u64[0] !== base) pbase.value = u64[0]!;
+        if (psize && u64b[0] !== size) psize.value = toSize(u64b[0]);
       }
       return code;
     },
@@ -367,9 +388,9 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       return code;
     },
     cuMemAllocHost: (box, bytesize) => {
-      const code = d.cuMemAllocHost_v2(orNull(box, out), bytesize);
+      const code = d.cuMemAllocHost_v2(orNull(box, u64), bytesize);
       if (code === 0 && box !== null) {
-        const address = toBig(out[0]);
+        const address = u64[0]!;
         const n = Number(bytesize);
         const view = n > 0 ? new Uint8Array(koffi().view(address, n)) : new Uint8Array(0);
         hostAddresses.set(view, address);
@@ -391,7 +412,7 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuMemsetD8Async: (ptr, value, n, stream) => d.cuMemsetD8Async(ptr, value, n, stream),
     cuMemsetD16: (ptr, value, n) => d.cuMemsetD16_v2(ptr, value, n),
     cuMemsetD32: (ptr, value, n) => d.cuMemsetD32_v2(ptr, value, n),
-    cuStreamCreate: (box, flags) => setOk(d.cuStreamCreate(out, flags), box, () => toBig(out[0])),
+    cuStreamCreate: (box, flags) => setOk(d.cuStreamCreate(u64, flags), box, () => u64[0]!),
     cuStreamSynchronize: (stream) => d.cuStreamSynchronize(stream),
     cuStreamDestroy: (stream) => d.cuStreamDestroy_v2(stream),
     cuStreamIsCapturing: (stream, box) =>
@@ -400,8 +421,7 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       const mode = [box === null ? 0 : box.value];
       return setIfBox(d.cuThreadExchangeStreamCaptureMode(orNull(box, mode)), box, () => Number(mode[0]));
     },
-    cuEventCreate: (box, flags) =>
-      setIfBox(d.cuEventCreate(orNull(box, out), flags), box, () => toBig(out[0])),
+    cuEventCreate: (box, flags) => setIfBox(d.cuEventCreate(orNull(box, u64), flags), box, () => u64[0]!),
     cuEventRecord: (event, stream) => d.cuEventRecord(event, stream),
     cuEventRecordWithFlags: (event, stream, flags) => d.cuEventRecordWithFlags(event, stream, flags),
     cuEventQuery: (event) => d.cuEventQuery(event),

@@ -32,6 +32,12 @@ import type { CudaSpans } from './spans.js';
  *    their context is NULL: VMM memory belongs to no context. Without
  *    access, every attribute but DEVICE_POINTER still answers.
  *  - A cuMemMap past a reservation's end is one range, all its pieces together.
+ *  - VMM memory located on the host (HOST_NUMA): cuMemGetAddressRange answers
+ *    a NULL base and the mapping's size. The H200's transcript read the base
+ *    as minus the reservation's address (pointer.vmmHostNumaAndReadOnly,
+ *    through koffi's out-parameter, which cannot tell NULL from unwritten);
+ *    the case now records 'NULL' or 'unwritten', and until the H200 answers
+ *    it again this is the reading taken (issue 17, item 2).
  *  - cuPointerGetAttributes on an address that is no CUDA memory answers
  *    each attribute's NULL value, the device ordinal CU_DEVICE_INVALID (-2).
  * The other attributes recorded there (BUFFER_ID, MEMORY_BLOCK_ID nonzero
@@ -74,7 +80,9 @@ export class CudaPointers {
     const values: (number | bigint)[] = [];
     if (pbase !== null && pbase !== undefined) {
       out.push(pbase);
-      values.push(this.addresses.toBigInt(range.base));
+      // VMM memory located on the host: a NULL base (Note [Pointer ranges]).
+      const onHost = !range.malloc && range.mapping.allocation.props.location.type !== 'device';
+      values.push(onHost ? 0n : this.addresses.toBigInt(range.base));
     }
     if (psize !== null && psize !== undefined) {
       out.push(psize);
