@@ -109,6 +109,22 @@ export class BlockPool {
   }
 }
 
+/** Merge free `src` into `dst` if it is a free neighbour in the same state (try_merge_blocks). */
+export function tryMerge(dst: Block, src: Block | undefined, pool: BlockPool): void {
+  if (src === undefined || src.allocated || src.mapped !== dst.mapped) return;
+  if (src.mapped) pool.erase(src);
+  else pool.eraseUnmapped(src);
+  if (dst.prev === src) {
+    dst.ptr = src.ptr;
+    dst.prev = src.prev;
+    if (dst.prev !== undefined) dst.prev.next = dst;
+  } else {
+    dst.next = src.next;
+    if (dst.next !== undefined) dst.next.prev = dst;
+  }
+  dst.size += src.size;
+}
+
 function sortedKeys(m: Map<number, unknown>): number[] {
   return [...m.keys()].sort((a, b) => a - b);
 }

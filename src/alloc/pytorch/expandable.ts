@@ -9,7 +9,8 @@ import type { PytorchAllocatorSettings } from './settings.js';
  * grows, one create + map per page and one setAccess per range; blocks
  * split at 512 bytes in both pools; free never unmaps; emptyCache() and the
  * OOM retry unmap the pages lying wholly inside free blocks. Rules E1-E8 of
- * docs/pytorch-allocators.md; the algorithm is in caching-allocator.ts.
+ * docs/pytorch-allocators.md; the algorithm is in caching-allocator.ts, its
+ * pages and blocks in expandable-blocks.ts.
  */
 export class PytorchExpandableAllocator extends PytorchCachingAllocator {
   constructor(context: AllocatorContext, settings: PytorchAllocatorSettings) {

@@ -1,6 +1,5 @@
 /** Models of PyTorch's two CUDA caching allocators on vmmkit's core. */
 export { type AllocConf, AllocConfError, parseAllocConf } from './alloc-conf.js';
-export type { BlockSnapshot, SegmentSnapshot } from './caching-allocator.js';
 export { PytorchCachingAllocator } from './caching-allocator.js';
 export { PytorchExpandableAllocator } from './expandable.js';
 export { PytorchNativeAllocator } from './native.js';
@@ -11,4 +10,5 @@ export {
   settingsFromSnapshot,
   validateSettings,
 } from './settings.js';
+export type { BlockSnapshot, SegmentSnapshot } from './snapshot.js';
 export { PytorchStats } from './stats.js';

@@ -8,7 +8,7 @@ import type { PytorchAllocatorSettings } from './settings.js';
  * of get_allocation_size bytes, split into blocks and given back whole
  * (runtime.mfree) only by the OOM retry, emptyCache() and garbage
  * collection. Rules N1-N11 of docs/pytorch-allocators.md; the algorithm is in
- * caching-allocator.ts.
+ * caching-allocator.ts, its segments in native-segments.ts.
  */
 export class PytorchNativeAllocator extends PytorchCachingAllocator {
   constructor(context: AllocatorContext, settings: PytorchAllocatorSettings) {

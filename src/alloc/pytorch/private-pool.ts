@@ -1,4 +1,4 @@
-import { AllocatorArgumentError, AllocatorStateError } from '../errors.js';
+import { AllocatorArgumentError, AllocatorInternalError, AllocatorStateError } from '../errors.js';
 import { BlockPool } from './block-pool.js';
 
 /**
@@ -155,4 +155,11 @@ export class PrivatePools {
     this.#pools.set(id, p);
     return p;
   }
+}
+
+/** PyTorch's TORCH_INTERNAL_ASSERT(cudaMalloc_count > 0) failing (P4): its count of driver allocations is off. */
+export function cudaMallocCountAssert(p: PrivatePool): AllocatorInternalError {
+  return new AllocatorInternalError(
+    `private pool ${p.id}: PyTorch's assertion cudaMalloc_count > 0 fails here (more driver allocations given back than it counted)`,
+  );
 }
