@@ -56,7 +56,14 @@ describe('package', () => {
     ])
       expect(root.has(name), name).toBe(true);
     // These live in their subpaths (vmmkit/replay, vmmkit/sim), not the root.
-    for (const name of ['DriverMeter', 'RecordedPlacement', 'PickleTuple', 'SimDevice', 'PAGE_SIZE', 'createProcess'])
+    for (const name of [
+      'DriverMeter',
+      'RecordedPlacement',
+      'PickleTuple',
+      'SimDevice',
+      'PAGE_SIZE',
+      'createProcess',
+    ])
       expect(root.has(name), name).toBe(false);
     expect(root.size).toBeLessThan(374);
   });
