@@ -2828,6 +2828,67 @@ def('ctx.nullStreamWaitsOnOtherContextEvent', (t) => {
   t.call('ctxDestroy', t.cu.cuCtxDestroy(c));
   if (currentContext(t) !== primary) t.cu.cuCtxSetCurrent(primary);
 });
+// Issue 17, item 1: cuCtxCreate as CUDA 13.0's cuda.h declares it (Note [Context creation parameters]).
+/** One cuCtxCreate (the v4 form when `params` is given), recorded; a context it made is destroyed at once. */
+function createAndDestroy(t: Trace, label: string, create: (box: Box<bigint>) => number): void {
+  const primary = currentContext(t);
+  const box = { value: 0n };
+  if (t.call(label, create(box)) === 0) {
+    t.see(`${label}:current`, currentContext(t) === box.value && box.value !== primary);
+    t.call(`${label}:destroy`, t.cu.cuCtxDestroy(box.value));
+  }
+  if (currentContext(t) !== primary) t.cu.cuCtxSetCurrent(primary);
+}
+const SM_COUNT_8 = { type: 0, param: { smCount: { val: 8 } } };
+def('ctx.createV4Forms', (t) => {
+  const dev = t.env.dev;
+  createAndDestroy(t, 'zeroedParams', (b) => t.cu.cuCtxCreate(b, {}, 0, dev));
+  createAndDestroy(t, 'nullParams', (b) => t.cu.cuCtxCreate(b, null, 0, dev));
+  createAndDestroy(t, 'allNullFields', (b) =>
+    t.cu.cuCtxCreate(b, { execAffinityParams: null, numExecAffinityParams: 0, cigParams: null }, 4, dev),
+  );
+  createAndDestroy(t, 'threeArguments', (b) => t.cu.cuCtxCreate(b, 0, dev));
+  createAndDestroy(t, 'explicitV2', (b) => t.cu.cuCtxCreate_v2(b, 1, dev));
+  createAndDestroy(t, 'explicitV4', (b) => t.cu.cuCtxCreate_v4(b, {}, 0, dev));
+  createAndDestroy(t, 'badFlags', (b) => t.cu.cuCtxCreate(b, {}, 3, dev));
+  createAndDestroy(t, 'badDevice', (b) => t.cu.cuCtxCreate(b, {}, 0, t.env.deviceCount));
+  createAndDestroy(t, 'nullBox', () => t.cu.cuCtxCreate(null as never, {}, 0, dev));
+});
+def('ctx.createV4Params', (t) => {
+  const dev = t.env.dev;
+  const v4 = (label: string, params: Parameters<CudaApi['cuCtxCreate_v4']>[1]) =>
+    createAndDestroy(t, label, (b) => t.cu.cuCtxCreate_v4(b, params, 0, dev));
+  v4('countWithoutArray', { numExecAffinityParams: 1 });
+  v4('negativeCount', { numExecAffinityParams: -1 });
+  v4('emptyAffinity', { execAffinityParams: [], numExecAffinityParams: 0 });
+  v4('smCount8', { execAffinityParams: [SM_COUNT_8], numExecAffinityParams: 1 });
+  v4('smCountTwice', { execAffinityParams: [SM_COUNT_8, SM_COUNT_8], numExecAffinityParams: 2 });
+  v4('affinityTypeMax', {
+    execAffinityParams: [{ type: 1, param: { smCount: { val: 8 } } }],
+    numExecAffinityParams: 1,
+  });
+  v4('cigVulkanBlobNull', { cigParams: { sharedDataType: 2, sharedData: null } });
+  v4('cigD3d12QueueNull', { cigParams: { sharedDataType: 1, sharedData: null } });
+  v4('cigBadType', { cigParams: { sharedDataType: 7, sharedData: null } });
+});
+// Both set is undefined behaviour by the documentation: a case of its own, as it may end the process.
+def(
+  'ctx.createV4AffinityAndCig',
+  (t) =>
+    createAndDestroy(t, 'both', (b) =>
+      t.cu.cuCtxCreate_v4(
+        b,
+        {
+          execAffinityParams: [SM_COUNT_8],
+          numExecAffinityParams: 1,
+          cigParams: { sharedDataType: 2, sharedData: null },
+        },
+        0,
+        t.env.dev,
+      ),
+    ),
+  true,
+);
 def('ctx.destroyNull', (t) => void t.call('destroyNull', t.cu.cuCtxDestroy(0n)));
 def(
   'ctx.destroyPrimary',

@@ -346,6 +346,7 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     'cuStreamIsCapturing',
     'cuThreadExchangeStreamCaptureMode',
     'cuCtxCreate_v2',
+    'cuCtxCreate_v4',
     'cuCtxDestroy_v2',
   ];
   for (const name of unused) {

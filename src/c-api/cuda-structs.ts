@@ -52,3 +52,22 @@ export interface CUmemAccessDesc {
   location: CUmemLocation;
   flags: number;
 }
+
+/** CUexecAffinityParam: its type, and for CU_EXEC_AFFINITY_TYPE_SM_COUNT (0) the number of SMs. */
+export interface CUexecAffinityParam {
+  type: number;
+  param: { smCount: { val: number } };
+}
+
+/** CUctxCigParam: the graphics client's data (a D3D12 command queue, or a Vulkan blob). */
+export interface CUctxCigParam {
+  sharedDataType: number;
+  sharedData: bigint | number | null;
+}
+
+/** CUctxCreateParams, cuCtxCreate_v4's (cuda.h 13.0): NULL pointers are null; `{}` is all NULL, as C's `= {}`. */
+export interface CUctxCreateParams {
+  execAffinityParams?: readonly CUexecAffinityParam[] | null;
+  numExecAffinityParams?: number;
+  cigParams?: CUctxCigParam | null;
+}

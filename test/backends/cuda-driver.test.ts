@@ -196,3 +196,54 @@ describe('raw binding: addresses and sizes read back unsigned (Note [Unsigned re
     expect([base.value, size.value]).toEqual([0n, 0]);
   });
 });
+
+describe('raw binding: cuCtxCreate in both forms (Note [Context creation parameters])', () => {
+  function capturing() {
+    const seen: Record<string, unknown[]> = {};
+    const driver = new Proxy({} as Record<string, unknown>, {
+      get: (_, name: string) => {
+        if (name === 'libraryPath') return '(capturing)';
+        if (name === 'types') return declareDriverTypes();
+        return (...args: unknown[]) => {
+          // The struct's bytes, and the arrays its pointers name, as the driver would read them then.
+          seen[name] = args.map((a) => (a instanceof Uint8Array ? Buffer.from(a) : a));
+          const out = args[0];
+          if (out instanceof BigUint64Array) out[0] = 0xcc01n;
+          return 0;
+        };
+      },
+    });
+    return { cu: createRawCuda(driver as unknown as CudaDriver), seen };
+  }
+
+  it('three arguments call cuCtxCreate_v2, four cuCtxCreate_v4 with C’s CUctxCreateParams (NULL stays NULL)', () => {
+    const { cu, seen } = capturing();
+    const ctx = { value: 0n };
+    expect(cu.cuCtxCreate(ctx, 4, 0)).toBe(0);
+    expect(seen.cuCtxCreate_v2?.slice(1)).toEqual([4, 0]);
+    expect(ctx.value).toBe(0xcc01n);
+    expect(cu.cuCtxCreate(ctx, null, 1, 0)).toBe(0);
+    expect(seen.cuCtxCreate_v4?.slice(1)).toEqual([null, 1, 0]);
+    expect(cu.cuCtxCreate_v4(ctx, {}, 0, 0)).toBe(0);
+    const empty = seen.cuCtxCreate_v4?.[1] as Buffer;
+    expect([empty.length, empty.readBigUInt64LE(0), empty.readInt32LE(8), empty.readBigUInt64LE(16)]).toEqual(
+      [24, 0n, 0, 0n],
+    );
+    expect(
+      cu.cuCtxCreate(
+        ctx,
+        {
+          execAffinityParams: [{ type: 0, param: { smCount: { val: 8 } } }],
+          numExecAffinityParams: 1,
+          cigParams: null,
+        },
+        0,
+        0,
+      ),
+    ).toBe(0);
+    const withAffinity = seen.cuCtxCreate_v4?.[1] as Buffer;
+    expect(withAffinity.readBigUInt64LE(0)).not.toBe(0n);
+    expect([withAffinity.readInt32LE(8), withAffinity.readBigUInt64LE(16)]).toEqual([1, 0n]);
+    expect(cu.cuCtxCreate_v2(ctx, 0, 0)).toBe(0);
+  });
+});

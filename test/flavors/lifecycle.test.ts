@@ -185,6 +185,8 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuCtxGetDevice: { call: (cu, _e, box) => cu.cuCtxGetDevice(box(-1)) },
     cuCtxSynchronize: { call: (cu) => cu.cuCtxSynchronize() },
     cuCtxCreate: { call: (cu, _e, box) => cu.cuCtxCreate(box(0n), 0, 0) },
+    cuCtxCreate_v2: { call: (cu, _e, box) => cu.cuCtxCreate_v2(box(0n), 0, 0) },
+    cuCtxCreate_v4: { call: (cu, _e, box) => cu.cuCtxCreate_v4(box(0n), {}, 0, 0) },
     // The context just created is current: destroying it makes the primary one current again.
     cuCtxDestroy: {
       call: (cu) => {

@@ -179,6 +179,12 @@ export const DRIVER_API = {
   cuCtxSynchronize: 'CUresult cuCtxSynchronize()',
   // The v2 shape (pctx, flags, dev): CUDA 13's cuda.h maps cuCtxCreate to _v4, but libcuda keeps exporting _v2.
   cuCtxCreate_v2: 'CUresult cuCtxCreate_v2(_Out_ CUcontext *pctx, unsigned int flags, CUdevice dev)',
+  // CUDA 13.0's shape. CUctxCreateParams (24 bytes) is passed as its bytes, built by the raw binding:
+  // execAffinityParams at 0 (a pointer to 8-byte CUexecAffinityParams: int type, unsigned val),
+  // numExecAffinityParams at 8, cigParams at 16 (a pointer to int sharedDataType, void *sharedData at 8).
+  // Optional: a driver before 13.0 lacks it, and calls answer CUDA_ERROR_NOT_FOUND (OPTIONAL_SYMBOLS).
+  cuCtxCreate_v4:
+    'CUresult cuCtxCreate_v4(_Out_ CUcontext *pctx, uint8_t *ctxCreateParams, unsigned int flags, CUdevice dev)',
   cuCtxDestroy_v2: 'CUresult cuCtxDestroy_v2(CUcontext ctx)',
   cuCtxEnablePeerAccess: 'CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int flags)',
   cuCtxDisablePeerAccess: 'CUresult cuCtxDisablePeerAccess(CUcontext peerContext)',
@@ -259,3 +265,6 @@ export const DRIVER_API = {
 } as const;
 
 export type DriverSymbol = keyof typeof DRIVER_API;
+
+/** Symbols an older libcuda may lack: bound when present, else answering CUDA_ERROR_NOT_FOUND (500). */
+export const OPTIONAL_SYMBOLS: ReadonlySet<DriverSymbol> = new Set(['cuCtxCreate_v4']);

@@ -9,12 +9,19 @@
 import type { LibraryHandle } from 'koffi';
 import type { Box, Size } from '../../c-api/arguments.js';
 import type {
+  CUctxCreateParams,
   CUmemAccessDesc,
   CUmemAllocationFlags,
   CUmemAllocationProp,
   CUmemLocation,
 } from '../../c-api/cuda-structs.js';
-import { DRIVER_API, type DriverSymbol, type DriverTypes, declareDriverTypes } from './driver-api.js';
+import {
+  DRIVER_API,
+  type DriverSymbol,
+  type DriverTypes,
+  declareDriverTypes,
+  OPTIONAL_SYMBOLS,
+} from './driver-api.js';
 import { koffi } from './koffi.js';
 import type { ProcessMemory } from './process-memory.js';
 
@@ -66,7 +73,12 @@ export function loadCudaDriver(libraryPaths: readonly string[] = DEFAULT_LIBRARY
   const types = declareDriverTypes();
   const fns: Record<string, unknown> = { libraryPath, types };
   for (const [symbol, prototype] of Object.entries(DRIVER_API)) {
-    fns[symbol] = lib.func(prototype);
+    try {
+      fns[symbol] = lib.func(prototype);
+    } catch (e) {
+      if (!OPTIONAL_SYMBOLS.has(symbol as DriverSymbol)) throw e;
+      fns[symbol] = () => CUDA_ERROR_NOT_FOUND;
+    }
   }
   return fns as CudaDriver;
 }
@@ -97,6 +109,19 @@ export interface RawCuda {
   cuCtxGetCurrent(ctx: Box<bigint>): number;
   cuCtxSynchronize(): number;
   cuCtxCreate(pctx: Box<bigint>, flags: number, dev: number): number;
+  cuCtxCreate(
+    pctx: Box<bigint>,
+    ctxCreateParams: CUctxCreateParams | null,
+    flags: number,
+    dev: number,
+  ): number;
+  cuCtxCreate_v2(pctx: Box<bigint>, flags: number, dev: number): number;
+  cuCtxCreate_v4(
+    pctx: Box<bigint>,
+    ctxCreateParams: CUctxCreateParams | null,
+    flags: number,
+    dev: number,
+  ): number;
   cuCtxDestroy(ctx: bigint): number;
   cuCtxEnablePeerAccess(peerContext: bigint, flags: number): number;
   cuCtxDisablePeerAccess(peerContext: bigint): number;
@@ -171,6 +196,36 @@ export interface RawCuda {
 function asU64(v: unknown): bigint {
   if (typeof v === 'bigint') return BigInt.asUintN(64, v);
   return typeof v === 'number' && Number.isSafeInteger(v) ? BigInt.asUintN(64, BigInt(v)) : 0n;
+}
+
+/** What cuGetProcAddress answers for a symbol the driver lacks. */
+const CUDA_ERROR_NOT_FOUND = 500;
+
+/**
+ * A CUctxCreateParams as C lays it out (driver-api.ts, cuCtxCreate_v4), with
+ * the arrays its pointers name; undefined for NULL. The caller keeps the
+ * result alive across the call (the bytes hold the arrays' addresses).
+ */
+function contextParamBytes(
+  p: CUctxCreateParams | null | undefined,
+): { params: Buffer; affinity: Buffer; cig: Buffer } | undefined {
+  if (p === null || p === undefined) return undefined;
+  const params = Buffer.alloc(24);
+  const entries = p.execAffinityParams ?? [];
+  const affinity = Buffer.alloc(Math.max(1, entries.length) * 8);
+  entries.forEach((e, i) => {
+    affinity.writeInt32LE(e.type, i * 8);
+    affinity.writeUInt32LE(e.param?.smCount?.val ?? 0, i * 8 + 4);
+  });
+  const cig = Buffer.alloc(16);
+  if (p.execAffinityParams) params.writeBigUInt64LE(koffi().address(affinity), 0);
+  params.writeInt32LE(p.numExecAffinityParams ?? 0, 8);
+  if (p.cigParams) {
+    cig.writeInt32LE(p.cigParams.sharedDataType, 0);
+    cig.writeBigUInt64LE(BigInt(p.cigParams.sharedData ?? 0), 8);
+    params.writeBigUInt64LE(koffi().address(cig), 16);
+  }
+  return { params, affinity, cig };
 }
 
 /** A size from C: a number when exact, else a bigint. */
@@ -258,6 +313,18 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     if (code === 0 && box !== null) box.value = value();
     return code;
   };
+  const createV2 = (box: Box<bigint> | null, flags: number, dev: number): number =>
+    setIfBox(d.cuCtxCreate_v2(orNull(box, u64), flags, dev), box, () => u64[0]!);
+  const createV4 = (
+    box: Box<bigint> | null,
+    params: CUctxCreateParams | null,
+    flags: number,
+    dev: number,
+  ): number => {
+    // c holds the arrays its bytes point at; the call is synchronous and calls no JavaScript.
+    const c = contextParamBytes(params);
+    return setIfBox(d.cuCtxCreate_v4(orNull(box, u64), c?.params ?? null, flags, dev), box, () => u64[0]!);
+  };
   return {
     cuInit: (flags) => d.cuInit(flags),
     cuDriverGetVersion: (box) => setOk(d.cuDriverGetVersion(out), box, () => Number(out[0])),
@@ -282,8 +349,13 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuCtxSetCurrent: (ctx) => d.cuCtxSetCurrent(ctx),
     cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(u64), box, () => u64[0]!),
     cuCtxSynchronize: () => d.cuCtxSynchronize(),
-    cuCtxCreate: (box, flags, dev) =>
-      setIfBox(d.cuCtxCreate_v2(orNull(box, u64), flags, dev), box, () => u64[0]!),
+    // Four arguments are CUDA 13.0's form, three the earlier headers' (Note [Context creation parameters]).
+    cuCtxCreate: (box: Box<bigint>, ...rest: unknown[]) =>
+      rest.length >= 3
+        ? createV4(box, rest[0] as CUctxCreateParams | null, rest[1] as number, rest[2] as number)
+        : createV2(box, rest[0] as number, rest[1] as number),
+    cuCtxCreate_v2: (box, flags, dev) => createV2(box, flags, dev),
+    cuCtxCreate_v4: (box, params, flags, dev) => createV4(box, params, flags, dev),
     cuCtxDestroy: (ctx) => d.cuCtxDestroy_v2(ctx),
     cuMemGetAllocationGranularity: (box, prop, option) =>
       setOk(d.cuMemGetAllocationGranularity(u64, fillProp(propIn, prop), option), box, () => toSize(u64[0])),

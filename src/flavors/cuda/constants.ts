@@ -22,6 +22,8 @@ export const CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217;
 export const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
 export const CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705;
 export const CUDA_ERROR_CONTEXT_IS_DESTROYED = 709;
+/** cuCtxCreate with execution affinity the device (here: no MPS) cannot give. */
+export const CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY = 224;
 export const CUDA_ERROR_UNKNOWN = 999;
 
 /** CUresult -> [name, the driver's description], as cuGetErrorName / cuGetErrorString give them. */
@@ -57,6 +59,10 @@ export const CUDA_RESULTS: ReadonlyMap<number, readonly [string, string]> = new 
     ['CUDA_ERROR_PEER_ACCESS_NOT_ENABLED', 'peer access has not been enabled'],
   ],
   [CUDA_ERROR_CONTEXT_IS_DESTROYED, ['CUDA_ERROR_CONTEXT_IS_DESTROYED', 'context is destroyed']],
+  [
+    CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY,
+    ['CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY', 'the provided execution affinity is not supported'],
+  ],
   [CUDA_ERROR_UNKNOWN, ['CUDA_ERROR_UNKNOWN', 'unknown error']],
 ]);
 
@@ -107,6 +113,11 @@ export const CU_CTX_LMEM_RESIZE_TO_MAX = 0x10;
 export const CU_CTX_COREDUMP_ENABLE = 0x20;
 export const CU_CTX_USER_COREDUMP_ENABLE = 0x40;
 export const CU_CTX_SYNC_MEMOPS = 0x80;
+/** CUexecAffinityType: the one execution affinity cuda.h 13.0 defines (a CUexecAffinityParam's type). */
+export const CU_EXEC_AFFINITY_TYPE_SM_COUNT = 0;
+/** CUcigDataType: what a CUctxCigParam's sharedData is. */
+export const CIG_DATA_TYPE_D3D12_COMMAND_QUEUE = 1;
+export const CIG_DATA_TYPE_NV_BLOB = 2;
 
 /** The driver version the simulator reports (CUDA 13.0, as driver 580 on the H200). */
 export const SIMULATED_DRIVER_VERSION = 13000;

@@ -14,6 +14,7 @@ import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.j
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { deviceAttribute } from './attributes.js';
 import * as C from './constants.js';
+import { type CUctxCreateParams, checkContextParams } from './context-params.js';
 import { CudaContexts, contextFlags } from './contexts.js';
 import { CudaCopies } from './copies.js';
 import { CUDA_ERRORS } from './error-table.js';
@@ -51,6 +52,8 @@ export const CUDA_FUNCTIONS = [
   'cuCtxGetDevice',
   'cuCtxSynchronize',
   'cuCtxCreate',
+  'cuCtxCreate_v2',
+  'cuCtxCreate_v4',
   'cuCtxDestroy',
   'cuCtxEnablePeerAccess',
   'cuCtxDisablePeerAccess',
@@ -272,10 +275,46 @@ export class CudaFlavor extends VendorProcess {
     return this.codes.run(() => this.runtime.synchronize(this.#contexts.device));
   }
 
-  /** A new context on `dev`, made current (Note [Created contexts]). */
-  cuCtxCreate(pctx: Box<bigint>, flags: number, dev: number): number {
+  /**
+   * A new context on `dev`, made current (Note [Created contexts]), in either
+   * header's form (Note [Context creation parameters]): CUDA 13.0's
+   * cuCtxCreate(pctx, ctxCreateParams, flags, dev), or the three arguments
+   * (pctx, flags, dev) of earlier headers.
+   */
+  cuCtxCreate(pctx: Box<bigint>, flags: number, dev: number): number;
+  cuCtxCreate(
+    pctx: Box<bigint>,
+    ctxCreateParams: CUctxCreateParams | null,
+    flags: number,
+    dev: number,
+  ): number;
+  cuCtxCreate(pctx: Box<bigint>, ...rest: unknown[]): number {
+    // Each form calls #createContext itself: a traced call is one span, not one inside another.
+    return rest.length >= 3
+      ? this.#createContext(pctx, rest[0], rest[1] as number, rest[2] as number)
+      : this.#createContext(pctx, null, rest[0] as number, rest[1] as number);
+  }
+
+  /** cuCtxCreate in the three-argument shape of cuda.h before 13.0 (libcuda's cuCtxCreate_v2). */
+  cuCtxCreate_v2(pctx: Box<bigint>, flags: number, dev: number): number {
+    return this.#createContext(pctx, null, flags, dev);
+  }
+
+  /** cuCtxCreate as cuda.h 13.0 declares it: NULL ctxCreateParams is a regular context. */
+  cuCtxCreate_v4(
+    pctx: Box<bigint>,
+    ctxCreateParams: CUctxCreateParams | null,
+    flags: number,
+    dev: number,
+  ): number {
+    return this.#createContext(pctx, ctxCreateParams, flags, dev);
+  }
+
+  #createContext(pctx: Box<bigint>, ctxCreateParams: unknown, flags: number, dev: number): number {
     if (!this.#initialized) return this.#uninitialized();
     if (!isBox(pctx) || contextFlags(flags) < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const params = checkContextParams(ctxCreateParams);
+    if (params !== C.CUDA_SUCCESS) return params;
     return this.#contexts.create(pctx, toInt(dev));
   }
 

@@ -603,14 +603,28 @@ const calls: CallSpec<CudaFlavor>[] = [
     weight: 0.1,
     run: (ep, p) => {
       const b = ep.box(0n);
-      return {
-        result: p.cuCtxCreate(
-          b,
-          ep.arg(() => ep.rng.pick([0, 0, 4, 3])),
-          ep.arg(() => ep.rng.below(DEVICES.length)),
-        ),
-        onSuccess: () => ep.remember(ep.contexts, pid(p), b.value),
-      };
+      const flags = ep.arg(() => ep.rng.pick([0, 0, 4, 3]));
+      const dev = ep.arg(() => ep.rng.below(DEVICES.length));
+      // Both headers' forms (Note [Context creation parameters]), the struct valid or not.
+      const params = ep.arg(() =>
+        ep.rng.pick([
+          null,
+          {},
+          { numExecAffinityParams: 1 },
+          { execAffinityParams: [{ type: 0, param: { smCount: { val: 8 } } }], numExecAffinityParams: 1 },
+          { cigParams: { sharedDataType: 2, sharedData: null } },
+        ]),
+      );
+      const form = ep.rng.below(4);
+      const result =
+        form === 0
+          ? p.cuCtxCreate(b, flags, dev)
+          : form === 1
+            ? p.cuCtxCreate(b, params as never, flags, dev)
+            : form === 2
+              ? p.cuCtxCreate_v2(b, flags, dev)
+              : p.cuCtxCreate_v4(b, params as never, flags, dev);
+      return { result, onSuccess: () => ep.remember(ep.contexts, pid(p), b.value) };
     },
   },
   {
