@@ -2558,6 +2558,55 @@ def('host.freeNotHostMemory', (t) => {
   t.call('freeWhole', t.cu.cuMemFreeHost(box.value));
 });
 
+// Issue 17, item 1: cuMemHostAlloc's flags and cuMemHostGetFlags; cuMemcpy with the direction from the pointers.
+def('host.hostAllocFlags', (t) => {
+  for (const [label, flags] of [
+    ['default', 0],
+    ['portable', 1],
+    ['devicemap', 2],
+    ['writecombined', 4],
+    ['all', 7],
+    ['unknownBit8', 8],
+  ] as const) {
+    const box: Box<Uint8Array | null> = { value: null };
+    if (t.call(label, t.cu.cuMemHostAlloc(box, 4096, flags), box.value?.length ?? null) !== 0 || !box.value)
+      continue;
+    const f = { value: -1 };
+    const code = t.cu.cuMemHostGetFlags(f, box.value);
+    t.call(`${label}:getFlags`, code, code === 0 ? f.value : undefined);
+    t.call(`${label}:free`, t.cu.cuMemFreeHost(box.value));
+    t.call(`${label}:getFlagsFreed`, t.cu.cuMemHostGetFlags(f, box.value));
+  }
+  const plain: Box<Uint8Array | null> = { value: null };
+  if (t.call('allocHost', t.cu.cuMemAllocHost(plain, 4096)) === 0 && plain.value) {
+    const f = { value: -1 };
+    const code = t.cu.cuMemHostGetFlags(f, plain.value);
+    t.call('allocHost:getFlags', code, code === 0 ? f.value : undefined);
+    t.call('allocHost:free', t.cu.cuMemFreeHost(plain.value));
+  }
+  t.call('getFlagsPageable', t.cu.cuMemHostGetFlags({ value: -1 }, new Uint8Array(4096)));
+});
+def('copy.unifiedDirections', (t) => {
+  const { base, h } = t.mapped(t.G);
+  if (!base || !h) return;
+  const data = pattern(4096, 64);
+  t.call('hostToDevice', t.cu.cuMemcpy(base, data, 4096));
+  t.call('deviceToDevice', t.cu.cuMemcpy(base + 8192n, base, 4096));
+  const back = new Uint8Array(4096);
+  t.call('deviceToHost', t.cu.cuMemcpy(back, base + 8192n, 4096));
+  t.see('roundTrip', hex(back) === hex(data));
+  const copy = new Uint8Array(4096);
+  t.call('hostToHost', t.cu.cuMemcpy(copy, back, 4096));
+  t.see('hostCopy', hex(copy) === hex(data));
+  const s = t.stream();
+  if (s) {
+    t.call('asyncHostToDevice', t.cu.cuMemcpyAsync(base + 16384n, data, 4096, s));
+    t.call('streamSync', t.cu.cuStreamSynchronize(s));
+    t.readEquals(base + 16384n, data, 'readAsync');
+  }
+  t.call('zeroBytes', t.cu.cuMemcpy(base, back, 0));
+});
+
 // ---------------------------------------------------------------- events and created contexts (Note [Events])
 
 /** Make an event with `flags`, recording the code; its destroy is recorded as cleanup. */

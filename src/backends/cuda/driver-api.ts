@@ -227,6 +227,12 @@ export const DRIVER_API = {
   // Page-locked host memory: *pp is a host address (read back as a bigint), freed by cuMemFreeHost.
   cuMemAllocHost_v2: 'CUresult cuMemAllocHost_v2(_Out_ uint64_t *pp, size_t bytesize)',
   cuMemFreeHost: 'CUresult cuMemFreeHost(void *p)',
+  cuMemHostAlloc: 'CUresult cuMemHostAlloc(_Out_ uint64_t *pp, size_t bytesize, unsigned int Flags)',
+  cuMemHostGetFlags: 'CUresult cuMemHostGetFlags(_Out_ unsigned int *pFlags, void *p)',
+  // Unified addressing: host operands travel as their addresses (a pinned buffer's, or a JS buffer's own bytes).
+  cuMemcpy: 'CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)',
+  cuMemcpyAsync:
+    'CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)',
   cuMemcpyHtoD_v2: 'CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const uint8_t *src, size_t n)',
   cuMemcpyDtoH_v2: 'CUresult cuMemcpyDtoH_v2(uint8_t *dst, CUdeviceptr src, size_t n)',
   cuMemcpyDtoD_v2: 'CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)',

@@ -153,6 +153,10 @@ export interface RawCuda {
   ): number;
   cuMemAllocHost(pp: Box<Uint8Array | null> | null, bytesize: Size): number;
   cuMemFreeHost(p: Uint8Array): number;
+  cuMemHostAlloc(pp: Box<Uint8Array | null> | null, bytesize: Size, flags: number): number;
+  cuMemHostGetFlags(pFlags: Box<number> | null, p: Uint8Array): number;
+  cuMemcpy(dst: Size | Uint8Array, src: Size | Uint8Array, n: Size): number;
+  cuMemcpyAsync(dst: Size | Uint8Array, src: Size | Uint8Array, n: Size, stream: Size): number;
   cuMemcpyHtoD(dst: Size, src: Uint8Array, n: Size): number;
   cuMemcpyDtoH(dst: Uint8Array, src: Size, n: Size): number;
   cuMemcpyDtoD(dst: Size, src: Size, n: Size): number;
@@ -313,6 +317,22 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     if (code === 0 && box !== null) box.value = value();
     return code;
   };
+  /** A pinned buffer the driver handed out (cuMemAllocHost, cuMemHostAlloc) as a view over it, remembered by address. */
+  const hostView = (code: number, box: Box<Uint8Array | null> | null, bytesize: Size): number => {
+    if (code === 0 && box !== null) {
+      const address = u64[0]!;
+      const n = Number(bytesize);
+      const view = n > 0 ? new Uint8Array(koffi().view(address, n)) : new Uint8Array(0);
+      hostAddresses.set(view, address);
+      box.value = view;
+    }
+    return code;
+  };
+  /** A unified-addressing operand: a device pointer as it is, a host buffer as its address. */
+  const addressOf = (p: Size | Uint8Array): Size =>
+    p instanceof Uint8Array
+      ? (hostAddresses.get(p) ?? koffi().address(Buffer.from(p.buffer, p.byteOffset, p.byteLength)))
+      : p;
   const createV2 = (box: Box<bigint> | null, flags: number, dev: number): number =>
     setIfBox(d.cuCtxCreate_v2(orNull(box, u64), flags, dev), box, () => u64[0]!);
   const createV4 = (
@@ -459,17 +479,17 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       }
       return code;
     },
-    cuMemAllocHost: (box, bytesize) => {
-      const code = d.cuMemAllocHost_v2(orNull(box, u64), bytesize);
-      if (code === 0 && box !== null) {
-        const address = u64[0]!;
-        const n = Number(bytesize);
-        const view = n > 0 ? new Uint8Array(koffi().view(address, n)) : new Uint8Array(0);
-        hostAddresses.set(view, address);
-        box.value = view;
-      }
-      return code;
-    },
+    cuMemAllocHost: (box, bytesize) =>
+      hostView(d.cuMemAllocHost_v2(orNull(box, u64), bytesize), box, bytesize),
+    cuMemHostAlloc: (box, bytesize, flags) =>
+      hostView(d.cuMemHostAlloc(orNull(box, u64), bytesize, flags), box, bytesize),
+    cuMemHostGetFlags: (box, p) =>
+      // An unsigned int: the low 32 bits of the slot.
+      setIfBox(d.cuMemHostGetFlags(orNull(box, u64), hostAddresses.get(p) ?? p), box, () =>
+        Number(u64[0]! & 0xffff_ffffn),
+      ),
+    cuMemcpy: (dst, src, n) => d.cuMemcpy(addressOf(dst), addressOf(src), n),
+    cuMemcpyAsync: (dst, src, n, stream) => d.cuMemcpyAsync(addressOf(dst), addressOf(src), n, stream),
     // A buffer cuMemAllocHost gave is passed as its host address; any other Uint8Array as its own bytes' address.
     cuMemFreeHost: (p) => d.cuMemFreeHost(hostAddresses.get(p) ?? p),
     cuMemcpyHtoD: (dst, src, n) => d.cuMemcpyHtoD_v2(dst, src, n),

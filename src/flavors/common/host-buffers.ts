@@ -23,14 +23,19 @@ import { isHostBuffer, writeBox } from './untrusted.js';
  * free, an interior pointer or pageable memory is CUDA_ERROR_INVALID_VALUE.
  */
 export class HostBuffers {
-  readonly #live = new WeakSet<Uint8Array>();
+  /** Live buffers, with the flags they were allocated with (cuMemHostGetFlags, hipHostGetFlags). */
+  readonly #live = new WeakMap<Uint8Array, number>();
 
   /**
    * A buffer of `size` bytes written to `box`: the buffer, 'out-of-memory'
    * when the JavaScript engine cannot hold it, or 'unwritable' when the box
    * refused it (nothing is kept then).
    */
-  allocate(box: Box<Uint8Array | null>, size: number): Uint8Array | 'out-of-memory' | 'unwritable' {
+  allocate(
+    box: Box<Uint8Array | null>,
+    size: number,
+    flags = 0,
+  ): Uint8Array | 'out-of-memory' | 'unwritable' {
     let buffer: Uint8Array;
     try {
       buffer = new Uint8Array(size);
@@ -38,8 +43,13 @@ export class HostBuffers {
       return 'out-of-memory';
     }
     if (!writeBox(box, buffer)) return 'unwritable';
-    this.#live.add(buffer);
+    this.#live.set(buffer, flags);
     return buffer;
+  }
+
+  /** The flags a live buffer of this process was allocated with, or undefined for anything else. */
+  flagsOf(p: unknown): number | undefined {
+    return isHostBuffer(p) ? this.#live.get(p) : undefined;
   }
 
   /** Take back a live buffer of this process; false for anything else, or one freed already. */

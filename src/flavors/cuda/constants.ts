@@ -113,6 +113,10 @@ export const CU_CTX_LMEM_RESIZE_TO_MAX = 0x10;
 export const CU_CTX_COREDUMP_ENABLE = 0x20;
 export const CU_CTX_USER_COREDUMP_ENABLE = 0x40;
 export const CU_CTX_SYNC_MEMOPS = 0x80;
+/** cuMemHostAlloc's flags. */
+export const CU_MEMHOSTALLOC_PORTABLE = 0x01;
+export const CU_MEMHOSTALLOC_DEVICEMAP = 0x02;
+export const CU_MEMHOSTALLOC_WRITECOMBINED = 0x04;
 /** CUexecAffinityType: the one execution affinity cuda.h 13.0 defines (a CUexecAffinityParam's type). */
 export const CU_EXEC_AFFINITY_TYPE_SM_COUNT = 0;
 /** CUcigDataType: what a CUctxCigParam's sharedData is. */

@@ -44,6 +44,37 @@ export class CudaCopies {
     return this.codes.run(() => this.runtime[move](this.contexts.device, va, bytes.subarray(0, n), stream));
   }
 
+  /**
+   * cuMemcpy / cuMemcpyAsync: with unified addressing the pointers say the
+   * direction. A host buffer (a Uint8Array, read by its internal slots) is
+   * the host side, a pointer device memory (the driver's UVA also takes a
+   * pinned or pageable host address there; here host memory has no address,
+   * Note [Host buffers]); two host buffers are a host-to-host copy, done at
+   * once after the stream's earlier work, as the driver orders it.
+   */
+  unified(
+    dst: CUdeviceptr | Uint8Array,
+    src: CUdeviceptr | Uint8Array,
+    byteCount: Size,
+    hStream: CUstream,
+  ): number {
+    const dstHost = hostBytes(dst);
+    const srcHost = hostBytes(src);
+    if (dstHost !== undefined && srcHost !== undefined) {
+      const n = toCount(byteCount);
+      if (n < 0 || n > dstHost.length || n > srcHost.length) return C.CUDA_ERROR_INVALID_VALUE;
+      const stream = this.streams.stream(hStream);
+      if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+      return this.codes.run(() => {
+        if (n > 0) this.runtime.synchronize(this.contexts.device);
+        dstHost.set(srcHost.subarray(0, n));
+      });
+    }
+    if (srcHost !== undefined) return this.htod(dst as CUdeviceptr, src as Uint8Array, byteCount, hStream);
+    if (dstHost !== undefined) return this.dtoh(dst as Uint8Array, src as CUdeviceptr, byteCount, hStream);
+    return this.dtod(dst as CUdeviceptr, src as CUdeviceptr, byteCount, hStream);
+  }
+
   dtod(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, byteCount: Size, hStream: CUstream): number {
     const n = toCount(byteCount);
     if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;

@@ -77,7 +77,11 @@ export const CUDA_FUNCTIONS = [
   'cuMemFree',
   'cuMemGetInfo',
   'cuMemAllocHost',
+  'cuMemHostAlloc',
+  'cuMemHostGetFlags',
   'cuMemFreeHost',
+  'cuMemcpy',
+  'cuMemcpyAsync',
   'cuMemcpyHtoD',
   'cuMemcpyDtoH',
   'cuMemcpyDtoD',
@@ -495,6 +499,20 @@ export class CudaFlavor extends VendorProcess {
     return this.#oneStep.allocHost(pp, bytesize);
   }
 
+  /** cuMemAllocHost with flags (CU_MEMHOSTALLOC_*), kept for cuMemHostGetFlags (one-step.ts). */
+  cuMemHostAlloc(pp: Box<Uint8Array | null>, bytesize: Size, flags: number): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    return this.#oneStep.hostAlloc(pp, bytesize, flags);
+  }
+
+  /** The flags a live cuMemHostAlloc / cuMemAllocHost buffer was made with. */
+  cuMemHostGetFlags(pFlags: Box<number>, p: Uint8Array): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    return this.#oneStep.hostGetFlags(pFlags, p);
+  }
+
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */
   cuMemFreeHost(p: Uint8Array): number {
     const code = this.#needContext();
@@ -511,6 +529,24 @@ export class CudaFlavor extends VendorProcess {
   // --- copies and sets (copies.ts) -----------------------------------------------------------------
 
   // The synchronous calls are their async ones on the NULL stream, called past the tracer (one span a call).
+
+  /** Unified addressing: the direction from the operands (a host buffer, or a device pointer). */
+  cuMemcpy(dst: CUdeviceptr | Uint8Array, src: CUdeviceptr | Uint8Array, byteCount: Size): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    return this.#copies.unified(dst, src, byteCount, 0n);
+  }
+
+  cuMemcpyAsync(
+    dst: CUdeviceptr | Uint8Array,
+    src: CUdeviceptr | Uint8Array,
+    byteCount: Size,
+    hStream: CUstream,
+  ): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    return this.#copies.unified(dst, src, byteCount, hStream);
+  }
 
   cuMemcpyHtoD(dstDevice: CUdeviceptr, srcHost: Uint8Array, byteCount: Size): number {
     const code = this.#needContext();

@@ -1,12 +1,24 @@
 /** CUDA's one-step memory: cuMemAlloc / cuMemFree, and page-locked host buffers (cuMemAllocHost / cuMemFreeHost). */
 import type { Runtime } from '../../core/runtime.js';
-import { type BigIntMemo, type Box, isBox, type Size, toCount, writeBoxes } from '../common/args.js';
+import {
+  type BigIntMemo,
+  type Box,
+  isBox,
+  type Size,
+  toCount,
+  writeBox,
+  writeBoxes,
+} from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
 import { HostBuffers } from '../common/host-buffers.js';
 import * as C from './constants.js';
 import type { CudaContexts } from './contexts.js';
 import type { CUdeviceptr } from './handle-types.js';
 import type { CudaPointers } from './pointers.js';
+
+/** cuMemHostAlloc's flag bits (cuda.h's CU_MEMHOSTALLOC_*). */
+const HOST_ALLOC_FLAGS =
+  C.CU_MEMHOSTALLOC_PORTABLE | C.CU_MEMHOSTALLOC_DEVICEMAP | C.CU_MEMHOSTALLOC_WRITECOMBINED;
 
 export class CudaOneStep {
   readonly hostBuffers = new HostBuffers();
@@ -54,15 +66,35 @@ export class CudaOneStep {
    * bytes, which the copies take as a host side. CUDA_ERROR_OUT_OF_MEMORY when
    * the JavaScript engine cannot hold it.
    */
-  allocHost(pp: Box<Uint8Array | null>, bytesize: Size): number {
+  allocHost(pp: Box<Uint8Array | null>, bytesize: Size, flags = 0): number {
     const n = toCount(bytesize);
     // Size 0 succeeds with a buffer of no bytes, freed once like any other (host.allocSize0AndNullBox).
     if (!isBox(pp) || n < 0) return C.CUDA_ERROR_INVALID_VALUE;
-    const buffer = this.hostBuffers.allocate(pp, n);
+    const buffer = this.hostBuffers.allocate(pp, n, flags);
     if (buffer === 'out-of-memory') return C.CUDA_ERROR_OUT_OF_MEMORY;
     if (buffer === 'unwritable') return C.CUDA_ERROR_INVALID_VALUE;
     this.contexts.owner()?.hostBuffers.add(buffer);
     return C.CUDA_SUCCESS;
+  }
+
+  /**
+   * cuMemHostAlloc: cuMemAllocHost with flags, any of CU_MEMHOSTALLOC_PORTABLE,
+   * DEVICEMAP and WRITECOMBINED (another bit is CUDA_ERROR_INVALID_VALUE), kept
+   * for cuMemHostGetFlags. The buffer is a host buffer as cuMemAllocHost's
+   * (Note [Host buffers]): DEVICEMAP gives it no device address here.
+   */
+  hostAlloc(pp: Box<Uint8Array | null>, bytesize: Size, flags: number): number {
+    const f = toCount(flags);
+    if (f < 0 || (f & ~HOST_ALLOC_FLAGS) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.allocHost(pp, bytesize, f);
+  }
+
+  /** The flags a live cuMemHostAlloc (0 for cuMemAllocHost) buffer was made with; else CUDA_ERROR_INVALID_VALUE. */
+  hostGetFlags(pFlags: Box<number>, p: Uint8Array): number {
+    if (!isBox(pFlags)) return C.CUDA_ERROR_INVALID_VALUE;
+    const flags = this.hostBuffers.flagsOf(p);
+    if (flags === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(pFlags, flags) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */

@@ -68,6 +68,7 @@ export const HIP_FUNCTIONS = [
   'hipMemGetInfo',
   'hipHostMalloc',
   'hipHostFree',
+  'hipHostGetFlags',
   'hipMemcpy',
   'hipMemcpyAsync',
   'hipMemcpyHtoD',
@@ -361,6 +362,12 @@ export class HipFlavor extends VendorProcess {
   hipHostMalloc(ptr: Box<Uint8Array | null>, size: Size, flags: number): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#oneStep.hostMalloc(ptr, size, flags);
+  }
+
+  /** The flags a live hipHostMalloc buffer was made with; anything else is hipErrorInvalidValue. */
+  hipHostGetFlags(flagsPtr: Box<number>, hostPtr: Uint8Array): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#oneStep.hostGetFlags(flagsPtr, hostPtr);
   }
 
   /** hipHostFree(NULL) succeeds; anything but a live hipHostMalloc buffer is hipErrorInvalidValue. */

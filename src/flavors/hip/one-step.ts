@@ -61,9 +61,17 @@ export class HipOneStep {
     const coherence = C.hipHostMallocCoherent | C.hipHostMallocNonCoherent;
     if ((f & coherence) === coherence) return C.hipErrorInvalidValue;
     if (n === 0) return writeBox(ptr, null) ? C.hipSuccess : C.hipErrorInvalidValue;
-    const buffer = this.hostBuffers.allocate(ptr, n);
+    const buffer = this.hostBuffers.allocate(ptr, n, f);
     if (buffer === 'out-of-memory') return C.hipErrorOutOfMemory;
     return buffer === 'unwritable' ? C.hipErrorInvalidValue : C.hipSuccess;
+  }
+
+  /** hipHostGetFlags: the flags of a live hipHostMalloc buffer (a size-0 one is NULL: none). */
+  hostGetFlags(flagsPtr: Box<number>, hostPtr: Uint8Array): number {
+    if (!isBox(flagsPtr)) return C.hipErrorInvalidValue;
+    const flags = this.hostBuffers.flagsOf(hostPtr);
+    if (flags === undefined) return C.hipErrorInvalidValue;
+    return writeBox(flagsPtr, flags) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   /** hipHostFree(NULL) succeeds; anything but a live hipHostMalloc buffer is hipErrorInvalidValue. */

@@ -286,6 +286,69 @@ const calls: CallSpec<CudaFlavor>[] = [
     },
   },
   {
+    name: 'cuMemHostAlloc+cuMemHostGetFlags',
+    weight: 0.2,
+    run: (ep, p) => {
+      const b = ep.box<Uint8Array | null>(null);
+      const result = p.cuMemHostAlloc(
+        b,
+        count(ep),
+        ep.arg(() => ep.rng.pick([0, 1, 2, 4, 7, 8])),
+      );
+      // Asked of what the box holds (hostile boxes too), then freed at once: the fuzzer keeps no host buffers.
+      if (result === 0) p.cuMemHostGetFlags(ep.box(0), b.value as never);
+      if (result === 0 && b.value instanceof Uint8Array) p.cuMemFreeHost(b.value);
+      return { result };
+    },
+  },
+  {
+    name: 'cuMemcpy',
+    weight: 1,
+    run: (ep, p) => {
+      const n = count(ep);
+      const way = ep.rng.below(4);
+      if (way === 0) {
+        const src = ep.host(64);
+        const dst = mem(ep, p);
+        return {
+          result: p.cuMemcpy(dst, src, n),
+          effects: ep.isPlain(src)
+            ? { write: { va: asNumber(dst), bytes: src.slice(0, asNumber(n)) } }
+            : { unknown: { va: asNumber(dst), size: asNumber(n) } },
+        };
+      }
+      if (way === 1) {
+        const dst = ep.host(64);
+        const src = mem(ep, p);
+        return {
+          result: p.cuMemcpy(dst, src, n),
+          effects: ep.isPlain(dst)
+            ? { read: { va: asNumber(src), into: dst, size: asNumber(n) } }
+            : undefined,
+        };
+      }
+      if (way === 2) return { result: p.cuMemcpy(ep.host(64), ep.host(64), n) };
+      const dst = mem(ep, p);
+      const src = mem(ep, p);
+      return {
+        result: p.cuMemcpy(dst, src, n),
+        effects: { copy: { dst: asNumber(dst), src: asNumber(src), size: asNumber(n) } },
+      };
+    },
+  },
+  {
+    name: 'cuMemcpyAsync',
+    weight: 0.5,
+    run: (ep, p) => {
+      const n = count(ep);
+      const dst = mem(ep, p);
+      return {
+        result: p.cuMemcpyAsync(dst, ep.rng.chance(0.5) ? ep.host(64) : mem(ep, p), n, stream(ep, p)),
+        effects: { unknown: { va: asNumber(dst), size: asNumber(n) } },
+      };
+    },
+  },
+  {
     name: 'cuMemFreeHost',
     weight: 0.2,
     run: (ep, p) => ({ result: p.cuMemFreeHost(ep.arg(() => new Uint8Array(8)) as never) }),
