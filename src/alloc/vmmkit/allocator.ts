@@ -2,21 +2,23 @@
 /// <reference lib="esnext.disposable" preserve="true" />
 import { isVmmError, vmmError } from '../../core/errors.js';
 import type { Reservation } from '../../core/objects.js';
-import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
-import { Access } from '../../core/types.js';
+import type { Runtime } from '../../core/runtime.js';
+import { isCount } from '../../util/integers.js';
 import {
   type AllocatorContext,
   AllocatorOutOfMemoryError,
   type AllocatorStats,
   type CachingAllocator,
   type FreeMemory,
-  type SegmentEvent,
 } from '../allocator.js';
-import { AllocatorArgumentError } from '../errors.js';
 import { transaction } from '../transactions.js';
-import { Arena } from './arena.js';
+import { Arena, LARGE, MEDIUM, SMALL } from './arena.js';
 import type { Block } from './block.js';
-import { type Chunk, ChunkStore } from './chunk-store.js';
+import { ChunkStore } from './chunk-store.js';
+import { Growth } from './growth.js';
+import { describeLayout, type MemoryLayout } from './layout.js';
+import { mappedFit, mappedRuns } from './mapped-fit.js';
+import { resolveOptions, type VmmkitOptions, type VmmkitSettings } from './options.js';
 
 /**
  * Note [vmmkit allocator]
@@ -108,69 +110,7 @@ import { type Chunk, ChunkStore } from './chunk-store.js';
  * the ratios measured: docs/vmmkit-allocator-log.md; today's figures:
  * `node dist/bench/vmmkit-traces.js`.
  */
-export interface VmmkitOptions {
-  /** Held memory may grow to (1 + slack) x peak requested before memory is moved instead of created (0.01). */
-  readonly slack?: number;
-  /** Rounded requests up to this go to the small arena (1 MiB, PyTorch's kSmallSize). */
-  readonly smallSize?: number;
-  /** Rounded requests up to this (and above smallSize) go to a medium arena (default 1 MiB: none); larger ones to the large arena. */
-  readonly mediumSize?: number;
-  /** The largest chunk, in pages (512: 1 GiB at 2 MiB pages); a power of two. A longer run takes several. */
-  readonly maxChunkPages?: number;
-  /** Below the budget, a run at the end of a large arena is mapped ahead to this many pages (8). */
-  readonly prefetchPages?: number;
-  /** Mapping ahead is allowed while held stays within (1 + prefetchSlack) x peak requested (0.1). */
-  readonly prefetchSlack?: number;
-  /** Small and medium blocks first try free space on pages large blocks already pin (false; point 6 of the Note). */
-  readonly fillSlivers?: boolean;
-  /** A large block of whole pages starts on a page boundary when its free block allows (false; point 6). */
-  readonly alignWholePages?: boolean;
-  /** Budget floor in bytes: held memory below this is never moved (0). */
-  readonly minBudget?: number;
-  /**
-   * Past (1 + hardSlack) x peak requested, any idle chunk is moved, however
-   * recently idle (default: never).
-   */
-  readonly hardSlack?: number;
-  /** Over the budget, only chunks idle for this many mallocs are moved or released (1000): younger ones are the working set. 0: memory first. */
-  readonly minIdleAge?: number;
-  /**
-   * When a miss first takes free space on mapped pages, in its arena or (small blocks) its
-   * stream's next one up (large, or medium where there is one) (point 5 of the Note): 'grow' (default) when it would otherwise create memory past
-   * the budget, 'miss' on every miss, 'never'.
-   */
-  readonly mappedFirst?: 'grow' | 'miss' | 'never';
-  /** Each arena's reservation (default: the device's memory, rounded up to a page). */
-  readonly arenaSize?: number;
-}
-
-/** What an allocator holds and where, for analysis (bench/vmmkit-traces.ts): each arena's blocks and mapped pages, and unmapped held bytes. */
-export interface MemoryLayout {
-  readonly pageSize: number;
-  readonly arenas: readonly {
-    readonly stream: number;
-    readonly kind: 'small' | 'medium' | 'large';
-    /** Every block, live or free, in address order (absolute addresses). */
-    readonly blocks: readonly { address: number; size: number; requested: number; live: boolean }[];
-    /** Whether the page at `address` (a page boundary in the arena) is mapped. */
-    mappedPage(address: number): boolean;
-    /** The handles mapped there: where, how many pages, live blocks over them, mallocs since they became idle (-1: not idle). */
-    readonly chunks: readonly { address: number; pages: number; live: number; idleFor: number }[];
-  }[];
-  /** Bytes held in unmapped handles (the pool). */
-  readonly pooledBytes: number;
-}
-
 const MIN_BLOCK = 512;
-const SMALL = 0;
-const MEDIUM = 1;
-const LARGE = 2;
-
-/** Where a chunk used by a malloc in progress came from, for undo. */
-interface Taken {
-  readonly chunk: Chunk;
-  readonly created: boolean;
-}
 
 interface Stats {
   reservedBytes: number;
@@ -183,29 +123,21 @@ interface Stats {
   ooms: number;
 }
 
+/**
+ * vmmkit's caching allocator (Note [vmmkit allocator]). Placement, the
+ * arenas and the stats are here; growth.ts gives unmapped pages their memory
+ * under the budget and the limit, mapped-fit.ts finds free space on mapped
+ * pages (point 5), options.ts fills in and checks the options, and
+ * layout.ts describes what is held.
+ */
 export class VmmkitAllocator implements CachingAllocator {
   readonly name = 'vmmkit';
   readonly device: number;
   readonly #runtime: Runtime;
-  readonly #onEvent: ((e: SegmentEvent) => void) | undefined;
   readonly #store: ChunkStore;
-  readonly #pageSize: number;
-  readonly #arenaSize: number;
-  readonly #slack: number;
-  readonly #smallSize: number;
-  readonly #mediumSize: number;
-  readonly #prefetch: number;
-  readonly #maxChunkPages: number;
-  readonly #minBudget: number;
-  readonly #minIdleAge: number;
-  /** The hard budget over the soft one: (1 + hardSlack) / (1 + slack). */
-  readonly #hardFactor: number;
-  readonly #fillSlivers: boolean;
-  readonly #mappedFirst: 'grow' | 'miss' | 'never';
-  readonly #alignWholePages: boolean;
-  /** The prefetch budget over the soft one. */
-  readonly #prefetchFactor: number;
-  readonly #access: readonly AccessDescriptor[];
+  readonly #settings: VmmkitSettings;
+  /** Where unmapped pages get their memory (points 3, 4, 7, 8 and 9). */
+  readonly #growth: Growth;
   /** Arenas by stream, by kind (small, medium, large). */
   readonly #arenas = new Map<number, (Arena | undefined)[]>();
   readonly #live = new Map<number, Block>();
@@ -220,65 +152,16 @@ export class VmmkitAllocator implements CachingAllocator {
     ooms: 0,
   };
   #disposed = false;
-  /** Advanced per malloc and emptyCache; the device was synchronised in epoch #synced (point 7). */
-  #epoch = 0;
-  #synced = -1;
-  /** Point 9: the most bytes held; Infinity without a limit. */
-  readonly #limit: number;
 
   constructor(context: AllocatorContext, options: VmmkitOptions = {}) {
     const rt = context.runtime;
     const info = rt.device(context.device);
     this.device = context.device;
     this.#runtime = rt;
-    this.#onEvent = context.onSegmentEvent;
-    this.#pageSize = Math.max(info.minimumGranularity, rt.vaGranularity);
-    const {
-      slack = 0.01,
-      smallSize = 1024 * 1024,
-      mediumSize = 1024 * 1024,
-      maxChunkPages = 512,
-      prefetchPages = 8,
-      minBudget = 0,
-    } = options;
-    if (!(slack >= 0) || !Number.isFinite(slack))
-      throw new AllocatorArgumentError(`slack ${slack} is not >= 0`);
-    if (!isCount(smallSize)) throw vmmError('invalid-value', `smallSize ${smallSize}`);
-    if (!isCount(mediumSize) || mediumSize < smallSize)
-      throw vmmError('invalid-value', `mediumSize ${mediumSize} is below smallSize ${smallSize}`);
-    if (
-      !isCount(maxChunkPages) ||
-      maxChunkPages === 0 ||
-      2 ** Math.round(Math.log2(maxChunkPages)) !== maxChunkPages
-    )
-      throw vmmError('invalid-value', `maxChunkPages ${maxChunkPages} is not a power of two`);
-    if (!isCount(prefetchPages)) throw vmmError('invalid-value', `prefetchPages ${prefetchPages}`);
-    if (!isCount(minBudget)) throw vmmError('invalid-value', `minBudget ${minBudget}`);
-    const arenaSize = options.arenaSize ?? info.totalMemory;
-    if (!isCount(arenaSize) || arenaSize === 0) throw vmmError('invalid-value', `arenaSize ${arenaSize}`);
-    this.#arenaSize = Math.ceil(arenaSize / this.#pageSize) * this.#pageSize;
-    this.#slack = slack;
-    this.#smallSize = smallSize;
-    this.#mediumSize = mediumSize;
-    this.#prefetch = prefetchPages;
-    this.#minBudget = minBudget;
-    this.#minIdleAge = options.minIdleAge ?? 1000;
-    this.#fillSlivers = options.fillSlivers ?? false;
-    this.#alignWholePages = options.alignWholePages ?? false;
-    this.#mappedFirst = options.mappedFirst ?? 'grow';
-    const hardSlack = options.hardSlack ?? Number.POSITIVE_INFINITY;
-    if (!(hardSlack >= slack))
-      throw new AllocatorArgumentError(`hardSlack ${hardSlack} is below slack ${slack}`);
-    this.#hardFactor = (1 + hardSlack) / (1 + slack);
-    const prefetchSlack = options.prefetchSlack ?? 0.1;
-    if (!(prefetchSlack >= 0)) throw new AllocatorArgumentError(`prefetchSlack ${prefetchSlack} is not >= 0`);
-    this.#prefetchFactor = (1 + prefetchSlack) / (1 + slack);
-    this.#access = [{ device: context.device, access: Access.ReadWrite }];
-    this.#maxChunkPages = maxChunkPages;
-    this.#store = new ChunkStore(rt, context.device, this.#pageSize);
-    const limit = context.memoryLimit;
-    if (limit !== undefined && !isCount(limit)) throw vmmError('invalid-value', `memoryLimit ${limit}`);
-    this.#limit = limit ?? Number.POSITIVE_INFINITY;
+    const s = resolveOptions(options, info, rt.vaGranularity, context.memoryLimit);
+    this.#settings = s;
+    this.#store = new ChunkStore(rt, context.device, s.pageSize);
+    this.#growth = new Growth(rt, context.device, this.#store, s, this.#stats, context.onSegmentEvent);
   }
 
   get stats(): AllocatorStats {
@@ -308,32 +191,7 @@ export class VmmkitAllocator implements CachingAllocator {
 
   /** Where the held memory is now (for analysis; walks every block). */
   layout(): MemoryLayout {
-    const arenas: MemoryLayout['arenas'][number][] = [];
-    for (const [stream, list] of this.#arenas) {
-      for (const a of list) {
-        if (a === undefined) continue;
-        const blocks: { address: number; size: number; requested: number; live: boolean }[] = [];
-        let b: Block | undefined = a.firstBlock;
-        for (; b !== undefined; b = b.next)
-          blocks.push({ address: a.base + b.offset, size: b.size, requested: b.requested, live: b.live });
-        const page = this.#pageSize;
-        const chunks: { address: number; pages: number; live: number; idleFor: number }[] = [];
-        for (let p = 0; p < a.pages.length; p++) {
-          const c = a.pages[p];
-          if (c === undefined || c.firstPage !== p) continue;
-          const idleFor = c.idle ? this.#store.clock - c.idleSince : -1;
-          chunks.push({ address: a.base + p * page, pages: c.pages, live: c.live, idleFor });
-        }
-        arenas.push({
-          chunks,
-          stream,
-          kind: a.kind === SMALL ? 'small' : a.kind === MEDIUM ? 'medium' : 'large',
-          blocks,
-          mappedPage: (address) => a.pages[Math.floor((address - a.base) / page)] !== undefined,
-        });
-      }
-    }
-    return { pageSize: this.#pageSize, arenas, pooledBytes: this.#store.poolBytes };
+    return describeLayout(this.#arenas, this.#store, this.#settings.pageSize);
   }
 
   // --- malloc ------------------------------------------------------------------------
@@ -343,24 +201,25 @@ export class VmmkitAllocator implements CachingAllocator {
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size} is not a size`);
     if (!Number.isSafeInteger(stream)) throw vmmError('invalid-value', `stream ${stream} is not a stream`);
     this.#store.clock++;
-    this.#epoch++;
+    this.#growth.advanceEpoch();
     return this.#serve(size, stream);
   }
 
   /** malloc's work once its arguments are checked and the clocks advanced. */
   #serve(size: number, stream: number): number {
+    const settings = this.#settings;
     const rounded = size <= MIN_BLOCK ? MIN_BLOCK : Math.ceil(size / MIN_BLOCK) * MIN_BLOCK;
-    const kind = rounded <= this.#smallSize ? SMALL : rounded <= this.#mediumSize ? MEDIUM : LARGE;
+    const kind = rounded <= settings.smallSize ? SMALL : rounded <= settings.mediumSize ? MEDIUM : LARGE;
     let arena: Arena | undefined;
     let fit: Block | undefined;
-    if (kind !== LARGE && this.#fillSlivers) {
+    if (kind !== LARGE && settings.fillSlivers) {
       // Point 6 of the Note: a small block first tries the free tail of a page a large block already pins.
       const large = this.#arenas.get(stream)?.[LARGE];
       const f = large?.free.bestFit(rounded);
       if (
         f !== undefined &&
-        f.size < 2 * this.#pageSize &&
-        this.#pinnedAll(large!, f.offset, f.offset + rounded)
+        f.size < 2 * settings.pageSize &&
+        large!.pinnedAll(f.offset, f.offset + rounded)
       ) {
         arena = large;
         fit = f;
@@ -373,9 +232,9 @@ export class VmmkitAllocator implements CachingAllocator {
       if (fit === undefined) throw this.#oom(size, undefined);
     }
     let offset = fit!.offset;
-    if (arena.kind === LARGE && this.#alignWholePages) {
+    if (arena.kind === LARGE && settings.alignWholePages) {
       // Point 6 of the Note: a block of whole pages on a page boundary covers no more pages than it must.
-      const page = this.#pageSize;
+      const page = settings.pageSize;
       const aligned = Math.ceil(offset / page) * page;
       if (
         aligned !== offset &&
@@ -385,25 +244,25 @@ export class VmmkitAllocator implements CachingAllocator {
         offset = aligned;
     }
     if (
-      this.#mappedFirst !== 'never' &&
-      !this.#mappedAll(arena, offset, offset + rounded) &&
-      (this.#mappedFirst === 'miss' || this.#wouldGrow(arena, offset, offset + rounded, size))
+      settings.mappedFirst !== 'never' &&
+      !arena.mappedAll(offset, offset + rounded) &&
+      (settings.mappedFirst === 'miss' || this.#growth.wouldGrow(arena, offset, offset + rounded, size))
     ) {
       // Point 5 of the Note: growth is the last resort; free space already mapped comes first.
-      const m = this.#mappedFit(stream, arena, rounded);
+      const m = mappedFit(arena, this.#nextUp(stream, arena), rounded, this.#store);
       if (m !== undefined) {
         arena = m.arena;
         fit = m.block;
         offset = m.offset;
       }
     }
-    if (!this.#mappedAll(arena, offset, offset + rounded)) {
+    if (!arena.mappedAll(offset, offset + rounded)) {
       try {
-        this.#mapFor(arena, offset, offset + rounded, size);
+        this.#growth.mapFor(arena, offset, offset + rounded, size);
       } catch (e) {
         throw this.#oom(size, e);
       }
-    } else this.#activate(arena, offset, offset + rounded);
+    } else this.#store.activate(arena, offset, offset + rounded);
     const b = arena.takeAt(fit!, offset, rounded);
     b.requested = size;
     const address = arena.base + offset;
@@ -427,7 +286,7 @@ export class VmmkitAllocator implements CachingAllocator {
       this.#store.held,
       this.#stats.allocatedBytes,
       this.#freeMemory(),
-      Number.isFinite(this.#limit) ? this.#limit : undefined,
+      Number.isFinite(this.#settings.limit) ? this.#settings.limit : undefined,
     );
   }
 
@@ -445,11 +304,11 @@ export class VmmkitAllocator implements CachingAllocator {
       freePieces++;
       if (n > largestFreeBytes) largestFreeBytes = n;
     };
-    const page = this.#pageSize;
+    const page = this.#settings.pageSize;
     for (const list of this.#arenas.values()) {
       for (const a of list) {
         if (a === undefined || a.mappedChunks === 0) continue;
-        const runs = this.#mappedRuns(a);
+        const runs = mappedRuns(a, this.#store);
         for (let b: Block | undefined = a.firstBlock; b !== undefined; b = b.next) {
           if (b.live) continue;
           for (let k = 0; k < runs.length; k += 2) {
@@ -471,15 +330,15 @@ export class VmmkitAllocator implements CachingAllocator {
    */
   #serveInNewArena(size: number, stream: number, kind: number): number {
     return transaction(this.#runtime, (tx) => {
+      const s = this.#settings;
       let r: Reservation;
       try {
-        r = this.#runtime.reserve(this.#arenaSize, { alignment: this.#pageSize });
+        r = this.#runtime.reserve(s.arenaSize, { alignment: s.pageSize });
       } catch (e) {
         throw this.#oom(size, e);
       }
-      const maxPages =
-        kind === SMALL ? 1 : kind === MEDIUM ? Math.min(4, this.#maxChunkPages) : this.#maxChunkPages;
-      const a = new Arena(this.#runtime, r, this.#pageSize, stream, kind, maxPages);
+      const maxPages = kind === SMALL ? 1 : kind === MEDIUM ? Math.min(4, s.maxChunkPages) : s.maxChunkPages;
+      const a = new Arena(this.#runtime, r, s.pageSize, stream, kind, maxPages);
       let arenas = this.#arenas.get(stream);
       if (arenas === undefined) {
         arenas = [undefined, undefined, undefined];
@@ -499,299 +358,12 @@ export class VmmkitAllocator implements CachingAllocator {
     if (arenas.every((x) => x === undefined)) this.#arenas.delete(a.stream);
   }
 
-  /** Whether every page [offset, end) touches is mapped (the cache-hit test: one step per chunk). */
-  #mappedAll(arena: Arena, offset: number, end: number): boolean {
-    const pages = arena.pages;
-    const last = arena.endPage(end);
-    for (let p = arena.firstPage(offset); p < last; ) {
-      const c = pages[p];
-      if (c === undefined) return false;
-      p = c.firstPage + c.pages;
-    }
-    return true;
-  }
-
-  /** Whether mapping [offset, end) would create memory past the budget (no pooled chunk covers its unmapped pages). */
-  #wouldGrow(arena: Arena, offset: number, end: number, requested: number): boolean {
-    let need = 0;
-    const pages = arena.pages;
-    const last = arena.endPage(end);
-    for (let p = arena.firstPage(offset); p < last; p++) if (pages[p] === undefined) need++;
-    const bytes = need * this.#pageSize;
-    return this.#store.poolBytes < bytes && this.#store.held + bytes > this.#budget(requested);
-  }
-
-  /**
-   * The smallest free extent that lies wholly on mapped pages and holds
-   * `size` bytes (lowest address among equals), in `own` or, for a small
-   * block, in its stream's next arena up (large, or medium where there is one) (point 5 of the Note): its
-   * block and the offset to place at. Walks every block of those arenas,
-   * so it runs only on a miss, which costs driver calls anyway.
-   */
-  #mappedFit(
-    stream: number,
-    own: Arena,
-    size: number,
-  ): { arena: Arena; block: Block; offset: number } | undefined {
-    // The next class up: a medium arena, where there is one, exists to keep smaller blocks off large pages.
-    const large =
-      own.kind === SMALL
-        ? this.#arenas.get(stream)?.[this.#mediumSize > this.#smallSize ? MEDIUM : LARGE]
-        : undefined;
-    let best: { arena: Arena; block: Block; offset: number } | undefined;
-    let bestSize = Number.POSITIVE_INFINITY;
-    const page = this.#pageSize;
-    for (const a of large === undefined ? [own] : [own, large]) {
-      if (a.mappedChunks === 0) continue;
-      // Mapped runs of the arena, in page order.
-      const runs = this.#mappedRuns(a);
-      let r = 0;
-      for (let b: Block | undefined = a.firstBlock; b !== undefined && r < runs.length; b = b.next) {
-        if (b.live || b.size < size) continue;
-        const end = b.end;
-        while (r < runs.length && runs[r + 1] * page <= b.offset) r += 2;
-        for (let k = r; k < runs.length && runs[k] * page < end; k += 2) {
-          const lo = Math.max(b.offset, runs[k] * page);
-          const hi = Math.min(end, runs[k + 1] * page);
-          const n = hi - lo;
-          if (n >= size && n < bestSize) {
-            bestSize = n;
-            // In the large arena, at the extent's high end: large blocks are carved off low ends, so that part stays whole.
-            best = { arena: a, block: b, offset: a === own ? lo : hi - size };
-          }
-        }
-      }
-    }
-    return best;
-  }
-
-  /** The arena's mapped pages as [first, end) page pairs in order (a run may span several chunks). */
-  #mappedRuns(a: Arena): number[] {
-    const starts: number[] = [];
-    for (const c of this.#store.all) if (c.arena === a) starts.push(c.firstPage);
-    starts.sort((x, y) => x - y);
-    const runs: number[] = [];
-    for (const p of starts) {
-      const end = p + a.pages[p]!.pages;
-      if (runs.length > 0 && runs[runs.length - 1] === p) runs[runs.length - 1] = end;
-      else runs.push(p, end);
-    }
-    return runs;
-  }
-
-  /** Whether every page [offset, end) touches is mapped and already under a live block. */
-  #pinnedAll(arena: Arena, offset: number, end: number): boolean {
-    const pages = arena.pages;
-    const last = arena.endPage(end);
-    for (let p = arena.firstPage(offset); p < last; ) {
-      const c = pages[p];
-      if (c === undefined || c.live === 0) return false;
-      p = c.firstPage + c.pages;
-    }
-    return true;
-  }
-
-  /** Count a new live block over every chunk under [offset, end) (all mapped). */
-  #activate(arena: Arena, offset: number, end: number): void {
-    const pages = arena.pages;
-    const last = arena.endPage(end);
-    for (let p = arena.firstPage(offset); p < last; ) {
-      const c = pages[p]!;
-      if (c.live++ === 0) this.#store.unmarkIdle(c);
-      p = c.firstPage + c.pages;
-    }
-  }
-
-  /** Count a live block gone from every chunk under [offset, end). */
-  #deactivate(arena: Arena, offset: number, end: number): void {
-    const pages = arena.pages;
-    const last = arena.endPage(end);
-    for (let p = arena.firstPage(offset); p < last; ) {
-      const c = pages[p]!;
-      if (--c.live === 0) this.#store.markIdle(c);
-      p = c.firstPage + c.pages;
-    }
-  }
-
-  #budget(extraRequested: number): number {
-    const peak = Math.max(this.#stats.peakRequestedBytes, this.#stats.requestedBytes + extraRequested);
-    return Math.max(this.#minBudget, Math.ceil(peak * (1 + this.#slack)));
-  }
-
-  /**
-   * Map every unmapped page under [offset, end) (Note [vmmkit allocator],
-   * points 2 and 4), then count the block over every chunk there. All or
-   * nothing (a Transaction): a failure unmaps what this call mapped,
-   * releases what it created, pools the rest, and throws. Idle chunks it
-   * moved stay pooled, and what trimming released stays released: cached
-   * memory, no longer held for nothing.
-   */
-  #mapFor(arena: Arena, offset: number, end: number, requested: number): void {
-    const store = this.#store;
-    const budget = this.#budget(requested);
-    const p0 = arena.firstPage(offset);
-    const p1 = arena.endPage(end);
-    const pageSize = this.#pageSize;
-    const mapped: Chunk[] = [];
-    const events: SegmentEvent[] = [];
-    transaction(this.#runtime, (tx) => {
-      const runs: number[] = [];
-      // Chunks already mapped under the block are counted first, so that no reclaim below can take them.
-      for (let p = p0; p < p1; ) {
-        const c = arena.pages[p];
-        if (c !== undefined) {
-          if (c.live++ === 0) store.unmarkIdle(c);
-          tx.undo(() => {
-            if (--c.live === 0) store.markIdle(c);
-          });
-          p = c.firstPage + c.pages;
-        } else {
-          let q = p + 1;
-          while (q < p1 && arena.pages[q] === undefined) q++;
-          runs.push(p, q);
-          p = q;
-        }
-      }
-      for (let r = 0; r < runs.length; r += 2) {
-        const p = runs[r];
-        let q = runs[r + 1];
-        if (arena.maxChunkPages > 1 && q === p1 && q - p < this.#prefetch) {
-          // Map ahead past the block's end, into unmapped free space, while under the prefetch budget (and the limit, point 9).
-          let ahead = p + this.#prefetch;
-          const extra = (ahead - p) * pageSize;
-          if (store.held + extra > Math.min(budget * this.#prefetchFactor, this.#limit)) ahead = q;
-          while (q < ahead && q < arena.pages.length && arena.pages[q] === undefined) q++;
-        }
-        let page = p;
-        while (page < q) {
-          // One handle for the whole run (up to the arena's largest): 3 driver calls per growth.
-          const t = this.#obtain(Math.min(q - page, arena.maxChunkPages), budget);
-          tx.undo(() => this.#putBack(t));
-          arena.map(t.chunk, page);
-          tx.undo(() => arena.unmap(t.chunk));
-          mapped.push(t.chunk);
-          page += t.chunk.pages;
-        }
-        arena.grant(p, q, this.#access);
-        events.push({
-          action: 'segment_map',
-          address: arena.base + p * pageSize,
-          size: (q - p) * pageSize,
-          stream: arena.stream,
-        });
-      }
-    });
-    for (const c of mapped) {
-      if (c.firstPage < p1) c.live = 1;
-      else store.markIdle(c);
-    }
-    if (this.#onEvent !== undefined) for (const ev of events) this.#onEvent(ev);
-  }
-
-  /** Undo of #obtain for a failed #mapFor: a chunk it created goes back to the driver, any other to the pool. */
-  #putBack(t: Taken): void {
-    const c = t.chunk;
-    if (c.arena !== undefined) return; // could not be unmapped; stays (the runtime reported why)
-    if (!t.created) {
-      this.#store.putPooled(c);
-      return;
-    }
-    try {
-      this.#store.release(c);
-    } catch (e) {
-      this.#store.putPooled(c);
-      throw e;
-    }
-  }
-
-  /**
-   * An unmapped chunk of at most `pages` pages for a run that needs that
-   * many (point 4): pooled, else created while under the budget, else an
-   * idle chunk moved, else created after trimming.
-   */
-  #obtain(pages: number, budget: number): Taken {
-    const store = this.#store;
-    const pooled = store.takePooled(pages);
-    if (pooled !== undefined) return { chunk: pooled, created: false };
-    const bytes = pages * this.#pageSize;
-    if (store.held + bytes > budget) {
-      // Past the hard budget even the working set (recently idle chunks) is moved.
-      const hard = store.held + bytes > budget * this.#hardFactor;
-      const minAge = hard ? 0 : this.#minIdleAge;
-      const idle = store.largestIdle(pages, minAge);
-      if (idle !== undefined) {
-        this.#unmapIdle(idle);
-        return { chunk: idle, created: false };
-      }
-      this.#trim(budget - bytes, minAge);
-    }
-    try {
-      return { chunk: this.#create(pages), created: true };
-    } catch (e) {
-      if (!isVmmError(e) || e.kind !== 'out-of-memory') throw e;
-      // N6 (h): give back everything cached and try once more.
-      this.#trim(0);
-      return { chunk: this.#create(pages), created: true };
-    }
-  }
-
-  /** store.create within the limit (point 9): cached chunks go first; past it, the driver's out-of-memory. */
-  #create(pages: number): Chunk {
-    const store = this.#store;
-    const bytes = pages * this.#pageSize;
-    if (store.held + bytes > this.#limit) {
-      this.#trim(this.#limit - bytes);
-      if (store.held + bytes > this.#limit)
-        throw vmmError(
-          'out-of-memory',
-          `${bytes} more bytes would pass the memory limit (${store.held} of ${this.#limit} held)`,
-        );
-    }
-    return store.create(pages);
-  }
-
-  /** Unmap an idle chunk (it stays held, unmapped); on failure it stays idle and mapped. */
-  #unmapIdle(c: Chunk): void {
-    if (this.#synced !== this.#epoch) {
-      this.#runtime.synchronize(this.device);
-      this.#synced = this.#epoch;
-    }
-    const arena = c.arena!;
-    const address = arena.base + c.firstPage * this.#pageSize;
-    this.#store.unmarkIdle(c);
-    try {
-      arena.unmap(c);
-    } catch (e) {
-      this.#store.markIdle(c);
-      throw e;
-    }
-    this.#onEvent?.({ action: 'segment_unmap', address, size: c.bytes, stream: arena.stream });
-  }
-
-  /** Release pooled, then idle chunks (largest first) until held <= `limit` or none is left. */
-  #trim(limit: number, minAge = 0): void {
-    const store = this.#store;
-    while (store.held > limit) {
-      const p = store.takeAnyPooled();
-      if (p !== undefined) {
-        try {
-          store.release(p);
-        } catch (e) {
-          store.putPooled(p);
-          throw e;
-        }
-        continue;
-      }
-      const c = store.largestIdle(Number.POSITIVE_INFINITY, minAge);
-      if (c === undefined) return;
-      this.#unmapIdle(c);
-      try {
-        store.release(c);
-      } catch (e) {
-        store.putPooled(c);
-        throw e;
-      }
-    }
+  /** A small block's next arena up in its stream (point 5): a medium arena, where there is one, exists to keep smaller blocks off large pages. */
+  #nextUp(stream: number, own: Arena): Arena | undefined {
+    const s = this.#settings;
+    return own.kind === SMALL
+      ? this.#arenas.get(stream)?.[s.mediumSize > s.smallSize ? MEDIUM : LARGE]
+      : undefined;
   }
 
   // --- free and emptyCache -----------------------------------------------------------
@@ -800,7 +372,7 @@ export class VmmkitAllocator implements CachingAllocator {
     const b = this.#live.get(address);
     if (b === undefined) throw vmmError('invalid-value', `0x${address.toString(16)} is not a live block`);
     const arena = b.arena;
-    this.#deactivate(arena, b.offset, b.end);
+    this.#store.deactivate(arena, b.offset, b.end);
     const s = this.#stats;
     s.allocatedBytes -= b.size;
     s.requestedBytes -= b.requested;
@@ -811,10 +383,10 @@ export class VmmkitAllocator implements CachingAllocator {
 
   emptyCache(): void {
     if (this.#disposed) return;
-    this.#epoch++;
+    this.#growth.advanceEpoch();
     let first: unknown;
     try {
-      this.#trim(0);
+      this.#growth.trim(0);
     } catch (e) {
       first = e;
     }
@@ -857,8 +429,4 @@ export class VmmkitAllocator implements CachingAllocator {
   [Symbol.dispose](): void {
     this.dispose();
   }
-}
-
-function isCount(n: number): boolean {
-  return Number.isSafeInteger(n) && n >= 0;
 }

@@ -3,6 +3,11 @@ import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
 import { Block, FreeIndex } from './block.js';
 import type { Chunk } from './chunk-store.js';
 
+/** The size classes of blocks, as an arena's `kind` (VmmkitOptions' smallSize and mediumSize divide them). */
+export const SMALL = 0;
+export const MEDIUM = 1;
+export const LARGE = 2;
+
 /**
  * One stream's address range for one size class of blocks (small, medium or large):
  * a reservation tiled by blocks, with physical chunks mapped behind the
@@ -26,7 +31,7 @@ export class Arena {
     readonly reservation: Reservation,
     readonly pageSize: number,
     readonly stream: number,
-    /** Size class of its blocks: 0 small, 1 medium, 2 large (see VmmkitOptions). */
+    /** Size class of its blocks: SMALL, MEDIUM or LARGE (see VmmkitOptions). */
     readonly kind: number,
     /** The most pages one of its chunks has. */
     readonly maxChunkPages: number,
@@ -62,6 +67,30 @@ export class Arena {
       (endPage - firstPage) * this.pageSize,
       access,
     );
+  }
+
+  /** Whether every page [offset, end) touches is mapped (the cache-hit test: one step per chunk). */
+  mappedAll(offset: number, end: number): boolean {
+    const pages = this.pages;
+    const last = this.endPage(end);
+    for (let p = this.firstPage(offset); p < last; ) {
+      const c = pages[p];
+      if (c === undefined) return false;
+      p = c.firstPage + c.pages;
+    }
+    return true;
+  }
+
+  /** Whether every page [offset, end) touches is mapped and already under a live block. */
+  pinnedAll(offset: number, end: number): boolean {
+    const pages = this.pages;
+    const last = this.endPage(end);
+    for (let p = this.firstPage(offset); p < last; ) {
+      const c = pages[p];
+      if (c === undefined || c.live === 0) return false;
+      p = c.firstPage + c.pages;
+    }
+    return true;
   }
 
   /** Page index of the first and one past the last page that [offset, end) touches. */

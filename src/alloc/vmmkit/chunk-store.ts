@@ -132,6 +132,28 @@ export class ChunkStore {
     this.idleBytes -= c.bytes;
   }
 
+  /** Count a new live block over every chunk under [offset, end) of `arena` (all mapped). */
+  activate(arena: Arena, offset: number, end: number): void {
+    const pages = arena.pages;
+    const last = arena.endPage(end);
+    for (let p = arena.firstPage(offset); p < last; ) {
+      const c = pages[p]!;
+      if (c.live++ === 0) this.unmarkIdle(c);
+      p = c.firstPage + c.pages;
+    }
+  }
+
+  /** Count a live block gone from every chunk under [offset, end) of `arena`. */
+  deactivate(arena: Arena, offset: number, end: number): void {
+    const pages = arena.pages;
+    const last = arena.endPage(end);
+    for (let p = arena.firstPage(offset); p < last; ) {
+      const c = pages[p]!;
+      if (--c.live === 0) this.markIdle(c);
+      p = c.firstPage + c.pages;
+    }
+  }
+
   /**
    * The largest chunk of at most `maxPages` pages idle for `minAge` mallocs
    * or more (the oldest among equals), still marked idle; undefined if none.

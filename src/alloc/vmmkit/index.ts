@@ -1,2 +1,4 @@
 /** vmmkit's own caching allocator (Note [vmmkit allocator] in allocator.ts). */
-export { type MemoryLayout, VmmkitAllocator, type VmmkitOptions } from './allocator.js';
+export { VmmkitAllocator } from './allocator.js';
+export type { MemoryLayout } from './layout.js';
+export type { VmmkitOptions } from './options.js';
