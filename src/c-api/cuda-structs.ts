@@ -65,6 +65,14 @@ export interface CUctxCigParam {
   sharedData: bigint | number | null;
 }
 
+/**
+ * cuCtxCreate's arguments after pctx, in either header's form: (flags, dev)
+ * before CUDA 13.0, (ctxCreateParams, flags, dev) in 13.0's cuda.h.
+ */
+export type CuCtxCreateArguments =
+  | [flags: number, dev: number]
+  | [ctxCreateParams: CUctxCreateParams | null, flags: number, dev: number];
+
 /** CUctxCreateParams, cuCtxCreate_v4's (cuda.h 13.0): NULL pointers are null; `{}` is all NULL, as C's `= {}`. */
 export interface CUctxCreateParams {
   execAffinityParams?: readonly CUexecAffinityParam[] | null;

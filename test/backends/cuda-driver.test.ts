@@ -126,17 +126,11 @@ describe('checked layer: out-parameters as typed arrays (Note [Out-parameters as
 describe('raw binding: addresses and sizes read back unsigned (Note [Unsigned reads])', () => {
   /** A driver that writes `answer` into every 64-bit out slot it is given, except for `unwritten` calls. */
   function writing(answer: bigint, unwritten: readonly string[] = []) {
-    const driver = new Proxy({} as Record<string, unknown>, {
-      get: (_, name: string) => {
-        if (name === 'libraryPath') return '(writing)';
-        if (name === 'types') return declareDriverTypes();
-        return (...args: unknown[]) => {
-          if (!unwritten.includes(name)) for (const a of args) if (a instanceof BigUint64Array) a[0] = answer;
-          return 0;
-        };
-      },
-    });
-    return createRawCuda(driver as unknown as CudaDriver);
+    return createRawCuda(
+      stubDriver((name, args) => {
+        if (!unwritten.includes(name)) for (const a of args) if (a instanceof BigUint64Array) a[0] = answer;
+      }),
+    );
   }
 
   it('a CUdeviceptr, handle, context, stream or event at or above 2^63 is that bigint, never negative', () => {
@@ -200,20 +194,12 @@ describe('raw binding: addresses and sizes read back unsigned (Note [Unsigned re
 describe('raw binding: cuCtxCreate in both forms (Note [Context creation parameters])', () => {
   function capturing() {
     const seen: Record<string, unknown[]> = {};
-    const driver = new Proxy({} as Record<string, unknown>, {
-      get: (_, name: string) => {
-        if (name === 'libraryPath') return '(capturing)';
-        if (name === 'types') return declareDriverTypes();
-        return (...args: unknown[]) => {
-          // The struct's bytes, and the arrays its pointers name, as the driver would read them then.
-          seen[name] = args.map((a) => (a instanceof Uint8Array ? Buffer.from(a) : a));
-          const out = args[0];
-          if (out instanceof BigUint64Array) out[0] = 0xcc01n;
-          return 0;
-        };
-      },
+    const driver = stubDriver((name, args) => {
+      // The struct's bytes as the driver would read them then.
+      seen[name] = args.map((a) => (a instanceof Uint8Array ? Buffer.from(a) : a));
+      if (args[0] instanceof BigUint64Array) args[0][0] = 0xcc01n;
     });
-    return { cu: createRawCuda(driver as unknown as CudaDriver), seen };
+    return { cu: createRawCuda(driver), seen };
   }
 
   it('three arguments call cuCtxCreate_v2, four cuCtxCreate_v4 with C’s CUctxCreateParams (NULL stays NULL)', () => {
@@ -247,3 +233,18 @@ describe('raw binding: cuCtxCreate in both forms (Note [Context creation paramet
     expect(cu.cuCtxCreate_v2(ctx, 0, 0)).toBe(0);
   });
 });
+
+/** A stand-in for libcuda whose every function runs `call` and answers CUDA_SUCCESS. */
+function stubDriver(call: (name: string, args: unknown[]) => void): CudaDriver {
+  const driver = new Proxy({} as Record<string, unknown>, {
+    get: (_, name: string) => {
+      if (name === 'libraryPath') return '(stub)';
+      if (name === 'types') return declareDriverTypes();
+      return (...args: unknown[]) => {
+        call(name, args);
+        return 0;
+      };
+    },
+  });
+  return driver as unknown as CudaDriver;
+}

@@ -5,21 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as C from '../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
+
 import * as H from '../../src/flavors/hip/constants.js';
 import { createHip } from '../../src/flavors/hip/hip.js';
+import { cudaWithContext as cuda } from './cuda/helpers.js';
 
 const G = 2 * 1024 * 1024;
 const box = <T>(value: T) => ({ value });
-
-function cuda() {
-  const cu = createCuda();
-  cu.cuInit(0);
-  const ctx = box(0n);
-  cu.cuDevicePrimaryCtxRetain(ctx, 0);
-  cu.cuCtxSetCurrent(ctx.value);
-  return cu;
-}
 
 describe('cuMemcpy and cuMemcpyAsync: the direction from the operands', () => {
   it('host to device, device to device, device to host and host to host', () => {

@@ -14,6 +14,7 @@ import type {
   CUmemAllocationFlags,
   CUmemAllocationProp,
   CUmemLocation,
+  CuCtxCreateArguments,
 } from '../../c-api/cuda-structs.js';
 import {
   DRIVER_API,
@@ -108,13 +109,7 @@ export interface RawCuda {
   cuCtxSetCurrent(ctx: bigint): number;
   cuCtxGetCurrent(ctx: Box<bigint>): number;
   cuCtxSynchronize(): number;
-  cuCtxCreate(pctx: Box<bigint>, flags: number, dev: number): number;
-  cuCtxCreate(
-    pctx: Box<bigint>,
-    ctxCreateParams: CUctxCreateParams | null,
-    flags: number,
-    dev: number,
-  ): number;
+  cuCtxCreate(pctx: Box<bigint>, ...args: CuCtxCreateArguments): number;
   cuCtxCreate_v2(pctx: Box<bigint>, flags: number, dev: number): number;
   cuCtxCreate_v4(
     pctx: Box<bigint>,
@@ -370,8 +365,8 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(u64), box, () => u64[0]!),
     cuCtxSynchronize: () => d.cuCtxSynchronize(),
     // Four arguments are CUDA 13.0's form, three the earlier headers' (Note [Context creation parameters]).
-    cuCtxCreate: (box: Box<bigint>, ...rest: unknown[]) =>
-      rest.length >= 3
+    cuCtxCreate: (box: Box<bigint>, ...rest: CuCtxCreateArguments) =>
+      rest.length === 3
         ? createV4(box, rest[0] as CUctxCreateParams | null, rest[1] as number, rest[2] as number)
         : createV2(box, rest[0] as number, rest[1] as number),
     cuCtxCreate_v2: (box, flags, dev) => createV2(box, flags, dev),

@@ -1,4 +1,9 @@
-import type { CUmemAccessDesc, CUmemAllocationProp, CUmemLocation } from '../../c-api/cuda-structs.js';
+import type {
+  CUmemAccessDesc,
+  CUmemAllocationProp,
+  CUmemLocation,
+  CuCtxCreateArguments,
+} from '../../c-api/cuda-structs.js';
 import { Access } from '../../core/types.js';
 import {
   BigIntMemo,
@@ -285,16 +290,9 @@ export class CudaFlavor extends VendorProcess {
    * cuCtxCreate(pctx, ctxCreateParams, flags, dev), or the three arguments
    * (pctx, flags, dev) of earlier headers.
    */
-  cuCtxCreate(pctx: Box<bigint>, flags: number, dev: number): number;
-  cuCtxCreate(
-    pctx: Box<bigint>,
-    ctxCreateParams: CUctxCreateParams | null,
-    flags: number,
-    dev: number,
-  ): number;
-  cuCtxCreate(pctx: Box<bigint>, ...rest: unknown[]): number {
+  cuCtxCreate(pctx: Box<bigint>, ...rest: CuCtxCreateArguments): number {
     // Each form calls #createContext itself: a traced call is one span, not one inside another.
-    return rest.length >= 3
+    return rest.length === 3
       ? this.#createContext(pctx, rest[0], rest[1] as number, rest[2] as number)
       : this.#createContext(pctx, null, rest[0] as number, rest[1] as number);
   }

@@ -6,22 +6,18 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../../src/flavors/cuda/cuda.js';
+import { cudaWithContext } from './helpers.js';
 
 const box = <T>(value: T) => ({ value });
 
 function cuda() {
-  const cu = createCuda();
-  cu.cuInit(0);
-  const primary = box(0n);
-  cu.cuDevicePrimaryCtxRetain(primary, 0);
-  cu.cuCtxSetCurrent(primary.value);
+  const cu = cudaWithContext();
   const current = () => {
     const b = box(0n);
     cu.cuCtxGetCurrent(b);
     return b.value;
   };
-  return { cu, primary: primary.value, current };
+  return { cu, primary: current(), current };
 }
 
 const smCount = (val: number) => ({ type: C.CU_EXEC_AFFINITY_TYPE_SM_COUNT, param: { smCount: { val } } });

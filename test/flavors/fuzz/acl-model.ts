@@ -573,23 +573,15 @@ const calls: CallSpec<AclFlavor>[] = [
     stream,
     mem,
     switchDevice: (ep, p) => void p.aclrtSetDevice(ep.rng.below(DEVICES.length)),
-    pieces: (p) => {
-      const s = { value: 0n };
-      const e = { value: 0n };
-      const m = { value: 0n };
-      if (p.aclrtCreateStream(s) !== 0) return undefined;
-      p.aclrtCreateEvent(e);
-      p.aclrtMalloc(m, 64, C.ACL_MEM_MALLOC_HUGE_FIRST);
-      return {
-        stream: s.value,
-        event: e.value,
-        memory: m.value,
-        release: () => {
-          p.aclrtFree(m.value);
-          p.aclrtDestroyEvent(e.value);
-          p.aclrtDestroyStream(s.value);
-        },
-      };
+    pieces: {
+      makeStream: (p, b) => p.aclrtCreateStream(b),
+      makeEvent: (p, b) => p.aclrtCreateEvent(b),
+      makeMemory: (p, b) => p.aclrtMalloc(b, 64, C.ACL_MEM_MALLOC_HUGE_FIRST),
+      free: (p, { stream, event, memory }) => {
+        p.aclrtFree(memory);
+        p.aclrtDestroyEvent(event);
+        p.aclrtDestroyStream(stream);
+      },
     },
     queue: (p, m, s) =>
       void p.aclrtMemcpyAsync(

@@ -610,25 +610,23 @@ const calls: CallSpec<CudaFlavor>[] = [
     stream,
     mem,
     switchDevice: switchContext,
-    pieces: (p) => {
-      const s = { value: 0n };
-      const e = { value: 0n };
-      const m = { value: 0n };
-      if (p.cuStreamCreate(s, 0) !== 0) return undefined;
-      note(made(p).streams, p, s.value);
-      p.cuEventCreate(e, C.CU_EVENT_DISABLE_TIMING);
-      note(made(p).events, p, e.value);
-      p.cuMemAlloc(m, 64);
-      return {
-        stream: s.value,
-        event: e.value,
-        memory: m.value,
-        release: () => {
-          p.cuMemFree(m.value);
-          p.cuEventDestroy(e.value);
-          p.cuStreamDestroy(s.value);
-        },
-      };
+    pieces: {
+      makeStream: (p, b) => {
+        const code = p.cuStreamCreate(b, 0);
+        note(made(p).streams, p, b.value);
+        return code;
+      },
+      makeEvent: (p, b) => {
+        const code = p.cuEventCreate(b, C.CU_EVENT_DISABLE_TIMING);
+        note(made(p).events, p, b.value);
+        return code;
+      },
+      makeMemory: (p, b) => p.cuMemAlloc(b, 64),
+      free: (p, { stream, event, memory }) => {
+        p.cuMemFree(memory);
+        p.cuEventDestroy(event);
+        p.cuStreamDestroy(stream);
+      },
     },
     queue: (p, m, s) => void p.cuMemcpyDtoHAsync(new Uint8Array(64), m as never, 64, s as never),
     record: (p, e, s) => p.cuEventRecord(e as never, s as never),

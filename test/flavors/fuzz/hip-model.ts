@@ -444,23 +444,15 @@ const calls: CallSpec<HipFlavor>[] = [
     stream,
     mem,
     switchDevice: (ep, p) => void p.hipSetDevice(ep.rng.below(DEVICES.length)),
-    pieces: (p) => {
-      const s = { value: 0n };
-      const e = { value: 0n };
-      const m = { value: 0n };
-      if (p.hipStreamCreate(s) !== 0) return undefined;
-      p.hipEventCreateWithFlags(e, C.hipEventDisableTiming);
-      p.hipMalloc(m, 64);
-      return {
-        stream: s.value,
-        event: e.value,
-        memory: m.value,
-        release: () => {
-          p.hipFree(m.value);
-          p.hipEventDestroy(e.value);
-          p.hipStreamDestroy(s.value);
-        },
-      };
+    pieces: {
+      makeStream: (p, b) => p.hipStreamCreate(b),
+      makeEvent: (p, b) => p.hipEventCreateWithFlags(b, C.hipEventDisableTiming),
+      makeMemory: (p, b) => p.hipMalloc(b, 64),
+      free: (p, { stream, event, memory }) => {
+        p.hipFree(memory);
+        p.hipEventDestroy(event);
+        p.hipStreamDestroy(stream);
+      },
     },
     queue: (p, m, s) =>
       void p.hipMemcpyAsync(new Uint8Array(64), m as never, 64, C.hipMemcpyDeviceToHost, s as never),

@@ -419,12 +419,24 @@ export function mirroredSetCalls<P extends FuzzedProcess>(
   ];
 }
 
-/** A stream, an event and memory crossDeviceWait made itself on one device, and how to give them back. */
-export interface WaitPieces {
-  readonly stream: unknown;
-  readonly event: unknown;
-  readonly memory: unknown;
-  release(): void;
+/** How a flavor makes (into a box, its code) and frees a stream, an event and 64 bytes of one-step memory. */
+export interface PieceCalls<P> {
+  makeStream(p: P, box: { value: bigint }): number;
+  makeEvent(p: P, box: { value: bigint }): number;
+  makeMemory(p: P, box: { value: bigint }): number;
+  free(p: P, pieces: { stream: bigint; event: bigint; memory: bigint }): void;
+}
+
+/** The current device's own stream, event and memory, valid ones, and how to give them back; undefined without a stream. */
+function makePieces<P>(p: P, calls: PieceCalls<P>) {
+  const s = { value: 0n };
+  const e = { value: 0n };
+  const m = { value: 0n };
+  if (calls.makeStream(p, s) !== 0) return undefined;
+  calls.makeEvent(p, e);
+  calls.makeMemory(p, m);
+  const pieces = { stream: s.value, event: e.value, memory: m.value };
+  return { ...pieces, release: () => calls.free(p, pieces) };
 }
 
 /** What crossDeviceWait needs of a flavor: its calls in the vendor's argument order. */
@@ -437,8 +449,8 @@ export interface WaitCalls<P> {
   mem(ep: Episode<P & FuzzedProcess>, p: P): unknown;
   /** Make a random device (or context) of the process current. */
   switchDevice(ep: Episode<P & FuzzedProcess>, p: P): void;
-  /** Make the current device's own stream, event and 64 bytes of memory, valid ones (undefined if a call failed). */
-  pieces(p: P): WaitPieces | undefined;
+  /** The current device's own pieces (makePieces). */
+  readonly pieces: PieceCalls<P>;
   /** Queue a 64-byte read of `memory` into a host buffer on the stream; its answer is not checked. */
   queue(p: P, memory: unknown, stream: unknown): void;
   record(p: P, event: unknown, stream: unknown): number;
@@ -466,7 +478,7 @@ export function crossDeviceWait<P extends FuzzedProcess>(name: string, use: Wait
     partialOnFailure: true,
     run: (ep, p) => {
       use.switchDevice(ep, p);
-      const own = ep.rng.chance(0.5) ? use.pieces(p) : undefined;
+      const own = ep.rng.chance(0.5) ? makePieces(p, use.pieces) : undefined;
       try {
         const e = own?.event ?? use.event(ep, p);
         const first = own?.stream ?? use.stream(ep, p);
