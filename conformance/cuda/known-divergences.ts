@@ -19,8 +19,6 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
     'The driver crashed (SIGSEGV) reading the properties of handle 0 and 0xdeadbeef; the simulator answers CUDA_ERROR_INVALID_VALUE.',
   'capture.exchangeModeNullBox':
     'The driver crashed (SIGSEGV) exchanging the capture mode through a NULL pointer; the simulator answers CUDA_ERROR_INVALID_VALUE.',
-  'pointer.vmmHostNumaAndReadOnly':
-    "For VMM memory located on the host (HOST_NUMA), the transcript's cuMemGetAddressRange base is minus the reservation's address (-139784339062784 from a reservation at 0x7f2213e00000, a VA of the kind the H200 hands out): the driver wrote NULL or left the out-parameter unwritten, which the recording of 2026-12-01 could not tell apart. The simulator answers NULL, and the case now records 'NULL' or 'unwritten' (issue 17, item 2): recorded again on the H200 it agrees, or says which. Every pointer attribute of that memory agrees.",
   'ctx.destroyPrimary':
     "The driver lets cuCtxDestroy destroy a primary context (0); made current again it answers CUDA_ERROR_CONTEXT_IS_DESTROYED (709) and poisons the process's CUDA state. The simulator refuses with CUDA_ERROR_INVALID_CONTEXT: its one primary context per device holds the process's streams, events and cuMemAlloc memory, and what the driver does with those when it goes is not recorded.",
   'properties.released':

@@ -89,12 +89,19 @@ export class CudaOneStep {
     return this.allocHost(pp, bytesize, f);
   }
 
-  /** The flags a live cuMemHostAlloc (0 for cuMemAllocHost) buffer was made with; else CUDA_ERROR_INVALID_VALUE. */
+  /**
+   * The flags of a live cuMemHostAlloc / cuMemAllocHost buffer (else
+   * CUDA_ERROR_INVALID_VALUE): those it was made with, and DEVICEMAP always,
+   * as the H200 answers (host.hostAllocFlags: 0 reads 2, PORTABLE 3,
+   * WRITECOMBINED 6, cuMemAllocHost 2): under unified addressing every
+   * page-locked host allocation is mapped into the device's space.
+   */
   hostGetFlags(pFlags: Box<number>, p: Uint8Array): number {
     if (!isBox(pFlags)) return C.CUDA_ERROR_INVALID_VALUE;
     const flags = this.hostBuffers.flagsOf(p);
     if (flags === undefined) return C.CUDA_ERROR_INVALID_VALUE;
-    return writeBox(pFlags, flags) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    const answered = flags | C.CU_MEMHOSTALLOC_DEVICEMAP;
+    return writeBox(pFlags, answered) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */

@@ -33,11 +33,10 @@ import type { CudaSpans } from './spans.js';
  *    access, every attribute but DEVICE_POINTER still answers.
  *  - A cuMemMap past a reservation's end is one range, all its pieces together.
  *  - VMM memory located on the host (HOST_NUMA): cuMemGetAddressRange answers
- *    a NULL base and the mapping's size. The H200's transcript read the base
- *    as minus the reservation's address (pointer.vmmHostNumaAndReadOnly,
- *    through koffi's out-parameter, which cannot tell NULL from unwritten);
- *    the case now records 'NULL' or 'unwritten', and until the H200 answers
- *    it again this is the reading taken (issue 17, item 2).
+ *    a NULL base and the mapping's size, as the H200 did when the case
+ *    (pointer.vmmHostNumaAndReadOnly) was recorded again with unsigned reads
+ *    that tell NULL from unwritten (the first recording's negative base was
+ *    NULL less the reservation's address).
  *  - cuPointerGetAttributes on an address that is no CUDA memory answers
  *    each attribute's NULL value, the device ordinal CU_DEVICE_INVALID (-2).
  * The other attributes recorded there (BUFFER_ID, MEMORY_BLOCK_ID nonzero

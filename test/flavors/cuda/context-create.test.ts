@@ -50,18 +50,21 @@ describe('cuCtxCreate, both forms', () => {
     const { cu, primary, current } = cuda();
     const cases: [unknown, number][] = [
       [{ numExecAffinityParams: 1 }, C.CUDA_ERROR_INVALID_VALUE],
-      [{ numExecAffinityParams: -1 }, C.CUDA_ERROR_INVALID_VALUE],
+      // The H200 makes a regular context for a count of 0 or below without a list (ctx.createV4Params).
+      [{ numExecAffinityParams: -1 }, C.CUDA_SUCCESS],
       [
         {
           execAffinityParams: [smCount(8)],
           numExecAffinityParams: 1,
           cigParams: { sharedDataType: 1, sharedData: 0n },
         },
-        C.CUDA_ERROR_INVALID_VALUE,
+        // Both set: the H200 answers NOT_SUPPORTED (ctx.createV4AffinityAndCig).
+        C.CUDA_ERROR_NOT_SUPPORTED,
       ],
       [
+        // An NV blob with NULL data: INVALID_VALUE on the H200 (cigVulkanBlobNull).
         { cigParams: { sharedDataType: C.CIG_DATA_TYPE_NV_BLOB, sharedData: 0n } },
-        C.CUDA_ERROR_NOT_SUPPORTED,
+        C.CUDA_ERROR_INVALID_VALUE,
       ],
       [
         { cigParams: { sharedDataType: C.CIG_DATA_TYPE_D3D12_COMMAND_QUEUE, sharedData: 1n } },
@@ -77,8 +80,9 @@ describe('cuCtxCreate, both forms', () => {
         C.CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY,
       ],
       [
+        // Another type is not checked before the MPS refusal on the H200 (affinityTypeMax).
         { execAffinityParams: [{ type: 1, param: { smCount: { val: 8 } } }], numExecAffinityParams: 1 },
-        C.CUDA_ERROR_INVALID_VALUE,
+        C.CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY,
       ],
       [{ execAffinityParams: [smCount(8)], numExecAffinityParams: 2 }, C.CUDA_ERROR_INVALID_VALUE],
       [{ execAffinityParams: [], numExecAffinityParams: 0 }, C.CUDA_SUCCESS],
