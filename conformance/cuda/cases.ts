@@ -855,6 +855,49 @@ def('map.pastReservationEndIntoNextReservation', (t) => {
   t.see('adjacent', b === a + 2n * t.g);
   t.map(a + t.g, 2 * t.G, h, 'mapAcrossIntoB');
 });
+// Maps larger than the reservation they start in (issue 17): which of size, start offset and what
+// lies after the reservation decides the answer.
+/**
+ * A `mapped`-granule map `at` granules into a lone reservation of `reserved` granules; where it fails,
+ * whether the address space just past the reservation's end was free (a hint there honoured).
+ */
+function mapIntoLone(t: Trace, reserved: number, at: number, mapped: number, label: string): void {
+  const base = t.reserve(reserved * t.G);
+  const h = t.create(mapped * t.G);
+  if (!base || !h) return;
+  if (t.map(base + BigInt(at) * t.g, mapped * t.G, h, label) === 0) return;
+  const end = base + BigInt(reserved) * t.g;
+  const box = { value: 0n };
+  const code = t.cu.cuMemAddressReserve(box, t.G, 0, end, 0);
+  t.see('tailFree', code === 0 && box.value === end);
+  if (code === 0) t.cu.cuMemAddressFree(box.value, t.G);
+}
+/** The same at the start of a range just freed, so the address space past the reservation is free. */
+function mapIntoFreedRange(t: Trace, reserved: number, at: number, mapped: number, label: string): void {
+  const probe = t.unreserved(8 * t.G);
+  const base = t.reserve(reserved * t.G, 0, probe);
+  const h = t.create(mapped * t.G);
+  if (!base || !h) return;
+  t.see('gotHint', base === probe);
+  t.map(base + BigInt(at) * t.g, mapped * t.G, h, label);
+}
+def('map.overReservationLoneAtStart', (t) => mapIntoLone(t, 1, 0, 2, 'mapTwiceTheReservation'));
+def('map.overReservationAtStartIntoFreedRange', (t) =>
+  mapIntoFreedRange(t, 1, 0, 2, 'mapTwiceTheReservation'),
+);
+def('map.overReservationInsideIntoFreedRange', (t) => mapIntoFreedRange(t, 2, 1, 3, 'mapLargerFromInside'));
+def('map.overReservationLoneInside', (t) => mapIntoLone(t, 2, 1, 3, 'mapLargerFromInside'));
+def('map.overReservationAtStartIntoNextReservation', (t) => {
+  const probe = t.unreserved(8 * t.G);
+  const a = t.reserve(t.G, 0, probe, 0, 'reserveA');
+  const b = a ? t.reserve(4 * t.G, 0, a + t.g, 0, 'reserveB') : 0n;
+  const h = t.create(3 * t.G);
+  if (!a || !b || !h) return;
+  t.see('adjacent', b === a + t.g);
+  t.map(a, 3 * t.G, h, 'mapAcrossIntoB');
+});
+def('map.overReservationFourTimes', (t) => mapIntoFreedRange(t, 1, 0, 4, 'mapFourTimesTheReservation'));
+def('map.pastReservationEndSmallerThanReservation', (t) => mapIntoLone(t, 4, 3, 2, 'mapPastEnd'));
 def('map.nullPointer', (t) => {
   const h = t.create(t.G);
   if (h) t.map(0n, t.G, h, 'mapNull');
