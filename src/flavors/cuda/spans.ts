@@ -19,6 +19,16 @@ export interface Span {
  * reservation, and the bytes there are usable after setAccess
  * (map.pastReservationEnd, map.pastReservationEndIntoFreedRange,
  * map.pastReservationEndIntoNextReservation, map.spanningTwoReservations).
+ * Neither the map's size nor where in the reservation it starts matters: 4 or
+ * 8 MiB into a 2 MiB reservation, at its start or inside a larger one, map
+ * where the tail is free (map.overReservation*). What is refused, with
+ * CUDA_ERROR_INVALID_VALUE, is a tail that runs into address space taken
+ * otherwise: a mapping, cuMemAlloc memory, or the driver's own memory, as
+ * after a lone 2 MiB reservation on the H200, which lands in the start-up
+ * heap's 2 MiB hole just below memory the driver holds
+ * (map.overReservationLoneAtStart, its tailFree: a hint there is not
+ * honoured). The simulator leaves that hole out (Note [Driver VA placement]
+ * in the simulator), so there such a map succeeds: a known divergence.
  * Core keeps every mapping inside one reservation (invariant 2 in
  * runtime.ts), so the flavor holds such a CUDA mapping as a span: one core
  * mapping per reservation it crosses, each at its offset into the same
