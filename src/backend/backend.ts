@@ -197,6 +197,17 @@ export const BACKEND_EVENT_OPERATIONS = [
   'elapsedTime',
 ] as const satisfies readonly (keyof Backend)[];
 
+/** The sharing operations: core's Runtime has them under the same names, so its traced list spreads this one. */
+export const BACKEND_SHARING_OPERATIONS = [
+  'exportFd',
+  'importFd',
+  'closeFd',
+  'exportShareable',
+  'allowImport',
+  'importShareable',
+  'unshare',
+] as const satisfies readonly (keyof Backend)[];
+
 /** The Backend operations, in one list: what tracing wraps as the 'backend' layer, for every backend. */
 export const BACKEND_OPERATIONS = [
   'memoryInfo',
@@ -210,13 +221,7 @@ export const BACKEND_OPERATIONS = [
   'setHostAccess',
   'hostRead',
   'hostWrite',
-  'exportFd',
-  'importFd',
-  'closeFd',
-  'exportShareable',
-  'allowImport',
-  'importShareable',
-  'unshare',
+  ...BACKEND_SHARING_OPERATIONS,
   'write',
   'read',
   'copy',

@@ -1,10 +1,13 @@
+import { BACKEND_EVENT_OPERATIONS, BACKEND_SHARING_OPERATIONS } from '../backend/backend.js';
 import type { Runtime } from './runtime.js';
 import type { MethodsListed } from './trace.js';
 
 /**
  * The operations that get a trace span when a tracer is given: every method
- * that changes state or moves bytes. The type below fails to compile when a
- * public method is neither listed here nor named a query.
+ * that changes state or moves bytes. Those the Runtime has under the
+ * Backend's names (sharing, events) spread the Backend's lists. The type
+ * below fails to compile when a public method is neither listed here nor
+ * named a query.
  */
 export const TRACED_OPERATIONS = [
   'reserve',
@@ -17,13 +20,7 @@ export const TRACED_OPERATIONS = [
   'setAccess',
   'hostRead',
   'hostWrite',
-  'exportFd',
-  'importFd',
-  'closeFd',
-  'exportShareable',
-  'allowImport',
-  'importShareable',
-  'unshare',
+  ...BACKEND_SHARING_OPERATIONS,
   'exportMalloc',
   'importMalloc',
   'write',
@@ -36,13 +33,7 @@ export const TRACED_OPERATIONS = [
   'destroyStream',
   'synchronizeStream',
   'synchronize',
-  'createEvent',
-  'recordEvent',
-  'queryEvent',
-  'synchronizeEvent',
-  'streamWaitEvent',
-  'destroyEvent',
-  'elapsedTime',
+  ...BACKEND_EVENT_OPERATIONS,
   'resetDevice',
 ] as const satisfies readonly (keyof Runtime)[];
 

@@ -1,5 +1,5 @@
 import type { Backend } from '../../src/backend/backend.js';
-import { BACKEND_OPERATIONS } from '../../src/backend/backend.js';
+import { BACKEND_OPERATIONS, BACKEND_SHARING_OPERATIONS } from '../../src/backend/backend.js';
 import { type ErrorKind, VmmError } from '../../src/core/errors.js';
 
 /** The primitives that change state (queries and byte moves are never failed by default). */
@@ -12,13 +12,7 @@ export const MUTATING_OPERATIONS = [
   'unmap',
   'setAccess',
   'setHostAccess',
-  'exportFd',
-  'importFd',
-  'closeFd',
-  'exportShareable',
-  'allowImport',
-  'importShareable',
-  'unshare',
+  ...BACKEND_SHARING_OPERATIONS,
   'createStream',
   'destroyStream',
   'createEvent',
