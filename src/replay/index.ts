@@ -4,6 +4,14 @@
  * calls, compare their segment events with the recording.
  */
 export {
+  type Advice,
+  type AdviceCandidate,
+  type AdviceTrap,
+  type AdviseOptions,
+  advise,
+  MEASURED_TRAP,
+} from './advise.js';
+export {
   ALLOCATOR_REGISTRY,
   type AllocatorFactory,
   type AllocatorRegistry,

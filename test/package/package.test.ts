@@ -68,6 +68,19 @@ describe('package', () => {
     expect(root.size).toBeLessThan(374);
   });
 
+  it('vmmkit/replay has what the README teaches of it: replay, advise, the streaming loader', () => {
+    const names = new Set(importInChild(`${pkg.name}/replay`));
+    for (const name of [
+      'replay',
+      'advise',
+      'loadSnapshotFile',
+      'selectAllocators',
+      'verdictOf',
+      'memoryBound',
+    ])
+      expect(names.has(name), name).toBe(true);
+  });
+
   it('the package root exports everything a subpath does', () => {
     const root = new Set(importInChild(pkg.name));
     for (const subpath of ['./cuda', './hip', './acl', './alloc', './core']) {
