@@ -65,7 +65,7 @@ export async function inspectCommand(io: CliOutput, argv: readonly string[]): Pr
 }
 
 /** Run `script` and describe each process it made at its end (or, with `at`, at each mark `at`). */
-export async function inspectScript(script: string, at?: string): Promise<Inspection[]> {
+async function inspectScript(script: string, at?: string): Promise<Inspection[]> {
   const states = await runScript(script, new Tracer({ keep: false }), at);
   return states.map((s) => ({
     label: `${s.vendor ?? 'core'} process ${s.pid} ${s.when}`,

@@ -7,7 +7,7 @@ import { type CostTable, loadCostTable } from '../replay/cost-table.js';
 export const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
 
 /** A path inside the vmmkit package, found by walking up from this file (src/ or dist/src/). */
-export function packagePath(relative: string): string | undefined {
+function packagePath(relative: string): string | undefined {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 6; i++) {
     const pkg = join(dir, 'package.json');

@@ -216,7 +216,7 @@ function notes(r: ReplayResult): string[] {
 }
 
 /** What a trace that started mid-run began with, and how sure that is (Note [Started mid-run]). */
-export function midRunNotes(r: ReplayResult): string[] {
+function midRunNotes(r: ReplayResult): string[] {
   return r.plan.devices
     .filter((d) => d.startState.segments.length > 0 || d.initialBlocks.length > 0)
     .map((d) => {
@@ -310,7 +310,7 @@ function bytes(n: number): string {
 }
 
 /** How to record a snapshot replay can use (said when one holds no events). */
-export const HISTORY_HINT =
+const HISTORY_HINT =
   '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
 
 /**

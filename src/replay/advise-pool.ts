@@ -94,7 +94,7 @@ export interface ReplayPool {
 export const MIN_EVENTS_FOR_WORKERS = 50_000;
 
 /** The worker's module beside this one, when it is there (compiled), else undefined. */
-export function workerModule(): URL | undefined {
+function workerModule(): URL | undefined {
   const url = new URL('./advise-worker.js', import.meta.url);
   return url.protocol === 'file:' && existsSync(fileURLToPath(url)) ? url : undefined;
 }
@@ -222,7 +222,7 @@ class WorkerPool implements ReplayPool {
  * and plain objects are copied (an object reached twice stays one object);
  * anything else is left for the structured clone.
  */
-export function shareArrays<T>(value: T): T {
+function shareArrays<T>(value: T): T {
   const seen = new Map<object, unknown>();
   const copy = (v: unknown): unknown => {
     if (typeof v !== 'object' || v === null) return v;

@@ -42,15 +42,13 @@ import { Action, type MemorySnapshot } from './snapshot.js';
 import type { TracePlan } from './trace-plan.js';
 
 /** max_split_size_mb values of round 1 (PyTorch's minimum is 20). */
-export const MAX_SPLIT_GRID: readonly number[] = [
-  20, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768,
-];
+const MAX_SPLIT_GRID: readonly number[] = [20, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768];
 /** Single roundup_power2_divisions values of round 1 (1 rounds as 0 does, N2). */
-export const DIVISION_GRID: readonly number[] = [2, 4, 8, 16];
+const DIVISION_GRID: readonly number[] = [2, 4, 8, 16];
 /** The list PyTorch's documentation gives as its example. */
-export const DOCUMENTED_DIVISIONS = '[256:1,512:2,1024:4,>:8]';
+const DOCUMENTED_DIVISIONS = '[256:1,512:2,1024:4,>:8]';
 /** garbage_collection_threshold values of round 1. */
-export const GC_GRID: readonly number[] = [0.5, 0.6, 0.7, 0.8, 0.9];
+const GC_GRID: readonly number[] = [0.5, 0.6, 0.7, 0.8, 0.9];
 /** The combination PyTorch issue #123548 reports, measured on the H200 (traces/h200-whatif). */
 export const KNOWN_TRAP = 'expandable_segments:True,max_split_size_mb:128';
 /** Intervals changed one at a time in round 2: those holding the most requested bytes. */

@@ -156,10 +156,10 @@ export interface Advice {
 export const NEAR_PEAK = 0.02;
 
 /** A combination is a trap when it reserves this many times the largest of its parts (Note [Traps]). */
-export const TRAP_RATIO = 1.5;
+const TRAP_RATIO = 1.5;
 
 /** Note [Traps] */
-export const TRAP_ISSUE = 'pytorch/pytorch#123548';
+const TRAP_ISSUE = 'pytorch/pytorch#123548';
 
 /** One workload's measured figures for KNOWN_TRAP (max_memory_reserved, bytes). */
 export interface TrapMeasurement {
@@ -561,7 +561,7 @@ interface Blowup {
 }
 
 /** Why the known trap blows up, for the warning (Note [Traps]). */
-export const KNOWN_TRAP_CAUSE = `PyTorch 2.11 applies max_split_size to expandable segments (${'pytorch/pytorch#123548'}): their free blocks merge past the limit, and a smaller request may not split one, so new pages are mapped beside it`;
+const KNOWN_TRAP_CAUSE = `PyTorch 2.11 applies max_split_size to expandable segments (${'pytorch/pytorch#123548'}): their free blocks merge past the limit, and a smaller request may not split one, so new pages are mapped beside it`;
 
 /** The trap combination the search always replays (Note [Traps]). */
 export { KNOWN_TRAP };

@@ -42,9 +42,9 @@ import { ReplayError } from './errors.js';
 import { Action } from './snapshot.js';
 import type { DevicePlan, TracePlan } from './trace-plan.js';
 
-export const BOUND_PAGE_BYTES = 2 * 1024 * 1024;
+const BOUND_PAGE_BYTES = 2 * 1024 * 1024;
 /** PyTorch's kMinBlockSize (N1): every block starts at a multiple of it. */
-export const BOUND_ALIGNMENT = 512;
+const BOUND_ALIGNMENT = 512;
 
 export interface DeviceBound {
   readonly device: number;

@@ -241,13 +241,7 @@ export class TraceBuilder {
 }
 
 /** Check entry i of a device's trace and add it as a row (Note [Compact traces]). */
-export function addEntry(
-  out: TraceColumns,
-  e: EntryFields,
-  where: string,
-  i: number,
-  stacks: StackTable,
-): void {
+function addEntry(out: TraceColumns, e: EntryFields, where: string, i: number, stacks: StackTable): void {
   const a = e.action;
   const code = typeof a === 'string' ? CODES.get(a) : undefined;
   if (code === undefined) {

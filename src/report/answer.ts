@@ -91,7 +91,7 @@ const STACK_FRAMES = 8;
  * address. Python frames are shown (where the program allocated it); a
  * stack of C++ frames alone shows those with a file.
  */
-export function snapshotStacks(recorded: RecordedReplay): StackOf {
+function snapshotStacks(recorded: RecordedReplay): StackOf {
   const { snapshot, plan } = recorded;
   const byDevice = new Map<number, (block: number) => number>();
   for (const d of plan.devices) {
