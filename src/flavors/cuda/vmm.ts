@@ -35,6 +35,13 @@ const ACCESS_FLAGS = new Set([
 ]);
 
 /**
+ * Note [No closures in the cycle]
+ * The 2 MiB reserve / create / map / setAccess / unmap / release / free
+ * cycle is benchmarked (bench/run.ts), so its calls allocate nothing they
+ * need not: reserve, addressFree, create and release write out the few
+ * steps of codes.handOut and codes.run instead of passing them closures,
+ * which each call would allocate afresh. The rarer calls use the helpers.
+ *
  * Note [Core first]
  * cuMemMap, cuMemUnmap and cuMemSetAccess accept more than core does (a map
  * past its reservation's end, an unmap or setAccess over holes), but their
@@ -93,13 +100,15 @@ export class CudaVmm {
     // alignment, is refused (reserve.hintMisaligned, reserve.hintWithAlignment).
     if (hint !== 0 && !isMultipleOf(hint, Math.max(align, g))) return C.CUDA_ERROR_INVALID_VALUE;
     const options = align === 0 && hint === 0 ? NO_RESERVE_OPTIONS : { alignment: align, hint };
-    return this.codes.handOut(
-      ptr,
-      () => this.runtime.reserve(n, options),
-      (r) => this.addresses.toBigInt(r.base),
-      (r) => this.runtime.free(r),
-      C.CUDA_ERROR_INVALID_VALUE,
-    );
+    // Note [No closures in the cycle]: codes.handOut's steps, written out.
+    try {
+      const r = this.runtime.reserve(n, options);
+      if (writeBox(ptr, this.addresses.toBigInt(r.base))) return C.CUDA_SUCCESS;
+      this.runtime.free(r);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    } catch (e) {
+      return this.codes.code(e);
+    }
   }
 
   addressFree(ptr: CUdeviceptr, size: Size): number {
@@ -108,7 +117,13 @@ export class CudaVmm {
     const r = this.runtime.reservationAt(va);
     if (r === undefined || r.size !== n || r.origin !== 'vmm' || this.spans.isHidden(r))
       return C.CUDA_ERROR_INVALID_VALUE;
-    return this.codes.run(() => this.runtime.free(r));
+    // Note [No closures in the cycle]: codes.run, written out.
+    try {
+      this.runtime.free(r);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
   }
 
   create(handle: Box<bigint>, size: Size, prop: CUmemAllocationProp, flags: number): number {
@@ -121,24 +136,29 @@ export class CudaVmm {
     const g =
       this.runtime.devices[checked.location.type === 'device' ? checked.location.id : 0].minimumGranularity;
     if (n <= 0 || !isMultipleOf(n, g)) return C.CUDA_ERROR_INVALID_VALUE;
-    return this.codes.handOut(
-      handle,
-      () => {
-        const a = this.runtime.create(n, checked);
-        this.handles.keepAllocFlags(a, copy.allocFlags);
-        return a;
-      },
-      (a) => this.handles.handleOf(a),
-      (a) => this.runtime.release(a),
-      C.CUDA_ERROR_INVALID_VALUE,
-    );
+    // Note [No closures in the cycle]: codes.handOut's steps, written out.
+    try {
+      const a = this.runtime.create(n, checked);
+      this.handles.keepAllocFlags(a, copy.allocFlags);
+      if (writeBox(handle, this.handles.handleOf(a))) return C.CUDA_SUCCESS;
+      this.runtime.release(a);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    } catch (e) {
+      return this.codes.code(e);
+    }
   }
 
   release(handle: CUhandle): number {
     // The driver crashes on a bogus or dead handle (release.bogusHandles); we answer INVALID_VALUE.
     const a = this.handles.allocation(handle);
     if (a === undefined) return C.CUDA_ERROR_INVALID_VALUE;
-    return this.codes.run(() => this.runtime.release(a));
+    // Note [No closures in the cycle]: codes.run, written out.
+    try {
+      this.runtime.release(a);
+      return C.CUDA_SUCCESS;
+    } catch (e) {
+      return this.codes.code(e);
+    }
   }
 
   map(ptr: CUdeviceptr, size: Size, offset: Size, handle: CUhandle, flags: number): number {
