@@ -561,7 +561,7 @@ interface Blowup {
 }
 
 /** Why the known trap blows up, for the warning (Note [Traps]). */
-const KNOWN_TRAP_CAUSE = `PyTorch 2.11 applies max_split_size to expandable segments (${'pytorch/pytorch#123548'}): their free blocks merge past the limit, and a smaller request may not split one, so new pages are mapped beside it`;
+const KNOWN_TRAP_CAUSE = `PyTorch 2.11 applies max_split_size to expandable segments (${TRAP_ISSUE}): their free blocks merge past the limit, and a smaller request may not split one, so new pages are mapped beside it`;
 
 /** The trap combination the search always replays (Note [Traps]). */
 export { KNOWN_TRAP };
