@@ -593,7 +593,6 @@ function oomVerdict(
   bytes: number,
   recorded: boolean,
 ): OomVerdict {
-  const free = e as { freeBytes?: number; freePieces?: number; largestFreeBytes?: number };
   return {
     device: d.device,
     event,
@@ -602,9 +601,9 @@ function oomVerdict(
     recorded,
     reservedBytes: e.reservedBytes,
     allocatedBytes: e.allocatedBytes,
-    freeBytes: free.freeBytes ?? null,
-    freePieces: free.freePieces ?? null,
-    largestFreeBytes: free.largestFreeBytes ?? null,
+    freeBytes: e.freeBytes,
+    freePieces: e.freePieces,
+    largestFreeBytes: e.largestFreeBytes,
   };
 }
 
