@@ -10,6 +10,7 @@ import {
   type Box,
   handleKey,
   isBox,
+  isNull,
   type Size,
   toCount,
   toInt,
@@ -327,7 +328,7 @@ export class CudaFlavor extends VendorProcess {
    */
   cuCtxDestroy(ctx: CUcontext): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (ctx === 0 || ctx === 0n || ctx === null || ctx === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    if (isNull(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
     const h = handleKey(ctx) ?? -1n;
     const c = this.#contexts.created(h);
     if (c === undefined) return C.CUDA_ERROR_INVALID_CONTEXT;

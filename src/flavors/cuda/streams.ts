@@ -1,6 +1,6 @@
 /** CUDA streams and events over core's, with the driver's rules in front. */
 import type { Runtime } from '../../core/runtime.js';
-import { type Box, handleKey, isBox, probeBox, toInt, writeBox } from '../common/args.js';
+import { type Box, handleKey, isBox, isNull, probeBox, toInt, writeBox } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
 import { StreamsAndEvents } from '../common/streams.js';
 import * as C from './constants.js';
@@ -46,7 +46,7 @@ export class CudaStreams extends StreamsAndEvents {
 
   /** A stream handle as core's stream id (0 for the default streams, Note [Special streams]), or -1 if unknown. */
   stream(h: CUstream): number {
-    if (h === 0n || h === 0 || h === null || h === undefined) return 0;
+    if (isNull(h)) return 0;
     if (h === C.CU_STREAM_LEGACY || h === C.CU_STREAM_PER_THREAD || h === 1 || h === 2) return 0;
     return this.streams.get(h)?.id ?? -1;
   }
