@@ -100,7 +100,8 @@ export class DriverMeter implements RuntimeObserver {
   }
 
   #enter(call: number, bytes: number): void {
-    this.#count(call, (costs) => costs.estimate(call, bytes));
+    // Priced here, not through #count's closure: one closure a driver call would be one allocation each.
+    if (this.#tally(call)) this.#estimated[call] += this.costs!.estimate(call, bytes);
     this.#begin(call);
   }
 
@@ -111,12 +112,18 @@ export class DriverMeter implements RuntimeObserver {
 
   /** Count one outermost call, priced by `price` when there is a table that knows the call. */
   #count(call: number, price: (costs: CostTable) => number): void {
+    if (this.#tally(call)) this.#estimated[call] += price(this.costs!);
+  }
+
+  /** Count one outermost call; whether there is a table that knows it (one that does not is noted as missing). */
+  #tally(call: number): boolean {
     this.#counts[call]++;
     this.#total++;
     const costs = this.costs;
-    if (costs === undefined) return;
-    if (costs.has(call)) this.#estimated[call] += price(costs);
-    else this.#missing |= 1 << call;
+    if (costs === undefined) return false;
+    if (costs.has(call)) return true;
+    this.#missing |= 1 << call;
+    return false;
   }
 
   /**
