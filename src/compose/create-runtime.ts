@@ -49,22 +49,23 @@ export const DEFAULT_DEVICES = ['H200'] as const;
 export function createProcess(options: ProcessOptions = {}): VmmProcess {
   const report = options.report ?? warn;
   const { backend = 'sim', tracer, observers } = options;
+  const runtimeOptions = { tracer, report, observers };
   if (backend !== 'sim' && options.machine !== undefined)
     throw new TypeError('a simulated machine can be joined only with the simulated backend');
   if (typeof backend === 'object') {
     if (options.devices !== undefined) throw new TypeError('devices are the given backend’s own');
-    return { runtime: new Runtime(backend, { tracer, report, observers }), machine: undefined, report };
+    return { runtime: new Runtime(backend, runtimeOptions), machine: undefined, report };
   }
   if (backend === 'cuda') {
     if (options.devices !== undefined) throw new TypeError("backend 'cuda' uses the machine's real devices");
     // Throws CudaDriverUnavailableError where there is no libcuda.
     const cuda = new CudaBackend({ ...options.cuda, tracer, report });
-    return { runtime: new Runtime(cuda, { tracer, report, observers }), machine: undefined, report };
+    return { runtime: new Runtime(cuda, runtimeOptions), machine: undefined, report };
   }
   if (backend !== 'sim')
     throw new TypeError(`unknown backend ${String(backend)}: 'sim', 'cuda' or a Backend`);
   const machine = options.machine ?? new Machine({ devices: DEFAULT_DEVICES, ...options });
-  const runtime = new Runtime(machine.spawn({ tracer }), { tracer, report, observers });
+  const runtime = new Runtime(machine.spawn({ tracer }), runtimeOptions);
   return { runtime, machine, report };
 }
 
