@@ -32,7 +32,7 @@ import { formatBytes } from '../util/format.js';
 import { flag, onlyArgument, option, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
-import { checkHistory, loadProgress, whatIf } from './replay.js';
+import { checkHistory, devicesUsed, loadProgress, whatIf } from './replay.js';
 
 export const ADVISE_USAGE =
   'vmmkit advise <snapshot.pickle[.gz]> [--memory-limit SIZE] [--workers N] [--json]';
@@ -109,9 +109,8 @@ function toJson(a: Advice): unknown {
 }
 
 function text(plan: TracePlan, a: Advice): string[] {
-  const devices = plan.devices.filter((d) => d.trace.length > 0 || d.initialBlocks.length > 0).length;
   const lines = [
-    `trace: ${plan.events.toLocaleString('en-US')} events (${plan.allocs.toLocaleString('en-US')} allocs) on ${devices} device(s); peak requested ${formatBytes(a.peakRequestedBytes)}`,
+    `trace: ${plan.events.toLocaleString('en-US')} events (${plan.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(plan)} device(s); peak requested ${formatBytes(a.peakRequestedBytes)}`,
   ];
   const recordedConf = a.recorded.allocConf;
   if (a.recorded.peakReservedBytes !== null)

@@ -229,8 +229,9 @@ function midRunNotes(r: ReplayResult): string[] {
     });
 }
 
-function devicesUsed(r: ReplayResult): number {
-  return r.plan.devices.filter((d) => d.trace.length > 0 || d.initialBlocks.length > 0).length;
+/** Devices the trace uses: those with events, or with blocks live before its first. */
+export function devicesUsed(plan: TracePlan): number {
+  return plan.devices.filter((d) => d.trace.length > 0 || d.initialBlocks.length > 0).length;
 }
 
 function toJson(
@@ -247,7 +248,7 @@ function toJson(
       allocs: p.allocs,
       peakRequestedBytes: p.peakRequestedBytes,
       durationUs: p.durationUs,
-      devices: devicesUsed(r),
+      devices: devicesUsed(r.plan),
       startedMidRun: p.startedMidRun,
       reconstructedBlocks: p.reconstructedBlocks,
       startState: p.devices.map((d) => ({
@@ -342,7 +343,7 @@ function table(
 ): string[] {
   const p = r.plan;
   const lines = [
-    `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r)} device(s) over ${(p.durationUs / 1e6).toFixed(1)} s; peak requested ${bytes(p.peakRequestedBytes)}`,
+    `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r.plan)} device(s) over ${(p.durationUs / 1e6).toFixed(1)} s; peak requested ${bytes(p.peakRequestedBytes)}`,
   ];
   const recorded = recordedPeak(r);
   if (recorded !== null)
