@@ -76,8 +76,6 @@ export class ReplayRecorder {
   readonly #options: RecorderOptions;
   /** Per run, its devices' recorders in the order replay ran them. */
   readonly #runs = new Map<number, DeviceRecorder[]>();
-  /** Per run, the driver calls seen at its last step (where the next device's count starts). */
-  readonly #lastCalls = new Map<number, number>();
   readonly onStep = (step: ReplayStep): void => this.#recorder(step).step(step);
 
   constructor(plan: TracePlan, options: RecorderOptions = {}) {
@@ -102,8 +100,8 @@ export class ReplayRecorder {
       this.#buckets,
       this.#options.captureAfterCall?.get(`${step.run}:${step.device}`) ?? -2,
       this.#options.captureFirstOom ?? true,
-      this.#lastCalls.get(step.run) ?? 0,
-      (calls) => this.#lastCalls.set(step.run, calls),
+      // The run's driver calls at its last step, where this device's count starts.
+      last?.callsSeen ?? 0,
     );
     list.push(recorder);
     return recorder;
@@ -122,7 +120,8 @@ class DeviceRecorder {
   readonly #captureAfter: number;
   readonly #captureOom: boolean;
   readonly #callsAtStart: number;
-  readonly #seenCalls: (calls: number) => void;
+  /** The run's driver calls at this device's last step so far. */
+  #callsSeen: number;
   /** Reservations of other devices' allocators, there before this device's first step. */
   #foreign: Set<number> | undefined;
   readonly #address: Float64Array;
@@ -147,7 +146,6 @@ class DeviceRecorder {
     captureAfter: number,
     captureOom: boolean,
     callsAtStart: number,
-    seenCalls: (calls: number) => void,
   ) {
     this.device = plan.device;
     this.#plan = plan;
@@ -155,7 +153,7 @@ class DeviceRecorder {
     this.#captureAfter = captureAfter;
     this.#captureOom = captureOom;
     this.#callsAtStart = callsAtStart;
-    this.#seenCalls = seenCalls;
+    this.#callsSeen = callsAtStart;
     this.#address = new Float64Array(plan.blockCount).fill(Number.NaN);
     this.#live = new Uint8Array(plan.blockCount);
     const n = plan.trace.length;
@@ -209,7 +207,7 @@ class DeviceRecorder {
     this.#allocated.set(event, s.allocatedBytes);
     this.#fragmentation.set(event, fragmentation(s));
     this.#calls.set(event, step.driverCalls - this.#callsAtStart);
-    this.#seenCalls(step.driverCalls);
+    this.#callsSeen = step.driverCalls;
     if (reserved > this.#peakReserved) {
       this.#peakReserved = reserved;
       this.#peakCall = this.#call;
@@ -248,6 +246,10 @@ class DeviceRecorder {
       },
       blocks,
     };
+  }
+
+  get callsSeen(): number {
+    return this.#callsSeen;
   }
 
   finish(): DeviceRecording {
