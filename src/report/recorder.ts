@@ -185,13 +185,18 @@ class DeviceRecorder {
     this.#sample(step, event);
   }
 
-  #foreignReservations(): Set<number> {
-    const d = this.#runtime.describe();
-    const ours = new Set(
+  /** Handles of the physical memory allocated on this device. */
+  #ownHandles(d: RuntimeDescription): Set<number> {
+    return new Set(
       d.allocations
         .filter((a) => a.location.type === 'device' && a.location.id === this.device)
         .map((a) => a.handle),
     );
+  }
+
+  #foreignReservations(): Set<number> {
+    const d = this.#runtime.describe();
+    const ours = this.#ownHandles(d);
     return new Set(
       d.reservations.filter((r) => !r.mappings.some((m) => ours.has(m.handle))).map((r) => r.base),
     );
@@ -220,11 +225,7 @@ class DeviceRecorder {
 
   #capture(event: number, s: AllocatorStats): LayoutCapture {
     const d = this.#runtime.describe();
-    const ours = new Set(
-      d.allocations
-        .filter((a) => a.location.type === 'device' && a.location.id === this.device)
-        .map((a) => a.handle),
-    );
+    const ours = this.#ownHandles(d);
     const foreign = this.#foreign ?? new Set<number>();
     const reservations = d.reservations.filter(
       (r) => !foreign.has(r.base) && (r.mappings.length === 0 || r.mappings.some((m) => ours.has(m.handle))),
