@@ -139,10 +139,10 @@ export interface OomVerdict {
   readonly recorded: boolean;
   readonly reservedBytes: number;
   readonly allocatedBytes: number;
-  /** Reserved bytes no block held, in how many pieces, the largest; null when the allocator does not say. */
-  readonly freeBytes: number | null;
-  readonly freePieces: number | null;
-  readonly largestFreeBytes: number | null;
+  /** Reserved bytes no block held, in how many pieces, the largest (AllocatorOutOfMemoryError's figures). */
+  readonly freeBytes: number;
+  readonly freePieces: number;
+  readonly largestFreeBytes: number;
 }
 
 /** A trace's recorded oom request, replayed (Note [Recorded OOMs]). */

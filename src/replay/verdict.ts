@@ -36,12 +36,8 @@ export function oomPlace(oom: OomVerdict): string {
 export function oomState(oom: OomVerdict): string {
   const what = `a ${formatBytes(oom.bytes)} request${oom.recorded ? " (the trace's own recorded OOM)" : ''}`;
   const held = `with ${formatBytes(oom.reservedBytes)} reserved`;
-  if (oom.freeBytes === null || oom.freePieces === null) return `${what} ${held}`;
   if (oom.freePieces === 0) return `${what} ${held}, none of it free`;
-  const largest =
-    oom.freePieces > 1 && oom.largestFreeBytes !== null
-      ? `, the largest ${formatBytes(oom.largestFreeBytes)}`
-      : '';
+  const largest = oom.freePieces > 1 ? `, the largest ${formatBytes(oom.largestFreeBytes)}` : '';
   const pieces =
     oom.freePieces === 1 ? 'in one piece' : `in ${oom.freePieces.toLocaleString('en-US')} pieces`;
   return `${what} ${held}, ${formatBytes(oom.freeBytes)} of it free ${pieces}${largest}`;
