@@ -56,7 +56,7 @@ export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: num
       memoryLimit: input.memoryLimit,
       plan: input.plan,
       keepEvents: false,
-      onProgress: onEvents === undefined ? undefined : (done) => onEvents(done),
+      onProgress: onEvents,
     });
     const run = result.allocators[0];
     // The per-block arrays are what a caller of advise never reads, and most of a run's bytes.
