@@ -200,7 +200,8 @@ export async function advise(snapshot: MemorySnapshot, options: AdviseOptions = 
   const limit = options.memoryLimit;
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
     throw new ReplayError(`the memory limit must be a positive whole number of bytes, not ${limit}`);
-  const plan = options.plan ?? planReplay(snapshot);
+  // Planned as replay plans under a limit (Note [Inferred empty_cache]), so advise and replay agree.
+  const plan = options.plan ?? planReplay(snapshot, { memoryLimit: limit });
   const sizes = traceSizes(snapshot, plan);
   // Unasked, a trace too small to repay starting workers runs here (Note [Worker threads]).
   const workers = options.workers ?? (plan.events < MIN_EVENTS_FOR_WORKERS ? 0 : availableParallelism());
