@@ -352,6 +352,9 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     'cuCtxCreate_v2',
     'cuCtxCreate_v4',
     'cuCtxDestroy_v2',
+    'cuCtxPushCurrent_v2',
+    'cuCtxPopCurrent_v2',
+    'cuEventElapsedTime_v2',
   ];
   for (const name of unused) {
     driver[name] = () => 801;

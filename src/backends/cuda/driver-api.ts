@@ -177,6 +177,8 @@ export const DRIVER_API = {
   cuCtxSetCurrent: 'CUresult cuCtxSetCurrent(CUcontext ctx)',
   cuCtxGetCurrent: 'CUresult cuCtxGetCurrent(_Out_ CUcontext *pctx)',
   cuCtxSynchronize: 'CUresult cuCtxSynchronize()',
+  cuCtxPushCurrent_v2: 'CUresult cuCtxPushCurrent_v2(CUcontext ctx)',
+  cuCtxPopCurrent_v2: 'CUresult cuCtxPopCurrent_v2(_Out_ CUcontext *pctx)',
   // The v2 shape (pctx, flags, dev): CUDA 13's cuda.h maps cuCtxCreate to _v4, but libcuda keeps exporting _v2.
   cuCtxCreate_v2: 'CUresult cuCtxCreate_v2(_Out_ CUcontext *pctx, unsigned int flags, CUdevice dev)',
   // CUDA 13.0's shape. CUctxCreateParams (24 bytes) is passed as its bytes, built by the raw binding:
@@ -265,6 +267,9 @@ export const DRIVER_API = {
   cuEventSynchronize: 'CUresult cuEventSynchronize(CUevent hEvent)',
   cuEventDestroy_v2: 'CUresult cuEventDestroy_v2(CUevent hEvent)',
   cuEventElapsedTime: 'CUresult cuEventElapsedTime(_Out_ float *pMilliseconds, CUevent hStart, CUevent hEnd)',
+  // CUDA 12.8's: cuda.h 13.0 maps cuEventElapsedTime to it. Optional: an older libcuda lacks it.
+  cuEventElapsedTime_v2:
+    'CUresult cuEventElapsedTime_v2(_Out_ float *pMilliseconds, CUevent hStart, CUevent hEnd)',
   cuStreamWaitEvent: 'CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)',
   cuGetErrorName: 'CUresult cuGetErrorName(CUresult error, _Out_ const char **str)',
   cuGetErrorString: 'CUresult cuGetErrorString(CUresult error, _Out_ const char **str)',
@@ -273,4 +278,7 @@ export const DRIVER_API = {
 export type DriverSymbol = keyof typeof DRIVER_API;
 
 /** Symbols an older libcuda may lack: bound when present, else answering CUDA_ERROR_NOT_FOUND (500). */
-export const OPTIONAL_SYMBOLS: ReadonlySet<DriverSymbol> = new Set(['cuCtxCreate_v4']);
+export const OPTIONAL_SYMBOLS: ReadonlySet<DriverSymbol> = new Set([
+  'cuCtxCreate_v4',
+  'cuEventElapsedTime_v2',
+]);

@@ -109,6 +109,8 @@ export interface RawCuda {
   cuCtxSetCurrent(ctx: bigint): number;
   cuCtxGetCurrent(ctx: Box<bigint>): number;
   cuCtxSynchronize(): number;
+  cuCtxPushCurrent(ctx: bigint): number;
+  cuCtxPopCurrent(pctx: Box<bigint> | null): number;
   cuCtxCreate(pctx: Box<bigint>, ...args: CuCtxCreateArguments): number;
   cuCtxCreate_v2(pctx: Box<bigint>, flags: number, dev: number): number;
   cuCtxCreate_v4(
@@ -175,6 +177,7 @@ export interface RawCuda {
   cuEventSynchronize(hEvent: Size): number;
   cuEventDestroy(hEvent: Size): number;
   cuEventElapsedTime(pMilliseconds: Box<number>, hStart: Size, hEnd: Size): number;
+  cuEventElapsedTime_v2(pMilliseconds: Box<number>, hStart: Size, hEnd: Size): number;
   cuStreamWaitEvent(hStream: Size, hEvent: Size, flags: number): number;
   cuGetErrorName(code: number, str: Box<string>): number;
   cuGetErrorString(code: number, str: Box<string>): number;
@@ -364,6 +367,8 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuCtxSetCurrent: (ctx) => d.cuCtxSetCurrent(ctx),
     cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(u64), box, () => u64[0]!),
     cuCtxSynchronize: () => d.cuCtxSynchronize(),
+    cuCtxPushCurrent: (ctx) => d.cuCtxPushCurrent_v2(ctx),
+    cuCtxPopCurrent: (box) => setIfBox(d.cuCtxPopCurrent_v2(orNull(box, u64)), box, () => u64[0]!),
     // Four arguments are CUDA 13.0's form, three the earlier headers' (Note [Context creation parameters]).
     cuCtxCreate: (box: Box<bigint>, ...rest: CuCtxCreateArguments) =>
       rest.length === 3
@@ -516,6 +521,8 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuEventDestroy: (event) => d.cuEventDestroy_v2(event),
     cuEventElapsedTime: (box, start, end) =>
       setIfBox(d.cuEventElapsedTime(orNull(box, out), start, end), box, () => Number(out[0])),
+    cuEventElapsedTime_v2: (box, start, end) =>
+      setIfBox(d.cuEventElapsedTime_v2(orNull(box, out), start, end), box, () => Number(out[0])),
     cuStreamWaitEvent: (stream, event, flags) => d.cuStreamWaitEvent(stream, event, flags),
     cuGetErrorName: (code, box) => errorText(d.cuGetErrorName, code, box),
     cuGetErrorString: (code, box) => errorText(d.cuGetErrorString, code, box),

@@ -37,6 +37,15 @@ export interface CreatedContext {
  * documentation does not say what the driver answers; the conformance case
  * ctx.destroyPrimary records it). One thread only: a context current to
  * "other threads" does not arise.
+ *
+ * Note [The context stack]
+ * The calling thread's current context is the top of its context stack
+ * (cuCtxSetCurrent's documentation): cuCtxCreate and cuCtxPushCurrent push,
+ * cuCtxPopCurrent pops and hands back the context it popped (none current:
+ * CUDA_ERROR_INVALID_CONTEXT), cuCtxSetCurrent replaces the top, and
+ * cuCtxSetCurrent(NULL) "is equivalent to popping the top" (a no-op on an
+ * empty stack), so the context below becomes current, not none. The
+ * conformance case settle.setCurrentNullWithStack records the H200's answers.
  */
 export class CudaContexts {
   /** Primary contexts retained, per device ordinal: retain count. */
@@ -76,10 +85,14 @@ export class CudaContexts {
     return C.CUDA_SUCCESS;
   }
 
-  /** cuCtxSetCurrent: NULL clears it; else a retained primary or a created context (a bigint or a number). */
+  /**
+   * cuCtxSetCurrent replaces the top of the thread's context stack: NULL pops
+   * it (Note [The context stack]); else a retained primary or a created
+   * context (a bigint or a number) takes the top's place.
+   */
   makeCurrent(ctx: bigint | number | null): number {
     if (ctx === null || ctx === 0 || ctx === 0n) {
-      this.setCurrent(0n, -1);
+      this.#popTop();
       return C.CUDA_SUCCESS;
     }
     const d = this.deviceOf(ctx);
@@ -91,6 +104,30 @@ export class CudaContexts {
   setCurrent(ctx: bigint, device: number): void {
     this.#handle = ctx;
     this.#device = device;
+  }
+
+  /** cuCtxPushCurrent: a retained primary or a created context goes on top of the stack (NULL: CUDA_ERROR_INVALID_VALUE). */
+  push(ctx: unknown): number {
+    if (ctx === null || ctx === undefined || ctx === 0 || ctx === 0n) return C.CUDA_ERROR_INVALID_VALUE;
+    const d = this.deviceOf(ctx);
+    if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    if (this.#handle !== 0n) this.#stack.push(this.#handle);
+    this.setCurrent(typeof ctx === 'bigint' ? ctx : BigInt(ctx as number), d);
+    return C.CUDA_SUCCESS;
+  }
+
+  /** cuCtxPopCurrent: the top's handle into `pctx` (NULL: not written), the one below it current; none: INVALID_CONTEXT. */
+  pop(pctx: Box<bigint> | null): number {
+    if (this.#handle === 0n) return C.CUDA_ERROR_INVALID_CONTEXT;
+    if (pctx !== null && pctx !== undefined && !writeBox(pctx, this.#handle))
+      return C.CUDA_ERROR_INVALID_VALUE;
+    this.#popTop();
+    return C.CUDA_SUCCESS;
+  }
+
+  #popTop(): void {
+    const next = this.#stack.pop() ?? 0n;
+    this.setCurrent(next, next === 0n ? -1 : this.deviceOf(next));
   }
 
   /** cuCtxCreate after its flag checks: a new context on `d`, made current (pushed on the thread's stack). */
@@ -122,10 +159,7 @@ export class CudaContexts {
     const below = this.#stack.filter((x) => x !== h);
     this.#stack.length = 0;
     this.#stack.push(...below);
-    if (this.#handle === h) {
-      const next = this.#stack.pop() ?? 0n;
-      this.setCurrent(next, next === 0n ? -1 : this.deviceOf(next));
-    }
+    if (this.#handle === h) this.#popTop();
   }
 
   /** The created context that is current, whose resources a create call records; undefined for a primary one. */

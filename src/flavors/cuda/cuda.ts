@@ -57,6 +57,8 @@ export const CUDA_FUNCTIONS = [
   'cuCtxGetCurrent',
   'cuCtxGetDevice',
   'cuCtxSynchronize',
+  'cuCtxPushCurrent',
+  'cuCtxPopCurrent',
   'cuCtxCreate',
   'cuCtxCreate_v2',
   'cuCtxCreate_v4',
@@ -111,6 +113,7 @@ export const CUDA_FUNCTIONS = [
   'cuEventSynchronize',
   'cuEventDestroy',
   'cuEventElapsedTime',
+  'cuEventElapsedTime_v2',
   'cuStreamWaitEvent',
   'cuGetErrorName',
   'cuGetErrorString',
@@ -264,6 +267,18 @@ export class CudaFlavor extends VendorProcess {
   cuCtxSetCurrent(ctx: bigint | number | null): number {
     if (!this.#initialized) return this.#uninitialized();
     return this.#contexts.makeCurrent(ctx);
+  }
+
+  /** Push a context on the thread's stack, current (Note [The context stack]). */
+  cuCtxPushCurrent(ctx: CUcontext): number {
+    if (!this.#initialized) return this.#uninitialized();
+    return this.#contexts.push(ctx);
+  }
+
+  /** Pop the current context into `pctx`; the one below it becomes current (Note [The context stack]). */
+  cuCtxPopCurrent(pctx: Box<bigint> | null): number {
+    if (!this.#initialized) return this.#uninitialized();
+    return this.#contexts.pop(pctx);
   }
 
   cuCtxGetCurrent(ctx: Box<bigint>): number {
@@ -714,6 +729,12 @@ export class CudaFlavor extends VendorProcess {
 
   /** The time between two completed timing events: the driver's over the real backend, 0 ms on the simulator. */
   cuEventElapsedTime(pMilliseconds: Box<number>, hStart: CUevent, hEnd: CUevent): number {
+    if (!this.#initialized) return this.#uninitialized();
+    return this.#streams.elapsedTime(pMilliseconds, hStart, hEnd);
+  }
+
+  /** cuda.h 13.0's cuEventElapsedTime (CUDA 12.8's _v2): the same rules and answers. */
+  cuEventElapsedTime_v2(pMilliseconds: Box<number>, hStart: CUevent, hEnd: CUevent): number {
     if (!this.#initialized) return this.#uninitialized();
     return this.#streams.elapsedTime(pMilliseconds, hStart, hEnd);
   }
