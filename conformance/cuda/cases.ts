@@ -31,6 +31,7 @@ import {
   CU_MEM_ACCESS_FLAGS_PROT_READ as READ,
   CU_MEM_ACCESS_FLAGS_PROT_READWRITE as RW,
 } from './api.js';
+import { hostPointerCases } from './cases/host-pointers.js';
 import { settleCases } from './cases/settle.js';
 import { startupHeapCases } from './cases/startup-heap.js';
 import { type CaseInfo, type Define, hex, type Json, pattern, Trace } from './cases/trace.js';
@@ -2692,7 +2693,7 @@ def(
 // ---------------------------------------------------------------- groups in files of their own
 
 /** Groups of cases kept in conformance/cuda/cases/<topic>.ts, each registering through `def`. */
-const CASE_GROUPS: readonly ((define: Define) => void)[] = [settleCases, startupHeapCases];
+const CASE_GROUPS: readonly ((define: Define) => void)[] = [settleCases, startupHeapCases, hostPointerCases];
 for (const group of CASE_GROUPS) group(def);
 
 export function caseNames(): string[] {

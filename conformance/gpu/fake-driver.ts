@@ -342,6 +342,7 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     'cuMemFreeHost',
     'cuMemHostAlloc',
     'cuMemHostGetFlags',
+    'cuMemHostGetDevicePointer_v2',
     'cuMemcpy',
     'cuMemcpyAsync',
     'cuMemcpyPeer',

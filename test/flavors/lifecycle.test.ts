@@ -270,6 +270,10 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuMemAllocHost: { call: (cu, _e, box) => cu.cuMemAllocHost(box(null), 64) },
     cuMemHostAlloc: { call: (cu, _e, box) => cu.cuMemHostAlloc(box(null), 64, 1) },
     cuMemHostGetFlags: { call: (cu, e, box) => cu.cuMemHostGetFlags(box(-1), e.host) },
+    cuMemHostGetDevicePointer: { call: (cu, e, box) => cu.cuMemHostGetDevicePointer(box(0n), e.host, 0) },
+    cuMemHostGetDevicePointer_v2: {
+      call: (cu, e, box) => cu.cuMemHostGetDevicePointer_v2(box(0n), e.host, 0),
+    },
     cuMemFreeHost: { call: (cu, e) => cu.cuMemFreeHost(e.host) },
     cuMemGetInfo: { call: (cu, _e, box) => cu.cuMemGetInfo(box(0), box(0)) },
     cuMemUnmap: { call: (cu, e) => cu.cuMemUnmap(e.p, G) },

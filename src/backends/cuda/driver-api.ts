@@ -231,6 +231,9 @@ export const DRIVER_API = {
   cuMemFreeHost: 'CUresult cuMemFreeHost(void *p)',
   cuMemHostAlloc: 'CUresult cuMemHostAlloc(_Out_ uint64_t *pp, size_t bytesize, unsigned int Flags)',
   cuMemHostGetFlags: 'CUresult cuMemHostGetFlags(_Out_ unsigned int *pFlags, void *p)',
+  // The host pointer travels as its address (a pinned buffer's, a JS buffer's own bytes', or a number).
+  cuMemHostGetDevicePointer_v2:
+    'CUresult cuMemHostGetDevicePointer_v2(_Out_ CUdeviceptr *pdptr, uintptr_t p, unsigned int Flags)',
   // Unified addressing: host operands travel as their addresses (a pinned buffer's, or a JS buffer's own bytes).
   cuMemcpy: 'CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)',
   cuMemcpyAsync:

@@ -141,7 +141,8 @@ export interface RawCuda {
   /** Either box may be null, as either pointer may be NULL in C. */
   cuMemGetAddressRange(pbase: Box<bigint> | null, psize: Box<number> | null, dptr: Size): number;
   /** Pointer-valued attributes come back as bigints, the others as numbers (pointerAttributeValue). */
-  cuPointerGetAttribute(data: Box<number | bigint> | null, attribute: number, ptr: Size): number;
+  /** ptr may be a host buffer, passed as its address, as C passes (CUdeviceptr)hostPointer. */
+  cuPointerGetAttribute(data: Box<number | bigint> | null, attribute: number, ptr: Size | Uint8Array): number;
   cuPointerGetAttributes(
     numAttributes: number,
     attributes: readonly number[],
@@ -152,6 +153,9 @@ export interface RawCuda {
   cuMemFreeHost(p: Uint8Array): number;
   cuMemHostAlloc(pp: Box<Uint8Array | null> | null, bytesize: Size, flags: number): number;
   cuMemHostGetFlags(pFlags: Box<number> | null, p: Uint8Array): number;
+  /** cuda.h (12.x and 13.0) maps the plain name to _v2; a host pointer is a buffer or, under UVA, its address. */
+  cuMemHostGetDevicePointer(pdptr: Box<bigint> | null, p: Uint8Array | Size, flags: number): number;
+  cuMemHostGetDevicePointer_v2(pdptr: Box<bigint> | null, p: Uint8Array | Size, flags: number): number;
   cuMemcpy(dst: Size | Uint8Array, src: Size | Uint8Array, n: Size): number;
   cuMemcpyAsync(dst: Size | Uint8Array, src: Size | Uint8Array, n: Size, stream: Size): number;
   cuMemcpyHtoD(dst: Size, src: Uint8Array, n: Size): number;
@@ -457,7 +461,7 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuPointerGetAttribute: (box, attribute, ptr) => {
       attributeBytes.fill(0);
       return setIfBox(
-        d.cuPointerGetAttribute(box === null ? null : attributeBytes, attribute, ptr),
+        d.cuPointerGetAttribute(box === null ? null : attributeBytes, attribute, addressOf(ptr)),
         box,
         () => pointerAttributeValue(attribute, attributeBytes),
       );
@@ -488,6 +492,11 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       setIfBox(d.cuMemHostGetFlags(orNull(box, u64), hostAddresses.get(p) ?? p), box, () =>
         Number(u64[0]! & 0xffff_ffffn),
       ),
+    // The plain libcuda export is the 32-bit CUdeviceptr form of CUDA before 3.2: both names take _v2, as cuda.h maps them.
+    cuMemHostGetDevicePointer: (box, p, flags) =>
+      setIfBox(d.cuMemHostGetDevicePointer_v2(orNull(box, u64), addressOf(p), flags), box, () => u64[0]!),
+    cuMemHostGetDevicePointer_v2: (box, p, flags) =>
+      setIfBox(d.cuMemHostGetDevicePointer_v2(orNull(box, u64), addressOf(p), flags), box, () => u64[0]!),
     cuMemcpy: (dst, src, n) => d.cuMemcpy(addressOf(dst), addressOf(src), n),
     cuMemcpyAsync: (dst, src, n, stream) => d.cuMemcpyAsync(addressOf(dst), addressOf(src), n, stream),
     // A buffer cuMemAllocHost gave is passed as its host address; any other Uint8Array as its own bytes' address.

@@ -3,6 +3,7 @@ import type { Runtime } from '../../core/runtime.js';
 import { type BigIntMemo, hostBytes, type Size, toCount } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
 import { fillWide } from '../common/fill.js';
+import type { HostBuffers } from '../common/host-buffers.js';
 import { copyAcross } from '../common/peer-copy.js';
 import * as C from './constants.js';
 import type { CudaContexts } from './contexts.js';
@@ -12,6 +13,7 @@ import type { CudaStreams } from './streams.js';
 /** Every call here runs in the current context (the facade checked there is one). */
 export class CudaCopies {
   constructor(
+    readonly hostBuffers: HostBuffers,
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
     readonly contexts: CudaContexts,
@@ -40,6 +42,9 @@ export class CudaCopies {
     if (bytes === undefined || n < 0 || n > bytes.length) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const hostTarget = this.#hostAt(device);
+    if (hostTarget !== undefined)
+      return move === 'write' ? this.#hostCopy(hostTarget, bytes, n) : this.#hostCopy(bytes, hostTarget, n);
     const va = this.addresses.toNumber(device);
     return this.codes.run(() => this.runtime[move](this.contexts.device, va, bytes.subarray(0, n), stream));
   }
@@ -58,8 +63,9 @@ export class CudaCopies {
     byteCount: Size,
     hStream: CUstream,
   ): number {
-    const dstHost = hostBytes(dst);
-    const srcHost = hostBytes(src);
+    // A device pointer of page-locked host memory is its host side too (Note [Host device pointers]).
+    const dstHost = hostBytes(dst) ?? this.#hostAt(dst);
+    const srcHost = hostBytes(src) ?? this.#hostAt(src);
     if (dstHost !== undefined && srcHost !== undefined) {
       const n = toCount(byteCount);
       if (n < 0 || n > dstHost.length || n > srcHost.length) return C.CUDA_ERROR_INVALID_VALUE;
@@ -70,8 +76,8 @@ export class CudaCopies {
         dstHost.set(srcHost.subarray(0, n));
       });
     }
-    if (srcHost !== undefined) return this.htod(dst as CUdeviceptr, src as Uint8Array, byteCount, hStream);
-    if (dstHost !== undefined) return this.dtoh(dst as Uint8Array, src as CUdeviceptr, byteCount, hStream);
+    if (srcHost !== undefined) return this.htod(dst as CUdeviceptr, srcHost, byteCount, hStream);
+    if (dstHost !== undefined) return this.dtoh(dstHost, src as CUdeviceptr, byteCount, hStream);
     return this.dtod(dst as CUdeviceptr, src as CUdeviceptr, byteCount, hStream);
   }
 
@@ -80,6 +86,10 @@ export class CudaCopies {
     if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const dstHost = this.#hostAt(dstDevice);
+    const srcHost = this.#hostAt(srcDevice);
+    if (dstHost !== undefined || srcHost !== undefined)
+      return this.unified(dstHost ?? dstDevice, srcHost ?? srcDevice, n, hStream);
     const dst = this.addresses.toNumber(dstDevice);
     const src = this.addresses.toNumber(srcDevice);
     return this.codes.run(() => this.runtime.copy(this.contexts.device, dst, src, n, stream));
@@ -114,6 +124,8 @@ export class CudaCopies {
     if (count < 0 || !Number.isInteger(uc)) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const host = this.#hostAt(dstDevice);
+    if (host !== undefined) return this.#hostFill(host, [uc & 0xff], count);
     const va = this.addresses.toNumber(dstDevice);
     return this.codes.run(() => this.runtime.fill(this.contexts.device, va, uc, count, stream));
   }
@@ -127,6 +139,40 @@ export class CudaCopies {
     // Nothing to set is a success, aligned or not (memset.alignment).
     if (count === 0) return C.CUDA_SUCCESS;
     if (va > 0 && va % width !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const host = this.#hostAt(dstDevice);
+    if (host !== undefined) {
+      const v = width === 2 ? value & 0xffff : value >>> 0;
+      return this.#hostFill(
+        host,
+        [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, v >>> 24].slice(0, width),
+        count,
+      );
+    }
     return this.codes.run(() => fillWide(this.runtime, this.contexts.device, va, value, count, width));
+  }
+
+  /** The bytes from a device pointer of page-locked host memory to its buffer's end; undefined for any other pointer. */
+  #hostAt(p: unknown): Uint8Array | undefined {
+    const at = this.hostBuffers.at(this.addresses.toNumber(p));
+    return at?.buffer.bytes.subarray(at.offset);
+  }
+
+  /** A copy with host memory on both sides: at once, after the device's earlier work, as the driver orders it. */
+  #hostCopy(dst: Uint8Array, src: Uint8Array, n: number): number {
+    if (n > dst.length || n > src.length) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.codes.run(() => {
+      if (n > 0) this.runtime.synchronize(this.contexts.device);
+      dst.set(src.subarray(0, n));
+    });
+  }
+
+  /** A set of `count` elements (the value's little-endian bytes) in host memory, after the device's earlier work. */
+  #hostFill(dst: Uint8Array, value: readonly number[], count: number): number {
+    const width = value.length;
+    if (count * width > dst.length) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.codes.run(() => {
+      if (count > 0) this.runtime.synchronize(this.contexts.device);
+      for (let i = 0; i < count * width; i++) dst[i] = value[i % width]!;
+    });
   }
 }

@@ -16,6 +16,7 @@ import {
   toInt,
   writeBox,
 } from '../common/args.js';
+import { HostBuffers } from '../common/host-buffers.js';
 import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { deviceAttribute } from './attributes.js';
@@ -87,6 +88,8 @@ export const CUDA_FUNCTIONS = [
   'cuMemAllocHost',
   'cuMemHostAlloc',
   'cuMemHostGetFlags',
+  'cuMemHostGetDevicePointer',
+  'cuMemHostGetDevicePointer_v2',
   'cuMemFreeHost',
   'cuMemcpy',
   'cuMemcpyAsync',
@@ -146,7 +149,10 @@ export class CudaFlavor extends VendorProcess {
     this.#spans,
     this.#addresses,
   );
+  /** Page-locked host memory (Note [Host buffers]), which the pointers and copies reach by its address. */
+  readonly #hostBuffers = new HostBuffers();
   readonly #pointers = new CudaPointers(
+    this.#hostBuffers,
     this.runtime,
     this.#contexts,
     this.#handles,
@@ -154,6 +160,7 @@ export class CudaFlavor extends VendorProcess {
     this.#addresses,
   );
   readonly #oneStep = new CudaOneStep(
+    this.#hostBuffers,
     this.runtime,
     this.codes,
     this.#contexts,
@@ -161,7 +168,14 @@ export class CudaFlavor extends VendorProcess {
     this.#addresses,
   );
   readonly #streams = new CudaStreams(this.runtime, this.codes, this.#contexts);
-  readonly #copies = new CudaCopies(this.runtime, this.codes, this.#contexts, this.#streams, this.#addresses);
+  readonly #copies = new CudaCopies(
+    this.#hostBuffers,
+    this.runtime,
+    this.codes,
+    this.#contexts,
+    this.#streams,
+    this.#addresses,
+  );
   /** Peer access enabled from the current device (cuCtxEnablePeerAccess, Note [Peer access]). */
   readonly #peers = new PeerGrants(this.runtime.devices.length);
 
@@ -351,7 +365,7 @@ export class CudaFlavor extends VendorProcess {
     for (const e of c.events) this.#streams.dropOwnedEvent(e);
     for (const s of c.streams) this.#streams.dropOwned(s);
     for (const va of c.allocations) this.runtime.quietly(() => this.runtime.mfree(va));
-    for (const b of c.hostBuffers) this.#oneStep.hostBuffers.free(b);
+    for (const b of c.hostBuffers) this.#hostBuffers.free(b);
     this.#contexts.remove(h);
     return C.CUDA_SUCCESS;
   }
@@ -444,8 +458,12 @@ export class CudaFlavor extends VendorProcess {
     return this.#pointers.addressRange(pbase, psize, dptr);
   }
 
-  /** One attribute of the memory at `ptr` (Note [Pointer ranges]). */
-  cuPointerGetAttribute(data: Box<number | bigint>, attribute: number, ptr: CUdeviceptr): number {
+  /** One attribute of the memory at `ptr`, which may be a host buffer: C's (CUdeviceptr)hostPointer (Note [Pointer ranges]). */
+  cuPointerGetAttribute(
+    data: Box<number | bigint>,
+    attribute: number,
+    ptr: CUdeviceptr | Uint8Array,
+  ): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#pointers.attribute(data, attribute, ptr);
@@ -525,6 +543,18 @@ export class CudaFlavor extends VendorProcess {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#oneStep.hostGetFlags(pFlags, p);
+  }
+
+  /** The device pointer of page-locked host memory: its address (one-step.ts, Note [Host device pointers]). */
+  cuMemHostGetDevicePointer(pdptr: Box<bigint>, p: Uint8Array | CUdeviceptr, flags: number): number {
+    const code = this.#needContext();
+    if (code !== C.CUDA_SUCCESS) return code;
+    return this.#oneStep.hostDevicePointer(pdptr, p, flags);
+  }
+
+  /** cuMemHostGetDevicePointer by the symbol cuda.h maps it to (12.x and 13.0 alike). */
+  cuMemHostGetDevicePointer_v2(pdptr: Box<bigint>, p: Uint8Array | CUdeviceptr, flags: number): number {
+    return this.cuMemHostGetDevicePointer(pdptr, p, flags);
   }
 
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */

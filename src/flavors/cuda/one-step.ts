@@ -10,7 +10,7 @@ import {
   writeBoxes,
 } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
-import { HostBuffers } from '../common/host-buffers.js';
+import type { HostBuffers } from '../common/host-buffers.js';
 import * as C from './constants.js';
 import type { CudaContexts } from './contexts.js';
 import type { CUdeviceptr } from './handle-types.js';
@@ -21,9 +21,8 @@ const HOST_ALLOC_FLAGS =
   C.CU_MEMHOSTALLOC_PORTABLE | C.CU_MEMHOSTALLOC_DEVICEMAP | C.CU_MEMHOSTALLOC_WRITECOMBINED;
 
 export class CudaOneStep {
-  readonly hostBuffers = new HostBuffers();
-
   constructor(
+    readonly hostBuffers: HostBuffers,
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
     readonly contexts: CudaContexts,
@@ -74,6 +73,7 @@ export class CudaOneStep {
     if (buffer === 'out-of-memory') return C.CUDA_ERROR_OUT_OF_MEMORY;
     if (buffer === 'unwritable') return C.CUDA_ERROR_INVALID_VALUE;
     this.contexts.owner()?.hostBuffers.add(buffer);
+    this.pointers.hostAllocated(buffer);
     return C.CUDA_SUCCESS;
   }
 
@@ -102,6 +102,32 @@ export class CudaOneStep {
     if (flags === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     const answered = flags | C.CU_MEMHOSTALLOC_DEVICEMAP;
     return writeBox(pFlags, answered) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /**
+   * cuMemHostGetDevicePointer (cuda.h maps the name to _v2 in 12.x and 13.0):
+   * the device pointer of page-locked host memory, its address (Note [Host
+   * device pointers]), which cuPointerGetAttribute's DEVICE_POINTER answers
+   * too. `p` is a live buffer, a view inside one (the interior device
+   * pointer), or an address inside one (under unified addressing the host
+   * pointer is that address). The CUDA docs: Flags must be 0, and the memory
+   * one cuMemHostAlloc or cuMemHostRegister made; under unified addressing
+   * every page-locked allocation is mapped, DEVICEMAP or not (as
+   * cuMemHostGetFlags answers). Anything else, a freed buffer, NULL `p` or a
+   * NULL box is CUDA_ERROR_INVALID_VALUE.
+   */
+  hostDevicePointer(pdptr: Box<bigint>, p: unknown, flags: number): number {
+    if (!isBox(pdptr) || toCount(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const address = this.hostAddress(p);
+    if (address === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(pdptr, this.addresses.toBigInt(address)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /** The address of host pointer `p` (a buffer, a view in one, or an address in one); undefined if no live buffer holds it. */
+  hostAddress(p: unknown): number | undefined {
+    if (typeof p !== 'bigint' && typeof p !== 'number') return this.hostBuffers.addressOf(p);
+    const at = this.hostBuffers.at(this.addresses.toNumber(p));
+    return at === undefined ? undefined : at.buffer.address + at.offset;
   }
 
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */

@@ -11,6 +11,7 @@ import {
   writeAllBoxes,
   writeBox,
 } from '../common/args.js';
+import type { HostBuffer, HostBuffers } from '../common/host-buffers.js';
 import * as C from './constants.js';
 import { type CudaContexts, contextHandle } from './contexts.js';
 import type { CUdeviceptr } from './handle-types.js';
@@ -44,14 +45,22 @@ import type { CudaSpans } from './spans.js';
  * RDMA flags, 1 for cuMemAlloc memory and as created for VMM memory;
  * MAPPING_SIZE and MAPPING_BASE_ADDR, the mapping) are answered alike;
  * HOST_POINTER is CUDA_ERROR_INVALID_VALUE for device memory, as there.
+ *  - Page-locked host memory (cuMemAllocHost, cuMemHostAlloc), asked by its
+ *    address or its Uint8Array: the buffer is the range, its memory type
+ *    HOST, and DEVICE_POINTER and HOST_POINTER are both the address asked,
+ *    as cuMemHostGetDevicePointer answers it (Note [Host device pointers]);
+ *    the context is the one current at the allocation.
  */
 export class CudaPointers {
   /** The size each cuMemAlloc asked for, which the driver's ranges report. */
   readonly #requestedSizes = new WeakMap<Reservation, number>();
   /** The context current at each cuMemAlloc: a created one or the device's primary one. */
   readonly #contextsOf = new WeakMap<Reservation, bigint>();
+  /** The context current at each cuMemAllocHost / cuMemHostAlloc. */
+  readonly #hostContexts = new WeakMap<Uint8Array, bigint>();
 
   constructor(
+    readonly hostBuffers: HostBuffers,
     readonly runtime: Runtime,
     readonly contexts: CudaContexts,
     readonly handles: CudaHandles,
@@ -63,6 +72,11 @@ export class CudaPointers {
   requested(r: Reservation, size: number): void {
     if (size !== r.size) this.#requestedSizes.set(r, size);
     this.#contextsOf.set(r, this.contexts.handle);
+  }
+
+  /** Remember the context a host buffer was allocated in. */
+  hostAllocated(buffer: Uint8Array): void {
+    this.#hostContexts.set(buffer, this.contexts.handle);
   }
 
   /** cuMemGetAddressRange; either out box may be null. CUDA_ERROR_NOT_FOUND where nothing is mapped. */
@@ -91,13 +105,15 @@ export class CudaPointers {
   }
 
   /** cuPointerGetAttribute: an address nothing is mapped at, or an attribute vmmkit does not answer, is INVALID_VALUE. */
-  attribute(data: Box<number | bigint>, attribute: number, ptr: CUdeviceptr): number {
+  attribute(data: Box<number | bigint>, attribute: number, ptr: CUdeviceptr | Uint8Array): number {
     const a = typeof attribute === 'number' ? attribute : Number.NaN;
     if (!isBox(data) || !POINTER_ATTRIBUTES.has(a)) return C.CUDA_ERROR_INVALID_VALUE;
-    const va = this.addresses.toNumber(ptr);
-    const range = this.#rangeOf(va);
-    if (range === undefined) return C.CUDA_ERROR_INVALID_VALUE;
-    const value = this.#attribute(a, va, range);
+    const va = this.#address(ptr);
+    const host = this.hostBuffers.at(va);
+    const range = host === undefined ? this.#rangeOf(va) : undefined;
+    if (host === undefined && range === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    const value =
+      host !== undefined ? this.#hostAttribute(a, va, host.buffer) : this.#attribute(a, va, range!);
     if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     return writeBox(data, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
@@ -125,15 +141,50 @@ export class CudaPointers {
         return C.CUDA_ERROR_INVALID_VALUE;
     }
     const va = this.addresses.toNumber(ptr);
-    const range = this.#rangeOf(va);
-    const values = names.map((a) =>
-      range === undefined ? nullAttribute(a as number) : this.#attribute(a as number, va, range),
-    );
+    const host = this.hostBuffers.at(va);
+    const range = host === undefined ? this.#rangeOf(va) : undefined;
+    const values = names.map((a) => {
+      if (host !== undefined) return this.#hostAttribute(a as number, va, host.buffer);
+      return range === undefined ? nullAttribute(a as number) : this.#attribute(a as number, va, range);
+    });
     // One attribute the memory cannot answer fails the call (pointer.vmmNoAccess's device pointer).
     if (values.includes(undefined)) return C.CUDA_ERROR_INVALID_VALUE;
     return writeAllBoxes(boxes as Box<number | bigint>[], values as (number | bigint)[])
       ? C.CUDA_SUCCESS
       : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /** A pointer as a number: a host buffer (or a view in one) as its address (Note [Host device pointers]), -1 for other bytes. */
+  #address(ptr: CUdeviceptr | Uint8Array): number {
+    if (typeof ptr === 'bigint' || typeof ptr === 'number') return this.addresses.toNumber(ptr);
+    return this.hostBuffers.addressOf(ptr) ?? -1;
+  }
+
+  /** The value of attribute `a` at `va` inside page-locked host buffer `b` (Note [Pointer ranges]). */
+  #hostAttribute(a: number, va: number, b: HostBuffer): number | bigint | undefined {
+    switch (a) {
+      case C.CU_POINTER_ATTRIBUTE_CONTEXT:
+        return this.#hostContexts.get(b.bytes) ?? 0n;
+      case C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        return C.CU_MEMORYTYPE_HOST;
+      case C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      case C.CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        return this.addresses.toBigInt(va);
+      case C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        return this.contexts.device;
+      case C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      case C.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        return this.addresses.toBigInt(b.address);
+      case C.CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      case C.CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        return b.bytes.length;
+      case C.CU_POINTER_ATTRIBUTE_MAPPED:
+        return 1;
+      case C.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        return 0n;
+      default:
+        return 0;
+    }
   }
 
   #rangeOf(va: number): PointerRange | undefined {
@@ -169,6 +220,9 @@ export class CudaPointers {
         return location.type === 'device' ? C.CU_MEMORYTYPE_DEVICE : C.CU_MEMORYTYPE_HOST;
       case C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
         return range.accessible ? this.addresses.toBigInt(va) : undefined;
+      case C.CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        // Device memory has no host pointer (pointer.* cases).
+        return undefined;
       case C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         return location.type === 'device' ? location.id : current;
       case C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
@@ -228,6 +282,7 @@ const POINTER_ATTRIBUTES: ReadonlySet<number> = new Set([
   C.CU_POINTER_ATTRIBUTE_CONTEXT,
   C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
   C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+  C.CU_POINTER_ATTRIBUTE_HOST_POINTER,
   C.CU_POINTER_ATTRIBUTE_IS_MANAGED,
   C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
   C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
@@ -240,6 +295,7 @@ function nullAttribute(a: number): number | bigint {
   if (a === C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return C.CU_DEVICE_INVALID;
   return a === C.CU_POINTER_ATTRIBUTE_CONTEXT ||
     a === C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER ||
+    a === C.CU_POINTER_ATTRIBUTE_HOST_POINTER ||
     a === C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ||
     a === C.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE ||
     a === C.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR
