@@ -10,7 +10,10 @@ import type { CudaContexts } from './contexts.js';
 import type { CUdeviceptr, CUstream } from './handle-types.js';
 import type { CudaStreams } from './streams.js';
 
-/** Every call here runs in the current context (the facade checked there is one). */
+/**
+ * Every call here runs in the current context (the facade checked there is
+ * one), by its device, or by its stream's (Note [Copies on another device's stream]).
+ */
 export class CudaCopies {
   constructor(
     readonly hostBuffers: HostBuffers,
@@ -46,7 +49,8 @@ export class CudaCopies {
     if (hostTarget !== undefined)
       return move === 'write' ? this.#hostCopy(hostTarget, bytes, n) : this.#hostCopy(bytes, hostTarget, n);
     const va = this.addresses.toNumber(device);
-    return this.codes.run(() => this.runtime[move](this.contexts.device, va, bytes.subarray(0, n), stream));
+    const on = this.streams.deviceOf(hStream);
+    return this.codes.run(() => this.runtime[move](on, va, bytes.subarray(0, n), stream));
   }
 
   /**
@@ -71,8 +75,9 @@ export class CudaCopies {
       if (n < 0 || n > dstHost.length || n > srcHost.length) return C.CUDA_ERROR_INVALID_VALUE;
       const stream = this.streams.stream(hStream);
       if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+      const on = this.streams.deviceOf(hStream);
       return this.codes.run(() => {
-        if (n > 0) this.runtime.synchronize(this.contexts.device);
+        if (n > 0) this.runtime.synchronize(on);
         dstHost.set(srcHost.subarray(0, n));
       });
     }
@@ -92,7 +97,8 @@ export class CudaCopies {
       return this.unified(dstHost ?? dstDevice, srcHost ?? srcDevice, n, hStream);
     const dst = this.addresses.toNumber(dstDevice);
     const src = this.addresses.toNumber(srcDevice);
-    return this.codes.run(() => this.runtime.copy(this.contexts.device, dst, src, n, stream));
+    const on = this.streams.deviceOf(hStream);
+    return this.codes.run(() => this.runtime.copy(on, dst, src, n, stream));
   }
 
   /**
@@ -127,7 +133,8 @@ export class CudaCopies {
     const host = this.#hostAt(dstDevice);
     if (host !== undefined) return this.#hostFill(host, [uc & 0xff], count);
     const va = this.addresses.toNumber(dstDevice);
-    return this.codes.run(() => this.runtime.fill(this.contexts.device, va, uc, count, stream));
+    const on = this.streams.deviceOf(hStream);
+    return this.codes.run(() => this.runtime.fill(on, va, uc, count, stream));
   }
 
   /** cuMemsetD16 and D32: `count` elements of `width` bytes, little-endian; the destination aligned to the width. */

@@ -30,6 +30,15 @@ const EVENT_FLAG_BITS = C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C
  * contexts on one device are two (a created context beside the primary
  * one), so each stream and event keeps the context current at its creation;
  * cuStreamWaitEvent takes an event of any context or device.
+ *
+ * Note [Copies on another device's stream]
+ * CUDA's programming guide (Stream and Event Behavior) says a memory copy
+ * issued to a stream not associated with the current device succeeds, where
+ * a kernel launch fails: an asynchronous copy or set on a stream of another
+ * device (or of another context) runs there, as the stream's work, so it is
+ * done by the stream's device, as HIP's copies are (hip/copies.ts). The
+ * conformance case settle.otherContextStream records the same question on
+ * one device (a created context's stream while the primary one is current).
  */
 export class CudaStreams extends StreamsAndEvents {
   /** The context each live stream and event was made in (Note [CUDA events]). */
@@ -49,6 +58,16 @@ export class CudaStreams extends StreamsAndEvents {
     if (isNull(h)) return 0;
     if (h === C.CU_STREAM_LEGACY || h === C.CU_STREAM_PER_THREAD || h === 1 || h === 2) return 0;
     return this.streams.get(h)?.id ?? -1;
+  }
+
+  /**
+   * The device whose work a copy or set on `hStream` is: the stream's own,
+   * which need not be the current context's (Note [Copies on another
+   * device's stream]); the NULL and special streams are the current one's.
+   */
+  deviceOf(hStream: CUstream): number {
+    const s = this.stream(hStream) > 0 ? this.streams.get(hStream) : undefined;
+    return s?.device ?? this.contexts.device;
   }
 
   create(phStream: Box<bigint>, flags: number): number {
