@@ -12,7 +12,9 @@
  * A copy through a mapping without access, or past the end of a mapping, may
  * fault on the GPU, which makes the context unusable (a sticky error). Such
  * cases are marked `mayPoison`; the recorder runs them like any other, checks
- * the context after each case and restarts in a fresh process when it is gone.
+ * the context after each case and restarts in a fresh process when it is gone,
+ * and after every mayPoison case whatever it answers (a destroyed primary
+ * context, say, leaves a process whose later cases would not be comparable).
  */
 import {
   type Box,
@@ -32,6 +34,7 @@ import {
   CU_MEM_ACCESS_FLAGS_PROT_READWRITE as RW,
 } from './api.js';
 import { hostPointerCases } from './cases/host-pointers.js';
+import { primaryDestroyCases } from './cases/primary-destroy.js';
 import { settleCases } from './cases/settle.js';
 import { startupHeapCases } from './cases/startup-heap.js';
 import { type CaseInfo, type Define, hex, type Json, pattern, Trace } from './cases/trace.js';
@@ -2693,7 +2696,12 @@ def(
 // ---------------------------------------------------------------- groups in files of their own
 
 /** Groups of cases kept in conformance/cuda/cases/<topic>.ts, each registering through `def`. */
-const CASE_GROUPS: readonly ((define: Define) => void)[] = [settleCases, startupHeapCases, hostPointerCases];
+const CASE_GROUPS: readonly ((define: Define) => void)[] = [
+  settleCases,
+  startupHeapCases,
+  hostPointerCases,
+  primaryDestroyCases,
+];
 for (const group of CASE_GROUPS) group(def);
 
 export function caseNames(): string[] {

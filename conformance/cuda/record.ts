@@ -196,7 +196,8 @@ function worker(first: number, logPath: string, names: readonly string[]): never
     const after = cu.cuCtxSynchronize();
     if (after !== 0) record.contextAfter = after;
     appendFileSync(logPath, `${JSON.stringify({ index: i, name, record } satisfies Line)}\n`);
-    if (after !== 0) process.exit(3);
+    // A fresh process after a case that may poison, even one that left a working context (Note [Cases that may poison the context]).
+    if (after !== 0 || getCase(name).mayPoison) process.exit(3);
   }
   process.exit(0);
 }

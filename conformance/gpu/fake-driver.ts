@@ -356,6 +356,10 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     'cuCtxPushCurrent_v2',
     'cuCtxPopCurrent_v2',
     'cuEventElapsedTime_v2',
+    'cuCtxGetDevice',
+    'cuDevicePrimaryCtxGetState',
+    'cuDevicePrimaryCtxReset_v2',
+    'cuStreamQuery',
   ];
   for (const name of unused) {
     driver[name] = () => 801;

@@ -251,6 +251,7 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuMemsetD32: { call: (cu, e) => cu.cuMemsetD32(e.p, 0x01020304, 4) },
     cuStreamCreate: { call: (cu, _e, box) => cu.cuStreamCreate(box(0n), 0) },
     cuStreamSynchronize: { call: (cu, e) => cu.cuStreamSynchronize(e.stream) },
+    cuStreamQuery: { call: (cu, e) => cu.cuStreamQuery(e.stream) },
     cuStreamIsCapturing: { call: (cu, e, box) => cu.cuStreamIsCapturing(e.stream, box(-1)) },
     cuThreadExchangeStreamCaptureMode: {
       call: (cu, _e, box) => cu.cuThreadExchangeStreamCaptureMode(box(CU.CU_STREAM_CAPTURE_MODE_RELAXED)),
@@ -279,6 +280,8 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuMemUnmap: { call: (cu, e) => cu.cuMemUnmap(e.p, G) },
     cuMemRelease: { call: (cu, e) => cu.cuMemRelease(e.h2) },
     cuMemAddressFree: { call: (cu, e) => cu.cuMemAddressFree(e.q, G) },
+    cuDevicePrimaryCtxGetState: { call: (cu, _e, box) => cu.cuDevicePrimaryCtxGetState(0, box(-1), box(-1)) },
+    cuDevicePrimaryCtxReset: { call: (cu) => cu.cuDevicePrimaryCtxReset(0) },
     cuDevicePrimaryCtxRelease: { call: (cu) => cu.cuDevicePrimaryCtxRelease(0) },
     cuGetErrorName: { call: (cu, _e, box) => cu.cuGetErrorName(CU.CUDA_ERROR_INVALID_VALUE, box(null)) },
     cuGetErrorString: { call: (cu, _e, box) => cu.cuGetErrorString(CU.CUDA_ERROR_INVALID_VALUE, box(null)) },

@@ -174,8 +174,12 @@ export const DRIVER_API = {
     'CUresult cuDeviceCanAccessPeer(_Out_ int *canAccessPeer, CUdevice dev, CUdevice peerDev)',
   cuDevicePrimaryCtxRetain: 'CUresult cuDevicePrimaryCtxRetain(_Out_ CUcontext *pctx, CUdevice dev)',
   cuDevicePrimaryCtxRelease_v2: 'CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)',
+  cuDevicePrimaryCtxGetState:
+    'CUresult cuDevicePrimaryCtxGetState(CUdevice dev, _Out_ unsigned int *flags, _Out_ int *active)',
+  cuDevicePrimaryCtxReset_v2: 'CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)',
   cuCtxSetCurrent: 'CUresult cuCtxSetCurrent(CUcontext ctx)',
   cuCtxGetCurrent: 'CUresult cuCtxGetCurrent(_Out_ CUcontext *pctx)',
+  cuCtxGetDevice: 'CUresult cuCtxGetDevice(_Out_ CUdevice *device)',
   cuCtxSynchronize: 'CUresult cuCtxSynchronize()',
   cuCtxPushCurrent_v2: 'CUresult cuCtxPushCurrent_v2(CUcontext ctx)',
   cuCtxPopCurrent_v2: 'CUresult cuCtxPopCurrent_v2(_Out_ CUcontext *pctx)',
@@ -257,6 +261,7 @@ export const DRIVER_API = {
     'CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream)',
   cuStreamCreate: 'CUresult cuStreamCreate(_Out_ CUstream *stream, unsigned int flags)',
   cuStreamSynchronize: 'CUresult cuStreamSynchronize(CUstream stream)',
+  cuStreamQuery: 'CUresult cuStreamQuery(CUstream hStream)',
   cuStreamDestroy_v2: 'CUresult cuStreamDestroy_v2(CUstream stream)',
   cuStreamIsCapturing: 'CUresult cuStreamIsCapturing(CUstream stream, _Out_ int *captureStatus)',
   // The mode goes in and the previous mode comes back through the same int.

@@ -106,8 +106,11 @@ export interface RawCuda {
   cuDeviceCanAccessPeer(canAccessPeer: Box<number> | null, dev: number, peerDev: number): number;
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number;
   cuDevicePrimaryCtxRelease(dev: number): number;
+  cuDevicePrimaryCtxGetState(dev: number, flags: Box<number> | null, active: Box<number> | null): number;
+  cuDevicePrimaryCtxReset(dev: number): number;
   cuCtxSetCurrent(ctx: bigint): number;
   cuCtxGetCurrent(ctx: Box<bigint>): number;
+  cuCtxGetDevice(device: Box<number> | null): number;
   cuCtxSynchronize(): number;
   cuCtxPushCurrent(ctx: bigint): number;
   cuCtxPopCurrent(pctx: Box<bigint> | null): number;
@@ -171,6 +174,7 @@ export interface RawCuda {
   cuMemsetD32(ptr: Size, value: number, n: Size): number;
   cuStreamCreate(stream: Box<bigint>, flags: number): number;
   cuStreamSynchronize(stream: Size): number;
+  cuStreamQuery(stream: Size): number;
   cuStreamDestroy(stream: Size): number;
   cuStreamIsCapturing(stream: Size, captureStatus: Box<number> | null): number;
   cuThreadExchangeStreamCaptureMode(mode: Box<number> | null): number;
@@ -368,8 +372,17 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuCtxDisablePeerAccess: (peer) => d.cuCtxDisablePeerAccess(peer),
     cuDevicePrimaryCtxRetain: (box, dev) => setOk(d.cuDevicePrimaryCtxRetain(u64, dev), box, () => u64[0]!),
     cuDevicePrimaryCtxRelease: (dev) => d.cuDevicePrimaryCtxRelease_v2(dev),
+    cuDevicePrimaryCtxGetState: (dev, flags, active) => {
+      const slots: unknown[] = [0];
+      const code = d.cuDevicePrimaryCtxGetState(dev, orNull(flags, out), orNull(active, slots));
+      if (code === 0 && flags !== null) flags.value = Number(out[0]);
+      if (code === 0 && active !== null) active.value = Number(slots[0]);
+      return code;
+    },
+    cuDevicePrimaryCtxReset: (dev) => d.cuDevicePrimaryCtxReset_v2(dev),
     cuCtxSetCurrent: (ctx) => d.cuCtxSetCurrent(ctx),
     cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(u64), box, () => u64[0]!),
+    cuCtxGetDevice: (box) => setIfBox(d.cuCtxGetDevice(orNull(box, out)), box, () => Number(out[0])),
     cuCtxSynchronize: () => d.cuCtxSynchronize(),
     cuCtxPushCurrent: (ctx) => d.cuCtxPushCurrent_v2(ctx),
     cuCtxPopCurrent: (box) => setIfBox(d.cuCtxPopCurrent_v2(orNull(box, u64)), box, () => u64[0]!),
@@ -515,6 +528,7 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuMemsetD32: (ptr, value, n) => d.cuMemsetD32_v2(ptr, value, n),
     cuStreamCreate: (box, flags) => setOk(d.cuStreamCreate(u64, flags), box, () => u64[0]!),
     cuStreamSynchronize: (stream) => d.cuStreamSynchronize(stream),
+    cuStreamQuery: (stream) => d.cuStreamQuery(stream),
     cuStreamDestroy: (stream) => d.cuStreamDestroy_v2(stream),
     cuStreamIsCapturing: (stream, box) =>
       setIfBox(d.cuStreamIsCapturing(stream, orNull(box, out)), box, () => Number(out[0])),

@@ -10,13 +10,21 @@ const CREATED_CONTEXT_BASE = 0xcc_0000_0000n;
 const CTX_SCHED_MASK = 7;
 const CTX_FLAG_BITS = 0xff;
 
-/** What a context cuCtxCreate made owns (Note [Created contexts]). */
-export interface CreatedContext {
-  readonly device: number;
+/** What a context owns, released with it (Notes [Created contexts], [Destroying a primary context]). */
+export interface ContextObjects {
   readonly streams: Set<bigint>;
   readonly events: Set<number>;
   readonly allocations: Set<number>;
   readonly hostBuffers: Set<Uint8Array>;
+}
+
+/** A context cuCtxCreate made: its device and what it owns (Note [Created contexts]). */
+export interface CreatedContext extends ContextObjects {
+  readonly device: number;
+}
+
+function noObjects(): ContextObjects {
+  return { streams: new Set(), events: new Set(), allocations: new Set(), hostBuffers: new Set() };
 }
 
 /**
@@ -32,11 +40,9 @@ export interface CreatedContext {
  * destroyed context was current, the one below it on the stack becomes
  * current (none: no context). A handle of a destroyed context, or of
  * anything it owned, is never valid again (handles are not reused).
- * A primary context cannot be destroyed here: cuCtxDestroy answers
- * CUDA_ERROR_INVALID_CONTEXT for one, which is this model's choice (the
- * documentation does not say what the driver answers; the conformance case
- * ctx.destroyPrimary records it). One thread only: a context current to
- * "other threads" does not arise.
+ * A primary context is destroyed the same way (Note [Destroying a primary
+ * context]). One thread only: a context current to "other threads" does not
+ * arise.
  *
  * Note [The context stack]
  * The calling thread's current context is the top of its context stack
@@ -46,10 +52,34 @@ export interface CreatedContext {
  * cuCtxSetCurrent(NULL) "is equivalent to popping the top" (a no-op on an
  * empty stack), so the context below becomes current, not none. The
  * conformance case settle.setCurrentNullWithStack records the H200's answers.
+ *
+ * Note [Destroying a primary context]
+ * cuCtxDestroy takes a primary context too (the H200 answers 0: case
+ * ctx.destroyPrimary). What the primary context owns goes as a created
+ * context's does (Note [Created contexts]): the streams, events, cuMemAlloc
+ * and page-locked host memory made while it was current, after the device's
+ * work has finished; so each primary context keeps its objects' books as a
+ * created one does. VMM memory is the device's and stays. The primary
+ * context is then inactive (cuDevicePrimaryCtxGetState's active is 0) and
+ * its retain count 0. Its handle stays a handle: cuCtxSetCurrent takes it
+ * (0 on the H200) and a call that needs the context answers
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED (709), as a destroyed primary context
+ * current to a thread does by the cuCtxDestroy documentation. If it was
+ * current it is popped (that documentation; the one below, or none, becomes
+ * current). cuDevicePrimaryCtxRetain makes the device's primary context
+ * anew, with the same handle (a primary context's handle names its device
+ * here), which is then a live context again wherever it is current.
+ * cuDevicePrimaryCtxReset releases the same objects and keeps the retain
+ * count, since "resetting the primary context does not release it" (its
+ * documentation). The conformance cases primaryDestroy.* record the H200.
  */
 export class CudaContexts {
   /** Primary contexts retained, per device ordinal: retain count. */
   readonly #primaryRefs: number[];
+  /** What each device's primary context owns (Note [Destroying a primary context]). */
+  readonly #primaryObjects: ContextObjects[];
+  /** Per device: its primary context was destroyed and not retained since. */
+  readonly #primaryDestroyed: boolean[];
   /** Contexts cuCtxCreate made, by handle. */
   readonly #created = new Map<bigint, CreatedContext>();
   #nextContext = 1n;
@@ -62,6 +92,8 @@ export class CudaContexts {
 
   constructor(readonly runtime: Runtime) {
     this.#primaryRefs = runtime.devices.map(() => 0);
+    this.#primaryObjects = runtime.devices.map(noObjects);
+    this.#primaryDestroyed = runtime.devices.map(() => false);
   }
 
   /** The current context's device, or -1 when no context is current. */
@@ -76,7 +108,51 @@ export class CudaContexts {
   retainPrimary(ctx: Box<bigint>, d: number): number {
     if (!writeBox(ctx, contextHandle(d))) return C.CUDA_ERROR_INVALID_VALUE;
     this.#primaryRefs[d]++;
+    this.#primaryDestroyed[d] = false;
+    // A destroyed primary context current here is live again (Note [Destroying a primary context]).
+    if (this.#handle === contextHandle(d)) this.#device = d;
     return C.CUDA_SUCCESS;
+  }
+
+  /** cuDevicePrimaryCtxGetState for a valid device: no flags set (cuDevicePrimaryCtxSetFlags is not modelled), active while retained. */
+  primaryState(d: number, flags: Box<number>, active: Box<number>): number {
+    if (!writeBox(flags, 0) || !writeBox(active, this.#primaryRefs[d] > 0 ? 1 : 0))
+      return C.CUDA_ERROR_INVALID_VALUE;
+    return C.CUDA_SUCCESS;
+  }
+
+  /** The device whose primary context `ctx` names, retained or not, or -1. */
+  primaryDevice(ctx: unknown): number {
+    const d = typeof ctx === 'bigint' ? Number(ctx - CONTEXT_BASE) : Number.NaN;
+    return this.runtime.isDevice(d) ? d : -1;
+  }
+
+  /** What device `d`'s primary context owns. */
+  primaryObjects(d: number): ContextObjects {
+    return this.#primaryObjects[d];
+  }
+
+  /**
+   * The primary context of `d` is gone, its objects released by the caller
+   * (Note [Destroying a primary context]): inactive, and popped if current.
+   */
+  destroyPrimary(d: number): void {
+    this.#primaryRefs[d] = 0;
+    this.#primaryDestroyed[d] = true;
+    this.#primaryObjects[d] = noObjects();
+    const h = contextHandle(d);
+    if (this.#handle === h) this.#popTop();
+    // Left below on the stack, it is current again as a destroyed context when popped to.
+  }
+
+  /**
+   * Whether a call that needs a context has one: CUDA_SUCCESS, none current
+   * (CUDA_ERROR_INVALID_CONTEXT), or a destroyed one current
+   * (CUDA_ERROR_CONTEXT_IS_DESTROYED, Note [Destroying a primary context]).
+   */
+  currentCode(): number {
+    if (this.#device !== -1) return C.CUDA_SUCCESS;
+    return this.#handle === 0n ? C.CUDA_ERROR_INVALID_CONTEXT : C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
   }
 
   releasePrimary(d: number): number {
@@ -96,7 +172,13 @@ export class CudaContexts {
       return C.CUDA_SUCCESS;
     }
     const d = this.deviceOf(ctx);
-    if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    if (d < 0) {
+      // A destroyed primary context's handle is taken (Note [Destroying a primary context]).
+      const p = this.primaryDevice(ctx);
+      if (p < 0 || !this.#primaryDestroyed[p]) return C.CUDA_ERROR_INVALID_CONTEXT;
+      this.setCurrent(contextHandle(p), -1);
+      return C.CUDA_SUCCESS;
+    }
     this.setCurrent(typeof ctx === 'bigint' ? ctx : BigInt(ctx), d);
     return C.CUDA_SUCCESS;
   }
@@ -162,14 +244,17 @@ export class CudaContexts {
     if (this.#handle === h) this.#popTop();
   }
 
-  /** The created context that is current, whose resources a create call records; undefined for a primary one. */
-  owner(): CreatedContext | undefined {
-    return this.#created.size === 0 ? undefined : this.#created.get(this.#handle);
+  /** The live context that is current, whose books a create call records in; undefined when none is. */
+  owner(): ContextObjects | undefined {
+    if (this.#device === -1) return undefined;
+    const created = this.#created.size === 0 ? undefined : this.#created.get(this.#handle);
+    return created ?? this.#primaryObjects[this.#device];
   }
 
-  /** Every created context (a freed resource leaves each one's books). */
-  allCreated(): IterableIterator<CreatedContext> {
-    return this.#created.values();
+  /** Every context's books, created and primary (a freed resource leaves each one's). */
+  *allOwners(): IterableIterator<ContextObjects> {
+    yield* this.#created.values();
+    yield* this.#primaryObjects;
   }
 
   /** The device of a retained primary context's handle or of a created one, or -1. */

@@ -22,6 +22,7 @@ import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { deviceAttribute } from './attributes.js';
 import * as C from './constants.js';
 import { type CUctxCreateParams, checkContextParams } from './context-params.js';
+import { ContextTeardown } from './context-teardown.js';
 import { CudaContexts, contextFlags } from './contexts.js';
 import { CudaCopies } from './copies.js';
 import { CUDA_ERRORS } from './error-table.js';
@@ -54,6 +55,8 @@ export const CUDA_FUNCTIONS = [
   'cuDeviceCanAccessPeer',
   'cuDevicePrimaryCtxRetain',
   'cuDevicePrimaryCtxRelease',
+  'cuDevicePrimaryCtxGetState',
+  'cuDevicePrimaryCtxReset',
   'cuCtxSetCurrent',
   'cuCtxGetCurrent',
   'cuCtxGetDevice',
@@ -106,6 +109,7 @@ export const CUDA_FUNCTIONS = [
   'cuMemsetD32',
   'cuStreamCreate',
   'cuStreamSynchronize',
+  'cuStreamQuery',
   'cuStreamDestroy',
   'cuStreamIsCapturing',
   'cuThreadExchangeStreamCaptureMode',
@@ -168,6 +172,7 @@ export class CudaFlavor extends VendorProcess {
     this.#addresses,
   );
   readonly #streams = new CudaStreams(this.runtime, this.codes, this.#contexts);
+  readonly #teardown = new ContextTeardown(this.runtime, this.#streams, this.#hostBuffers);
   readonly #copies = new CudaCopies(
     this.#hostBuffers,
     this.runtime,
@@ -278,6 +283,22 @@ export class CudaFlavor extends VendorProcess {
     return this.#contexts.releasePrimary(d);
   }
 
+  /** cuDevicePrimaryCtxGetState(dev, flags, active) (Note [Destroying a primary context]). */
+  cuDevicePrimaryCtxGetState(dev: number, flags: Box<number>, active: Box<number>): number {
+    const d = this.#device(dev);
+    if (d < 0) return d === -1 ? C.CUDA_ERROR_INVALID_DEVICE : this.#uninitialized();
+    if (!isBox(flags) || !isBox(active)) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.#contexts.primaryState(d, flags, active);
+  }
+
+  /** Release what the primary context of `dev` owns; its retain count stays (Note [Destroying a primary context]). */
+  cuDevicePrimaryCtxReset(dev: number): number {
+    const d = this.#device(dev);
+    if (d < 0) return d === -1 ? C.CUDA_ERROR_INVALID_DEVICE : this.#uninitialized();
+    this.#teardown.release(this.#contexts.primaryObjects(d), d);
+    return C.CUDA_SUCCESS;
+  }
+
   cuCtxSetCurrent(ctx: bigint | number | null): number {
     if (!this.#initialized) return this.#uninitialized();
     return this.#contexts.makeCurrent(ctx);
@@ -351,22 +372,20 @@ export class CudaFlavor extends VendorProcess {
   }
 
   /**
-   * Destroy a context cuCtxCreate made, with its streams, events, cuMemAlloc
-   * and cuMemAllocHost memory (Note [Created contexts]); VMM memory stays. A
-   * primary context is not destroyed this way: CUDA_ERROR_INVALID_CONTEXT.
+   * Destroy a context, created or a live primary one, with its streams,
+   * events, cuMemAlloc and page-locked host memory (Notes [Created contexts],
+   * [Destroying a primary context]); VMM memory stays.
    */
   cuCtxDestroy(ctx: CUcontext): number {
     if (!this.#initialized) return this.#uninitialized();
     if (isNull(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
     const h = handleKey(ctx) ?? -1n;
     const c = this.#contexts.created(h);
-    if (c === undefined) return C.CUDA_ERROR_INVALID_CONTEXT;
-    this.runtime.quietly(() => this.runtime.synchronize(c.device));
-    for (const e of c.events) this.#streams.dropOwnedEvent(e);
-    for (const s of c.streams) this.#streams.dropOwned(s);
-    for (const va of c.allocations) this.runtime.quietly(() => this.runtime.mfree(va));
-    for (const b of c.hostBuffers) this.#hostBuffers.free(b);
-    this.#contexts.remove(h);
+    const d = c?.device ?? this.#contexts.deviceOf(ctx);
+    if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    this.#teardown.release(c ?? this.#contexts.primaryObjects(d), d);
+    if (c !== undefined) this.#contexts.remove(h);
+    else this.#contexts.destroyPrimary(d);
     return C.CUDA_SUCCESS;
   }
 
@@ -692,6 +711,11 @@ export class CudaFlavor extends VendorProcess {
   }
 
   /** Nothing captures in vmmkit: every valid stream answers CU_STREAM_CAPTURE_STATUS_NONE. */
+  cuStreamQuery(hStream: CUstream): number {
+    const code = this.#needContext();
+    return code !== C.CUDA_SUCCESS ? code : this.#streams.queryStream(hStream);
+  }
+
   cuStreamIsCapturing(hStream: CUstream, captureStatus: Box<number>): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
@@ -803,7 +827,14 @@ export class CudaFlavor extends VendorProcess {
 
   #needContext(): number {
     if (!this.#initialized) return this.#uninitialized();
-    return this.#contexts.device === -1 ? C.CUDA_ERROR_INVALID_CONTEXT : C.CUDA_SUCCESS;
+    return this.#contexts.currentCode();
+  }
+
+  /** A device ordinal argument: the device, -1 if there is none such, -2 before cuInit. */
+  #device(dev: number): number {
+    if (!this.#initialized) return -2;
+    const d = toInt(dev);
+    return this.runtime.isDevice(d) ? d : -1;
   }
 }
 

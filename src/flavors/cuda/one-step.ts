@@ -53,7 +53,7 @@ export class CudaOneStep {
     if (r === undefined || r.origin !== 'malloc') return C.CUDA_ERROR_INVALID_VALUE;
     try {
       this.runtime.mfree(va);
-      for (const c of this.contexts.allCreated()) c.allocations.delete(va);
+      for (const c of this.contexts.allOwners()) c.allocations.delete(va);
       return C.CUDA_SUCCESS;
     } catch (e) {
       return this.codes.code(e);
@@ -133,7 +133,7 @@ export class CudaOneStep {
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */
   freeHost(p: Uint8Array): number {
     if (!this.hostBuffers.free(p)) return C.CUDA_ERROR_INVALID_VALUE;
-    for (const c of this.contexts.allCreated()) c.hostBuffers.delete(p);
+    for (const c of this.contexts.allOwners()) c.hostBuffers.delete(p);
     return C.CUDA_SUCCESS;
   }
 

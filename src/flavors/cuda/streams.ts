@@ -107,8 +107,30 @@ export class CudaStreams extends StreamsAndEvents {
       return this.codes.code(e);
     }
     this.#streamContexts.delete(h);
-    for (const c of this.contexts.allCreated()) c.streams.delete(h);
+    for (const c of this.contexts.allOwners()) c.streams.delete(h);
     return C.CUDA_SUCCESS;
+  }
+
+  /**
+   * cuStreamQuery: CUDA_SUCCESS once all work queued on the stream has run,
+   * else CUDA_ERROR_NOT_READY; asked of core through an event recorded on it
+   * now and dropped at once (core keeps no per-stream "done" bit).
+   */
+  queryStream(hStream: CUstream): number {
+    const stream = this.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    let done = false;
+    const code = this.codes.run(() => {
+      const device = stream === 0 ? this.contexts.device : (this.runtime.streamDevice(stream) ?? -1);
+      const probe = this.runtime.createEvent(device);
+      try {
+        this.runtime.recordEvent(probe, stream);
+        done = this.runtime.queryEvent(probe);
+      } finally {
+        this.runtime.destroyEvent(probe);
+      }
+    });
+    return code !== C.CUDA_SUCCESS || done ? code : C.CUDA_ERROR_NOT_READY;
   }
 
   /** Nothing captures in vmmkit: every valid stream answers CU_STREAM_CAPTURE_STATUS_NONE. */
@@ -199,7 +221,7 @@ export class CudaStreams extends StreamsAndEvents {
     const result = this.codes.run(() => this.events.destroy(id));
     if (result !== C.CUDA_SUCCESS) return result;
     this.#eventContexts.delete(id);
-    for (const c of this.contexts.allCreated()) c.events.delete(id);
+    for (const c of this.contexts.allOwners()) c.events.delete(id);
     return result;
   }
 

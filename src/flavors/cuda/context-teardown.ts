@@ -1,0 +1,32 @@
+/** What cuCtxDestroy and cuDevicePrimaryCtxReset release of a context (Note [Destroying a primary context]). */
+import type { Runtime } from '../../core/runtime.js';
+import type { HostBuffers } from '../common/host-buffers.js';
+import type { ContextObjects } from './contexts.js';
+import type { CudaStreams } from './streams.js';
+
+export class ContextTeardown {
+  constructor(
+    readonly runtime: Runtime,
+    readonly streams: CudaStreams,
+    readonly hostBuffers: HostBuffers,
+  ) {}
+
+  /**
+   * Release a context's streams, events, cuMemAlloc memory and page-locked
+   * host buffers through core, after the device's work has finished, and
+   * empty its books. Quiet: the driver releases them whatever their queued
+   * work did.
+   */
+  release(objects: ContextObjects, device: number): void {
+    const runtime = this.runtime;
+    runtime.quietly(() => runtime.synchronize(device));
+    for (const e of objects.events) this.streams.dropOwnedEvent(e);
+    for (const s of objects.streams) this.streams.dropOwned(s);
+    for (const va of objects.allocations) runtime.quietly(() => runtime.mfree(va));
+    for (const b of objects.hostBuffers) this.hostBuffers.free(b);
+    objects.events.clear();
+    objects.streams.clear();
+    objects.allocations.clear();
+    objects.hostBuffers.clear();
+  }
+}
