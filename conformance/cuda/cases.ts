@@ -33,6 +33,7 @@ import {
   CU_MEM_ACCESS_FLAGS_PROT_READ as READ,
   CU_MEM_ACCESS_FLAGS_PROT_READWRITE as RW,
 } from './api.js';
+import { captureCases } from './cases/capture.js';
 import { hostPointerCases } from './cases/host-pointers.js';
 import { primaryDestroyCases } from './cases/primary-destroy.js';
 import { settleCases } from './cases/settle.js';
@@ -2697,6 +2698,7 @@ def(
 
 /** Groups of cases kept in conformance/cuda/cases/<topic>.ts, each registering through `def`. */
 const CASE_GROUPS: readonly ((define: Define) => void)[] = [
+  captureCases,
   settleCases,
   startupHeapCases,
   hostPointerCases,

@@ -279,6 +279,25 @@ export const DRIVER_API = {
   cuEventElapsedTime_v2:
     'CUresult cuEventElapsedTime_v2(_Out_ float *pMilliseconds, CUevent hStart, CUevent hEnd)',
   cuStreamWaitEvent: 'CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)',
+  cuMemsetD16Async:
+    'CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t n, CUstream stream)',
+  cuMemsetD32Async:
+    'CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream stream)',
+  // Stream capture (Note [Stream capture] in src/core/graphs.ts). CUgraph, CUgraphExec and CUgraphNode
+  // are pointers, passed as uintptr_t. cuda.h 13.0 maps cuStreamBeginCapture to _v2,
+  // cuStreamGetCaptureInfo to _v3 and cuGraphInstantiate to cuGraphInstantiateWithFlags.
+  cuStreamBeginCapture_v2: 'CUresult cuStreamBeginCapture_v2(CUstream hStream, int mode)',
+  cuStreamEndCapture: 'CUresult cuStreamEndCapture(CUstream hStream, _Out_ uintptr_t *phGraph)',
+  // Every out-parameter may be NULL; dependencies_out and edgeData_out are always NULL here.
+  cuStreamGetCaptureInfo_v3:
+    'CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, _Out_ int *captureStatus_out, _Out_ uint64_t *id_out, _Out_ uintptr_t *graph_out, _Out_ uintptr_t *dependencies_out, _Out_ uintptr_t *edgeData_out, _Out_ size_t *numDependencies_out)',
+  cuGraphInstantiateWithFlags:
+    'CUresult cuGraphInstantiateWithFlags(_Out_ uintptr_t *phGraphExec, uintptr_t hGraph, unsigned long long flags)',
+  cuGraphLaunch: 'CUresult cuGraphLaunch(uintptr_t hGraphExec, CUstream hStream)',
+  cuGraphDestroy: 'CUresult cuGraphDestroy(uintptr_t hGraph)',
+  cuGraphExecDestroy: 'CUresult cuGraphExecDestroy(uintptr_t hGraphExec)',
+  // With nodes NULL, *numNodes comes back as the graph's node count.
+  cuGraphGetNodes: 'CUresult cuGraphGetNodes(uintptr_t hGraph, uintptr_t *nodes, _Inout_ size_t *numNodes)',
   cuGetErrorName: 'CUresult cuGetErrorName(CUresult error, _Out_ const char **str)',
   cuGetErrorString: 'CUresult cuGetErrorString(CUresult error, _Out_ const char **str)',
 } as const;

@@ -187,6 +187,30 @@ export interface RawCuda {
   cuEventElapsedTime(pMilliseconds: Box<number>, hStart: Size, hEnd: Size): number;
   cuEventElapsedTime_v2(pMilliseconds: Box<number>, hStart: Size, hEnd: Size): number;
   cuStreamWaitEvent(hStream: Size, hEvent: Size, flags: number): number;
+  cuMemsetD16Async(ptr: Size, value: number, n: Size, stream: Size): number;
+  cuMemsetD32Async(ptr: Size, value: number, n: Size, stream: Size): number;
+  /** cuda.h 13.0's cuStreamBeginCapture is cuStreamBeginCapture_v2: both names, one call. */
+  cuStreamBeginCapture(stream: Size, mode: number): number;
+  cuStreamBeginCapture_v2(stream: Size, mode: number): number;
+  cuStreamEndCapture(stream: Size, graph: Box<bigint> | null): number;
+  /** cuda.h 13.0's shape (cuStreamGetCaptureInfo_v3); the dependency and edge arrays are not read: pass null. */
+  cuStreamGetCaptureInfo(
+    stream: Size,
+    captureStatus: Box<number> | null,
+    id: Box<bigint> | null,
+    graph: Box<bigint> | null,
+    dependencies: null,
+    edgeData: null,
+    numDependencies: Box<number> | null,
+  ): number;
+  /** cuda.h 13.0's cuGraphInstantiate is cuGraphInstantiateWithFlags: both names, one call. */
+  cuGraphInstantiate(exec: Box<bigint> | null, graph: Size, flags: Size): number;
+  cuGraphInstantiateWithFlags(exec: Box<bigint> | null, graph: Size, flags: Size): number;
+  cuGraphLaunch(exec: Size, stream: Size): number;
+  cuGraphDestroy(graph: Size): number;
+  cuGraphExecDestroy(exec: Size): number;
+  /** Only the count: nodes is NULL. */
+  cuGraphGetNodes(graph: Size, nodes: null, numNodes: Box<number> | null): number;
   cuGetErrorName(code: number, str: Box<string>): number;
   cuGetErrorString(code: number, str: Box<string>): number;
 }
@@ -547,6 +571,43 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuEventElapsedTime_v2: (box, start, end) =>
       setIfBox(d.cuEventElapsedTime_v2(orNull(box, out), start, end), box, () => Number(out[0])),
     cuStreamWaitEvent: (stream, event, flags) => d.cuStreamWaitEvent(stream, event, flags),
+    cuMemsetD16Async: (ptr, value, n, stream) => d.cuMemsetD16Async(ptr, value, n, stream),
+    cuMemsetD32Async: (ptr, value, n, stream) => d.cuMemsetD32Async(ptr, value, n, stream),
+    cuStreamBeginCapture: (stream, mode) => d.cuStreamBeginCapture_v2(stream, mode),
+    cuStreamBeginCapture_v2: (stream, mode) => d.cuStreamBeginCapture_v2(stream, mode),
+    cuStreamEndCapture: (stream, box) =>
+      setIfBox(d.cuStreamEndCapture(stream, orNull(box, u64)), box, () => u64[0]!),
+    cuStreamGetCaptureInfo: (stream, captureStatus, id, graph, _dependencies, _edgeData, numDependencies) => {
+      const st = new Int32Array(1);
+      const slots = new BigUint64Array(3);
+      const code = d.cuStreamGetCaptureInfo_v3(
+        stream,
+        orNull(captureStatus, st),
+        orNull(id, slots.subarray(0, 1)),
+        orNull(graph, slots.subarray(1, 2)),
+        null,
+        null,
+        orNull(numDependencies, slots.subarray(2, 3)),
+      );
+      if (code === 0) {
+        if (captureStatus) captureStatus.value = st[0]!;
+        if (id) id.value = slots[0]!;
+        if (graph) graph.value = slots[1]!;
+        if (numDependencies) numDependencies.value = toSize(slots[2]);
+      }
+      return code;
+    },
+    cuGraphInstantiate: (box, graph, flags) =>
+      setIfBox(d.cuGraphInstantiateWithFlags(orNull(box, u64), graph, flags), box, () => u64[0]!),
+    cuGraphInstantiateWithFlags: (box, graph, flags) =>
+      setIfBox(d.cuGraphInstantiateWithFlags(orNull(box, u64), graph, flags), box, () => u64[0]!),
+    cuGraphLaunch: (exec, stream) => d.cuGraphLaunch(exec, stream),
+    cuGraphDestroy: (graph) => d.cuGraphDestroy(graph),
+    cuGraphExecDestroy: (exec) => d.cuGraphExecDestroy(exec),
+    cuGraphGetNodes: (graph, _nodes, box) => {
+      u64[0] = 0n;
+      return setIfBox(d.cuGraphGetNodes(graph, null, orNull(box, u64)), box, () => toSize(u64[0]));
+    },
     cuGetErrorName: (code, box) => errorText(d.cuGetErrorName, code, box),
     cuGetErrorString: (code, box) => errorText(d.cuGetErrorString, code, box),
   };

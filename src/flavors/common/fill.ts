@@ -18,12 +18,13 @@ export function fillWide(
   value: number,
   count: number,
   width: 2 | 4,
+  stream = 0,
 ): void {
   const v = width === 2 ? value & 0xffff : value >>> 0;
   const bytes = [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, (v >>> 24) & 0xff].slice(0, width);
   const total = count * width;
   if (bytes.every((b) => b === bytes[0])) {
-    runtime.fill(device, va, bytes[0] ?? 0, total);
+    runtime.fill(device, va, bytes[0] ?? 0, total, stream);
     return;
   }
   const pattern = (n: number) => {
@@ -32,13 +33,13 @@ export function fillWide(
     return out;
   };
   if (total <= WHOLE_PATTERN_LIMIT) {
-    runtime.write(device, va, pattern(total));
+    runtime.write(device, va, pattern(total), stream);
     return;
   }
   // Every byte mapped and writable, or core's own refusal (a fill of a range it refuses writes nothing).
   for (let at = va, m = runtime.mappingAt(va); at < va + total; m = m && runtime.nextMapping(m)) {
     if (m === undefined || m.va > at || (m.accessOf(device) & Access.ReadWrite) !== Access.ReadWrite) {
-      runtime.fill(device, va, 0, total);
+      runtime.fill(device, va, 0, total, stream);
       throw internalError('a range core accepted was not mapped writable');
     }
     at = m.end;
@@ -46,7 +47,7 @@ export function fillWide(
   const piece = pattern(1 << 20);
   for (let at = 0; at < total; at += piece.length) {
     const n = Math.min(piece.length, total - at);
-    runtime.write(device, va + at, n === piece.length ? piece : piece.subarray(0, n));
+    runtime.write(device, va + at, n === piece.length ? piece : piece.subarray(0, n), stream);
   }
 }
 

@@ -137,8 +137,8 @@ export class CudaCopies {
     return this.codes.run(() => this.runtime.fill(on, va, uc, count, stream));
   }
 
-  /** cuMemsetD16 and D32: `count` elements of `width` bytes, little-endian; the destination aligned to the width. */
-  memsetWide(dstDevice: CUdeviceptr, value: number, n: Size, width: 2 | 4): number {
+  /** cuMemsetD16 and D32 (and their Async on `hStream`): `count` elements of `width` bytes, little-endian; the destination aligned to the width. */
+  memsetWide(dstDevice: CUdeviceptr, value: number, n: Size, width: 2 | 4, hStream: CUstream = 0n): number {
     const count = toCount(n);
     const va = this.addresses.toNumber(dstDevice);
     if (count < 0 || !Number.isInteger(value) || count * width > Number.MAX_SAFE_INTEGER)
@@ -155,7 +155,11 @@ export class CudaCopies {
         count,
       );
     }
-    return this.codes.run(() => fillWide(this.runtime, this.contexts.device, va, value, count, width));
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    return this.codes.run(() =>
+      fillWide(this.runtime, this.contexts.device, va, value, count, width, stream),
+    );
   }
 
   /** The bytes from a device pointer of page-locked host memory to its buffer's end; undefined for any other pointer. */

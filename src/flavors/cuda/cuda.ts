@@ -20,6 +20,7 @@ import { HostBuffers } from '../common/host-buffers.js';
 import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { deviceAttribute } from './attributes.js';
+import { CUDA_CAPTURE_FUNCTIONS, CudaCapture } from './capture.js';
 import * as C from './constants.js';
 import { type CUctxCreateParams, checkContextParams } from './context-params.js';
 import { ContextTeardown } from './context-teardown.js';
@@ -122,6 +123,9 @@ export const CUDA_FUNCTIONS = [
   'cuEventElapsedTime',
   'cuEventElapsedTime_v2',
   'cuStreamWaitEvent',
+  'cuMemsetD16Async',
+  'cuMemsetD32Async',
+  ...CUDA_CAPTURE_FUNCTIONS,
   'cuGetErrorName',
   'cuGetErrorString',
 ] as const;
@@ -181,6 +185,7 @@ export class CudaFlavor extends VendorProcess {
     this.#streams,
     this.#addresses,
   );
+  readonly #capture = new CudaCapture(this.runtime, this.codes, this.#streams);
   /** Peer access enabled from the current device (cuCtxEnablePeerAccess, Note [Peer access]). */
   readonly #peers = new PeerGrants(this.runtime.devices.length);
 
@@ -722,27 +727,10 @@ export class CudaFlavor extends VendorProcess {
     return this.#streams.isCapturing(hStream, captureStatus);
   }
 
-  /**
-   * Swap the calling thread's capture mode: `mode.value` in, the previous
-   * mode out. No capture ever runs here, so the mode only round-trips, as a
-   * caching allocator's "relaxed while I allocate" guard expects.
-   */
+  /** Swap the calling thread's capture mode (capture.ts): the mode given in, the previous one out. */
   cuThreadExchangeStreamCaptureMode(mode: Box<number>): number {
     if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(mode)) return C.CUDA_ERROR_INVALID_VALUE;
-    let wanted: unknown;
-    try {
-      wanted = mode.value;
-    } catch {
-      return C.CUDA_ERROR_INVALID_VALUE;
-    }
-    // The driver takes any int and hands it back at the next exchange (capture.exchangeModeBadValues):
-    // an int is swapped in, anything else is no C int.
-    if (typeof wanted !== 'number' || !Number.isInteger(wanted) || wanted < -(2 ** 31) || wanted >= 2 ** 31)
-      return C.CUDA_ERROR_INVALID_VALUE;
-    if (!writeBox(mode, this.#captureMode)) return C.CUDA_ERROR_INVALID_VALUE;
-    this.#captureMode = wanted;
-    return C.CUDA_SUCCESS;
+    return this.#capture.exchangeMode(mode);
   }
 
   cuEventCreate(phEvent: Box<bigint>, flags: number): number {
@@ -798,6 +786,68 @@ export class CudaFlavor extends VendorProcess {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#streams.waitEvent(hStream, hEvent, flags);
+  }
+
+  cuMemsetD16Async(dstDevice: CUdeviceptr, us: number, n: Size, hStream: CUstream): number {
+    return this.#needContext() || this.#copies.memsetWide(dstDevice, us, n, 2, hStream);
+  }
+
+  cuMemsetD32Async(dstDevice: CUdeviceptr, ui: number, n: Size, hStream: CUstream): number {
+    return this.#needContext() || this.#copies.memsetWide(dstDevice, ui, n, 4, hStream);
+  }
+
+  // --- stream capture (capture.ts, Note [Stream capture] in src/core/graphs.ts) ------------------------
+
+  cuStreamBeginCapture(hStream: CUstream, mode: number): number {
+    return this.#needContext() || this.#capture.begin(hStream, mode);
+  }
+
+  /** cuda.h 13.0's cuStreamBeginCapture: the same call. */
+  cuStreamBeginCapture_v2(hStream: CUstream, mode: number): number {
+    return this.#needContext() || this.#capture.begin(hStream, mode);
+  }
+
+  cuStreamEndCapture(hStream: CUstream, phGraph: Box<bigint> | null): number {
+    return this.#needContext() || this.#capture.end(hStream, phGraph);
+  }
+
+  /** cuda.h 13.0's shape (cuStreamGetCaptureInfo_v3); no dependency or edge arrays are given back. */
+  cuStreamGetCaptureInfo(
+    hStream: CUstream,
+    status: Box<number> | null,
+    id: Box<bigint> | null,
+    graph: Box<bigint> | null,
+    _dependencies: null,
+    _edgeData: null,
+    numDependencies: Box<number> | null,
+  ): number {
+    return this.#needContext() || this.#capture.info(hStream, status, id, graph, numDependencies);
+  }
+
+  /** cuda.h 13.0's cuGraphInstantiate is cuGraphInstantiateWithFlags. */
+  cuGraphInstantiate(phGraphExec: Box<bigint> | null, hGraph: CUhandle, flags: Size): number {
+    return this.#needContext() || this.#capture.instantiate(phGraphExec, hGraph, flags);
+  }
+
+  cuGraphInstantiateWithFlags(phGraphExec: Box<bigint> | null, hGraph: CUhandle, flags: Size): number {
+    return this.#needContext() || this.#capture.instantiate(phGraphExec, hGraph, flags);
+  }
+
+  cuGraphLaunch(hGraphExec: CUhandle, hStream: CUstream): number {
+    return this.#needContext() || this.#capture.launch(hGraphExec, hStream);
+  }
+
+  cuGraphDestroy(hGraph: CUhandle): number {
+    return this.#needContext() || this.#capture.destroyGraph(hGraph);
+  }
+
+  cuGraphExecDestroy(hGraphExec: CUhandle): number {
+    return this.#needContext() || this.#capture.destroyExec(hGraphExec);
+  }
+
+  /** Only the count: `nodes` is NULL. */
+  cuGraphGetNodes(hGraph: CUhandle, _nodes: null, numNodes: Box<number> | null): number {
+    return this.#needContext() || this.#capture.nodes(hGraph, numNodes);
   }
 
   // --- errors ----------------------------------------------------------------------------------------
