@@ -113,6 +113,9 @@ export function runSimulatedCase(name: string): { record: CaseRecord; leftover: 
       }
     };
     const record = runCase(cu, env, name);
+    // As the recorder's worker does after each case: what the context answers now.
+    const after = cu.cuCtxSynchronize();
+    if (after !== 0) record.contextAfter = after;
     const s = cu.runtime.stats();
     const leftover =
       s.reservations + s.mappings + s.handles + s.streams !== 0 ? JSON.stringify(s) : undefined;
