@@ -209,6 +209,7 @@ const DURING: Record<string, DuringCapture<unknown>> = {
   streamSynchronize: question({
     during: (t, s) => void t.call('streamSynchronize', t.cu.cuStreamSynchronize(s)),
   }),
+  streamQuery: question({ during: (t, s) => void t.call('streamQuery', t.cu.cuStreamQuery(s)) }),
   ctxSynchronize: question({ during: (t) => void t.call('ctxSynchronize', t.cu.cuCtxSynchronize()) }),
   eventQuery: question(onCapturedEvent('query')),
   eventSynchronize: question(onCapturedEvent('synchronize')),

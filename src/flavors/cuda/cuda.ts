@@ -142,8 +142,6 @@ export class CudaFlavor extends VendorProcess {
   #initialized = false;
   /** Set by dispose(): the process is gone (Note [CUDA after dispose]). */
   #gone = false;
-  /** The calling thread's stream capture mode (cuThreadExchangeStreamCaptureMode). */
-  #captureMode: number = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
   readonly #addresses = new BigIntMemo();
   readonly #contexts = new CudaContexts(this.runtime);
   readonly #handles = new CudaHandles(this.runtime);
