@@ -430,6 +430,7 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipMemGetInfo: { call: (hip, _e, box) => hip.hipMemGetInfo(box(0), box(0)) },
     hipHostMalloc: { call: (hip, _e, box) => hip.hipHostMalloc(box(null), 64, 0) },
     hipHostGetFlags: { call: (hip, e, box) => hip.hipHostGetFlags(box(-1), e.host) },
+    hipHostGetDevicePointer: { call: (hip, e, box) => hip.hipHostGetDevicePointer(box(0n), e.host, 0) },
     hipHostFree: { call: (hip, e) => hip.hipHostFree(e.host) },
     hipMemUnmap: { call: (hip, e) => hip.hipMemUnmap(e.p, G) },
     hipMemRelease: { call: (hip, e) => hip.hipMemRelease(e.h2) },

@@ -3,6 +3,7 @@ import type { Runtime } from '../../core/runtime.js';
 import { hostBytes, type Size, toCount, toInt } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
 import { fillWide } from '../common/fill.js';
+import type { HostBuffers } from '../common/host-buffers.js';
 import { copyAcross } from '../common/peer-copy.js';
 import * as C from './constants.js';
 import type { HipStreams } from './streams.js';
@@ -20,6 +21,7 @@ const MEMCPY_KINDS = new Set([
 
 export class HipCopies {
   constructor(
+    readonly hostBuffers: HostBuffers,
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
     readonly thread: HipThread,
@@ -34,10 +36,13 @@ export class HipCopies {
     const k = toInt(kind);
     if (!MEMCPY_KINDS.has(k)) return C.hipErrorInvalidMemcpyDirection;
     // Host operands by the views' internal slots, as plain views of the same bytes (Note [Untrusted arguments]).
-    const dstBytes = hostBytes(dst);
-    const srcBytes = hostBytes(src);
-    const dstHost = dstBytes !== undefined;
-    const srcHost = srcBytes !== undefined;
+    const dstView = hostBytes(dst);
+    const srcView = hostBytes(src);
+    const dstHost = dstView !== undefined;
+    const srcHost = srcView !== undefined;
+    // The device pointer of pinned host memory is a pointer whose bytes are the buffer's (Note [Host device pointers]).
+    const dstBytes = dstView ?? this.#hostAt(dst);
+    const srcBytes = srcView ?? this.#hostAt(src);
     const dstVa = dstHost ? 0 : toCount(dst ?? 0);
     const srcVa = srcHost ? 0 : toCount(src ?? 0);
     if ((!dstHost && dstVa <= 0) || (!srcHost && srcVa <= 0)) return C.hipErrorInvalidValue;
@@ -83,6 +88,13 @@ export class HipCopies {
     if (n < 0 || !Number.isInteger(value) || n * 4 > Number.MAX_SAFE_INTEGER) return C.hipErrorInvalidValue;
     if (n === 0) return C.hipSuccess;
     if (va <= 0 || va % 4 !== 0) return C.hipErrorInvalidValue;
+    const host = this.#hostAt(dst);
+    if (host !== undefined) {
+      if (n * 4 > host.length) return C.hipErrorInvalidValue;
+      const view = new DataView(host.buffer, host.byteOffset, n * 4);
+      for (let i = 0; i < n; i++) view.setUint32(i * 4, value >>> 0, true);
+      return C.hipSuccess;
+    }
     return this.codes.run(() => fillWide(this.runtime, this.thread.device, va, value, n, 4));
   }
 
@@ -94,7 +106,20 @@ export class HipCopies {
     if (va <= 0) return C.hipErrorInvalidValue;
     const s = this.streams.stream(stream);
     if (s === undefined) return C.hipErrorInvalidHandle;
+    const host = this.#hostAt(dst);
+    if (host !== undefined) {
+      if (n > host.length) return C.hipErrorInvalidValue;
+      host.fill(toInt(value) & 0xff, 0, n);
+      return C.hipSuccess;
+    }
     const device = s.id === 0 ? this.thread.device : s.device;
     return this.codes.run(() => this.runtime.fill(device, va, toInt(value), n, s.id));
+  }
+
+  /** The bytes from a device pointer of pinned host memory to its buffer's end; undefined for any other operand. */
+  #hostAt(p: unknown): Uint8Array | undefined {
+    if (typeof p !== 'bigint' && typeof p !== 'number') return undefined;
+    const at = this.hostBuffers.at(toCount(p));
+    return at?.buffer.bytes.subarray(at.offset);
   }
 }

@@ -1,5 +1,6 @@
 import { watchAnswers } from '../common/answers.js';
 import { type Box, isBox, type Size, toCount, toInt, writeBox } from '../common/args.js';
+import { HostBuffers } from '../common/host-buffers.js';
 import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import { HipAllocations } from './allocations.js';
@@ -69,6 +70,7 @@ export const HIP_FUNCTIONS = [
   'hipHostMalloc',
   'hipHostFree',
   'hipHostGetFlags',
+  'hipHostGetDevicePointer',
   'hipMemcpy',
   'hipMemcpyAsync',
   'hipMemcpyHtoD',
@@ -109,10 +111,12 @@ export class HipFlavor extends VendorProcess {
   readonly #thread = new HipThread();
   readonly #allocations = new HipAllocations(this.runtime);
   readonly #vmm = new HipVmm(this.runtime, this.codes, this.#thread, this.#allocations);
-  readonly #pointers = new HipPointers(this.runtime, this.#thread);
-  readonly #oneStep = new HipOneStep(this.runtime, this.codes, this.#thread);
+  /** Pinned host memory (Note [Host buffers]), which the pointers and copies reach by its address. */
+  readonly #hostBuffers = new HostBuffers();
+  readonly #pointers = new HipPointers(this.#hostBuffers, this.runtime, this.#thread);
+  readonly #oneStep = new HipOneStep(this.#hostBuffers, this.runtime, this.codes, this.#thread);
   readonly #streams = new HipStreams(this.runtime, this.codes, this.#thread);
-  readonly #copies = new HipCopies(this.runtime, this.codes, this.#thread, this.#streams);
+  readonly #copies = new HipCopies(this.#hostBuffers, this.runtime, this.codes, this.#thread, this.#streams);
   /** Peer access enabled from the current device (hipDeviceEnablePeerAccess, Note [Peer access]). */
   readonly #peers = new PeerGrants(this.runtime.devices.length);
 
@@ -368,6 +372,16 @@ export class HipFlavor extends VendorProcess {
   hipHostGetFlags(flagsPtr: Box<number>, hostPtr: Uint8Array): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#oneStep.hostGetFlags(flagsPtr, hostPtr);
+  }
+
+  /** The device pointer of pinned host memory: its address (one-step.ts, Note [Host device pointers]). */
+  hipHostGetDevicePointer(
+    devicePointer: Box<bigint>,
+    hostPointer: Uint8Array | HipPtr,
+    flags: number,
+  ): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#oneStep.hostDevicePointer(devicePointer, hostPointer, flags);
   }
 
   /** hipHostFree(NULL) succeeds; anything but a live hipHostMalloc buffer is hipErrorInvalidValue. */

@@ -2,7 +2,7 @@
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, isBox, isNull, type Size, toCount, writeBox, writeBoxes } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
-import { HostBuffers } from '../common/host-buffers.js';
+import type { HostBuffers } from '../common/host-buffers.js';
 import * as C from './constants.js';
 import type { HipPtr } from './structs.js';
 import type { HipThread } from './thread.js';
@@ -17,9 +17,8 @@ const HOST_MALLOC_FLAGS =
   C.hipHostMallocNonCoherent;
 
 export class HipOneStep {
-  readonly hostBuffers = new HostBuffers();
-
   constructor(
+    readonly hostBuffers: HostBuffers,
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
     readonly thread: HipThread,
@@ -72,6 +71,28 @@ export class HipOneStep {
     const flags = this.hostBuffers.flagsOf(hostPtr);
     if (flags === undefined) return C.hipErrorInvalidValue;
     return writeBox(flagsPtr, flags) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  /**
+   * hipHostGetDevicePointer, as ROCm clr's hip_memory.cpp answers it: a NULL
+   * out-parameter or flags other than 0 is hipErrorInvalidValue; else the
+   * memory object holding hostPointer gives its device address plus the
+   * offset into it, and no memory object hipErrorInvalidValue. A host buffer
+   * (or a view or an address inside one) answers its address (Note [Host
+   * device pointers]); hipMalloc memory is a memory object too, so a device
+   * pointer answers itself.
+   */
+  hostDevicePointer(devicePointer: Box<bigint>, hostPointer: unknown, flags: number): number {
+    if (!isBox(devicePointer) || toCount(flags) !== 0) return C.hipErrorInvalidValue;
+    let address: number | undefined;
+    if (typeof hostPointer === 'bigint' || typeof hostPointer === 'number') {
+      const va = toCount(hostPointer);
+      const at = this.hostBuffers.at(va);
+      if (at !== undefined) address = va;
+      else if (va > 0 && this.runtime.reservationAt(va)?.origin === 'malloc') address = va;
+    } else address = this.hostBuffers.addressOf(hostPointer);
+    if (address === undefined) return C.hipErrorInvalidValue;
+    return writeBox(devicePointer, BigInt(address)) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   /** hipHostFree(NULL) succeeds; anything but a live hipHostMalloc buffer is hipErrorInvalidValue. */

@@ -2,6 +2,7 @@
 import type { Mapping } from '../../core/objects.js';
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, isBox, toCount, writeBox, writeBoxes } from '../common/args.js';
+import type { HostBuffers } from '../common/host-buffers.js';
 import * as C from './constants.js';
 import type { HipPtr, hipPointerAttribute_t } from './structs.js';
 import type { HipThread } from './thread.js';
@@ -19,6 +20,7 @@ import type { HipThread } from './thread.js';
  */
 export class HipPointers {
   constructor(
+    readonly hostBuffers: HostBuffers,
     readonly runtime: Runtime,
     readonly thread: HipThread,
   ) {}
@@ -37,6 +39,21 @@ export class HipPointers {
    */
   attributes(attributes: Box<hipPointerAttribute_t>, ptr: HipPtr): number {
     if (!isBox(attributes)) return C.hipErrorInvalidValue;
+    // Pinned host memory: host memory whose device and host pointers are its address (Note [Host device pointers]).
+    const va = toCount(ptr ?? 0);
+    const pinned = this.hostBuffers.at(va);
+    if (pinned !== undefined) {
+      const address = BigInt(va);
+      const host: hipPointerAttribute_t = Object.freeze({
+        type: C.hipMemoryTypeHost,
+        device: this.thread.device,
+        devicePointer: address,
+        hostPointer: address,
+        isManaged: 0,
+        allocationFlags: pinned.buffer.flags,
+      });
+      return writeBox(attributes, host) ? C.hipSuccess : C.hipErrorInvalidValue;
+    }
     const m = this.#mappingOf(ptr);
     if (m === undefined) return C.hipErrorInvalidValue;
     const location = m.allocation.props.location;

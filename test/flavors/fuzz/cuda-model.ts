@@ -302,6 +302,38 @@ const calls: CallSpec<CudaFlavor>[] = [
     },
   },
   {
+    // Note [Host device pointers]: the pointer is the one DEVICE_POINTER answers, and copies through it reach the bytes.
+    name: 'cuMemHostAlloc+cuMemHostGetDevicePointer',
+    weight: 0.2,
+    run: (ep, p) => {
+      const b = { value: null as Uint8Array | null };
+      if (p.cuMemHostAlloc(b, 64, 0) !== 0 || b.value === null) return { result: C.CUDA_SUCCESS };
+      const host = b.value;
+      const offset = ep.rng.pick([0, 0, 8]);
+      const d = ep.box(0n);
+      const flags = ep.arg(() => ep.rng.pick([0, 0, 0, 1]));
+      const result = p.cuMemHostGetDevicePointer(
+        d,
+        ep.arg(() => host.subarray(offset)),
+        flags,
+      );
+      let broken: { rule: 'pointer'; detail: string } | undefined;
+      if (result === 0 && typeof d.value === 'bigint') {
+        const seen = { value: 0n as bigint | number };
+        p.cuPointerGetAttribute(seen, C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, host.subarray(offset));
+        const byte = Uint8Array.of(0xa5);
+        p.cuMemcpyHtoD(d.value, byte, 1);
+        if (seen.value !== d.value || host[offset] !== 0xa5)
+          broken = {
+            rule: 'pointer',
+            detail: `device pointer ${d.value} is not the host buffer's (${seen.value})`,
+          };
+      }
+      p.cuMemFreeHost(host);
+      return { result, broken };
+    },
+  },
+  {
     name: 'cuMemcpy',
     weight: 1,
     run: (ep, p) => {

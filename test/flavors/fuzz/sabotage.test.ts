@@ -112,6 +112,18 @@ describe('the fuzzer reports each broken rule', () => {
     expect(run.violations.map((v) => v.rule)).toContain(rule);
   });
 
+  it('pointer: a host buffer’s device pointer that is not its address', () => {
+    const run = fuzz(CUDA_MODEL, new Random(7), 6000, 2000, 0.12, (ep) =>
+      wrapEach(ep, 'cuMemHostGetDevicePointer', (original) => (...args) => {
+        const code = original(...args);
+        const box = args[0] as { value: unknown };
+        if (code === 0 && typeof box.value === 'bigint') box.value += 4096n;
+        return code;
+      }),
+    );
+    expect(run.violations.map((v) => v.rule)).toContain('pointer');
+  });
+
   it('the same run unsabotaged reports nothing', () => {
     expect(fuzz(CUDA_MODEL, new Random(7), 6000).violations).toEqual([]);
   });
