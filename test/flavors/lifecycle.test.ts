@@ -708,7 +708,8 @@ const aclScript: Script<AclFlavor, AclEnv> = {
     aclrtFreePhysical: { call: (acl, e) => acl.aclrtFreePhysical(e.h2) },
     aclrtReleaseMemAddress: { call: (acl, e) => acl.aclrtReleaseMemAddress(e.q) },
     aclrtResetDeviceForce: { call: (acl) => acl.aclrtResetDeviceForce(0) },
-    aclrtResetDevice: { call: (acl) => acl.aclrtResetDevice(0) },
+    // The forced reset above took the count to 0 (Note [Resetting a reset device]).
+    aclrtResetDevice: { call: (acl) => acl.aclrtResetDevice(0), live: A.ACL_ERROR_RT_CONTEXT_RELEASE_ERROR },
     // Not compared: it reports the last failure, which differs (checked below).
     aclGetRecentErrMsg: { call: () => undefined },
     aclFinalize: { call: (acl) => acl.aclFinalize() },

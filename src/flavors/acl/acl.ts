@@ -178,17 +178,26 @@ export class AclFlavor extends VendorProcess {
     return writeBox(count, this.runtime.devices.length) ? C.ACL_SUCCESS : this.#aclCodes.unwritable();
   }
 
-  /** Undo one aclrtSetDevice; at the last, the device's streams and events are destroyed (their work finishes first). */
+  /**
+   * Undo one aclrtSetDevice; at the last, the device's streams and events are
+   * destroyed (their work finishes first). A count already 0 is refused
+   * (Note [Resetting a reset device]).
+   */
   aclrtResetDevice(deviceId: number): number {
     if (!this.#devices.initialized) return this.#uninitialized();
     const bad = this.#devices.badDevice(deviceId);
     if (bad !== undefined) return bad;
     const d = toInt(deviceId);
+    if (!this.#devices.held(d))
+      return this.#aclCodes.bad(
+        C.ACL_ERROR_RT_CONTEXT_RELEASE_ERROR,
+        'the device was not set or is reset already',
+      );
     if (this.#devices.release(d)) this.#streams.dropDevice(d);
     return C.ACL_SUCCESS;
   }
 
-  /** aclrtResetDevice whatever the aclrtSetDevice count: the device's resources go now. */
+  /** aclrtResetDevice whatever the aclrtSetDevice count above 0: the device's resources go now. */
   aclrtResetDeviceForce(deviceId: number): number {
     if (!this.#devices.initialized) return this.#uninitialized();
     const bad = this.#devices.badDevice(deviceId);
@@ -621,6 +630,17 @@ export class AclFlavor extends VendorProcess {
  * aclGetRecentErrMsg itself keeps answering: it reads the process's last
  * message and has no code to give. Core's 'not-initialized' kind (a call on
  * a disposed Runtime) maps to the same code (error-table.ts).
+ *
+ * Note [Resetting a reset device]
+ * aclrtResetDevice takes one off the device's aclrtSetDevice count and
+ * releases its resources when that reaches 0; a reset of a device whose
+ * count is already 0 (never set, or reset already) is an error by CANN's
+ * aclrtResetDeviceForce page (8.0.0: "calling aclrtResetDevice or
+ * aclrtResetDeviceForce again will report an error"), for either reset. The
+ * runtime's code says which: Runtime::PrimaryContextRelease answers
+ * RT_ERROR_CONTEXT_DEL when its count cannot go down (TryDecRef fails, or a
+ * forced reset finds 0), which acl maps to ACL_ERROR_RT_CONTEXT_RELEASE_ERROR
+ * (507007); that is the answer here, after the device id's check.
  */
 
 /**

@@ -113,6 +113,11 @@ export class AclDevices {
     this.#context = DEFAULT_CONTEXT_BASE + BigInt(d);
   }
 
+  /** Whether aclrtSetDevice's count for `d` is above 0 (Note [Resetting a reset device]). */
+  held(d: number): boolean {
+    return this.#refs[d] > 0;
+  }
+
   /** Undo one aclrtSetDevice: true when that was the last (the device's resources go), false otherwise. */
   release(d: number): boolean {
     if (this.#refs[d] === 0) return false;

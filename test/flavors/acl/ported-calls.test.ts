@@ -140,8 +140,13 @@ describe('forced teardown', () => {
     expect(acl.aclrtResetDeviceForce(0)).toBe(OK);
     expect(acl.runtime.stats().streams).toBe(0);
     expect(acl.aclrtGetDevice({ value: -1 })).toBe(C.ACL_ERROR_RT_CONTEXT_NULL);
-    expect(acl.aclrtResetDeviceForce(0)).toBe(OK);
+    // The count is 0 now: a further reset of either kind is refused (Note [Resetting a reset device]).
+    expect(acl.aclrtResetDeviceForce(0)).toBe(C.ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
+    expect(acl.aclrtResetDevice(0)).toBe(C.ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
     expect(acl.aclrtResetDeviceForce(5)).toBe(C.ACL_ERROR_RT_INVALID_DEVICEID);
+    // Set again, it resets again.
+    expect(acl.aclrtSetDevice(0)).toBe(OK);
+    expect(acl.aclrtResetDevice(0)).toBe(OK);
     acl.dispose();
   });
 });
