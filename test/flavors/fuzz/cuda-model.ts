@@ -731,11 +731,13 @@ const calls: CallSpec<CudaFlavor>[] = [
         onSuccess: () => {
           // Its cuMemAlloc memory went with it.
           for (const [va, c] of made(p).mallocs) if (c === ctx) made(p).mallocs.delete(va);
-          // The primary context, when nothing is current any more (as a program would set it again),
+          // The primary context, when nothing live is current any more (none, or a destroyed primary
+          // context popped to: Note [Destroying a primary context]), as a program would set it again,
           // so that the queries below answer for the handles rather than for a missing context.
           const b = { value: 0n };
           p.cuCtxGetCurrent(b);
-          if (b.value === 0n && p.cuDevicePrimaryCtxRetain(b, 0) === 0) p.cuCtxSetCurrent(b.value);
+          const live = b.value !== 0n && p.cuCtxGetDevice({ value: 0 }) === 0;
+          if (!live && p.cuDevicePrimaryCtxRetain(b, 0) === 0) p.cuCtxSetCurrent(b.value);
           pruneGone(ep, p);
         },
       };
