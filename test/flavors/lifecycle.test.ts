@@ -453,7 +453,7 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipDeviceReset: { call: (hip) => hip.hipDeviceReset() },
   },
   gone: H.hipErrorDeinitialized,
-  stillAnswer: ['hipGetErrorName', 'hipGetErrorString'],
+  stillAnswer: ['hipGetErrorName', 'hipGetErrorString', 'hipRuntimeGetVersion'],
   dispose: (hip) => hip.dispose(),
 };
 

@@ -220,9 +220,11 @@ export class HipFlavor extends VendorProcess {
     return answerCanAccessPeer(this.runtime, this.codes, canAccessPeer, deviceId, peerDeviceId);
   }
 
-  /** HIP_VERSION of the simulated runtime (C.SIMULATED_HIP_RUNTIME_VERSION). */
+  /**
+   * HIP_VERSION of the simulated runtime (C.SIMULATED_HIP_RUNTIME_VERSION),
+   * after dispose too (Note [HIP after dispose]).
+   */
   hipRuntimeGetVersion(runtimeVersion: Box<number>): number {
-    if (this.#gone()) return C.hipErrorDeinitialized;
     if (!isBox(runtimeVersion)) return C.hipErrorInvalidValue;
     return writeBox(runtimeVersion, C.SIMULATED_HIP_RUNTIME_VERSION) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
@@ -556,7 +558,11 @@ export class HipFlavor extends VendorProcess {
  * hipErrorNotInitialized is never the answer; core's 'not-initialized' kind
  * (a call on a disposed Runtime) maps to hipErrorDeinitialized too.
  * hipGetErrorName and hipGetErrorString keep answering: they return strings,
- * not codes, and read only a table.
+ * not codes, and read only a table. So does hipRuntimeGetVersion, as in clr
+ * (hipamd/src/hip_context.cpp): it begins with HIP_INIT_API_NO_RETURN, which
+ * neither returns when initialisation fails nor asks for a device, and then
+ * writes the compile-time HIP_VERSION, so a runtime that cannot (or can no
+ * longer) reach a device still answers it.
  */
 
 /**
