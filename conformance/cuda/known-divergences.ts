@@ -19,8 +19,6 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
     'The driver crashed (SIGSEGV) reading the properties of handle 0 and 0xdeadbeef; the simulator answers CUDA_ERROR_INVALID_VALUE.',
   'capture.exchangeModeNullBox':
     'The driver crashed (SIGSEGV) exchanging the capture mode through a NULL pointer; the simulator answers CUDA_ERROR_INVALID_VALUE.',
-  'map.overReservationLoneAtStart':
-    "The driver places a lone 2 MiB reservation in the start-up heap's 2 MiB hole, with its own memory right after it ([startupHeapFull] in h200-hint-probe.json: the first 2 MiB lands 74 MiB below the other twelve; tailFree: a hint just past the end is not honoured), so a 4 MiB map there overlaps that memory and gets CUDA_ERROR_INVALID_VALUE (Note [Mappings past a reservation's end]). The simulator's start-up heap leaves the hole out (Note [Driver VA placement]): the reservation lands at the start of its 24 MiB run, the tail is free VA and the map succeeds.",
   'properties.released':
     'The driver returned the old fields of a just-released handle (a use after free of its handle object); the simulator answers CUDA_ERROR_INVALID_VALUE for a dead handle.',
 };

@@ -112,9 +112,9 @@ describe('vmmkit inspect', () => {
     const text = out.join('\n').split('\n');
     expect(text[0]).toMatch(/^=== HIP process \d+ when the script returned$/);
     expect(text.slice(2)).toEqual([
-      '  parent virtual amd::Memory 0x700000000000 +0x200000 (kParent, VA only)',
-      '    sub-buffer 0x700000000000 +0x200000 <-> phys_mem_obj of hip::GenericAllocation 0x1000002 (offset 0x0); no device has access',
-      '  hip::GenericAllocation 0x1000002: phys amd::Memory (ROCCLR_MEM_PHYMEM) 0x200000 on device 0; refcount 2 (1 handle, 1 sub-buffer); sub-buffers at 0x700000000000',
+      '  parent virtual amd::Memory 0x6ffffb600000 +0x200000 (kParent, VA only)',
+      '    sub-buffer 0x6ffffb600000 +0x200000 <-> phys_mem_obj of hip::GenericAllocation 0x1000002 (offset 0x0); no device has access',
+      '  hip::GenericAllocation 0x1000002: phys amd::Memory (ROCCLR_MEM_PHYMEM) 0x200000 on device 0; refcount 2 (1 handle, 1 sub-buffer); sub-buffers at 0x6ffffb600000',
     ]);
   });
 

@@ -5,8 +5,12 @@ import { VaAllocator } from './va-allocator.js';
 const MiB = 1024 * 1024;
 /** The driver takes address space from the process in chunks of this granularity, aligned to it. */
 export const VA_CHUNK = 32 * MiB;
-/** What the heap the driver sets up at start-up has free for reservations (measured on the H200). */
+/** The start-up heap's free run: where reservations go once its hole is taken (measured on the H200). */
 export const STARTUP_HEAP_FREE = 24 * MiB;
+/** The start-up heap's hole, below the run: where a lone small reservation lands. */
+export const STARTUP_HOLE = 2 * MiB;
+/** The driver's own memory between the hole and the run: reserved by nobody, mapped by nobody else. */
+export const STARTUP_DRIVER_MEMORY = 72 * MiB;
 
 /** One heap: a range of address space the driver holds, with the free ranges inside it. */
 class Heap {
@@ -28,10 +32,30 @@ class Heap {
  * and by the reserve.* cases of conformance/cuda/cases.ts:
  *
  * - Reservations live in heaps. One exists from start-up, high in the
- *   address space (0x7f.. on the H200), with 24 MiB free in one run plus a
- *   2 MiB hole below it in a fresh process: 13 reservations of 2 MiB fit, the
- *   14th does not [startupHeapFull]; 2+2+4+4+8 MiB fit in the run, the next
- *   8 MiB does not [placementAscending]. It is never given back.
+ *   address space (0x7f.. on the H200): the top 98 MiB of a 512 MiB PROT_NONE
+ *   mapping the driver holds [never: areaOfHint], with, in a fresh process, a
+ *   2 MiB hole (6 MiB past an 8 MiB boundary), then 72 MiB of the driver's
+ *   own memory, then a free run of 24 MiB (8 MiB-aligned) that ends the
+ *   mapping. 13 reservations of 2 MiB fit, the 14th does not; the first
+ *   lands in the hole, the other twelve 74 MiB above it [startupHeapFull];
+ *   2+2+4+4+8 MiB fit, the next 8 MiB does not [placementAscending]. It is
+ *   never given back.
+ * - The hole is the heap's lowest free range, so by the lowest-address rule
+ *   below a lone 2 MiB reservation lands there, and so does the next one
+ *   whenever the hole is free again [neighbours, several]; 4 MiB, or 2 MiB
+ *   aligned to 4 MiB, does not fit it and goes to the run [fresh4Plus2,
+ *   alignmentAndSize, largeAlignment]. cuMemAlloc takes it too: a 2 MiB
+ *   cuMemAlloc lands in the free hole, and a reservation after it in the run
+ *   [placementAscending: cuMemAlloc, afterAlloc]. The 72 MiB above the hole
+ *   is no reservation's: a hint there is not honoured (2 MiB past the hole
+ *   -> the run [several, matrixDescending]), nor is an exact range there
+ *   free (allocateAt), so a map running past a reservation in the hole is
+ *   refused (Note [Mappings past a reservation's end] in the CUDA flavor;
+ *   map.overReservationLoneAtStart). The startupHeap.* cases
+ *   (conformance/cuda/cases/startup-heap.ts) record what else lands there:
+ *   streams, events, created contexts, small cuMemAllocs, and what follows
+ *   the run. test/backends/sim/hint-probe-replay.test.ts replays the probe's
+ *   experiments on this model.
  * - A reservation no heap has room for gets a heap of its own: a chunk of
  *   the size rounded up to max(32 MiB, alignment), aligned so, taken from the
  *   process's address space at the lowest free address (0x302000000 upward
@@ -75,14 +99,17 @@ class Heap {
  * driver's rule, and the simulated MI300X and 910B share the machine model
  * checked against the H200 (unchecked against ROCm's and CANN's allocators).
  * Its start-up heap is at 0x7000_0000_0000 with 24 MiB free and chunks come
- * from 0x6000_0000_0000 up, below it as on the H200. Left out: the 2 MiB hole
- * (where it falls depends on the driver's own start-up allocations), and the
- * heap's alignment: the H200's run starts only 8 MiB-aligned, so a request
- * aligned to 32 MiB or more never fits there and gets a chunk, while the
- * simulator's starts at a 4 GiB boundary and takes it. On the H200 the
- * start-up heap also serves cuMemAlloc's small allocations and the driver's
- * own, so how much of it is free depends on the process; the simulator's
- * holds only what the program reserved there.
+ * from 0x6000_0000_0000 up, below it as on the H200. Its run starts at
+ * 0x7000_0000_0000, its hole 74 MiB below (so 6 MiB past an 8 MiB boundary,
+ * as on the H200) and the driver's memory between them is held for good.
+ * Left out: the rest of the driver's 512 MiB mapping (the simulator's space
+ * below the hole and above the run is free, where the H200 has host
+ * mappings), and the run's alignment: the H200's starts only 8 MiB-aligned,
+ * so a request aligned to 32 MiB or more never fits there and gets a chunk,
+ * while the simulator's starts at a 4 GiB boundary and takes it. On the H200
+ * the start-up heap also serves the driver's own later allocations, so how
+ * much of it is free depends on the process; the simulator's holds only what
+ * the program reserved and cuMemAlloc'd there.
  *
  * An address the driver chose on its own is not a hint: a recorded
  * cuMemAlloc address that replay reproduces, or the part of a whole-handle
@@ -104,13 +131,17 @@ export class DriverVaSpace {
   /** The same chunks, keyed by end, to find a reservation's chunk. */
   readonly #chunkByEnd = new OrderedMap<Heap>();
 
-  constructor(start: number, end: number, startupHeap: number) {
+  /** A space of [start, end) whose start-up heap's run begins at `startupRun`; its hole lies below. */
+  constructor(start: number, end: number, startupRun: number) {
     this.#os = new VaAllocator(start, end);
-    const at = this.#os.allocateFrom(STARTUP_HEAP_FREE, VA_CHUNK, startupHeap);
-    if (at !== startupHeap) throw new RangeError('the start-up heap does not fit the address space');
-    this.#startupStart = at;
-    this.#startupEnd = at + STARTUP_HEAP_FREE;
-    this.#startupFree = new VaAllocator(at, this.#startupEnd);
+    const below = STARTUP_HOLE + STARTUP_DRIVER_MEMORY;
+    const heap = startupRun - below;
+    if (heap < start || !this.#os.take(heap, below + STARTUP_HEAP_FREE))
+      throw new RangeError('the start-up heap does not fit the address space');
+    this.#startupStart = heap;
+    this.#startupEnd = startupRun + STARTUP_HEAP_FREE;
+    this.#startupFree = new VaAllocator(heap, this.#startupEnd);
+    this.#startupFree.take(heap + STARTUP_HOLE, STARTUP_DRIVER_MEMORY);
   }
 
   /** Reserve `size` bytes aligned to `alignment` (a power of two), searching from `hint` (0: none). */

@@ -21,14 +21,20 @@ export interface Span {
  * map.pastReservationEndIntoNextReservation, map.spanningTwoReservations).
  * Neither the map's size nor where in the reservation it starts matters: 4 or
  * 8 MiB into a 2 MiB reservation, at its start or inside a larger one, map
- * where the tail is free (map.overReservation*). What is refused, with
- * CUDA_ERROR_INVALID_VALUE, is a tail that runs into address space taken
- * otherwise: a mapping, cuMemAlloc memory, or the driver's own memory, as
- * after a lone 2 MiB reservation on the H200, which lands in the start-up
- * heap's 2 MiB hole just below memory the driver holds
- * (map.overReservationLoneAtStart, its tailFree: a hint there is not
- * honoured). The simulator leaves that hole out (Note [Driver VA placement]
- * in the simulator), so there such a map succeeds: a known divergence.
+ * where the tail is free (map.overReservation*). The rule, in full: every
+ * granule past the end must be either unmapped in another reservation or
+ * free address space, held by no reservation and no one else. A tail that
+ * runs into address space taken otherwise is refused with
+ * CUDA_ERROR_INVALID_VALUE: into a mapping, cuMemAlloc memory, or the
+ * driver's own memory. The last is what a lone 2 MiB reservation meets on
+ * the H200: it lands in the start-up heap's 2 MiB hole, and the 72 MiB
+ * above the hole is the driver's (map.overReservationLoneAtStart, with
+ * tailFree: a hint just past its end is not honoured). The simulator
+ * places reservations the same way, the driver's memory included (Note
+ * [Driver VA placement] in the simulator), so the hidden reservation below
+ * cannot be had there and the map is refused as on the H200. So a program
+ * that maps past a reservation's end must first make sure of the tail, e.g.
+ * reserve more and map inside, or reserve at the start of just-freed VA.
  * Core keeps every mapping inside one reservation (invariant 2 in
  * runtime.ts), so the flavor holds such a CUDA mapping as a span: one core
  * mapping per reservation it crosses, each at its offset into the same

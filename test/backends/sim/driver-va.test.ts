@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DriverVaSpace, STARTUP_HEAP_FREE, VA_CHUNK } from '../../../src/backends/sim/driver-va.js';
+import {
+  DriverVaSpace,
+  STARTUP_DRIVER_MEMORY,
+  STARTUP_HEAP_FREE,
+  STARTUP_HOLE,
+  VA_CHUNK,
+} from '../../../src/backends/sim/driver-va.js';
 import { VmmError } from '../../../src/core/errors.js';
 
 const MiB = 1024 * 1024;
@@ -8,14 +14,18 @@ const G = 2 * MiB;
 const LOW = 0x6000_0000_0000;
 const HEAP = 0x7000_0000_0000;
 const END = 0x7fff_0000_0000;
+/** The start-up heap's 2 MiB hole, below its driver memory and run. */
+const HOLE = HEAP - STARTUP_DRIVER_MEMORY - STARTUP_HOLE;
 const space = () => new DriverVaSpace(LOW, END, HEAP);
 
 describe('DriverVaSpace (Note [Driver VA placement])', () => {
   it('small reservations share the start-up heap; what does not fit gets a 32 MiB-granular chunk of its own', () => {
     const va = space();
     const inHeap = [];
-    for (let at = 0; at < STARTUP_HEAP_FREE; at += G) inHeap.push(va.allocate(G, G, 0));
-    expect(inHeap).toEqual(inHeap.map((_, i) => HEAP + i * G));
+    for (let at = 0; at < STARTUP_HOLE + STARTUP_HEAP_FREE; at += G) inHeap.push(va.allocate(G, G, 0));
+    // [startupHeapFull]: the first in the hole, the other twelve 74 MiB above it, in the run.
+    expect(inHeap).toEqual(inHeap.map((_, i) => (i === 0 ? HOLE : HEAP + (i - 1) * G)));
+    expect(HEAP - HOLE).toBe(74 * MiB);
     expect(va.heaps).toBe(1);
     const spilled = va.allocate(G, G, 0);
     expect(spilled).toBe(LOW);
@@ -41,8 +51,8 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
     const big = va.allocate(64 * MiB, G, 0);
     va.release(big, 64 * MiB);
     expect(va.heaps).toBe(1);
-    // 2 MiB in: its chunk is gone; the start-up heap, above it, has room.
-    expect(va.allocate(G, G, big + G)).toBe(HEAP);
+    // 2 MiB in: its chunk is gone; the start-up heap, above it, has room in its hole [fresh32Plus2].
+    expect(va.allocate(G, G, big + G)).toBe(HOLE);
     // A request no heap holds: a new chunk at the next 32 MiB boundary, or at the hint if it is one.
     expect(va.allocate(32 * MiB, G, big + G)).toBe(big + VA_CHUNK);
     expect(va.allocate(32 * MiB, G, big + 2 * VA_CHUNK)).toBe(big + 2 * VA_CHUNK);
@@ -87,8 +97,28 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
     // Inside the start-up heap's free run.
     expect(va.allocateAt(G, G, HEAP + 4 * G)).toBe(HEAP + 4 * G);
     // Taken: placed as an un-hinted reservation instead.
-    expect(va.allocateAt(G, G, big + G)).toBe(HEAP);
+    expect(va.allocateAt(G, G, big + G)).toBe(HOLE);
     va.release(big + G, G);
+    expect(va.heaps).toBe(1);
+  });
+
+  it("keeps the start-up heap's hole for what fits it, and its driver memory from every reservation", () => {
+    const va = space();
+    // 4 MiB [fresh4Plus2, alignmentAndSize], or 2 MiB aligned to 4 MiB [largeAlignment], does not fit the hole.
+    expect(va.allocate(2 * G, G, 0)).toBe(HEAP);
+    expect(va.allocate(G, 2 * G, 0)).toBe(HEAP + 2 * G);
+    expect(va.allocate(G, G, 0)).toBe(HOLE);
+    va.release(HOLE, G);
+    // A hint just past the hole [several, matrixDescending], or further into the driver memory, goes to the run.
+    for (const hint of [HOLE + G, HOLE + 18 * G, HEAP - G]) {
+      expect(va.allocate(G, G, hint)).toBe(HEAP + 3 * G);
+      va.release(HEAP + 3 * G, G);
+    }
+    // An exact range there (a map's tail past a reservation in the hole) is not free either.
+    expect(va.allocateAt(G, G, HOLE + G)).toBe(HOLE);
+    // [neighbours]: the hole, freed, is the first place again.
+    va.release(HOLE, G);
+    expect(va.allocate(G, G, 0)).toBe(HOLE);
     expect(va.heaps).toBe(1);
   });
 
@@ -105,6 +135,7 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
           fc.constant(0),
           fc.integer({ min: 0, max: 200 }).map((k) => LOW + k * G),
           fc.integer({ min: 0, max: 40 }).map((k) => HEAP + k * G),
+          fc.integer({ min: 0, max: 37 }).map((k) => HOLE + k * G),
         ),
         exact: fc.boolean(),
       }),
@@ -135,6 +166,7 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
         for (const r of live) va.release(r.base, r.size);
         expect(va.heaps).toBe(1);
         expect(va.allocate(STARTUP_HEAP_FREE, G, 0)).toBe(HEAP);
+        expect(va.allocate(STARTUP_HOLE, G, 0)).toBe(HOLE);
       }),
       { numRuns: 200, seed: 11 },
     );

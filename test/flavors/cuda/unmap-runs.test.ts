@@ -20,7 +20,13 @@ it('a failed run maps the span before it back, and a second unmap takes the span
   const next = { value: 0n };
   const h = { value: 0n };
   const other = { value: 0n };
-  expect(cu.cuMemAddressReserve(ptr, G, 0, 0n, 0)).toBe(C.CUDA_SUCCESS);
+  // At the start of just-freed VA, so the span's tail and `next` have free VA to go to (a lone G
+  // reservation would land in the start-up heap's hole: Note [Mappings past a reservation's end]).
+  expect(cu.cuMemAddressReserve(ptr, 4 * G, 0, 0n, 0)).toBe(C.CUDA_SUCCESS);
+  expect(cu.cuMemAddressFree(ptr.value, 4 * G)).toBe(C.CUDA_SUCCESS);
+  const free = ptr.value;
+  expect(cu.cuMemAddressReserve(ptr, G, 0, free, 0)).toBe(C.CUDA_SUCCESS);
+  expect(ptr.value).toBe(free);
   expect(cu.cuMemCreate(h, 2 * G, PROP, 0)).toBe(C.CUDA_SUCCESS);
   expect(cu.cuMemMap(ptr.value, 2 * G, 0, h.value, 0)).toBe(C.CUDA_SUCCESS);
   expect(cu.cuMemSetAccess(ptr.value, 2 * G, RW, 1)).toBe(C.CUDA_SUCCESS);
