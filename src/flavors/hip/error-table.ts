@@ -13,7 +13,19 @@ import * as C from './constants.js';
  *
  * Note [HIP access faults]: ROCm does not check page permissions before a
  * copy; the GPU faults and the error surfaces as hipErrorIllegalAddress.
- * The simulator checks at the call, and answers with that code.
+ * The simulator checks at the call, and answers with that code. ROCm's docs
+ * and its code disagree here: the return lists of the calls that reach
+ * memory (hipMemcpy: hipSuccess, hipErrorInvalidValue, hipErrorUnknown;
+ * hipMemcpyHtoD and the other directions, hipMemset, hipMemsetD32,
+ * hipMemcpyPeer and their Async forms, the synchronisations that run their
+ * work) do not name hipErrorIllegalAddress, but clr answers it: rocdevice.cpp
+ * turns an HSA memory fault or aperture violation into CL_INVALID_MEM_OBJECT
+ * as the device's error, and every API entry after that (HIP_INIT_API)
+ * returns ConvertCLErrorIntoHIPError of it, which is hipErrorIllegalAddress
+ * (hip_internal.hpp). Two differences remain: clr aborts the process on the
+ * fault unless HIP_SKIP_ABORT_ON_GPU_ERROR is set, and its error is the
+ * device's for good (every later call answers it), where vmmkit refuses the
+ * one call and changes nothing.
  */
 export const HIP_ERROR_TABLE: ErrorTable = {
   'invalid-value': C.hipErrorInvalidValue,
@@ -34,6 +46,12 @@ export const HIP_ERROR_TABLE: ErrorTable = {
   'not-initialized': C.hipErrorDeinitialized,
   'invalid-context': C.hipErrorInvalidContext,
   'already-exported': C.hipErrorInvalidValue,
+  // Stream capture (Note [Stream capture] in src/core/graphs.ts): hip_runtime_api.h's codes for each.
+  'capture-state': C.hipErrorIllegalState,
+  'capture-invalidated': C.hipErrorStreamCaptureInvalidated,
+  'capture-unjoined': C.hipErrorStreamCaptureUnjoined,
+  'capture-unmatched': C.hipErrorStreamCaptureUnmatched,
+  'capture-merge': C.hipErrorStreamCaptureMerge,
 };
 
 /** The HIP front end's errors: hipError_t codes and this table. */

@@ -633,8 +633,12 @@ describe('copies and access', () => {
     const data = new Uint8Array(16).fill(7);
     expect(hip.hipMemcpy(base, data, 16, C.hipMemcpyHostToDevice)).toBe(writeCode);
     expect(hip.hipMemset(base, 1, 16)).toBe(writeCode);
+    // The other calls that reach memory answer the same, outside ROCm's documented lists (Note [HIP access faults]).
+    expect(hip.hipMemcpyHtoD(base, data, 16)).toBe(writeCode);
+    expect(hip.hipMemsetD32(base, 1, 4)).toBe(writeCode);
     const out = new Uint8Array(16);
     expect(hip.hipMemcpy(out, base, 16, C.hipMemcpyDeviceToHost)).toBe(readCode);
+    expect(hip.hipMemcpyDtoH(out, base, 16)).toBe(readCode);
     hip.dispose();
   });
 
