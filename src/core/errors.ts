@@ -38,6 +38,16 @@ export const ERROR_KINDS = [
   'invalid-context',
   /** An object was exported already and may be exported only once. */
   'already-exported',
+  /** Stream capture (Note [Stream capture] in graphs.ts): a begin on a capturing stream, an end on one that is not. */
+  'capture-state',
+  /** Work or an end given to a capture that was invalidated. */
+  'capture-invalidated',
+  /** A capture ended while a stream that joined it was not joined back. */
+  'capture-unjoined',
+  /** A capture ended on a stream other than the one it began on. */
+  'capture-unmatched',
+  /** A capturing stream waited on an event of another capture. */
+  'capture-merge',
 ] as const;
 
 export type ErrorKind = (typeof ERROR_KINDS)[number];

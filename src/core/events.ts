@@ -38,6 +38,11 @@ export class EventTable {
 
   /** Record on `stream` (0: the default stream), which must be of the event's device. */
   record(event: number, stream: number): void {
+    this.backend.recordEvent(this.check(event, stream).backend, stream);
+  }
+
+  /** What record checks: a live event, and a stream of its device (0: any). */
+  check(event: number, stream: number): CoreEvent {
     const e = this.#event(event);
     if (stream !== 0) {
       const device = this.streams.deviceOf(stream);
@@ -48,7 +53,7 @@ export class EventTable {
           `stream ${stream} is of device ${device}, the event of ${e.device}`,
         );
     }
-    this.backend.recordEvent(e.backend, stream);
+    return e;
   }
 
   query(event: number): boolean {

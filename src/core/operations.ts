@@ -34,6 +34,13 @@ export const TRACED_OPERATIONS = [
   'synchronizeStream',
   'synchronize',
   ...BACKEND_EVENT_OPERATIONS,
+  'beginCapture',
+  'endCapture',
+  'invalidateCapture',
+  'instantiateGraph',
+  'launchGraph',
+  'destroyGraph',
+  'destroyGraphExec',
   'resetDevice',
 ] as const satisfies readonly (keyof Runtime)[];
 
@@ -58,6 +65,11 @@ type RuntimeQueries =
   | 'eventDevice'
   | 'eventDestroyed'
   | 'eventCount'
+  | 'captureStatus'
+  | 'captureOf'
+  | 'openCaptures'
+  | 'eventCapture'
+  | 'graphWork'
   | 'describe'
   | 'quietly'
   | 'dispose';

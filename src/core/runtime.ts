@@ -7,6 +7,13 @@ import { AllocationBook } from './allocations.js';
 import { describeBooks, type RuntimeDescription } from './description.js';
 import { vmmError, warn } from './errors.js';
 import { EventTable } from './events.js';
+import {
+  type Capture,
+  type CapturedWork,
+  type CaptureMode,
+  type CaptureStatus,
+  GraphBook,
+} from './graphs.js';
 import { checkHostAccess } from './host-access.js';
 import { checkVmm, Mapper } from './mapper.js';
 import { CORE, type Mapping, type PhysicalAllocation, type Reservation } from './objects.js';
@@ -107,6 +114,8 @@ export class Runtime implements Disposable {
   readonly #sharing: SharingBook;
   readonly #streams: StreamTable;
   readonly #events: EventTable;
+  /** Stream captures, graphs and executable graphs (Note [Stream capture] in graphs.ts). */
+  readonly #graphs = new GraphBook();
   readonly #mapper: Mapper;
   readonly #oneStep: OneStepPath;
   readonly #report: (message: string, error?: unknown) => void;
@@ -504,12 +513,14 @@ export class Runtime implements Disposable {
   write(device: number, va: number, src: Uint8Array, stream = 0): void {
     this.#live();
     this.device(device);
+    if (this.#graphs.take(stream, { kind: 'write', device, va, bytes: src })) return;
     this.backend.write(device, va, src, stream);
   }
 
   read(device: number, va: number, dst: Uint8Array, stream = 0): void {
     this.#live();
     this.device(device);
+    if (this.#graphs.take(stream, { kind: 'read', device, va, bytes: dst })) return;
     this.backend.read(device, va, dst, stream);
   }
 
@@ -517,6 +528,7 @@ export class Runtime implements Disposable {
     this.#live();
     this.device(device);
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size}`);
+    if (this.#graphs.take(stream, { kind: 'copy', device, dst, src, size })) return;
     this.backend.copy(device, dst, src, size, stream);
   }
 
@@ -524,6 +536,7 @@ export class Runtime implements Disposable {
     this.#live();
     this.device(device);
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size}`);
+    if (this.#graphs.take(stream, { kind: 'fill', device, va, value: value & 0xff, size })) return;
     this.backend.fill(device, va, value & 0xff, size, stream);
   }
 
@@ -572,6 +585,7 @@ export class Runtime implements Disposable {
   destroyStream(stream: number, options: DestroyStreamOptions = {}): void {
     this.#live();
     this.#streams.destroy(stream, options);
+    this.#graphs.dropStream(stream);
   }
 
   hasStream(stream: number): boolean {
@@ -616,7 +630,14 @@ export class Runtime implements Disposable {
   /** Mark the work queued so far on `stream` (0: the default stream), which must be of the event's device. */
   recordEvent(event: number, stream = 0): void {
     this.#live();
+    // In capture the record is a step of the graph (Note [Stream capture]), checked as a record is.
+    if (this.#graphs.captureOf(stream) !== undefined) {
+      this.#events.check(event, stream);
+      this.#graphs.take(stream, { kind: 'record', event });
+      return;
+    }
     this.#events.record(event, stream);
+    this.#graphs.recordedOutside(event);
   }
 
   /** Whether the work the event marks has run (true for one never recorded). */
@@ -634,6 +655,8 @@ export class Runtime implements Disposable {
   /** Make work queued later on `stream` (of any device) wait for the event's marked work. */
   streamWaitEvent(stream: number, event: number): void {
     this.#live();
+    if (this.#events.deviceOf(event) === undefined) throw vmmError('invalid-event', `no event ${event}`);
+    if (this.#graphs.wait(stream, event)) return;
     this.#events.streamWait(stream, event);
   }
 
@@ -655,6 +678,86 @@ export class Runtime implements Disposable {
   /** Live events (for leak checks). */
   get eventCount(): number {
     return this.#events.size;
+  }
+
+  // --- stream capture (Note [Stream capture] in graphs.ts) ----------------------------
+
+  /** Begin capturing `stream` (0: the default stream, of `device`). */
+  beginCapture(stream: number, device: number, mode: CaptureMode): void {
+    this.#live();
+    this.device(device);
+    if (stream !== 0) this.#streams.check(stream);
+    this.#graphs.begin(stream, device, mode);
+  }
+
+  /** End the capture begun on `stream`: a graph handle (or the capture's failure; it is over either way). */
+  endCapture(stream: number): number {
+    this.#live();
+    return this.#graphs.end(stream);
+  }
+
+  /** Mark the capture `stream` is in as invalidated (a call refused during it); it must still be ended. */
+  invalidateCapture(stream: number): void {
+    this.#live();
+    this.#graphs.invalidate(stream);
+  }
+
+  captureStatus(stream: number): CaptureStatus {
+    return this.#graphs.status(stream);
+  }
+
+  /** The capture `stream` is in, if any. */
+  captureOf(stream: number): Capture | undefined {
+    return this.#graphs.captureOf(stream);
+  }
+
+  /** Captures open now. */
+  openCaptures(): Capture[] {
+    return [...this.#graphs.captures()];
+  }
+
+  /** The capture an event was last recorded in, while it is open. */
+  eventCapture(event: number): Capture | undefined {
+    return this.#graphs.eventCapture(event);
+  }
+
+  /** The captured steps of a graph. */
+  graphWork(graph: number): readonly CapturedWork[] {
+    return this.#graphs.graph(graph).work;
+  }
+
+  instantiateGraph(graph: number): number {
+    this.#live();
+    return this.#graphs.instantiate(graph);
+  }
+
+  /** Issue an executable graph's work on `stream`, in capture order, as any stream work. */
+  launchGraph(exec: number, stream: number): void {
+    this.#live();
+    if (stream !== 0) this.#streams.check(stream);
+    this.#graphs.launch(exec, stream, { issue: (w, s) => this.#issue(w, s) });
+  }
+
+  destroyGraph(graph: number): void {
+    this.#live();
+    this.#graphs.destroyGraph(graph);
+  }
+
+  destroyGraphExec(exec: number): void {
+    this.#live();
+    this.#graphs.destroyExec(exec);
+  }
+
+  /** One captured step, issued through the backend; a record of an event destroyed since is skipped. */
+  #issue(w: CapturedWork, stream: number): void {
+    if (w.kind === 'write') this.backend.write(w.device, w.va, w.bytes, stream);
+    else if (w.kind === 'read') this.backend.read(w.device, w.va, w.bytes, stream);
+    else if (w.kind === 'copy') this.backend.copy(w.device, w.dst, w.src, w.size, stream);
+    else if (w.kind === 'fill') this.backend.fill(w.device, w.va, w.value, w.size, stream);
+    else if (this.#events.deviceOf(w.event) !== undefined) {
+      this.#events.record(w.event, stream);
+      this.#graphs.recordedOutside(w.event);
+    }
   }
 
   // --- device reset ------------------------------------------------------------------
@@ -706,6 +809,7 @@ export class Runtime implements Disposable {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
+    this.#graphs.clear();
     this.quietly(() => this.backend.synchronizeDevice(-1));
     this.#events.destroyEach(-1, this.#quietly);
     this.#streams.destroyEach(-1, this.#quietly);

@@ -254,6 +254,18 @@ export function captureCases(def: Define): void {
     }
   }
 
+  // The names and strings of capture's codes, for the flavor's table.
+  def('capture.errorNames', (t) => {
+    for (let code = 900; code <= 910; code++) {
+      const n = { value: '' };
+      const c1 = t.cu.cuGetErrorName(code, n);
+      t.call(`name${code}`, c1, c1 === 0 ? n.value : undefined);
+      const s = { value: '' };
+      const c2 = t.cu.cuGetErrorString(code, s);
+      t.call(`string${code}`, c2, c2 === 0 ? s.value : undefined);
+    }
+  });
+
   // Begin and end.
   def('capture.begin.emptyGraph', (t) => {
     const s = t.stream();
@@ -672,6 +684,77 @@ export function captureCases(def: Define): void {
     status(t, s1, 'statusAfter');
     status(t, s2, 'forkedStatusAfter');
     end(t, s2, 'endForkedAfter');
+  });
+
+  // The thread's mode made relaxed before a global capture begins: does the thread's mode or the capture's decide?
+  def('capture.mode.threadRelaxedBeforeBegin', (t) => {
+    const s = t.stream();
+    if (!s) return;
+    const box: { value: number } = { value: MODES.relaxed };
+    const code = t.cu.cuThreadExchangeStreamCaptureMode(box);
+    t.call('toRelaxed', code, code === 0 ? box.value : undefined);
+    if (code !== 0) return;
+    const before = box.value;
+    t.later('cuThreadExchangeStreamCaptureMode', () =>
+      t.cu.cuThreadExchangeStreamCaptureMode({ value: before }),
+    );
+    if (begin(t, s, MODES.global) !== 0) return;
+    allocation(t, 1 << 20);
+    t.call('ctxSynchronize', t.cu.cuCtxSynchronize());
+    status(t, s, 'statusAfter');
+    end(t, s);
+  });
+  // Work given to a capture is checked when it is captured, or only at launch?
+  def('capture.validate.badAddressesInCapture', (t) => {
+    const s = t.stream();
+    const nowhere = t.unreserved(t.G);
+    const base = t.reserve(t.G);
+    if (!s || !nowhere || !base || begin(t, s, MODES.global) !== 0) return;
+    t.call('memsetUnreserved', t.cu.cuMemsetD8Async(nowhere, 1, 256, s));
+    status(t, s, 'statusAfterUnreserved');
+    t.call('memsetReservedUnmapped', t.cu.cuMemsetD8Async(base, 1, 256, s));
+    t.call('htodUnmapped', t.cu.cuMemcpyHtoDAsync(base, pattern(256, 1), 256, s));
+    status(t, s, 'status');
+    const g = end(t, s);
+    if (g) nodes(t, g);
+  });
+  // An event whose last record was in a capture, after the capture ended (never launched).
+  def('capture.event.afterCaptureEnded', (t) => {
+    const s = t.stream();
+    const other = t.stream('otherStream');
+    const e = event(t);
+    if (!s || !other || !e || begin(t, s, MODES.global) !== 0) return;
+    t.call('record', t.cu.cuEventRecord(e, s));
+    end(t, s);
+    t.call('query', t.cu.cuEventQuery(e));
+    t.call('synchronize', t.cu.cuEventSynchronize(e));
+    t.call('waitOnOther', t.cu.cuStreamWaitEvent(other, e, 0));
+    t.call('recordAgain', t.cu.cuEventRecord(e, other));
+    t.call('queryAfterRecord', t.cu.cuEventSynchronize(e));
+  });
+  // A graph launched into a capturing stream (a child graph node).
+  def('capture.replay.launchIntoCapture', (t) => {
+    const base = mappedBase(t);
+    const s = t.stream();
+    const s2 = t.stream('cuStreamCreate2');
+    if (!base || !s || !s2 || begin(t, s, MODES.global) !== 0) return;
+    t.call('memset', t.cu.cuMemsetD8Async(base, 0x31, N, s));
+    const inner = end(t, s, 'endInner');
+    const innerExec = inner ? instantiate(t, inner, 'instantiateInner') : 0n;
+    if (!innerExec || begin(t, s2, MODES.global, 'beginOuter') !== 0) return;
+    launch(t, innerExec, s2, 'launchIntoCapture');
+    t.call('memsetOuter', t.cu.cuMemsetD8Async(base + BigInt(N), 0x32, N, s2));
+    const outer = end(t, s2, 'endOuter');
+    if (!outer) return;
+    nodes(t, outer, 'outerNodes');
+    const exec = instantiate(t, outer, 'instantiateOuter');
+    if (!exec) return;
+    t.call('zero', t.cu.cuMemsetD8(base, 0, 2 * N));
+    launch(t, exec, s2);
+    t.call('synchronize', t.cu.cuStreamSynchronize(s2));
+    const expected = new Uint8Array(2 * N);
+    expected.fill(0x31, 0, N).fill(0x32, N);
+    sees(t, base, expected, 'afterLaunch');
   });
 
   // Graph and executable-graph handles.

@@ -28,6 +28,12 @@ export const ACL_ERROR_TABLE: ErrorTable = {
   'not-initialized': C.ACL_ERROR_UNINITIALIZE,
   'invalid-context': C.ACL_ERROR_RT_CONTEXT_NULL,
   'already-exported': C.ACL_ERROR_RT_PARAM_INVALID,
+  // Stream capture: the ACL flavor has no capture calls, so these never reach it.
+  'capture-state': C.ACL_ERROR_RT_PARAM_INVALID,
+  'capture-invalidated': C.ACL_ERROR_RT_PARAM_INVALID,
+  'capture-unjoined': C.ACL_ERROR_RT_PARAM_INVALID,
+  'capture-unmatched': C.ACL_ERROR_RT_PARAM_INVALID,
+  'capture-merge': C.ACL_ERROR_RT_PARAM_INVALID,
 };
 
 /** The code a call answers when vmmkit itself failed (a bug, reported). */

@@ -27,6 +27,12 @@ export const CUDA_ERROR_TABLE: ErrorTable = {
   'not-initialized': C.CUDA_ERROR_DEINITIALIZED,
   'invalid-context': C.CUDA_ERROR_INVALID_CONTEXT,
   'already-exported': C.CUDA_ERROR_INVALID_VALUE,
+  // Stream capture (Note [Stream capture] in src/core/graphs.ts): cuda.h's codes for each.
+  'capture-state': C.CUDA_ERROR_ILLEGAL_STATE,
+  'capture-invalidated': C.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+  'capture-unjoined': C.CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+  'capture-unmatched': C.CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+  'capture-merge': C.CUDA_ERROR_STREAM_CAPTURE_MERGE,
 };
 
 /** The CUDA front end's errors: CUresult codes, this table, and the driver's own codes as they are (Note [Driver codes]). */

@@ -30,6 +30,17 @@ export const hipErrorPeerAccessAlreadyEnabled = 704;
 export const hipErrorPeerAccessNotEnabled = 705;
 export const hipErrorContextIsDestroyed = 709;
 export const hipErrorNotSupported = 801;
+/** hipErrorIllegalState and stream capture's codes (hip_runtime_api.h). */
+export const hipErrorIllegalState = 401;
+export const hipErrorStreamCaptureUnsupported = 900;
+export const hipErrorStreamCaptureInvalidated = 901;
+export const hipErrorStreamCaptureMerge = 902;
+export const hipErrorStreamCaptureUnmatched = 903;
+export const hipErrorStreamCaptureUnjoined = 904;
+export const hipErrorStreamCaptureIsolation = 905;
+export const hipErrorStreamCaptureImplicit = 906;
+export const hipErrorCapturedEvent = 907;
+export const hipErrorStreamCaptureWrongThread = 908;
 export const hipErrorUnknown = 999;
 
 /** hipError_t -> [name, description], as hipGetErrorName / hipGetErrorString give them. */

@@ -1,0 +1,290 @@
+import { GenerationalHandleTable } from '../util/handle-table.js';
+import { vmmError } from './errors.js';
+
+/**
+ * Note [Stream capture]
+ * Capture is a property of a stream: between beginCapture and endCapture,
+ * the stream work core is given for it (write, read, copy, fill, and event
+ * records) is not issued but kept, in order, in the stream's Capture; so is
+ * the work of every stream that joined the capture by waiting on an event
+ * recorded in it. endCapture turns the work list into a Graph; instantiate
+ * makes an executable graph of it (its own copy of the list, so it outlives
+ * the graph and the captured streams); a launch issues the list, in capture
+ * order, on the launch stream through the backend, as any stream work, so
+ * the simulator and the real CUDA backend replay alike. A launch writes and
+ * reads the captured device addresses and the caller's host buffers as they
+ * are at launch time: bytes copied from the host are the buffer's bytes
+ * then, and a copy to the host lands in the same buffer each launch.
+ *
+ * Joins follow the events: each stream of a capture counts its captured
+ * steps, an event recorded in capture carries what its stream has seen (a
+ * vector clock), a wait merges that into the waiting stream, and a capture
+ * may end only when its origin stream has seen every joined stream's last
+ * step (else 'capture-unjoined'). The graph is a list, not a DAG: the
+ * branches of a fork are replayed one after another in capture order,
+ * which is one valid order of the DAG's.
+ *
+ * Not modelled: kernels, child graphs (a launch on a capturing stream is
+ * captured as its work, flattened), graph editing and node handles, graph
+ * updates, conditional nodes, memory nodes (cuMemAllocAsync in capture),
+ * and the DAG's concurrency. What a flavor's driver refuses during a
+ * capture (synchronising calls, the legacy stream, the capture modes) is
+ * the flavor's: core only keeps, ends, invalidates and replays captures.
+ */
+
+export type CaptureMode = 'global' | 'thread-local' | 'relaxed';
+
+/** One step of captured stream work, issued again at each launch. */
+export type CapturedWork =
+  | { readonly kind: 'write'; readonly device: number; readonly va: number; readonly bytes: Uint8Array }
+  | { readonly kind: 'read'; readonly device: number; readonly va: number; readonly bytes: Uint8Array }
+  | {
+      readonly kind: 'copy';
+      readonly device: number;
+      readonly dst: number;
+      readonly src: number;
+      readonly size: number;
+    }
+  | {
+      readonly kind: 'fill';
+      readonly device: number;
+      readonly va: number;
+      readonly value: number;
+      readonly size: number;
+    }
+  | { readonly kind: 'record'; readonly event: number };
+
+/** What a launch issues its work through (the Runtime's backend, on the launch stream). */
+export interface WorkIssuer {
+  issue(work: CapturedWork, stream: number): void;
+}
+
+/** A capture in progress: its mode, its streams and the work they gave. */
+export class Capture {
+  readonly work: CapturedWork[] = [];
+  /** The captured steps of each stream of the capture. */
+  readonly steps = new Map<number, number>();
+  /** What each stream has seen of the others' steps (Note [Stream capture], joins). */
+  readonly seen = new Map<number, Map<number, number>>();
+  invalidated = false;
+
+  constructor(
+    readonly id: number,
+    readonly mode: CaptureMode,
+    readonly origin: number,
+    readonly device: number,
+  ) {
+    this.#join(origin, new Map());
+  }
+
+  get streams(): IterableIterator<number> {
+    return this.steps.keys();
+  }
+
+  /** One more step on `stream`: it has seen its own work. */
+  step(stream: number): void {
+    const n = (this.steps.get(stream) ?? 0) + 1;
+    this.steps.set(stream, n);
+    this.seen.get(stream)?.set(stream, n);
+  }
+
+  /** `stream` waits on what `clock` saw; a stream not yet in the capture joins it. */
+  merge(stream: number, clock: ReadonlyMap<number, number>): void {
+    if (!this.steps.has(stream)) this.#join(stream, clock);
+    const mine = this.seen.get(stream)!;
+    for (const [s, n] of clock) if ((mine.get(s) ?? 0) < n) mine.set(s, n);
+  }
+
+  /** What `stream` has seen now (a copy, for an event recorded on it). */
+  clock(stream: number): Map<number, number> {
+    return new Map(this.seen.get(stream));
+  }
+
+  /** Whether the origin has seen every stream's last step. */
+  joined(): boolean {
+    const origin = this.seen.get(this.origin)!;
+    for (const [s, n] of this.steps) if ((origin.get(s) ?? 0) < n) return false;
+    return true;
+  }
+
+  #join(stream: number, clock: ReadonlyMap<number, number>): void {
+    this.steps.set(stream, 0);
+    this.seen.set(stream, new Map(clock));
+  }
+}
+
+/** A captured graph: its work, in capture order. */
+export interface Graph {
+  readonly work: readonly CapturedWork[];
+  readonly device: number;
+}
+
+/** What a stream's capture status is: none, active, or invalidated (its capture must still be ended). */
+export type CaptureStatus = 'none' | 'active' | 'invalidated';
+
+/**
+ * One process's captures, graphs and executable graphs (Note [Stream capture]).
+ * Graph and executable-graph handles are never reused (Note [Handle values]).
+ */
+export class GraphBook {
+  /** The capture of each capturing stream (joined streams share their origin's). */
+  readonly #byStream = new Map<number, Capture>();
+  /** Events recorded in a capture still open: the capture and what the event's stream had seen. */
+  readonly #capturedEvents = new Map<number, { capture: Capture; clock: Map<number, number> }>();
+  readonly #graphs = new GenerationalHandleTable<Graph>();
+  readonly #execs = new GenerationalHandleTable<Graph>();
+  #nextCapture = 1;
+
+  /** The capture `stream` is in, if any. */
+  captureOf(stream: number): Capture | undefined {
+    return this.#byStream.get(stream);
+  }
+
+  status(stream: number): CaptureStatus {
+    const c = this.#byStream.get(stream);
+    return c === undefined ? 'none' : c.invalidated ? 'invalidated' : 'active';
+  }
+
+  /** Captures open now (for a flavor's rules on what may run during one). */
+  *captures(): IterableIterator<Capture> {
+    for (const [s, c] of this.#byStream) if (s === c.origin) yield c;
+  }
+
+  begin(stream: number, device: number, mode: CaptureMode): Capture {
+    if (this.#byStream.has(stream)) throw vmmError('capture-state', `stream ${stream} is capturing already`);
+    const c = new Capture(this.#nextCapture++, mode, stream, device);
+    this.#byStream.set(stream, c);
+    return c;
+  }
+
+  /**
+   * Keep `work` given for `stream` in its capture, if it is capturing; false
+   * if not (the caller issues it). Work given to an invalidated capture is
+   * refused ('capture-invalidated').
+   */
+  take(stream: number, work: CapturedWork): boolean {
+    const c = this.#byStream.get(stream);
+    if (c === undefined) return false;
+    if (c.invalidated)
+      throw vmmError('capture-invalidated', `the capture of stream ${stream} was invalidated`);
+    c.work.push(work);
+    c.step(stream);
+    if (work.kind === 'record') this.#capturedEvents.set(work.event, { capture: c, clock: c.clock(stream) });
+    return true;
+  }
+
+  /** An event recorded outside any capture is no longer the capture's. */
+  recordedOutside(event: number): void {
+    this.#capturedEvents.delete(event);
+  }
+
+  /** The capture an event was last recorded in, while that capture is open. */
+  eventCapture(event: number): Capture | undefined {
+    return this.#capturedEvents.get(event)?.capture;
+  }
+
+  /**
+   * `stream` waits on `event`: true if the wait belongs to a capture (the
+   * stream joins it, or orders its captured steps), false for an ordinary
+   * wait. A capturing stream waiting on another capture's event would merge
+   * two captures ('capture-merge').
+   */
+  wait(stream: number, event: number): boolean {
+    const own = this.#byStream.get(stream);
+    const recorded = this.#capturedEvents.get(event);
+    if (recorded === undefined) return own !== undefined;
+    const c = recorded.capture;
+    if (own !== undefined && own !== c)
+      throw vmmError('capture-merge', `stream ${stream} is in another capture`);
+    if (c.invalidated) throw vmmError('capture-invalidated', `the capture of event ${event} was invalidated`);
+    c.merge(stream, recorded.clock);
+    this.#byStream.set(stream, c);
+    return true;
+  }
+
+  /** Invalidate the capture `stream` is in (a call its driver refuses during capture); it must still be ended. */
+  invalidate(stream: number): void {
+    const c = this.#byStream.get(stream);
+    if (c !== undefined) c.invalidated = true;
+  }
+
+  /**
+   * End the capture begun on `stream`: a graph handle, or the capture's
+   * failure. Either way the capture is over and its streams capture no more.
+   */
+  end(stream: number): number {
+    const c = this.#byStream.get(stream);
+    if (c === undefined) throw vmmError('capture-state', `stream ${stream} is not capturing`);
+    if (c.origin !== stream) throw vmmError('capture-unmatched', `the capture was begun on ${c.origin}`);
+    const joined = c.joined();
+    this.#close(c);
+    if (c.invalidated)
+      throw vmmError('capture-invalidated', `the capture of stream ${stream} was invalidated`);
+    if (!joined) throw vmmError('capture-unjoined', `a stream of the capture was not joined back`);
+    return this.#graphs.add({ work: [...c.work], device: c.device });
+  }
+
+  /** A stream that goes while capturing leaves its capture (invalidated, when it is the origin). */
+  dropStream(stream: number): void {
+    const c = this.#byStream.get(stream);
+    if (c === undefined) return;
+    if (c.origin === stream) {
+      c.invalidated = true;
+      this.#close(c);
+    } else this.#byStream.delete(stream);
+  }
+
+  graph(graph: number): Graph {
+    const g = this.#graphs.get(graph);
+    if (g === undefined) throw vmmError('invalid-value', `no graph ${graph}`);
+    return g;
+  }
+
+  destroyGraph(graph: number): void {
+    this.graph(graph);
+    this.#graphs.remove(graph);
+  }
+
+  /** An executable graph of `graph`: its own copy of the work, so it outlives the graph. */
+  instantiate(graph: number): number {
+    const g = this.graph(graph);
+    return this.#execs.add({ work: [...g.work], device: g.device });
+  }
+
+  exec(exec: number): Graph {
+    const e = this.#execs.get(exec);
+    if (e === undefined) throw vmmError('invalid-value', `no executable graph ${exec}`);
+    return e;
+  }
+
+  destroyExec(exec: number): void {
+    this.exec(exec);
+    this.#execs.remove(exec);
+  }
+
+  /**
+   * Issue an executable graph's work on `stream`, in order. On a capturing
+   * stream the work is captured instead (a child graph, flattened).
+   */
+  launch(exec: number, stream: number, issuer: WorkIssuer): void {
+    const e = this.exec(exec);
+    for (const w of e.work) if (!this.take(stream, w)) issuer.issue(w, stream);
+  }
+
+  /** Live graphs and executable graphs (for leak checks). */
+  get size(): number {
+    return this.#graphs.size + this.#execs.size;
+  }
+
+  /** Drop every capture and graph (the process's teardown). */
+  clear(): void {
+    for (const c of [...this.captures()]) this.#close(c);
+    for (const [h] of [...this.#graphs.entries()]) this.#graphs.remove(h);
+    for (const [h] of [...this.#execs.entries()]) this.#execs.remove(h);
+  }
+
+  #close(c: Capture): void {
+    for (const s of c.streams) this.#byStream.delete(s);
+    for (const [e, r] of [...this.#capturedEvents]) if (r.capture === c) this.#capturedEvents.delete(e);
+  }
+}
