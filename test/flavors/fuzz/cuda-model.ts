@@ -726,8 +726,14 @@ const calls: CallSpec<CudaFlavor>[] = [
     run: (ep, p) => {
       const now = current(p);
       const ctx = ep.arg(() => now);
+      const result = p.cuCtxDestroy(ctx);
+      // Rule owned: none of the context's cuMemAlloc memory is left in core.
+      const live = new Set(p.runtime.describe().reservations.map((r) => BigInt(r.base)));
+      const kept = result === 0 ? [...made(p).mallocs].filter(([va, c]) => c === ctx && live.has(va)) : [];
+      const detail = `${kept.length} cuMemAlloc allocation(s) of the destroyed context left`;
       return {
-        result: p.cuCtxDestroy(ctx),
+        result,
+        broken: kept.length > 0 ? { rule: 'owned', detail } : undefined,
         onSuccess: () => {
           // Its cuMemAlloc memory went with it.
           for (const [va, c] of made(p).mallocs) if (c === ctx) made(p).mallocs.delete(va);

@@ -28,6 +28,9 @@
  *    context (two contexts on one device are two);
  *  - pointer: CU_POINTER_ATTRIBUTE_CONTEXT of cuMemAlloc memory is the
  *    context that was current at the allocation;
+ *  - owned: a cuCtxDestroy that succeeded took the context's cuMemAlloc
+ *    memory with it, a primary context's too (Note [Destroying a primary
+ *    context]);
  *  - baseline (once, after the episode): a teardown through the vendor API
  *    succeeds call by call and leaves every pool, the host pool, the live
  *    allocations and the resident bytes at zero, as the machine started.
@@ -58,6 +61,7 @@ export interface Violation {
     | 'wait'
     | 'context'
     | 'pointer'
+    | 'owned'
     | 'baseline';
   readonly call: string;
   readonly detail: string;
@@ -105,7 +109,7 @@ export interface CallSpec<P extends FuzzedProcess> {
     /** This call may fail after earlier effects, by a vendor rule (hipMemSetAccess with several descriptors). */
     partial?: boolean;
     /** A rule of the model the call broke, found by the call's own checks (wait, context, pointer). */
-    broken?: { readonly rule: 'wait' | 'context' | 'pointer'; readonly detail: string };
+    broken?: { readonly rule: 'wait' | 'context' | 'pointer' | 'owned'; readonly detail: string };
   };
 }
 

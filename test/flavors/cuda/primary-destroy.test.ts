@@ -1,0 +1,204 @@
+/**
+ * cuCtxDestroy of a primary context, cuDevicePrimaryCtxGetState,
+ * cuDevicePrimaryCtxReset and cuStreamQuery (Note [Destroying a primary
+ * context]): what the primary context owned is released through core, VMM
+ * memory stays, and the handle answers as a destroyed context until a retain.
+ */
+import { describe, expect, it } from 'vitest';
+import * as C from '../../../src/flavors/cuda/constants.js';
+import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import { cudaWithContext, DEVICE_PROP, RW0 } from './helpers.js';
+
+const G = 2 * 1024 * 1024;
+const box = <T>(value: T) => ({ value });
+
+function current(cu: CudaFlavor): bigint {
+  const b = box(-1n);
+  expect(cu.cuCtxGetCurrent(b)).toBe(0);
+  return b.value;
+}
+function freeBytes(cu: CudaFlavor): number {
+  const free = box(0);
+  expect(cu.cuMemGetInfo(free, box(0))).toBe(0);
+  return free.value;
+}
+function state(cu: CudaFlavor, dev = 0): { flags: number; active: number } {
+  const flags = box(-1);
+  const active = box(-1);
+  expect(cu.cuDevicePrimaryCtxGetState(dev, flags, active)).toBe(0);
+  return { flags: flags.value, active: active.value };
+}
+/** The primary context of device 0 retained again and made current; its handle. */
+function retainAgain(cu: CudaFlavor): bigint {
+  const b = box(0n);
+  expect(cu.cuDevicePrimaryCtxRetain(b, 0)).toBe(0);
+  expect(cu.cuCtxSetCurrent(b.value)).toBe(0);
+  return b.value;
+}
+
+describe('cuCtxDestroy of a primary context', () => {
+  it('releases its cuMemAlloc memory, streams, events and host memory through core; VMM memory stays', () => {
+    const cu = cudaWithContext();
+    const primary = current(cu);
+    const before = freeBytes(cu);
+    const p = box(0n);
+    expect(cu.cuMemAlloc(p, 8 * G)).toBe(0);
+    const s = box(0n);
+    expect(cu.cuStreamCreate(s, 0)).toBe(0);
+    expect(cu.cuMemsetD8Async(p.value, 7, G, s.value)).toBe(0);
+    const e = box(0n);
+    expect(cu.cuEventCreate(e, 0)).toBe(0);
+    expect(cu.cuEventRecord(e.value, s.value)).toBe(0);
+    const host = box<Uint8Array | null>(null);
+    expect(cu.cuMemHostAlloc(host, 4096, 0)).toBe(0);
+    const va = box(0n);
+    const h = box(0n);
+    expect(cu.cuMemAddressReserve(va, G, 0, 0n, 0)).toBe(0);
+    expect(cu.cuMemCreate(h, G, DEVICE_PROP, 0)).toBe(0);
+    expect(cu.cuMemMap(va.value, G, 0, h.value, 0)).toBe(0);
+    expect(cu.cuMemSetAccess(va.value, G, RW0, 1)).toBe(0);
+    const data = Uint8Array.from({ length: 256 }, (_, i) => (i * 13) & 255);
+    expect(cu.cuMemcpyHtoD(va.value, data, data.length)).toBe(0);
+    const held = freeBytes(cu);
+    expect(cu.cuMemHostGetFlags(box(-1), host.value!)).toBe(0);
+    expect(cu.runtime.stats().streams).toBe(1);
+
+    expect(cu.cuCtxDestroy(primary)).toBe(0);
+    // The cuMemAlloc memory and the stream are core's no more; the VMM mapping is.
+    const stats = cu.runtime.stats();
+    expect(stats.streams).toBe(0);
+    expect(stats.mappings).toBe(1);
+    expect(stats.handles).toBe(1);
+    expect(cu.runtime.describe().reservations.map((r) => r.origin)).toEqual(['vmm']);
+
+    expect(retainAgain(cu)).toBe(primary);
+    expect(freeBytes(cu)).toBe(held + 8 * G);
+    expect(freeBytes(cu)).toBe(before - G);
+    expect(cu.cuMemFree(p.value)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    expect(cu.cuStreamDestroy(s.value)).toBe(C.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuEventQuery(e.value)).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    expect(cu.cuMemHostGetFlags(box(-1), host.value!)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    expect(cu.cuMemFreeHost(host.value!)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    const back = new Uint8Array(data.length);
+    expect(cu.cuMemcpyDtoH(back, va.value, back.length)).toBe(0);
+    expect(back).toEqual(data);
+    expect(cu.cuMemUnmap(va.value, G)).toBe(0);
+    expect(cu.cuMemRelease(h.value)).toBe(0);
+    expect(cu.cuMemAddressFree(va.value, G)).toBe(0);
+    expect(freeBytes(cu)).toBe(before);
+    cu.dispose();
+  });
+
+  it('pops it, leaves it inactive, and its handle answers CUDA_ERROR_CONTEXT_IS_DESTROYED until a retain', () => {
+    const cu = cudaWithContext();
+    const primary = current(cu);
+    expect(state(cu)).toEqual({ flags: 0, active: 1 });
+    expect(cu.cuCtxDestroy(primary)).toBe(0);
+    expect(current(cu)).toBe(0n);
+    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(state(cu)).toEqual({ flags: 0, active: 0 });
+    // Its retain is gone with it.
+    expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuCtxSetCurrent(primary)).toBe(0);
+    expect(current(cu)).toBe(primary);
+    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    expect(cu.cuMemAlloc(box(0n), G)).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    // Destroyed twice: the handle names no live context.
+    expect(cu.cuCtxDestroy(primary)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    // A retain makes it anew, with the same handle, live where it is current.
+    const b = box(0n);
+    expect(cu.cuDevicePrimaryCtxRetain(b, 0)).toBe(0);
+    expect(b.value).toBe(primary);
+    expect(cu.cuCtxSynchronize()).toBe(0);
+    expect(state(cu)).toEqual({ flags: 0, active: 1 });
+    cu.dispose();
+  });
+
+  it('below a created context: the created one stays current; popping to the destroyed one answers 709', () => {
+    const cu = cudaWithContext();
+    const primary = current(cu);
+    const created = box(0n);
+    expect(cu.cuCtxCreate(created, 0, 0)).toBe(0);
+    const p = box(0n);
+    expect(cu.cuMemAlloc(p, G)).toBe(0);
+    expect(cu.cuCtxDestroy(primary)).toBe(0);
+    expect(current(cu)).toBe(created.value);
+    expect(cu.cuCtxSynchronize()).toBe(0);
+    // The created context's memory is its own, not the primary context's.
+    expect(cu.runtime.describe().reservations.map((r) => r.origin)).toEqual(['malloc']);
+    expect(cu.cuCtxDestroy(created.value)).toBe(0);
+    expect(current(cu)).toBe(primary);
+    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    expect(cu.runtime.describe().reservations).toEqual([]);
+    cu.dispose();
+  });
+
+  it('another device’s primary context stays as it was', () => {
+    const cu = cudaWithContext({ devices: ['H200', 'H200'] });
+    const other = box(0n);
+    expect(cu.cuDevicePrimaryCtxRetain(other, 1)).toBe(0);
+    expect(cu.cuCtxSetCurrent(other.value)).toBe(0);
+    const p = box(0n);
+    expect(cu.cuMemAlloc(p, G)).toBe(0);
+    const primary0 = box(0n);
+    expect(cu.cuDevicePrimaryCtxRetain(primary0, 0)).toBe(0);
+    expect(cu.cuCtxDestroy(primary0.value)).toBe(0);
+    expect(current(cu)).toBe(other.value);
+    expect(state(cu, 1)).toEqual({ flags: 0, active: 1 });
+    expect(cu.cuMemFree(p.value)).toBe(0);
+    cu.dispose();
+  });
+});
+
+describe('cuDevicePrimaryCtxReset and cuDevicePrimaryCtxGetState', () => {
+  it('reset releases what the primary context owns and keeps its retain', () => {
+    const cu = cudaWithContext();
+    const p = box(0n);
+    expect(cu.cuMemAlloc(p, G)).toBe(0);
+    const s = box(0n);
+    expect(cu.cuStreamCreate(s, 0)).toBe(0);
+    expect(cu.cuDevicePrimaryCtxReset(0)).toBe(0);
+    expect(cu.runtime.stats().streams).toBe(0);
+    expect(cu.runtime.describe().reservations).toEqual([]);
+    expect(state(cu)).toEqual({ flags: 0, active: 1 });
+    expect(cu.cuCtxSynchronize()).toBe(0);
+    expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(0);
+    expect(state(cu)).toEqual({ flags: 0, active: 0 });
+    cu.dispose();
+  });
+
+  it('answers the driver’s codes for a bad device, NULL boxes and before cuInit', () => {
+    const cu = cudaWithContext();
+    expect(cu.cuDevicePrimaryCtxGetState(7, box(0), box(0))).toBe(C.CUDA_ERROR_INVALID_DEVICE);
+    expect(cu.cuDevicePrimaryCtxGetState(0, null as never, box(0))).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    expect(cu.cuDevicePrimaryCtxGetState(0, box(0), null as never)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    expect(cu.cuDevicePrimaryCtxReset(-1)).toBe(C.CUDA_ERROR_INVALID_DEVICE);
+    cu.dispose();
+    const fresh = createCuda();
+    expect(fresh.cuDevicePrimaryCtxGetState(0, box(0), box(0))).toBe(C.CUDA_ERROR_NOT_INITIALIZED);
+    expect(fresh.cuDevicePrimaryCtxReset(0)).toBe(C.CUDA_ERROR_NOT_INITIALIZED);
+    fresh.dispose();
+  });
+});
+
+describe('cuStreamQuery', () => {
+  it('answers for a live stream, INVALID_HANDLE for a destroyed one, and creates nothing', () => {
+    const cu = cudaWithContext();
+    const s = box(0n);
+    const p = box(0n);
+    expect(cu.cuMemAlloc(p, G)).toBe(0);
+    expect(cu.cuStreamCreate(s, 0)).toBe(0);
+    expect(cu.cuMemsetD8Async(p.value, 1, G, s.value)).toBe(0);
+    const events = cu.runtime.eventCount;
+    const queued = cu.cuStreamQuery(s.value);
+    expect([C.CUDA_SUCCESS, C.CUDA_ERROR_NOT_READY]).toContain(queued);
+    expect(cu.runtime.eventCount).toBe(events);
+    expect(cu.cuStreamSynchronize(s.value)).toBe(0);
+    expect(cu.cuStreamQuery(s.value)).toBe(0);
+    expect(cu.cuStreamQuery(0n)).toBe(0);
+    expect(cu.cuStreamDestroy(s.value)).toBe(0);
+    expect(cu.cuStreamQuery(s.value)).toBe(C.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuMemFree(p.value)).toBe(0);
+    cu.dispose();
+  });
+});
