@@ -34,6 +34,7 @@ import {
   CU_MEM_ACCESS_FLAGS_PROT_READWRITE as RW,
 } from './api.js';
 import { captureCases } from './cases/capture.js';
+import { contextV2Cases } from './cases/context-v2.js';
 import { hostPointerCases } from './cases/host-pointers.js';
 import { primaryDestroyCases } from './cases/primary-destroy.js';
 import { settleCases } from './cases/settle.js';
@@ -2702,6 +2703,7 @@ const CASE_GROUPS: readonly ((define: Define) => void)[] = [
   settleCases,
   startupHeapCases,
   hostPointerCases,
+  contextV2Cases,
   primaryDestroyCases,
 ];
 for (const group of CASE_GROUPS) group(def);

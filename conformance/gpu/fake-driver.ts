@@ -362,6 +362,8 @@ export function createFakeDriver(options: MachineOptions = { devices: ['H200'] }
     'cuGraphGetNodes',
     'cuCtxCreate_v2',
     'cuCtxCreate_v4',
+    'cuCtxGetDevice_v2',
+    'cuCtxSynchronize_v2',
     'cuCtxDestroy_v2',
     'cuCtxPushCurrent_v2',
     'cuCtxPopCurrent_v2',

@@ -181,6 +181,9 @@ export const DRIVER_API = {
   cuCtxGetCurrent: 'CUresult cuCtxGetCurrent(_Out_ CUcontext *pctx)',
   cuCtxGetDevice: 'CUresult cuCtxGetDevice(_Out_ CUdevice *device)',
   cuCtxSynchronize: 'CUresult cuCtxSynchronize()',
+  // New in CUDA 13.0, beside the unchanged plain names: the context as an argument (NULL: the current one). Optional.
+  cuCtxGetDevice_v2: 'CUresult cuCtxGetDevice_v2(_Out_ CUdevice *device, CUcontext ctx)',
+  cuCtxSynchronize_v2: 'CUresult cuCtxSynchronize_v2(CUcontext ctx)',
   cuCtxPushCurrent_v2: 'CUresult cuCtxPushCurrent_v2(CUcontext ctx)',
   cuCtxPopCurrent_v2: 'CUresult cuCtxPopCurrent_v2(_Out_ CUcontext *pctx)',
   // The v2 shape (pctx, flags, dev): CUDA 13's cuda.h maps cuCtxCreate to _v4, but libcuda keeps exporting _v2.
@@ -308,4 +311,6 @@ export type DriverSymbol = keyof typeof DRIVER_API;
 export const OPTIONAL_SYMBOLS: ReadonlySet<DriverSymbol> = new Set([
   'cuCtxCreate_v4',
   'cuEventElapsedTime_v2',
+  'cuCtxGetDevice_v2',
+  'cuCtxSynchronize_v2',
 ]);

@@ -112,6 +112,10 @@ export interface RawCuda {
   cuCtxGetCurrent(ctx: Box<bigint>): number;
   cuCtxGetDevice(device: Box<number> | null): number;
   cuCtxSynchronize(): number;
+  /** CUDA 13.0's: the device of `ctx`, the current context's for NULL (cuda.h keeps cuCtxGetDevice as it was). */
+  cuCtxGetDevice_v2(device: Box<number> | null, ctx: bigint): number;
+  /** CUDA 13.0's: wait for `ctx`'s work, the current context's for NULL. */
+  cuCtxSynchronize_v2(ctx: bigint): number;
   cuCtxPushCurrent(ctx: bigint): number;
   cuCtxPopCurrent(pctx: Box<bigint> | null): number;
   cuCtxCreate(pctx: Box<bigint>, ...args: CuCtxCreateArguments): number;
@@ -408,6 +412,9 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuCtxGetCurrent: (box) => setOk(d.cuCtxGetCurrent(u64), box, () => u64[0]!),
     cuCtxGetDevice: (box) => setIfBox(d.cuCtxGetDevice(orNull(box, out)), box, () => Number(out[0])),
     cuCtxSynchronize: () => d.cuCtxSynchronize(),
+    cuCtxGetDevice_v2: (box, ctx) =>
+      setIfBox(d.cuCtxGetDevice_v2(orNull(box, out), ctx), box, () => Number(out[0])),
+    cuCtxSynchronize_v2: (ctx) => d.cuCtxSynchronize_v2(ctx),
     cuCtxPushCurrent: (ctx) => d.cuCtxPushCurrent_v2(ctx),
     cuCtxPopCurrent: (box) => setIfBox(d.cuCtxPopCurrent_v2(orNull(box, u64)), box, () => u64[0]!),
     // Four arguments are CUDA 13.0's form, three the earlier headers' (Note [Context creation parameters]).
