@@ -122,10 +122,20 @@ class Heap {
 export class DriverVaSpace {
   /** The process address space the chunks come from; the start-up heap is carved out of it. */
   readonly #os: VaAllocator;
-  /** The start-up heap, kept as its parts: the common reserve/free touches only these. */
+  /** The start-up heap's run, kept as its parts: the common reserve/free touches only these. */
   readonly #startupFree: VaAllocator;
   readonly #startupStart: number;
   readonly #startupEnd: number;
+  /** The start-up heap's hole, below the driver's memory (which no allocator holds: it is never free). */
+  readonly #hole: VaAllocator;
+  readonly #holeStart: number;
+  /** The largest alignment the hole's start meets (2 MiB): no remainder on an address per reserve. */
+  readonly #holeAlignment: number;
+  /**
+   * One reservation holds the whole hole, and #hole does not know it: the common
+   * lone 2 MiB reserve/free sets this instead of emptying and refilling #hole's map.
+   */
+  #holeWhole = false;
   /** Chunks in the order they were made (newest last). */
   readonly #chunks: Heap[] = [];
   /** The same chunks, keyed by end, to find a reservation's chunk. */
@@ -138,10 +148,14 @@ export class DriverVaSpace {
     const heap = startupRun - below;
     if (heap < start || !this.#os.take(heap, below + STARTUP_HEAP_FREE))
       throw new RangeError('the start-up heap does not fit the address space');
-    this.#startupStart = heap;
+    this.#startupStart = startupRun;
     this.#startupEnd = startupRun + STARTUP_HEAP_FREE;
-    this.#startupFree = new VaAllocator(heap, this.#startupEnd);
-    this.#startupFree.take(heap + STARTUP_HOLE, STARTUP_DRIVER_MEMORY);
+    this.#startupFree = new VaAllocator(startupRun, this.#startupEnd);
+    this.#holeStart = heap;
+    let holeAlignment = STARTUP_HOLE;
+    while (heap % (2 * holeAlignment) === 0) holeAlignment *= 2;
+    this.#holeAlignment = holeAlignment;
+    this.#hole = new VaAllocator(heap, heap + STARTUP_HOLE);
   }
 
   /** Reserve `size` bytes aligned to `alignment` (a power of two), searching from `hint` (0: none). */
@@ -154,10 +168,24 @@ export class DriverVaSpace {
       if (base >= 0) return base;
     }
     if (this.#startupEnd > hint) {
+      // The hole first: it is the start-up heap's lowest free range.
+      if (!this.#holeWhole && hint < this.#holeStart + STARTUP_HOLE) {
+        const base = this.#inHole(size, alignment, hint);
+        if (base >= 0) return base;
+      }
       const base = this.#startupFree.allocateFrom(size, alignment, hint);
       if (base >= 0) return base;
     }
     return this.#newChunk(size, alignment, hint);
+  }
+
+  /** allocateFrom in the hole, taking it whole without touching #hole when that is what is asked. */
+  #inHole(size: number, alignment: number, hint: number): number {
+    if (size !== STARTUP_HOLE || hint > this.#holeStart)
+      return this.#hole.allocateFrom(size, alignment, hint);
+    if (alignment > this.#holeAlignment || !this.#hole.allFree) return -1;
+    this.#holeWhole = true;
+    return this.#holeStart;
   }
 
   /**
@@ -167,8 +195,14 @@ export class DriverVaSpace {
    * driver chose on its own (Backend.reserve's `exact`).
    */
   allocateAt(size: number, alignment: number, at: number): number {
-    if (at >= this.#startupStart && at < this.#startupEnd)
-      return this.#startupFree.take(at, size) ? at : this.allocate(size, alignment, 0);
+    if (at >= this.#holeStart && at < this.#startupEnd) {
+      // In the start-up heap: the run, or the hole; the driver's memory between them is never free.
+      const free =
+        at >= this.#startupStart
+          ? this.#startupFree.take(at, size)
+          : !this.#holeWhole && this.#hole.take(at, size);
+      return free ? at : this.allocate(size, alignment, 0);
+    }
     const c = this.#chunkByEnd.higher(at);
     if (c !== undefined && c.start <= at)
       return c.free.take(at, size) ? at : this.allocate(size, alignment, 0);
@@ -179,8 +213,10 @@ export class DriverVaSpace {
   }
 
   release(base: number, size: number): void {
-    if (base < this.#startupEnd && base >= this.#startupStart) {
-      this.#startupFree.release(base, size);
+    if (base < this.#startupEnd && base >= this.#holeStart) {
+      if (base >= this.#startupStart) this.#startupFree.release(base, size);
+      else if (this.#holeWhole) this.#holeWhole = false;
+      else this.#hole.release(base, size);
       return;
     }
     const c = this.#chunkByEnd.higher(base);

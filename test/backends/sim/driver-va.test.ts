@@ -120,6 +120,17 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
     va.release(HOLE, G);
     expect(va.allocate(G, G, 0)).toBe(HOLE);
     expect(va.heaps).toBe(1);
+    va.release(HOLE, G);
+    // Smaller pieces (a 4 KiB-granular device's) share the hole; while one is there, 2 MiB goes to the run.
+    const half = G / 2;
+    expect(va.allocate(half, half, 0)).toBe(HOLE);
+    expect(va.allocate(G, G, 0)).toBe(HEAP + 3 * G);
+    expect(va.allocateAt(half, half, HOLE + half)).toBe(HOLE + half);
+    expect(va.allocate(half, half, 0)).toBe(HEAP + 4 * G);
+    for (const base of [HOLE, HOLE + half, HEAP + 3 * G, HEAP + 4 * G])
+      va.release(base, base < HEAP ? half : G);
+    expect(va.allocate(G, G, HOLE)).toBe(HOLE);
+    expect(va.allocateAt(half, half, HOLE + half)).toBe(HEAP + 3 * G);
   });
 
   it('random reserve/free: ranges never overlap and stay inside; freeing all leaves the start-up heap alone', () => {
