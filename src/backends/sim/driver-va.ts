@@ -29,7 +29,9 @@ class Heap {
  * address hint, as measured on the H200 (driver 580.159.04, CUDA 13.0) by
  * conformance/cuda/native/hint_probe.c, each experiment in a fresh process
  * (conformance/results/h200-hint-probe.json; experiment names in brackets),
- * and by the reserve.* cases of conformance/cuda/cases.ts:
+ * and by the reserve.* cases of conformance/cuda/cases.ts. (The documentation
+ * leaves the address to the driver, a non-zero addr being "a hint": CUDA
+ * driver API, cuMemAddressReserve.)
  *
  * - Reservations live in heaps. One exists from start-up, high in the
  *   address space (0x7f.. on the H200): the top 98 MiB of a 512 MiB PROT_NONE

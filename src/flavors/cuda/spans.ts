@@ -14,7 +14,9 @@ export interface Span {
 
 /**
  * Note [Mappings past a reservation's end]
- * The H200's cuMemMap checks only that a mapping starts inside a reservation:
+ * The documentation asks that the whole range be a reservation made by
+ * cuMemAddressReserve (CUDA driver API, cuMemMap); the H200 checks less. Its
+ * cuMemMap checks only that a mapping starts inside a reservation:
  * it may run past that reservation's end, into free VA or into the next
  * reservation, and the bytes there are usable after setAccess
  * (map.pastReservationEnd, map.pastReservationEndIntoFreedRange,
