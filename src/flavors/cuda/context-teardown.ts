@@ -19,7 +19,12 @@ export class ContextTeardown {
    */
   release(objects: ContextObjects, device: number): void {
     const runtime = this.runtime;
-    runtime.quietly(() => runtime.synchronize(device));
+    try {
+      runtime.synchronize(device);
+    } catch {
+      // Queued work that failed is the work's failure, not the destroy's, and no internal error
+      // (Note [Destroying a busy stream]); the objects go all the same.
+    }
     for (const e of objects.events) this.streams.dropOwnedEvent(e);
     for (const s of objects.streams) this.streams.dropOwned(s);
     for (const va of objects.allocations) runtime.quietly(() => runtime.mfree(va));

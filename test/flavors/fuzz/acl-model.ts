@@ -5,6 +5,7 @@ import * as C from '../../../src/flavors/acl/constants.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
+import { aclResetCalls } from './settle-calls.js';
 import { asNumber, crossDeviceWait, hostAccessCalls, smallCount, teardownRuns } from './shared.js';
 
 const NPU = { name: 'FuzzNPU', totalMemory: 24 * G, minimumGranularity: G, recommendedGranularity: 2 * G };
@@ -603,6 +604,7 @@ const calls: CallSpec<AclFlavor>[] = [
       );
     },
   }),
+  ...aclResetCalls(DEVICES.length),
 ];
 
 /** An IPC key as aclrtIpcMemGetExportKey writes it: its token in hex (Note [ACL IPC keys], src/flavors/acl/sharing.ts). */

@@ -4,6 +4,7 @@ import * as C from '../../../src/flavors/cuda/constants.js';
 import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
+import { settleCudaCalls } from './settle-calls.js';
 import {
   asNumber,
   crossDeviceWait,
@@ -770,6 +771,7 @@ const calls: CallSpec<CudaFlavor>[] = [
     }),
   },
   ...hostAccessCalls<CudaFlavor>({ mem }),
+  ...settleCudaCalls(DEVICES.length),
 ];
 
 export const CUDA_MODEL: FlavorModel<CudaFlavor> = {

@@ -31,6 +31,12 @@
  *  - owned: a cuCtxDestroy that succeeded took the context's cuMemAlloc
  *    memory with it, a primary context's too (Note [Destroying a primary
  *    context]);
+ *  - destroyed, stack, crossStream, reset, version (settle-calls.ts, issue 17
+ *    item 4): each event call answers its recorded code for a destroyed
+ *    event; pushes, pops and cuCtxSetCurrent keep the context stack; a copy
+ *    or set on another context's or device's stream succeeds and lands; an
+ *    ACL reset at aclrtSetDevice count 0 is refused; a version query answers
+ *    after dispose what it answers live;
  *  - baseline (once, after the episode): a teardown through the vendor API
  *    succeeds call by call and leaves every pool, the host pool, the live
  *    allocations and the resident bytes at zero, as the machine started.
@@ -62,6 +68,11 @@ export interface Violation {
     | 'context'
     | 'pointer'
     | 'owned'
+    | 'destroyed'
+    | 'stack'
+    | 'crossStream'
+    | 'reset'
+    | 'version'
     | 'baseline';
   readonly call: string;
   readonly detail: string;
@@ -109,7 +120,10 @@ export interface CallSpec<P extends FuzzedProcess> {
     /** This call may fail after earlier effects, by a vendor rule (hipMemSetAccess with several descriptors). */
     partial?: boolean;
     /** A rule of the model the call broke, found by the call's own checks (wait, context, pointer). */
-    broken?: { readonly rule: 'wait' | 'context' | 'pointer' | 'owned'; readonly detail: string };
+    broken?: {
+      readonly rule: Exclude<Violation['rule'], 'throw' | 'code' | 'internal'>;
+      readonly detail: string;
+    };
   };
 }
 

@@ -5,6 +5,7 @@ import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
+import { settleHipCalls } from './settle-calls.js';
 import {
   asNumber,
   crossDeviceWait,
@@ -461,6 +462,7 @@ const calls: CallSpec<HipFlavor>[] = [
     synchronize: (p, s) => p.hipStreamSynchronize(s as never),
     complete: (p, e) => p.hipEventQuery(e as never) === C.hipSuccess,
   }),
+  ...settleHipCalls(),
 ];
 
 export const HIP_MODEL: FlavorModel<HipFlavor> = {
