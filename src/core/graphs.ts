@@ -131,6 +131,8 @@ export class GraphBook {
   readonly #byStream = new Map<number, Capture>();
   /** Events recorded in a capture still open: the capture and what the event's stream had seen. */
   readonly #capturedEvents = new Map<number, { capture: Capture; clock: Map<number, number> }>();
+  /** Events whose last record was a captured one (until recorded outside, or by a launch). */
+  readonly #lastCaptured = new Set<number>();
   readonly #graphs = new GenerationalHandleTable<Graph>();
   readonly #execs = new GenerationalHandleTable<Graph>();
   #nextCapture = 1;
@@ -169,13 +171,22 @@ export class GraphBook {
       throw vmmError('capture-invalidated', `the capture of stream ${stream} was invalidated`);
     c.work.push(work);
     c.step(stream);
-    if (work.kind === 'record') this.#capturedEvents.set(work.event, { capture: c, clock: c.clock(stream) });
+    if (work.kind === 'record') {
+      this.#capturedEvents.set(work.event, { capture: c, clock: c.clock(stream) });
+      this.#lastCaptured.add(work.event);
+    }
     return true;
   }
 
   /** An event recorded outside any capture is no longer the capture's. */
   recordedOutside(event: number): void {
     this.#capturedEvents.delete(event);
+    this.#lastCaptured.delete(event);
+  }
+
+  /** Whether an event's last record was a captured one (the capture may have ended since). */
+  lastRecordCaptured(event: number): boolean {
+    return this.#lastCaptured.has(event);
   }
 
   /** The capture an event was last recorded in, while that capture is open. */
@@ -281,6 +292,7 @@ export class GraphBook {
     for (const c of [...this.captures()]) this.#close(c);
     for (const [h] of [...this.#graphs.entries()]) this.#graphs.remove(h);
     for (const [h] of [...this.#execs.entries()]) this.#execs.remove(h);
+    this.#lastCaptured.clear();
   }
 
   #close(c: Capture): void {

@@ -69,6 +69,7 @@ type RuntimeQueries =
   | 'captureOf'
   | 'openCaptures'
   | 'eventCapture'
+  | 'eventRecordedInCapture'
   | 'graphWork'
   | 'describe'
   | 'quietly'

@@ -721,6 +721,11 @@ export class Runtime implements Disposable {
     return this.#graphs.eventCapture(event);
   }
 
+  /** Whether an event's last record was a captured one (the capture may have ended since). */
+  eventRecordedInCapture(event: number): boolean {
+    return this.#graphs.lastRecordCaptured(event);
+  }
+
   /** The captured steps of a graph. */
   graphWork(graph: number): readonly CapturedWork[] {
     return this.#graphs.graph(graph).work;

@@ -263,6 +263,21 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
     cuEventRecordWithFlags: { call: (cu, e) => cu.cuEventRecordWithFlags(e.event2, e.stream, 0) },
     cuStreamWaitEvent: { call: (cu, e) => cu.cuStreamWaitEvent(0n, e.event, 0) },
     cuEventSynchronize: { call: (cu, e) => cu.cuEventSynchronize(e.event2) },
+    cuMemsetD16Async: { call: (cu, e) => cu.cuMemsetD16Async(e.p, 0x0102, 8, e.stream) },
+    cuMemsetD32Async: { call: (cu, e) => cu.cuMemsetD32Async(e.p, 0x01020304, 4, e.stream) },
+    // Stream capture: each row captures what it needs on e.stream and undoes it (captured, below).
+    cuStreamBeginCapture: { call: (cu, e) => captured(cu, e.stream, 'begin') },
+    cuStreamBeginCapture_v2: { call: (cu, e) => captured(cu, e.stream, 'begin', 'v2') },
+    cuStreamEndCapture: { call: (cu, e) => captured(cu, e.stream, 'end') },
+    cuStreamGetCaptureInfo: {
+      call: (cu, e, box) => cu.cuStreamGetCaptureInfo(e.stream, box(-1), null, null, null, null, null),
+    },
+    cuGraphInstantiate: { call: (cu, e) => captured(cu, e.stream, 'instantiate') },
+    cuGraphInstantiateWithFlags: { call: (cu, e) => captured(cu, e.stream, 'instantiate', 'v2') },
+    cuGraphLaunch: { call: (cu, e) => captured(cu, e.stream, 'launch') },
+    cuGraphGetNodes: { call: (cu, e) => captured(cu, e.stream, 'nodes') },
+    cuGraphExecDestroy: { call: (cu, e) => captured(cu, e.stream, 'execDestroy') },
+    cuGraphDestroy: { call: (cu, e) => captured(cu, e.stream, 'graphDestroy') },
     cuEventQuery: { call: (cu, e) => cu.cuEventQuery(e.event) },
     cuEventElapsedTime: { call: (cu, e, box) => cu.cuEventElapsedTime(box(-1), e.event, e.event2) },
     cuEventElapsedTime_v2: { call: (cu, e, box) => cu.cuEventElapsedTime_v2(box(-1), e.event, e.event2) },
@@ -292,6 +307,35 @@ const cudaScript: Script<CudaFlavor, CudaEnv> = {
   stillAnswer: ['cuDriverGetVersion', 'cuGetErrorName', 'cuGetErrorString'],
   dispose: (cu) => cu.dispose(),
 };
+
+/** The codes of one capture's calls on `stream`: begin, end, instantiate, launch, node count, destroys. */
+interface CaptureCodes {
+  begin: number;
+  end: number;
+  instantiate: number;
+  launch: number;
+  nodes: number;
+  execDestroy: number;
+  graphDestroy: number;
+}
+
+/** Capture nothing on `stream`, instantiate, launch and undo it all; the code of `pick` ('v2': the other names). */
+function captured(cu: CudaFlavor, stream: bigint, pick: keyof CaptureCodes, names?: 'v2'): number {
+  const g = { value: 0n };
+  const x = { value: 0n };
+  const c: Partial<CaptureCodes> = {};
+  c.begin = names ? cu.cuStreamBeginCapture_v2(stream, 0) : cu.cuStreamBeginCapture(stream, 0);
+  c.end = cu.cuStreamEndCapture(stream, g);
+  c.instantiate = names
+    ? cu.cuGraphInstantiateWithFlags(x, g.value, 0)
+    : cu.cuGraphInstantiate(x, g.value, 0);
+  c.launch = cu.cuGraphLaunch(x.value, stream);
+  cu.cuStreamSynchronize(stream);
+  c.nodes = cu.cuGraphGetNodes(g.value, null, { value: -1 });
+  c.execDestroy = cu.cuGraphExecDestroy(x.value);
+  c.graphDestroy = cu.cuGraphDestroy(g.value);
+  return (c as CaptureCodes)[pick];
+}
 
 // --- HIP -------------------------------------------------------------------------------------
 

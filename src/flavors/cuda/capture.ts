@@ -1,12 +1,18 @@
-/** CUDA's stream capture calls (Note [Stream capture] in src/core/graphs.ts): the driver's codes in front of core's captures. */
+/**
+ * CUDA's stream capture calls over core's captures (Note [Stream capture]
+ * in src/core/graphs.ts), with the driver's rules in front (Note [CUDA
+ * capture rules]).
+ */
+import type { CaptureMode } from '../../core/graphs.js';
 import type { Runtime } from '../../core/runtime.js';
-import { type Box, isBox, writeBox } from '../common/args.js';
+import { type Box, handleKey, isBox, isNull, toCount, toInt, writeBox } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
 import * as C from './constants.js';
-import type { CUstream } from './handle-types.js';
+import type { CudaContexts } from './contexts.js';
+import type { CUevent, CUhandle, CUstream } from './handle-types.js';
 import type { CudaStreams } from './streams.js';
 
-/** The capture calls of CUDA_FUNCTIONS, in the flavor's order. */
+/** The capture calls of CUDA_FUNCTIONS. */
 export const CUDA_CAPTURE_FUNCTIONS = [
   'cuStreamBeginCapture',
   'cuStreamBeginCapture_v2',
@@ -20,13 +26,65 @@ export const CUDA_CAPTURE_FUNCTIONS = [
   'cuGraphGetNodes',
 ] as const;
 
+const MODES: ReadonlyMap<number, CaptureMode> = new Map([
+  [C.CU_STREAM_CAPTURE_MODE_GLOBAL, 'global'],
+  [C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 'thread-local'],
+  [C.CU_STREAM_CAPTURE_MODE_RELAXED, 'relaxed'],
+]);
+/** Graphs and executable graphs: opaque handles over core's ids, never reused in a process. */
+const GRAPH_BASE = 1n << 48n;
+const EXEC_BASE = 2n << 48n;
+/** Ids below this are core's; a graph handle given out during its capture is above it. */
+const ID_LIMIT = 1n << 47n;
+/** CUgraphInstantiate_flags (cuda.h): AUTO_FREE_ON_LAUNCH 1, UPLOAD 2, DEVICE_LAUNCH 4, USE_NODE_PRIORITY 8. */
+const INSTANTIATE_FLAG_BITS = 1 | 2 | 4 | 8;
+
+/** What a call is, for the rules of what may run during a capture (Note [CUDA capture rules]). */
+export type CaptureGuard =
+  /** A call the documentation calls potentially unsafe during capture (cuMemAlloc, cuMemFree). */
+  | 'unsafe'
+  /** A call that waits for every stream (cuCtxSynchronize). */
+  | 'device-sync';
+
+/**
+ * Note [CUDA capture rules]
+ * Modelled from the CUDA driver API documentation (cuStreamBeginCapture,
+ * cuThreadExchangeStreamCaptureMode, cuStreamIsCapturing) until the H200's
+ * answers (conformance/cuda/cases/capture.ts) say otherwise:
+ * - Begin on the legacy NULL stream is CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+ *   on a capturing stream CUDA_ERROR_ILLEGAL_STATE; a mode that is none of
+ *   GLOBAL, THREAD_LOCAL, RELAXED is CUDA_ERROR_INVALID_VALUE.
+ * - While a capture that was not begun RELAXED is open, a potentially unsafe
+ *   call (cuMemAlloc, cuMemFree) from a thread whose mode is not RELAXED is
+ *   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates that capture. One
+ *   JavaScript thread is one CUDA thread, so GLOBAL and THREAD_LOCAL differ
+ *   only across threads and act alike here.
+ * - Synchronising with a capturing stream (cuStreamSynchronize or
+ *   cuStreamQuery of it, cuCtxSynchronize while any capture is open) is
+ *   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture.
+ * - The legacy NULL stream synchronises with every blocking stream, so work
+ *   on it (a synchronous copy or set, or async work given to it) while a
+ *   blocking stream captures is CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and
+ *   invalidates that capture; cuStreamIsCapturing of it answers
+ *   CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidates nothing.
+ * - An event whose last record was in a capture cannot be queried,
+ *   synchronised or waited on outside that capture:
+ *   CUDA_ERROR_CAPTURED_EVENT, until it is recorded outside again.
+ * - Work on an invalidated capture is CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+ *   and so is its end, which still ends it.
+ */
 export class CudaCapture {
   /** The calling thread's capture mode (cuThreadExchangeStreamCaptureMode). */
   #threadMode: number = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
+  /** Graph handles given out by cuStreamGetCaptureInfo before the capture's end, by capture id. */
+  readonly #pendingGraphs = new Map<number, bigint>();
+  /** Graph handles by core graph id, where one was given out during the capture. */
+  readonly #graphHandles = new Map<bigint, number>();
 
   constructor(
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
+    readonly contexts: CudaContexts,
     readonly streams: CudaStreams,
   ) {}
 
@@ -50,41 +108,217 @@ export class CudaCapture {
     return C.CUDA_SUCCESS;
   }
 
-  begin(_hStream: CUstream, _mode: number): number {
-    return C.CUDA_ERROR_NOT_SUPPORTED;
+  begin(hStream: CUstream, mode: number): number {
+    const m = MODES.get(toInt(mode));
+    if (m === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (this.#isLegacy(hStream)) return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return this.codes.run(() => this.runtime.beginCapture(stream, this.streams.deviceOf(hStream), m));
   }
 
-  end(_hStream: CUstream, _phGraph: Box<bigint> | null): number {
-    return C.CUDA_ERROR_NOT_SUPPORTED;
+  end(hStream: CUstream, phGraph: Box<bigint> | null): number {
+    if (!isBox(phGraph)) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const capture = this.runtime.captureOf(stream);
+    let graph = 0;
+    const code = this.codes.run(() => {
+      graph = this.runtime.endCapture(stream);
+    });
+    const pending = capture === undefined ? undefined : this.#pendingGraphs.get(capture.id);
+    if (capture !== undefined) this.#pendingGraphs.delete(capture.id);
+    if (code !== C.CUDA_SUCCESS) return code;
+    const h = pending ?? GRAPH_BASE + BigInt(graph);
+    if (pending !== undefined) this.#graphHandles.set(pending, graph);
+    if (writeBox(phGraph, h)) return C.CUDA_SUCCESS;
+    this.runtime.quietly(() => this.runtime.destroyGraph(graph));
+    return C.CUDA_ERROR_INVALID_VALUE;
   }
 
+  /** cuStreamIsCapturing (Note [CUDA capture rules] for the legacy stream). */
+  isCapturing(hStream: CUstream, captureStatus: Box<number>): number {
+    if (!isBox(captureStatus)) return C.CUDA_ERROR_INVALID_VALUE;
+    // A destroyed stream is CUDA_ERROR_INVALID_CONTEXT here, not INVALID_HANDLE (capture.isCapturingDestroyedStream).
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    if (this.#isLegacy(hStream) && this.#blockingCapture() !== undefined)
+      return C.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    return writeBox(captureStatus, this.#status(stream)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /** cuda.h 13.0's cuStreamGetCaptureInfo (_v3); every out-parameter may be NULL. */
   info(
-    _hStream: CUstream,
-    _status: Box<number> | null,
-    _id: Box<bigint> | null,
-    _graph: Box<bigint> | null,
-    _numDependencies: Box<number> | null,
+    hStream: CUstream,
+    status: Box<number> | null,
+    id: Box<bigint> | null,
+    graph: Box<bigint> | null,
+    numDependencies: Box<number> | null,
   ): number {
-    return C.CUDA_ERROR_NOT_SUPPORTED;
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (this.#isLegacy(hStream) && this.#blockingCapture() !== undefined)
+      return C.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    const c = this.runtime.captureOf(stream);
+    const s = this.#status(stream);
+    if (isBox(status) && !writeBox(status, s)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (c === undefined || s !== C.CU_STREAM_CAPTURE_STATUS_ACTIVE) return C.CUDA_SUCCESS;
+    if (isBox(id) && !writeBox(id, BigInt(c.id))) return C.CUDA_ERROR_INVALID_VALUE;
+    if (isBox(graph)) {
+      const h = this.#pendingGraphs.get(c.id) ?? GRAPH_BASE + ID_LIMIT + BigInt(c.id);
+      this.#pendingGraphs.set(c.id, h);
+      if (!writeBox(graph, h)) return C.CUDA_ERROR_INVALID_VALUE;
+    }
+    // The stream's work so far is one dependency (its last step), or none before its first.
+    const deps = (c.steps.get(stream) ?? 0) > 0 || stream !== c.origin ? 1 : 0;
+    if (isBox(numDependencies) && !writeBox(numDependencies, deps)) return C.CUDA_ERROR_INVALID_VALUE;
+    return C.CUDA_SUCCESS;
   }
 
-  instantiate(_phExec: Box<bigint> | null, _hGraph: bigint | number, _flags: bigint | number): number {
-    return C.CUDA_ERROR_NOT_SUPPORTED;
+  instantiate(phExec: Box<bigint> | null, hGraph: CUhandle, flags: unknown): number {
+    if (!isBox(phExec)) return C.CUDA_ERROR_INVALID_VALUE;
+    const f = toCount(flags);
+    if (f < 0 || (f & ~INSTANTIATE_FLAG_BITS) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const graph = this.#graph(hGraph);
+    if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    let exec = 0;
+    const code = this.codes.run(() => {
+      exec = this.runtime.instantiateGraph(graph);
+    });
+    if (code !== C.CUDA_SUCCESS) return code;
+    if (writeBox(phExec, EXEC_BASE + BigInt(exec))) return C.CUDA_SUCCESS;
+    this.runtime.quietly(() => this.runtime.destroyGraphExec(exec));
+    return C.CUDA_ERROR_INVALID_VALUE;
   }
 
-  launch(_hExec: bigint | number, _hStream: CUstream): number {
-    return C.CUDA_ERROR_NOT_SUPPORTED;
+  launch(hExec: CUhandle, hStream: CUstream): number {
+    const exec = idFrom(hExec, EXEC_BASE);
+    if (exec < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const code = this.onStream(hStream);
+    if (code !== C.CUDA_SUCCESS) return code;
+    return this.codes.run(() => this.runtime.launchGraph(exec, stream));
   }
 
-  destroyGraph(_hGraph: bigint | number): number {
-    return C.CUDA_ERROR_NOT_SUPPORTED;
+  destroyGraph(hGraph: CUhandle): number {
+    const graph = this.#graph(hGraph);
+    if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const code = this.codes.run(() => this.runtime.destroyGraph(graph));
+    if (code === C.CUDA_SUCCESS) this.#graphHandles.delete(handleKey(hGraph) as bigint);
+    return code;
   }
 
-  destroyExec(_hExec: bigint | number): number {
-    return C.CUDA_ERROR_NOT_SUPPORTED;
+  destroyExec(hExec: CUhandle): number {
+    const exec = idFrom(hExec, EXEC_BASE);
+    if (exec < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    return this.codes.run(() => this.runtime.destroyGraphExec(exec));
   }
 
-  nodes(_hGraph: bigint | number, _numNodes: Box<number> | null): number {
-    return C.CUDA_ERROR_NOT_SUPPORTED;
+  /** cuGraphGetNodes with NULL nodes: the count. */
+  nodes(hGraph: CUhandle, numNodes: Box<number> | null): number {
+    if (!isBox(numNodes)) return C.CUDA_ERROR_INVALID_VALUE;
+    const graph = this.#graph(hGraph);
+    if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
+    let n = 0;
+    const code = this.codes.run(() => {
+      n = this.runtime.graphWork(graph).length;
+    });
+    if (code !== C.CUDA_SUCCESS) return code;
+    return writeBox(numNodes, n) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
+
+  // --- the rules for other calls during a capture (Note [CUDA capture rules]) ---
+
+  /** A call that is not stream work: what it answers while captures are open (CUDA_SUCCESS: go on). */
+  guard(kind: CaptureGuard): number {
+    const open = this.runtime.openCaptures();
+    if (open.length === 0) return C.CUDA_SUCCESS;
+    const prohibiting =
+      kind === 'device-sync'
+        ? open
+        : this.#threadMode === C.CU_STREAM_CAPTURE_MODE_RELAXED
+          ? []
+          : open.filter((c) => c.mode !== 'relaxed');
+    if (prohibiting.length === 0) return C.CUDA_SUCCESS;
+    for (const c of prohibiting) this.runtime.invalidateCapture(c.origin);
+    return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+
+  /** Stream work given to `hStream` (0n: the synchronous calls'): the legacy stream's implicit synchronisation. */
+  onStream(hStream: CUstream): number {
+    if (!this.#isLegacy(hStream)) return C.CUDA_SUCCESS;
+    const c = this.#blockingCapture();
+    if (c === undefined) return C.CUDA_SUCCESS;
+    this.runtime.invalidateCapture(c);
+    return C.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  }
+
+  /** cuStreamSynchronize and cuStreamQuery of a capturing stream. */
+  onSynchronize(hStream: CUstream): number {
+    const stream = this.streams.stream(hStream);
+    if (stream < 0) return C.CUDA_SUCCESS;
+    if (this.runtime.captureStatus(stream) !== 'none') {
+      this.runtime.invalidateCapture(stream);
+      return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return this.onStream(hStream);
+  }
+
+  /** cuEventQuery, cuEventSynchronize, and cuStreamWaitEvent outside the event's capture. */
+  onEvent(hEvent: CUevent, hStream?: CUstream): number {
+    const id = this.streams.events.idOf(hEvent);
+    if (id <= 0 || !this.runtime.eventRecordedInCapture(id)) return C.CUDA_SUCCESS;
+    const c = this.runtime.eventCapture(id);
+    if (hStream !== undefined && c !== undefined) {
+      const stream = this.streams.stream(hStream);
+      // A wait inside the event's capture, or one that joins a stream to it, is the capture's own.
+      const own = stream >= 0 ? this.runtime.captureOf(stream) : undefined;
+      if (own === undefined || own === c) return C.CUDA_SUCCESS;
+    }
+    return C.CUDA_ERROR_CAPTURED_EVENT;
+  }
+
+  /** Whether `hStream` is capturing (an external event record or wait belongs there). */
+  capturing(hStream: CUstream): boolean {
+    const stream = this.streams.stream(hStream);
+    return stream >= 0 && this.runtime.captureStatus(stream) !== 'none';
+  }
+
+  // --- helpers ---
+
+  #status(stream: number): number {
+    const s = this.runtime.captureStatus(stream);
+    return s === 'none'
+      ? C.CU_STREAM_CAPTURE_STATUS_NONE
+      : s === 'active'
+        ? C.CU_STREAM_CAPTURE_STATUS_ACTIVE
+        : C.CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  }
+
+  /** The NULL stream and CU_STREAM_LEGACY; CU_STREAM_PER_THREAD is a stream of its own. */
+  #isLegacy(h: CUstream): boolean {
+    return isNull(h) || h === C.CU_STREAM_LEGACY || h === 1;
+  }
+
+  /** A capturing blocking stream (one the legacy stream synchronises with), as core's stream id. */
+  #blockingCapture(): number | undefined {
+    for (const c of this.runtime.openCaptures())
+      for (const s of c.streams) if (s !== 0 && !this.streams.nonBlocking(s)) return s;
+    return undefined;
+  }
+
+  /** A graph handle as core's graph id, or -1. */
+  #graph(h: CUhandle): number {
+    const key = handleKey(h);
+    if (typeof key !== 'bigint') return -1;
+    return this.#graphHandles.get(key) ?? idFrom(h, GRAPH_BASE);
+  }
+}
+
+/** Core's id of a handle made as base + id, or -1. */
+function idFrom(h: CUhandle, base: bigint): number {
+  const key = handleKey(h);
+  if (typeof key !== 'bigint' || key <= base || key >= base + ID_LIMIT) return -1;
+  return Number(key - base);
 }

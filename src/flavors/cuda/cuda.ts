@@ -185,7 +185,7 @@ export class CudaFlavor extends VendorProcess {
     this.#streams,
     this.#addresses,
   );
-  readonly #capture = new CudaCapture(this.runtime, this.codes, this.#streams);
+  readonly #capture = new CudaCapture(this.runtime, this.codes, this.#contexts, this.#streams);
   /** Peer access enabled from the current device (cuCtxEnablePeerAccess, Note [Peer access]). */
   readonly #peers = new PeerGrants(this.runtime.devices.length);
 
@@ -335,7 +335,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuCtxSynchronize(): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.guard('device-sync');
     if (code !== C.CUDA_SUCCESS) return code;
     return this.codes.run(() => this.runtime.synchronize(this.#contexts.device));
   }
@@ -561,13 +561,13 @@ export class CudaFlavor extends VendorProcess {
   // --- the one-step path (one-step.ts) ------------------------------------------------------------
 
   cuMemAlloc(dptr: Box<bigint>, bytesize: Size): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.guard('unsafe');
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#oneStep.alloc(dptr, bytesize);
   }
 
   cuMemFree(dptr: CUdeviceptr): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.guard('unsafe');
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#oneStep.free(dptr);
   }
@@ -624,7 +624,7 @@ export class CudaFlavor extends VendorProcess {
 
   /** Unified addressing: the direction from the operands (a host buffer, or a device pointer). */
   cuMemcpy(dst: CUdeviceptr | Uint8Array, src: CUdeviceptr | Uint8Array, byteCount: Size): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(0n);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.unified(dst, src, byteCount, 0n);
   }
@@ -635,25 +635,25 @@ export class CudaFlavor extends VendorProcess {
     byteCount: Size,
     hStream: CUstream,
   ): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.unified(dst, src, byteCount, hStream);
   }
 
   cuMemcpyHtoD(dstDevice: CUdeviceptr, srcHost: Uint8Array, byteCount: Size): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(0n);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.htod(dstDevice, srcHost, byteCount, 0n);
   }
 
   cuMemcpyDtoH(dstHost: Uint8Array, srcDevice: CUdeviceptr, byteCount: Size): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(0n);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.dtoh(dstHost, srcDevice, byteCount, 0n);
   }
 
   cuMemcpyDtoD(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, byteCount: Size): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(0n);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.dtod(dstDevice, srcDevice, byteCount, 0n);
   }
@@ -671,13 +671,13 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemcpyHtoDAsync(dstDevice: CUdeviceptr, srcHost: Uint8Array, byteCount: Size, hStream: CUstream): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.htod(dstDevice, srcHost, byteCount, hStream);
   }
 
   cuMemcpyDtoHAsync(dstHost: Uint8Array, srcDevice: CUdeviceptr, byteCount: Size, hStream: CUstream): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.dtoh(dstHost, srcDevice, byteCount, hStream);
   }
@@ -688,33 +688,33 @@ export class CudaFlavor extends VendorProcess {
     byteCount: Size,
     hStream: CUstream,
   ): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.dtod(dstDevice, srcDevice, byteCount, hStream);
   }
 
   cuMemsetD8(dstDevice: CUdeviceptr, uc: number, n: Size): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(0n);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.memset(dstDevice, uc, n, 0n);
   }
 
   cuMemsetD8Async(dstDevice: CUdeviceptr, uc: number, n: Size, hStream: CUstream): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.memset(dstDevice, uc, n, hStream);
   }
 
   /** N 16-bit values; the destination must be 2-byte aligned. */
   cuMemsetD16(dstDevice: CUdeviceptr, us: number, n: Size): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(0n);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.memsetWide(dstDevice, us, n, 2);
   }
 
   /** N 32-bit values; the destination must be 4-byte aligned. */
   cuMemsetD32(dstDevice: CUdeviceptr, ui: number, n: Size): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onStream(0n);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.memsetWide(dstDevice, ui, n, 4);
   }
@@ -728,7 +728,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuStreamSynchronize(hStream: CUstream): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onSynchronize(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#streams.synchronize(hStream);
   }
@@ -739,16 +739,14 @@ export class CudaFlavor extends VendorProcess {
     return this.#streams.destroy(hStream);
   }
 
-  /** Nothing captures in vmmkit: every valid stream answers CU_STREAM_CAPTURE_STATUS_NONE. */
+  /** CUDA_SUCCESS once the stream's work has run, else CUDA_ERROR_NOT_READY; a capturing stream's: capture.ts. */
   cuStreamQuery(hStream: CUstream): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onSynchronize(hStream);
     return code !== C.CUDA_SUCCESS ? code : this.#streams.queryStream(hStream);
   }
 
   cuStreamIsCapturing(hStream: CUstream, captureStatus: Box<number>): number {
-    const code = this.#needContext();
-    if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.isCapturing(hStream, captureStatus);
+    return this.#needContext() || this.#capture.isCapturing(hStream, captureStatus);
   }
 
   /** Swap the calling thread's capture mode (capture.ts): the mode given in, the previous one out. */
@@ -764,27 +762,30 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuEventRecord(hEvent: CUevent, hStream: CUstream): number {
-    const code = this.#needContext();
-    if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.record(hEvent, hStream, C.CU_EVENT_RECORD_DEFAULT);
+    return this.#record(hEvent, hStream, C.CU_EVENT_RECORD_DEFAULT);
   }
 
-  /** CU_EVENT_RECORD_EXTERNAL belongs under stream capture, which never runs here: CUDA_ERROR_ILLEGAL_STATE, as on the H200. */
+  /** CU_EVENT_RECORD_EXTERNAL belongs under stream capture: outside one, CUDA_ERROR_ILLEGAL_STATE, as on the H200. */
   cuEventRecordWithFlags(hEvent: CUevent, hStream: CUstream, flags: number): number {
-    const code = this.#needContext();
+    return this.#record(hEvent, hStream, flags);
+  }
+
+  /** Both records, past the tracer (one span a call); in capture a record is a step of the graph. */
+  #record(hEvent: CUevent, hStream: CUstream, flags: number): number {
+    const code = this.#needContext() || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.record(hEvent, hStream, flags);
+    return this.#streams.record(hEvent, hStream, flags, this.#capture.capturing(hStream));
   }
 
   /** CUDA_SUCCESS when the recorded work is done (or nothing was recorded), CUDA_ERROR_NOT_READY while not. */
   cuEventQuery(hEvent: CUevent): number {
     if (!this.#initialized) return this.#uninitialized();
-    return this.#streams.query(hEvent);
+    return this.#capture.onEvent(hEvent) || this.#streams.query(hEvent);
   }
 
   cuEventSynchronize(hEvent: CUevent): number {
     if (!this.#initialized) return this.#uninitialized();
-    return this.#streams.synchronizeEvent(hEvent);
+    return this.#capture.onEvent(hEvent) || this.#streams.synchronizeEvent(hEvent);
   }
 
   /** Destroying an event whose work is still queued is allowed: the work is not affected. */
@@ -807,17 +808,19 @@ export class CudaFlavor extends VendorProcess {
 
   /** Work queued on hStream from now on waits for hEvent's recorded work (an event of any context). */
   cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, flags: number): number {
-    const code = this.#needContext();
+    const code = this.#needContext() || this.#capture.onEvent(hEvent, hStream);
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.waitEvent(hStream, hEvent, flags);
+    return this.#streams.waitEvent(hStream, hEvent, flags, this.#capture.capturing(hStream));
   }
 
   cuMemsetD16Async(dstDevice: CUdeviceptr, us: number, n: Size, hStream: CUstream): number {
-    return this.#needContext() || this.#copies.memsetWide(dstDevice, us, n, 2, hStream);
+    const code = this.#needContext() || this.#capture.onStream(hStream);
+    return code || this.#copies.memsetWide(dstDevice, us, n, 2, hStream);
   }
 
   cuMemsetD32Async(dstDevice: CUdeviceptr, ui: number, n: Size, hStream: CUstream): number {
-    return this.#needContext() || this.#copies.memsetWide(dstDevice, ui, n, 4, hStream);
+    const code = this.#needContext() || this.#capture.onStream(hStream);
+    return code || this.#copies.memsetWide(dstDevice, ui, n, 4, hStream);
   }
 
   // --- stream capture (capture.ts, Note [Stream capture] in src/core/graphs.ts) ------------------------

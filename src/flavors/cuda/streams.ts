@@ -1,6 +1,6 @@
 /** CUDA streams and events over core's, with the driver's rules in front. */
 import type { Runtime } from '../../core/runtime.js';
-import { type Box, handleKey, isBox, isNull, probeBox, toInt, writeBox } from '../common/args.js';
+import { type Box, handleKey, isBox, isNull, probeBox, toInt } from '../common/args.js';
 import type { VendorCodes } from '../common/error-table.js';
 import { StreamsAndEvents } from '../common/streams.js';
 import * as C from './constants.js';
@@ -44,6 +44,8 @@ export class CudaStreams extends StreamsAndEvents {
   /** The context each live stream and event was made in (Note [CUDA events]). */
   readonly #streamContexts = new Map<bigint, bigint>();
   readonly #eventContexts = new Map<number, bigint>();
+  /** Core ids of the live streams made CU_STREAM_NON_BLOCKING (the legacy stream does not wait for them). */
+  readonly #nonBlocking = new Set<number>();
 
   constructor(
     runtime: Runtime,
@@ -79,6 +81,7 @@ export class CudaStreams extends StreamsAndEvents {
       const h = this.streams.create(this.contexts.device, phStream);
       if (h === undefined) return C.CUDA_ERROR_INVALID_VALUE;
       this.#streamContexts.set(h, this.contexts.handle);
+      if (f === C.CU_STREAM_NON_BLOCKING) this.#nonBlocking.add(this.streams.get(h)?.id ?? -1);
       this.contexts.owner()?.streams.add(h);
       return C.CUDA_SUCCESS;
     } catch (e) {
@@ -107,6 +110,7 @@ export class CudaStreams extends StreamsAndEvents {
       return this.codes.code(e);
     }
     this.#streamContexts.delete(h);
+    this.#nonBlocking.delete(s.id);
     for (const c of this.contexts.allOwners()) c.streams.delete(h);
     return C.CUDA_SUCCESS;
   }
@@ -133,14 +137,9 @@ export class CudaStreams extends StreamsAndEvents {
     return code !== C.CUDA_SUCCESS || done ? code : C.CUDA_ERROR_NOT_READY;
   }
 
-  /** Nothing captures in vmmkit: every valid stream answers CU_STREAM_CAPTURE_STATUS_NONE. */
-  isCapturing(hStream: CUstream, captureStatus: Box<number>): number {
-    if (!isBox(captureStatus)) return C.CUDA_ERROR_INVALID_VALUE;
-    // A destroyed stream is CUDA_ERROR_INVALID_CONTEXT here, not INVALID_HANDLE (capture.isCapturingDestroyedStream).
-    if (this.stream(hStream) < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
-    return writeBox(captureStatus, C.CU_STREAM_CAPTURE_STATUS_NONE)
-      ? C.CUDA_SUCCESS
-      : C.CUDA_ERROR_INVALID_VALUE;
+  /** Whether core's stream `stream` was made CU_STREAM_NON_BLOCKING. */
+  nonBlocking(stream: number): boolean {
+    return this.#nonBlocking.has(stream);
   }
 
   /** Destroy a stream a created context owned, as cuCtxDestroy does: quietly. */
@@ -148,6 +147,7 @@ export class CudaStreams extends StreamsAndEvents {
     const s = this.streams.get(h);
     this.streams.forget(h);
     this.#streamContexts.delete(h);
+    if (s !== undefined) this.#nonBlocking.delete(s.id);
     if (s !== undefined) this.runtime.quietly(() => this.runtime.destroyStream(s.id));
   }
 
@@ -178,8 +178,8 @@ export class CudaStreams extends StreamsAndEvents {
     }
   }
 
-  /** cuEventRecord(WithFlags): CU_EVENT_RECORD_EXTERNAL belongs under stream capture, which never runs here. */
-  record(hEvent: CUevent, hStream: CUstream, flags: number): number {
+  /** cuEventRecord(WithFlags): CU_EVENT_RECORD_EXTERNAL belongs under stream capture (`capturing`: hStream is). */
+  record(hEvent: CUevent, hStream: CUstream, flags: number, capturing = false): number {
     const f = toInt(flags);
     if (f !== C.CU_EVENT_RECORD_DEFAULT && f !== C.CU_EVENT_RECORD_EXTERNAL)
       return C.CUDA_ERROR_INVALID_VALUE;
@@ -191,7 +191,7 @@ export class CudaStreams extends StreamsAndEvents {
     const context = stream === 0 ? this.contexts.handle : this.#streamContexts.get(handleKey(hStream) ?? -1n);
     if (context !== this.#eventContexts.get(id)) return C.CUDA_ERROR_INVALID_HANDLE;
     // An external record belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
-    if (f === C.CU_EVENT_RECORD_EXTERNAL) return C.CUDA_ERROR_ILLEGAL_STATE;
+    if (f === C.CU_EVENT_RECORD_EXTERNAL && !capturing) return C.CUDA_ERROR_ILLEGAL_STATE;
     const result = this.codes.run(() => this.runtime.recordEvent(id, stream));
     if (result === C.CUDA_SUCCESS) this.events.state(id)!.recorded = true;
     return result;
@@ -241,7 +241,7 @@ export class CudaStreams extends StreamsAndEvents {
   }
 
   /** Work queued on hStream from now on waits for hEvent's recorded work (an event of any context). */
-  waitEvent(hStream: CUstream, hEvent: CUevent, flags: number): number {
+  waitEvent(hStream: CUstream, hEvent: CUevent, flags: number, capturing = false): number {
     const stream = this.stream(hStream);
     const id = this.#event(hEvent);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
@@ -249,7 +249,7 @@ export class CudaStreams extends StreamsAndEvents {
     const f = toInt(flags);
     if (f !== C.CU_EVENT_WAIT_DEFAULT && f !== C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_INVALID_VALUE;
     // An external wait belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
-    if (f === C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_ILLEGAL_STATE;
+    if (f === C.CU_EVENT_WAIT_EXTERNAL && !capturing) return C.CUDA_ERROR_ILLEGAL_STATE;
     return this.codes.run(() => this.runtime.streamWaitEvent(stream, id));
   }
 
