@@ -462,7 +462,7 @@ const calls: CallSpec<HipFlavor>[] = [
     synchronize: (p, s) => p.hipStreamSynchronize(s as never),
     complete: (p, e) => p.hipEventQuery(e as never) === C.hipSuccess,
   }),
-  ...settleHipCalls(),
+  ...settleHipCalls(DEVICES.length),
 ];
 
 export const HIP_MODEL: FlavorModel<HipFlavor> = {

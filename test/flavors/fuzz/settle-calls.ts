@@ -275,9 +275,58 @@ function versionAfterDispose<P extends CudaFlavor | HipFlavor>(prefix: 'cu' | 'h
   };
 }
 
-/** The HIP flavor's settle calls. */
-export function settleHipCalls(): CallSpec<HipFlavor>[] {
-  return [versionAfterDispose('hip')];
+/** Rule crossStream for HIP: a set or copy on another device's stream, with this device current, lands. */
+function hipCrossStream(devices: number): CallSpec<HipFlavor> {
+  return {
+    name: 'hipMemsetAsync/hipMemcpyAsync(another device stream)',
+    weight: 0.3,
+    partialOnFailure: true,
+    run: (ep, p) => {
+      const start = { value: -1 };
+      p.hipGetDevice(start);
+      const dx = ep.rng.below(devices);
+      const dy = (dx + 1 + ep.rng.below(devices - 1)) % devices;
+      const s = { value: 0n };
+      const m = { value: 0n };
+      try {
+        if (p.hipSetDevice(dx) !== H.hipSuccess) return { result: H.hipSuccess };
+        if (p.hipStreamCreate(s) !== H.hipSuccess || p.hipMalloc(m, 64) !== H.hipSuccess)
+          return { result: H.hipSuccess };
+        p.hipSetDevice(dy);
+        const bytes = new Uint8Array(64).map(() => ep.rng.below(256));
+        const set = ep.rng.chance(0.5);
+        const queued = set
+          ? p.hipMemsetAsync(m.value, bytes[0] ?? 0, 64, s.value)
+          : p.hipMemcpyAsync(m.value, bytes, 64, H.hipMemcpyHostToDevice, s.value);
+        const synced = queued === H.hipSuccess ? p.hipStreamSynchronize(s.value) : queued;
+        p.hipSetDevice(dx);
+        const back = new Uint8Array(64);
+        const read = p.hipMemcpy(back, m.value, 64, H.hipMemcpyDeviceToHost);
+        const want = set ? new Uint8Array(64).fill(bytes[0] ?? 0) : bytes;
+        const what = `${set ? 'a set' : 'a copy'} on device ${dx}'s stream with device ${dy} current`;
+        if (queued !== H.hipSuccess || synced !== H.hipSuccess)
+          return {
+            result: H.hipSuccess,
+            broken: rule('crossStream', `${what} answered ${queued}, ${synced}`),
+          };
+        const landed = read === H.hipSuccess && back.every((b, i) => b === want[i]);
+        return {
+          result: H.hipSuccess,
+          broken: landed ? undefined : rule('crossStream', `${what} did not land`),
+        };
+      } finally {
+        p.hipSetDevice(dx);
+        if (m.value !== 0n) p.hipFree(m.value);
+        if (s.value !== 0n) p.hipStreamDestroy(s.value);
+        if (start.value >= 0) p.hipSetDevice(start.value);
+      }
+    },
+  };
+}
+
+/** The HIP flavor's settle calls, for a machine of `devices` devices (at least two). */
+export function settleHipCalls(devices: number): CallSpec<HipFlavor>[] {
+  return [versionAfterDispose('hip'), hipCrossStream(devices)];
 }
 
 function rule(name: Broken['rule'], detail: string): Broken {
