@@ -269,13 +269,8 @@ export class CudaCapture {
   onEvent(hEvent: CUevent, hStream?: CUstream): number {
     const id = this.streams.events.idOf(hEvent);
     if (id <= 0 || !this.runtime.eventRecordedInCapture(id)) return C.CUDA_SUCCESS;
-    const c = this.runtime.eventCapture(id);
-    if (hStream !== undefined && c !== undefined) {
-      const stream = this.streams.stream(hStream);
-      // A wait inside the event's capture, or one that joins a stream to it, is the capture's own.
-      const own = stream >= 0 ? this.runtime.captureOf(stream) : undefined;
-      if (own === undefined || own === c) return C.CUDA_SUCCESS;
-    }
+    // A wait on an event of an open capture joins it, or would merge two (core's answer).
+    if (hStream !== undefined && this.runtime.eventCapture(id) !== undefined) return C.CUDA_SUCCESS;
     return C.CUDA_ERROR_CAPTURED_EVENT;
   }
 
