@@ -1,5 +1,7 @@
+import type { Backend } from '../backend/backend.js';
 import { GenerationalHandleTable } from '../util/handle-table.js';
 import { vmmError } from './errors.js';
+import type { EventTable } from './events.js';
 
 /**
  * Note [Stream capture]
@@ -53,11 +55,6 @@ export type CapturedWork =
       readonly size: number;
     }
   | { readonly kind: 'record'; readonly event: number };
-
-/** What a launch issues its work through (the Runtime's backend, on the launch stream). */
-export interface WorkIssuer {
-  issue(work: CapturedWork, stream: number): void;
-}
 
 /** A capture in progress: its mode, its streams and the work they gave. */
 export class Capture {
@@ -122,11 +119,25 @@ export interface Graph {
 /** What a stream's capture status is: none, active, or invalidated (its capture must still be ended). */
 export type CaptureStatus = 'none' | 'active' | 'invalidated';
 
+/** The queries of a process's captures and graphs (Runtime.captures), for the flavors' rules. */
+export interface CaptureView {
+  /** The capture `stream` is in, if any. */
+  captureOf(stream: number): Capture | undefined;
+  status(stream: number): CaptureStatus;
+  /** Captures open now. */
+  captures(): IterableIterator<Capture>;
+  /** The open capture an event was last recorded in. */
+  eventCapture(event: number): Capture | undefined;
+  /** Whether an event's last record was a captured one (the capture may have ended since). */
+  lastRecordCaptured(event: number): boolean;
+  graph(graph: number): Graph;
+}
+
 /**
  * One process's captures, graphs and executable graphs (Note [Stream capture]).
  * Graph and executable-graph handles are never reused (Note [Handle values]).
  */
-export class GraphBook {
+export class GraphBook implements CaptureView {
   /** The capture of each capturing stream (joined streams share their origin's). */
   readonly #byStream = new Map<number, Capture>();
   /** Events recorded in a capture still open: the capture and what the event's stream had seen. */
@@ -274,12 +285,23 @@ export class GraphBook {
   }
 
   /**
-   * Issue an executable graph's work on `stream`, in order. On a capturing
-   * stream the work is captured instead (a child graph, flattened).
+   * Issue an executable graph's work on `stream`, in order, through the
+   * backend as any stream work. On a capturing stream the work is captured
+   * instead (a child graph, flattened). A record of an event destroyed
+   * since is skipped.
    */
-  launch(exec: number, stream: number, issuer: WorkIssuer): void {
-    const e = this.exec(exec);
-    for (const w of e.work) if (!this.take(stream, w)) issuer.issue(w, stream);
+  launch(exec: number, stream: number, backend: Backend, events: EventTable): void {
+    for (const w of this.exec(exec).work) {
+      if (this.take(stream, w)) continue;
+      if (w.kind === 'write') backend.write(w.device, w.va, w.bytes, stream);
+      else if (w.kind === 'read') backend.read(w.device, w.va, w.bytes, stream);
+      else if (w.kind === 'copy') backend.copy(w.device, w.dst, w.src, w.size, stream);
+      else if (w.kind === 'fill') backend.fill(w.device, w.va, w.value, w.size, stream);
+      else if (events.deviceOf(w.event) !== undefined) {
+        events.record(w.event, stream);
+        this.recordedOutside(w.event);
+      }
+    }
   }
 
   /** Live graphs and executable graphs (for leak checks). */

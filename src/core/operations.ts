@@ -65,12 +65,6 @@ type RuntimeQueries =
   | 'eventDevice'
   | 'eventDestroyed'
   | 'eventCount'
-  | 'captureStatus'
-  | 'captureOf'
-  | 'openCaptures'
-  | 'eventCapture'
-  | 'eventRecordedInCapture'
-  | 'graphWork'
   | 'describe'
   | 'quietly'
   | 'dispose';

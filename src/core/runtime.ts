@@ -7,13 +7,7 @@ import { AllocationBook } from './allocations.js';
 import { describeBooks, type RuntimeDescription } from './description.js';
 import { vmmError, warn } from './errors.js';
 import { EventTable } from './events.js';
-import {
-  type Capture,
-  type CapturedWork,
-  type CaptureMode,
-  type CaptureStatus,
-  GraphBook,
-} from './graphs.js';
+import { type CaptureMode, type CaptureView, GraphBook } from './graphs.js';
 import { checkHostAccess } from './host-access.js';
 import { checkVmm, Mapper } from './mapper.js';
 import { CORE, type Mapping, type PhysicalAllocation, type Reservation } from './objects.js';
@@ -702,33 +696,9 @@ export class Runtime implements Disposable {
     this.#graphs.invalidate(stream);
   }
 
-  captureStatus(stream: number): CaptureStatus {
-    return this.#graphs.status(stream);
-  }
-
-  /** The capture `stream` is in, if any. */
-  captureOf(stream: number): Capture | undefined {
-    return this.#graphs.captureOf(stream);
-  }
-
-  /** Captures open now. */
-  openCaptures(): Capture[] {
-    return [...this.#graphs.captures()];
-  }
-
-  /** The capture an event was last recorded in, while it is open. */
-  eventCapture(event: number): Capture | undefined {
-    return this.#graphs.eventCapture(event);
-  }
-
-  /** Whether an event's last record was a captured one (the capture may have ended since). */
-  eventRecordedInCapture(event: number): boolean {
-    return this.#graphs.lastRecordCaptured(event);
-  }
-
-  /** The captured steps of a graph. */
-  graphWork(graph: number): readonly CapturedWork[] {
-    return this.#graphs.graph(graph).work;
+  /** What the captures, graphs and executable graphs are now (the flavors' rules read it). */
+  get captures(): CaptureView {
+    return this.#graphs;
   }
 
   instantiateGraph(graph: number): number {
@@ -740,7 +710,7 @@ export class Runtime implements Disposable {
   launchGraph(exec: number, stream: number): void {
     this.#live();
     if (stream !== 0) this.#streams.check(stream);
-    this.#graphs.launch(exec, stream, { issue: (w, s) => this.#issue(w, s) });
+    this.#graphs.launch(exec, stream, this.backend, this.#events);
   }
 
   destroyGraph(graph: number): void {
@@ -751,18 +721,6 @@ export class Runtime implements Disposable {
   destroyGraphExec(exec: number): void {
     this.#live();
     this.#graphs.destroyExec(exec);
-  }
-
-  /** One captured step, issued through the backend; a record of an event destroyed since is skipped. */
-  #issue(w: CapturedWork, stream: number): void {
-    if (w.kind === 'write') this.backend.write(w.device, w.va, w.bytes, stream);
-    else if (w.kind === 'read') this.backend.read(w.device, w.va, w.bytes, stream);
-    else if (w.kind === 'copy') this.backend.copy(w.device, w.dst, w.src, w.size, stream);
-    else if (w.kind === 'fill') this.backend.fill(w.device, w.va, w.value, w.size, stream);
-    else if (this.#events.deviceOf(w.event) !== undefined) {
-      this.#events.record(w.event, stream);
-      this.#graphs.recordedOutside(w.event);
-    }
   }
 
   // --- device reset ------------------------------------------------------------------

@@ -361,6 +361,24 @@ const hipRw = [
   { location: { type: H.hipMemLocationTypeDevice, id: 0 }, flags: H.hipMemAccessFlagsProtReadWrite },
 ];
 
+/** Capture nothing on `stream`, instantiate, launch and undo it all; the code of `pick` ('flags': ...WithFlags). */
+function hipCaptured(hip: HipFlavor, stream: bigint, pick: keyof CaptureCodes, names?: 'flags'): number {
+  const g = { value: 0n };
+  const x = { value: 0n };
+  const c: Partial<CaptureCodes> = {};
+  c.begin = hip.hipStreamBeginCapture(stream, 0);
+  c.end = hip.hipStreamEndCapture(stream, g);
+  c.instantiate = names
+    ? hip.hipGraphInstantiateWithFlags(x, g.value, 0)
+    : hip.hipGraphInstantiate(x, g.value, null, null, 0);
+  c.launch = hip.hipGraphLaunch(x.value, stream);
+  hip.hipStreamSynchronize(stream);
+  c.nodes = hip.hipGraphGetNodes(g.value, null, { value: -1 });
+  c.execDestroy = hip.hipGraphExecDestroy(x.value);
+  c.graphDestroy = hip.hipGraphDestroy(g.value);
+  return (c as CaptureCodes)[pick];
+}
+
 const hipScript: Script<HipFlavor, HipEnv> = {
   functions: HIP_FUNCTIONS,
   makePeer: (machine) => createHip({ machine }),
@@ -462,6 +480,22 @@ const hipScript: Script<HipFlavor, HipEnv> = {
     hipStreamWaitEvent: { call: (hip, e) => hip.hipStreamWaitEvent(null, e.event, 0) },
     hipEventSynchronize: { call: (hip, e) => hip.hipEventSynchronize(e.event) },
     hipEventQuery: { call: (hip, e) => hip.hipEventQuery(e.event) },
+    // Stream capture: each row captures nothing on e.stream and undoes it (hipCaptured, below).
+    hipStreamBeginCapture: { call: (hip, e) => hipCaptured(hip, e.stream, 'begin') },
+    hipStreamEndCapture: { call: (hip, e) => hipCaptured(hip, e.stream, 'end') },
+    hipStreamIsCapturing: { call: (hip, e, box) => hip.hipStreamIsCapturing(e.stream, box(-1)) },
+    hipStreamGetCaptureInfo: {
+      call: (hip, e, box) => hip.hipStreamGetCaptureInfo(e.stream, box(-1), box(0n)),
+    },
+    hipThreadExchangeStreamCaptureMode: {
+      call: (hip, _e, box) => hip.hipThreadExchangeStreamCaptureMode(box(H.hipStreamCaptureModeRelaxed)),
+    },
+    hipGraphInstantiate: { call: (hip, e) => hipCaptured(hip, e.stream, 'instantiate') },
+    hipGraphInstantiateWithFlags: { call: (hip, e) => hipCaptured(hip, e.stream, 'instantiate', 'flags') },
+    hipGraphLaunch: { call: (hip, e) => hipCaptured(hip, e.stream, 'launch') },
+    hipGraphGetNodes: { call: (hip, e) => hipCaptured(hip, e.stream, 'nodes') },
+    hipGraphExecDestroy: { call: (hip, e) => hipCaptured(hip, e.stream, 'execDestroy') },
+    hipGraphDestroy: { call: (hip, e) => hipCaptured(hip, e.stream, 'graphDestroy') },
     hipEventElapsedTime: {
       call: (hip, e, box) => {
         hip.hipEventRecord(e.event2, e.stream);

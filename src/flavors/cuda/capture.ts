@@ -3,9 +3,9 @@
  * in src/core/graphs.ts), with the driver's rules in front (Note [CUDA
  * capture rules]).
  */
-import type { CaptureMode } from '../../core/graphs.js';
 import type { Runtime } from '../../core/runtime.js';
-import { type Box, handleKey, isBox, isNull, toCount, toInt, writeBox } from '../common/args.js';
+import { type Box, isBox, isNull, toCount, toInt, writeBox } from '../common/args.js';
+import { CAPTURE_MODES, captureStatusValue, GraphHandles, prohibitingCaptures } from '../common/capture.js';
 import type { VendorCodes } from '../common/error-table.js';
 import * as C from './constants.js';
 import type { CudaContexts } from './contexts.js';
@@ -26,16 +26,6 @@ export const CUDA_CAPTURE_FUNCTIONS = [
   'cuGraphGetNodes',
 ] as const;
 
-const MODES: ReadonlyMap<number, CaptureMode> = new Map([
-  [C.CU_STREAM_CAPTURE_MODE_GLOBAL, 'global'],
-  [C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 'thread-local'],
-  [C.CU_STREAM_CAPTURE_MODE_RELAXED, 'relaxed'],
-]);
-/** Graphs and executable graphs: opaque handles over core's ids, never reused in a process. */
-const GRAPH_BASE = 1n << 48n;
-const EXEC_BASE = 2n << 48n;
-/** Ids below this are core's; a graph handle given out during its capture is above it. */
-const ID_LIMIT = 1n << 47n;
 /** CUgraphInstantiate_flags (cuda.h): AUTO_FREE_ON_LAUNCH 1, UPLOAD 2, DEVICE_LAUNCH 4, USE_NODE_PRIORITY 8. */
 const INSTANTIATE_FLAG_BITS = 1 | 2 | 4 | 8;
 
@@ -76,10 +66,7 @@ export type CaptureGuard =
 export class CudaCapture {
   /** The calling thread's capture mode (cuThreadExchangeStreamCaptureMode). */
   #threadMode: number = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
-  /** Graph handles given out by cuStreamGetCaptureInfo before the capture's end, by capture id. */
-  readonly #pendingGraphs = new Map<number, bigint>();
-  /** Graph handles by core graph id, where one was given out during the capture. */
-  readonly #graphHandles = new Map<bigint, number>();
+  readonly #handles = new GraphHandles();
 
   constructor(
     readonly runtime: Runtime,
@@ -109,7 +96,7 @@ export class CudaCapture {
   }
 
   begin(hStream: CUstream, mode: number): number {
-    const m = MODES.get(toInt(mode));
+    const m = CAPTURE_MODES.get(toInt(mode));
     if (m === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
@@ -121,18 +108,16 @@ export class CudaCapture {
     if (!isBox(phGraph)) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    const capture = this.runtime.captureOf(stream);
-    let graph = 0;
+    const capture = this.runtime.captures.captureOf(stream);
+    let graph: number | undefined;
     const code = this.codes.run(() => {
       graph = this.runtime.endCapture(stream);
     });
-    const pending = capture === undefined ? undefined : this.#pendingGraphs.get(capture.id);
-    if (capture !== undefined) this.#pendingGraphs.delete(capture.id);
-    if (code !== C.CUDA_SUCCESS) return code;
-    const h = pending ?? GRAPH_BASE + BigInt(graph);
-    if (pending !== undefined) this.#graphHandles.set(pending, graph);
+    const h = this.#handles.ended(capture, graph);
+    const made = graph;
+    if (code !== C.CUDA_SUCCESS || made === undefined) return code;
     if (writeBox(phGraph, h)) return C.CUDA_SUCCESS;
-    this.runtime.quietly(() => this.runtime.destroyGraph(graph));
+    this.runtime.quietly(() => this.runtime.destroyGraph(made));
     return C.CUDA_ERROR_INVALID_VALUE;
   }
 
@@ -159,16 +144,12 @@ export class CudaCapture {
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     if (this.#isLegacy(hStream) && this.#blockingCapture() !== undefined)
       return C.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-    const c = this.runtime.captureOf(stream);
+    const c = this.runtime.captures.captureOf(stream);
     const s = this.#status(stream);
     if (isBox(status) && !writeBox(status, s)) return C.CUDA_ERROR_INVALID_VALUE;
     if (c === undefined || s !== C.CU_STREAM_CAPTURE_STATUS_ACTIVE) return C.CUDA_SUCCESS;
     if (isBox(id) && !writeBox(id, BigInt(c.id))) return C.CUDA_ERROR_INVALID_VALUE;
-    if (isBox(graph)) {
-      const h = this.#pendingGraphs.get(c.id) ?? GRAPH_BASE + ID_LIMIT + BigInt(c.id);
-      this.#pendingGraphs.set(c.id, h);
-      if (!writeBox(graph, h)) return C.CUDA_ERROR_INVALID_VALUE;
-    }
+    if (isBox(graph) && !writeBox(graph, this.#handles.pending(c))) return C.CUDA_ERROR_INVALID_VALUE;
     // The stream's work so far is one dependency (its last step), or none before its first.
     const deps = (c.steps.get(stream) ?? 0) > 0 || stream !== c.origin ? 1 : 0;
     if (isBox(numDependencies) && !writeBox(numDependencies, deps)) return C.CUDA_ERROR_INVALID_VALUE;
@@ -179,20 +160,20 @@ export class CudaCapture {
     if (!isBox(phExec)) return C.CUDA_ERROR_INVALID_VALUE;
     const f = toCount(flags);
     if (f < 0 || (f & ~INSTANTIATE_FLAG_BITS) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
-    const graph = this.#graph(hGraph);
+    const graph = this.#handles.graph(hGraph);
     if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
     let exec = 0;
     const code = this.codes.run(() => {
       exec = this.runtime.instantiateGraph(graph);
     });
     if (code !== C.CUDA_SUCCESS) return code;
-    if (writeBox(phExec, EXEC_BASE + BigInt(exec))) return C.CUDA_SUCCESS;
+    if (writeBox(phExec, this.#handles.execHandle(exec))) return C.CUDA_SUCCESS;
     this.runtime.quietly(() => this.runtime.destroyGraphExec(exec));
     return C.CUDA_ERROR_INVALID_VALUE;
   }
 
   launch(hExec: CUhandle, hStream: CUstream): number {
-    const exec = idFrom(hExec, EXEC_BASE);
+    const exec = this.#handles.exec(hExec);
     if (exec < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
@@ -202,15 +183,15 @@ export class CudaCapture {
   }
 
   destroyGraph(hGraph: CUhandle): number {
-    const graph = this.#graph(hGraph);
+    const graph = this.#handles.graph(hGraph);
     if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const code = this.codes.run(() => this.runtime.destroyGraph(graph));
-    if (code === C.CUDA_SUCCESS) this.#graphHandles.delete(handleKey(hGraph) as bigint);
+    if (code === C.CUDA_SUCCESS) this.#handles.forget(hGraph);
     return code;
   }
 
   destroyExec(hExec: CUhandle): number {
-    const exec = idFrom(hExec, EXEC_BASE);
+    const exec = this.#handles.exec(hExec);
     if (exec < 0) return C.CUDA_ERROR_INVALID_VALUE;
     return this.codes.run(() => this.runtime.destroyGraphExec(exec));
   }
@@ -218,11 +199,11 @@ export class CudaCapture {
   /** cuGraphGetNodes with NULL nodes: the count. */
   nodes(hGraph: CUhandle, numNodes: Box<number> | null): number {
     if (!isBox(numNodes)) return C.CUDA_ERROR_INVALID_VALUE;
-    const graph = this.#graph(hGraph);
+    const graph = this.#handles.graph(hGraph);
     if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
     let n = 0;
     const code = this.codes.run(() => {
-      n = this.runtime.graphWork(graph).length;
+      n = this.runtime.captures.graph(graph).work.length;
     });
     if (code !== C.CUDA_SUCCESS) return code;
     return writeBox(numNodes, n) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
@@ -232,14 +213,9 @@ export class CudaCapture {
 
   /** A call that is not stream work: what it answers while captures are open (CUDA_SUCCESS: go on). */
   guard(kind: CaptureGuard): number {
-    const open = this.runtime.openCaptures();
+    const open = [...this.runtime.captures.captures()];
     if (open.length === 0) return C.CUDA_SUCCESS;
-    const prohibiting =
-      kind === 'device-sync'
-        ? open
-        : this.#threadMode === C.CU_STREAM_CAPTURE_MODE_RELAXED
-          ? []
-          : open.filter((c) => c.mode !== 'relaxed');
+    const prohibiting = kind === 'device-sync' ? open : prohibitingCaptures(this.runtime, this.#threadMode);
     if (prohibiting.length === 0) return C.CUDA_SUCCESS;
     for (const c of prohibiting) this.runtime.invalidateCapture(c.origin);
     return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -258,7 +234,7 @@ export class CudaCapture {
   onSynchronize(hStream: CUstream): number {
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_SUCCESS;
-    if (this.runtime.captureStatus(stream) !== 'none') {
+    if (this.runtime.captures.status(stream) !== 'none') {
       this.runtime.invalidateCapture(stream);
       return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
@@ -268,27 +244,22 @@ export class CudaCapture {
   /** cuEventQuery, cuEventSynchronize, and cuStreamWaitEvent outside the event's capture. */
   onEvent(hEvent: CUevent, hStream?: CUstream): number {
     const id = this.streams.events.idOf(hEvent);
-    if (id <= 0 || !this.runtime.eventRecordedInCapture(id)) return C.CUDA_SUCCESS;
+    if (id <= 0 || !this.runtime.captures.lastRecordCaptured(id)) return C.CUDA_SUCCESS;
     // A wait on an event of an open capture joins it, or would merge two (core's answer).
-    if (hStream !== undefined && this.runtime.eventCapture(id) !== undefined) return C.CUDA_SUCCESS;
+    if (hStream !== undefined && this.runtime.captures.eventCapture(id) !== undefined) return C.CUDA_SUCCESS;
     return C.CUDA_ERROR_CAPTURED_EVENT;
   }
 
   /** Whether `hStream` is capturing (an external event record or wait belongs there). */
   capturing(hStream: CUstream): boolean {
     const stream = this.streams.stream(hStream);
-    return stream >= 0 && this.runtime.captureStatus(stream) !== 'none';
+    return stream >= 0 && this.runtime.captures.status(stream) !== 'none';
   }
 
   // --- helpers ---
 
   #status(stream: number): number {
-    const s = this.runtime.captureStatus(stream);
-    return s === 'none'
-      ? C.CU_STREAM_CAPTURE_STATUS_NONE
-      : s === 'active'
-        ? C.CU_STREAM_CAPTURE_STATUS_ACTIVE
-        : C.CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    return captureStatusValue(this.runtime.captures.status(stream));
   }
 
   /** The NULL stream and CU_STREAM_LEGACY; CU_STREAM_PER_THREAD is a stream of its own. */
@@ -298,22 +269,8 @@ export class CudaCapture {
 
   /** A capturing blocking stream (one the legacy stream synchronises with), as core's stream id. */
   #blockingCapture(): number | undefined {
-    for (const c of this.runtime.openCaptures())
+    for (const c of [...this.runtime.captures.captures()])
       for (const s of c.streams) if (s !== 0 && !this.streams.nonBlocking(s)) return s;
     return undefined;
   }
-
-  /** A graph handle as core's graph id, or -1. */
-  #graph(h: CUhandle): number {
-    const key = handleKey(h);
-    if (typeof key !== 'bigint') return -1;
-    return this.#graphHandles.get(key) ?? idFrom(h, GRAPH_BASE);
-  }
-}
-
-/** Core's id of a handle made as base + id, or -1. */
-function idFrom(h: CUhandle, base: bigint): number {
-  const key = handleKey(h);
-  if (typeof key !== 'bigint' || key <= base || key >= base + ID_LIMIT) return -1;
-  return Number(key - base);
 }

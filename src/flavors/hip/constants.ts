@@ -105,6 +105,13 @@ export const hipMemcpyDeviceToDeviceNoCU = 1024;
 // hipStreamCreateWithFlags flags
 export const hipStreamDefault = 0;
 export const hipStreamNonBlocking = 1;
+/** hipStreamCaptureMode and hipStreamCaptureStatus (hip_runtime_api.h). */
+export const hipStreamCaptureModeGlobal = 0;
+export const hipStreamCaptureModeThreadLocal = 1;
+export const hipStreamCaptureModeRelaxed = 2;
+export const hipStreamCaptureStatusNone = 0;
+export const hipStreamCaptureStatusActive = 1;
+export const hipStreamCaptureStatusInvalidated = 2;
 /** The implicit per-thread stream, ((hipStream_t)2) in hip_runtime_api.h. */
 export const hipStreamPerThread = 2n;
 // hipEventCreateWithFlags flags (hip_runtime_api.h)

@@ -4,6 +4,7 @@ import { HostBuffers } from '../common/host-buffers.js';
 import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
 import { HipAllocations } from './allocations.js';
+import { HIP_CAPTURE_FUNCTIONS, HipCapture } from './capture.js';
 import * as C from './constants.js';
 import { HipCopies } from './copies.js';
 import { HIP_ERRORS } from './error-table.js';
@@ -92,6 +93,7 @@ export const HIP_FUNCTIONS = [
   'hipEventDestroy',
   'hipEventElapsedTime',
   'hipStreamWaitEvent',
+  ...HIP_CAPTURE_FUNCTIONS,
   'hipDeviceReset',
   'hipGetLastError',
   'hipPeekAtLastError',
@@ -117,6 +119,7 @@ export class HipFlavor extends VendorProcess {
   readonly #oneStep = new HipOneStep(this.#hostBuffers, this.runtime, this.codes, this.#thread);
   readonly #streams = new HipStreams(this.runtime, this.codes, this.#thread);
   readonly #copies = new HipCopies(this.#hostBuffers, this.runtime, this.codes, this.#thread, this.#streams);
+  readonly #capture = new HipCapture(this.runtime, this.codes, this.#streams);
   /** Peer access enabled from the current device (hipDeviceEnablePeerAccess, Note [Peer access]). */
   readonly #peers = new PeerGrants(this.runtime.devices.length);
 
@@ -231,7 +234,7 @@ export class HipFlavor extends VendorProcess {
 
   hipDeviceSynchronize(): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.codes.run(() => this.runtime.synchronize(this.#thread.device));
+    return this.#capture.deviceSync() || this.codes.run(() => this.runtime.synchronize(this.#thread.device));
   }
 
   /**
@@ -355,13 +358,13 @@ export class HipFlavor extends VendorProcess {
   /** Size 0 gives a null pointer and success, as HIP does. */
   hipMalloc(ptr: Box<bigint>, size: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#oneStep.malloc(ptr, size);
+    return this.#capture.unsafe() || this.#oneStep.malloc(ptr, size);
   }
 
   /** hipFree(NULL) succeeds; anything but a hipMalloc pointer is hipErrorInvalidValue. */
   hipFree(ptr: HipPtr): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#oneStep.free(ptr);
+    return this.#capture.unsafe() || this.#oneStep.free(ptr);
   }
 
   /** Pinned host memory (Note [Host buffers]). */
@@ -402,7 +405,7 @@ export class HipFlavor extends VendorProcess {
   /** Host operands are Uint8Arrays, device operands pointers; hipMemcpyDefault infers the direction from them. */
   hipMemcpy(dst: HipMemory, src: HipMemory, sizeBytes: Size, kind: number): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#copies.memcpy(dst, src, sizeBytes, kind, 0n);
+    return this.#capture.synchronous() || this.#copies.memcpy(dst, src, sizeBytes, kind, 0n);
   }
 
   hipMemcpyAsync(dst: HipMemory, src: HipMemory, sizeBytes: Size, kind: number, stream: HipHandle): number {
@@ -413,34 +416,37 @@ export class HipFlavor extends VendorProcess {
   /** hipMemcpy with the direction in the name: the operands must be what it says. */
   hipMemcpyHtoD(dst: HipPtr, src: Uint8Array, sizeBytes: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#copies.memcpy(dst, src, sizeBytes, C.hipMemcpyHostToDevice, 0n);
+    const code = this.#capture.synchronous();
+    return code || this.#copies.memcpy(dst, src, sizeBytes, C.hipMemcpyHostToDevice, 0n);
   }
 
   hipMemcpyDtoH(dst: Uint8Array, src: HipPtr, sizeBytes: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#copies.memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToHost, 0n);
+    const code = this.#capture.synchronous();
+    return code || this.#copies.memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToHost, 0n);
   }
 
   hipMemcpyDtoD(dst: HipPtr, src: HipPtr, sizeBytes: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#copies.memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToDevice, 0n);
+    const code = this.#capture.synchronous();
+    return code || this.#copies.memcpy(dst, src, sizeBytes, C.hipMemcpyDeviceToDevice, 0n);
   }
 
   /** Copy from one device's view to another's, no peer access needed (copies.ts). */
   hipMemcpyPeer(dst: HipPtr, dstDeviceId: number, src: HipPtr, srcDeviceId: number, sizeBytes: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#copies.peer(dst, dstDeviceId, src, srcDeviceId, sizeBytes);
+    return this.#capture.synchronous() || this.#copies.peer(dst, dstDeviceId, src, srcDeviceId, sizeBytes);
   }
 
   /** `count` 32-bit values (little-endian); the destination must be 4-byte aligned. */
   hipMemsetD32(dst: HipPtr, value: number, count: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#copies.memsetD32(dst, value, count);
+    return this.#capture.synchronous() || this.#copies.memsetD32(dst, value, count);
   }
 
   hipMemset(dst: HipPtr, value: number, sizeBytes: Size): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#copies.memset(dst, value, sizeBytes, 0n);
+    return this.#capture.synchronous() || this.#copies.memset(dst, value, sizeBytes, 0n);
   }
 
   hipMemsetAsync(dst: HipPtr, value: number, sizeBytes: Size, stream: HipHandle): number {
@@ -466,7 +472,7 @@ export class HipFlavor extends VendorProcess {
   /** The null stream (0) waits for the current device's work. */
   hipStreamSynchronize(stream: HipHandle): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#streams.synchronize(stream);
+    return this.#capture.onSynchronize(stream) || this.#streams.synchronize(stream);
   }
 
   hipStreamDestroy(stream: HipHandle): number {
@@ -493,12 +499,12 @@ export class HipFlavor extends VendorProcess {
   /** hipSuccess when the recorded work is done (or nothing was recorded), hipErrorNotReady (600) while not. */
   hipEventQuery(event: HipHandle): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#streams.query(event);
+    return this.#capture.onEvent(event) || this.#streams.query(event);
   }
 
   hipEventSynchronize(event: HipHandle): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
-    return this.#streams.synchronizeEvent(event);
+    return this.#capture.onEvent(event) || this.#streams.synchronizeEvent(event);
   }
 
   /** NULL: hipErrorInvalidHandle; a destroyed event: hipErrorContextIsDestroyed, as clr answers. */
@@ -517,6 +523,73 @@ export class HipFlavor extends VendorProcess {
   hipStreamWaitEvent(stream: HipHandle, event: HipHandle, flags: number): number {
     if (this.#gone()) return C.hipErrorDeinitialized;
     return this.#streams.waitEvent(stream, event, flags);
+  }
+
+  // --- stream capture (capture.ts, Note [HIP capture rules]) -------------------------------------------
+
+  hipStreamBeginCapture(stream: HipHandle, mode: number): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.begin(stream, mode);
+  }
+
+  hipStreamEndCapture(stream: HipHandle, pGraph: Box<bigint> | null): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.end(stream, pGraph);
+  }
+
+  hipStreamIsCapturing(stream: HipHandle, pCaptureStatus: Box<number>): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.isCapturing(stream, pCaptureStatus);
+  }
+
+  hipStreamGetCaptureInfo(stream: HipHandle, pCaptureStatus: Box<number>, pId: Box<bigint> | null): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.info(stream, pCaptureStatus, pId);
+  }
+
+  /** Only the three modes, unlike CUDA's driver (Note [HIP capture rules]). */
+  hipThreadExchangeStreamCaptureMode(mode: Box<number>): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.exchangeMode(mode);
+  }
+
+  /** pErrorNode, pLogBuffer and bufferSize are not written, as clr writes none. */
+  hipGraphInstantiate(
+    pGraphExec: Box<bigint> | null,
+    graph: HipHandle,
+    _pErrorNode: unknown,
+    _pLogBuffer: unknown,
+    _bufferSize: Size,
+  ): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.instantiate(pGraphExec, graph);
+  }
+
+  /** clr ignores the flags. */
+  hipGraphInstantiateWithFlags(pGraphExec: Box<bigint> | null, graph: HipHandle, _flags: Size): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.instantiate(pGraphExec, graph);
+  }
+
+  hipGraphLaunch(graphExec: HipHandle, stream: HipHandle): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.launch(graphExec, stream);
+  }
+
+  hipGraphDestroy(graph: HipHandle): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.destroyGraph(graph);
+  }
+
+  hipGraphExecDestroy(graphExec: HipHandle): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.destroyExec(graphExec);
+  }
+
+  /** Only the count: `nodes` is NULL. */
+  hipGraphGetNodes(graph: HipHandle, _nodes: null, numNodes: Box<number> | null): number {
+    if (this.#gone()) return C.hipErrorDeinitialized;
+    return this.#capture.nodes(graph, numNodes);
   }
 
   // --- errors ----------------------------------------------------------------------------------------

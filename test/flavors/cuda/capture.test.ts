@@ -225,7 +225,7 @@ describe('stream capture against a shadow model', () => {
       const fill = rt.fill!.bind(cu.runtime);
       // A captured set is issued (on the default stream) as well as kept.
       rt.fill = (d, va, v, n, s) => {
-        if (s !== 0 && cu.runtime.captureStatus(s as number) !== 'none') fill(d, va, v, n, 0);
+        if (s !== 0 && cu.runtime.captures.status(s as number) !== 'none') fill(d, va, v, n, 0);
         return fill(d, va, v, n, s);
       };
     });

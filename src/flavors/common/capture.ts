@@ -1,0 +1,90 @@
+/** What CUDA's and HIP's capture calls share over core's captures (Note [Stream capture] in src/core/graphs.ts). */
+import type { Capture, CaptureMode, CaptureStatus } from '../../core/graphs.js';
+import type { Runtime } from '../../core/runtime.js';
+import { handleKey } from './args.js';
+
+/** cudaStreamCaptureMode and hipStreamCaptureMode: GLOBAL 0, THREAD_LOCAL 1, RELAXED 2 (cuda.h, hip_runtime_api.h). */
+export const CAPTURE_MODES: ReadonlyMap<number, CaptureMode> = new Map([
+  [0, 'global'],
+  [1, 'thread-local'],
+  [2, 'relaxed'],
+]);
+export const CAPTURE_MODE_RELAXED = 2;
+
+/** CUstreamCaptureStatus and hipStreamCaptureStatus: NONE 0, ACTIVE 1, INVALIDATED 2. */
+export function captureStatusValue(s: CaptureStatus): number {
+  return s === 'none' ? 0 : s === 'active' ? 1 : 2;
+}
+
+/** Graphs and executable graphs: opaque handles over core's ids, never reused in a process. */
+const GRAPH_BASE = 1n << 48n;
+const EXEC_BASE = 2n << 48n;
+/** Ids below this are core's; a graph handle given out during its capture is above it. */
+const ID_LIMIT = 1n << 47n;
+
+/**
+ * Graph and executable-graph handles. A graph asked for during its capture
+ * (cuStreamGetCaptureInfo's graph_out) gets its handle then, and the end
+ * gives the same one.
+ */
+export class GraphHandles {
+  /** Handles given out before the capture's end, by capture id. */
+  readonly #pending = new Map<number, bigint>();
+  /** Core graph ids of those handles, once the capture ended. */
+  readonly #bound = new Map<bigint, number>();
+
+  /** The handle of the graph capture `c` is making. */
+  pending(c: Capture): bigint {
+    const h = this.#pending.get(c.id) ?? GRAPH_BASE + ID_LIMIT + BigInt(c.id);
+    this.#pending.set(c.id, h);
+    return h;
+  }
+
+  /** The handle of core graph `graph`, made by capture `c` (undefined: the capture failed). */
+  ended(c: Capture | undefined, graph: number | undefined): bigint {
+    const pending = c === undefined ? undefined : this.#pending.get(c.id);
+    if (c !== undefined) this.#pending.delete(c.id);
+    if (graph === undefined) return 0n;
+    if (pending === undefined) return GRAPH_BASE + BigInt(graph);
+    this.#bound.set(pending, graph);
+    return pending;
+  }
+
+  /** A graph handle as core's graph id, or -1. */
+  graph(h: unknown): number {
+    const key = handleKey(h);
+    if (typeof key !== 'bigint') return -1;
+    return this.#bound.get(key) ?? idFrom(key, GRAPH_BASE);
+  }
+
+  /** A graph handle that is gone. */
+  forget(h: unknown): void {
+    const key = handleKey(h);
+    if (typeof key === 'bigint') this.#bound.delete(key);
+  }
+
+  exec(h: unknown): number {
+    const key = handleKey(h);
+    return typeof key === 'bigint' ? idFrom(key, EXEC_BASE) : -1;
+  }
+
+  execHandle(exec: number): bigint {
+    return EXEC_BASE + BigInt(exec);
+  }
+}
+
+function idFrom(key: bigint, base: bigint): number {
+  return key <= base || key >= base + ID_LIMIT ? -1 : Number(key - base);
+}
+
+/**
+ * The captures a potentially unsafe call (cuMemAlloc, hipMalloc) is refused
+ * for, from a thread in `threadMode`: none from a relaxed thread, else every
+ * open capture not begun relaxed (one JavaScript thread is one driver
+ * thread, so GLOBAL and THREAD_LOCAL act alike here). The caller
+ * invalidates them and answers the vendor's "unsupported during capture".
+ */
+export function prohibitingCaptures(runtime: Runtime, threadMode: number): Capture[] {
+  if (threadMode === CAPTURE_MODE_RELAXED) return [];
+  return [...runtime.captures.captures()].filter((c) => c.mode !== 'relaxed');
+}

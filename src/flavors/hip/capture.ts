@@ -1,0 +1,220 @@
+/**
+ * HIP's stream capture calls over core's captures (Note [Stream capture] in
+ * src/core/graphs.ts), with clr's rules in front (Note [HIP capture rules]).
+ */
+import type { Runtime } from '../../core/runtime.js';
+import { type Box, isBox, isNull, toInt, writeBox } from '../common/args.js';
+import { CAPTURE_MODES, captureStatusValue, GraphHandles, prohibitingCaptures } from '../common/capture.js';
+import type { VendorCodes } from '../common/error-table.js';
+import * as C from './constants.js';
+import type { HipStreams } from './streams.js';
+import type { HipHandle } from './structs.js';
+
+/** The capture calls of HIP_FUNCTIONS. */
+export const HIP_CAPTURE_FUNCTIONS = [
+  'hipStreamBeginCapture',
+  'hipStreamEndCapture',
+  'hipStreamIsCapturing',
+  'hipStreamGetCaptureInfo',
+  'hipThreadExchangeStreamCaptureMode',
+  'hipGraphInstantiate',
+  'hipGraphInstantiateWithFlags',
+  'hipGraphLaunch',
+  'hipGraphDestroy',
+  'hipGraphExecDestroy',
+  'hipGraphGetNodes',
+] as const;
+
+/**
+ * Note [HIP capture rules]
+ * As ROCm's clr answers (hipamd/src/hip_graph.cpp, hip_internal.hpp):
+ * - hipStreamBeginCapture on the null stream is
+ *   hipErrorStreamCaptureUnsupported, with a mode that is none of the three
+ *   hipErrorInvalidValue (checked after the stream), on a capturing stream
+ *   hipErrorIllegalState.
+ * - hipStreamEndCapture: a NULL pGraph hipErrorInvalidValue, the null stream
+ *   or a stream not capturing hipErrorIllegalState, a stream the capture did
+ *   not begin on hipErrorStreamCaptureUnmatched, an invalidated capture
+ *   hipErrorStreamCaptureInvalidated, a fork not joined back
+ *   hipErrorStreamCaptureUnjoined (the capture ends either way).
+ * - hipStreamIsCapturing and hipStreamGetCaptureInfo: a NULL status
+ *   hipErrorInvalidValue; the null stream while a stream captures
+ *   hipErrorStreamCaptureImplicit, else NONE.
+ * - hipThreadExchangeStreamCaptureMode takes only the three modes (NULL or
+ *   another value: hipErrorInvalidValue), where CUDA's driver takes any int.
+ * - CHECK_STREAM_CAPTURE_SUPPORTED (hipMalloc, hipFree): a thread in GLOBAL
+ *   or THREAD_LOCAL mode with a capture not begun relaxed invalidates it and
+ *   answers hipErrorStreamCaptureUnsupported. CHECK_SUPPORTED_DURING_CAPTURE
+ *   (hipDeviceSynchronize) invalidates every capture, and answers the same.
+ *   CHECK_STREAM_CAPTURING (the synchronous copies and sets) invalidates
+ *   every capture, of any mode, and answers hipErrorStreamCaptureImplicit:
+ *   where CUDA refuses only what meets a blocking stream's capture, clr
+ *   refuses them while any stream captures.
+ * - hipGraphInstantiateWithFlags takes any flags (clr ignores them).
+ *   hipGraphLaunch with a NULL executable graph, hipGraphExecDestroy of
+ *   NULL, hipGraphGetNodes with a NULL graph or count: hipErrorInvalidValue;
+ *   hipGraphDestroy of NULL hipErrorInvalidValue, of a destroyed graph
+ *   hipErrorIllegalState.
+ * Modelled as CUDA's, clr's rules not read: synchronising or querying a
+ * capturing stream (hipErrorStreamCaptureUnsupported, invalidating it) and
+ * an event last recorded in capture (hipErrorCapturedEvent).
+ */
+export class HipCapture {
+  /** The calling thread's capture mode (hipThreadExchangeStreamCaptureMode). */
+  #threadMode = 0;
+  readonly #handles = new GraphHandles();
+
+  constructor(
+    readonly runtime: Runtime,
+    readonly codes: VendorCodes,
+    readonly streams: HipStreams,
+  ) {}
+
+  exchangeMode(mode: Box<number>): number {
+    if (!isBox(mode)) return C.hipErrorInvalidValue;
+    let wanted: unknown;
+    try {
+      wanted = mode.value;
+    } catch {
+      return C.hipErrorInvalidValue;
+    }
+    if (typeof wanted !== 'number' || !CAPTURE_MODES.has(wanted)) return C.hipErrorInvalidValue;
+    if (!writeBox(mode, this.#threadMode)) return C.hipErrorInvalidValue;
+    this.#threadMode = wanted;
+    return C.hipSuccess;
+  }
+
+  begin(stream: HipHandle, mode: number): number {
+    if (isNull(stream)) return C.hipErrorStreamCaptureUnsupported;
+    const s = this.streams.stream(stream);
+    if (s === undefined) return C.hipErrorContextIsDestroyed;
+    const m = CAPTURE_MODES.get(toInt(mode));
+    if (m === undefined) return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.beginCapture(s.id, s.device, m));
+  }
+
+  end(stream: HipHandle, pGraph: Box<bigint> | null): number {
+    if (!isBox(pGraph)) return C.hipErrorInvalidValue;
+    if (isNull(stream)) return C.hipErrorIllegalState;
+    const s = this.streams.stream(stream);
+    if (s === undefined) return C.hipErrorContextIsDestroyed;
+    const capture = this.runtime.captures.captureOf(s.id);
+    let graph: number | undefined;
+    const code = this.codes.run(() => {
+      graph = this.runtime.endCapture(s.id);
+    });
+    const h = this.#handles.ended(capture, graph);
+    const made = graph;
+    if (code !== C.hipSuccess || made === undefined) return code;
+    if (writeBox(pGraph, h)) return C.hipSuccess;
+    this.runtime.quietly(() => this.runtime.destroyGraph(made));
+    return C.hipErrorInvalidValue;
+  }
+
+  isCapturing(stream: HipHandle, pCaptureStatus: Box<number>): number {
+    return this.info(stream, pCaptureStatus, null);
+  }
+
+  /** hipStreamGetCaptureInfo(stream, pCaptureStatus, pId). */
+  info(stream: HipHandle, pCaptureStatus: Box<number>, pId: Box<bigint> | null): number {
+    if (!isBox(pCaptureStatus)) return C.hipErrorInvalidValue;
+    const s = this.streams.stream(stream);
+    if (s === undefined) return C.hipErrorContextIsDestroyed;
+    if (isNull(stream) && [...this.runtime.captures.captures()].length > 0)
+      return C.hipErrorStreamCaptureImplicit;
+    const status = isNull(stream) ? 'none' : this.runtime.captures.status(s.id);
+    if (!writeBox(pCaptureStatus, captureStatusValue(status))) return C.hipErrorInvalidValue;
+    const c = this.runtime.captures.captureOf(s.id);
+    if (c !== undefined && isBox(pId) && !writeBox(pId, BigInt(c.id))) return C.hipErrorInvalidValue;
+    return C.hipSuccess;
+  }
+
+  /** hipGraphInstantiate(pGraphExec, graph, pErrorNode, pLogBuffer, bufferSize) and ...WithFlags: clr ignores the rest. */
+  instantiate(pGraphExec: Box<bigint> | null, graph: HipHandle): number {
+    if (!isBox(pGraphExec) || isNull(graph)) return C.hipErrorInvalidValue;
+    const g = this.#handles.graph(graph);
+    if (g < 0) return C.hipErrorInvalidValue;
+    let exec = 0;
+    const code = this.codes.run(() => {
+      exec = this.runtime.instantiateGraph(g);
+    });
+    if (code !== C.hipSuccess) return code;
+    if (writeBox(pGraphExec, this.#handles.execHandle(exec))) return C.hipSuccess;
+    this.runtime.quietly(() => this.runtime.destroyGraphExec(exec));
+    return C.hipErrorInvalidValue;
+  }
+
+  launch(graphExec: HipHandle, stream: HipHandle): number {
+    const exec = this.#handles.exec(graphExec);
+    const s = this.streams.stream(stream);
+    if (exec < 0 || s === undefined) return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.launchGraph(exec, s.id));
+  }
+
+  destroyGraph(graph: HipHandle): number {
+    if (isNull(graph)) return C.hipErrorInvalidValue;
+    const g = this.#handles.graph(graph);
+    if (g < 0) return C.hipErrorIllegalState;
+    const code = this.codes.run(() => this.runtime.destroyGraph(g));
+    if (code === C.hipSuccess) this.#handles.forget(graph);
+    // A graph clr no longer knows is hipErrorIllegalState.
+    return code === C.hipErrorInvalidValue ? C.hipErrorIllegalState : code;
+  }
+
+  destroyExec(graphExec: HipHandle): number {
+    const exec = this.#handles.exec(graphExec);
+    if (exec < 0) return C.hipErrorInvalidValue;
+    return this.codes.run(() => this.runtime.destroyGraphExec(exec));
+  }
+
+  nodes(graph: HipHandle, numNodes: Box<number> | null): number {
+    const g = this.#handles.graph(graph);
+    if (!isBox(numNodes) || g < 0) return C.hipErrorInvalidValue;
+    let n = 0;
+    const code = this.codes.run(() => {
+      n = this.runtime.captures.graph(g).work.length;
+    });
+    if (code !== C.hipSuccess) return code;
+    return writeBox(numNodes, n) ? C.hipSuccess : C.hipErrorInvalidValue;
+  }
+
+  // --- the rules for other calls during a capture (Note [HIP capture rules]) ---
+
+  /** CHECK_STREAM_CAPTURE_SUPPORTED: hipMalloc, hipFree. */
+  unsafe(): number {
+    return this.#refuse(
+      prohibitingCaptures(this.runtime, this.#threadMode),
+      C.hipErrorStreamCaptureUnsupported,
+    );
+  }
+
+  /** CHECK_SUPPORTED_DURING_CAPTURE: hipDeviceSynchronize. */
+  deviceSync(): number {
+    return this.#refuse([...this.runtime.captures.captures()], C.hipErrorStreamCaptureUnsupported);
+  }
+
+  /** CHECK_STREAM_CAPTURING: the synchronous copies and sets. */
+  synchronous(): number {
+    return this.#refuse([...this.runtime.captures.captures()], C.hipErrorStreamCaptureImplicit);
+  }
+
+  /** hipStreamSynchronize of a capturing stream. */
+  onSynchronize(stream: HipHandle): number {
+    const s = isNull(stream) ? undefined : this.streams.stream(stream);
+    if (s === undefined || this.runtime.captures.status(s.id) === 'none') return C.hipSuccess;
+    this.runtime.invalidateCapture(s.id);
+    return C.hipErrorStreamCaptureUnsupported;
+  }
+
+  /** hipEventQuery and hipEventSynchronize of an event last recorded in a capture. */
+  onEvent(event: HipHandle): number {
+    const id = this.streams.events.idOf(event);
+    return id > 0 && this.runtime.captures.lastRecordCaptured(id) ? C.hipErrorCapturedEvent : C.hipSuccess;
+  }
+
+  #refuse(captures: readonly { origin: number }[], code: number): number {
+    if (captures.length === 0) return C.hipSuccess;
+    for (const c of captures) this.runtime.invalidateCapture(c.origin);
+    return code;
+  }
+}
