@@ -56,6 +56,49 @@ export const CUDA_RESULTS: ReadonlyMap<number, readonly [string, string]> = new 
   [CUDA_ERROR_ILLEGAL_ADDRESS, ['CUDA_ERROR_ILLEGAL_ADDRESS', 'an illegal memory access was encountered']],
   [CUDA_ERROR_NOT_PERMITTED, ['CUDA_ERROR_NOT_PERMITTED', 'operation not permitted']],
   [CUDA_ERROR_NOT_SUPPORTED, ['CUDA_ERROR_NOT_SUPPORTED', 'operation not supported']],
+  // Stream capture's: the strings are modelled until capture.errorNames records the H200's.
+  [
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+    ['CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED', 'operation not permitted when stream is capturing'],
+  ],
+  [
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+    ['CUDA_ERROR_STREAM_CAPTURE_INVALIDATED', 'operation failed due to a previous error during capture'],
+  ],
+  [
+    CUDA_ERROR_STREAM_CAPTURE_MERGE,
+    ['CUDA_ERROR_STREAM_CAPTURE_MERGE', 'operation would result in a merge of separate capture sequences'],
+  ],
+  [
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+    ['CUDA_ERROR_STREAM_CAPTURE_UNMATCHED', 'capture was not ended in the same stream as it began'],
+  ],
+  [
+    CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+    ['CUDA_ERROR_STREAM_CAPTURE_UNJOINED', 'capturing stream has unjoined work'],
+  ],
+  [
+    CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+    ['CUDA_ERROR_STREAM_CAPTURE_ISOLATION', 'dependency created on uncaptured work in another stream'],
+  ],
+  [
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+    [
+      'CUDA_ERROR_STREAM_CAPTURE_IMPLICIT',
+      'operation would make the legacy stream depend on a capturing blocking stream',
+    ],
+  ],
+  [
+    CUDA_ERROR_CAPTURED_EVENT,
+    ['CUDA_ERROR_CAPTURED_EVENT', 'operation not permitted on an event last recorded in a capturing stream'],
+  ],
+  [
+    CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+    [
+      'CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD',
+      'attempt to terminate a thread-local capture sequence from another thread',
+    ],
+  ],
   [
     CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
     ['CUDA_ERROR_PEER_ACCESS_UNSUPPORTED', 'peer access is not supported between these two devices'],

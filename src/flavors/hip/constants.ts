@@ -65,6 +65,46 @@ export const HIP_ERRORS: ReadonlyMap<number, readonly [string, string]> = new Ma
   [hipErrorPeerAccessNotEnabled, ['hipErrorPeerAccessNotEnabled', 'peer access has not been enabled']],
   [hipErrorContextIsDestroyed, ['hipErrorContextIsDestroyed', 'context is destroyed']],
   [hipErrorNotSupported, ['hipErrorNotSupported', 'operation not supported']],
+  [hipErrorIllegalState, ['hipErrorIllegalState', 'the operation cannot be performed in the present state']],
+  [
+    hipErrorStreamCaptureUnsupported,
+    ['hipErrorStreamCaptureUnsupported', 'operation not permitted when stream is capturing'],
+  ],
+  [
+    hipErrorStreamCaptureInvalidated,
+    ['hipErrorStreamCaptureInvalidated', 'operation failed due to a previous error during capture'],
+  ],
+  [
+    hipErrorStreamCaptureMerge,
+    ['hipErrorStreamCaptureMerge', 'operation would result in a merge of separate capture sequences'],
+  ],
+  [
+    hipErrorStreamCaptureUnmatched,
+    ['hipErrorStreamCaptureUnmatched', 'capture was not ended in the same stream as it began'],
+  ],
+  [hipErrorStreamCaptureUnjoined, ['hipErrorStreamCaptureUnjoined', 'capturing stream has unjoined work']],
+  [
+    hipErrorStreamCaptureIsolation,
+    ['hipErrorStreamCaptureIsolation', 'dependency created on uncaptured work in another stream'],
+  ],
+  [
+    hipErrorStreamCaptureImplicit,
+    [
+      'hipErrorStreamCaptureImplicit',
+      'operation would make the legacy stream depend on a capturing blocking stream',
+    ],
+  ],
+  [
+    hipErrorCapturedEvent,
+    ['hipErrorCapturedEvent', 'operation not permitted on an event last recorded in a capturing stream'],
+  ],
+  [
+    hipErrorStreamCaptureWrongThread,
+    [
+      'hipErrorStreamCaptureWrongThread',
+      'attempt to terminate a thread-local capture sequence from another thread',
+    ],
+  ],
   [hipErrorUnknown, ['hipErrorUnknown', 'unknown error']],
 ]);
 
