@@ -58,6 +58,11 @@ class Heap {
  *   streams, events, created contexts, small cuMemAllocs, and what follows
  *   the run. test/backends/sim/hint-probe-replay.test.ts replays the probe's
  *   experiments on this model.
+ * - Past the run's end, where the driver's mapping ends, the address space is
+ *   not free either: a map running past the last granule of a full run is
+ *   refused (startupHeap.fillTheRunThenMapPastItsEnd), where one past a full
+ *   chunk maps [mapPastChunkEnd]. The simulator holds the space from the run's
+ *   end to the next chunk boundary (8 MiB), so no exact range starts there.
  * - A reservation no heap has room for gets a heap of its own: a chunk of
  *   the size rounded up to max(32 MiB, alignment), aligned so, taken from the
  *   process's address space at the lowest free address (0x302000000 upward
@@ -148,7 +153,9 @@ export class DriverVaSpace {
     this.#os = new VaAllocator(start, end);
     const below = STARTUP_HOLE + STARTUP_DRIVER_MEMORY;
     const heap = startupRun - below;
-    if (heap < start || !this.#os.take(heap, below + STARTUP_HEAP_FREE))
+    // Past the run no map may run on either: held up to the next chunk boundary, where chunks may go.
+    const held = (Math.floor((startupRun + STARTUP_HEAP_FREE) / VA_CHUNK) + 1) * VA_CHUNK - heap;
+    if (heap < start || !this.#os.take(heap, held))
       throw new RangeError('the start-up heap does not fit the address space');
     this.#startupStart = startupRun;
     this.#startupEnd = startupRun + STARTUP_HEAP_FREE;
