@@ -19,6 +19,8 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
     'The driver crashed (SIGSEGV) reading the properties of handle 0 and 0xdeadbeef; the simulator answers CUDA_ERROR_INVALID_VALUE.',
   'capture.exchangeModeNullBox':
     'The driver crashed (SIGSEGV) exchanging the capture mode through a NULL pointer; the simulator answers CUDA_ERROR_INVALID_VALUE.',
+  'startupHeap.loneAfterCreatedContext':
+    "cuCtxCreate gives the new context a start-up heap of its own: a lone 2 MiB reservation made while it is current lands 640 MiB below the one made before it in the primary context's hole (granulesFromBefore -320), in a hole of the new heap whose tail is not free either (mapPastLone 1, as the simulator answers). The simulator's contexts share the process's one start-up heap (Note [Driver VA placement]), so it answers 0: modelling it needs the CUDA flavor to tell the backend when a context is made and destroyed, and what else that heap holds (its run, what cuCtxDestroy does with it) is not recorded.",
   'properties.released':
     'The driver returned the old fields of a just-released handle (a use after free of its handle object); the simulator answers CUDA_ERROR_INVALID_VALUE for a dead handle.',
 };
