@@ -54,9 +54,19 @@ class Heap {
  *   free (allocateAt), so a map running past a reservation in the hole is
  *   refused (Note [Mappings past a reservation's end] in the CUDA flavor;
  *   map.overReservationLoneAtStart). The startupHeap.* cases
- *   (conformance/cuda/cases/startup-heap.ts) record what else lands there:
- *   streams, events, created contexts, small cuMemAllocs, and what follows
- *   the run. test/backends/sim/hint-probe-replay.test.ts replays the probe's
+ *   (conformance/cuda/cases/startup-heap.ts) recorded the rest in the
+ *   recorder's process, where the hole was free again between cases: three
+ *   lone 2 MiB reservations lie 37 and 1 granules apart, the first's tail
+ *   taken and the third's free; after a 4 MiB or a 4 MiB-aligned one, a lone
+ *   2 MiB lands 37 granules below it; hints 2 MiB below the hole and 4, 36
+ *   and 72 MiB above it all go to the run. A cuMemAlloc of 2 MiB, or of
+ *   4 KiB, takes the hole (a reservation after it lands 37 granules above,
+ *   its tail free), and cuMemFree gives it back at once. A stream or an event
+ *   takes nothing there. A created context does: a lone reservation then
+ *   lands 640 MiB below the primary's hole, in a hole of a heap of the
+ *   context's own, its tail not free; the simulator's contexts share this
+ *   heap (a listed divergence, startupHeap.loneAfterCreatedContext).
+ *   test/backends/sim/hint-probe-replay.test.ts replays the probe's
  *   experiments on this model.
  * - Past the run's end, where the driver's mapping ends, the address space is
  *   not free either: a map running past the last granule of a full run is
