@@ -93,12 +93,37 @@ describe.each(backends)('cuMemHostGetDevicePointer on %s', (_name, make) => {
     const dev = box(0n);
     expect(cu.cuMemAlloc(dev, G)).toBe(0);
     expect(devicePointer(cu, dev.value)).toBe(INVALID);
+    // A buffer of no bytes has none (hostPtr.size0 on the H200).
+    const empty = pinned(cu, 0, null);
+    expect(devicePointer(cu, empty)).toBe(INVALID);
+    expect(cu.cuMemFreeHost(empty)).toBe(0);
     expect(cu.cuMemFreeHost(host)).toBe(0);
     expect(devicePointer(cu, host)).toBe(INVALID);
     expect(devicePointer(cu, d)).toBe(INVALID);
     expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d)).toBe(`error ${INVALID}`);
     // Device memory has no host pointer.
     expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_HOST_POINTER, dev.value)).toBe(`error ${INVALID}`);
+    cu.dispose();
+  });
+
+  it('answers VMM memory some device may access with its address, as the H200 does (hostPtr.badArguments)', () => {
+    const cu = make();
+    const prop = {
+      type: C.CU_MEM_ALLOCATION_TYPE_PINNED,
+      requestedHandleTypes: 0,
+      location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+    };
+    const va = box(0n);
+    const h = box(0n);
+    expect(cu.cuMemAddressReserve(va, G, 0, 0n, 0)).toBe(0);
+    expect(cu.cuMemCreate(h, G, prop, 0)).toBe(0);
+    expect(cu.cuMemMap(va.value, G, 0, h.value, 0)).toBe(0);
+    // Mapped, but no device may access it yet: refused, as DEVICE_POINTER is.
+    expect(devicePointer(cu, va.value + 64n)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    const rw = [{ location: prop.location, flags: C.CU_MEM_ACCESS_FLAGS_PROT_READWRITE }];
+    expect(cu.cuMemSetAccess(va.value, G, rw, 1)).toBe(0);
+    expect(devicePointer(cu, va.value + 64n)).toBe(va.value + 64n);
+    expect(attribute(cu, C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, va.value + 64n)).toBe(va.value + 64n);
     cu.dispose();
   });
 

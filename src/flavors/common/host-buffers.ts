@@ -89,11 +89,12 @@ export class HostBuffers {
    * The address of host pointer `p`: a live buffer, or a view that starts
    * inside one (an interior pointer: the buffer's address plus the offset);
    * undefined for anything else (pageable memory, a freed buffer, a view
-   * starting at the end).
+   * starting at the end, a buffer of no bytes).
    */
   addressOf(p: unknown): number | undefined {
     const exact = isHostBuffer(p) ? this.#byView.get(p) : undefined;
-    if (exact !== undefined) return exact.address;
+    // A buffer of no bytes has no device pointer (hostPtr.size0 on the H200: CUDA_ERROR_INVALID_VALUE).
+    if (exact !== undefined) return exact.bytes.length > 0 ? exact.address : undefined;
     const view = hostBytes(p);
     if (view === undefined) return undefined;
     const entry = this.#byStorage.get(view.buffer);

@@ -82,6 +82,8 @@ export class CudaContexts {
   readonly #primaryDestroyed: boolean[];
   /** Contexts cuCtxCreate made, by handle. */
   readonly #created = new Map<bigint, CreatedContext>();
+  /** Created contexts since destroyed: their devices (Note [Context-taking calls of CUDA 13.0]). */
+  readonly #destroyedCreated = new Map<bigint, number>();
   #nextContext = 1n;
   /** The current context's handle (0n: none). */
   #handle = 0n;
@@ -237,6 +239,8 @@ export class CudaContexts {
 
   /** Drop a created context whose resources are released; the one below it becomes current if it was. */
   remove(h: bigint): void {
+    const c = this.#created.get(h);
+    if (c !== undefined) this.#destroyedCreated.set(h, c.device);
     this.#created.delete(h);
     const below = this.#stack.filter((x) => x !== h);
     this.#stack.length = 0;
@@ -268,6 +272,40 @@ export class CudaContexts {
           ? ctx - Number(CONTEXT_BASE)
           : Number.NaN;
     return this.runtime.isDevice(d) && this.#primaryRefs[d] > 0 ? d : -1;
+  }
+
+  /**
+   * Note [Context-taking calls of CUDA 13.0]
+   * cuda.h 13.0 adds cuCtxGetDevice_v2(device, ctx) and cuCtxSynchronize_v2(ctx)
+   * beside the unchanged plain names. As the H200 answered them (ctxV2.*,
+   * driver 580): NULL is the current context, and with none current device
+   * 0 (cuCtxGetDevice_v2 answers 0, cuCtxSynchronize_v2 succeeds; one GPU
+   * cannot tell device 0 from the device last current); a created context
+   * answers its device whether or not it is current, and still after
+   * cuCtxDestroy, when cuCtxSynchronize_v2 answers
+   * CUDA_ERROR_CONTEXT_IS_DESTROYED (709). A handle that never named a
+   * context is CUDA_ERROR_INVALID_CONTEXT (the documentation's code; not
+   * asked of the driver, whose handles are pointers it would follow).
+   */
+  contextV2Device(ctx: unknown): number {
+    if (ctx === 0n || ctx === 0 || ctx === null || ctx === undefined) return Math.max(this.#device, 0);
+    const live = this.deviceOf(ctx);
+    if (live >= 0) return live;
+    const key = handleKey(ctx);
+    const destroyed = key === undefined ? undefined : this.#destroyedCreated.get(key);
+    if (destroyed !== undefined) return destroyed;
+    const p = this.primaryDevice(ctx);
+    return p >= 0 && this.#primaryDestroyed[p] ? p : -1;
+  }
+
+  /** Whether `ctx` names a destroyed context: a created one, or a primary one not retained since (NULL: the current one). */
+  isDestroyed(ctx: unknown): boolean {
+    if (ctx === 0n || ctx === 0 || ctx === null || ctx === undefined)
+      return this.currentCode() === C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    const key = handleKey(ctx);
+    if (key !== undefined && this.#destroyedCreated.has(key)) return true;
+    const p = this.primaryDevice(ctx);
+    return p >= 0 && this.#primaryDestroyed[p] && this.#primaryRefs[p] === 0;
   }
 
   /** A context's device for cuMemcpyPeer: C's NULL context is the current one. */

@@ -340,27 +340,21 @@ export class CudaFlavor extends VendorProcess {
     return this.codes.run(() => this.runtime.synchronize(this.#contexts.device));
   }
 
-  /**
-   * CUDA 13.0's cuCtxGetDevice_v2 (cuda.h 13.0 keeps cuCtxGetDevice as it
-   * was and adds this name, cuda-python's 13.0 bindings): the device of
-   * `ctx`, a retained primary or a created context, or the current
-   * context's for NULL; any other context is CUDA_ERROR_INVALID_CONTEXT.
-   */
+  /** CUDA 13.0's: the device of `ctx`, destroyed or not (Note [Context-taking calls of CUDA 13.0]). */
   cuCtxGetDevice_v2(device: Box<number>, ctx: CUcontext): number {
-    if (isNull(ctx)) return this.cuCtxGetDevice(device);
     if (!this.#initialized) return this.#uninitialized();
-    const d = this.#contexts.deviceOf(ctx);
+    const d = this.#contexts.contextV2Device(ctx);
     if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
     if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
     return writeBox(device, d) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
-  /** CUDA 13.0's cuCtxSynchronize_v2: wait for `ctx`'s device, the current context's for NULL. */
+  /** CUDA 13.0's: wait for `ctx`'s device; a destroyed context is 709 (Note [Context-taking calls of CUDA 13.0]). */
   cuCtxSynchronize_v2(ctx: CUcontext): number {
-    if (isNull(ctx)) return this.cuCtxSynchronize();
     if (!this.#initialized) return this.#uninitialized();
-    const d = this.#contexts.deviceOf(ctx);
+    const d = this.#contexts.contextV2Device(ctx);
     if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    if (this.#contexts.isDestroyed(ctx)) return C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
     return this.codes.run(() => this.runtime.synchronize(d));
   }
 

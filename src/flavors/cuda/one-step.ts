@@ -123,11 +123,22 @@ export class CudaOneStep {
     return writeBox(pdptr, this.addresses.toBigInt(address)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
-  /** The address of host pointer `p` (a buffer, a view in one, or an address in one); undefined if no live buffer holds it. */
+  /**
+   * The address of host pointer `p` (a buffer, a view in one, or an address
+   * in one); undefined if no live buffer holds it. VMM memory some device
+   * may access answers itself: the H200 answers 0 for a mapped, read-write
+   * reservation (hostPtr.badArguments' vmmMemory; the pointer it wrote was
+   * not recorded, taken to be the address, as DEVICE_POINTER answers it)
+   * and CUDA_ERROR_INVALID_VALUE for cuMemAlloc memory.
+   */
   hostAddress(p: unknown): number | undefined {
     if (typeof p !== 'bigint' && typeof p !== 'number') return this.hostBuffers.addressOf(p);
-    const at = this.hostBuffers.at(this.addresses.toNumber(p));
-    return at === undefined ? undefined : at.buffer.address + at.offset;
+    const va = this.addresses.toNumber(p);
+    const at = this.hostBuffers.at(va);
+    if (at !== undefined) return at.buffer.address + at.offset;
+    const m = va > 0 ? this.runtime.mappingAt(va) : undefined;
+    if (m === undefined || m.reservation.origin === 'malloc') return undefined;
+    return this.runtime.devices.some((d) => m.accessOf(d.ordinal) !== 0) ? va : undefined;
   }
 
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */
