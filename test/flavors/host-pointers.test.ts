@@ -201,6 +201,17 @@ describe('hipHostGetDevicePointer', () => {
     const self = box(0n);
     expect(hip.hipHostGetDevicePointer(self, dev.value, 0)).toBe(0);
     expect(self.value).toBe(dev.value);
+    // A hipMemMap'd range is one too (clr adds it at the map), before any access is set.
+    const va = box(0n);
+    const h = box(0n);
+    const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
+    expect(hip.hipMemAddressReserve(va, G, 0, 0n, 0)).toBe(0);
+    expect(hip.hipMemCreate(h, G, prop as never, 0)).toBe(0);
+    const unmapped = box(0n);
+    expect(hip.hipHostGetDevicePointer(unmapped, va.value, 0)).toBe(H.hipErrorInvalidValue);
+    expect(hip.hipMemMap(va.value, G, 0, h.value, 0)).toBe(0);
+    expect(hip.hipHostGetDevicePointer(self, va.value + 8n, 0)).toBe(0);
+    expect(self.value).toBe(va.value + 8n);
     expect(hip.hipHostFree(host)).toBe(0);
     hip.dispose();
   });

@@ -79,8 +79,9 @@ export class HipOneStep {
    * memory object holding hostPointer gives its device address plus the
    * offset into it, and no memory object hipErrorInvalidValue. A host buffer
    * (or a view or an address inside one) answers its address (Note [Host
-   * device pointers]); hipMalloc memory is a memory object too, so a device
-   * pointer answers itself.
+   * device pointers]); hipMalloc memory is a memory object too, and so is a
+   * hipMemMap'd range from the map on (clr's rocvirtual.cpp adds it to the
+   * same map), so a device pointer into either answers itself.
    */
   hostDevicePointer(devicePointer: Box<bigint>, hostPointer: unknown, flags: number): number {
     if (!isBox(devicePointer) || toCount(flags) !== 0) return C.hipErrorInvalidValue;
@@ -89,7 +90,7 @@ export class HipOneStep {
       const va = toCount(hostPointer);
       const at = this.hostBuffers.at(va);
       if (at !== undefined) address = va;
-      else if (va > 0 && this.runtime.reservationAt(va)?.origin === 'malloc') address = va;
+      else if (va > 0 && this.runtime.mappingAt(va) !== undefined) address = va;
     } else address = this.hostBuffers.addressOf(hostPointer);
     if (address === undefined) return C.hipErrorInvalidValue;
     return writeBox(devicePointer, BigInt(address)) ? C.hipSuccess : C.hipErrorInvalidValue;
