@@ -138,21 +138,75 @@ export function startupHeapCases(def: Define): void {
       return true;
     }),
   );
-  def('startupHeap.loneAfterCreatedContext', (t) =>
-    loneAfter(t, () => {
-      const current = { value: 0n };
-      if (t.cu.cuCtxGetCurrent(current) !== 0) return false;
-      const primary = current.value;
-      const box = { value: 0n };
-      if (t.call('cuCtxCreate', t.cu.cuCtxCreate(box, 0, t.env.dev)) !== 0) return false;
-      const c = box.value;
-      // Cleanup runs newest first: the reservation goes, then the context, then the primary is current again.
-      t.later('cuCtxDestroy', () => {
-        const code = t.cu.cuCtxDestroy(c);
-        if (t.cu.cuCtxGetCurrent(current) !== 0 || current.value !== primary) t.cu.cuCtxSetCurrent(primary);
-        return code;
-      });
-      return true;
-    }),
-  );
+  def('startupHeap.loneAfterCreatedContext', (t) => loneAfter(t, () => createdContext(t)));
+  // What the created context's own heap is (startupHeap.loneAfterCreatedContext: its hole 640 MiB below
+  // the primary's): a second lone reservation, a second context, cuMemAlloc, and cuCtxDestroy.
+  def('startupHeap.createdContextTwoLone', (t) => {
+    const before = t.unreserved(t.G);
+    if (!before || !createdContext(t)) return;
+    const a = t.reserve(t.G, 0, 0n, 0, 'reserveFirst');
+    const b = a ? t.reserve(t.G, 0, 0n, 0, 'reserveSecond') : 0n;
+    if (!b) return;
+    t.see('firstFromBefore', granulesFrom(t, a, before));
+    t.see('secondFromFirst', granulesFrom(t, b, a));
+    mapPast(t, a, 'mapPastFirst');
+    mapPast(t, b, 'mapPastSecond');
+  });
+  def('startupHeap.twoCreatedContexts', (t) => {
+    const before = t.unreserved(t.G);
+    if (!before || !createdContext(t, 'cuCtxCreateFirst')) return;
+    const a = t.reserve(t.G, 0, 0n, 0, 'reserveInFirst');
+    if (!a || !createdContext(t, 'cuCtxCreateSecond')) return;
+    const b = t.reserve(t.G, 0, 0n, 0, 'reserveInSecond');
+    if (!b) return;
+    t.see('inFirstFromBefore', granulesFrom(t, a, before));
+    t.see('inSecondFromInFirst', granulesFrom(t, b, a));
+  });
+  def('startupHeap.cuMemAllocInCreatedContext', (t) => {
+    const before = t.unreserved(t.G);
+    if (!before || !createdContext(t)) return;
+    const p = memAlloc(t, t.G);
+    const a = p ? t.reserve(t.G) : 0n;
+    if (!a) return;
+    t.see('allocFromBefore', granulesFrom(t, p, before));
+    t.see('loneFromAlloc', granulesFrom(t, a, p));
+  });
+  def('startupHeap.reservationOutlivesCreatedContext', (t) => {
+    const before = t.unreserved(t.G);
+    const current = { value: 0n };
+    if (!before || t.cu.cuCtxGetCurrent(current) !== 0) return;
+    const primary = current.value;
+    const box = { value: 0n };
+    if (t.call('cuCtxCreate', t.cu.cuCtxCreate(box, 0, t.env.dev)) !== 0) return;
+    const a = t.reserve(t.G);
+    t.call('cuCtxDestroy', t.cu.cuCtxDestroy(box.value));
+    if (t.cu.cuCtxGetCurrent(current) !== 0 || current.value !== primary) t.cu.cuCtxSetCurrent(primary);
+    if (!a) return;
+    t.see('inContextFromBefore', granulesFrom(t, a, before));
+    // The reservation is the process's, not the context's: it stays, and can be mapped.
+    const h = t.create(t.G);
+    if (h && t.map(a, t.G, h, 'mapAfterDestroy') === 0) t.unmap(a, t.G, 'unmapAfterDestroy');
+    const b = t.reserve(t.G, 0, 0n, 0, 'reserveAfterDestroy');
+    if (b) t.see('afterDestroyFromBefore', granulesFrom(t, b, before));
+  });
+}
+
+/**
+ * A context cuCtxCreate makes (current now), destroyed at cleanup after what the case made in it,
+ * the primary context current again; false if it could not be made.
+ */
+function createdContext(t: Trace, label = 'cuCtxCreate'): boolean {
+  const current = { value: 0n };
+  if (t.cu.cuCtxGetCurrent(current) !== 0) return false;
+  const primary = current.value;
+  const box = { value: 0n };
+  if (t.call(label, t.cu.cuCtxCreate(box, 0, t.env.dev)) !== 0) return false;
+  const c = box.value;
+  // Cleanup runs newest first: what the case made in the context goes, then the context.
+  t.later('cuCtxDestroy', () => {
+    const code = t.cu.cuCtxDestroy(c);
+    if (t.cu.cuCtxGetCurrent(current) !== 0 || current.value !== primary) t.cu.cuCtxSetCurrent(primary);
+    return code;
+  });
+  return true;
 }
