@@ -50,8 +50,11 @@ function noObjects(): ContextObjects {
  * cuCtxPopCurrent pops and hands back the context it popped (none current:
  * CUDA_ERROR_INVALID_CONTEXT), cuCtxSetCurrent replaces the top, and
  * cuCtxSetCurrent(NULL) "is equivalent to popping the top" (a no-op on an
- * empty stack), so the context below becomes current, not none. The
- * conformance case settle.setCurrentNullWithStack records the H200's answers.
+ * empty stack), so the context below becomes current, not none. The H200
+ * agrees (settle.setCurrentNullWithStack): with two created contexts over
+ * the primary one, cuCtxSetCurrent(NULL) leaves the first current, pops hand
+ * back each top down to the primary context, a pop with none current is
+ * CUDA_ERROR_INVALID_CONTEXT, and a push of NULL CUDA_ERROR_INVALID_VALUE.
  *
  * Note [Destroying a primary context]
  * cuCtxDestroy takes a primary context too (the H200 answers 0: case

@@ -37,8 +37,12 @@ const EVENT_FLAG_BITS = C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C
  * a kernel launch fails: an asynchronous copy or set on a stream of another
  * device (or of another context) runs there, as the stream's work, so it is
  * done by the stream's device, as HIP's copies are (hip/copies.ts). The
- * conformance case settle.otherContextStream records the same question on
- * one device (a created context's stream while the primary one is current).
+ * conformance case settle.otherContextStream asks the same question on one
+ * device, and the H200 answers it so: on a created context's stream, with
+ * the primary one current, copies and sets of every direction succeed and
+ * land, and so do waits on either context's event; a record there of the
+ * primary's event is CUDA_ERROR_INVALID_HANDLE, as the rule above says. A
+ * stream of another device is not recorded (one GPU).
  */
 export class CudaStreams extends StreamsAndEvents {
   /** The context each live stream and event was made in (Note [CUDA events]). */
@@ -267,10 +271,10 @@ export class CudaStreams extends StreamsAndEvents {
 
 /**
  * What a call answers for an event #event refused. The H200 answers
- * CUDA_ERROR_CONTEXT_IS_DESTROYED to a query and a second destroy of a
- * destroyed event (event.destroyedHandle: it reads the context through the
- * freed event), and the other event calls are taken to do the same; a value
- * that was never an event is CUDA_ERROR_INVALID_HANDLE.
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED to every call given a destroyed event
+ * (event.destroyedHandle, and settle.destroyedEvent.* for the other ten:
+ * it reads the context through the freed event); a value that was never an
+ * event is CUDA_ERROR_INVALID_HANDLE.
  */
 function badEvent(id: number): number {
   return id === -2 ? C.CUDA_ERROR_CONTEXT_IS_DESTROYED : C.CUDA_ERROR_INVALID_HANDLE;
