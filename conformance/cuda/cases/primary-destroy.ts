@@ -9,6 +9,13 @@
  * poison the context]: the recorder starts a fresh process after each), and
  * each object gets a case of its own, with the riskiest call last, so that one
  * crash loses one case. Handles are compared, never recorded.
+ *
+ * The H200 (driver 580, 2026-12-01 23:13 UTC) refused every one of these
+ * destroys with CUDA_ERROR_INVALID_CONTEXT and changed nothing, so a label
+ * "NoContext" names a call made after the refused destroy, with the primary
+ * context still current. The cases after vmmNoContext ask what the older
+ * record of ctx.destroyPrimary (0, in a process that had run other cases)
+ * depended on, and what cuDevicePrimaryCtxReset destroys.
  */
 import type { Box } from '../api.js';
 import { CU_MEM_ACCESS_FLAGS_PROT_READWRITE as RW } from '../api.js';
@@ -175,20 +182,20 @@ export function primaryDestroyCases(def: Define): void {
     'primaryDestroy.memAllocQueries',
     (t) => {
       const before = freeBytes(t);
-      const p = { value: 0n };
-      if (t.call('memAlloc', t.cu.cuMemAlloc(p, ALLOC_BYTES)) !== 0) return;
-      t.call('memset', t.cu.cuMemsetD8(p.value, 0x3c, ALLOC_BYTES));
-      const held = freeBytes(t);
-      t.see('allocationHeld', held >= 0 && held < before);
-      const primary = destroyPrimary(t);
-      pointerQueries(t, 'noContext', p.value, primary, 0n);
-      const fresh = freshPrimary(t, primary);
-      if (!fresh) return;
-      const after = freeBytes(t);
-      t.see('givenBack', after > held);
-      t.see('freeAsBefore', after === before);
-      pointerQueries(t, 'fresh', p.value, primary, fresh);
-      t.call('copyFromOld', t.cu.cuMemcpyDtoH(new Uint8Array(64), p.value, 64));
+      withMemAlloc(t, ALLOC_BYTES, (p) => {
+        t.call('memset', t.cu.cuMemsetD8(p, 0x3c, ALLOC_BYTES));
+        const held = freeBytes(t);
+        t.see('allocationHeld', held >= 0 && held < before);
+        const primary = destroyPrimary(t);
+        pointerQueries(t, 'noContext', p, primary, 0n);
+        const fresh = freshPrimary(t, primary);
+        if (!fresh) return;
+        const after = freeBytes(t);
+        t.see('givenBack', after > held);
+        t.see('freeAsBefore', after === before);
+        pointerQueries(t, 'fresh', p, primary, fresh);
+        t.call('copyFromOld', t.cu.cuMemcpyDtoH(new Uint8Array(64), p, 64));
+      });
     },
     true,
   );
@@ -237,40 +244,40 @@ export function primaryDestroyCases(def: Define): void {
   def(
     'primaryDestroy.stream',
     (t) => {
-      const p = { value: 0n };
-      const s = { value: 0n };
-      if (t.call('memAlloc', t.cu.cuMemAlloc(p, t.G)) !== 0) return;
-      if (t.call('streamCreate', t.cu.cuStreamCreate(s, 0)) !== 0) return;
-      t.call('memsetAsync', t.cu.cuMemsetD8Async(p.value, 0x11, t.G, s.value));
-      t.call('streamSynchronize', t.cu.cuStreamSynchronize(s.value));
-      t.call('streamQuery', t.cu.cuStreamQuery(s.value));
-      const primary = destroyPrimary(t);
-      t.call('queryNoContext', t.cu.cuStreamQuery(s.value));
-      t.call('synchronizeNoContext', t.cu.cuStreamSynchronize(s.value));
-      if (!freshPrimary(t, primary)) return;
-      t.call('queryFresh', t.cu.cuStreamQuery(s.value));
-      t.call('synchronizeFresh', t.cu.cuStreamSynchronize(s.value));
-      t.call('destroyFresh', t.cu.cuStreamDestroy(s.value));
+      withMemAlloc(t, t.G, (p) => {
+        const s = { value: 0n };
+        if (t.call('streamCreate', t.cu.cuStreamCreate(s, 0)) !== 0) return;
+        t.call('memsetAsync', t.cu.cuMemsetD8Async(p, 0x11, t.G, s.value));
+        t.call('streamSynchronize', t.cu.cuStreamSynchronize(s.value));
+        t.call('streamQuery', t.cu.cuStreamQuery(s.value));
+        const primary = destroyPrimary(t);
+        t.call('queryNoContext', t.cu.cuStreamQuery(s.value));
+        t.call('synchronizeNoContext', t.cu.cuStreamSynchronize(s.value));
+        if (!freshPrimary(t, primary)) return;
+        t.call('queryFresh', t.cu.cuStreamQuery(s.value));
+        t.call('synchronizeFresh', t.cu.cuStreamSynchronize(s.value));
+        t.call('destroyFresh', t.cu.cuStreamDestroy(s.value));
+      });
     },
     true,
   );
   def(
     'primaryDestroy.event',
     (t) => {
-      const p = { value: 0n };
-      const e = { value: 0n };
-      if (t.call('memAlloc', t.cu.cuMemAlloc(p, t.G)) !== 0) return;
-      if (t.call('eventCreate', t.cu.cuEventCreate(e, 0)) !== 0) return;
-      t.call('memsetAsync', t.cu.cuMemsetD8Async(p.value, 0x22, t.G, 0n));
-      t.call('record', t.cu.cuEventRecord(e.value, 0n));
-      t.call('eventSynchronize', t.cu.cuEventSynchronize(e.value));
-      const primary = destroyPrimary(t);
-      t.call('queryNoContext', t.cu.cuEventQuery(e.value));
-      t.call('synchronizeNoContext', t.cu.cuEventSynchronize(e.value));
-      if (!freshPrimary(t, primary)) return;
-      t.call('queryFresh', t.cu.cuEventQuery(e.value));
-      t.call('synchronizeFresh', t.cu.cuEventSynchronize(e.value));
-      t.call('destroyFresh', t.cu.cuEventDestroy(e.value));
+      withMemAlloc(t, t.G, (p) => {
+        const e = { value: 0n };
+        if (t.call('eventCreate', t.cu.cuEventCreate(e, 0)) !== 0) return;
+        t.call('memsetAsync', t.cu.cuMemsetD8Async(p, 0x22, t.G, 0n));
+        t.call('record', t.cu.cuEventRecord(e.value, 0n));
+        t.call('eventSynchronize', t.cu.cuEventSynchronize(e.value));
+        const primary = destroyPrimary(t);
+        t.call('queryNoContext', t.cu.cuEventQuery(e.value));
+        t.call('synchronizeNoContext', t.cu.cuEventSynchronize(e.value));
+        if (!freshPrimary(t, primary)) return;
+        t.call('queryFresh', t.cu.cuEventQuery(e.value));
+        t.call('synchronizeFresh', t.cu.cuEventSynchronize(e.value));
+        t.call('destroyFresh', t.cu.cuEventDestroy(e.value));
+      });
     },
     true,
   );
@@ -313,6 +320,94 @@ export function primaryDestroyCases(def: Define): void {
     },
     true,
   );
+  // The older ctx.destroyPrimary ran after ctx.createDestroy: the primary context current again by a pop.
+  def(
+    'primaryDestroy.afterCreatedContextGone',
+    (t) => {
+      const primary = current(t);
+      const box = { value: 0n };
+      if (t.call('ctxCreate', t.cu.cuCtxCreate(box, 0, t.env.dev)) !== 0) return;
+      t.call('destroyCreated', t.cu.cuCtxDestroy(box.value));
+      whichCurrent(t, 'currentAfterPop', { primary });
+      t.call('destroyPrimary', t.cu.cuCtxDestroy(primary));
+      whichCurrent(t, 'currentAfterDestroy', { primary });
+      t.call('setPrimaryAgain', t.cu.cuCtxSetCurrent(primary));
+      t.call('synchronize', t.cu.cuCtxSynchronize());
+      primaryState(t, 'state');
+    },
+    true,
+  );
+  // ... and after event.destroyedHandle, whose query reads the freed event.
+  def(
+    'primaryDestroy.afterDestroyedEventQueried',
+    (t) => {
+      const primary = current(t);
+      const e = { value: 0n };
+      if (t.call('eventCreate', t.cu.cuEventCreate(e, 0)) !== 0) return;
+      t.call('eventDestroy', t.cu.cuEventDestroy(e.value));
+      t.call('queryDestroyed', t.cu.cuEventQuery(e.value));
+      t.call('destroyPrimary', t.cu.cuCtxDestroy(primary));
+      t.call('synchronize', t.cu.cuCtxSynchronize());
+      primaryState(t, 'state');
+    },
+    true,
+  );
+  // What cuDevicePrimaryCtxReset destroys of the current primary context, and what its handle answers after.
+  def(
+    'primaryDestroy.resetWithObjects',
+    (t) => {
+      const primary = current(t);
+      const p = { value: 0n };
+      const s = { value: 0n };
+      const e = { value: 0n };
+      const before = freeBytes(t);
+      if (t.call('memAlloc', t.cu.cuMemAlloc(p, ALLOC_BYTES)) !== 0) return;
+      t.call('streamCreate', t.cu.cuStreamCreate(s, 0));
+      t.call('eventCreate', t.cu.cuEventCreate(e, 0));
+      const data = pattern(4096, 21);
+      const { base, h } = vmmMapping(t, data);
+      t.call('reset', t.cu.cuDevicePrimaryCtxReset(t.env.dev));
+      whichCurrent(t, 'currentAfterReset', { primary });
+      primaryState(t, 'stateAfterReset');
+      t.call('synchronizeAfterReset', t.cu.cuCtxSynchronize());
+      ctxDevice(t, 'deviceAfterReset');
+      t.call('memGetInfoAfterReset', t.cu.cuMemGetInfo({ value: 0 }, { value: 0 }));
+      const fresh = retainAgain(t, primary);
+      primaryState(t, 'stateAfterRetain');
+      t.call('synchronizeAfterRetain', t.cu.cuCtxSynchronize());
+      t.see('memAllocGivenBack', freeBytes(t) >= before - t.G);
+      pointerQueries(t, 'afterRetain', p.value, primary, fresh);
+      t.call('streamQuery', t.cu.cuStreamQuery(s.value));
+      t.call('eventQuery', t.cu.cuEventQuery(e.value));
+      if (base && h) {
+        t.getAccess(base, 'getAccessAfterRetain');
+        t.readEquals(base, data, 'readAfterRetain');
+        undoVmm(t, 'undo', base, h);
+      }
+      t.call('memFreeOld', t.cu.cuMemFree(p.value));
+      t.call('streamDestroyOld', t.cu.cuStreamDestroy(s.value));
+      t.call('eventDestroyOld', t.cu.cuEventDestroy(e.value));
+      t.call('releaseAfterReset', t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
+      t.call('releaseAgain', t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
+    },
+    true,
+  );
+}
+
+/**
+ * cuMemAlloc of `bytes`, recorded, then `body`; the memory is freed after it
+ * without a record, so that a simulated run ends as clean as the driver's
+ * process does (the recorder ends it after the case). Added after the H200
+ * recorded these cases, whose records hold no such call.
+ */
+function withMemAlloc(t: Trace, bytes: number, body: (p: bigint) => void): void {
+  const p = { value: 0n };
+  if (t.call('memAlloc', t.cu.cuMemAlloc(p, bytes)) !== 0) return;
+  try {
+    body(p.value);
+  } finally {
+    t.cu.cuMemFree(p.value);
+  }
 }
 
 /** One granule reserved, created, mapped read-write and written, each step recorded; undone by undoVmm. */

@@ -57,24 +57,28 @@ function noObjects(): ContextObjects {
  * CUDA_ERROR_INVALID_CONTEXT, and a push of NULL CUDA_ERROR_INVALID_VALUE.
  *
  * Note [Destroying a primary context]
- * cuCtxDestroy takes a primary context too (the H200 answers 0: case
- * ctx.destroyPrimary). What the primary context owns goes as a created
- * context's does (Note [Created contexts]): the streams, events, cuMemAlloc
- * and page-locked host memory made while it was current, after the device's
- * work has finished; so each primary context keeps its objects' books as a
- * created one does. VMM memory is the device's and stays. The primary
- * context is then inactive (cuDevicePrimaryCtxGetState's active is 0) and
- * its retain count 0. Its handle stays a handle: cuCtxSetCurrent takes it
- * (0 on the H200) and a call that needs the context answers
- * CUDA_ERROR_CONTEXT_IS_DESTROYED (709), as a destroyed primary context
- * current to a thread does by the cuCtxDestroy documentation. If it was
- * current it is popped (that documentation; the one below, or none, becomes
- * current). cuDevicePrimaryCtxRetain makes the device's primary context
- * anew, with the same handle (a primary context's handle names its device
- * here), which is then a live context again wherever it is current.
- * cuDevicePrimaryCtxReset releases the same objects and keeps the retain
- * count, since "resetting the primary context does not release it" (its
- * documentation). The conformance cases primaryDestroy.* record the H200.
+ * cuCtxDestroy does not destroy a primary context: on the H200 it answers
+ * CUDA_ERROR_INVALID_CONTEXT and changes nothing (driver 580, twelve cases
+ * primaryDestroy.*, each in a fresh process): the context stays current and
+ * active, its cuMemAlloc memory, host memory, streams and events stay usable
+ * and are freed by their own calls, and a later retain hands back the same
+ * handle. (ctx.destroyPrimary's older record, where it answered 0, was made
+ * in a process that had run other cases first: a listed divergence.)
+ * What does destroy a primary context is cuDevicePrimaryCtxReset, which
+ * "destroys all allocations and resets all state" (its documentation): the
+ * streams, events, cuMemAlloc and page-locked host memory made while it was
+ * current go as a created context's do with cuCtxDestroy (Note [Created
+ * contexts]), after the device's work has finished, so each primary context
+ * keeps its objects' books as a created one does; VMM memory is the
+ * device's and stays. The context is then inactive (the H200:
+ * cuDevicePrimaryCtxGetState's active is 0) but stays current (the H200),
+ * and it keeps its retain count, since "resetting the primary context does
+ * not release it" (the documentation). A call that needs the context
+ * answers CUDA_ERROR_CONTEXT_IS_DESTROYED (709) until cuDevicePrimaryCtxRetain
+ * makes it anew, with the same handle (the H200), live again wherever it is
+ * current; cuCtxSetCurrent takes the handle meanwhile. The 709 is the
+ * documentation's answer for a destroyed context current to a thread; the
+ * H200 was not asked it after a reset.
  */
 export class CudaContexts {
   /** Primary contexts retained, per device ordinal: retain count. */
@@ -119,10 +123,10 @@ export class CudaContexts {
     return C.CUDA_SUCCESS;
   }
 
-  /** cuDevicePrimaryCtxGetState for a valid device: no flags set (cuDevicePrimaryCtxSetFlags is not modelled), active while retained. */
+  /** cuDevicePrimaryCtxGetState for a valid device: no flags set (cuDevicePrimaryCtxSetFlags is not modelled), active while retained and not reset. */
   primaryState(d: number, flags: Box<number>, active: Box<number>): number {
-    if (!writeBox(flags, 0) || !writeBox(active, this.#primaryRefs[d] > 0 ? 1 : 0))
-      return C.CUDA_ERROR_INVALID_VALUE;
+    const live = this.#primaryRefs[d] > 0 && !this.#primaryDestroyed[d];
+    if (!writeBox(flags, 0) || !writeBox(active, live ? 1 : 0)) return C.CUDA_ERROR_INVALID_VALUE;
     return C.CUDA_SUCCESS;
   }
 
@@ -138,16 +142,14 @@ export class CudaContexts {
   }
 
   /**
-   * The primary context of `d` is gone, its objects released by the caller
-   * (Note [Destroying a primary context]): inactive, and popped if current.
+   * cuDevicePrimaryCtxReset, its objects released by the caller (Note
+   * [Destroying a primary context]): inactive until a retain, still current
+   * where it was, its retain count kept.
    */
-  destroyPrimary(d: number): void {
-    this.#primaryRefs[d] = 0;
+  resetPrimary(d: number): void {
     this.#primaryDestroyed[d] = true;
     this.#primaryObjects[d] = noObjects();
-    const h = contextHandle(d);
-    if (this.#handle === h) this.#popTop();
-    // Left below on the stack, it is current again as a destroyed context when popped to.
+    if (this.#handle === contextHandle(d)) this.#device = -1;
   }
 
   /**
@@ -274,7 +276,7 @@ export class CudaContexts {
         : typeof ctx === 'number' && Number.isSafeInteger(ctx)
           ? ctx - Number(CONTEXT_BASE)
           : Number.NaN;
-    return this.runtime.isDevice(d) && this.#primaryRefs[d] > 0 ? d : -1;
+    return this.runtime.isDevice(d) && this.#primaryRefs[d] > 0 && !this.#primaryDestroyed[d] ? d : -1;
   }
 
   /**

@@ -296,11 +296,12 @@ export class CudaFlavor extends VendorProcess {
     return this.#contexts.primaryState(d, flags, active);
   }
 
-  /** Release what the primary context of `dev` owns; its retain count stays (Note [Destroying a primary context]). */
+  /** Destroy the primary context of `dev` with what it owns; its retain count stays (Note [Destroying a primary context]). */
   cuDevicePrimaryCtxReset(dev: number): number {
     const d = this.#device(dev);
     if (d < 0) return d === -1 ? C.CUDA_ERROR_INVALID_DEVICE : this.#uninitialized();
     this.#teardown.release(this.#contexts.primaryObjects(d), d);
+    this.#contexts.resetPrimary(d);
     return C.CUDA_SUCCESS;
   }
 
@@ -395,20 +396,19 @@ export class CudaFlavor extends VendorProcess {
   }
 
   /**
-   * Destroy a context, created or a live primary one, with its streams,
-   * events, cuMemAlloc and page-locked host memory (Notes [Created contexts],
-   * [Destroying a primary context]); VMM memory stays.
+   * Destroy a context cuCtxCreate made, with its streams, events, cuMemAlloc
+   * and page-locked host memory (Note [Created contexts]); VMM memory stays.
+   * A primary context is refused, CUDA_ERROR_INVALID_CONTEXT, as on the H200
+   * (Note [Destroying a primary context]).
    */
   cuCtxDestroy(ctx: CUcontext): number {
     if (!this.#initialized) return this.#uninitialized();
     if (isNull(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
     const h = handleKey(ctx) ?? -1n;
     const c = this.#contexts.created(h);
-    const d = c?.device ?? this.#contexts.deviceOf(ctx);
-    if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
-    this.#teardown.release(c ?? this.#contexts.primaryObjects(d), d);
-    if (c !== undefined) this.#contexts.remove(h);
-    else this.#contexts.destroyPrimary(d);
+    if (c === undefined) return C.CUDA_ERROR_INVALID_CONTEXT;
+    this.#teardown.release(c, c.device);
+    this.#contexts.remove(h);
     return C.CUDA_SUCCESS;
   }
 

@@ -1,8 +1,9 @@
 /**
- * cuCtxDestroy of a primary context, cuDevicePrimaryCtxGetState,
- * cuDevicePrimaryCtxReset and cuStreamQuery (Note [Destroying a primary
- * context]): what the primary context owned is released through core, VMM
- * memory stays, and the handle answers as a destroyed context until a retain.
+ * cuCtxDestroy of a primary context (refused, as on the H200),
+ * cuDevicePrimaryCtxReset (which does destroy it), cuDevicePrimaryCtxGetState
+ * and cuStreamQuery (Note [Destroying a primary context]): what a reset primary
+ * context owned is released through core, VMM memory stays, and the handle
+ * answers as a destroyed context until a retain.
  */
 import { describe, expect, it } from 'vitest';
 import * as C from '../../../src/flavors/cuda/constants.js';
@@ -37,7 +38,36 @@ function retainAgain(cu: CudaFlavor): bigint {
 }
 
 describe('cuCtxDestroy of a primary context', () => {
-  it('releases its cuMemAlloc memory, streams, events and host memory through core; VMM memory stays', () => {
+  it('is refused, CUDA_ERROR_INVALID_CONTEXT, and changes nothing (the H200, primaryDestroy.*)', () => {
+    const cu = cudaWithContext();
+    const primary = current(cu);
+    const p = box(0n);
+    expect(cu.cuMemAlloc(p, G)).toBe(0);
+    const s = box(0n);
+    expect(cu.cuStreamCreate(s, 0)).toBe(0);
+    const before = JSON.stringify([cu.runtime.describe(), cu.runtime.stats(), cu.runtime.eventCount]);
+    const free = freeBytes(cu);
+    expect(cu.cuCtxDestroy(primary)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(JSON.stringify([cu.runtime.describe(), cu.runtime.stats(), cu.runtime.eventCount])).toBe(before);
+    expect(current(cu)).toBe(primary);
+    expect(state(cu)).toEqual({ flags: 0, active: 1 });
+    expect(cu.cuCtxSynchronize()).toBe(0);
+    expect(freeBytes(cu)).toBe(free);
+    expect(cu.cuStreamQuery(s.value)).toBe(0);
+    // Below a created context, too.
+    const created = box(0n);
+    expect(cu.cuCtxCreate(created, 0, 0)).toBe(0);
+    expect(cu.cuCtxDestroy(primary)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuCtxDestroy(created.value)).toBe(0);
+    expect(current(cu)).toBe(primary);
+    expect(cu.cuStreamDestroy(s.value)).toBe(0);
+    expect(cu.cuMemFree(p.value)).toBe(0);
+    cu.dispose();
+  });
+});
+
+describe('cuDevicePrimaryCtxReset and cuDevicePrimaryCtxGetState', () => {
+  it('reset releases the primary context’s cuMemAlloc memory, streams, events and host memory through core; VMM memory stays', () => {
     const cu = cudaWithContext();
     const primary = current(cu);
     const before = freeBytes(cu);
@@ -51,6 +81,7 @@ describe('cuCtxDestroy of a primary context', () => {
     expect(cu.cuEventRecord(e.value, s.value)).toBe(0);
     const host = box<Uint8Array | null>(null);
     expect(cu.cuMemHostAlloc(host, 4096, 0)).toBe(0);
+    expect(cu.cuMemHostGetFlags(box(-1), host.value!)).toBe(0);
     const va = box(0n);
     const h = box(0n);
     expect(cu.cuMemAddressReserve(va, G, 0, 0n, 0)).toBe(0);
@@ -60,10 +91,9 @@ describe('cuCtxDestroy of a primary context', () => {
     const data = Uint8Array.from({ length: 256 }, (_, i) => (i * 13) & 255);
     expect(cu.cuMemcpyHtoD(va.value, data, data.length)).toBe(0);
     const held = freeBytes(cu);
-    expect(cu.cuMemHostGetFlags(box(-1), host.value!)).toBe(0);
     expect(cu.runtime.stats().streams).toBe(1);
 
-    expect(cu.cuCtxDestroy(primary)).toBe(0);
+    expect(cu.cuDevicePrimaryCtxReset(0)).toBe(0);
     // The cuMemAlloc memory and the stream are core's no more; the VMM mapping is.
     const stats = cu.runtime.stats();
     expect(stats.streams).toBe(0);
@@ -89,81 +119,55 @@ describe('cuCtxDestroy of a primary context', () => {
     cu.dispose();
   });
 
-  it('pops it, leaves it inactive, and its handle answers CUDA_ERROR_CONTEXT_IS_DESTROYED until a retain', () => {
+  it('after a reset the context is inactive and still current, answering 709 until a retain; the retain count stays', () => {
     const cu = cudaWithContext();
     const primary = current(cu);
     expect(state(cu)).toEqual({ flags: 0, active: 1 });
-    expect(cu.cuCtxDestroy(primary)).toBe(0);
-    expect(current(cu)).toBe(0n);
-    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuDevicePrimaryCtxReset(0)).toBe(0);
     expect(state(cu)).toEqual({ flags: 0, active: 0 });
-    // Its retain is gone with it.
-    expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
-    expect(cu.cuCtxSetCurrent(primary)).toBe(0);
     expect(current(cu)).toBe(primary);
     expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
     expect(cu.cuMemAlloc(box(0n), G)).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
-    // Destroyed twice: the handle names no live context.
-    expect(cu.cuCtxDestroy(primary)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuCtxSetCurrent(0n)).toBe(0);
+    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuCtxSetCurrent(primary)).toBe(0);
+    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
     // A retain makes it anew, with the same handle, live where it is current.
     const b = box(0n);
     expect(cu.cuDevicePrimaryCtxRetain(b, 0)).toBe(0);
     expect(b.value).toBe(primary);
     expect(cu.cuCtxSynchronize()).toBe(0);
     expect(state(cu)).toEqual({ flags: 0, active: 1 });
+    // Two retains now (the helper's and this one): the reset kept the first.
+    expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(0);
+    expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(0);
+    expect(state(cu)).toEqual({ flags: 0, active: 0 });
+    expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
     cu.dispose();
   });
 
-  it('below a created context: the created one stays current; popping to the destroyed one answers 709', () => {
-    const cu = cudaWithContext();
-    const primary = current(cu);
-    const created = box(0n);
-    expect(cu.cuCtxCreate(created, 0, 0)).toBe(0);
-    const p = box(0n);
-    expect(cu.cuMemAlloc(p, G)).toBe(0);
-    expect(cu.cuCtxDestroy(primary)).toBe(0);
-    expect(current(cu)).toBe(created.value);
-    expect(cu.cuCtxSynchronize()).toBe(0);
-    // The created context's memory is its own, not the primary context's.
-    expect(cu.runtime.describe().reservations.map((r) => r.origin)).toEqual(['malloc']);
-    expect(cu.cuCtxDestroy(created.value)).toBe(0);
-    expect(current(cu)).toBe(primary);
-    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
-    expect(cu.runtime.describe().reservations).toEqual([]);
-    cu.dispose();
-  });
-
-  it('another device’s primary context stays as it was', () => {
+  it('another device’s primary context stays as it was, and a created context’s memory is its own', () => {
     const cu = cudaWithContext({ devices: ['H200', 'H200'] });
     const other = box(0n);
     expect(cu.cuDevicePrimaryCtxRetain(other, 1)).toBe(0);
     expect(cu.cuCtxSetCurrent(other.value)).toBe(0);
     const p = box(0n);
     expect(cu.cuMemAlloc(p, G)).toBe(0);
-    const primary0 = box(0n);
-    expect(cu.cuDevicePrimaryCtxRetain(primary0, 0)).toBe(0);
-    expect(cu.cuCtxDestroy(primary0.value)).toBe(0);
-    expect(current(cu)).toBe(other.value);
-    expect(state(cu, 1)).toEqual({ flags: 0, active: 1 });
-    expect(cu.cuMemFree(p.value)).toBe(0);
-    cu.dispose();
-  });
-});
-
-describe('cuDevicePrimaryCtxReset and cuDevicePrimaryCtxGetState', () => {
-  it('reset releases what the primary context owns and keeps its retain', () => {
-    const cu = cudaWithContext();
-    const p = box(0n);
-    expect(cu.cuMemAlloc(p, G)).toBe(0);
-    const s = box(0n);
-    expect(cu.cuStreamCreate(s, 0)).toBe(0);
+    const created = box(0n);
+    expect(cu.cuCtxCreate(created, 0, 0)).toBe(0);
+    const q = box(0n);
+    expect(cu.cuMemAlloc(q, G)).toBe(0);
     expect(cu.cuDevicePrimaryCtxReset(0)).toBe(0);
-    expect(cu.runtime.stats().streams).toBe(0);
-    expect(cu.runtime.describe().reservations).toEqual([]);
-    expect(state(cu)).toEqual({ flags: 0, active: 1 });
+    expect(cu.cuDevicePrimaryCtxReset(1)).toBe(0);
+    expect(current(cu)).toBe(created.value);
     expect(cu.cuCtxSynchronize()).toBe(0);
-    expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(0);
-    expect(state(cu)).toEqual({ flags: 0, active: 0 });
+    expect(state(cu, 1)).toEqual({ flags: 0, active: 0 });
+    expect(cu.cuMemFree(p.value)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    expect(cu.cuMemFree(q.value)).toBe(0);
+    expect(cu.cuCtxDestroy(created.value)).toBe(0);
+    // Popped to device 1's reset primary context: destroyed until retained.
+    expect(current(cu)).toBe(other.value);
+    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
     cu.dispose();
   });
 

@@ -1,6 +1,7 @@
 /** The CUDA flavor's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
 import type { Machine } from '../../../src/backends/sim/machine.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
+import { contextHandle } from '../../../src/flavors/cuda/contexts.js';
 import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
@@ -99,6 +100,14 @@ function current(p: CudaFlavor): bigint {
 /** Remember `value` (what a box read back) as made in the current context. */
 function note(map: Map<bigint, bigint>, p: CudaFlavor, value: unknown): void {
   if (typeof value === 'bigint' && value !== 0n) map.set(value, current(p));
+}
+/** Rule owned: cuMemAlloc memory made in context `ctx`, which was just destroyed, still in core. */
+function keptMemory(p: CudaFlavor, ctx: unknown): { rule: 'owned'; detail: string } | undefined {
+  const live = new Set(p.runtime.describe().reservations.map((r) => BigInt(r.base)));
+  const kept = [...made(p).mallocs].filter(([va, c]) => c === ctx && live.has(va));
+  return kept.length === 0
+    ? undefined
+    : { rule: 'owned', detail: `${kept.length} cuMemAlloc allocation(s) left` };
 }
 /** A primary context of either device, or a context cuCtxCreate made, made current. */
 function switchContext(ep: E, p: CudaFlavor): void {
@@ -204,6 +213,26 @@ const calls: CallSpec<CudaFlavor>[] = [
     name: 'cuDevicePrimaryCtxRelease',
     weight: 0.05,
     run: (ep, p) => ({ result: p.cuDevicePrimaryCtxRelease(zero(ep)) }),
+  },
+  {
+    // Destroys the primary context with what it owns (Note [Destroying a primary context]).
+    name: 'cuDevicePrimaryCtxReset',
+    weight: 0.03,
+    run: (ep, p) => {
+      const dev = ep.arg(() => ep.rng.below(DEVICES.length));
+      const result = p.cuDevicePrimaryCtxReset(dev);
+      const ctx = typeof dev === 'number' && DEVICES[dev] !== undefined ? contextHandle(dev) : -1n;
+      return {
+        result,
+        broken: result === 0 ? keptMemory(p, ctx) : undefined,
+        onSuccess: () => {
+          for (const [va, c] of made(p).mallocs) if (c === ctx) made(p).mallocs.delete(va);
+          // Made anew at once, as the CUDA runtime's cudaDeviceReset leaves it to the next call to do.
+          if (p.cuDevicePrimaryCtxRetain({ value: 0n }, dev) === 0) p.cuDevicePrimaryCtxRelease(dev);
+          pruneGone(ep, p);
+        },
+      };
+    },
   },
   {
     name: 'cuCtxSetCurrent',
@@ -728,18 +757,14 @@ const calls: CallSpec<CudaFlavor>[] = [
       const now = current(p);
       const ctx = ep.arg(() => now);
       const result = p.cuCtxDestroy(ctx);
-      // Rule owned: none of the context's cuMemAlloc memory is left in core.
-      const live = new Set(p.runtime.describe().reservations.map((r) => BigInt(r.base)));
-      const kept = result === 0 ? [...made(p).mallocs].filter(([va, c]) => c === ctx && live.has(va)) : [];
-      const detail = `${kept.length} cuMemAlloc allocation(s) of the destroyed context left`;
       return {
         result,
-        broken: kept.length > 0 ? { rule: 'owned', detail } : undefined,
+        broken: result === 0 ? keptMemory(p, ctx) : undefined,
         onSuccess: () => {
           // Its cuMemAlloc memory went with it.
           for (const [va, c] of made(p).mallocs) if (c === ctx) made(p).mallocs.delete(va);
-          // The primary context, when nothing live is current any more (none, or a destroyed primary
-          // context popped to: Note [Destroying a primary context]), as a program would set it again,
+          // The primary context, when nothing live is current any more (none, or a primary context
+          // reset and popped to: Note [Destroying a primary context]), as a program would set it again,
           // so that the queries below answer for the handles rather than for a missing context.
           const b = { value: 0n };
           p.cuCtxGetCurrent(b);

@@ -28,8 +28,8 @@
  *    context (two contexts on one device are two);
  *  - pointer: CU_POINTER_ATTRIBUTE_CONTEXT of cuMemAlloc memory is the
  *    context that was current at the allocation;
- *  - owned: a cuCtxDestroy that succeeded took the context's cuMemAlloc
- *    memory with it, a primary context's too (Note [Destroying a primary
+ *  - owned: a cuCtxDestroy or cuDevicePrimaryCtxReset that succeeded took
+ *    the context's cuMemAlloc memory with it (Note [Destroying a primary
  *    context]);
  *  - destroyed, stack, crossStream, reset, version (settle-calls.ts, issue 17
  *    item 4): each event call answers its recorded code for a destroyed

@@ -98,14 +98,12 @@ const SABOTAGE: Record<Exclude<Violation['rule'], SettleRule>, (ep: Episode<Cuda
       if (code === 0 && args[1] === C.CU_POINTER_ATTRIBUTE_CONTEXT) box.value = 0xc0_0000n;
       return code;
     }),
-  // Note [Destroying a primary context]: a destroyed primary context that keeps its cuMemAlloc memory.
+  // Note [Destroying a primary context]: a reset primary context that keeps its cuMemAlloc memory.
   owned: (ep) =>
-    wrapEach(ep, 'cuCtxDestroy', (original, p) => (...args) => {
-      const ctx = args[0];
-      const primary = typeof ctx === 'bigint' && ctx >= 0xc0_0000n && ctx < 0xc0_0100n;
+    wrapEach(ep, 'cuDevicePrimaryCtxReset', (original, p) => (...args) => {
       const rt = p.runtime as unknown as { mfree: (va: number) => void };
       const mfree = rt.mfree;
-      if (primary) rt.mfree = () => {};
+      rt.mfree = () => {};
       try {
         return original(...args);
       } finally {
