@@ -303,14 +303,14 @@ export class CudaContexts {
     return p >= 0 && this.#primaryDestroyed[p] ? p : -1;
   }
 
-  /** Whether `ctx` names a destroyed context: a created one, or a primary one not retained since (NULL: the current one). */
+  /** Whether `ctx` names a destroyed context: a created one, or a primary one reset and not retained since (NULL: the current one). */
   isDestroyed(ctx: unknown): boolean {
     if (ctx === 0n || ctx === 0 || ctx === null || ctx === undefined)
       return this.currentCode() === C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
     const key = handleKey(ctx);
     if (key !== undefined && this.#destroyedCreated.has(key)) return true;
     const p = this.primaryDevice(ctx);
-    return p >= 0 && this.#primaryDestroyed[p] && this.#primaryRefs[p] === 0;
+    return p >= 0 && this.#primaryDestroyed[p];
   }
 
   /** A context's device for cuMemcpyPeer: C's NULL context is the current one. */

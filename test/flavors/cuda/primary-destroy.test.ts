@@ -132,6 +132,8 @@ describe('cuDevicePrimaryCtxReset and cuDevicePrimaryCtxGetState', () => {
     expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
     expect(cu.cuCtxSetCurrent(primary)).toBe(0);
     expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    // CUDA 13.0's form naming it answers the same (Note [Context-taking calls of CUDA 13.0]).
+    expect(cu.cuCtxSynchronize_v2(primary)).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
     // A retain makes it anew, with the same handle, live where it is current.
     const b = box(0n);
     expect(cu.cuDevicePrimaryCtxRetain(b, 0)).toBe(0);
