@@ -48,6 +48,8 @@ export const ERROR_KINDS = [
   'capture-unmatched',
   /** A capturing stream waited on an event of another capture. */
   'capture-merge',
+  /** A capturing stream waited on an event recorded outside any capture. */
+  'capture-isolation',
 ] as const;
 
 export type ErrorKind = (typeof ERROR_KINDS)[number];

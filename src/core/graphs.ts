@@ -2,6 +2,8 @@ import type { Backend } from '../backend/backend.js';
 import { GenerationalHandleTable } from '../util/handle-table.js';
 import { vmmError } from './errors.js';
 import type { EventTable } from './events.js';
+import type { Mapping } from './objects.js';
+import { Access } from './types.js';
 
 /**
  * Note [Stream capture]
@@ -22,14 +24,20 @@ import type { EventTable } from './events.js';
  * steps, an event recorded in capture carries what its stream has seen (a
  * vector clock), a wait merges that into the waiting stream, and a capture
  * may end only when its origin stream has seen every joined stream's last
- * step (else 'capture-unjoined'). The graph is a list, not a DAG: the
- * branches of a fork are replayed one after another in capture order,
- * which is one valid order of the DAG's.
+ * step (else 'capture-unjoined'). A plain record in capture is only such a
+ * mark, no step of the graph; an external one (CU_EVENT_RECORD_EXTERNAL) is
+ * a step that records the event at each launch (the H200 counts the nodes:
+ * capture.event.recordInCapture). A capturing stream that waits on an event
+ * recorded outside its capture is 'capture-isolation'; an end off the
+ * origin stream is 'capture-unmatched'; both invalidate the capture, as the
+ * H200 showed (capture.event.waitInCapture, capture.fork.unjoined). The
+ * graph is a list, not a DAG: the branches of a fork are replayed one after
+ * another in capture order, which is one valid order of the DAG's.
  *
  * Not modelled: kernels, child graphs (a launch on a capturing stream is
- * captured as its work, flattened), graph editing and node handles, graph
- * updates, conditional nodes, memory nodes (cuMemAllocAsync in capture),
- * and the DAG's concurrency. What a flavor's driver refuses during a
+ * captured as its work, flattened; the CUDA flavor refuses it, as the H200
+ * does), graph editing and node handles, graph updates, conditional nodes,
+ * memory nodes (cuMemAllocAsync in capture), and the DAG's concurrency. What a flavor's driver refuses during a
  * capture (synchronising calls, the legacy stream, the capture modes) is
  * the flavor's: core only keeps, ends, invalidates and replays captures.
  */
@@ -131,6 +139,8 @@ export interface CaptureView {
   /** Whether an event's last record was a captured one (the capture may have ended since). */
   lastRecordCaptured(event: number): boolean;
   graph(graph: number): Graph;
+  /** An executable graph (its own copy of the work). */
+  exec(exec: number): Graph;
 }
 
 /**
@@ -176,17 +186,18 @@ export class GraphBook implements CaptureView {
    * refused ('capture-invalidated').
    */
   take(stream: number, work: CapturedWork): boolean {
-    const c = this.#byStream.get(stream);
+    const c = this.#live(stream);
     if (c === undefined) return false;
-    if (c.invalidated)
-      throw vmmError('capture-invalidated', `the capture of stream ${stream} was invalidated`);
     c.work.push(work);
     c.step(stream);
-    if (work.kind === 'record') {
-      this.#capturedEvents.set(work.event, { capture: c, clock: c.clock(stream) });
-      this.#lastCaptured.add(work.event);
-    }
+    if (work.kind === 'record') this.#mark(c, stream, work.event);
     return true;
+  }
+
+  /** A plain event record on capturing `stream`: a join point, no step of the graph. */
+  mark(stream: number, event: number): void {
+    const c = this.#live(stream);
+    if (c !== undefined) this.#mark(c, stream, event);
   }
 
   /** An event recorded outside any capture is no longer the capture's. */
@@ -212,9 +223,13 @@ export class GraphBook implements CaptureView {
    * two captures ('capture-merge').
    */
   wait(stream: number, event: number): boolean {
-    const own = this.#byStream.get(stream);
+    const own = this.#live(stream);
     const recorded = this.#capturedEvents.get(event);
-    if (recorded === undefined) return own !== undefined;
+    if (recorded === undefined && own !== undefined) {
+      own.invalidated = true;
+      throw vmmError('capture-isolation', `event ${event} was recorded outside the capture of ${stream}`);
+    }
+    if (recorded === undefined) return false;
     const c = recorded.capture;
     if (own !== undefined && own !== c)
       throw vmmError('capture-merge', `stream ${stream} is in another capture`);
@@ -237,7 +252,10 @@ export class GraphBook implements CaptureView {
   end(stream: number): number {
     const c = this.#byStream.get(stream);
     if (c === undefined) throw vmmError('capture-state', `stream ${stream} is not capturing`);
-    if (c.origin !== stream) throw vmmError('capture-unmatched', `the capture was begun on ${c.origin}`);
+    if (c.origin !== stream) {
+      c.invalidated = true;
+      throw vmmError('capture-unmatched', `the capture was begun on ${c.origin}`);
+    }
     const joined = c.joined();
     this.#close(c);
     if (c.invalidated)
@@ -317,8 +335,55 @@ export class GraphBook implements CaptureView {
     this.#lastCaptured.clear();
   }
 
+  /** The capture `stream` is in, refusing an invalidated one. */
+  #live(stream: number): Capture | undefined {
+    const c = this.#byStream.get(stream);
+    if (c?.invalidated)
+      throw vmmError('capture-invalidated', `the capture of stream ${stream} was invalidated`);
+    return c;
+  }
+
+  #mark(c: Capture, stream: number, event: number): void {
+    this.#capturedEvents.set(event, { capture: c, clock: c.clock(stream) });
+    this.#lastCaptured.add(event);
+  }
+
   #close(c: Capture): void {
     for (const s of c.streams) this.#byStream.delete(s);
     for (const [e, r] of [...this.#capturedEvents]) if (r.capture === c) this.#capturedEvents.delete(e);
   }
+}
+
+/** What a range check reads of a process's mappings (the Runtime's queries). */
+export interface MappingQueries {
+  mappingAt(va: number): Mapping | undefined;
+  nextMapping(m: Mapping): Mapping | undefined;
+}
+
+/** Whether `size` bytes at `va` are all mapped with `access` for `device` (a launch's check, a captured copy's). */
+export function rangeUsable(
+  q: MappingQueries,
+  device: number,
+  va: number,
+  size: number,
+  access: Access,
+): boolean {
+  for (let at = va, m = q.mappingAt(va); at < va + size; m = m && q.nextMapping(m)) {
+    if (m === undefined || m.va > at || (m.accessOf(device) & access) !== access) return false;
+    at = m.end;
+  }
+  return true;
+}
+
+/** The device ranges a step reads and writes, with the access each needs (none for a record). */
+export function workRanges(w: CapturedWork): { va: number; size: number; access: Access }[] {
+  if (w.kind === 'write') return [{ va: w.va, size: w.bytes.length, access: Access.ReadWrite }];
+  if (w.kind === 'read') return [{ va: w.va, size: w.bytes.length, access: Access.Read }];
+  if (w.kind === 'fill') return [{ va: w.va, size: w.size, access: Access.ReadWrite }];
+  if (w.kind === 'copy')
+    return [
+      { va: w.src, size: w.size, access: Access.Read },
+      { va: w.dst, size: w.size, access: Access.ReadWrite },
+    ];
+  return [];
 }

@@ -7,7 +7,7 @@ import { AllocationBook } from './allocations.js';
 import { describeBooks, type RuntimeDescription } from './description.js';
 import { vmmError, warn } from './errors.js';
 import { EventTable } from './events.js';
-import { type CaptureMode, type CaptureView, GraphBook } from './graphs.js';
+import { type CaptureMode, type CaptureView, GraphBook, rangeUsable } from './graphs.js';
 import { checkHostAccess } from './host-access.js';
 import { checkVmm, Mapper } from './mapper.js';
 import { CORE, type Mapping, type PhysicalAllocation, type Reservation } from './objects.js';
@@ -507,6 +507,9 @@ export class Runtime implements Disposable {
   write(device: number, va: number, src: Uint8Array, stream = 0): void {
     this.#live();
     this.device(device);
+    // A captured copy from the host is checked at capture (capture.validate.badAddressesInCapture).
+    if (this.#graphs.captureOf(stream) && !rangeUsable(this, device, va, src.length, Access.ReadWrite))
+      throw vmmError('not-mapped', `a captured copy to ${va} of ${src.length} bytes`);
     if (this.#graphs.take(stream, { kind: 'write', device, va, bytes: src })) return;
     this.backend.write(device, va, src, stream);
   }
@@ -622,12 +625,13 @@ export class Runtime implements Disposable {
   }
 
   /** Mark the work queued so far on `stream` (0: the default stream), which must be of the event's device. */
-  recordEvent(event: number, stream = 0): void {
+  recordEvent(event: number, stream = 0, external = false): void {
     this.#live();
-    // In capture the record is a step of the graph (Note [Stream capture]), checked as a record is.
+    // In capture a record is a join point, an external one a step of the graph (Note [Stream capture]).
     if (this.#graphs.captureOf(stream) !== undefined) {
       this.#events.check(event, stream);
-      this.#graphs.take(stream, { kind: 'record', event });
+      if (external) this.#graphs.take(stream, { kind: 'record', event });
+      else this.#graphs.mark(stream, event);
       return;
     }
     this.#events.record(event, stream);

@@ -34,6 +34,7 @@ export const ACL_ERROR_TABLE: ErrorTable = {
   'capture-unjoined': C.ACL_ERROR_RT_PARAM_INVALID,
   'capture-unmatched': C.ACL_ERROR_RT_PARAM_INVALID,
   'capture-merge': C.ACL_ERROR_RT_PARAM_INVALID,
+  'capture-isolation': C.ACL_ERROR_RT_PARAM_INVALID,
 };
 
 /** The code a call answers when vmmkit itself failed (a bug, reported). */

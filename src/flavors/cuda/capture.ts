@@ -3,12 +3,13 @@
  * in src/core/graphs.ts), with the driver's rules in front (Note [CUDA
  * capture rules]).
  */
+
+import { rangeUsable, workRanges } from '../../core/graphs.js';
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, isBox, isNull, toCount, toInt, writeBox } from '../common/args.js';
 import { CAPTURE_MODES, captureStatusValue, GraphHandles, prohibitingCaptures } from '../common/capture.js';
 import type { VendorCodes } from '../common/error-table.js';
 import * as C from './constants.js';
-import type { CudaContexts } from './contexts.js';
 import type { CUevent, CUhandle, CUstream } from './handle-types.js';
 import type { CudaStreams } from './streams.js';
 
@@ -28,6 +29,8 @@ export const CUDA_CAPTURE_FUNCTIONS = [
 
 /** CUgraphInstantiate_flags (cuda.h): AUTO_FREE_ON_LAUNCH 1, UPLOAD 2, DEVICE_LAUNCH 4, USE_NODE_PRIORITY 8. */
 const INSTANTIATE_FLAG_BITS = 1 | 2 | 4 | 8;
+/** UPLOAD needs cuGraphInstantiateWithParams' upload stream: CUDA_ERROR_INVALID_VALUE here (capture.graph.badHandles). */
+const INSTANTIATE_FLAG_UPLOAD = 2;
 
 /** What a call is, for the rules of what may run during a capture (Note [CUDA capture rules]). */
 export type CaptureGuard =
@@ -59,7 +62,8 @@ export type CaptureGuard =
  *   CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidates nothing.
  * - An event whose last record was in a capture cannot be queried,
  *   synchronised or waited on outside that capture:
- *   CUDA_ERROR_CAPTURED_EVENT, until it is recorded outside again.
+ *   CUDA_ERROR_CAPTURED_EVENT, until a plain record or a launch of the
+ *   graph records it again.
  * - Work on an invalidated capture is CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
  *   and so is its end, which still ends it.
  */
@@ -67,11 +71,12 @@ export class CudaCapture {
   /** The calling thread's capture mode (cuThreadExchangeStreamCaptureMode). */
   #threadMode: number = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
   readonly #handles = new GraphHandles();
+  /** A launch's sticky fault (CUDA_ERROR_LAUNCH_FAILED), or CUDA_SUCCESS (Note [CUDA capture rules]). */
+  #fault: number = C.CUDA_SUCCESS;
 
   constructor(
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
-    readonly contexts: CudaContexts,
     readonly streams: CudaStreams,
   ) {}
 
@@ -98,14 +103,15 @@ export class CudaCapture {
   begin(hStream: CUstream, mode: number): number {
     const m = CAPTURE_MODES.get(toInt(mode));
     if (m === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    // A destroyed stream: CUDA_ERROR_INVALID_CONTEXT, as cuStreamIsCapturing (capture.begin.destroyedStream).
     const stream = this.streams.stream(hStream);
-    if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    if (stream < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
     if (this.#isLegacy(hStream)) return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     return this.codes.run(() => this.runtime.beginCapture(stream, this.streams.deviceOf(hStream), m));
   }
 
+  /** A NULL phGraph still ends the capture, its graph dropped (capture.end.nullGraphBox). */
   end(hStream: CUstream, phGraph: Box<bigint> | null): number {
-    if (!isBox(phGraph)) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     const capture = this.runtime.captures.captureOf(stream);
@@ -116,9 +122,9 @@ export class CudaCapture {
     const h = this.#handles.ended(capture, graph);
     const made = graph;
     if (code !== C.CUDA_SUCCESS || made === undefined) return code;
-    if (writeBox(phGraph, h)) return C.CUDA_SUCCESS;
+    if (isBox(phGraph) && writeBox(phGraph, h)) return C.CUDA_SUCCESS;
     this.runtime.quietly(() => this.runtime.destroyGraph(made));
-    return C.CUDA_ERROR_INVALID_VALUE;
+    return isBox(phGraph) ? C.CUDA_ERROR_INVALID_VALUE : C.CUDA_SUCCESS;
   }
 
   /** cuStreamIsCapturing (Note [CUDA capture rules] for the legacy stream). */
@@ -146,8 +152,12 @@ export class CudaCapture {
       return C.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     const c = this.runtime.captures.captureOf(stream);
     const s = this.#status(stream);
-    if (isBox(status) && !writeBox(status, s)) return C.CUDA_ERROR_INVALID_VALUE;
-    if (c === undefined || s !== C.CU_STREAM_CAPTURE_STATUS_ACTIVE) return C.CUDA_SUCCESS;
+    // captureStatus_out is required (capture.info's allNull); the count is written even when not capturing.
+    if (!isBox(status) || !writeBox(status, s)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (c === undefined || s !== C.CU_STREAM_CAPTURE_STATUS_ACTIVE)
+      return !isBox(numDependencies) || writeBox(numDependencies, 0)
+        ? C.CUDA_SUCCESS
+        : C.CUDA_ERROR_INVALID_VALUE;
     if (isBox(id) && !writeBox(id, BigInt(c.id))) return C.CUDA_ERROR_INVALID_VALUE;
     if (isBox(graph) && !writeBox(graph, this.#handles.pending(c))) return C.CUDA_ERROR_INVALID_VALUE;
     // The stream's work so far is one dependency (its last step), or none before its first.
@@ -159,7 +169,8 @@ export class CudaCapture {
   instantiate(phExec: Box<bigint> | null, hGraph: CUhandle, flags: unknown): number {
     if (!isBox(phExec)) return C.CUDA_ERROR_INVALID_VALUE;
     const f = toCount(flags);
-    if (f < 0 || (f & ~INSTANTIATE_FLAG_BITS) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    if (f < 0 || (f & ~INSTANTIATE_FLAG_BITS) !== 0 || (f & INSTANTIATE_FLAG_UPLOAD) !== 0)
+      return C.CUDA_ERROR_INVALID_VALUE;
     const graph = this.#handles.graph(hGraph);
     if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
     let exec = 0;
@@ -179,7 +190,25 @@ export class CudaCapture {
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     const code = this.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.codes.run(() => this.runtime.launchGraph(exec, stream));
+    // A launch into a capture is refused and invalidates it (capture.replay.launchIntoCapture).
+    if (this.runtime.captures.status(stream) !== 'none') {
+      this.runtime.invalidateCapture(stream);
+      return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return this.codes.run(() => {
+      // Work whose memory is gone faults on the device: the launch succeeds, the fault is sticky.
+      const device = this.streams.deviceOf(hStream);
+      const usable = (r: { va: number; size: number; access: 0 | 1 | 3 }) =>
+        rangeUsable(this.runtime, device, r.va, r.size, r.access);
+      if (this.runtime.captures.exec(exec).work.every((w) => workRanges(w).every(usable)))
+        this.runtime.launchGraph(exec, stream);
+      else this.#fault = C.CUDA_ERROR_LAUNCH_FAILED;
+    });
+  }
+
+  /** The sticky fault a launch left (CUDA_SUCCESS if none): what a synchronisation answers from then on. */
+  fault(): number {
+    return this.#fault;
   }
 
   destroyGraph(hGraph: CUhandle): number {
@@ -230,23 +259,36 @@ export class CudaCapture {
     return C.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   }
 
-  /** cuStreamSynchronize and cuStreamQuery of a capturing stream. */
-  onSynchronize(hStream: CUstream): number {
+  /**
+   * cuStreamSynchronize and cuStreamQuery: of a capturing stream refused in
+   * every mode; a synchronisation of another stream is an unsafe call
+   * (capture.during.otherStreamAsync); the legacy stream's implicit rule.
+   */
+  onSynchronize(hStream: CUstream, query = false): number {
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_SUCCESS;
     if (this.runtime.captures.status(stream) !== 'none') {
       this.runtime.invalidateCapture(stream);
       return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    return this.onStream(hStream);
+    if (this.#isLegacy(hStream)) return this.onStream(hStream);
+    return query ? C.CUDA_SUCCESS : this.guard('unsafe');
   }
 
-  /** cuEventQuery, cuEventSynchronize, and cuStreamWaitEvent outside the event's capture. */
+  /**
+   * cuEventQuery, cuEventSynchronize and cuStreamWaitEvent of an event whose
+   * last record was captured: while its capture is open a wait joins it (or
+   * merges two: core's answer) and a query or synchronisation is
+   * CUDA_ERROR_CAPTURED_EVENT and invalidates it (capture.during.eventQuery);
+   * once the capture ended, CUDA_ERROR_INVALID_VALUE (capture.event.afterCaptureEnded).
+   */
   onEvent(hEvent: CUevent, hStream?: CUstream): number {
     const id = this.streams.events.idOf(hEvent);
     if (id <= 0 || !this.runtime.captures.lastRecordCaptured(id)) return C.CUDA_SUCCESS;
-    // A wait on an event of an open capture joins it, or would merge two (core's answer).
-    if (hStream !== undefined && this.runtime.captures.eventCapture(id) !== undefined) return C.CUDA_SUCCESS;
+    const c = this.runtime.captures.eventCapture(id);
+    if (c === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    if (hStream !== undefined) return C.CUDA_SUCCESS;
+    this.runtime.invalidateCapture(c.origin);
     return C.CUDA_ERROR_CAPTURED_EVENT;
   }
 

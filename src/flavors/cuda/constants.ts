@@ -28,6 +28,10 @@ export const CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905;
 export const CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906;
 export const CUDA_ERROR_CAPTURED_EVENT = 907;
 export const CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908;
+export const CUDA_ERROR_TIMEOUT = 909;
+export const CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910;
+/** A launch's work faulted on the device: sticky, the context's later synchronisations answer it. */
+export const CUDA_ERROR_LAUNCH_FAILED = 719;
 export const CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217;
 export const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
 export const CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705;
@@ -99,6 +103,15 @@ export const CUDA_RESULTS: ReadonlyMap<number, readonly [string, string]> = new 
       'attempt to terminate a thread-local capture sequence from another thread',
     ],
   ],
+  [CUDA_ERROR_TIMEOUT, ['CUDA_ERROR_TIMEOUT', 'wait operation timed out']],
+  [
+    CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+    [
+      'CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE',
+      'the graph update was not performed because it included changes which violated constraints specific to instantiated graph update',
+    ],
+  ],
+  [CUDA_ERROR_LAUNCH_FAILED, ['CUDA_ERROR_LAUNCH_FAILED', 'unspecified launch failure']],
   [
     CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
     ['CUDA_ERROR_PEER_ACCESS_UNSUPPORTED', 'peer access is not supported between these two devices'],

@@ -185,7 +185,7 @@ export class CudaFlavor extends VendorProcess {
     this.#streams,
     this.#addresses,
   );
-  readonly #capture = new CudaCapture(this.runtime, this.codes, this.#contexts, this.#streams);
+  readonly #capture = new CudaCapture(this.runtime, this.codes, this.#streams);
   /** Peer access enabled from the current device (cuCtxEnablePeerAccess, Note [Peer access]). */
   readonly #peers = new PeerGrants(this.runtime.devices.length);
 
@@ -338,7 +338,7 @@ export class CudaFlavor extends VendorProcess {
   cuCtxSynchronize(): number {
     const code = this.#needContext() || this.#capture.guard('device-sync');
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.codes.run(() => this.runtime.synchronize(this.#contexts.device));
+    return this.codes.run(() => this.runtime.synchronize(this.#contexts.device)) || this.#capture.fault();
   }
 
   /** CUDA 13.0's: the device of `ctx`, destroyed or not (Note [Context-taking calls of CUDA 13.0]). */
@@ -724,18 +724,19 @@ export class CudaFlavor extends VendorProcess {
   cuStreamSynchronize(hStream: CUstream): number {
     const code = this.#needContext() || this.#capture.onSynchronize(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.synchronize(hStream);
+    return this.#streams.synchronize(hStream) || this.#capture.fault();
   }
 
+  /** After a launch's sticky fault the stream still goes, and the fault is the answer (capture.replay.afterUnmap). */
   cuStreamDestroy(hStream: CUstream): number {
     const code = this.#needContext();
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.destroy(hStream);
+    return this.#streams.destroy(hStream) || this.#capture.fault();
   }
 
   /** CUDA_SUCCESS once the stream's work has run, else CUDA_ERROR_NOT_READY; a capturing stream's: capture.ts. */
   cuStreamQuery(hStream: CUstream): number {
-    const code = this.#needContext() || this.#capture.onSynchronize(hStream);
+    const code = this.#needContext() || this.#capture.onSynchronize(hStream, true);
     return code !== C.CUDA_SUCCESS ? code : this.#streams.queryStream(hStream);
   }
 

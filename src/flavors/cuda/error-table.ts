@@ -33,6 +33,7 @@ export const CUDA_ERROR_TABLE: ErrorTable = {
   'capture-unjoined': C.CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
   'capture-unmatched': C.CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
   'capture-merge': C.CUDA_ERROR_STREAM_CAPTURE_MERGE,
+  'capture-isolation': C.CUDA_ERROR_STREAM_CAPTURE_ISOLATION, // capture.event.waitInCapture
 };
 
 /** The CUDA front end's errors: CUresult codes, this table, and the driver's own codes as they are (Note [Driver codes]). */

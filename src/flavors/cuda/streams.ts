@@ -196,7 +196,9 @@ export class CudaStreams extends StreamsAndEvents {
     if (context !== this.#eventContexts.get(id)) return C.CUDA_ERROR_INVALID_HANDLE;
     // An external record belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
     if (f === C.CU_EVENT_RECORD_EXTERNAL && !capturing) return C.CUDA_ERROR_ILLEGAL_STATE;
-    const result = this.codes.run(() => this.runtime.recordEvent(id, stream));
+    const result = this.codes.run(() =>
+      this.runtime.recordEvent(id, stream, f === C.CU_EVENT_RECORD_EXTERNAL),
+    );
     if (result === C.CUDA_SUCCESS) this.events.state(id)!.recorded = true;
     return result;
   }

@@ -52,6 +52,7 @@ export const HIP_ERROR_TABLE: ErrorTable = {
   'capture-unjoined': C.hipErrorStreamCaptureUnjoined,
   'capture-unmatched': C.hipErrorStreamCaptureUnmatched,
   'capture-merge': C.hipErrorStreamCaptureMerge,
+  'capture-isolation': C.hipErrorStreamCaptureIsolation,
 };
 
 /** The HIP front end's errors: hipError_t codes and this table. */
