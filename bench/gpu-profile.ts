@@ -97,7 +97,7 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string } }[];
+  nodes: { id: number; callFrame: { functionName: string; url: string }; children?: number[] }[];
   samples: number[];
 }
 
@@ -120,27 +120,45 @@ function profile(fn: () => void, intervalUs: number): CpuProfile {
   return result;
 }
 
+/** Files of the stand-in driver (conformance/gpu/fake-driver.ts and the simulator under it). */
 const isStandIn = (file: string): boolean =>
   file.startsWith('src/backends/sim/') ||
   file === 'src/backends/cuda/driver-api.js' ||
   file.startsWith('conformance/');
 
-/** The share of samples in the driver calls, in each of vmmkit's files, and elsewhere. */
+/** The dist-relative file of a frame ('' for native code, the collector, the idle and program nodes). */
+const fileOf = (url: string): string =>
+  url.includes('/dist/') ? url.slice(url.lastIndexOf('/dist/') + 6) : '';
+
+/**
+ * The share of samples in the driver calls, in each of vmmkit's files, and
+ * elsewhere. A sample in native code (koffi's call into libcuda, a builtin)
+ * belongs to the nearest JavaScript frame above it: the checked layer's
+ * methods are one driver call each, so what lies under them is libcuda's and
+ * koffi's time.
+ */
 function shares(p: CpuProfile): {
   driver: number;
   vmmkit: number;
   other: number;
   byFile: Record<string, number>;
 } {
-  const frames = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const owner = (id: number): string => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const file = fileOf(byId.get(at)!.callFrame.url);
+      if (file !== '') return file;
+    }
+    return '';
+  };
   const byFile = new Map<string, number>();
   let driver = 0;
   let vmmkit = 0;
   let other = 0;
   for (const id of p.samples) {
-    const f = frames.get(id)!;
-    const file = f.url.includes('/dist/') ? f.url.slice(f.url.lastIndexOf('/dist/') + 6) : '';
-    // The checked layer's methods are one driver call each: their samples are libcuda's and koffi's time.
+    const file = owner(id);
     // Under --fake the stand-in driver's own files (the simulator it runs on, its struct decoding) are the driver's.
     if (file === 'src/backends/cuda/checked.js' || (fake && isStandIn(file))) driver++;
     else if (file.startsWith('src/')) {
