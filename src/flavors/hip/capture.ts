@@ -55,9 +55,11 @@ export const HIP_CAPTURE_FUNCTIONS = [
  *   NULL, hipGraphGetNodes with a NULL graph or count: hipErrorInvalidValue;
  *   hipGraphDestroy of NULL hipErrorInvalidValue, of a destroyed graph
  *   hipErrorIllegalState.
- * Modelled as CUDA's, clr's rules not read: synchronising or querying a
- * capturing stream (hipErrorStreamCaptureUnsupported, invalidating it) and
- * an event last recorded in capture (hipErrorCapturedEvent).
+ * Modelled as the H200 answered CUDA's, clr's rules not read: synchronising
+ * a capturing stream (hipErrorStreamCaptureUnsupported, invalidating it);
+ * querying or synchronising an event recorded in an open capture
+ * (hipErrorCapturedEvent, invalidating it), and one whose capture ended
+ * (hipErrorInvalidValue).
  */
 export class HipCapture {
   /** The calling thread's capture mode (hipThreadExchangeStreamCaptureMode). */
@@ -206,10 +208,14 @@ export class HipCapture {
     return C.hipErrorStreamCaptureUnsupported;
   }
 
-  /** hipEventQuery and hipEventSynchronize of an event last recorded in a capture. */
+  /** hipEventQuery and hipEventSynchronize of an event last recorded in a capture (the Note). */
   onEvent(event: HipHandle): number {
     const id = this.streams.events.idOf(event);
-    return id > 0 && this.runtime.captures.lastRecordCaptured(id) ? C.hipErrorCapturedEvent : C.hipSuccess;
+    if (id <= 0 || !this.runtime.captures.lastRecordCaptured(id)) return C.hipSuccess;
+    const c = this.runtime.captures.eventCapture(id);
+    if (c === undefined) return C.hipErrorInvalidValue;
+    this.runtime.invalidateCapture(c.origin);
+    return C.hipErrorCapturedEvent;
   }
 
   #refuse(captures: readonly { origin: number }[], code: number): number {

@@ -123,6 +123,22 @@ describe('HIP capture calls, as clr answers', () => {
     cu.dispose();
   });
 
+  it('an event recorded in an open capture is hipErrorCapturedEvent to query, and invalidates it', () => {
+    const { hip, s1 } = hipSetUp();
+    const e = { value: 0n };
+    expect(hip.hipEventCreate(e)).toBe(H.hipSuccess);
+    expect(hip.hipStreamBeginCapture(s1, H.hipStreamCaptureModeRelaxed)).toBe(H.hipSuccess);
+    expect(hip.hipEventRecord(e.value, s1)).toBe(H.hipSuccess);
+    expect(hip.hipEventQuery(e.value)).toBe(H.hipErrorCapturedEvent);
+    expect(status(hip, s1)).toBe(H.hipStreamCaptureStatusInvalidated);
+    expect(hip.hipStreamEndCapture(s1, { value: 0n })).toBe(H.hipErrorStreamCaptureInvalidated);
+    // Its capture over, the event is no event to query until it is recorded again.
+    expect(hip.hipEventSynchronize(e.value)).toBe(H.hipErrorInvalidValue);
+    expect(hip.hipEventRecord(e.value, s1)).toBe(H.hipSuccess);
+    expect(hip.hipEventSynchronize(e.value)).toBe(H.hipSuccess);
+    hip.dispose();
+  });
+
   it('graph handles: NULL, destroyed, any instantiate flags', () => {
     const { hip, s1 } = hipSetUp();
     expect(hip.hipGraphDestroy(null)).toBe(H.hipErrorInvalidValue);
