@@ -157,9 +157,8 @@ export class CudaCopies {
     }
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.codes.run(() =>
-      fillWide(this.runtime, this.contexts.device, va, value, count, width, stream),
-    );
+    const on = this.streams.deviceOf(hStream);
+    return this.codes.run(() => fillWide(this.runtime, on, va, value, count, width, stream));
   }
 
   /** The bytes from a device pointer of page-locked host memory to its buffer's end; undefined for any other pointer. */
