@@ -353,6 +353,7 @@ export function primaryDestroyCases(def: Define): void {
     true,
   );
   // What cuDevicePrimaryCtxReset destroys of the current primary context, and what its handle answers after.
+  // The H200 ended this one with SIGSEGV (2026-12-01 23:29 UTC); the cases after it ask the same in pieces.
   def(
     'primaryDestroy.resetWithObjects',
     (t) => {
@@ -392,6 +393,68 @@ export function primaryDestroyCases(def: Define): void {
     },
     true,
   );
+  // resetWithObjects without the calls on the old stream and event, whose objects a reset may have freed.
+  def(
+    'primaryDestroy.resetReleases',
+    (t) => {
+      const primary = current(t);
+      const p = { value: 0n };
+      const before = freeBytes(t);
+      if (t.call('memAlloc', t.cu.cuMemAlloc(p, ALLOC_BYTES)) !== 0) return;
+      t.call('memset', t.cu.cuMemsetD8(p.value, 0x5c, ALLOC_BYTES));
+      const data = pattern(4096, 22);
+      const { base, h } = vmmMapping(t, data);
+      t.call('reset', t.cu.cuDevicePrimaryCtxReset(t.env.dev));
+      whichCurrent(t, 'currentAfterReset', { primary });
+      primaryState(t, 'stateAfterReset');
+      t.call('synchronizeAfterReset', t.cu.cuCtxSynchronize());
+      ctxDevice(t, 'deviceAfterReset');
+      t.call('memGetInfoAfterReset', t.cu.cuMemGetInfo({ value: 0 }, { value: 0 }));
+      const fresh = retainAgain(t, primary);
+      primaryState(t, 'stateAfterRetain');
+      t.call('synchronizeAfterRetain', t.cu.cuCtxSynchronize());
+      t.see('memAllocGivenBack', freeBytes(t) >= before - t.G);
+      if (base && h) {
+        t.getAccess(base, 'getAccessAfterRetain');
+        t.readEquals(base, data, 'readAfterRetain');
+        undoVmm(t, 'undo', base, h);
+      }
+      pointerQueries(t, 'afterRetain', p.value, primary, fresh);
+      t.call('memFreeOld', t.cu.cuMemFree(p.value));
+      t.call('releaseAfterReset', t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
+      t.call('releaseAgain', t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
+    },
+    true,
+  );
+  // A stream made before a reset, asked about after a retain: query, then destroy (each its own case).
+  for (const op of ['query', 'destroy'] as const)
+    def(
+      op === 'query' ? 'primaryDestroy.resetOldStreamQuery' : 'primaryDestroy.resetOldStreamDestroy',
+      (t) => {
+        const primary = current(t);
+        const s = { value: 0n };
+        if (t.call('streamCreate', t.cu.cuStreamCreate(s, 0)) !== 0) return;
+        t.call('reset', t.cu.cuDevicePrimaryCtxReset(t.env.dev));
+        retainAgain(t, primary);
+        t.call(op, op === 'query' ? t.cu.cuStreamQuery(s.value) : t.cu.cuStreamDestroy(s.value));
+      },
+      true,
+    );
+  // An event made before a reset, the same way.
+  for (const op of ['query', 'destroy'] as const)
+    def(
+      op === 'query' ? 'primaryDestroy.resetOldEventQuery' : 'primaryDestroy.resetOldEventDestroy',
+      (t) => {
+        const primary = current(t);
+        const e = { value: 0n };
+        if (t.call('eventCreate', t.cu.cuEventCreate(e, 0)) !== 0) return;
+        t.call('record', t.cu.cuEventRecord(e.value, 0n));
+        t.call('reset', t.cu.cuDevicePrimaryCtxReset(t.env.dev));
+        retainAgain(t, primary);
+        t.call(op, op === 'query' ? t.cu.cuEventQuery(e.value) : t.cu.cuEventDestroy(e.value));
+      },
+      true,
+    );
 }
 
 /**

@@ -62,8 +62,10 @@ function noObjects(): ContextObjects {
  * primaryDestroy.*, each in a fresh process): the context stays current and
  * active, its cuMemAlloc memory, host memory, streams and events stay usable
  * and are freed by their own calls, and a later retain hands back the same
- * handle. (ctx.destroyPrimary's older record, where it answered 0, was made
- * in a process that had run other cases first: a listed divergence.)
+ * handle. (ctx.destroyPrimary's first record, where it answered 0, was made
+ * in a process that had run eleven cases first; recorded alone it answers
+ * 201 too, and so it does after a created context's destroy or a freed
+ * event's query: primaryDestroy.after*.)
  * What does destroy a primary context is cuDevicePrimaryCtxReset, which
  * "destroys all allocations and resets all state" (its documentation): the
  * streams, events, cuMemAlloc and page-locked host memory made while it was
@@ -78,7 +80,9 @@ function noObjects(): ContextObjects {
  * makes it anew, with the same handle (the H200), live again wherever it is
  * current; cuCtxSetCurrent takes the handle meanwhile. The 709 is the
  * documentation's answer for a destroyed context current to a thread; the
- * H200 was not asked it after a reset.
+ * H200 has not answered it yet: the one case that asked
+ * (primaryDestroy.resetWithObjects) ended the driver's process with SIGSEGV,
+ * and its pieces (primaryDestroy.resetReleases, resetOld*) await a run.
  */
 export class CudaContexts {
   /** Primary contexts retained, per device ordinal: retain count. */
