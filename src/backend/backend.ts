@@ -41,6 +41,16 @@ export interface Backend {
   reserve(size: number, alignment: number, hint: number, exact?: boolean): number;
   /** Give back a whole reservation. Nothing may be mapped inside it. */
   free(va: number, size: number): void;
+  /**
+   * A context made beyond a device's own (cuCtxCreate), for the backend's
+   * placement: the simulated NVIDIA driver gives it an address heap of its
+   * own (Note [Created contexts' heaps] in backends/sim/driver-va.ts).
+   * Returns an id for destroyContext. Optional: a real driver places on its
+   * own and needs no telling.
+   */
+  createContext?(): number;
+  /** The context createContext made is destroyed (after what it owned was freed); reservations stay. Never throws. */
+  destroyContext?(context: number): void;
 
   /** Create physical memory; returns a backend handle. */
   create(size: number, props: AllocationProperties): number;
@@ -213,6 +223,8 @@ export const BACKEND_OPERATIONS = [
   'memoryInfo',
   'reserve',
   'free',
+  'createContext',
+  'destroyContext',
   'create',
   'release',
   'map',

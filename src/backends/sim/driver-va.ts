@@ -11,6 +11,12 @@ export const STARTUP_HEAP_FREE = 24 * MiB;
 export const STARTUP_HOLE = 2 * MiB;
 /** The driver's own memory between the hole and the run: reserved by nobody, mapped by nobody else. */
 export const STARTUP_DRIVER_MEMORY = 72 * MiB;
+/** The driver's mapping a start-up heap is the top of (hole, driver memory, run: its top 98 MiB). */
+export const HEAP_MAPPING = 512 * MiB;
+/** A created context's address space: its heap's mapping and 96 MiB above it (Note [Created contexts' heaps]). */
+export const CONTEXT_SPAN = 608 * MiB;
+/** A heap mapping's part below its hole. */
+const BELOW_HOLE = HEAP_MAPPING - STARTUP_HOLE - STARTUP_DRIVER_MEMORY - STARTUP_HEAP_FREE;
 
 /** One heap: a range of address space the driver holds, with the free ranges inside it. */
 class Heap {
@@ -62,10 +68,8 @@ class Heap {
  *   and 72 MiB above it all go to the run. A cuMemAlloc of 2 MiB, or of
  *   4 KiB, takes the hole (a reservation after it lands 37 granules above,
  *   its tail free), and cuMemFree gives it back at once. A stream or an event
- *   takes nothing there. A created context does: a lone reservation then
- *   lands 640 MiB below the primary's hole, in a hole of a heap of the
- *   context's own, its tail not free; the simulator's contexts share this
- *   heap (a listed divergence, startupHeap.loneAfterCreatedContext).
+ *   takes nothing there. A created context does: it has a heap of its own,
+ *   searched first (Note [Created contexts' heaps]).
  *   test/backends/sim/hint-probe-replay.test.ts replays the probe's
  *   experiments on this model.
  * - Past the run's end, where the driver's mapping ends, the address space is
@@ -135,6 +139,55 @@ class Heap {
  * whenever it is free address space, in a heap's free range or as a heap of
  * exactly that range (allocateAt).
  */
+/*
+ * Note [Created contexts' heaps]
+ * cuCtxCreate gives the new context a start-up heap of its own, laid out as
+ * the primary context's: the top 98 MiB of a 512 MiB mapping, a 2 MiB hole,
+ * 72 MiB of the driver's, a 24 MiB run. As the H200 answered the
+ * startupHeap.* cases of created contexts (driver 580.159.04, 2026-12-01
+ * 23:29 UTC, four cases in one fresh process), in granules of 2 MiB from a
+ * lone reservation just freed in the primary context's hole:
+ * - a lone 2 MiB reservation in the created context lands -304 (608 MiB
+ *   below), its tail not free; the next lands 37 above it, its tail free:
+ *   the new heap's hole, then its run (createdContextTwoLone);
+ * - a second created context's hole lies 304 below the first's
+ *   (twoCreatedContexts): each context takes 608 MiB downward, its 512 MiB
+ *   mapping and 96 MiB above it (the primary's mapping ends 96 MiB above
+ *   the first context's). A context destroyed with nothing reserved in its
+ *   heap gives it all back: the next case's context lands at -304 again;
+ * - a 2 MiB cuMemAlloc in it takes its hole, a reservation after that its
+ *   run, 37 above (cuMemAllocInCreatedContext);
+ * - a reservation outlives cuCtxDestroy (which "will not destroy memory
+ *   allocations by cuMemCreate", CUDA driver API, cuCtxDestroy; it maps
+ *   afterwards), and the heap outlives the context with it: a lone 2 MiB
+ *   reservation then lands -511, the lowest granule of the dead context's
+ *   512 MiB mapping, not in the primary's free hole
+ *   (reservationOutlivesCreatedContext). So the driver's memory in that
+ *   mapping (below the hole and above it) went with the context, and the
+ *   mapping stays a heap searched before the primary's.
+ * All of this is the one rule of Note [Driver VA placement]: a created
+ * context's heap is a heap like a chunk, made at cuCtxCreate and so newer
+ * than the chunks before it, searched newest first, lowest address first
+ * in it; while the context lives the driver's parts of its mapping are
+ * taken. The current context plays no part: the cases cannot tell "newest
+ * heap first" from "the current context's heap first" except after the
+ * destroy, where the primary context is current and the dead context's
+ * heap still wins. Not recorded, so modelled as a chunk is: the dead
+ * context's heap goes back once nothing is reserved in it, and a lone
+ * reservation with the primary current while a created context lives lands
+ * in the created one's hole.
+ * startupHeap.loneAfterCreatedContext (run 9, -320) was recorded in a
+ * worker that had created contexts and streams in cases before it; the
+ * same calls in a fresh process answered -304 (run 10), which the
+ * simulator follows, so that record stays a listed divergence.
+ *
+ * The simulator's context heaps sit below its start-up heap as on the
+ * H200: the k-th free 608 MiB span downward from 414 MiB below the hole
+ * (the primary's mapping's bottom), the mapping its low 512 MiB; its hole
+ * 414 MiB in, so 608k MiB below the primary's. The CUDA flavour tells the
+ * backend (Backend.createContext, destroyContext); with no created context
+ * nothing here runs.
+ */
 /** The driver's reservations: a start-up heap and 32 MiB-granular chunks (Note [Driver VA placement]). */
 export class DriverVaSpace {
   /** The process address space the chunks come from; the start-up heap is carved out of it. */
@@ -157,6 +210,9 @@ export class DriverVaSpace {
   readonly #chunks: Heap[] = [];
   /** The same chunks, keyed by end, to find a reservation's chunk. */
   readonly #chunkByEnd = new OrderedMap<Heap>();
+  /** Live created contexts' heaps (among the chunks), by id: Note [Created contexts' heaps]. */
+  readonly #contexts = new Map<number, Heap>();
+  #nextContext = 1;
 
   /** A space of [start, end) whose start-up heap's run begins at `startupRun`; its hole lies below. */
   constructor(start: number, end: number, startupRun: number) {
@@ -241,11 +297,41 @@ export class DriverVaSpace {
     const c = this.#chunkByEnd.higher(base);
     if (c === undefined || c.start > base) throw new RangeError(`0x${base.toString(16)} is in no heap`);
     c.free.release(base, size);
+    this.#dropIfEmpty(c);
+  }
+
+  /** A chunk with nothing reserved in it goes back to the process. */
+  #dropIfEmpty(c: Heap): void {
     if (!c.free.allFree) return;
-    // Nothing is reserved in the chunk any more: it goes back to the process.
     this.#chunks.splice(this.#chunks.lastIndexOf(c), 1);
     this.#chunkByEnd.delete(c.end);
     this.#os.release(c.start, c.end - c.start);
+  }
+
+  /** cuCtxCreate: a heap of the new context's own, searched first (Note [Created contexts' heaps]); its id. */
+  createContext(): number {
+    for (let at = this.#holeStart - BELOW_HOLE - CONTEXT_SPAN; at >= this.#os.start; at -= CONTEXT_SPAN) {
+      if (!this.#os.take(at, CONTEXT_SPAN)) continue;
+      const heap = this.#addChunk(at, at + HEAP_MAPPING);
+      // The driver's parts of the mapping: below the hole, and between the hole and the run.
+      heap.free.take(at, BELOW_HOLE);
+      heap.free.take(at + BELOW_HOLE + STARTUP_HOLE, STARTUP_DRIVER_MEMORY);
+      const id = this.#nextContext++;
+      this.#contexts.set(id, heap);
+      return id;
+    }
+    throw vmmError('out-of-memory', 'no free virtual range for a context heap');
+  }
+
+  /** cuCtxDestroy: the driver's parts of the context's heap go; what was reserved there keeps the rest. Never throws. */
+  destroyContext(id: number): void {
+    const heap = this.#contexts.get(id);
+    if (heap === undefined) return;
+    this.#contexts.delete(id);
+    this.#os.release(heap.end, CONTEXT_SPAN - HEAP_MAPPING);
+    heap.free.release(heap.start, BELOW_HOLE);
+    heap.free.release(heap.start + BELOW_HOLE + STARTUP_HOLE, STARTUP_DRIVER_MEMORY);
+    this.#dropIfEmpty(heap);
   }
 
   /** Heaps the driver holds now, the start-up heap included. */

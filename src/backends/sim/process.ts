@@ -119,6 +119,14 @@ export class SimProcess implements Backend {
     this.#va.release(va, size);
   }
 
+  createContext(): number {
+    return this.#va.createContext();
+  }
+
+  destroyContext(context: number): void {
+    this.#va.destroyContext(context);
+  }
+
   // --- physical memory ---------------------------------------------------------
 
   create(size: number, props: AllocationProperties): number {

@@ -21,6 +21,8 @@ export interface ContextObjects {
 /** A context cuCtxCreate made: its device and what it owns (Note [Created contexts]). */
 export interface CreatedContext extends ContextObjects {
   readonly device: number;
+  /** The backend's id for it (Backend.createContext), undefined where the backend places on its own. */
+  readonly heap: number | undefined;
 }
 
 function noObjects(): ContextObjects {
@@ -227,10 +229,22 @@ export class CudaContexts {
   create(pctx: Box<bigint>, d: number): number {
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
     const h = CREATED_CONTEXT_BASE + this.#nextContext;
-    if (!writeBox(pctx, h)) return C.CUDA_ERROR_INVALID_VALUE;
+    // The simulated driver's placement gives it a heap (Note [Created contexts' heaps] in backends/sim/driver-va.ts).
+    const backend = this.runtime.backend;
+    let heap: number | undefined;
+    try {
+      heap = backend.createContext?.();
+    } catch {
+      return C.CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (!writeBox(pctx, h)) {
+      if (heap !== undefined) backend.destroyContext?.(heap);
+      return C.CUDA_ERROR_INVALID_VALUE;
+    }
     this.#nextContext++;
     this.#created.set(h, {
       device: d,
+      heap,
       streams: new Set(),
       events: new Set(),
       allocations: new Set(),
@@ -250,6 +264,7 @@ export class CudaContexts {
   remove(h: bigint): void {
     const c = this.#created.get(h);
     if (c !== undefined) this.#destroyedCreated.set(h, c.device);
+    if (c?.heap !== undefined) this.runtime.backend.destroyContext?.(c.heap);
     this.#created.delete(h);
     const below = this.#stack.filter((x) => x !== h);
     this.#stack.length = 0;

@@ -1,0 +1,139 @@
+/**
+ * A created context's own start-up heap (Note [Created contexts' heaps] in
+ * src/backends/sim/driver-va.ts): the rule on DriverVaSpace itself, then the
+ * H200's startupHeap.* records of created contexts replayed through the CUDA
+ * flavour, with and without the flavour telling the backend of its contexts.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { CaseRecord } from '../../../conformance/cuda/cases.js';
+import { prepareEnv, runCase } from '../../../conformance/cuda/record.js';
+import {
+  CONTEXT_SPAN,
+  DriverVaSpace,
+  HEAP_MAPPING,
+  STARTUP_DRIVER_MEMORY,
+  STARTUP_HEAP_FREE,
+  STARTUP_HOLE,
+} from '../../../src/backends/sim/driver-va.js';
+import { createCuda } from '../../../src/flavors/cuda/cuda.js';
+
+const MiB = 1024 * 1024;
+const G = 2 * MiB;
+const LOW = 0x6000_0000_0000;
+const RUN = 0x7000_0000_0000;
+const END = 0x7fff_0000_0000;
+const HOLE = RUN - STARTUP_DRIVER_MEMORY - STARTUP_HOLE;
+/** A heap mapping's part below its hole (the top 98 MiB are hole, driver memory, run). */
+const BELOW_HOLE = HEAP_MAPPING - STARTUP_HOLE - STARTUP_DRIVER_MEMORY - STARTUP_HEAP_FREE;
+const space = () => new DriverVaSpace(LOW, END, RUN);
+
+describe("DriverVaSpace: a created context's heap (Note [Created contexts' heaps])", () => {
+  it('puts a lone reservation in the context heap hole, 608 MiB below the primary one, then its run', () => {
+    const va = space();
+    va.createContext();
+    const hole = va.allocate(G, G, 0);
+    expect(HOLE - hole).toBe(608 * MiB);
+    // Its tail is the driver's memory, as in the primary heap: no exact range there, so this one goes
+    // where the next lone one would, the context heap's run, 37 granules up (createdContextTwoLone).
+    const run = va.allocateAt(G, G, hole + G);
+    expect((run - hole) / G).toBe(37);
+    // 4 MiB does not fit a hole: the run too, as in the primary heap.
+    expect(va.allocate(2 * G, G, 0)).toBe(run + G);
+  });
+
+  it('stacks a second context 608 MiB lower and reuses a span given back', () => {
+    const va = space();
+    const first = va.createContext();
+    const a = va.allocate(G, G, 0);
+    const second = va.createContext();
+    const b = va.allocate(G, G, 0);
+    expect(a - b).toBe(CONTEXT_SPAN);
+    va.release(b, G);
+    va.destroyContext(second);
+    va.release(a, G);
+    va.destroyContext(first);
+    // Nothing reserved in them: both heaps went, the primary hole is the lone reservation's again.
+    expect(va.heaps).toBe(1);
+    expect(va.allocate(G, G, 0)).toBe(HOLE);
+    va.release(HOLE, G);
+    va.createContext();
+    expect(va.allocate(G, G, 0)).toBe(a);
+  });
+
+  it('keeps a dead context heap while a reservation outlives it, free from its mapping bottom', () => {
+    const va = space();
+    const ctx = va.createContext();
+    const a = va.allocate(G, G, 0);
+    va.destroyContext(ctx);
+    // reservationOutlivesCreatedContext: the next lone one lands at the mapping's lowest granule.
+    const b = va.allocate(G, G, 0);
+    expect(b).toBe(a - BELOW_HOLE);
+    expect((HOLE - b) / G).toBe(511);
+    va.release(b, G);
+    va.release(a, G);
+    expect(va.heaps).toBe(1);
+    expect(va.allocate(G, G, 0)).toBe(HOLE);
+    // A second destroy of the same id changes nothing and does not throw.
+    va.destroyContext(ctx);
+    expect(va.heaps).toBe(1);
+  });
+
+  it('chunks made after a context are searched before its heap, those before it after', () => {
+    const va = space();
+    const older = va.allocate(48 * MiB, G, 0);
+    va.createContext();
+    const inContext = va.allocate(G, G, 0);
+    expect(HOLE - inContext).toBe(608 * MiB);
+    const newer = va.allocate(48 * MiB, G, 0);
+    expect(newer).toBe(older + 64 * MiB);
+    // The newest chunk's 16 MiB tail wins over the context heap's run and the older chunk's tail.
+    expect(va.allocate(G, G, 0)).toBe(newer + 48 * MiB);
+  });
+});
+
+interface Transcript {
+  cases: Record<string, CaseRecord>;
+}
+const transcript = JSON.parse(
+  readFileSync(new URL('../../../conformance/results/h200-driver.json', import.meta.url), 'utf8'),
+) as Transcript;
+
+/** The startupHeap.* cases recorded in a fresh process with created contexts (run 10 of the transcript). */
+const CREATED_CONTEXT_CASES = [
+  'startupHeap.createdContextTwoLone',
+  'startupHeap.twoCreatedContexts',
+  'startupHeap.cuMemAllocInCreatedContext',
+  'startupHeap.reservationOutlivesCreatedContext',
+];
+
+/** A case on a fresh simulated process; `oneSharedHeap`: the backend is never told of created contexts. */
+function simulate(name: string, oneSharedHeap: boolean): CaseRecord {
+  const cu = createCuda({ report: () => {} });
+  try {
+    if (oneSharedHeap)
+      Object.assign(cu.runtime.backend, { createContext: undefined, destroyContext: undefined });
+    const { env } = prepareEnv(cu);
+    return runCase(cu, env, name);
+  } finally {
+    cu.dispose();
+  }
+}
+
+describe("created contexts' heaps against the H200's records", () => {
+  it('every created-context startupHeap case agrees with the H200', () => {
+    for (const name of CREATED_CONTEXT_CASES) {
+      const recorded = transcript.cases[name];
+      expect(recorded, name).toBeDefined();
+      expect(simulate(name, false).steps, name).toEqual(recorded!.steps);
+    }
+  });
+
+  it('sabotage: one start-up heap shared by every context disagrees with them', () => {
+    const differing = CREATED_CONTEXT_CASES.filter(
+      (name) => JSON.stringify(simulate(name, true).steps) !== JSON.stringify(transcript.cases[name]!.steps),
+    );
+    // Each of the four places a lone reservation by the created context's heap.
+    expect(differing).toEqual(CREATED_CONTEXT_CASES);
+  });
+});
