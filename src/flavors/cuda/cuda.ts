@@ -12,24 +12,24 @@ import {
   isBox,
   isNull,
   type Size,
-  toCount,
   toInt,
   writeBox,
 } from '../common/args.js';
 import { HostBuffers } from '../common/host-buffers.js';
-import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
-import { deviceAttribute } from './attributes.js';
-import { CUDA_CAPTURE_FUNCTIONS, CudaCapture } from './capture.js';
+import { CudaCapture } from './capture.js';
 import * as C from './constants.js';
 import { type CUctxCreateParams, checkContextParams } from './context-params.js';
 import { ContextTeardown } from './context-teardown.js';
 import { CudaContexts, contextFlags } from './contexts.js';
 import { CudaCopies } from './copies.js';
+import { CudaDevices, errorText } from './devices.js';
 import { CUDA_ERRORS } from './error-table.js';
+import { CUDA_FUNCTIONS } from './functions.js';
 import { CudaHandles } from './handles.js';
 import { cudaLayers } from './layers.js';
 import { CudaOneStep } from './one-step.js';
+import { CudaPeerAccess } from './peer-access.js';
 import { CudaPointers } from './pointers.js';
 import { CudaSpans } from './spans.js';
 import { CudaStreams } from './streams.js';
@@ -41,96 +41,9 @@ export type {
   CUmemAllocationProp,
   CUmemLocation,
 } from '../../c-api/cuda-structs.js';
+export { CUDA_FUNCTIONS } from './functions.js';
 
 import type { CUcontext, CUdeviceptr, CUevent, CUhandle, CUstream } from './handle-types.js';
-
-/** The function names of the CUDA flavor (for tracing, parity and documentation). */
-export const CUDA_FUNCTIONS = [
-  'cuInit',
-  'cuDriverGetVersion',
-  'cuDeviceGet',
-  'cuDeviceGetCount',
-  'cuDeviceGetName',
-  'cuDeviceTotalMem',
-  'cuDeviceGetAttribute',
-  'cuDeviceCanAccessPeer',
-  'cuDevicePrimaryCtxRetain',
-  'cuDevicePrimaryCtxRelease',
-  'cuDevicePrimaryCtxGetState',
-  'cuDevicePrimaryCtxReset',
-  'cuCtxSetCurrent',
-  'cuCtxGetCurrent',
-  'cuCtxGetDevice',
-  'cuCtxSynchronize',
-  'cuCtxGetDevice_v2',
-  'cuCtxSynchronize_v2',
-  'cuCtxPushCurrent',
-  'cuCtxPopCurrent',
-  'cuCtxCreate',
-  'cuCtxCreate_v2',
-  'cuCtxCreate_v4',
-  'cuCtxDestroy',
-  'cuCtxEnablePeerAccess',
-  'cuCtxDisablePeerAccess',
-  'cuMemGetAllocationGranularity',
-  'cuMemAddressReserve',
-  'cuMemAddressFree',
-  'cuMemCreate',
-  'cuMemRelease',
-  'cuMemMap',
-  'cuMemUnmap',
-  'cuMemSetAccess',
-  'cuMemGetAccess',
-  'cuMemGetAddressRange',
-  'cuPointerGetAttribute',
-  'cuPointerGetAttributes',
-  'cuMemRetainAllocationHandle',
-  'cuMemGetAllocationPropertiesFromHandle',
-  'cuMemExportToShareableHandle',
-  'cuMemImportFromShareableHandle',
-  'cuMemAlloc',
-  'cuMemFree',
-  'cuMemGetInfo',
-  'cuMemAllocHost',
-  'cuMemHostAlloc',
-  'cuMemHostGetFlags',
-  'cuMemHostGetDevicePointer',
-  'cuMemHostGetDevicePointer_v2',
-  'cuMemFreeHost',
-  'cuMemcpy',
-  'cuMemcpyAsync',
-  'cuMemcpyHtoD',
-  'cuMemcpyDtoH',
-  'cuMemcpyDtoD',
-  'cuMemcpyPeer',
-  'cuMemcpyHtoDAsync',
-  'cuMemcpyDtoHAsync',
-  'cuMemcpyDtoDAsync',
-  'cuMemsetD8',
-  'cuMemsetD8Async',
-  'cuMemsetD16',
-  'cuMemsetD32',
-  'cuStreamCreate',
-  'cuStreamSynchronize',
-  'cuStreamQuery',
-  'cuStreamDestroy',
-  'cuStreamIsCapturing',
-  'cuThreadExchangeStreamCaptureMode',
-  'cuEventCreate',
-  'cuEventRecord',
-  'cuEventRecordWithFlags',
-  'cuEventQuery',
-  'cuEventSynchronize',
-  'cuEventDestroy',
-  'cuEventElapsedTime',
-  'cuEventElapsedTime_v2',
-  'cuStreamWaitEvent',
-  'cuMemsetD16Async',
-  'cuMemsetD32Async',
-  ...CUDA_CAPTURE_FUNCTIONS,
-  'cuGetErrorName',
-  'cuGetErrorString',
-] as const;
 
 /**
  * One process using the CUDA driver API: every method has the C name and
@@ -145,6 +58,7 @@ export class CudaFlavor extends VendorProcess {
   /** Set by dispose(): the process is gone (Note [CUDA after dispose]). */
   #gone = false;
   readonly #addresses = new BigIntMemo();
+  readonly #devices = new CudaDevices(this.runtime, this.codes);
   readonly #contexts = new CudaContexts(this.runtime);
   readonly #handles = new CudaHandles(this.runtime);
   readonly #spans = new CudaSpans(this.runtime, this.codes);
@@ -187,7 +101,7 @@ export class CudaFlavor extends VendorProcess {
   );
   readonly #capture = new CudaCapture(this.runtime, this.codes, this.#streams);
   /** Peer access enabled from the current device (cuCtxEnablePeerAccess, Note [Peer access]). */
-  readonly #peers = new PeerGrants(this.runtime.devices.length);
+  readonly #peerAccess = new CudaPeerAccess(this.runtime, this.#contexts);
 
   constructor(options: FlavorOptions = {}) {
     super(options, CUDA_ERRORS);
@@ -220,57 +134,31 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuDeviceGet(device: Box<number>, ordinal: number): number {
-    if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
-    if (!this.runtime.isDevice(toInt(ordinal))) return C.CUDA_ERROR_INVALID_DEVICE;
-    return writeBox(device, toInt(ordinal)) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return this.#initialized ? this.#devices.get(device, ordinal) : this.#uninitialized();
   }
 
   cuDeviceGetCount(count: Box<number>): number {
-    if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(count)) return C.CUDA_ERROR_INVALID_VALUE;
-    return writeBox(count, this.runtime.devices.length) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return this.#initialized ? this.#devices.count(count) : this.#uninitialized();
   }
 
   cuDeviceGetName(name: Box<string>, len: number, dev: number): number {
-    if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(name) || toInt(len) <= 0) return C.CUDA_ERROR_INVALID_VALUE;
-    if (!this.runtime.isDevice(toInt(dev))) return C.CUDA_ERROR_INVALID_DEVICE;
-    // The C call writes at most len - 1 characters and a terminating NUL.
-    return writeBox(name, this.runtime.devices[toInt(dev)].name.slice(0, toInt(len) - 1))
-      ? C.CUDA_SUCCESS
-      : C.CUDA_ERROR_INVALID_VALUE;
+    return this.#initialized ? this.#devices.name(name, len, dev) : this.#uninitialized();
   }
 
   cuDeviceTotalMem(bytes: Box<number>, dev: number): number {
-    if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(bytes)) return C.CUDA_ERROR_INVALID_VALUE;
-    if (!this.runtime.isDevice(toInt(dev))) return C.CUDA_ERROR_INVALID_DEVICE;
-    return writeBox(bytes, this.runtime.devices[toInt(dev)].totalMemory)
-      ? C.CUDA_SUCCESS
-      : C.CUDA_ERROR_INVALID_VALUE;
+    return this.#initialized ? this.#devices.totalMem(bytes, dev) : this.#uninitialized();
   }
 
   /** A device attribute (Note [Device attributes]); one cuda.h defines but vmmkit does not know is INVALID_VALUE. */
   cuDeviceGetAttribute(pi: Box<number>, attrib: number, dev: number): number {
-    if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(pi)) return C.CUDA_ERROR_INVALID_VALUE;
-    // The device is checked first (attribute.badDevice: a bad device with a bad attribute is INVALID_DEVICE).
-    const d = toInt(dev);
-    if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
-    const a = typeof attrib === 'number' ? attrib : Number.NaN;
-    if (!Number.isInteger(a) || a < 1) return C.CUDA_ERROR_INVALID_VALUE;
-    // The part's own answers where the device reports them, else the front end's rules (Note [Device attributes]).
-    const value = deviceAttribute(this.runtime.devices[d], a);
-    if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
-    return writeBox(pi, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return this.#initialized ? this.#devices.attribute(pi, attrib, dev) : this.#uninitialized();
   }
 
   /** Whether `dev` can map `peerDev`'s memory (Note [Peer access]). */
   cuDeviceCanAccessPeer(canAccessPeer: Box<number>, dev: number, peerDev: number): number {
-    if (!this.#initialized) return this.#uninitialized();
-    if (!isBox(canAccessPeer)) return C.CUDA_ERROR_INVALID_VALUE;
-    return answerCanAccessPeer(this.runtime, this.codes, canAccessPeer, dev, peerDev);
+    return this.#initialized
+      ? this.#devices.canAccessPeer(canAccessPeer, dev, peerDev)
+      : this.#uninitialized();
   }
 
   cuDevicePrimaryCtxRetain(ctx: Box<bigint>, dev: number): number {
@@ -420,24 +308,11 @@ export class CudaFlavor extends VendorProcess {
    * cuMemcpyPeer needs no peer access).
    */
   cuCtxEnablePeerAccess(peerContext: CUcontext, flags: number): number {
-    const code = this.#needContext();
-    if (code !== C.CUDA_SUCCESS) return code;
-    if (toCount(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
-    const peer = this.#contexts.deviceOf(peerContext);
-    if (peer < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
-    const current = this.#contexts.device;
-    if (!canReachPeer(this.runtime.devices, current, peer)) return C.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
-    return this.#peers.enable(current, peer) ? C.CUDA_SUCCESS : C.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    return this.#needContext() || this.#peerAccess.enable(peerContext, flags);
   }
 
   cuCtxDisablePeerAccess(peerContext: CUcontext): number {
-    const code = this.#needContext();
-    if (code !== C.CUDA_SUCCESS) return code;
-    const peer = this.#contexts.deviceOf(peerContext);
-    if (peer < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
-    return this.#peers.disable(this.#contexts.device, peer)
-      ? C.CUDA_SUCCESS
-      : C.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    return this.#needContext() || this.#peerAccess.disable(peerContext);
   }
 
   // --- virtual memory management (vmm.ts) ---------------------------------------------------------
@@ -875,19 +750,11 @@ export class CudaFlavor extends VendorProcess {
   // --- errors ----------------------------------------------------------------------------------------
 
   cuGetErrorName(error: number, pStr: Box<string | null>): number {
-    return this.#errorText(error, pStr, 0);
+    return errorText(error, pStr, 0);
   }
 
   cuGetErrorString(error: number, pStr: Box<string | null>): number {
-    return this.#errorText(error, pStr, 1);
-  }
-
-  /** A CUresult's name (0) or description (1) from the driver's table; NULL and INVALID_VALUE for a value it lacks. */
-  #errorText(error: number, pStr: Box<string | null>, which: 0 | 1): number {
-    if (!isBox(pStr)) return C.CUDA_ERROR_INVALID_VALUE;
-    const entry = C.CUDA_RESULTS.get(toInt(error));
-    if (!writeBox(pStr, entry?.[which] ?? null)) return C.CUDA_ERROR_INVALID_VALUE;
-    return entry === undefined ? C.CUDA_ERROR_INVALID_VALUE : C.CUDA_SUCCESS;
+    return errorText(error, pStr, 1);
   }
 
   // --- the process's state ------------------------------------------------------------------------
