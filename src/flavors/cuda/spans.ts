@@ -31,7 +31,9 @@ export interface Span {
  * driver's own memory. The last is what a lone 2 MiB reservation meets on
  * the H200: it lands in the start-up heap's 2 MiB hole, and the 72 MiB
  * above the hole is the driver's (map.overReservationLoneAtStart, with
- * tailFree: a hint just past its end is not honoured). The simulator
+ * tailFree: a hint just past its end is not honoured); in a created
+ * context, in its own heap's hole, likewise (startupHeap.createdContextTwoLone:
+ * Note [Created contexts' heaps] in the simulator). The simulator
  * places reservations the same way, the driver's memory included (Note
  * [Driver VA placement] in the simulator), so the hidden reservation below
  * cannot be had there and the map is refused as on the H200. So a program
