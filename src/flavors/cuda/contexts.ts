@@ -1,4 +1,5 @@
 /** CUDA contexts: retained primary contexts, those cuCtxCreate makes, and the calling thread's current one. */
+import { isVmmError } from '../../core/errors.js';
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, handleKey, toInt, writeBox } from '../common/args.js';
 import * as C from './constants.js';
@@ -234,7 +235,9 @@ export class CudaContexts {
     let heap: number | undefined;
     try {
       heap = backend.createContext?.();
-    } catch {
+    } catch (e) {
+      // No address space left for its heap; anything else is a bug, not a code.
+      if (!isVmmError(e)) throw e;
       return C.CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (!writeBox(pctx, h)) {

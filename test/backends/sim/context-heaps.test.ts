@@ -16,6 +16,8 @@ import {
   STARTUP_HEAP_FREE,
   STARTUP_HOLE,
 } from '../../../src/backends/sim/driver-va.js';
+import { vmmError } from '../../../src/core/errors.js';
+import * as C from '../../../src/flavors/cuda/constants.js';
 import { createCuda } from '../../../src/flavors/cuda/cuda.js';
 
 const MiB = 1024 * 1024;
@@ -126,6 +128,27 @@ describe("created contexts' heaps against the H200's records", () => {
       const recorded = transcript.cases[name];
       expect(recorded, name).toBeDefined();
       expect(simulate(name, false).steps, name).toEqual(recorded!.steps);
+    }
+  });
+
+  it('cuCtxCreate with no address space left for a heap is CUDA_ERROR_OUT_OF_MEMORY and makes nothing', () => {
+    const cu = createCuda({ report: () => {} });
+    try {
+      prepareEnv(cu);
+      const before = { value: 0n };
+      expect(cu.cuCtxGetCurrent(before)).toBe(0);
+      const noRoom = () => {
+        throw vmmError('out-of-memory', 'no free virtual range for a context heap');
+      };
+      Object.assign(cu.runtime.backend, { createContext: noRoom });
+      const box = { value: 0n };
+      expect(cu.cuCtxCreate(box, 0, 0)).toBe(C.CUDA_ERROR_OUT_OF_MEMORY);
+      expect(box.value).toBe(0n);
+      const after = { value: 0n };
+      expect(cu.cuCtxGetCurrent(after)).toBe(0);
+      expect(after.value).toBe(before.value);
+    } finally {
+      cu.dispose();
     }
   });
 
