@@ -21,8 +21,12 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
     'The driver crashed (SIGSEGV) exchanging the capture mode through a NULL pointer; the simulator answers CUDA_ERROR_INVALID_VALUE.',
   'startupHeap.loneAfterCreatedContext':
     "A lone 2 MiB reservation in a created context landed 640 MiB below the primary context's hole (granulesFromBefore -320) both times this case was recorded: at 23:13 UTC in a worker that had run other cases, and at 23:44 UTC in a fresh worker (after a restart). The same first calls in startupHeap.createdContextTwoLone, twoCreatedContexts, cuMemAllocInCreatedContext and reservationOutlivesCreatedContext, recorded in one fresh worker at 23:29 UTC, land 608 MiB below (-304), which the simulator follows (Note [Created contexts' heaps]); the tail is not free in both (mapPastLone 1). What moves the created context's heap by 32 MiB between processes is not recorded.",
+  'primaryDestroy.resetOldStreamQuery':
+    'The driver crashed (SIGSEGV) querying a stream made before cuDevicePrimaryCtxReset, after a retain (it follows the freed stream); the simulator answers CUDA_ERROR_INVALID_HANDLE, the stream having gone with its context.',
+  'primaryDestroy.resetOldStreamDestroy':
+    'The driver crashed (SIGSEGV) destroying a stream made before cuDevicePrimaryCtxReset, after a retain; the simulator answers CUDA_ERROR_INVALID_HANDLE.',
   'primaryDestroy.resetWithObjects':
-    'The driver crashed (SIGSEGV) in this case, after cuDevicePrimaryCtxReset of a primary context holding cuMemAlloc memory, a stream, an event and a VMM mapping (2026-12-01 23:29 UTC; which call is asked by primaryDestroy.resetReleases and resetOld*, in to-record.txt); the simulator answers a code for each call (Note [Destroying a primary context]).',
+    'The driver crashed (SIGSEGV) in this case, after cuDevicePrimaryCtxReset of a primary context holding cuMemAlloc memory, a stream, an event and a VMM mapping (2026-12-01 23:29 UTC); its pieces (23:44 UTC) show which: the query of the stream made before the reset (primaryDestroy.resetOldStream*), and the simulator, answering a code for each call, agrees with the rest (primaryDestroy.resetReleases, resetOldEvent*; Note [Destroying a primary context]).',
   'properties.released':
     'The driver returned the old fields of a just-released handle (a use after free of its handle object); the simulator answers CUDA_ERROR_INVALID_VALUE for a dead handle.',
 };

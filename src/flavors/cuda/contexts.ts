@@ -61,31 +61,36 @@ function noObjects(): ContextObjects {
  *
  * Note [Destroying a primary context]
  * cuCtxDestroy does not destroy a primary context: on the H200 it answers
- * CUDA_ERROR_INVALID_CONTEXT and changes nothing (driver 580, twelve cases
- * primaryDestroy.*, each in a fresh process): the context stays current and
- * active, its cuMemAlloc memory, host memory, streams and events stay usable
- * and are freed by their own calls, and a later retain hands back the same
- * handle. (ctx.destroyPrimary's first record, where it answered 0, was made
- * in a process that had run eleven cases first; recorded alone it answers
- * 201 too, and so it does after a created context's destroy or a freed
- * event's query: primaryDestroy.after*.)
- * What does destroy a primary context is cuDevicePrimaryCtxReset, which
- * "destroys all allocations and resets all state" (its documentation): the
- * streams, events, cuMemAlloc and page-locked host memory made while it was
- * current go as a created context's do with cuCtxDestroy (Note [Created
- * contexts]), after the device's work has finished, so each primary context
- * keeps its objects' books as a created one does; VMM memory is the
- * device's and stays. The context is then inactive (the H200:
- * cuDevicePrimaryCtxGetState's active is 0) but stays current (the H200),
- * and it keeps its retain count, since "resetting the primary context does
- * not release it" (the documentation). A call that needs the context
- * answers CUDA_ERROR_CONTEXT_IS_DESTROYED (709) until cuDevicePrimaryCtxRetain
- * makes it anew, with the same handle (the H200), live again wherever it is
- * current; cuCtxSetCurrent takes the handle meanwhile. The 709 is the
- * documentation's answer for a destroyed context current to a thread; the
- * H200 has not answered it yet: the one case that asked
- * (primaryDestroy.resetWithObjects) ended the driver's process with SIGSEGV,
- * and its pieces (primaryDestroy.resetReleases, resetOld*) await a run.
+ * CUDA_ERROR_INVALID_CONTEXT and changes nothing (driver 580, the
+ * primaryDestroy.* cases, each in a fresh process): the context stays current
+ * and active, its cuMemAlloc memory, host memory, streams and events stay
+ * usable and are freed by their own calls, and a later retain hands back the
+ * same handle. (ctx.destroyPrimary's first record, where it answered 0, was
+ * made in a process that had run eleven cases first; recorded alone it
+ * answers 201 too, and so it does after a created context's destroy or a
+ * freed event's query: primaryDestroy.after*.)
+ * What destroys a primary context is cuDevicePrimaryCtxReset, which
+ * "destroys all allocations and resets all state" (its documentation), and
+ * the release of its last retain ("destroyed regardless of how many threads
+ * it is current to", cuDevicePrimaryCtxRelease's). The streams, events,
+ * cuMemAlloc and page-locked host memory made while it was current go as a
+ * created context's do with cuCtxDestroy (Note [Created contexts]), after the
+ * device's work has finished, so each primary context keeps its objects'
+ * books as a created one does; VMM memory is the device's and stays. The
+ * H200 (primaryDestroy.reset*, 2026-12-01 23:44 UTC): after a reset the
+ * context is inactive (cuDevicePrimaryCtxGetState's active 0) and still
+ * current, cuCtxSynchronize and cuMemGetInfo answer
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED (709) while cuCtxGetDevice still answers
+ * its device; a retain makes it anew with the same handle, after which the
+ * old cuMemAlloc pointer is unknown to the pointer calls and cuMemFree, an
+ * old event answers CUDA_ERROR_INVALID_CONTEXT (streams.ts), the VMM mapping
+ * is as it was, and the retain count was kept ("resetting the primary
+ * context does not release it"); after the last release, with the context
+ * current, cuCtxSynchronize answers 709 (resetReleases' contextAfter). An old
+ * stream is CUDA_ERROR_INVALID_HANDLE here, where the driver crashed
+ * (listed). cuCtxSetCurrent takes a reset context's handle while it is
+ * retained; a released one is refused, CUDA_ERROR_INVALID_CONTEXT, as before
+ * (the model's choice: not asked of the H200).
  */
 export class CudaContexts {
   /** Primary contexts retained, per device ordinal: retain count. */
@@ -169,6 +174,16 @@ export class CudaContexts {
     return this.#handle === 0n ? C.CUDA_ERROR_INVALID_CONTEXT : C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
   }
 
+  /** The current context's device, a destroyed primary one's included (cuCtxGetDevice); -1 for none. */
+  namedDevice(): number {
+    return this.#device !== -1 ? this.#device : this.primaryDevice(this.#handle);
+  }
+
+  /** Whether device `d`'s primary context has a retain left. */
+  primaryRetained(d: number): boolean {
+    return this.#primaryRefs[d] > 0;
+  }
+
   releasePrimary(d: number): number {
     if (this.#primaryRefs[d] === 0) return C.CUDA_ERROR_INVALID_CONTEXT;
     this.#primaryRefs[d]--;
@@ -187,9 +202,10 @@ export class CudaContexts {
     }
     const d = this.deviceOf(ctx);
     if (d < 0) {
-      // A destroyed primary context's handle is taken (Note [Destroying a primary context]).
+      // A reset primary context's handle is taken while retained (Note [Destroying a primary context]).
       const p = this.primaryDevice(ctx);
-      if (p < 0 || !this.#primaryDestroyed[p]) return C.CUDA_ERROR_INVALID_CONTEXT;
+      if (p < 0 || !this.#primaryDestroyed[p] || this.#primaryRefs[p] === 0)
+        return C.CUDA_ERROR_INVALID_CONTEXT;
       this.setCurrent(contextHandle(p), -1);
       return C.CUDA_SUCCESS;
     }

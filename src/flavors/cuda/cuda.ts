@@ -90,7 +90,7 @@ export class CudaFlavor extends VendorProcess {
     this.#addresses,
   );
   readonly #streams = new CudaStreams(this.runtime, this.codes, this.#contexts);
-  readonly #teardown = new ContextTeardown(this.runtime, this.#streams, this.#hostBuffers);
+  readonly #teardown = new ContextTeardown(this.runtime, this.#contexts, this.#streams, this.#hostBuffers);
   readonly #copies = new CudaCopies(
     this.#hostBuffers,
     this.runtime,
@@ -173,7 +173,10 @@ export class CudaFlavor extends VendorProcess {
     if (!this.#initialized) return this.#uninitialized();
     const d = toInt(dev);
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
-    return this.#contexts.releasePrimary(d);
+    const code = this.#contexts.releasePrimary(d);
+    // The last release destroys it, as a reset does (Note [Destroying a primary context]).
+    if (code === C.CUDA_SUCCESS && !this.#contexts.primaryRetained(d)) this.#teardown.resetPrimary(d);
+    return code;
   }
 
   /** cuDevicePrimaryCtxGetState(dev, flags, active) (Note [Destroying a primary context]). */
@@ -188,8 +191,7 @@ export class CudaFlavor extends VendorProcess {
   cuDevicePrimaryCtxReset(dev: number): number {
     const d = this.#device(dev);
     if (d < 0) return d === -1 ? C.CUDA_ERROR_INVALID_DEVICE : this.#uninitialized();
-    this.#teardown.release(this.#contexts.primaryObjects(d), d);
-    this.#contexts.resetPrimary(d);
+    this.#teardown.resetPrimary(d);
     return C.CUDA_SUCCESS;
   }
 
@@ -216,11 +218,12 @@ export class CudaFlavor extends VendorProcess {
     return writeBox(ctx, this.#contexts.handle) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
+  /** A destroyed primary context current still names its device (primaryDestroy.resetReleases). */
   cuCtxGetDevice(device: Box<number>): number {
     const code = this.#needContext();
-    if (code !== C.CUDA_SUCCESS) return code;
+    if (code !== C.CUDA_SUCCESS && code !== C.CUDA_ERROR_CONTEXT_IS_DESTROYED) return code;
     if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
-    return writeBox(device, this.#contexts.device) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return writeBox(device, this.#contexts.namedDevice()) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   cuCtxSynchronize(): number {

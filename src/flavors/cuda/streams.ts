@@ -48,6 +48,8 @@ export class CudaStreams extends StreamsAndEvents {
   /** The context each live stream and event was made in (Note [CUDA events]). */
   readonly #streamContexts = new Map<bigint, bigint>();
   readonly #eventContexts = new Map<number, bigint>();
+  /** Events that went with their primary context (Note [Destroying a primary context]): CUDA_ERROR_INVALID_CONTEXT after. */
+  readonly #contextGone = new Set<number>();
   /** Core ids of the live streams made CU_STREAM_NON_BLOCKING (the legacy stream does not wait for them). */
   readonly #nonBlocking = new Set<number>();
 
@@ -156,8 +158,9 @@ export class CudaStreams extends StreamsAndEvents {
   }
 
   /** Destroy an event a created context owned, as cuCtxDestroy does: quietly. */
-  dropOwnedEvent(id: number): void {
+  dropOwnedEvent(id: number, contextGone = false): void {
     this.#eventContexts.delete(id);
+    if (contextGone) this.#contextGone.add(id);
     this.runtime.quietly(() => this.events.destroy(id));
   }
 
@@ -267,6 +270,7 @@ export class CudaStreams extends StreamsAndEvents {
     const live = this.events.idOf(h);
     if (live > 0) return live;
     const id = this.events.named(h);
+    if (id > 0 && this.#contextGone.has(id)) return -3;
     return id > 0 && this.runtime.eventDestroyed(id) ? -2 : -1;
   }
 }
@@ -275,9 +279,12 @@ export class CudaStreams extends StreamsAndEvents {
  * What a call answers for an event #event refused. The H200 answers
  * CUDA_ERROR_CONTEXT_IS_DESTROYED to every call given a destroyed event
  * (event.destroyedHandle, and settle.destroyedEvent.* for the other ten:
- * it reads the context through the freed event); a value that was never an
+ * it reads the context through the freed event); one that went with its
+ * primary context CUDA_ERROR_INVALID_CONTEXT (primaryDestroy.resetOldEvent*:
+ * a query and a destroy after cuDevicePrimaryCtxReset); a value that was never an
  * event is CUDA_ERROR_INVALID_HANDLE.
  */
 function badEvent(id: number): number {
+  if (id === -3) return C.CUDA_ERROR_INVALID_CONTEXT;
   return id === -2 ? C.CUDA_ERROR_CONTEXT_IS_DESTROYED : C.CUDA_ERROR_INVALID_HANDLE;
 }

@@ -106,7 +106,9 @@ describe('cuDevicePrimaryCtxReset and cuDevicePrimaryCtxGetState', () => {
     expect(freeBytes(cu)).toBe(before - G);
     expect(cu.cuMemFree(p.value)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     expect(cu.cuStreamDestroy(s.value)).toBe(C.CUDA_ERROR_INVALID_HANDLE);
-    expect(cu.cuEventQuery(e.value)).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    // An event that went with its context (primaryDestroy.resetOldEventQuery).
+    expect(cu.cuEventQuery(e.value)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(cu.cuEventDestroy(e.value)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
     expect(cu.cuMemHostGetFlags(box(-1), host.value!)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     expect(cu.cuMemFreeHost(host.value!)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     const back = new Uint8Array(data.length);
@@ -127,7 +129,12 @@ describe('cuDevicePrimaryCtxReset and cuDevicePrimaryCtxGetState', () => {
     expect(state(cu)).toEqual({ flags: 0, active: 0 });
     expect(current(cu)).toBe(primary);
     expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    expect(cu.cuMemGetInfo(box(0), box(0))).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
     expect(cu.cuMemAlloc(box(0n), G)).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    // It still names its device (primaryDestroy.resetReleases).
+    const dev = box(-1);
+    expect(cu.cuCtxGetDevice(dev)).toBe(0);
+    expect(dev.value).toBe(0);
     expect(cu.cuCtxSetCurrent(0n)).toBe(0);
     expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
     expect(cu.cuCtxSetCurrent(primary)).toBe(0);
@@ -145,6 +152,26 @@ describe('cuDevicePrimaryCtxReset and cuDevicePrimaryCtxGetState', () => {
     expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(0);
     expect(state(cu)).toEqual({ flags: 0, active: 0 });
     expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    cu.dispose();
+  });
+
+  it('the last release destroys it as a reset does: its memory goes, and with it current calls answer 709', () => {
+    const cu = cudaWithContext();
+    const primary = current(cu);
+    const p = box(0n);
+    expect(cu.cuMemAlloc(p, G)).toBe(0);
+    const s = box(0n);
+    expect(cu.cuStreamCreate(s, 0)).toBe(0);
+    expect(cu.cuDevicePrimaryCtxRelease(0)).toBe(0);
+    expect(cu.runtime.describe().reservations).toEqual([]);
+    expect(cu.runtime.stats().streams).toBe(0);
+    expect(current(cu)).toBe(primary);
+    expect(cu.cuCtxSynchronize()).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    // Released, its handle is no context to make current.
+    expect(cu.cuCtxSetCurrent(primary)).toBe(C.CUDA_ERROR_INVALID_CONTEXT);
+    expect(retainAgain(cu)).toBe(primary);
+    expect(cu.cuCtxSynchronize()).toBe(0);
+    expect(cu.cuMemFree(p.value)).toBe(C.CUDA_ERROR_INVALID_VALUE);
     cu.dispose();
   });
 

@@ -71,8 +71,12 @@ function pruneGone(ep: E, p: CudaFlavor): void {
   const status = { value: 0 };
   // An unknown stream is INVALID_CONTEXT to cuStreamIsCapturing, as on the H200 (capture.isCapturingDestroyedStream).
   ep.prune(ep.streams, pid(p), (s) => p.cuStreamIsCapturing(s, status) !== C.CUDA_ERROR_INVALID_CONTEXT);
-  // A destroyed event is CONTEXT_IS_DESTROYED to cuEventQuery, as on the H200 (event.destroyedHandle).
-  ep.prune(ep.events, pid(p), (e) => p.cuEventQuery(e) !== C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  // A destroyed event is CONTEXT_IS_DESTROYED to cuEventQuery, as on the H200 (event.destroyedHandle), one
+  // that went with its context INVALID_CONTEXT (primaryDestroy.resetOldEventQuery).
+  ep.prune(ep.events, pid(p), (e) => {
+    const code = p.cuEventQuery(e);
+    return code !== C.CUDA_ERROR_CONTEXT_IS_DESTROYED && code !== C.CUDA_ERROR_INVALID_CONTEXT;
+  });
 }
 const count = (ep: E) => ep.arg(() => smallCount(ep.rng));
 
@@ -108,6 +112,27 @@ function keptMemory(p: CudaFlavor, ctx: unknown): { rule: 'owned'; detail: strin
   return kept.length === 0
     ? undefined
     : { rule: 'owned', detail: `${kept.length} cuMemAlloc allocation(s) left` };
+}
+/**
+ * After a reset or a release: if device `dev`'s primary context went (Note
+ * [Destroying a primary context]), forget its cuMemAlloc memory, and its
+ * streams and events, asked with it made anew and pushed current for the
+ * asking; a reset one stays made anew (as a program retains it again), a
+ * released one is released again.
+ */
+function forgetPrimary(ep: E, p: CudaFlavor, dev: unknown): void {
+  const active = { value: -1 };
+  if (typeof dev !== 'number' || DEVICES[dev] === undefined) return;
+  if (p.cuDevicePrimaryCtxGetState(dev, { value: 0 }, active) !== 0 || active.value !== 0) return;
+  const ctx = contextHandle(dev);
+  for (const [va, c] of made(p).mallocs) if (c === ctx) made(p).mallocs.delete(va);
+  const b = { value: 0n };
+  if (p.cuDevicePrimaryCtxRetain(b, dev) !== 0) return;
+  if (p.cuCtxPushCurrent(b.value) === 0) {
+    pruneGone(ep, p);
+    p.cuCtxPopCurrent(null);
+  }
+  p.cuDevicePrimaryCtxRelease(dev);
 }
 /** A primary context of either device, or a context cuCtxCreate made, made current. */
 function switchContext(ep: E, p: CudaFlavor): void {
@@ -212,7 +237,11 @@ const calls: CallSpec<CudaFlavor>[] = [
   {
     name: 'cuDevicePrimaryCtxRelease',
     weight: 0.05,
-    run: (ep, p) => ({ result: p.cuDevicePrimaryCtxRelease(zero(ep)) }),
+    run: (ep, p) => {
+      const dev = zero(ep);
+      // The last release destroys the primary context, as a reset does.
+      return { result: p.cuDevicePrimaryCtxRelease(dev), onSuccess: () => forgetPrimary(ep, p, dev) };
+    },
   },
   {
     // Destroys the primary context with what it owns (Note [Destroying a primary context]).
@@ -225,12 +254,7 @@ const calls: CallSpec<CudaFlavor>[] = [
       return {
         result,
         broken: result === 0 ? keptMemory(p, ctx) : undefined,
-        onSuccess: () => {
-          for (const [va, c] of made(p).mallocs) if (c === ctx) made(p).mallocs.delete(va);
-          // Made anew at once, as the CUDA runtime's cudaDeviceReset leaves it to the next call to do.
-          if (p.cuDevicePrimaryCtxRetain({ value: 0n }, dev) === 0) p.cuDevicePrimaryCtxRelease(dev);
-          pruneGone(ep, p);
-        },
+        onSuccess: () => forgetPrimary(ep, p, dev),
       };
     },
   },
