@@ -34,6 +34,12 @@ export const KNOWN_DIVERGENCES: Readonly<Record<string, string>> = {
 const WHOLE_HANDLE_MAPS =
   "The driver maps a whole handle from its start even where the range runs past the reservation's end (into the next reservation, or into address space no reservation holds). Core keeps every mapping inside one reservation, so the CUDA flavour hands such a map down as pieces; the simulator maps pieces and agrees with the driver, while the real backend, whose cuMemMap takes whole handles only, refuses the first piece with CUDA_ERROR_NOT_SUPPORTED (Note [Whole-handle maps]).";
 
+const PROVE_WORKER_HEAP =
+  "In prove.js's worker, which runs case after case in one process over the real driver, the start-up heap's 2 MiB hole is not free when these cases run (on the H200, 2026-12-01 23:59 UTC, lone reservations land side by side, 1 granule apart, where the recorder's worker had them 37 apart from the hole): the distances differ, and a map past a reservation's end is refused by the whole-handle backend (801) before the driver can answer (Note [Whole-handle maps]).";
+
+const CREATED_CONTEXT_HEAP =
+  "Over the real driver a created context is the CUDA flavor's model on the device's primary context (Note [Created contexts]): no driver context is made, so no start-up heap of its own, and a reservation lands where it would have without the context (0 granules from the one before, not 304 below it).";
+
 /**
  * Where vmmkit running over the real driver (createCuda({ backend: 'cuda' }),
  * conformance/gpu/prove.ts) answers differently from the raw driver, beyond
@@ -44,4 +50,31 @@ export const KNOWN_BACKEND_DIVERGENCES: Readonly<Record<string, string>> = {
   'map.pastReservationEnd': WHOLE_HANDLE_MAPS,
   'map.pastReservationEndIntoFreedRange': WHOLE_HANDLE_MAPS,
   'map.pastReservationEndIntoNextReservation': WHOLE_HANDLE_MAPS,
+  'map.pastReservationEndSmallerThanReservation': WHOLE_HANDLE_MAPS,
+  'map.overReservationLoneAtStart': WHOLE_HANDLE_MAPS,
+  'map.overReservationAtStartIntoFreedRange': WHOLE_HANDLE_MAPS,
+  'map.overReservationInsideIntoFreedRange': WHOLE_HANDLE_MAPS,
+  'map.overReservationLoneInside': WHOLE_HANDLE_MAPS,
+  'map.overReservationAtStartIntoNextReservation': WHOLE_HANDLE_MAPS,
+  'map.overReservationFourTimes': WHOLE_HANDLE_MAPS,
+  'startupHeap.threeLoneReservations': PROVE_WORKER_HEAP,
+  'startupHeap.fourMiBThenTwo': PROVE_WORKER_HEAP,
+  'startupHeap.alignedTo4MiBThenLone': PROVE_WORKER_HEAP,
+  'startupHeap.hintsAroundTheHole': PROVE_WORKER_HEAP,
+  'startupHeap.fillTheRunThenMapPastItsEnd': PROVE_WORKER_HEAP,
+  'startupHeap.loneAfterCuMemAlloc': PROVE_WORKER_HEAP,
+  'startupHeap.loneAfterCuMemAllocFreed': PROVE_WORKER_HEAP,
+  'startupHeap.loneAfterSmallCuMemAlloc': PROVE_WORKER_HEAP,
+  'startupHeap.loneAfterStream': PROVE_WORKER_HEAP,
+  'startupHeap.loneAfterEvent': PROVE_WORKER_HEAP,
+  'startupHeap.createdContextTwoLone': CREATED_CONTEXT_HEAP,
+  'startupHeap.twoCreatedContexts': CREATED_CONTEXT_HEAP,
+  'startupHeap.cuMemAllocInCreatedContext': CREATED_CONTEXT_HEAP,
+  'startupHeap.reservationOutlivesCreatedContext': CREATED_CONTEXT_HEAP,
+  'capture.replay.afterUnmap':
+    "vmmkit checks a launch's captured ranges and answers the sticky CUDA_ERROR_LAUNCH_FAILED (719) itself, as the driver does after the fault (Note [CUDA capture rules]); it never sends the copy into unmapped memory, so the real context stays usable and the raw cuCtxSynchronize after the case answers 0, not 719.",
+  'capture.replay.afterMemFree':
+    "vmmkit checks a launch's captured ranges and answers the sticky CUDA_ERROR_LAUNCH_FAILED (719) itself, as the driver does after the fault (Note [CUDA capture rules]); it never sends the copy into freed memory, so the real context stays usable and the raw cuCtxSynchronize after the case answers 0, not 719.",
+  'primaryDestroy.resetReleases':
+    "cuDevicePrimaryCtxReset is the CUDA flavor's model over the real driver (Note [Destroying a primary context]): the CUDA backend keeps the device's real primary context for the process, so the raw cuCtxSynchronize after the case answers 0, not 709.",
 };
