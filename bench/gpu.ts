@@ -15,7 +15,8 @@
  * runs every side in a rotating order after a warm-up long enough for V8 to
  * optimise the whole path. Then each call of the cycle timed on its own
  * through every layer and from C, and each cycle timed on its own (p10 to
- * p99 and mean: where a mean departs from its median). Writes DIR/h200-cuda.json
+ * p99 and mean: where a mean departs from its median), and native and flavour
+ * cycles one after the other (interleaved_2MiB, the most paired figure). Writes DIR/h200-cuda.json
  * on every run (a GPU script's output is its measurement: no --write; DIR is
  * $OUT or the current folder, never bench/results unless named);
  * every key of it comes from this run or from a file named on the command line:
@@ -459,6 +460,36 @@ function cycleSpread(cu: CudaFlavor, d: CudaDriver, native: Native | undefined, 
   };
 }
 
+/**
+ * The most paired form of the comparison: one native cycle (timed in C) and
+ * one flavour cycle (timed in JavaScript) after the other, `iters` times,
+ * the order swapped every pair, so both sides meet the same moment of the
+ * machine; the ratio of the two medians, and the median of the pairs' ratios.
+ */
+function interleavedCycles(cu: CudaFlavor, native: Native, size: number, iters: number) {
+  const n = new Float64Array(iters);
+  const v = new Float64Array(iters);
+  for (let i = 0; i < iters; i++) {
+    if (i % 2 === 0) {
+      n[i] = native.cycle(size, 1);
+      v[i] = flavourCycle(cu, size, 1);
+    } else {
+      v[i] = flavourCycle(cu, size, 1);
+      n[i] = native.cycle(size, 1);
+    }
+  }
+  const ratios = Array.from(v, (x, i) => x / n[i]);
+  const nativeP50 = median(Array.from(n));
+  const vmmkitP50 = median(Array.from(v));
+  return {
+    native_p50_us: r2(nativeP50),
+    vmmkit_p50_us: r2(vmmkitP50),
+    ratio_of_medians: Math.round((vmmkitP50 / nativeP50) * 1000) / 1000,
+    median_of_ratios: Math.round(median(ratios) * 1000) / 1000,
+    pairs: iters,
+  };
+}
+
 function compareCopies(
   cu: CudaFlavor,
   native: Native | undefined,
@@ -594,6 +625,8 @@ function main(): void {
   const calls2 = breakdown(cu, driver, native, 2 * MiB, quick ? 20 : 500);
   console.log('per call, 2 MiB', calls2);
   const spread2 = cycleSpread(cu, driver, native, 2 * MiB, quick ? 50 : 2000);
+  const interleaved2 = native ? interleavedCycles(cu, native, 2 * MiB, 4000) : null;
+  console.log('interleaved, 2 MiB', interleaved2);
   console.log('each cycle, 2 MiB', spread2);
   const copies = compareCopies(cu, native, quick ? 4 * MiB : 64 * MiB, quick ? 2 : 10, quick ? 3 : 7);
   console.log('copies', copies);
@@ -628,6 +661,7 @@ function main(): void {
     cycle_1GiB: cycle1g,
     per_call_2MiB: calls2,
     each_cycle_2MiB: spread2,
+    interleaved_2MiB: interleaved2,
     copies_64MiB: copies,
     ffi: {
       note: 'This run, 2 MiB cycle: through the raw koffi functions with _Out_ arrays and struct objects, and with reused typed arrays and encoded structs (Note [Out-parameters as typed arrays]).',
@@ -650,7 +684,7 @@ function main(): void {
     flavour_tables: flavoursPath ? readFlavourTables(flavoursPath) : null,
     leftAfterBench: stats,
     method:
-      'One Node process: the native C library (bench/native/vmm_bench.c, loaded through koffi) and vmmkit (createCuda({ backend: "cuda" })) share one primary context; rounds alternate sides; each figure is the median over rounds of the mean per cycle (or copy) in a round. raw_koffi_us: the same driver calls through the raw koffi functions, no vmmkit logic, koffi marshalling _Out_ arrays and struct objects; raw_typed_us: the same with reused typed arrays and encoded structs, as vmmkit passes them. per_call_2MiB: each call timed on its own (performance.now around it in JS, clock_gettime in C; timer is the cost of the JS timing around nothing, included in each JS figure), median over iterations, lower of two interleaved passes.',
+      'One Node process: the native C library (bench/native/vmm_bench.c, loaded through koffi) and vmmkit (createCuda({ backend: "cuda" })) share one primary context; rounds alternate sides; each figure is the median over rounds of the mean per cycle (or copy) in a round. raw_koffi_us: the same driver calls through the raw koffi functions, no vmmkit logic, koffi marshalling _Out_ arrays and struct objects; raw_typed_us: the same with reused typed arrays and encoded structs, as vmmkit passes them. per_call_2MiB: each call timed on its own (performance.now around it in JS, clock_gettime in C; timer is the cost of the JS timing around nothing, included in each JS figure), median over iterations, lower of two interleaved passes. interleaved_2MiB: one native cycle (timed in C) and one flavour cycle (performance.now around it, its timer included) after the other, the order swapped every pair, 4,000 pairs: the ratio of the medians and the median of the pairs\' ratios.',
     earlier: mergePath ? earlierRuns(mergePath) : [],
   };
   writeFileSync(join(outDir, 'h200-cuda.json'), `${JSON.stringify(result, null, 1)}\n`);
