@@ -1439,16 +1439,9 @@ def('memInfo.reserveAndMapDoNotAllocate', (t) => {
 
 // ---------------------------------------------------------------- errors, devices, streams
 
-def('errors.namesAndStrings', (t) => {
-  for (const code of [0, 1, 2, 3, 100, 101, 200, 201, 400, 700, 801, 999, 12345]) {
-    const n = { value: '' };
-    const c1 = t.cu.cuGetErrorName(code, n);
-    t.call(`name${code}`, c1, c1 === 0 ? n.value : undefined);
-    const s = { value: '' };
-    const c2 = t.cu.cuGetErrorString(code, s);
-    t.call(`string${code}`, c2, c2 === 0 ? s.value : undefined);
-  }
-});
+def('errors.namesAndStrings', (t) =>
+  t.errorTexts([0, 1, 2, 3, 100, 101, 200, 201, 400, 700, 801, 999, 12345]),
+);
 def('device.queries', (t) => {
   const c = { value: 0 };
   t.call('count', t.cu.cuDeviceGetCount(c), c.value);

@@ -255,16 +255,7 @@ export function captureCases(def: Define): void {
   }
 
   // The names and strings of capture's codes, for the flavor's table.
-  def('capture.errorNames', (t) => {
-    for (let code = 900; code <= 910; code++) {
-      const n = { value: '' };
-      const c1 = t.cu.cuGetErrorName(code, n);
-      t.call(`name${code}`, c1, c1 === 0 ? n.value : undefined);
-      const s = { value: '' };
-      const c2 = t.cu.cuGetErrorString(code, s);
-      t.call(`string${code}`, c2, c2 === 0 ? s.value : undefined);
-    }
-  });
+  def('capture.errorNames', (t) => t.errorTexts(Array.from({ length: 11 }, (_, k) => 900 + k)));
 
   // Begin and end.
   def('capture.begin.emptyGraph', (t) => {

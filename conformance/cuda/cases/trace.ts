@@ -300,6 +300,17 @@ export class Trace {
     this.defer(`stream:${s}`, 'cuStreamDestroy', () => this.cu.cuStreamDestroy(s));
     return s;
   }
+  /** Each code's cuGetErrorName and cuGetErrorString, recorded as name<code> and string<code>. */
+  errorTexts(codes: Iterable<number>): void {
+    for (const code of codes) {
+      const n = { value: '' };
+      const c1 = this.cu.cuGetErrorName(code, n);
+      this.call(`name${code}`, c1, c1 === 0 ? n.value : undefined);
+      const s = { value: '' };
+      const c2 = this.cu.cuGetErrorString(code, s);
+      this.call(`string${code}`, c2, c2 === 0 ? s.value : undefined);
+    }
+  }
   /** A device address that is certainly not reserved: a reservation made and freed at once. */
   unreserved(size: number): bigint {
     const box = { value: 0n };
