@@ -119,11 +119,6 @@ export class HostBuffers {
     return undefined;
   }
 
-  /** True when `address` is in the host window: some host buffer's, live or freed, or the free pages between. */
-  inWindow(address: number): boolean {
-    return address >= HOST_WINDOW;
-  }
-
   /** Take back a live buffer of this process; false for anything else, or one freed already. */
   free(p: unknown): boolean {
     if (!isHostBuffer(p)) return false;
