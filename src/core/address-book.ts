@@ -4,6 +4,7 @@ import { OrderedMap } from '../util/ordered-map.js';
 import { vmmError } from './errors.js';
 import { CORE, type Mapping, Reservation } from './objects.js';
 import type { Runtime } from './runtime.js';
+import type { Access } from './types.js';
 
 /**
  * One process's address space as core's books hold it: its reservations and
@@ -119,4 +120,25 @@ export class AddressBook {
     m.reservation[CORE].mappingCount--;
     m.allocation[CORE].mapRefs--;
   }
+}
+
+/** What a range check reads of a process's mappings (an AddressBook's queries, or the Runtime's). */
+export interface MappingQueries {
+  mappingAt(va: number): Mapping | undefined;
+  nextMapping(m: Mapping): Mapping | undefined;
+}
+
+/** Whether every byte of [va, va + size) is mapped with at least `access` for `device`. */
+export function rangeUsable(
+  q: MappingQueries,
+  device: number,
+  va: number,
+  size: number,
+  access: Access,
+): boolean {
+  for (let at = va, m = q.mappingAt(va); at < va + size; m = m && q.nextMapping(m)) {
+    if (m === undefined || m.va > at || (m.accessOf(device) & access) !== access) return false;
+    at = m.end;
+  }
+  return true;
 }

@@ -2,7 +2,6 @@ import type { Backend } from '../backend/backend.js';
 import { GenerationalHandleTable } from '../util/handle-table.js';
 import { vmmError } from './errors.js';
 import type { EventTable } from './events.js';
-import type { Mapping } from './objects.js';
 import { Access } from './types.js';
 
 /**
@@ -352,27 +351,6 @@ export class GraphBook implements CaptureView {
     for (const s of c.streams) this.#byStream.delete(s);
     for (const [e, r] of [...this.#capturedEvents]) if (r.capture === c) this.#capturedEvents.delete(e);
   }
-}
-
-/** What a range check reads of a process's mappings (the Runtime's queries). */
-export interface MappingQueries {
-  mappingAt(va: number): Mapping | undefined;
-  nextMapping(m: Mapping): Mapping | undefined;
-}
-
-/** Whether `size` bytes at `va` are all mapped with `access` for `device` (a launch's check, a captured copy's). */
-export function rangeUsable(
-  q: MappingQueries,
-  device: number,
-  va: number,
-  size: number,
-  access: Access,
-): boolean {
-  for (let at = va, m = q.mappingAt(va); at < va + size; m = m && q.nextMapping(m)) {
-    if (m === undefined || m.va > at || (m.accessOf(device) & access) !== access) return false;
-    at = m.end;
-  }
-  return true;
 }
 
 /** The device ranges a step reads and writes, with the access each needs (none for a record). */

@@ -2,12 +2,12 @@
 /// <reference lib="esnext.disposable" preserve="true" />
 import type { Backend, DestroyStreamOptions, ImportedMemory } from '../backend/backend.js';
 import { isCount, isMultipleOf } from '../util/integers.js';
-import { AddressBook } from './address-book.js';
+import { AddressBook, rangeUsable } from './address-book.js';
 import { AllocationBook } from './allocations.js';
 import { describeBooks, type RuntimeDescription } from './description.js';
 import { vmmError, warn } from './errors.js';
 import { EventTable } from './events.js';
-import { type CaptureMode, type CaptureView, GraphBook, rangeUsable } from './graphs.js';
+import { type CaptureMode, type CaptureView, GraphBook } from './graphs.js';
 import { checkHostAccess } from './host-access.js';
 import { checkVmm, Mapper } from './mapper.js';
 import { CORE, type Mapping, type PhysicalAllocation, type Reservation } from './objects.js';
@@ -508,7 +508,7 @@ export class Runtime implements Disposable {
     this.#live();
     this.device(device);
     // A captured copy from the host is checked at capture (capture.validate.badAddressesInCapture).
-    if (this.#graphs.captureOf(stream) && !rangeUsable(this, device, va, src.length, Access.ReadWrite))
+    if (this.#graphs.captureOf(stream) && !rangeUsable(this.#book, device, va, src.length, Access.ReadWrite))
       throw vmmError('not-mapped', `a captured copy to ${va} of ${src.length} bytes`);
     if (this.#graphs.take(stream, { kind: 'write', device, va, bytes: src })) return;
     this.backend.write(device, va, src, stream);

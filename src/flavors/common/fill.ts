@@ -1,4 +1,5 @@
 /** Sets of 16- and 32-bit values (cuMemsetD16/D32, hipMemsetD32) over core's byte operations. */
+import { rangeUsable } from '../../core/address-book.js';
 import type { Runtime } from '../../core/runtime.js';
 import { Access } from '../../core/types.js';
 import { internalError } from './error-table.js';
@@ -37,12 +38,9 @@ export function fillWide(
     return;
   }
   // Every byte mapped and writable, or core's own refusal (a fill of a range it refuses writes nothing).
-  for (let at = va, m = runtime.mappingAt(va); at < va + total; m = m && runtime.nextMapping(m)) {
-    if (m === undefined || m.va > at || (m.accessOf(device) & Access.ReadWrite) !== Access.ReadWrite) {
-      runtime.fill(device, va, 0, total, stream);
-      throw internalError('a range core accepted was not mapped writable');
-    }
-    at = m.end;
+  if (!rangeUsable(runtime, device, va, total, Access.ReadWrite)) {
+    runtime.fill(device, va, 0, total, stream);
+    throw internalError('a range core accepted was not mapped writable');
   }
   const piece = pattern(1 << 20);
   for (let at = 0; at < total; at += piece.length) {

@@ -1,4 +1,5 @@
 /** Copies between two devices' memory (cuMemcpyPeer, hipMemcpyPeer) over core's reads and writes. */
+import { rangeUsable } from '../../core/address-book.js';
 import type { Runtime } from '../../core/runtime.js';
 import { Access } from '../../core/types.js';
 import { internalError } from './error-table.js';
@@ -29,12 +30,12 @@ export function copyAcross(
     runtime.write(dstDevice, dst, staged);
     return;
   }
-  if (!covered(runtime, src, size, srcDevice, Access.Read)) {
+  if (!rangeUsable(runtime, srcDevice, src, size, Access.Read)) {
     // Reading into a buffer of one byte per piece would still be a read: core refuses the range itself.
     runtime.copy(srcDevice, src, src, size);
     throw internalError('a source range core accepted was not mapped readable');
   }
-  if (!covered(runtime, dst, size, dstDevice, Access.ReadWrite)) {
+  if (!rangeUsable(runtime, dstDevice, dst, size, Access.ReadWrite)) {
     runtime.fill(dstDevice, dst, 0, size);
     throw internalError('a destination range core accepted was not mapped writable');
   }
@@ -45,15 +46,6 @@ export function copyAcross(
     runtime.read(srcDevice, src + at, view);
     runtime.write(dstDevice, dst + at, view);
   }
-}
-
-/** Every byte of [va, va + size) mapped with at least `access` for `device`. */
-function covered(runtime: Runtime, va: number, size: number, device: number, access: Access): boolean {
-  for (let at = va, m = runtime.mappingAt(va); at < va + size; m = m && runtime.nextMapping(m)) {
-    if (m === undefined || m.va > at || (m.accessOf(device) & access) !== access) return false;
-    at = m.end;
-  }
-  return true;
 }
 
 const WHOLE_COPY_LIMIT = 64 * 1024 * 1024;

@@ -4,7 +4,8 @@
  * capture rules]).
  */
 
-import { rangeUsable, workRanges } from '../../core/graphs.js';
+import { rangeUsable } from '../../core/address-book.js';
+import { workRanges } from '../../core/graphs.js';
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, isBox, isNull, toCount, toInt, writeBox } from '../common/args.js';
 import { CAPTURE_MODES, captureStatusValue, GraphHandles, prohibitingCaptures } from '../common/capture.js';
