@@ -336,6 +336,14 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, reserved: [0, 0, 0, 0] },
   };
   const locIn: CUmemLocation = { type: 0, id: 0 };
+  // Calls cuda.h exports under two names (the plain one #defined to the versioned symbol): one function each.
+  // The plain libcuda export of cuMemHostGetDevicePointer is the 32-bit CUdeviceptr form of CUDA before 3.2.
+  const hostDevicePointer: RawCuda['cuMemHostGetDevicePointer'] = (box, p, flags) =>
+    setIfBox(d.cuMemHostGetDevicePointer_v2(orNull(box, u64), addressOf(p), flags), box, () => u64[0]!);
+  const beginCapture: RawCuda['cuStreamBeginCapture'] = (stream, mode) =>
+    d.cuStreamBeginCapture_v2(stream, mode);
+  const instantiate: RawCuda['cuGraphInstantiate'] = (box, graph, flags) =>
+    setIfBox(d.cuGraphInstantiateWithFlags(orNull(box, u64), graph, flags), box, () => u64[0]!);
   const shareable = Buffer.alloc(64);
   const attributeBytes = Buffer.alloc(ATTRIBUTE_BYTES);
   /** Host addresses of the buffers cuMemAllocHost handed out (a 0-byte view has no address of its own). */
@@ -536,11 +544,8 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       setIfBox(d.cuMemHostGetFlags(orNull(box, u64), hostAddresses.get(p) ?? p), box, () =>
         Number(u64[0]! & 0xffff_ffffn),
       ),
-    // The plain libcuda export is the 32-bit CUdeviceptr form of CUDA before 3.2: both names take _v2, as cuda.h maps them.
-    cuMemHostGetDevicePointer: (box, p, flags) =>
-      setIfBox(d.cuMemHostGetDevicePointer_v2(orNull(box, u64), addressOf(p), flags), box, () => u64[0]!),
-    cuMemHostGetDevicePointer_v2: (box, p, flags) =>
-      setIfBox(d.cuMemHostGetDevicePointer_v2(orNull(box, u64), addressOf(p), flags), box, () => u64[0]!),
+    cuMemHostGetDevicePointer: hostDevicePointer,
+    cuMemHostGetDevicePointer_v2: hostDevicePointer,
     cuMemcpy: (dst, src, n) => d.cuMemcpy(addressOf(dst), addressOf(src), n),
     cuMemcpyAsync: (dst, src, n, stream) => d.cuMemcpyAsync(addressOf(dst), addressOf(src), n, stream),
     // A buffer cuMemAllocHost gave is passed as its host address; any other Uint8Array as its own bytes' address.
@@ -580,8 +585,8 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
     cuStreamWaitEvent: (stream, event, flags) => d.cuStreamWaitEvent(stream, event, flags),
     cuMemsetD16Async: (ptr, value, n, stream) => d.cuMemsetD16Async(ptr, value, n, stream),
     cuMemsetD32Async: (ptr, value, n, stream) => d.cuMemsetD32Async(ptr, value, n, stream),
-    cuStreamBeginCapture: (stream, mode) => d.cuStreamBeginCapture_v2(stream, mode),
-    cuStreamBeginCapture_v2: (stream, mode) => d.cuStreamBeginCapture_v2(stream, mode),
+    cuStreamBeginCapture: beginCapture,
+    cuStreamBeginCapture_v2: beginCapture,
     cuStreamEndCapture: (stream, box) =>
       setIfBox(d.cuStreamEndCapture(stream, orNull(box, u64)), box, () => u64[0]!),
     cuStreamGetCaptureInfo: (stream, captureStatus, id, graph, _dependencies, _edgeData, numDependencies) => {
@@ -604,10 +609,8 @@ export function createRawCuda(driver: CudaDriver): RawCuda {
       }
       return code;
     },
-    cuGraphInstantiate: (box, graph, flags) =>
-      setIfBox(d.cuGraphInstantiateWithFlags(orNull(box, u64), graph, flags), box, () => u64[0]!),
-    cuGraphInstantiateWithFlags: (box, graph, flags) =>
-      setIfBox(d.cuGraphInstantiateWithFlags(orNull(box, u64), graph, flags), box, () => u64[0]!),
+    cuGraphInstantiate: instantiate,
+    cuGraphInstantiateWithFlags: instantiate,
     cuGraphLaunch: (exec, stream) => d.cuGraphLaunch(exec, stream),
     cuGraphDestroy: (graph) => d.cuGraphDestroy(graph),
     cuGraphExecDestroy: (exec) => d.cuGraphExecDestroy(exec),
