@@ -261,14 +261,7 @@ export class CudaContexts {
       return C.CUDA_ERROR_INVALID_VALUE;
     }
     this.#nextContext++;
-    this.#created.set(h, {
-      device: d,
-      heap,
-      streams: new Set(),
-      events: new Set(),
-      allocations: new Set(),
-      hostBuffers: new Set(),
-    });
+    this.#created.set(h, { device: d, heap, ...noObjects() });
     if (this.#handle !== 0n) this.#stack.push(this.#handle);
     this.setCurrent(h, d);
     return C.CUDA_SUCCESS;
