@@ -134,8 +134,8 @@ export class CudaOneStep {
   hostAddress(p: unknown): number | undefined {
     if (typeof p !== 'bigint' && typeof p !== 'number') return this.hostBuffers.addressOf(p);
     const va = this.addresses.toNumber(p);
-    const at = this.hostBuffers.at(va);
-    if (at !== undefined) return at.buffer.address + at.offset;
+    // Inside a live buffer the address asked is the buffer's address plus its offset: itself.
+    if (this.hostBuffers.at(va) !== undefined) return va;
     const m = va > 0 ? this.runtime.mappingAt(va) : undefined;
     if (m === undefined || m.reservation.origin === 'malloc') return undefined;
     return this.runtime.devices.some((d) => m.accessOf(d.ordinal) !== 0) ? va : undefined;

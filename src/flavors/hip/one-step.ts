@@ -88,9 +88,8 @@ export class HipOneStep {
     let address: number | undefined;
     if (typeof hostPointer === 'bigint' || typeof hostPointer === 'number') {
       const va = toCount(hostPointer);
-      const at = this.hostBuffers.at(va);
-      if (at !== undefined) address = va;
-      else if (va > 0 && this.runtime.mappingAt(va) !== undefined) address = va;
+      if (this.hostBuffers.at(va) !== undefined || (va > 0 && this.runtime.mappingAt(va) !== undefined))
+        address = va;
     } else address = this.hostBuffers.addressOf(hostPointer);
     if (address === undefined) return C.hipErrorInvalidValue;
     return writeBox(devicePointer, BigInt(address)) ? C.hipSuccess : C.hipErrorInvalidValue;
