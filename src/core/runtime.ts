@@ -502,39 +502,41 @@ export class Runtime implements Disposable {
     return this.#oneStep.importMalloc(token, device);
   }
 
-  // --- bytes -------------------------------------------------------------------
+  // --- bytes (a capture's work is built only for a capturing stream) -------------
 
   write(device: number, va: number, src: Uint8Array, stream = 0): void {
     this.#live();
     this.device(device);
+    const capturing = this.#graphs.captureOf(stream) !== undefined;
     // A captured copy from the host is checked at capture (capture.validate.badAddressesInCapture).
-    if (this.#graphs.captureOf(stream) && !rangeUsable(this.#book, device, va, src.length, Access.ReadWrite))
+    if (capturing && !rangeUsable(this.#book, device, va, src.length, Access.ReadWrite))
       throw vmmError('not-mapped', `a captured copy to ${va} of ${src.length} bytes`);
-    if (this.#graphs.take(stream, { kind: 'write', device, va, bytes: src })) return;
-    this.backend.write(device, va, src, stream);
+    if (capturing) this.#graphs.take(stream, { kind: 'write', device, va, bytes: src });
+    else this.backend.write(device, va, src, stream);
   }
 
   read(device: number, va: number, dst: Uint8Array, stream = 0): void {
     this.#live();
     this.device(device);
-    if (this.#graphs.take(stream, { kind: 'read', device, va, bytes: dst })) return;
-    this.backend.read(device, va, dst, stream);
+    if (this.#graphs.captureOf(stream) === undefined) this.backend.read(device, va, dst, stream);
+    else this.#graphs.take(stream, { kind: 'read', device, va, bytes: dst });
   }
 
   copy(device: number, dst: number, src: number, size: number, stream = 0): void {
     this.#live();
     this.device(device);
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size}`);
-    if (this.#graphs.take(stream, { kind: 'copy', device, dst, src, size })) return;
-    this.backend.copy(device, dst, src, size, stream);
+    if (this.#graphs.captureOf(stream) === undefined) this.backend.copy(device, dst, src, size, stream);
+    else this.#graphs.take(stream, { kind: 'copy', device, dst, src, size });
   }
 
   fill(device: number, va: number, value: number, size: number, stream = 0): void {
     this.#live();
     this.device(device);
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size}`);
-    if (this.#graphs.take(stream, { kind: 'fill', device, va, value: value & 0xff, size })) return;
-    this.backend.fill(device, va, value & 0xff, size, stream);
+    if (this.#graphs.captureOf(stream) === undefined)
+      this.backend.fill(device, va, value & 0xff, size, stream);
+    else this.#graphs.take(stream, { kind: 'fill', device, va, value: value & 0xff, size });
   }
 
   // --- the one-step path -------------------------------------------------------
