@@ -1,7 +1,8 @@
 /** What CUDA's and HIP's capture calls share over core's captures (Note [Stream capture] in src/core/graphs.ts). */
 import type { Capture, CaptureMode, CaptureStatus } from '../../core/graphs.js';
 import type { Runtime } from '../../core/runtime.js';
-import { handleKey } from './args.js';
+import { type Box, handleKey, isBox, writeBox } from './args.js';
+import type { VendorCodes } from './error-table.js';
 
 /** cudaStreamCaptureMode and hipStreamCaptureMode: GLOBAL 0, THREAD_LOCAL 1, RELAXED 2 (cuda.h, hip_runtime_api.h). */
 export const CAPTURE_MODES: ReadonlyMap<number, CaptureMode> = new Map([
@@ -23,15 +24,70 @@ const EXEC_BASE = 2n << 48n;
 const ID_LIMIT = 1n << 47n;
 
 /**
- * Graph and executable-graph handles. A graph asked for during its capture
- * (cuStreamGetCaptureInfo's graph_out) gets its handle then, and the end
- * gives the same one.
+ * Graph and executable-graph handles, and the calls both vendors hand them
+ * out by the same steps (an end, an instantiation, a node count), each
+ * undoing what it made when the out-parameter cannot take it. A graph asked
+ * for during its capture (cuStreamGetCaptureInfo's graph_out) gets its
+ * handle then, and the end gives the same one.
  */
 export class GraphHandles {
   /** Handles given out before the capture's end, by capture id. */
   readonly #pending = new Map<number, bigint>();
   /** Core graph ids of those handles, once the capture ended. */
   readonly #bound = new Map<bigint, number>();
+
+  constructor(
+    readonly runtime: Runtime,
+    readonly codes: VendorCodes,
+    /** The vendor's "invalid value" code: a bad handle or an out-parameter that cannot be written. */
+    readonly invalidValue: number,
+  ) {}
+
+  /**
+   * End the capture begun on core's `stream` and write its graph's handle to
+   * `out`; a NULL `out` drops the graph (the caller refuses NULL first where
+   * its vendor does). The capture is over either way.
+   */
+  end(stream: number, out: Box<bigint> | null): number {
+    const capture = this.runtime.captures.captureOf(stream);
+    let graph: number | undefined;
+    const code = this.codes.run(() => {
+      graph = this.runtime.endCapture(stream);
+    });
+    const h = this.#ended(capture, graph);
+    const made = graph;
+    if (code !== this.codes.success || made === undefined) return code;
+    if (isBox(out) && writeBox(out, h)) return this.codes.success;
+    this.runtime.quietly(() => this.runtime.destroyGraph(made));
+    return isBox(out) ? this.invalidValue : this.codes.success;
+  }
+
+  /** An executable graph of graph handle `h`, its handle written to `out`. */
+  instantiate(out: Box<bigint>, h: unknown): number {
+    const graph = this.graph(h);
+    if (graph < 0) return this.invalidValue;
+    let exec = 0;
+    const code = this.codes.run(() => {
+      exec = this.runtime.instantiateGraph(graph);
+    });
+    if (code !== this.codes.success) return code;
+    if (writeBox(out, EXEC_BASE + BigInt(exec))) return this.codes.success;
+    this.runtime.quietly(() => this.runtime.destroyGraphExec(exec));
+    return this.invalidValue;
+  }
+
+  /** The node count of graph handle `h`, written to `numNodes`. */
+  nodes(h: unknown, numNodes: Box<number> | null): number {
+    if (!isBox(numNodes)) return this.invalidValue;
+    const graph = this.graph(h);
+    if (graph < 0) return this.invalidValue;
+    let n = 0;
+    const code = this.codes.run(() => {
+      n = this.runtime.captures.graph(graph).work.length;
+    });
+    if (code !== this.codes.success) return code;
+    return writeBox(numNodes, n) ? this.codes.success : this.invalidValue;
+  }
 
   /** The handle of the graph capture `c` is making. */
   pending(c: Capture): bigint {
@@ -41,7 +97,7 @@ export class GraphHandles {
   }
 
   /** The handle of core graph `graph`, made by capture `c` (undefined: the capture failed). */
-  ended(c: Capture | undefined, graph: number | undefined): bigint {
+  #ended(c: Capture | undefined, graph: number | undefined): bigint {
     const pending = c === undefined ? undefined : this.#pending.get(c.id);
     if (c !== undefined) this.#pending.delete(c.id);
     if (graph === undefined) return 0n;
@@ -66,10 +122,6 @@ export class GraphHandles {
   exec(h: unknown): number {
     const key = handleKey(h);
     return typeof key === 'bigint' ? idFrom(key, EXEC_BASE) : -1;
-  }
-
-  execHandle(exec: number): bigint {
-    return EXEC_BASE + BigInt(exec);
   }
 }
 

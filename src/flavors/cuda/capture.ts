@@ -71,7 +71,7 @@ export type CaptureGuard =
 export class CudaCapture {
   /** The calling thread's capture mode (cuThreadExchangeStreamCaptureMode). */
   #threadMode: number = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
-  readonly #handles = new GraphHandles();
+  readonly #handles: GraphHandles;
   /** A launch's sticky fault (CUDA_ERROR_LAUNCH_FAILED), or CUDA_SUCCESS (Note [CUDA capture rules]). */
   #fault: number = C.CUDA_SUCCESS;
 
@@ -79,7 +79,9 @@ export class CudaCapture {
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
     readonly streams: CudaStreams,
-  ) {}
+  ) {
+    this.#handles = new GraphHandles(runtime, codes, C.CUDA_ERROR_INVALID_VALUE);
+  }
 
   /**
    * Swap the calling thread's capture mode: `mode.value` in, the previous
@@ -115,17 +117,7 @@ export class CudaCapture {
   end(hStream: CUstream, phGraph: Box<bigint> | null): number {
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    const capture = this.runtime.captures.captureOf(stream);
-    let graph: number | undefined;
-    const code = this.codes.run(() => {
-      graph = this.runtime.endCapture(stream);
-    });
-    const h = this.#handles.ended(capture, graph);
-    const made = graph;
-    if (code !== C.CUDA_SUCCESS || made === undefined) return code;
-    if (isBox(phGraph) && writeBox(phGraph, h)) return C.CUDA_SUCCESS;
-    this.runtime.quietly(() => this.runtime.destroyGraph(made));
-    return isBox(phGraph) ? C.CUDA_ERROR_INVALID_VALUE : C.CUDA_SUCCESS;
+    return this.#handles.end(stream, phGraph);
   }
 
   /** cuStreamIsCapturing (Note [CUDA capture rules] for the legacy stream). */
@@ -172,16 +164,7 @@ export class CudaCapture {
     const f = toCount(flags);
     if (f < 0 || (f & ~INSTANTIATE_FLAG_BITS) !== 0 || (f & INSTANTIATE_FLAG_UPLOAD) !== 0)
       return C.CUDA_ERROR_INVALID_VALUE;
-    const graph = this.#handles.graph(hGraph);
-    if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
-    let exec = 0;
-    const code = this.codes.run(() => {
-      exec = this.runtime.instantiateGraph(graph);
-    });
-    if (code !== C.CUDA_SUCCESS) return code;
-    if (writeBox(phExec, this.#handles.execHandle(exec))) return C.CUDA_SUCCESS;
-    this.runtime.quietly(() => this.runtime.destroyGraphExec(exec));
-    return C.CUDA_ERROR_INVALID_VALUE;
+    return this.#handles.instantiate(phExec, hGraph);
   }
 
   launch(hExec: CUhandle, hStream: CUstream): number {
@@ -228,15 +211,7 @@ export class CudaCapture {
 
   /** cuGraphGetNodes with NULL nodes: the count. */
   nodes(hGraph: CUhandle, numNodes: Box<number> | null): number {
-    if (!isBox(numNodes)) return C.CUDA_ERROR_INVALID_VALUE;
-    const graph = this.#handles.graph(hGraph);
-    if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
-    let n = 0;
-    const code = this.codes.run(() => {
-      n = this.runtime.captures.graph(graph).work.length;
-    });
-    if (code !== C.CUDA_SUCCESS) return code;
-    return writeBox(numNodes, n) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
+    return this.#handles.nodes(hGraph, numNodes);
   }
 
   // --- the rules for other calls during a capture (Note [CUDA capture rules]) ---

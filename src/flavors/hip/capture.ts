@@ -64,13 +64,15 @@ export const HIP_CAPTURE_FUNCTIONS = [
 export class HipCapture {
   /** The calling thread's capture mode (hipThreadExchangeStreamCaptureMode). */
   #threadMode = 0;
-  readonly #handles = new GraphHandles();
+  readonly #handles: GraphHandles;
 
   constructor(
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
     readonly streams: HipStreams,
-  ) {}
+  ) {
+    this.#handles = new GraphHandles(runtime, codes, C.hipErrorInvalidValue);
+  }
 
   exchangeMode(mode: Box<number>): number {
     if (!isBox(mode)) return C.hipErrorInvalidValue;
@@ -100,17 +102,7 @@ export class HipCapture {
     if (isNull(stream)) return C.hipErrorIllegalState;
     const s = this.streams.stream(stream);
     if (s === undefined) return C.hipErrorContextIsDestroyed;
-    const capture = this.runtime.captures.captureOf(s.id);
-    let graph: number | undefined;
-    const code = this.codes.run(() => {
-      graph = this.runtime.endCapture(s.id);
-    });
-    const h = this.#handles.ended(capture, graph);
-    const made = graph;
-    if (code !== C.hipSuccess || made === undefined) return code;
-    if (writeBox(pGraph, h)) return C.hipSuccess;
-    this.runtime.quietly(() => this.runtime.destroyGraph(made));
-    return C.hipErrorInvalidValue;
+    return this.#handles.end(s.id, pGraph);
   }
 
   isCapturing(stream: HipHandle, pCaptureStatus: Box<number>): number {
@@ -134,16 +126,7 @@ export class HipCapture {
   /** hipGraphInstantiate(pGraphExec, graph, pErrorNode, pLogBuffer, bufferSize) and ...WithFlags: clr ignores the rest. */
   instantiate(pGraphExec: Box<bigint> | null, graph: HipHandle): number {
     if (!isBox(pGraphExec) || isNull(graph)) return C.hipErrorInvalidValue;
-    const g = this.#handles.graph(graph);
-    if (g < 0) return C.hipErrorInvalidValue;
-    let exec = 0;
-    const code = this.codes.run(() => {
-      exec = this.runtime.instantiateGraph(g);
-    });
-    if (code !== C.hipSuccess) return code;
-    if (writeBox(pGraphExec, this.#handles.execHandle(exec))) return C.hipSuccess;
-    this.runtime.quietly(() => this.runtime.destroyGraphExec(exec));
-    return C.hipErrorInvalidValue;
+    return this.#handles.instantiate(pGraphExec, graph);
   }
 
   launch(graphExec: HipHandle, stream: HipHandle): number {
@@ -170,14 +153,7 @@ export class HipCapture {
   }
 
   nodes(graph: HipHandle, numNodes: Box<number> | null): number {
-    const g = this.#handles.graph(graph);
-    if (!isBox(numNodes) || g < 0) return C.hipErrorInvalidValue;
-    let n = 0;
-    const code = this.codes.run(() => {
-      n = this.runtime.captures.graph(g).work.length;
-    });
-    if (code !== C.hipSuccess) return code;
-    return writeBox(numNodes, n) ? C.hipSuccess : C.hipErrorInvalidValue;
+    return this.#handles.nodes(graph, numNodes);
   }
 
   // --- the rules for other calls during a capture (Note [HIP capture rules]) ---
