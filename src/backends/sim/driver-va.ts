@@ -15,8 +15,8 @@ export const STARTUP_DRIVER_MEMORY = 72 * MiB;
 export const HEAP_MAPPING = 512 * MiB;
 /** A created context's address space: its heap's mapping and 96 MiB above it (Note [Created contexts' heaps]). */
 export const CONTEXT_SPAN = 608 * MiB;
-/** A heap mapping's part below its hole. */
-const BELOW_HOLE = HEAP_MAPPING - STARTUP_HOLE - STARTUP_DRIVER_MEMORY - STARTUP_HEAP_FREE;
+/** A heap mapping's part below its hole (the top 98 MiB are hole, driver memory, run). */
+export const BELOW_HOLE = HEAP_MAPPING - STARTUP_HOLE - STARTUP_DRIVER_MEMORY - STARTUP_HEAP_FREE;
 
 /** One heap: a range of address space the driver holds, with the free ranges inside it. */
 class Heap {

@@ -8,27 +8,11 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { CaseRecord } from '../../../conformance/cuda/cases.js';
 import { prepareEnv, runCase } from '../../../conformance/cuda/record.js';
-import {
-  CONTEXT_SPAN,
-  DriverVaSpace,
-  HEAP_MAPPING,
-  STARTUP_DRIVER_MEMORY,
-  STARTUP_HEAP_FREE,
-  STARTUP_HOLE,
-} from '../../../src/backends/sim/driver-va.js';
+import { BELOW_HOLE, CONTEXT_SPAN } from '../../../src/backends/sim/driver-va.js';
 import { vmmError } from '../../../src/core/errors.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
 import { createCuda } from '../../../src/flavors/cuda/cuda.js';
-
-const MiB = 1024 * 1024;
-const G = 2 * MiB;
-const LOW = 0x6000_0000_0000;
-const RUN = 0x7000_0000_0000;
-const END = 0x7fff_0000_0000;
-const HOLE = RUN - STARTUP_DRIVER_MEMORY - STARTUP_HOLE;
-/** A heap mapping's part below its hole (the top 98 MiB are hole, driver memory, run). */
-const BELOW_HOLE = HEAP_MAPPING - STARTUP_HOLE - STARTUP_DRIVER_MEMORY - STARTUP_HEAP_FREE;
-const space = () => new DriverVaSpace(LOW, END, RUN);
+import { G, HOLE, MiB, space } from '../../support/driver-va-space.js';
 
 describe("DriverVaSpace: a created context's heap (Note [Created contexts' heaps])", () => {
   it('puts a lone reservation in the context heap hole, 608 MiB below the primary one, then its run', () => {

@@ -1,22 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  DriverVaSpace,
-  STARTUP_DRIVER_MEMORY,
-  STARTUP_HEAP_FREE,
-  STARTUP_HOLE,
-  VA_CHUNK,
-} from '../../../src/backends/sim/driver-va.js';
+import { STARTUP_HEAP_FREE, STARTUP_HOLE, VA_CHUNK } from '../../../src/backends/sim/driver-va.js';
 import { VmmError } from '../../../src/core/errors.js';
-
-const MiB = 1024 * 1024;
-const G = 2 * MiB;
-const LOW = 0x6000_0000_0000;
-const HEAP = 0x7000_0000_0000;
-const END = 0x7fff_0000_0000;
-/** The start-up heap's 2 MiB hole, below its driver memory and run. */
-const HOLE = HEAP - STARTUP_DRIVER_MEMORY - STARTUP_HOLE;
-const space = () => new DriverVaSpace(LOW, END, HEAP);
+import { END, G, HOLE, LOW, MiB, RUN, space } from '../../support/driver-va-space.js';
 
 describe('DriverVaSpace (Note [Driver VA placement])', () => {
   it('small reservations share the start-up heap; what does not fit gets a 32 MiB-granular chunk of its own', () => {
@@ -24,8 +10,8 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
     const inHeap = [];
     for (let at = 0; at < STARTUP_HOLE + STARTUP_HEAP_FREE; at += G) inHeap.push(va.allocate(G, G, 0));
     // [startupHeapFull]: the first in the hole, the other twelve 74 MiB above it, in the run.
-    expect(inHeap).toEqual(inHeap.map((_, i) => (i === 0 ? HOLE : HEAP + (i - 1) * G)));
-    expect(HEAP - HOLE).toBe(74 * MiB);
+    expect(inHeap).toEqual(inHeap.map((_, i) => (i === 0 ? HOLE : RUN + (i - 1) * G)));
+    expect(RUN - HOLE).toBe(74 * MiB);
     expect(va.heaps).toBe(1);
     const spilled = va.allocate(G, G, 0);
     expect(spilled).toBe(LOW);
@@ -95,7 +81,7 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
     expect(va.allocateAt(G, G, big + G)).toBe(big + G);
     expect(va.heaps).toBe(2);
     // Inside the start-up heap's free run.
-    expect(va.allocateAt(G, G, HEAP + 4 * G)).toBe(HEAP + 4 * G);
+    expect(va.allocateAt(G, G, RUN + 4 * G)).toBe(RUN + 4 * G);
     // Taken: placed as an un-hinted reservation instead.
     expect(va.allocateAt(G, G, big + G)).toBe(HOLE);
     va.release(big + G, G);
@@ -105,14 +91,14 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
   it("keeps the start-up heap's hole for what fits it, and its driver memory from every reservation", () => {
     const va = space();
     // 4 MiB [fresh4Plus2, alignmentAndSize], or 2 MiB aligned to 4 MiB [largeAlignment], does not fit the hole.
-    expect(va.allocate(2 * G, G, 0)).toBe(HEAP);
-    expect(va.allocate(G, 2 * G, 0)).toBe(HEAP + 2 * G);
+    expect(va.allocate(2 * G, G, 0)).toBe(RUN);
+    expect(va.allocate(G, 2 * G, 0)).toBe(RUN + 2 * G);
     expect(va.allocate(G, G, 0)).toBe(HOLE);
     va.release(HOLE, G);
     // A hint just past the hole [several, matrixDescending], or further into the driver memory, goes to the run.
-    for (const hint of [HOLE + G, HOLE + 18 * G, HEAP - G]) {
-      expect(va.allocate(G, G, hint)).toBe(HEAP + 3 * G);
-      va.release(HEAP + 3 * G, G);
+    for (const hint of [HOLE + G, HOLE + 18 * G, RUN - G]) {
+      expect(va.allocate(G, G, hint)).toBe(RUN + 3 * G);
+      va.release(RUN + 3 * G, G);
     }
     // An exact range there (a map's tail past a reservation in the hole) is not free either.
     expect(va.allocateAt(G, G, HOLE + G)).toBe(HOLE);
@@ -124,13 +110,12 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
     // Smaller pieces (a 4 KiB-granular device's) share the hole; while one is there, 2 MiB goes to the run.
     const half = G / 2;
     expect(va.allocate(half, half, 0)).toBe(HOLE);
-    expect(va.allocate(G, G, 0)).toBe(HEAP + 3 * G);
+    expect(va.allocate(G, G, 0)).toBe(RUN + 3 * G);
     expect(va.allocateAt(half, half, HOLE + half)).toBe(HOLE + half);
-    expect(va.allocate(half, half, 0)).toBe(HEAP + 4 * G);
-    for (const base of [HOLE, HOLE + half, HEAP + 3 * G, HEAP + 4 * G])
-      va.release(base, base < HEAP ? half : G);
+    expect(va.allocate(half, half, 0)).toBe(RUN + 4 * G);
+    for (const base of [HOLE, HOLE + half, RUN + 3 * G, RUN + 4 * G]) va.release(base, base < RUN ? half : G);
     expect(va.allocate(G, G, HOLE)).toBe(HOLE);
-    expect(va.allocateAt(half, half, HOLE + half)).toBe(HEAP + 3 * G);
+    expect(va.allocateAt(half, half, HOLE + half)).toBe(RUN + 3 * G);
   });
 
   it('random reserve/free: ranges never overlap and stay inside; freeing all leaves the start-up heap alone', () => {
@@ -145,7 +130,7 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
         hint: fc.oneof(
           fc.constant(0),
           fc.integer({ min: 0, max: 200 }).map((k) => LOW + k * G),
-          fc.integer({ min: 0, max: 40 }).map((k) => HEAP + k * G),
+          fc.integer({ min: 0, max: 40 }).map((k) => RUN + k * G),
           fc.integer({ min: 0, max: 37 }).map((k) => HOLE + k * G),
         ),
         exact: fc.boolean(),
@@ -176,7 +161,7 @@ describe('DriverVaSpace (Note [Driver VA placement])', () => {
         }
         for (const r of live) va.release(r.base, r.size);
         expect(va.heaps).toBe(1);
-        expect(va.allocate(STARTUP_HEAP_FREE, G, 0)).toBe(HEAP);
+        expect(va.allocate(STARTUP_HEAP_FREE, G, 0)).toBe(RUN);
         expect(va.allocate(STARTUP_HOLE, G, 0)).toBe(HOLE);
       }),
       { numRuns: 200, seed: 11 },
