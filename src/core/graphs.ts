@@ -76,7 +76,6 @@ export class Capture {
     readonly id: number,
     readonly mode: CaptureMode,
     readonly origin: number,
-    readonly device: number,
   ) {
     this.#join(origin, new Map());
   }
@@ -120,7 +119,6 @@ export class Capture {
 /** A captured graph: its work, in capture order. */
 export interface Graph {
   readonly work: readonly CapturedWork[];
-  readonly device: number;
 }
 
 /** What a stream's capture status is: none, active, or invalidated (its capture must still be ended). */
@@ -172,9 +170,9 @@ export class GraphBook implements CaptureView {
     for (const [s, c] of this.#byStream) if (s === c.origin) yield c;
   }
 
-  begin(stream: number, device: number, mode: CaptureMode): Capture {
+  begin(stream: number, mode: CaptureMode): Capture {
     if (this.#byStream.has(stream)) throw vmmError('capture-state', `stream ${stream} is capturing already`);
-    const c = new Capture(this.#nextCapture++, mode, stream, device);
+    const c = new Capture(this.#nextCapture++, mode, stream);
     this.#byStream.set(stream, c);
     return c;
   }
@@ -260,7 +258,7 @@ export class GraphBook implements CaptureView {
     if (c.invalidated)
       throw vmmError('capture-invalidated', `the capture of stream ${stream} was invalidated`);
     if (!joined) throw vmmError('capture-unjoined', `a stream of the capture was not joined back`);
-    return this.#graphs.add({ work: [...c.work], device: c.device });
+    return this.#graphs.add({ work: [...c.work] });
   }
 
   /** A stream that goes while capturing leaves its capture (invalidated, when it is the origin). */
@@ -287,7 +285,7 @@ export class GraphBook implements CaptureView {
   /** An executable graph of `graph`: its own copy of the work, so it outlives the graph. */
   instantiate(graph: number): number {
     const g = this.graph(graph);
-    return this.#execs.add({ work: [...g.work], device: g.device });
+    return this.#execs.add({ work: [...g.work] });
   }
 
   exec(exec: number): Graph {
@@ -319,11 +317,6 @@ export class GraphBook implements CaptureView {
         this.recordedOutside(w.event);
       }
     }
-  }
-
-  /** Live graphs and executable graphs (for leak checks). */
-  get size(): number {
-    return this.#graphs.size + this.#execs.size;
   }
 
   /** Drop every capture and graph (the process's teardown). */

@@ -687,7 +687,7 @@ export class Runtime implements Disposable {
     this.#live();
     this.device(device);
     if (stream !== 0) this.#streams.check(stream);
-    this.#graphs.begin(stream, device, mode);
+    this.#graphs.begin(stream, mode);
   }
 
   /** End the capture begun on `stream`: a graph handle (or the capture's failure; it is over either way). */

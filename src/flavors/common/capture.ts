@@ -10,7 +10,7 @@ export const CAPTURE_MODES: ReadonlyMap<number, CaptureMode> = new Map([
   [1, 'thread-local'],
   [2, 'relaxed'],
 ]);
-export const CAPTURE_MODE_RELAXED = 2;
+const CAPTURE_MODE_RELAXED = 2;
 
 /** CUstreamCaptureStatus and hipStreamCaptureStatus: NONE 0, ACTIVE 1, INVALIDATED 2. */
 export function captureStatusValue(s: CaptureStatus): number {
