@@ -108,12 +108,8 @@ export class CudaPointers {
   attribute(data: Box<number | bigint>, attribute: number, ptr: CUdeviceptr | Uint8Array): number {
     const a = typeof attribute === 'number' ? attribute : Number.NaN;
     if (!isBox(data) || !POINTER_ATTRIBUTES.has(a)) return C.CUDA_ERROR_INVALID_VALUE;
-    const va = this.#address(ptr);
-    const host = this.hostBuffers.at(va);
-    const range = host === undefined ? this.#rangeOf(va) : undefined;
-    if (host === undefined && range === undefined) return C.CUDA_ERROR_INVALID_VALUE;
-    const value =
-      host !== undefined ? this.#hostAttribute(a, va, host.buffer) : this.#attribute(a, va, range!);
+    const answer = this.#answerAt(this.#address(ptr));
+    const value = answer === undefined ? undefined : answer(a);
     if (value === undefined) return C.CUDA_ERROR_INVALID_VALUE;
     return writeBox(data, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
@@ -140,18 +136,21 @@ export class CudaPointers {
       if (typeof a !== 'number' || !POINTER_ATTRIBUTES.has(a) || !isBox(boxes[i]))
         return C.CUDA_ERROR_INVALID_VALUE;
     }
-    const va = this.addresses.toNumber(ptr);
-    const host = this.hostBuffers.at(va);
-    const range = host === undefined ? this.#rangeOf(va) : undefined;
-    const values = names.map((a) => {
-      if (host !== undefined) return this.#hostAttribute(a as number, va, host.buffer);
-      return range === undefined ? nullAttribute(a as number) : this.#attribute(a as number, va, range);
-    });
+    const answer = this.#answerAt(this.addresses.toNumber(ptr)) ?? nullAttribute;
+    const values = names.map((a) => answer(a as number));
     // One attribute the memory cannot answer fails the call (pointer.vmmNoAccess's device pointer).
     if (values.includes(undefined)) return C.CUDA_ERROR_INVALID_VALUE;
     return writeAllBoxes(boxes as Box<number | bigint>[], values as (number | bigint)[])
       ? C.CUDA_SUCCESS
       : C.CUDA_ERROR_INVALID_VALUE;
+  }
+
+  /** How the memory at `va` answers an attribute: a host buffer's way or a device range's; undefined where there is none. */
+  #answerAt(va: number): ((a: number) => number | bigint | undefined) | undefined {
+    const host = this.hostBuffers.at(va);
+    if (host !== undefined) return (a) => this.#hostAttribute(a, va, host.buffer);
+    const range = this.#rangeOf(va);
+    return range === undefined ? undefined : (a) => this.#attribute(a, va, range);
   }
 
   /** A pointer as a number: a host buffer (or a view in one) as its address (Note [Host device pointers]), -1 for other bytes. */
