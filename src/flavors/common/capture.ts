@@ -130,13 +130,40 @@ function idFrom(key: bigint, base: bigint): number {
 }
 
 /**
- * The captures a potentially unsafe call (cuMemAlloc, hipMalloc) is refused
- * for, from a thread in `threadMode`: none from a relaxed thread, else every
- * open capture not begun relaxed (one JavaScript thread is one driver
- * thread, so GLOBAL and THREAD_LOCAL act alike here). The caller
- * invalidates them and answers the vendor's "unsupported during capture".
+ * The calling thread's capture mode (cuThreadExchangeStreamCaptureMode,
+ * hipThreadExchangeStreamCaptureMode), GLOBAL at first; one JavaScript
+ * thread is one driver thread.
  */
-export function prohibitingCaptures(runtime: Runtime, threadMode: number): Capture[] {
-  if (threadMode === CAPTURE_MODE_RELAXED) return [];
-  return [...runtime.captures.captures()].filter((c) => c.mode !== 'relaxed');
+export class ThreadCaptureMode {
+  #mode = 0;
+
+  /**
+   * Swap: `box.value` in, the previous mode out; false (the vendor's
+   * "invalid value") when the box cannot be read or written or `accepts`
+   * refuses the value, the mode then unchanged.
+   */
+  exchange(box: Box<number>, accepts: (value: unknown) => value is number): boolean {
+    if (!isBox(box)) return false;
+    let wanted: unknown;
+    try {
+      wanted = box.value;
+    } catch {
+      return false;
+    }
+    if (!accepts(wanted) || !writeBox(box, this.#mode)) return false;
+    this.#mode = wanted;
+    return true;
+  }
+
+  /**
+   * The captures a potentially unsafe call (cuMemAlloc, hipMalloc) is
+   * refused for: none from a relaxed thread, else every open capture not
+   * begun relaxed (one thread, so GLOBAL and THREAD_LOCAL act alike here).
+   * The caller invalidates them and answers the vendor's "unsupported
+   * during capture".
+   */
+  prohibiting(runtime: Runtime): Capture[] {
+    if (this.#mode === CAPTURE_MODE_RELAXED) return [];
+    return [...runtime.captures.captures()].filter((c) => c.mode !== 'relaxed');
+  }
 }

@@ -8,7 +8,7 @@ import { rangeUsable } from '../../core/address-book.js';
 import { workRanges } from '../../core/graphs.js';
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, isBox, isNull, toCount, toInt, writeBox } from '../common/args.js';
-import { CAPTURE_MODES, captureStatusValue, GraphHandles, prohibitingCaptures } from '../common/capture.js';
+import { CAPTURE_MODES, captureStatusValue, GraphHandles, ThreadCaptureMode } from '../common/capture.js';
 import type { VendorCodes } from '../common/error-table.js';
 import * as C from './constants.js';
 import type { CUevent, CUhandle, CUstream } from './handle-types.js';
@@ -69,8 +69,7 @@ export type CaptureGuard =
  *   and so is its end, which still ends it.
  */
 export class CudaCapture {
-  /** The calling thread's capture mode (cuThreadExchangeStreamCaptureMode). */
-  #threadMode: number = C.CU_STREAM_CAPTURE_MODE_GLOBAL;
+  readonly #threadMode = new ThreadCaptureMode();
   readonly #handles: GraphHandles;
   /** A launch's sticky fault (CUDA_ERROR_LAUNCH_FAILED), or CUDA_SUCCESS (Note [CUDA capture rules]). */
   #fault: number = C.CUDA_SUCCESS;
@@ -89,18 +88,7 @@ export class CudaCapture {
    * exchange (capture.exchangeModeBadValues); anything else is no C int.
    */
   exchangeMode(mode: Box<number>): number {
-    if (!isBox(mode)) return C.CUDA_ERROR_INVALID_VALUE;
-    let wanted: unknown;
-    try {
-      wanted = mode.value;
-    } catch {
-      return C.CUDA_ERROR_INVALID_VALUE;
-    }
-    if (typeof wanted !== 'number' || !Number.isInteger(wanted) || wanted < -(2 ** 31) || wanted >= 2 ** 31)
-      return C.CUDA_ERROR_INVALID_VALUE;
-    if (!writeBox(mode, this.#threadMode)) return C.CUDA_ERROR_INVALID_VALUE;
-    this.#threadMode = wanted;
-    return C.CUDA_SUCCESS;
+    return this.#threadMode.exchange(mode, isCInt) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
   }
 
   begin(hStream: CUstream, mode: number): number {
@@ -220,7 +208,7 @@ export class CudaCapture {
   guard(kind: CaptureGuard): number {
     const open = [...this.runtime.captures.captures()];
     if (open.length === 0) return C.CUDA_SUCCESS;
-    const prohibiting = kind === 'device-sync' ? open : prohibitingCaptures(this.runtime, this.#threadMode);
+    const prohibiting = kind === 'device-sync' ? open : this.#threadMode.prohibiting(this.runtime);
     if (prohibiting.length === 0) return C.CUDA_SUCCESS;
     for (const c of prohibiting) this.runtime.invalidateCapture(c.origin);
     return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -291,4 +279,9 @@ export class CudaCapture {
       for (const s of c.streams) if (s !== 0 && !this.streams.nonBlocking(s)) return s;
     return undefined;
   }
+}
+
+/** A C int: what cuThreadExchangeStreamCaptureMode takes (capture.exchangeModeBadValues). */
+function isCInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31;
 }

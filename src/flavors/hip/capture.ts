@@ -4,7 +4,7 @@
  */
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, isBox, isNull, toInt, writeBox } from '../common/args.js';
-import { CAPTURE_MODES, captureStatusValue, GraphHandles, prohibitingCaptures } from '../common/capture.js';
+import { CAPTURE_MODES, captureStatusValue, GraphHandles, ThreadCaptureMode } from '../common/capture.js';
 import type { VendorCodes } from '../common/error-table.js';
 import * as C from './constants.js';
 import type { HipStreams } from './streams.js';
@@ -62,8 +62,7 @@ export const HIP_CAPTURE_FUNCTIONS = [
  * (hipErrorInvalidValue).
  */
 export class HipCapture {
-  /** The calling thread's capture mode (hipThreadExchangeStreamCaptureMode). */
-  #threadMode = 0;
+  readonly #threadMode = new ThreadCaptureMode();
   readonly #handles: GraphHandles;
 
   constructor(
@@ -75,17 +74,7 @@ export class HipCapture {
   }
 
   exchangeMode(mode: Box<number>): number {
-    if (!isBox(mode)) return C.hipErrorInvalidValue;
-    let wanted: unknown;
-    try {
-      wanted = mode.value;
-    } catch {
-      return C.hipErrorInvalidValue;
-    }
-    if (typeof wanted !== 'number' || !CAPTURE_MODES.has(wanted)) return C.hipErrorInvalidValue;
-    if (!writeBox(mode, this.#threadMode)) return C.hipErrorInvalidValue;
-    this.#threadMode = wanted;
-    return C.hipSuccess;
+    return this.#threadMode.exchange(mode, isCaptureMode) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
 
   begin(stream: HipHandle, mode: number): number {
@@ -160,10 +149,7 @@ export class HipCapture {
 
   /** CHECK_STREAM_CAPTURE_SUPPORTED: hipMalloc, hipFree. */
   unsafe(): number {
-    return this.#refuse(
-      prohibitingCaptures(this.runtime, this.#threadMode),
-      C.hipErrorStreamCaptureUnsupported,
-    );
+    return this.#refuse(this.#threadMode.prohibiting(this.runtime), C.hipErrorStreamCaptureUnsupported);
   }
 
   /** CHECK_SUPPORTED_DURING_CAPTURE: hipDeviceSynchronize. */
@@ -199,4 +185,9 @@ export class HipCapture {
     for (const c of captures) this.runtime.invalidateCapture(c.origin);
     return code;
   }
+}
+
+/** Only the three modes (Note [HIP capture rules]). */
+function isCaptureMode(v: unknown): v is number {
+  return typeof v === 'number' && CAPTURE_MODES.has(v);
 }
