@@ -42,30 +42,18 @@ export class HipPointers {
     // Pinned host memory: host memory whose device and host pointers are its address (Note [Host device pointers]).
     const va = toCount(ptr ?? 0);
     const pinned = this.hostBuffers.at(va);
-    if (pinned !== undefined) {
-      const address = BigInt(va);
-      const host: hipPointerAttribute_t = Object.freeze({
-        type: C.hipMemoryTypeHost,
-        device: this.thread.device,
-        devicePointer: address,
-        hostPointer: address,
-        isManaged: 0,
-        allocationFlags: pinned.buffer.flags,
-      });
-      return writeBox(attributes, host) ? C.hipSuccess : C.hipErrorInvalidValue;
-    }
-    const m = this.#mappingOf(ptr);
-    if (m === undefined) return C.hipErrorInvalidValue;
-    const location = m.allocation.props.location;
-    const device = location.type === 'device';
-    const address = BigInt(toCount(ptr ?? 0));
+    const m = pinned === undefined ? this.#mappingOf(ptr) : undefined;
+    if (pinned === undefined && m === undefined) return C.hipErrorInvalidValue;
+    const location = m?.allocation.props.location;
+    const device = location?.type === 'device';
+    const address = BigInt(va);
     const value: hipPointerAttribute_t = Object.freeze({
       type: device ? C.hipMemoryTypeDevice : C.hipMemoryTypeHost,
       device: device ? location.id : this.thread.device,
       devicePointer: address,
       hostPointer: device ? 0n : address,
       isManaged: 0,
-      allocationFlags: 0,
+      allocationFlags: pinned?.buffer.flags ?? 0,
     });
     return writeBox(attributes, value) ? C.hipSuccess : C.hipErrorInvalidValue;
   }
