@@ -66,9 +66,10 @@ export type CapturedWork =
 /** A capture in progress: its mode, its streams and the work they gave. */
 export class Capture {
   readonly work: CapturedWork[] = [];
-  /** The captured steps of each stream of the capture. */
-  readonly steps = new Map<number, number>();
-  /** What each stream has seen of the others' steps (Note [Stream capture], joins). */
+  /**
+   * What each stream of the capture has seen of each one's captured steps,
+   * its own included (Note [Stream capture], joins).
+   */
   readonly seen = new Map<number, Map<number, number>>();
   invalidated = false;
 
@@ -81,19 +82,23 @@ export class Capture {
   }
 
   get streams(): IterableIterator<number> {
-    return this.steps.keys();
+    return this.seen.keys();
   }
 
-  /** One more step on `stream`: it has seen its own work. */
+  /** The captured steps of `stream`: what it has seen of its own work. */
+  steps(stream: number): number {
+    return this.seen.get(stream)?.get(stream) ?? 0;
+  }
+
+  /** One more step on `stream`, a stream of the capture. */
   step(stream: number): void {
-    const n = (this.steps.get(stream) ?? 0) + 1;
-    this.steps.set(stream, n);
-    this.seen.get(stream)?.set(stream, n);
+    const mine = this.seen.get(stream)!;
+    mine.set(stream, (mine.get(stream) ?? 0) + 1);
   }
 
   /** `stream` waits on what `clock` saw; a stream not yet in the capture joins it. */
   merge(stream: number, clock: ReadonlyMap<number, number>): void {
-    if (!this.steps.has(stream)) this.#join(stream, clock);
+    if (!this.seen.has(stream)) this.#join(stream, clock);
     const mine = this.seen.get(stream)!;
     for (const [s, n] of clock) if ((mine.get(s) ?? 0) < n) mine.set(s, n);
   }
@@ -106,12 +111,11 @@ export class Capture {
   /** Whether the origin has seen every stream's last step. */
   joined(): boolean {
     const origin = this.seen.get(this.origin)!;
-    for (const [s, n] of this.steps) if ((origin.get(s) ?? 0) < n) return false;
+    for (const s of this.seen.keys()) if ((origin.get(s) ?? 0) < this.steps(s)) return false;
     return true;
   }
 
   #join(stream: number, clock: ReadonlyMap<number, number>): void {
-    this.steps.set(stream, 0);
     this.seen.set(stream, new Map(clock));
   }
 }

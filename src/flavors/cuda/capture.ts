@@ -142,7 +142,7 @@ export class CudaCapture {
     if (isBox(id) && !writeBox(id, BigInt(c.id))) return C.CUDA_ERROR_INVALID_VALUE;
     if (isBox(graph) && !writeBox(graph, this.#handles.pending(c))) return C.CUDA_ERROR_INVALID_VALUE;
     // The stream's work so far is one dependency (its last step), or none before its first.
-    const deps = (c.steps.get(stream) ?? 0) > 0 || stream !== c.origin ? 1 : 0;
+    const deps = c.steps(stream) > 0 || stream !== c.origin ? 1 : 0;
     if (isBox(numDependencies) && !writeBox(numDependencies, deps)) return C.CUDA_ERROR_INVALID_VALUE;
     return C.CUDA_SUCCESS;
   }
