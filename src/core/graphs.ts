@@ -159,6 +159,11 @@ export class GraphBook implements CaptureView {
   readonly #execs = new GenerationalHandleTable<Graph>();
   #nextCapture = 1;
 
+  constructor(
+    readonly backend: Backend,
+    readonly events: EventTable,
+  ) {}
+
   /** The capture `stream` is in, if any. */
   captureOf(stream: number): Capture | undefined {
     return this.#byStream.get(stream);
@@ -309,7 +314,8 @@ export class GraphBook implements CaptureView {
    * instead (a child graph, flattened). A record of an event destroyed
    * since is skipped.
    */
-  launch(exec: number, stream: number, backend: Backend, events: EventTable): void {
+  launch(exec: number, stream: number): void {
+    const { backend, events } = this;
     for (const w of this.exec(exec).work) {
       if (this.take(stream, w)) continue;
       if (w.kind === 'write') backend.write(w.device, w.va, w.bytes, stream);

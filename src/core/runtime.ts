@@ -109,7 +109,7 @@ export class Runtime implements Disposable {
   readonly #streams: StreamTable;
   readonly #events: EventTable;
   /** Stream captures, graphs and executable graphs (Note [Stream capture] in graphs.ts). */
-  readonly #graphs = new GraphBook();
+  readonly #graphs: GraphBook;
   readonly #mapper: Mapper;
   readonly #oneStep: OneStepPath;
   readonly #report: (message: string, error?: unknown) => void;
@@ -130,6 +130,7 @@ export class Runtime implements Disposable {
     this.#allocations = new AllocationBook(this, backend, this.#sharing, this.#quietly);
     this.#streams = new StreamTable(backend);
     this.#events = new EventTable(backend, this.#streams);
+    this.#graphs = new GraphBook(backend, this.#events);
     this.#mapper = new Mapper(
       backend,
       this.devices,
@@ -716,7 +717,7 @@ export class Runtime implements Disposable {
   launchGraph(exec: number, stream: number): void {
     this.#live();
     if (stream !== 0) this.#streams.check(stream);
-    this.#graphs.launch(exec, stream, this.backend, this.#events);
+    this.#graphs.launch(exec, stream);
   }
 
   destroyGraph(graph: number): void {
