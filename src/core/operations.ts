@@ -42,6 +42,8 @@ export const TRACED_OPERATIONS = [
   'destroyGraph',
   'destroyGraphExec',
   'resetDevice',
+  'createContext',
+  'destroyContext',
 ] as const satisfies readonly (keyof Runtime)[];
 
 /** Methods that only read state: not traced. */

@@ -11,12 +11,19 @@ import { type CaptureMode, type CaptureView, GraphBook } from './graphs.js';
 import { checkHostAccess } from './host-access.js';
 import { checkVmm, Mapper } from './mapper.js';
 import { CORE, type Mapping, type PhysicalAllocation, type Reservation } from './objects.js';
-import { observeRuntime, type RuntimeObserver } from './observer.js';
+import { observeRuntime } from './observer.js';
 import { OneStepPath } from './one-step.js';
 import { TRACED_OPERATIONS } from './operations.js';
+import type {
+  AccessDescriptor,
+  ImportOptions,
+  MallocOptions,
+  ReserveOptions,
+  RuntimeOptions,
+} from './runtime-options.js';
 import { SharingBook } from './sharing.js';
 import { StreamTable } from './streams.js';
-import { instrument, type Tracer } from './trace.js';
+import { instrument } from './trace.js';
 import {
   Access,
   type AllocationProperties,
@@ -29,44 +36,13 @@ import {
 export type { RuntimeDescription } from './description.js';
 export { TRACED_OPERATIONS } from './operations.js';
 
-export interface RuntimeOptions {
-  /** Record every core and backend operation as a span (see trace.ts). */
-  readonly tracer?: Tracer;
-  /** Where dispose() and finalisers report problems instead of throwing. */
-  readonly report?: (message: string, error?: unknown) => void;
-  /** Told of every operation, before and after it runs (Note [Runtime observers], observer.ts). */
-  readonly observers?: readonly RuntimeObserver[];
-}
-
-export interface AccessDescriptor {
-  readonly device: number;
-  readonly access: Access;
-}
-
-export interface ReserveOptions {
-  readonly alignment?: number;
-  /** Preferred base address; honoured when the range is free as the driver judges (Backend.reserve). */
-  readonly hint?: number;
-  /** The hint's range itself whenever that is free address space (Backend.reserve's `exact`). */
-  readonly exact?: boolean;
-}
-
-export interface MallocOptions {
-  /** Preferred base address; honoured when free, as reserve's hint. */
-  readonly hint?: number;
-  /**
-   * HandleType bits the memory is created with, for a backend that exports
-   * only memory created exportable (the CUDA driver) when the range is later
-   * shared with exportMalloc (Note [One-step sharing]). Default 0.
-   */
-  readonly handleTypes?: number;
-}
-
-/** What the importer of a descriptor knows beside it (Note [Foreign memory sizes]). */
-export interface ImportOptions {
-  /** Bytes of the memory behind the descriptor, as the exporter said out of band. */
-  readonly size?: number;
-}
+export type {
+  AccessDescriptor,
+  ImportOptions,
+  MallocOptions,
+  ReserveOptions,
+  RuntimeOptions,
+} from './runtime-options.js';
 
 /**
  * One process's VMM state: reservations, physical allocations and mappings,
@@ -261,6 +237,20 @@ export class Runtime implements Disposable {
 
   mappings(): IterableIterator<Mapping> {
     return this.#book.mappings.values();
+  }
+
+  /**
+   * A driver context's own address placement, where the backend has one (the
+   * simulator's: Note [Created contexts' heaps]): its id, else undefined.
+   */
+  createContext(): number | undefined {
+    this.#live();
+    return this.backend.createContext?.();
+  }
+
+  /** The placement createContext made goes; reservations in it stay. Never throws. */
+  destroyContext(context: number): void {
+    this.backend.destroyContext?.(context);
   }
 
   // --- virtual address ranges ----------------------------------------------

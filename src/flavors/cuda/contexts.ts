@@ -247,17 +247,16 @@ export class CudaContexts {
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
     const h = CREATED_CONTEXT_BASE + this.#nextContext;
     // The simulated driver's placement gives it a heap (Note [Created contexts' heaps] in backends/sim/driver-va.ts).
-    const backend = this.runtime.backend;
     let heap: number | undefined;
     try {
-      heap = backend.createContext?.();
+      heap = this.runtime.createContext();
     } catch (e) {
       // No address space left for its heap; anything else is a bug, not a code.
       if (!isVmmError(e)) throw e;
       return C.CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (!writeBox(pctx, h)) {
-      if (heap !== undefined) backend.destroyContext?.(heap);
+      if (heap !== undefined) this.runtime.destroyContext(heap);
       return C.CUDA_ERROR_INVALID_VALUE;
     }
     this.#nextContext++;
@@ -276,7 +275,7 @@ export class CudaContexts {
   remove(h: bigint): void {
     const c = this.#created.get(h);
     if (c !== undefined) this.#destroyedCreated.set(h, c.device);
-    if (c?.heap !== undefined) this.runtime.backend.destroyContext?.(c.heap);
+    if (c?.heap !== undefined) this.runtime.destroyContext(c.heap);
     this.#created.delete(h);
     const below = this.#stack.filter((x) => x !== h);
     this.#stack.length = 0;
