@@ -41,6 +41,9 @@ import { Access } from './types.js';
  * the flavor's: core only keeps, ends, invalidates and replays captures.
  */
 
+/** What captures() answers while nothing captures: the synchronous calls ask on every call. */
+const NO_CAPTURES: readonly Capture[] = Object.freeze([]);
+
 export type CaptureMode = 'global' | 'thread-local' | 'relaxed';
 
 /** One step of captured stream work, issued again at each launch. */
@@ -133,8 +136,8 @@ export interface CaptureView {
   /** The capture `stream` is in, if any. */
   captureOf(stream: number): Capture | undefined;
   status(stream: number): CaptureStatus;
-  /** Captures open now. */
-  captures(): IterableIterator<Capture>;
+  /** Captures open now (a new array; the shared empty one when none is, as on every call outside capture). */
+  captures(): readonly Capture[];
   /** The open capture an event was last recorded in. */
   eventCapture(event: number): Capture | undefined;
   /** Whether an event's last record was a captured one (the capture may have ended since). */
@@ -175,8 +178,11 @@ export class GraphBook implements CaptureView {
   }
 
   /** Captures open now (for a flavor's rules on what may run during one). */
-  *captures(): IterableIterator<Capture> {
-    for (const [s, c] of this.#byStream) if (s === c.origin) yield c;
+  captures(): readonly Capture[] {
+    if (this.#byStream.size === 0) return NO_CAPTURES;
+    const open: Capture[] = [];
+    for (const [s, c] of this.#byStream) if (s === c.origin) open.push(c);
+    return open;
   }
 
   begin(stream: number, mode: CaptureMode): Capture {
@@ -331,7 +337,7 @@ export class GraphBook implements CaptureView {
 
   /** Drop every capture and graph (the process's teardown). */
   clear(): void {
-    for (const c of [...this.captures()]) this.#close(c);
+    for (const c of this.captures()) this.#close(c);
     for (const [h] of [...this.#graphs.entries()]) this.#graphs.remove(h);
     for (const [h] of [...this.#execs.entries()]) this.#execs.remove(h);
     this.#lastCaptured.clear();

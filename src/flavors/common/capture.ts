@@ -164,6 +164,6 @@ export class ThreadCaptureMode {
    */
   prohibiting(runtime: Runtime): Capture[] {
     if (this.#mode === CAPTURE_MODE_RELAXED) return [];
-    return [...runtime.captures.captures()].filter((c) => c.mode !== 'relaxed');
+    return runtime.captures.captures().filter((c) => c.mode !== 'relaxed');
   }
 }

@@ -206,7 +206,7 @@ export class CudaCapture {
 
   /** A call that is not stream work: what it answers while captures are open (CUDA_SUCCESS: go on). */
   guard(kind: CaptureGuard): number {
-    const open = [...this.runtime.captures.captures()];
+    const open = this.runtime.captures.captures();
     if (open.length === 0) return C.CUDA_SUCCESS;
     const prohibiting = kind === 'device-sync' ? open : this.#threadMode.prohibiting(this.runtime);
     if (prohibiting.length === 0) return C.CUDA_SUCCESS;
@@ -275,7 +275,7 @@ export class CudaCapture {
 
   /** A capturing blocking stream (one the legacy stream synchronises with), as core's stream id. */
   #blockingCapture(): number | undefined {
-    for (const c of [...this.runtime.captures.captures()])
+    for (const c of this.runtime.captures.captures())
       for (const s of c.streams) if (s !== 0 && !this.streams.nonBlocking(s)) return s;
     return undefined;
   }

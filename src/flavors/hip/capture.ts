@@ -103,8 +103,7 @@ export class HipCapture {
     if (!isBox(pCaptureStatus)) return C.hipErrorInvalidValue;
     const s = this.streams.stream(stream);
     if (s === undefined) return C.hipErrorContextIsDestroyed;
-    if (isNull(stream) && [...this.runtime.captures.captures()].length > 0)
-      return C.hipErrorStreamCaptureImplicit;
+    if (isNull(stream) && this.runtime.captures.captures().length > 0) return C.hipErrorStreamCaptureImplicit;
     const status = isNull(stream) ? 'none' : this.runtime.captures.status(s.id);
     if (!writeBox(pCaptureStatus, captureStatusValue(status))) return C.hipErrorInvalidValue;
     const c = this.runtime.captures.captureOf(s.id);
@@ -154,12 +153,12 @@ export class HipCapture {
 
   /** CHECK_SUPPORTED_DURING_CAPTURE: hipDeviceSynchronize. */
   deviceSync(): number {
-    return this.#refuse([...this.runtime.captures.captures()], C.hipErrorStreamCaptureUnsupported);
+    return this.#refuse(this.runtime.captures.captures(), C.hipErrorStreamCaptureUnsupported);
   }
 
   /** CHECK_STREAM_CAPTURING: the synchronous copies and sets. */
   synchronous(): number {
-    return this.#refuse([...this.runtime.captures.captures()], C.hipErrorStreamCaptureImplicit);
+    return this.#refuse(this.runtime.captures.captures(), C.hipErrorStreamCaptureImplicit);
   }
 
   /** hipStreamSynchronize of a capturing stream. */
