@@ -24,6 +24,7 @@ import { BACKEND_OPERATIONS, type Backend, type ImportedMemory } from '../../bac
 import { vmmError, warn } from '../../core/errors.js';
 import { instrument, type Tracer } from '../../core/trace.js';
 import type { Access, AllocationProperties, DeviceInfo, MemoryInfo } from '../../core/types.js';
+import { AddressSizes } from '../../util/address-sizes.js';
 import { HandleTable } from '../../util/handle-table.js';
 import { CheckedCuda, type U64 } from './checked.js';
 import { type CudaDriver, loadCudaDriver } from './driver.js';
@@ -94,10 +95,10 @@ export class CudaBackend implements Backend {
   /** Each device's primary context, once retained (0 before). */
   readonly #contexts: U64[];
   readonly #handles = new HandleTable<HeldMemory>();
-  /** Reservations, by base: their sizes. */
-  readonly #reserved = new Map<number, number>();
+  /** Reservations, by base: their sizes (Note [No Map on the cycle]). */
+  readonly #reserved = new AddressSizes();
   /** Mappings, by address: their sizes. */
-  readonly #mapped = new Map<number, number>();
+  readonly #mapped = new AddressSizes();
   readonly #streams = new Map<number, CudaStream>();
   readonly #events = new HandleTable<CudaEvent>();
   /** Descriptors this backend exported and has not closed, by fd. */
@@ -613,15 +614,14 @@ export class CudaBackend implements Backend {
       });
     }
     this.#streams.clear();
-    for (const [va, size] of this.#mapped)
+    for (const [va, size] of this.#mapped.entries())
       attempt(`unmap 0x${va.toString(16)}`, () => this.cu.unmap(va, size));
     this.#mapped.clear();
     for (const held of [...this.#handles.values()])
       attempt('release a handle', () => this.cu.release(held.cu));
     for (let id = 1; this.#handles.size > 0; id++) this.#handles.remove(id);
-    for (const va of [...this.#reserved.keys()]) {
-      attempt(`free 0x${va.toString(16)}`, () => this.cu.addressFree(va, this.#reserved.get(va)!));
-    }
+    for (const [va, size] of this.#reserved.entries())
+      attempt(`free 0x${va.toString(16)}`, () => this.cu.addressFree(va, size));
     this.#reserved.clear();
     // Exported descriptors belong to the program, as in C: it may have closed them (and the
     // number been reused) without telling the backend, so they are left to it and to exit.
