@@ -66,16 +66,34 @@ export {
  * access, unmap and free at that address), and each conversion costs about
  * as much as a map lookup, so one remembered pair removes most of them.
  * Per flavor instance: no module state.
+ *
+ * Note [Handle steps]: handle values the flavor hands out grow by the same
+ * step from one create to the next (core's generational handles, one slot
+ * reused), and BigInt(n) is a call into V8's runtime, which beside a real
+ * driver call runs with cold caches. So a new value one step past the last
+ * is the last bigint plus the step's, an inline addition; both are exact
+ * (safe integers, their difference exact too).
  */
 export class BigIntMemo {
   #big = -1n;
   #num = -1;
+  #step = 0;
+  #stepBig: bigint | undefined;
 
   toBigInt(n: number): bigint {
-    if (n !== this.#num) {
-      this.#num = n;
+    if (n === this.#num) return this.#big;
+    const step = n - this.#num;
+    // #big is always BigInt(#num) (-1n and -1 at first), so adding the step's bigint gives BigInt(n).
+    // The step's bigint is made at its first repeat: values that do not step evenly cost one BigInt each.
+    if (step === this.#step) {
+      this.#stepBig ??= BigInt(step);
+      this.#big += this.#stepBig;
+    } else {
       this.#big = BigInt(n);
+      this.#step = step;
+      this.#stepBig = undefined;
     }
+    this.#num = n;
     return this.#big;
   }
 
