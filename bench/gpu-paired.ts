@@ -10,6 +10,10 @@
  *   node dist/bench/gpu-paired.js --native path/to/libvmm_bench.so --out DIR [--processes 8] [--commit SHA]
  *   node dist/bench/gpu-paired.js --fake --out DIR   (the stand-in driver, a rehearsal; no native side)
  *
+ * `--layer core` or `--layer backend` puts core's Runtime (no flavour) or the
+ * CUDA backend alone (no core) in the flavour's place: what each layer costs
+ * beside the driver. The file is then h200-paired-<layer>.json.
+ *
  * Note [Process states]: on the H200 machine a fresh process lands in one of
  * two states, the native cycle taking about 53 us in one and 75 to 85 us in
  * the other, the same CPU giving either (scratch probes pinned with taskset,
@@ -25,7 +29,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
+import { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
+import { createProcess } from '../src/compose/create-runtime.js';
+import type { AllocationProperties } from '../src/core/types.js';
 import { createCuda } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
 
@@ -35,6 +42,9 @@ const opt = (name: string): string | undefined => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const fake = args.includes('--fake');
+const layer = opt('--layer') ?? 'flavour';
+if (!['flavour', 'core', 'backend'].includes(layer))
+  throw new Error(`--layer ${layer}: flavour, core or backend`);
 const SIZE = 2 * 1024 * 1024;
 const TARGET = 1.05;
 
@@ -61,6 +71,41 @@ function flavourCycle(driver: CudaDriver): () => void {
     ok(cu.cuMemUnmap(ptr.value, SIZE), 'cuMemUnmap');
     ok(cu.cuMemRelease(h.value), 'cuMemRelease');
     ok(cu.cuMemAddressFree(ptr.value, SIZE), 'cuMemAddressFree');
+  };
+}
+
+const DEVICE_0: AllocationProperties = {
+  location: { type: 'device', id: 0 },
+  handleTypes: 0,
+  uncached: false,
+};
+
+/** One cycle through core's Runtime over the CUDA backend, no flavour. */
+function coreCycle(driver: CudaDriver): () => void {
+  const rt = createProcess({ backend: new CudaBackend({ driver }) }).runtime;
+  const rw = [{ device: 0, access: 3 as const }];
+  return () => {
+    const r = rt.reserve(SIZE);
+    const a = rt.create(SIZE, DEVICE_0);
+    rt.map(r.base, SIZE, a, 0);
+    rt.setAccess(r.base, SIZE, rw);
+    rt.unmap(r.base, SIZE);
+    rt.release(a);
+    rt.free(r);
+  };
+}
+
+/** One cycle through the CUDA backend alone. */
+function backendCycle(driver: CudaDriver): () => void {
+  const b = new CudaBackend({ driver });
+  return () => {
+    const va = b.reserve(SIZE, SIZE, 0);
+    const h = b.create(SIZE, DEVICE_0);
+    b.map(va, SIZE, h, 0);
+    b.setAccess(va, SIZE, 0, 3);
+    b.unmap(va, SIZE);
+    b.release(h);
+    b.free(va, SIZE);
   };
 }
 
@@ -124,7 +169,7 @@ function child(): void {
   const driver = fake ? createFakeDriver() : loadCudaDriver();
   const native = nativeCycle(driver);
   const raw = rawCycle(driver);
-  const flavour = flavourCycle(driver);
+  const flavour = (layer === 'core' ? coreCycle : layer === 'backend' ? backendCycle : flavourCycle)(driver);
   const timed = (cycle: () => void): number => {
     const t0 = performance.now();
     cycle();
@@ -194,6 +239,7 @@ function parent(): void {
     commit: commitMeasured(),
     command: `node dist/bench/gpu-paired.js ${args.join(' ')}`,
     fake,
+    layer,
     node: process.version,
     target_ratio: TARGET,
     met: flavour.median <= TARGET,
@@ -203,10 +249,11 @@ function parent(): void {
     native_p50_us: over('native_p50_us'),
     processes: rows,
     method:
-      "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays and one through the CUDA flavour (each timed with performance.now, its timer included), the order rotating over all six; each ratio is the median over rounds of that round's ratio. The figures above the rows are the median, least and greatest over processes.",
+      "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays and one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) (each timed with performance.now, its timer included), the order rotating over all six; each ratio is the median over rounds of that round's ratio. The figures above the rows are the median, least and greatest over processes.",
   };
   const outDir = opt('--out') ?? process.env.OUT ?? '.';
-  writeFileSync(join(outDir, 'h200-paired.json'), `${JSON.stringify(result, null, 1)}\n`);
+  const name = layer === 'flavour' ? 'h200-paired.json' : `h200-paired-${layer}.json`;
+  writeFileSync(join(outDir, name), `${JSON.stringify(result, null, 1)}\n`);
   console.log(JSON.stringify({ flavour_ratio: flavour, raw_ratio: result.raw_ratio, met: result.met }));
 }
 
