@@ -15,11 +15,12 @@
  * beside the driver. The file is then h200-paired-<layer>.json.
  *
  * Note [Process states]: on the H200 machine a fresh process lands in one of
- * two states, the native cycle taking about 53 us in one and 75 to 85 us in
- * the other, the same CPU giving either (scratch probes pinned with taskset,
- * 2026-12-02), and vmmkit's share grows in the slow one. One process is one
- * draw, so the figure is the median over processes, each process's own
- * ratios paired cycle by cycle, with the rows kept.
+ * two states, the native cycle taking about 51 to 58 us in one and 70 to 78
+ * us in the other, the same CPU giving either (each row records the CPU it
+ * ended on: bench/results/h200-paired.json has both states on CPU 4), and
+ * the JavaScript's share grows in the slow one. One process is one draw, so
+ * the figure is the median over processes, each process's own ratios paired
+ * cycle by cycle, with the rows kept.
  *
  * Writes DIR/h200-paired.json (DIR: $OUT or the current folder).
  */
