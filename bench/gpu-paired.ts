@@ -36,6 +36,7 @@ import { createProcess } from '../src/compose/create-runtime.js';
 import type { AllocationProperties } from '../src/core/types.js';
 import { createCuda } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
+import { commitMeasured, encodedStructs } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -114,10 +115,7 @@ function backendCycle(driver: CudaDriver): () => void {
 function rawCycle(d: CudaDriver): () => void {
   const out = new BigUint64Array(2);
   const words = new Uint32Array(out.buffer);
-  const prop = new Uint8Array(32);
-  new Int32Array(prop.buffer).set([1, 0, 1, 0]); // PINNED, location DEVICE 0
-  const desc = new Uint8Array(12);
-  new Int32Array(desc.buffer).set([1, 0, 3]); // DEVICE 0, READWRITE
+  const { prop, desc } = encodedStructs();
   return () => {
     ok(d.cuMemAddressReserve(out, SIZE, 0, 0, 0), 'cuMemAddressReserve');
     const va = words[1] * 4294967296 + words[0];
@@ -205,19 +203,6 @@ interface Row {
   flavour_over_raw: number;
 }
 
-function commitMeasured(): string | null {
-  const given = opt('--commit');
-  if (given) return given;
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-  } catch {
-    return null;
-  }
-}
-
 function parent(): void {
   const processes = Number(opt('--processes') ?? (fake ? 2 : 8));
   const script = fileURLToPath(import.meta.url);
@@ -237,7 +222,7 @@ function parent(): void {
     gpu,
     driver,
     date: new Date().toISOString(),
-    commit: commitMeasured(),
+    commit: commitMeasured(opt('--commit')),
     command: `node dist/bench/gpu-paired.js ${args.join(' ')}`,
     fake,
     layer,

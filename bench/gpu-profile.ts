@@ -20,6 +20,7 @@ import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
+import { encodedStructs } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const fake = args.includes('--fake');
@@ -63,10 +64,7 @@ function flavourSteps(cu: CudaFlavor): (() => void)[] {
 function rawSteps(driver: CudaDriver): (() => void)[] {
   const out = new BigUint64Array(2);
   const words = new Uint32Array(out.buffer);
-  const prop = new Uint8Array(32);
-  new Int32Array(prop.buffer).set([1, 0, 1, 0]); // PINNED, location DEVICE 0
-  const desc = new Uint8Array(12);
-  new Int32Array(desc.buffer).set([1, 0, 3]); // DEVICE 0, READWRITE
+  const { prop, desc } = encodedStructs();
   let va = 0;
   let handle = 0;
   return [

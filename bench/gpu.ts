@@ -30,7 +30,6 @@
  * `--fake` runs the vmmkit paths on the simulated stand-in for libcuda, without the native side
  * (quick round counts; `--fake --full` with the real ones).
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
@@ -39,6 +38,7 @@ import type { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
+import { commitMeasured, encodedStructs } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -180,19 +180,6 @@ function rawCycle(d: CudaDriver, size: number, iters: number): number {
     ok(d.cuMemAddressFree(ptr, size), 'free');
   }
   return (performance.now() - t0) * 1000;
-}
-
-/** CUmemAllocationProp (PINNED on device 0) and CUmemAccessDesc (device 0, read-write), encoded as the checked layer does. */
-function encodedStructs(): { prop: Uint8Array; desc: Uint8Array } {
-  const prop = new Uint8Array(32);
-  const p = new Int32Array(prop.buffer);
-  p[0] = 1; // type PINNED
-  p[2] = 1; // location.type DEVICE, id 0
-  const desc = new Uint8Array(12);
-  const q = new Int32Array(desc.buffer);
-  q[0] = 1; // location.type DEVICE, id 0
-  q[2] = 3; // flags READWRITE
-  return { prop, desc };
 }
 
 /** The cycle through the raw koffi functions with reused typed arrays and encoded structs: the FFI floor. */
@@ -594,20 +581,6 @@ function earlierRuns(path: string): unknown[] {
   return [own, ...(Array.isArray(prev.earlier) ? prev.earlier : [])];
 }
 
-/** The commit measured: --commit, else git's HEAD where the tree is a checkout, else null. */
-function commitMeasured(): string | null {
-  const given = opt('--commit');
-  if (given) return given;
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-  } catch {
-    return null;
-  }
-}
-
 function main(): void {
   const driver = fake ? createFakeDriver() : loadCudaDriver();
   const native = nativePath && !fake ? loadNative(nativePath) : undefined;
@@ -639,7 +612,7 @@ function main(): void {
     gpu,
     driver: driverVersion,
     date: new Date().toISOString(),
-    commit: commitMeasured(),
+    commit: commitMeasured(opt('--commit')),
     command: `node dist/bench/gpu.js ${args.join(' ')}`,
     fake,
     native_cycle_us: cycle2.native_us,
