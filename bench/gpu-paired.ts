@@ -16,13 +16,14 @@
  *
  * Note [Process states]: on the H200 machine a fresh process lands in one of
  * two states, the native cycle taking about 51 to 58 us in one and 70 to 85
- * us in the other (now and then between), the same CPU giving either (each row records the CPU it
- * ended on: bench/results/h200-paired.json has both states on CPU 4), and
- * the JavaScript's share grows in the slow one. One process is one draw, so
- * the figure is the median over processes, each process's own ratios paired
- * cycle by cycle, with the rows kept.
+ * us in the other (now and then between), the same CPU giving either (each
+ * row records the CPU it ended on: bench/results/h200-paired.json has both
+ * states on CPU 4), and the JavaScript's share grows in the slow one. One
+ * process is one draw, so the figure is the median over processes, each
+ * process's own ratios paired cycle by cycle, with the rows kept.
  *
- * Writes DIR/h200-paired.json (DIR: $OUT or the current folder).
+ * `--pairs N` sets the rounds per process (default 4,000). Writes
+ * DIR/h200-paired.json (DIR: $OUT or the current folder).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
