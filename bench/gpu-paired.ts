@@ -35,9 +35,9 @@ import { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { createProcess } from '../src/compose/create-runtime.js';
 import type { AllocationProperties } from '../src/core/types.js';
-import { createCuda } from '../src/index.js';
+
 import { gpuInfo } from './gpu-info.js';
-import { commitMeasured, encodedStructs } from './gpu-run.js';
+import { commitMeasured, flavourOver, ok, rawTypedCycle } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -51,17 +51,9 @@ if (!['flavour', 'core', 'backend'].includes(layer))
 const SIZE = 2 * 1024 * 1024;
 const TARGET = 1.05;
 
-function ok(code: number, what: string): void {
-  if (code !== 0) throw new Error(`${what} returned ${code}`);
-}
-
 /** One cycle through the flavour, with its primary context current. */
 function flavourCycle(driver: CudaDriver): () => void {
-  const cu = createCuda({ backend: 'cuda', cuda: { driver } });
-  const ctx = { value: 0n };
-  ok(cu.cuInit(0), 'cuInit');
-  ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
-  ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
+  const cu = flavourOver(driver);
   const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
   const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
   const ptr = { value: 0n };
@@ -112,28 +104,10 @@ function backendCycle(driver: CudaDriver): () => void {
   };
 }
 
-/** One cycle through the raw koffi functions, out-parameters and structs as vmmkit's checked layer passes them. */
-function rawCycle(d: CudaDriver): () => void {
-  const out = new BigUint64Array(2);
-  const words = new Uint32Array(out.buffer);
-  const { prop, desc } = encodedStructs();
-  return () => {
-    ok(d.cuMemAddressReserve(out, SIZE, 0, 0, 0), 'cuMemAddressReserve');
-    const va = words[1] * 4294967296 + words[0];
-    ok(d.cuMemCreate(out, SIZE, prop, 0), 'cuMemCreate');
-    const h = words[1] * 4294967296 + words[0];
-    ok(d.cuMemMap(va, SIZE, 0, h, 0), 'cuMemMap');
-    ok(d.cuMemSetAccess(va, SIZE, desc, 1), 'cuMemSetAccess');
-    ok(d.cuMemUnmap(va, SIZE), 'cuMemUnmap');
-    ok(d.cuMemRelease(h), 'cuMemRelease');
-    ok(d.cuMemAddressFree(va, SIZE), 'cuMemAddressFree');
-  };
-}
-
 /** Microseconds of one cycle from C; under --fake, the raw cycle over the stand-in, timed here. */
 function nativeCycle(driver: CudaDriver): () => number {
   if (fake) {
-    const raw = rawCycle(driver);
+    const raw = rawTypedCycle(driver, SIZE);
     return () => {
       const t0 = performance.now();
       raw();
@@ -168,7 +142,7 @@ const ORDERS = [
 function child(): void {
   const driver = fake ? createFakeDriver() : loadCudaDriver();
   const native = nativeCycle(driver);
-  const raw = rawCycle(driver);
+  const raw = rawTypedCycle(driver, SIZE);
   const flavour = (layer === 'core' ? coreCycle : layer === 'backend' ? backendCycle : flavourCycle)(driver);
   const timed = (cycle: () => void): number => {
     const t0 = performance.now();

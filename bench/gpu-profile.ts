@@ -18,9 +18,9 @@ import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
-import { type CudaFlavor, createCuda } from '../src/index.js';
+import type { CudaFlavor } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
-import { encodedStructs } from './gpu-run.js';
+import { encodedStructs, flavourOver, ok } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const fake = args.includes('--fake');
@@ -30,20 +30,6 @@ const outDir = outIndex >= 0 ? args[outIndex + 1] : (process.env.OUT ?? '.');
 const SIZE = 2 * 1024 * 1024;
 const PROP = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
 const RW = [{ location: { type: 1, id: 0 }, flags: 3 }];
-
-function ok(code: number, what: string): void {
-  if (code !== 0) throw new Error(`${what} returned ${code}`);
-}
-
-/** A flavour with its primary context current. */
-function flavourOver(driver: CudaDriver): CudaFlavor {
-  const cu = createCuda({ backend: 'cuda', cuda: { driver } });
-  const ctx = { value: 0n };
-  ok(cu.cuInit(0), 'cuInit');
-  ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
-  ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
-  return cu;
-}
 
 /** The cycle's seven calls through the flavour, one function each. */
 function flavourSteps(cu: CudaFlavor): (() => void)[] {

@@ -1,5 +1,25 @@
-/** What the GPU benchmarks share: the commit a run measured and the cycle's structs as the checked layer encodes them. */
+/**
+ * What the GPU benchmarks share: the commit a run measured, a CUDA flavour
+ * ready for the cycle, and the cycle through the raw koffi functions as the
+ * checked layer passes them (the FFI floor).
+ */
 import { execFileSync } from 'node:child_process';
+import type { CudaDriver } from '../src/backends/cuda/driver.js';
+import { type CudaFlavor, createCuda } from '../src/index.js';
+
+export function ok(code: number, what: string): void {
+  if (code !== 0) throw new Error(`${what} returned ${code}`);
+}
+
+/** A CUDA flavour over `driver` with device 0's primary context current. */
+export function flavourOver(driver: CudaDriver): CudaFlavor {
+  const cu = createCuda({ backend: 'cuda', cuda: { driver } });
+  const ctx = { value: 0n };
+  ok(cu.cuInit(0), 'cuInit');
+  ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
+  ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
+  return cu;
+}
 
 /** The commit measured: the one given (--commit), else git's HEAD where the tree is a checkout, else null. */
 export function commitMeasured(given: string | undefined): string | null {
@@ -25,4 +45,22 @@ export function encodedStructs(): { prop: Uint8Array; desc: Uint8Array } {
   q[0] = 1; // location.type DEVICE, id 0
   q[2] = 3; // flags READWRITE
   return { prop, desc };
+}
+
+/** One reserve/create/map/setAccess/unmap/release/free cycle of `size` bytes through the raw koffi functions, reused typed arrays and encoded structs. */
+export function rawTypedCycle(d: CudaDriver, size: number): () => void {
+  const out = new BigUint64Array(2);
+  const words = new Uint32Array(out.buffer);
+  const { prop, desc } = encodedStructs();
+  return () => {
+    ok(d.cuMemAddressReserve(out, size, 0, 0, 0), 'cuMemAddressReserve');
+    const va = words[1] * 4294967296 + words[0];
+    ok(d.cuMemCreate(out, size, prop, 0), 'cuMemCreate');
+    const h = words[1] * 4294967296 + words[0];
+    ok(d.cuMemMap(va, size, 0, h, 0), 'cuMemMap');
+    ok(d.cuMemSetAccess(va, size, desc, 1), 'cuMemSetAccess');
+    ok(d.cuMemUnmap(va, size), 'cuMemUnmap');
+    ok(d.cuMemRelease(h), 'cuMemRelease');
+    ok(d.cuMemAddressFree(va, size), 'cuMemAddressFree');
+  };
 }

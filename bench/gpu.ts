@@ -36,9 +36,9 @@ import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import type { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
-import { type CudaFlavor, createCuda } from '../src/index.js';
+import type { CudaFlavor } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
-import { commitMeasured, encodedStructs } from './gpu-run.js';
+import { commitMeasured, encodedStructs, flavourOver, ok, rawTypedCycle } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -97,10 +97,6 @@ function loadNative(path: string): Native {
     copyTeardown: () => must(copyTeardown() as number, 'vb_copy_teardown'),
     copy: (kind, host, size, iters) => must(copy(kind, host, size, iters) as number, 'vb_copy'),
   };
-}
-
-function ok(code: number, what: string): void {
-  if (code !== 0) throw new Error(`${what} returned ${code}`);
 }
 
 const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
@@ -182,23 +178,11 @@ function rawCycle(d: CudaDriver, size: number, iters: number): number {
   return (performance.now() - t0) * 1000;
 }
 
-/** The cycle through the raw koffi functions with reused typed arrays and encoded structs: the FFI floor. */
-function rawTypedCycle(d: CudaDriver, size: number, iters: number): number {
-  const out = new BigUint64Array(2);
-  const words = new Uint32Array(out.buffer);
-  const { prop, desc } = encodedStructs();
+/** The cycle through the raw koffi functions with reused typed arrays and encoded structs (the FFI floor); microseconds for the batch. */
+function timedRawTypedCycle(d: CudaDriver, size: number, iters: number): number {
+  const cycle = rawTypedCycle(d, size);
   const t0 = performance.now();
-  for (let i = 0; i < iters; i++) {
-    ok(d.cuMemAddressReserve(out, size, 0, 0, 0), 'reserve');
-    const ptr = words[1] * 4294967296 + words[0];
-    ok(d.cuMemCreate(out, size, prop, 0), 'create');
-    const h = words[1] * 4294967296 + words[0];
-    ok(d.cuMemMap(ptr, size, 0, h, 0), 'map');
-    ok(d.cuMemSetAccess(ptr, size, desc, 1), 'setAccess');
-    ok(d.cuMemUnmap(ptr, size), 'unmap');
-    ok(d.cuMemRelease(h), 'release');
-    ok(d.cuMemAddressFree(ptr, size), 'free');
-  }
+  for (let i = 0; i < iters; i++) cycle();
   return (performance.now() - t0) * 1000;
 }
 
@@ -390,7 +374,7 @@ function compareCycle(
     vmmkit: (n) => flavourCycle(cu, size, n),
     backend: (n) => backendCycle(b, size, n),
     checked: (n) => checkedCycle(b, size, n),
-    raw_typed: (n) => rawTypedCycle(d, size, n),
+    raw_typed: (n) => timedRawTypedCycle(d, size, n),
     raw_koffi: (n) => rawCycle(d, size, n),
   };
   const sides: Record<string, (n: number) => number> = native
@@ -443,7 +427,7 @@ function cycleSpread(cu: CudaFlavor, d: CudaDriver, native: Native | undefined, 
     vmmkit: one((n) => flavourCycle(cu, size, n)),
     backend: one((n) => backendCycle(b, size, n)),
     checked: one((n) => checkedCycle(b, size, n)),
-    raw_typed: one((n) => rawTypedCycle(d, size, n)),
+    raw_typed: one((n) => timedRawTypedCycle(d, size, n)),
   };
 }
 
@@ -584,11 +568,7 @@ function earlierRuns(path: string): unknown[] {
 function main(): void {
   const driver = fake ? createFakeDriver() : loadCudaDriver();
   const native = nativePath && !fake ? loadNative(nativePath) : undefined;
-  const cu = createCuda({ backend: 'cuda', cuda: { driver } });
-  const ctx = { value: 0n };
-  ok(cu.cuInit(0), 'cuInit');
-  ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
-  ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
+  const cu = flavourOver(driver);
   // --fake is a quick rehearsal unless --full asks for the real round counts (to time vmmkit's own share on a host).
   const quick = args.includes('--quick') || (fake && !args.includes('--full'));
   const cycle2 = compareCycle(cu, driver, native, 2 * MiB, quick ? 20 : 200, quick ? 3 : 15);
