@@ -2,7 +2,7 @@
 /// <reference lib="esnext.disposable" preserve="true" />
 import type { Backend, DestroyStreamOptions, ImportedMemory } from '../backend/backend.js';
 import { isCount, isMultipleOf } from '../util/integers.js';
-import { AddressBook, rangeUsable } from './address-book.js';
+import { AddressBook } from './address-book.js';
 import { AllocationBook } from './allocations.js';
 import { describeBooks, type RuntimeDescription } from './description.js';
 import { vmmError, warn } from './errors.js';
@@ -498,12 +498,8 @@ export class Runtime implements Disposable {
   write(device: number, va: number, src: Uint8Array, stream = 0): void {
     this.#live();
     this.device(device);
-    const capturing = this.#graphs.captureOf(stream) !== undefined;
-    // A captured copy from the host is checked at capture (capture.validate.badAddressesInCapture).
-    if (capturing && !rangeUsable(this.#book, device, va, src.length, Access.ReadWrite))
-      throw vmmError('not-mapped', `a captured copy to ${va} of ${src.length} bytes`);
-    if (capturing) this.#graphs.take(stream, { kind: 'write', device, va, bytes: src });
-    else this.backend.write(device, va, src, stream);
+    if (this.#graphs.captureOf(stream) === undefined) this.backend.write(device, va, src, stream);
+    else this.#graphs.take(stream, { kind: 'write', device, va, bytes: src });
   }
 
   read(device: number, va: number, dst: Uint8Array, stream = 0): void {

@@ -1,6 +1,9 @@
 /** What CUDA's and HIP's capture calls share over core's captures (Note [Stream capture] in src/core/graphs.ts). */
+import { rangeUsable } from '../../core/address-book.js';
+import { vmmError } from '../../core/errors.js';
 import type { Capture, CaptureMode, CaptureStatus } from '../../core/graphs.js';
 import type { Runtime } from '../../core/runtime.js';
+import { Access } from '../../core/types.js';
 import { type Box, handleKey, isBox, writeBox } from './args.js';
 import type { VendorCodes } from './error-table.js';
 
@@ -15,6 +18,27 @@ const CAPTURE_MODE_RELAXED = 2;
 /** CUstreamCaptureStatus and hipStreamCaptureStatus: NONE 0, ACTIVE 1, INVALIDATED 2. */
 export function captureStatusValue(s: CaptureStatus): number {
   return s === 'none' ? 0 : s === 'active' ? 1 : 2;
+}
+
+/**
+ * A copy from the host captured into a graph has its destination checked when
+ * it is captured, while a memset's is checked only at launch: the H200's
+ * answer (capture.validate.badAddressesInCapture), HIP modelled alike. So the
+ * flavours' host-to-device copies call this first; core captures any work as
+ * given. Throws core's not-mapped error, which each vendor's table answers.
+ */
+export function checkCapturedHostCopy(
+  runtime: Runtime,
+  device: number,
+  va: number,
+  size: number,
+  stream: number,
+): void {
+  if (
+    runtime.captures.captureOf(stream) !== undefined &&
+    !rangeUsable(runtime, device, va, size, Access.ReadWrite)
+  )
+    throw vmmError('not-mapped', `a captured copy to ${va} of ${size} bytes`);
 }
 
 /** Graphs and executable graphs: opaque handles over core's ids, never reused in a process. */

@@ -38,7 +38,11 @@ export function fillWide(
     return;
   }
   // Every byte mapped and writable, or core's own refusal (a fill of a range it refuses writes nothing).
-  if (!rangeUsable(runtime, device, va, total, Access.ReadWrite)) {
+  // A capture takes the pieces as they are: a set's range is checked at launch (checkCapturedHostCopy).
+  if (
+    runtime.captures.captureOf(stream) === undefined &&
+    !rangeUsable(runtime, device, va, total, Access.ReadWrite)
+  ) {
     runtime.fill(device, va, 0, total, stream);
     throw internalError('a range core accepted was not mapped writable');
   }

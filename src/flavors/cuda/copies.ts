@@ -1,6 +1,7 @@
 /** CUDA's copies and sets (cuMemcpy*, cuMemsetD8/D16/D32) over core's byte operations. */
 import type { Runtime } from '../../core/runtime.js';
 import { type BigIntMemo, hostBytes, type Size, toCount } from '../common/args.js';
+import { checkCapturedHostCopy } from '../common/capture.js';
 import type { VendorCodes } from '../common/error-table.js';
 import { fillWide } from '../common/fill.js';
 import type { HostBuffers } from '../common/host-buffers.js';
@@ -50,7 +51,10 @@ export class CudaCopies {
       return move === 'write' ? this.#hostCopy(hostTarget, bytes, n) : this.#hostCopy(bytes, hostTarget, n);
     const va = this.addresses.toNumber(device);
     const on = this.streams.deviceOf(hStream);
-    return this.codes.run(() => this.runtime[move](on, va, bytes.subarray(0, n), stream));
+    return this.codes.run(() => {
+      if (move === 'write') checkCapturedHostCopy(this.runtime, on, va, n, stream);
+      this.runtime[move](on, va, bytes.subarray(0, n), stream);
+    });
   }
 
   /**

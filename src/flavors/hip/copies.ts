@@ -1,6 +1,7 @@
 /** HIP's copies and sets (hipMemcpy*, hipMemset*) over core's byte operations. */
 import type { Runtime } from '../../core/runtime.js';
 import { hostBytes, type Size, toCount, toInt } from '../common/args.js';
+import { checkCapturedHostCopy } from '../common/capture.js';
 import type { VendorCodes } from '../common/error-table.js';
 import { fillWide } from '../common/fill.js';
 import type { HostBuffers } from '../common/host-buffers.js';
@@ -61,7 +62,10 @@ export class HipCopies {
       return C.hipSuccess;
     }
     if (srcBytes !== undefined)
-      return this.codes.run(() => this.runtime.write(device, dstVa, srcBytes.subarray(0, n), s.id));
+      return this.codes.run(() => {
+        checkCapturedHostCopy(this.runtime, device, dstVa, n, s.id);
+        this.runtime.write(device, dstVa, srcBytes.subarray(0, n), s.id);
+      });
     if (dstBytes !== undefined)
       return this.codes.run(() => this.runtime.read(device, srcVa, dstBytes.subarray(0, n), s.id));
     return this.codes.run(() => this.runtime.copy(device, dstVa, srcVa, n, s.id));

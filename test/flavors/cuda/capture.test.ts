@@ -407,6 +407,29 @@ describe('joins and invalidation', () => {
     cu.dispose();
   });
 
+  it('sets of every width into unmapped memory are captured, to be checked at launch; a copy from the host is refused at capture', () => {
+    const cu = cudaWithContext();
+    const { streams } = mapped(cu);
+    const s = streams[0];
+    const r = { value: 0n };
+    expect(cu.cuMemAddressReserve(r, 128 * 1024 * 1024, 0, 0, 0)).toBe(C.CUDA_SUCCESS);
+    expect(cu.cuStreamBeginCapture(s, C.CU_STREAM_CAPTURE_MODE_GLOBAL)).toBe(C.CUDA_SUCCESS);
+    expect(cu.cuMemsetD8Async(r.value, 1, 256, s)).toBe(C.CUDA_SUCCESS);
+    expect(cu.cuMemsetD32Async(r.value, 0x01020304, 64, s)).toBe(C.CUDA_SUCCESS);
+    // Above 64 MiB a wide set is written in pieces; a capture takes them unchecked too.
+    expect(cu.cuMemsetD32Async(r.value, 0x01020304, 17 * 1024 * 1024, s)).toBe(C.CUDA_SUCCESS);
+    expect(cu.cuMemcpyHtoDAsync(r.value, new Uint8Array(256), 256, s)).toBe(C.CUDA_ERROR_INVALID_VALUE);
+    const status = { value: -1 };
+    expect(cu.cuStreamIsCapturing(s, status)).toBe(C.CUDA_SUCCESS);
+    expect(status.value).toBe(C.CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    const g = { value: 0n };
+    expect(cu.cuStreamEndCapture(s, g)).toBe(C.CUDA_SUCCESS);
+    const n = { value: -1 };
+    expect(cu.cuGraphGetNodes(g.value, null, n)).toBe(C.CUDA_SUCCESS);
+    expect(n.value).toBe(2 + 68);
+    cu.dispose();
+  });
+
   it('dispose with open captures, graphs and executable graphs reports nothing', () => {
     const reports: string[] = [];
     const cu = cudaWithContext({ report: (message) => reports.push(message) });

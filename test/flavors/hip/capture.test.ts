@@ -34,6 +34,20 @@ const status = (hip: HipFlavor, s: bigint | null): number => {
 };
 
 describe('HIP capture calls, as clr answers', () => {
+  it('a set into unmapped memory is captured, to be checked at launch; a copy from the host is refused at capture, as CUDA', () => {
+    const { hip, s1 } = hipSetUp();
+    const r = { value: 0n };
+    expect(hip.hipMemAddressReserve(r, 2 * SIZE * 2, 0, 0n, 0)).toBe(H.hipSuccess);
+    expect(hip.hipStreamBeginCapture(s1, H.hipStreamCaptureModeGlobal)).toBe(H.hipSuccess);
+    expect(hip.hipMemsetAsync(r.value, 7, 256, s1)).toBe(H.hipSuccess);
+    expect(hip.hipMemcpyAsync(r.value, new Uint8Array(256), 256, H.hipMemcpyHostToDevice, s1)).toBe(
+      H.hipErrorInvalidValue,
+    );
+    expect(status(hip, s1)).toBe(H.hipStreamCaptureStatusActive);
+    expect(hip.hipStreamEndCapture(s1, { value: 0n })).toBe(H.hipSuccess);
+    hip.dispose();
+  });
+
   it('begin: the null stream, a bad mode, a capturing stream', () => {
     const { hip, s1 } = hipSetUp();
     expect(hip.hipStreamBeginCapture(null, H.hipStreamCaptureModeGlobal)).toBe(
