@@ -116,6 +116,6 @@ export function handleKey(h: unknown): bigint | undefined {
 }
 
 /** C's NULL for a pointer or handle: null, undefined, 0 or 0n. */
-export function isNull(p: unknown): boolean {
+export function isNull(p: unknown): p is null | undefined | 0 | 0n {
   return p === null || p === undefined || p === 0 || p === 0n;
 }

@@ -1,7 +1,7 @@
 /** CUDA contexts: retained primary contexts, those cuCtxCreate makes, and the calling thread's current one. */
 import { isVmmError } from '../../core/errors.js';
 import type { Runtime } from '../../core/runtime.js';
-import { type Box, handleKey, toInt, writeBox } from '../common/args.js';
+import { type Box, handleKey, isNull, toInt, writeBox } from '../common/args.js';
 import * as C from './constants.js';
 
 /** Context handles are opaque; these are deterministic per device. */
@@ -137,15 +137,25 @@ export class CudaContexts {
 
   /** cuDevicePrimaryCtxGetState for a valid device: no flags set (cuDevicePrimaryCtxSetFlags is not modelled), active while retained and not reset. */
   primaryState(d: number, flags: Box<number>, active: Box<number>): number {
-    const live = this.#primaryRefs[d] > 0 && !this.#primaryDestroyed[d];
-    if (!writeBox(flags, 0) || !writeBox(active, live ? 1 : 0)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!writeBox(flags, 0) || !writeBox(active, this.#primaryLive(d) ? 1 : 0))
+      return C.CUDA_ERROR_INVALID_VALUE;
     return C.CUDA_SUCCESS;
   }
 
-  /** The device whose primary context `ctx` names, retained or not, or -1. */
+  /** The device whose primary context `ctx` names (a bigint, or a number the types allow), retained or not, or -1. */
   primaryDevice(ctx: unknown): number {
-    const d = typeof ctx === 'bigint' ? Number(ctx - CONTEXT_BASE) : Number.NaN;
+    const d =
+      typeof ctx === 'bigint'
+        ? Number(ctx - CONTEXT_BASE)
+        : typeof ctx === 'number' && Number.isSafeInteger(ctx)
+          ? ctx - Number(CONTEXT_BASE)
+          : Number.NaN;
     return this.runtime.isDevice(d) ? d : -1;
+  }
+
+  /** Whether device `d`'s primary context is retained and not reset since. */
+  #primaryLive(d: number): boolean {
+    return this.#primaryRefs[d] > 0 && !this.#primaryDestroyed[d];
   }
 
   /** What device `d`'s primary context owns. */
@@ -196,7 +206,7 @@ export class CudaContexts {
    * context (a bigint or a number) takes the top's place.
    */
   makeCurrent(ctx: bigint | number | null): number {
-    if (ctx === null || ctx === 0 || ctx === 0n) {
+    if (isNull(ctx)) {
       this.#popTop();
       return C.CUDA_SUCCESS;
     }
@@ -220,7 +230,7 @@ export class CudaContexts {
 
   /** cuCtxPushCurrent: a retained primary or a created context goes on top of the stack (NULL: CUDA_ERROR_INVALID_VALUE). */
   push(ctx: unknown): number {
-    if (ctx === null || ctx === undefined || ctx === 0 || ctx === 0n) return C.CUDA_ERROR_INVALID_VALUE;
+    if (isNull(ctx)) return C.CUDA_ERROR_INVALID_VALUE;
     const d = this.deviceOf(ctx);
     if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
     if (this.#handle !== 0n) this.#stack.push(this.#handle);
@@ -300,13 +310,8 @@ export class CudaContexts {
   deviceOf(ctx: unknown): number {
     const created = this.#created.size === 0 ? undefined : this.#created.get(handleKey(ctx) ?? -1n);
     if (created !== undefined) return created.device;
-    const d =
-      typeof ctx === 'bigint'
-        ? Number(ctx - CONTEXT_BASE)
-        : typeof ctx === 'number' && Number.isSafeInteger(ctx)
-          ? ctx - Number(CONTEXT_BASE)
-          : Number.NaN;
-    return this.runtime.isDevice(d) && this.#primaryRefs[d] > 0 && !this.#primaryDestroyed[d] ? d : -1;
+    const d = this.primaryDevice(ctx);
+    return d >= 0 && this.#primaryLive(d) ? d : -1;
   }
 
   /**
@@ -323,7 +328,8 @@ export class CudaContexts {
    * asked of the driver, whose handles are pointers it would follow).
    */
   contextV2Device(ctx: unknown): number {
-    if (ctx === 0n || ctx === 0 || ctx === null || ctx === undefined) return Math.max(this.#device, 0);
+    // NULL: the current context, a reset primary one's device included, as cuCtxGetDevice answers.
+    if (isNull(ctx)) return Math.max(this.namedDevice(), 0);
     const live = this.deviceOf(ctx);
     if (live >= 0) return live;
     const key = handleKey(ctx);
@@ -335,8 +341,7 @@ export class CudaContexts {
 
   /** Whether `ctx` names a destroyed context: a created one, or a primary one reset and not retained since (NULL: the current one). */
   isDestroyed(ctx: unknown): boolean {
-    if (ctx === 0n || ctx === 0 || ctx === null || ctx === undefined)
-      return this.currentCode() === C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (isNull(ctx)) return this.currentCode() === C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
     const key = handleKey(ctx);
     if (key !== undefined && this.#destroyedCreated.has(key)) return true;
     const p = this.primaryDevice(ctx);
@@ -345,7 +350,7 @@ export class CudaContexts {
 
   /** A context's device for cuMemcpyPeer: C's NULL context is the current one. */
   deviceOrCurrent(ctx: unknown): number {
-    return ctx === 0n || ctx === 0 || ctx === null ? this.#device : this.deviceOf(ctx);
+    return isNull(ctx) ? this.#device : this.deviceOf(ctx);
   }
 }
 

@@ -33,6 +33,21 @@ describe('cuCtxGetDevice_v2 and cuCtxSynchronize_v2', () => {
     cu.dispose();
   });
 
+  it('take NULL as a reset primary context current, answering its device as cuCtxGetDevice does', () => {
+    const cu = cudaWithContext({ devices: ['H200', 'H200'] });
+    const one = box(0n);
+    expect(cu.cuDevicePrimaryCtxRetain(one, 1)).toBe(0);
+    expect(cu.cuCtxSetCurrent(one.value)).toBe(0);
+    expect(cu.cuDevicePrimaryCtxReset(1)).toBe(0);
+    const plain = box(-1);
+    expect(cu.cuCtxGetDevice(plain)).toBe(0);
+    expect(plain.value).toBe(1);
+    expect(deviceOf(cu, 0n)).toBe(1);
+    expect(deviceOf(cu, one.value)).toBe(1);
+    expect(cu.cuCtxSynchronize_v2(0n)).toBe(C.CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cu.dispose();
+  });
+
   it('answer a context that is not current, and a destroyed created one by its device', () => {
     const cu = cudaWithContext({ devices: ['H200', 'H200'] });
     const primary = box(0n);
