@@ -118,9 +118,8 @@ export class AclDevices {
     return this.#refs[d] > 0;
   }
 
-  /** Undo one aclrtSetDevice: true when that was the last (the device's resources go), false otherwise. */
+  /** Undo one aclrtSetDevice of a device held (held(d)): true when that was the last (the device's resources go). */
   release(d: number): boolean {
-    if (this.#refs[d] === 0) return false;
     if (--this.#refs[d] > 0) return false;
     if (this.#context === DEFAULT_CONTEXT_BASE + BigInt(d)) {
       this.#current = -1;

@@ -32,10 +32,7 @@ export class ContextTeardown {
     for (const s of objects.streams) this.streams.dropOwned(s);
     for (const va of objects.allocations) runtime.quietly(() => runtime.mfree(va));
     for (const b of objects.hostBuffers) this.hostBuffers.free(b);
-    objects.events.clear();
-    objects.streams.clear();
-    objects.allocations.clear();
-    objects.hostBuffers.clear();
+    // The books themselves go with the context: cuCtxDestroy removes it, resetPrimary gives it empty ones.
   }
 
   /** cuDevicePrimaryCtxReset, or the last release: device `d`'s primary context destroyed with what it owns. */

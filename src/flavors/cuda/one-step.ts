@@ -138,7 +138,7 @@ export class CudaOneStep {
     if (this.hostBuffers.at(va) !== undefined) return va;
     const m = va > 0 ? this.runtime.mappingAt(va) : undefined;
     if (m === undefined || m.reservation.origin === 'malloc') return undefined;
-    return this.runtime.devices.some((d) => m.accessOf(d.ordinal) !== 0) ? va : undefined;
+    return m.accessBits !== 0 ? va : undefined;
   }
 
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */

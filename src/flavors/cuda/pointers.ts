@@ -194,7 +194,7 @@ export class CudaPointers {
       const size = this.#requestedSizes.get(m.reservation) ?? m.size;
       return { base: m.va, size, mapping: m, accessible: true, malloc: true };
     }
-    const accessible = this.runtime.devices.some((d) => m.accessOf(d.ordinal) !== 0);
+    const accessible = m.accessBits !== 0;
     const span = this.spans.of(m);
     if (span === undefined) return { base: m.va, size: m.size, mapping: m, accessible, malloc: false };
     const first = span.pieces[0];
