@@ -62,6 +62,21 @@ describe.each(backends)('cuMemHostGetDevicePointer on %s', (_name, make) => {
     cu.dispose();
   });
 
+  it('sets through the device pointer fill the buffer, and a bad stream refuses every width alike', () => {
+    const cu = make();
+    const host = pinned(cu, 64, C.CU_MEMHOSTALLOC_DEVICEMAP);
+    const d = devicePointer(cu, host) as bigint;
+    expect(cu.cuMemsetD32Async(d, 0x04030201, 4, 0n)).toBe(0);
+    expect(cu.cuStreamSynchronize(0n)).toBe(0);
+    expect([...host.subarray(0, 8)]).toEqual([1, 2, 3, 4, 1, 2, 3, 4]);
+    const bogus = 0x7777n;
+    expect(cu.cuMemsetD8Async(d, 9, 4, bogus)).toBe(C.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuMemsetD16Async(d, 9, 2, bogus)).toBe(C.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuMemsetD32Async(d, 9, 1, bogus)).toBe(C.CUDA_ERROR_INVALID_HANDLE);
+    expect(host[0]).toBe(1);
+    cu.dispose();
+  });
+
   it('gives two buffers disjoint ranges, none reused after a free, none a device address', () => {
     const cu = make();
     const a = pinned(cu, 5000);

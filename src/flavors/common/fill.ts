@@ -21,8 +21,7 @@ export function fillWide(
   width: 2 | 4,
   stream = 0,
 ): void {
-  const v = width === 2 ? value & 0xffff : value >>> 0;
-  const bytes = [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, (v >>> 24) & 0xff].slice(0, width);
+  const bytes = patternBytes(value, width);
   const total = count * width;
   if (bytes.every((b) => b === bytes[0])) {
     runtime.fill(device, va, bytes[0] ?? 0, total, stream);
@@ -54,3 +53,9 @@ export function fillWide(
 }
 
 const WHOLE_PATTERN_LIMIT = 64 * 1024 * 1024;
+
+/** A D16 or D32 set's value as its little-endian bytes, truncated to the width as C's unsigned short / unsigned int. */
+export function patternBytes(value: number, width: 2 | 4): number[] {
+  const v = width === 2 ? value & 0xffff : value >>> 0;
+  return [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, (v >>> 24) & 0xff].slice(0, width);
+}

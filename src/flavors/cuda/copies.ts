@@ -3,7 +3,7 @@ import type { Runtime } from '../../core/runtime.js';
 import { type BigIntMemo, hostBytes, type Size, toCount } from '../common/args.js';
 import { checkCapturedHostCopy } from '../common/capture.js';
 import type { VendorCodes } from '../common/error-table.js';
-import { fillWide } from '../common/fill.js';
+import { fillWide, patternBytes } from '../common/fill.js';
 import type { HostBuffers } from '../common/host-buffers.js';
 import { copyAcross } from '../common/peer-copy.js';
 import * as C from './constants.js';
@@ -46,10 +46,10 @@ export class CudaCopies {
     if (bytes === undefined || n < 0 || n > bytes.length) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    const hostTarget = this.#hostAt(device);
+    const va = this.addresses.toNumber(device);
+    const hostTarget = this.#hostBytesAt(va);
     if (hostTarget !== undefined)
       return move === 'write' ? this.#hostCopy(hostTarget, bytes, n) : this.#hostCopy(bytes, hostTarget, n);
-    const va = this.addresses.toNumber(device);
     const on = this.streams.deviceOf(hStream);
     return this.codes.run(() => {
       if (move === 'write') checkCapturedHostCopy(this.runtime, on, va, n, stream);
@@ -95,12 +95,13 @@ export class CudaCopies {
     if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    const dstHost = this.#hostAt(dstDevice);
-    const srcHost = this.#hostAt(srcDevice);
-    if (dstHost !== undefined || srcHost !== undefined)
-      return this.unified(dstHost ?? dstDevice, srcHost ?? srcDevice, n, hStream);
+    // Each pointer converted once (the address memo holds one, and the two alternate).
     const dst = this.addresses.toNumber(dstDevice);
     const src = this.addresses.toNumber(srcDevice);
+    const dstHost = this.#hostBytesAt(dst);
+    const srcHost = this.#hostBytesAt(src);
+    if (dstHost !== undefined || srcHost !== undefined)
+      return this.unified(dstHost ?? dstDevice, srcHost ?? srcDevice, n, hStream);
     const on = this.streams.deviceOf(hStream);
     return this.codes.run(() => this.runtime.copy(on, dst, src, n, stream));
   }
@@ -134,9 +135,9 @@ export class CudaCopies {
     if (count < 0 || !Number.isInteger(uc)) return C.CUDA_ERROR_INVALID_VALUE;
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    const host = this.#hostAt(dstDevice);
-    if (host !== undefined) return this.#hostFill(host, [uc & 0xff], count);
     const va = this.addresses.toNumber(dstDevice);
+    const host = this.#hostBytesAt(va);
+    if (host !== undefined) return this.#hostFill(host, [uc & 0xff], count);
     const on = this.streams.deviceOf(hStream);
     return this.codes.run(() => this.runtime.fill(on, va, uc, count, stream));
   }
@@ -150,24 +151,21 @@ export class CudaCopies {
     // Nothing to set is a success, aligned or not (memset.alignment).
     if (count === 0) return C.CUDA_SUCCESS;
     if (va > 0 && va % width !== 0) return C.CUDA_ERROR_INVALID_VALUE;
-    const host = this.#hostAt(dstDevice);
-    if (host !== undefined) {
-      const v = width === 2 ? value & 0xffff : value >>> 0;
-      return this.#hostFill(
-        host,
-        [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, v >>> 24].slice(0, width),
-        count,
-      );
-    }
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
+    const host = this.#hostBytesAt(va);
+    if (host !== undefined) return this.#hostFill(host, patternBytes(value, width), count);
     const on = this.streams.deviceOf(hStream);
     return this.codes.run(() => fillWide(this.runtime, on, va, value, count, width, stream));
   }
 
   /** The bytes from a device pointer of page-locked host memory to its buffer's end; undefined for any other pointer. */
   #hostAt(p: unknown): Uint8Array | undefined {
-    const at = this.hostBuffers.at(this.addresses.toNumber(p));
+    return this.#hostBytesAt(this.addresses.toNumber(p));
+  }
+
+  #hostBytesAt(va: number): Uint8Array | undefined {
+    const at = this.hostBuffers.at(va);
     return at?.buffer.bytes.subarray(at.offset);
   }
 
