@@ -143,7 +143,7 @@ export interface CaptureView {
   /** Whether an event's last record was a captured one (the capture may have ended since). */
   lastRecordCaptured(event: number): boolean;
   graph(graph: number): Graph;
-  /** An executable graph (its own copy of the work). */
+  /** An executable graph (the work of the graph it was made from, which outlives that graph). */
   exec(exec: number): Graph;
 }
 
@@ -273,7 +273,8 @@ export class GraphBook implements CaptureView {
     if (c.invalidated)
       throw vmmError('capture-invalidated', `the capture of stream ${stream} was invalidated`);
     if (!joined) throw vmmError('capture-unjoined', `a stream of the capture was not joined back`);
-    return this.#graphs.add({ work: [...c.work] });
+    // The capture is closed: nothing adds to its work again, so the graph keeps that list.
+    return this.#graphs.add({ work: c.work });
   }
 
   /** A stream that goes while capturing leaves its capture (invalidated, when it is the origin). */
@@ -297,10 +298,10 @@ export class GraphBook implements CaptureView {
     this.#graphs.remove(graph);
   }
 
-  /** An executable graph of `graph`: its own copy of the work, so it outlives the graph. */
+  /** An executable graph of `graph`: the graph's work, which nothing changes, so it outlives the graph. */
   instantiate(graph: number): number {
     const g = this.graph(graph);
-    return this.#execs.add({ work: [...g.work] });
+    return this.#execs.add({ work: g.work });
   }
 
   exec(exec: number): Graph {

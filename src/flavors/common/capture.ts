@@ -7,6 +7,8 @@ import { Access } from '../../core/types.js';
 import { type Box, handleKey, isBox, writeBox } from './args.js';
 import type { VendorCodes } from './error-table.js';
 
+const NO_CAPTURES: readonly Capture[] = [];
+
 /** cudaStreamCaptureMode and hipStreamCaptureMode: GLOBAL 0, THREAD_LOCAL 1, RELAXED 2 (cuda.h, hip_runtime_api.h). */
 export const CAPTURE_MODES: ReadonlyMap<number, CaptureMode> = new Map([
   [0, 'global'],
@@ -184,10 +186,11 @@ export class ThreadCaptureMode {
    * refused for: none from a relaxed thread, else every open capture not
    * begun relaxed (one thread, so GLOBAL and THREAD_LOCAL act alike here).
    * The caller invalidates them and answers the vendor's "unsupported
-   * during capture".
+   * during capture". `open` is the open captures (runtime.captures.captures());
+   * with none, the answer is that same empty array, nothing built.
    */
-  prohibiting(runtime: Runtime): Capture[] {
-    if (this.#mode === CAPTURE_MODE_RELAXED) return [];
-    return runtime.captures.captures().filter((c) => c.mode !== 'relaxed');
+  prohibiting(open: readonly Capture[]): readonly Capture[] {
+    if (open.length === 0 || this.#mode === CAPTURE_MODE_RELAXED) return NO_CAPTURES;
+    return open.filter((c) => c.mode !== 'relaxed');
   }
 }

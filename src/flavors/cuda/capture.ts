@@ -208,7 +208,7 @@ export class CudaCapture {
   guard(kind: CaptureGuard): number {
     const open = this.runtime.captures.captures();
     if (open.length === 0) return C.CUDA_SUCCESS;
-    const prohibiting = kind === 'device-sync' ? open : this.#threadMode.prohibiting(this.runtime);
+    const prohibiting = kind === 'device-sync' ? open : this.#threadMode.prohibiting(open);
     if (prohibiting.length === 0) return C.CUDA_SUCCESS;
     for (const c of prohibiting) this.runtime.invalidateCapture(c.origin);
     return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;

@@ -148,7 +148,10 @@ export class HipCapture {
 
   /** CHECK_STREAM_CAPTURE_SUPPORTED: hipMalloc, hipFree. */
   unsafe(): number {
-    return this.#refuse(this.#threadMode.prohibiting(this.runtime), C.hipErrorStreamCaptureUnsupported);
+    return this.#refuse(
+      this.#threadMode.prohibiting(this.runtime.captures.captures()),
+      C.hipErrorStreamCaptureUnsupported,
+    );
   }
 
   /** CHECK_SUPPORTED_DURING_CAPTURE: hipDeviceSynchronize. */
