@@ -467,14 +467,12 @@ export class CudaFlavor extends VendorProcess {
 
   /** The device pointer of page-locked host memory: its address (one-step.ts, Note [Host device pointers]). */
   cuMemHostGetDevicePointer(pdptr: Box<bigint>, p: Uint8Array | CUdeviceptr, flags: number): number {
-    const code = this.#needContext();
-    if (code !== C.CUDA_SUCCESS) return code;
-    return this.#oneStep.hostDevicePointer(pdptr, p, flags);
+    return this.#needContext() || this.#oneStep.hostDevicePointer(pdptr, p, flags);
   }
 
-  /** cuMemHostGetDevicePointer by the symbol cuda.h maps it to (12.x and 13.0 alike). */
+  /** cuMemHostGetDevicePointer by the symbol cuda.h maps it to (12.x and 13.0 alike), past the tracer (one span a call). */
   cuMemHostGetDevicePointer_v2(pdptr: Box<bigint>, p: Uint8Array | CUdeviceptr, flags: number): number {
-    return this.cuMemHostGetDevicePointer(pdptr, p, flags);
+    return this.#needContext() || this.#oneStep.hostDevicePointer(pdptr, p, flags);
   }
 
   /** Free a cuMemAllocHost buffer; anything else, or one freed already, is CUDA_ERROR_INVALID_VALUE. */

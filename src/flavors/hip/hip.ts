@@ -466,7 +466,7 @@ export class HipFlavor extends VendorProcess {
     if (this.#gone()) return C.hipErrorDeinitialized;
     const f = toInt(flags);
     if (f !== C.hipStreamDefault && f !== C.hipStreamNonBlocking) return C.hipErrorInvalidValue;
-    return this.hipStreamCreate(stream);
+    return this.#streams.create(stream);
   }
 
   /** The null stream (0) waits for the current device's work. */
