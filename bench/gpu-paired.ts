@@ -25,10 +25,8 @@
  * `--pairs N` sets the rounds per process (default 4,000). Writes
  * DIR/h200-paired.json (DIR: $OUT or the current folder).
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { CudaBackend } from '../src/backends/cuda/backend.js';
@@ -37,7 +35,8 @@ import { createProcess } from '../src/compose/create-runtime.js';
 import type { AllocationProperties } from '../src/core/types.js';
 
 import { gpuInfo } from './gpu-info.js';
-import { commitMeasured, flavourOver, ok, rawTypedCycle } from './gpu-run.js';
+import { commitMeasured, flavourOver, median, NATIVE_SPEED_TARGET, ok, rawTypedCycle } from './gpu-run.js';
+import { measureInChild } from './measure-in-child.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
@@ -49,7 +48,6 @@ const layer = opt('--layer') ?? 'flavour';
 if (!['flavour', 'core', 'backend'].includes(layer))
   throw new Error(`--layer ${layer}: flavour, core or backend`);
 const SIZE = 2 * 1024 * 1024;
-const TARGET = 1.05;
 
 /** One cycle through the flavour, with its primary context current. */
 function flavourCycle(driver: CudaDriver): () => void {
@@ -124,7 +122,6 @@ function nativeCycle(driver: CudaDriver): () => number {
   };
 }
 
-const median = (xs: ArrayLike<number>): number => Float64Array.from(xs).sort()[xs.length >> 1];
 const r4 = (x: number): number => Math.round(x * 10000) / 10000;
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 
@@ -180,12 +177,9 @@ interface Row {
 
 function parent(): void {
   const processes = Number(opt('--processes') ?? (fake ? 2 : 8));
-  const script = fileURLToPath(import.meta.url);
   const rows: Row[] = [];
-  for (let p = 0; p < processes; p++) {
-    const out = execFileSync(process.execPath, [script, '--child', ...args], { encoding: 'utf8' });
-    rows.push(JSON.parse(out.trim().split('\n').pop() ?? '') as Row);
-  }
+  for (let p = 0; p < processes; p++)
+    rows.push(measureInChild<Row>(import.meta.url, args, `process ${p + 1}`));
   const over = (key: keyof Row) => ({
     median: r4(median(rows.map((r) => r[key]))),
     min: r4(Math.min(...rows.map((r) => r[key]))),
@@ -202,8 +196,8 @@ function parent(): void {
     fake,
     layer,
     node: process.version,
-    target_ratio: TARGET,
-    met: flavour.median <= TARGET,
+    target_ratio: NATIVE_SPEED_TARGET,
+    met: flavour.median <= NATIVE_SPEED_TARGET,
     flavour_ratio: flavour,
     raw_ratio: over('raw_ratio'),
     flavour_over_raw: over('flavour_over_raw'),
@@ -218,5 +212,5 @@ function parent(): void {
   console.log(JSON.stringify({ flavour_ratio: flavour, raw_ratio: result.raw_ratio, met: result.met }));
 }
 
-if (args.includes('--child')) child();
+if (args.includes('--measure')) child();
 else parent();

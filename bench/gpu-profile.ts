@@ -20,7 +20,7 @@ import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import type { CudaFlavor } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
-import { encodedStructs, flavourOver, ok } from './gpu-run.js';
+import { encodedStructs, flavourOver, median, ok } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const fake = args.includes('--fake');
@@ -77,7 +77,6 @@ function time(fn: () => void, n: number): number {
   return ((performance.now() - t0) * 1000) / n;
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 interface CpuProfile {
