@@ -1,4 +1,5 @@
 /** Page-locked host memory of every front end (cuMemAllocHost, hipHostMalloc, aclrtMallocHost), and its device addresses. */
+import { rangeHolding } from '../../util/address-ranges.js';
 import type { Box } from './args.js';
 import { hostBytes, isHostBuffer, writeBox } from './untrusted.js';
 
@@ -38,11 +39,13 @@ import { hostBytes, isHostBuffer, writeBox } from './untrusted.js';
 const HOST_WINDOW = 2 ** 52;
 const PAGE = 4096;
 
-/** A live buffer: the bytes, the flags it was made with, and its address. */
+/** A live buffer: the bytes, the flags it was made with, and its addresses [start, end). */
 export interface HostBuffer {
   readonly bytes: Uint8Array;
   readonly flags: number;
-  readonly address: number;
+  readonly start: number;
+  /** start + the buffer's length. */
+  readonly end: number;
 }
 
 export class HostBuffers {
@@ -71,7 +74,7 @@ export class HostBuffers {
       return 'out-of-memory';
     }
     if (!writeBox(box, bytes)) return 'unwritable';
-    const entry: HostBuffer = { bytes, flags, address: this.#next };
+    const entry: HostBuffer = { bytes, flags, start: this.#next, end: this.#next + size };
     // Its pages, and one free page: one past the end is no other buffer's.
     this.#next += Math.ceil(Math.max(size, 1) / PAGE) * PAGE + PAGE;
     this.#byView.set(bytes, entry);
@@ -94,29 +97,20 @@ export class HostBuffers {
   addressOf(p: unknown): number | undefined {
     const exact = isHostBuffer(p) ? this.#byView.get(p) : undefined;
     // A buffer of no bytes has no device pointer (hostPtr.size0 on the H200: CUDA_ERROR_INVALID_VALUE).
-    if (exact !== undefined) return exact.bytes.length > 0 ? exact.address : undefined;
+    if (exact !== undefined) return exact.bytes.length > 0 ? exact.start : undefined;
     const view = hostBytes(p);
     if (view === undefined) return undefined;
     const entry = this.#byStorage.get(view.buffer);
     if (entry === undefined) return undefined;
     const offset = view.byteOffset - entry.bytes.byteOffset;
-    return offset >= 0 && offset < entry.bytes.length ? entry.address + offset : undefined;
+    return offset >= 0 && offset < entry.bytes.length ? entry.start + offset : undefined;
   }
 
   /** The live buffer whose bytes hold `address`, and the offset of it; undefined outside every one. */
   at(address: number): { buffer: HostBuffer; offset: number } | undefined {
     if (address < HOST_WINDOW) return undefined;
-    const list = this.#ordered;
-    let lo = 0;
-    let hi = list.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const b = list[mid]!;
-      if (address < b.address) hi = mid - 1;
-      else if (address >= b.address + b.bytes.length) lo = mid + 1;
-      else return { buffer: b, offset: address - b.address };
-    }
-    return undefined;
+    const b = rangeHolding(this.#ordered, address);
+    return b === undefined ? undefined : { buffer: b, offset: address - b.start };
   }
 
   /** Take back a live buffer of this process; false for anything else, or one freed already. */

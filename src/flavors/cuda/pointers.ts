@@ -173,7 +173,7 @@ export class CudaPointers {
         return this.contexts.device;
       case C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
       case C.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
-        return this.addresses.toBigInt(b.address);
+        return this.addresses.toBigInt(b.start);
       case C.CU_POINTER_ATTRIBUTE_RANGE_SIZE:
       case C.CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         return b.bytes.length;
