@@ -256,12 +256,6 @@ export class CudaCapture {
     return C.CUDA_ERROR_CAPTURED_EVENT;
   }
 
-  /** Whether `hStream` is capturing (an external event record or wait belongs there). */
-  capturing(hStream: CUstream): boolean {
-    const stream = this.streams.stream(hStream);
-    return stream >= 0 && this.runtime.captures.status(stream) !== 'none';
-  }
-
   // --- helpers ---
 
   #status(stream: number): number {

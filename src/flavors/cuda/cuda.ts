@@ -645,7 +645,7 @@ export class CudaFlavor extends VendorProcess {
   #record(hEvent: CUevent, hStream: CUstream, flags: number): number {
     const code = this.#needContext() || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.record(hEvent, hStream, flags, this.#capture.capturing(hStream));
+    return this.#streams.record(hEvent, hStream, flags);
   }
 
   /** CUDA_SUCCESS when the recorded work is done (or nothing was recorded), CUDA_ERROR_NOT_READY while not. */
@@ -681,7 +681,7 @@ export class CudaFlavor extends VendorProcess {
   cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, flags: number): number {
     const code = this.#needContext() || this.#capture.onEvent(hEvent, hStream);
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.waitEvent(hStream, hEvent, flags, this.#capture.capturing(hStream));
+    return this.#streams.waitEvent(hStream, hEvent, flags);
   }
 
   cuMemsetD16Async(dstDevice: CUdeviceptr, us: number, n: Size, hStream: CUstream): number {

@@ -185,8 +185,8 @@ export class CudaStreams extends StreamsAndEvents {
     }
   }
 
-  /** cuEventRecord(WithFlags): CU_EVENT_RECORD_EXTERNAL belongs under stream capture (`capturing`: hStream is). */
-  record(hEvent: CUevent, hStream: CUstream, flags: number, capturing = false): number {
+  /** cuEventRecord(WithFlags): CU_EVENT_RECORD_EXTERNAL belongs under stream capture. */
+  record(hEvent: CUevent, hStream: CUstream, flags: number): number {
     const f = toInt(flags);
     if (f !== C.CU_EVENT_RECORD_DEFAULT && f !== C.CU_EVENT_RECORD_EXTERNAL)
       return C.CUDA_ERROR_INVALID_VALUE;
@@ -198,7 +198,8 @@ export class CudaStreams extends StreamsAndEvents {
     const context = stream === 0 ? this.contexts.handle : this.#streamContexts.get(handleKey(hStream) ?? -1n);
     if (context !== this.#eventContexts.get(id)) return C.CUDA_ERROR_INVALID_HANDLE;
     // An external record belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
-    if (f === C.CU_EVENT_RECORD_EXTERNAL && !capturing) return C.CUDA_ERROR_ILLEGAL_STATE;
+    if (f === C.CU_EVENT_RECORD_EXTERNAL && this.runtime.captures.status(stream) === 'none')
+      return C.CUDA_ERROR_ILLEGAL_STATE;
     const result = this.codes.run(() =>
       this.runtime.recordEvent(id, stream, f === C.CU_EVENT_RECORD_EXTERNAL),
     );
@@ -250,7 +251,7 @@ export class CudaStreams extends StreamsAndEvents {
   }
 
   /** Work queued on hStream from now on waits for hEvent's recorded work (an event of any context). */
-  waitEvent(hStream: CUstream, hEvent: CUevent, flags: number, capturing = false): number {
+  waitEvent(hStream: CUstream, hEvent: CUevent, flags: number): number {
     const stream = this.stream(hStream);
     const id = this.#event(hEvent);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
@@ -258,7 +259,8 @@ export class CudaStreams extends StreamsAndEvents {
     const f = toInt(flags);
     if (f !== C.CU_EVENT_WAIT_DEFAULT && f !== C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_INVALID_VALUE;
     // An external wait belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
-    if (f === C.CU_EVENT_WAIT_EXTERNAL && !capturing) return C.CUDA_ERROR_ILLEGAL_STATE;
+    if (f === C.CU_EVENT_WAIT_EXTERNAL && this.runtime.captures.status(stream) === 'none')
+      return C.CUDA_ERROR_ILLEGAL_STATE;
     return this.codes.run(() => this.runtime.streamWaitEvent(stream, id));
   }
 
