@@ -48,6 +48,8 @@ const GRAPH_BASE = 1n << 48n;
 const EXEC_BASE = 2n << 48n;
 /** Ids below this are core's; a graph handle given out during its capture is above it. */
 const ID_LIMIT = 1n << 47n;
+/** The handle a capture's graph is given before its end. */
+const pendingHandle = (captureId: number): bigint => GRAPH_BASE + ID_LIMIT + BigInt(captureId);
 
 /**
  * Graph and executable-graph handles, and the calls both vendors hand them
@@ -57,8 +59,8 @@ const ID_LIMIT = 1n << 47n;
  * handle then, and the end gives the same one.
  */
 export class GraphHandles {
-  /** Handles given out before the capture's end, by capture id. */
-  readonly #pending = new Map<number, bigint>();
+  /** Captures whose graph handle was given out before their end (GRAPH_BASE + ID_LIMIT + the capture's id). */
+  readonly #pending = new Set<number>();
   /** Core graph ids of those handles, once the capture ended. */
   readonly #bound = new Map<bigint, number>();
 
@@ -117,19 +119,18 @@ export class GraphHandles {
 
   /** The handle of the graph capture `c` is making. */
   pending(c: Capture): bigint {
-    const h = this.#pending.get(c.id) ?? GRAPH_BASE + ID_LIMIT + BigInt(c.id);
-    this.#pending.set(c.id, h);
-    return h;
+    this.#pending.add(c.id);
+    return pendingHandle(c.id);
   }
 
   /** The handle of core graph `graph`, made by capture `c` (undefined: the capture failed). */
   #ended(c: Capture | undefined, graph: number | undefined): bigint {
-    const pending = c === undefined ? undefined : this.#pending.get(c.id);
-    if (c !== undefined) this.#pending.delete(c.id);
+    const pending = c !== undefined && this.#pending.delete(c.id);
     if (graph === undefined) return 0n;
-    if (pending === undefined) return GRAPH_BASE + BigInt(graph);
-    this.#bound.set(pending, graph);
-    return pending;
+    if (!pending) return GRAPH_BASE + BigInt(graph);
+    const h = pendingHandle(c.id);
+    this.#bound.set(h, graph);
+    return h;
   }
 
   /** A graph handle as core's graph id, or -1. */
@@ -139,10 +140,21 @@ export class GraphHandles {
     return this.#bound.get(key) ?? idFrom(key, GRAPH_BASE);
   }
 
-  /** A graph handle that is gone. */
-  forget(h: unknown): void {
+  /** Destroy the graph of handle `h` (the vendor's "invalid value" for no graph). */
+  destroy(h: unknown): number {
+    const graph = this.graph(h);
+    if (graph < 0) return this.invalidValue;
+    const code = this.codes.run(() => this.runtime.destroyGraph(graph));
     const key = handleKey(h);
-    if (typeof key === 'bigint') this.#bound.delete(key);
+    if (code === this.codes.success && key !== undefined) this.#bound.delete(key);
+    return code;
+  }
+
+  /** Destroy the executable graph of handle `h`. */
+  destroyExec(h: unknown): number {
+    const exec = this.exec(h);
+    if (exec < 0) return this.invalidValue;
+    return this.codes.run(() => this.runtime.destroyGraphExec(exec));
   }
 
   exec(h: unknown): number {

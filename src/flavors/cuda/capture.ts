@@ -184,17 +184,11 @@ export class CudaCapture {
   }
 
   destroyGraph(hGraph: CUhandle): number {
-    const graph = this.#handles.graph(hGraph);
-    if (graph < 0) return C.CUDA_ERROR_INVALID_VALUE;
-    const code = this.codes.run(() => this.runtime.destroyGraph(graph));
-    if (code === C.CUDA_SUCCESS) this.#handles.forget(hGraph);
-    return code;
+    return this.#handles.destroy(hGraph);
   }
 
   destroyExec(hExec: CUhandle): number {
-    const exec = this.#handles.exec(hExec);
-    if (exec < 0) return C.CUDA_ERROR_INVALID_VALUE;
-    return this.codes.run(() => this.runtime.destroyGraphExec(exec));
+    return this.#handles.destroyExec(hExec);
   }
 
   /** cuGraphGetNodes with NULL nodes: the count. */

@@ -126,18 +126,13 @@ export class HipCapture {
 
   destroyGraph(graph: HipHandle): number {
     if (isNull(graph)) return C.hipErrorInvalidValue;
-    const g = this.#handles.graph(graph);
-    if (g < 0) return C.hipErrorIllegalState;
-    const code = this.codes.run(() => this.runtime.destroyGraph(g));
-    if (code === C.hipSuccess) this.#handles.forget(graph);
+    const code = this.#handles.destroy(graph);
     // A graph clr no longer knows is hipErrorIllegalState.
     return code === C.hipErrorInvalidValue ? C.hipErrorIllegalState : code;
   }
 
   destroyExec(graphExec: HipHandle): number {
-    const exec = this.#handles.exec(graphExec);
-    if (exec < 0) return C.hipErrorInvalidValue;
-    return this.codes.run(() => this.runtime.destroyGraphExec(exec));
+    return this.#handles.destroyExec(graphExec);
   }
 
   nodes(graph: HipHandle, numNodes: Box<number> | null): number {
