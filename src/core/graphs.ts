@@ -154,10 +154,11 @@ export interface CaptureView {
 export class GraphBook implements CaptureView {
   /** The capture of each capturing stream (joined streams share their origin's). */
   readonly #byStream = new Map<number, Capture>();
-  /** Events recorded in a capture still open: the capture and what the event's stream had seen. */
+  /**
+   * Events whose last record was a captured one (until recorded outside, or by a launch): the capture
+   * and what the event's stream had seen. The capture may have ended since (#openRecord tells).
+   */
   readonly #capturedEvents = new Map<number, { capture: Capture; clock: Map<number, number> }>();
-  /** Events whose last record was a captured one (until recorded outside, or by a launch). */
-  readonly #lastCaptured = new Set<number>();
   readonly #graphs = new GenerationalHandleTable<Graph>();
   readonly #execs = new GenerationalHandleTable<Graph>();
   #nextCapture = 1;
@@ -215,17 +216,16 @@ export class GraphBook implements CaptureView {
   /** An event recorded outside any capture is no longer the capture's. */
   recordedOutside(event: number): void {
     this.#capturedEvents.delete(event);
-    this.#lastCaptured.delete(event);
   }
 
   /** Whether an event's last record was a captured one (the capture may have ended since). */
   lastRecordCaptured(event: number): boolean {
-    return this.#lastCaptured.has(event);
+    return this.#capturedEvents.has(event);
   }
 
   /** The capture an event was last recorded in, while that capture is open. */
   eventCapture(event: number): Capture | undefined {
-    return this.#capturedEvents.get(event)?.capture;
+    return this.#openRecord(event)?.capture;
   }
 
   /**
@@ -236,7 +236,7 @@ export class GraphBook implements CaptureView {
    */
   wait(stream: number, event: number): boolean {
     const own = this.#live(stream);
-    const recorded = this.#capturedEvents.get(event);
+    const recorded = this.#openRecord(event);
     if (recorded === undefined && own !== undefined) {
       own.invalidated = true;
       throw vmmError('capture-isolation', `event ${event} was recorded outside the capture of ${stream}`);
@@ -341,7 +341,7 @@ export class GraphBook implements CaptureView {
     for (const c of this.captures()) this.#close(c);
     for (const [h] of [...this.#graphs.entries()]) this.#graphs.remove(h);
     for (const [h] of [...this.#execs.entries()]) this.#execs.remove(h);
-    this.#lastCaptured.clear();
+    this.#capturedEvents.clear();
   }
 
   /** The capture `stream` is in, refusing an invalidated one. */
@@ -354,12 +354,16 @@ export class GraphBook implements CaptureView {
 
   #mark(c: Capture, stream: number, event: number): void {
     this.#capturedEvents.set(event, { capture: c, clock: c.clock(stream) });
-    this.#lastCaptured.add(event);
+  }
+
+  /** An event's captured record, while its capture is open (its origin still captures into it). */
+  #openRecord(event: number): { capture: Capture; clock: Map<number, number> } | undefined {
+    const r = this.#capturedEvents.get(event);
+    return r !== undefined && this.#byStream.get(r.capture.origin) === r.capture ? r : undefined;
   }
 
   #close(c: Capture): void {
     for (const s of c.streams) this.#byStream.delete(s);
-    for (const [e, r] of [...this.#capturedEvents]) if (r.capture === c) this.#capturedEvents.delete(e);
   }
 }
 
