@@ -5,7 +5,7 @@
  */
 
 import { rangeUsable } from '../../core/address-book.js';
-import { workRanges } from '../../core/graphs.js';
+import { type CapturedWork, workRanges } from '../../core/graphs.js';
 import type { Runtime } from '../../core/runtime.js';
 import { type Box, isBox, isNull, toCount, toInt, writeBox } from '../common/args.js';
 import { CAPTURE_MODES, captureStatusValue, GraphHandles, ThreadCaptureMode } from '../common/capture.js';
@@ -169,11 +169,11 @@ export class CudaCapture {
     }
     return this.codes.run(() => {
       // Work whose memory is gone faults on the device: the launch succeeds, the fault is sticky.
-      const device = this.streams.deviceOf(hStream);
-      const usable = (r: { va: number; size: number; access: 0 | 1 | 3 }) =>
-        rangeUsable(this.runtime, device, r.va, r.size, r.access);
-      if (this.runtime.captures.exec(exec).work.every((w) => workRanges(w).every(usable)))
-        this.runtime.launchGraph(exec, stream);
+      // Each step is checked for the device it was captured on, the one core issues it to.
+      const usable = (w: CapturedWork) =>
+        w.kind === 'record' ||
+        workRanges(w).every((r) => rangeUsable(this.runtime, w.device, r.va, r.size, r.access));
+      if (this.runtime.captures.exec(exec).work.every(usable)) this.runtime.launchGraph(exec, stream);
       else this.#fault = C.CUDA_ERROR_LAUNCH_FAILED;
     });
   }
