@@ -95,15 +95,13 @@ export class HostBuffers {
    * starting at the end, a buffer of no bytes).
    */
   addressOf(p: unknown): number | undefined {
-    const exact = isHostBuffer(p) ? this.#byView.get(p) : undefined;
-    // A buffer of no bytes has no device pointer (hostPtr.size0 on the H200: CUDA_ERROR_INVALID_VALUE).
-    if (exact !== undefined) return exact.bytes.length > 0 ? exact.start : undefined;
     const view = hostBytes(p);
     if (view === undefined) return undefined;
     const entry = this.#byStorage.get(view.buffer);
+    // Each buffer has memory of its own, from offset 0; one of no bytes has no device pointer
+    // (hostPtr.size0 on the H200: CUDA_ERROR_INVALID_VALUE), as no offset lies inside it.
     if (entry === undefined) return undefined;
-    const offset = view.byteOffset - entry.bytes.byteOffset;
-    return offset >= 0 && offset < entry.bytes.length ? entry.start + offset : undefined;
+    return view.byteOffset < entry.bytes.length ? entry.start + view.byteOffset : undefined;
   }
 
   /** The live buffer whose bytes hold `address`, and the offset of it; undefined outside every one. */
