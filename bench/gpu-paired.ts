@@ -14,6 +14,13 @@
  * CUDA backend alone (no core) in the flavour's place: what each layer costs
  * beside the driver. The file is then h200-paired-<layer>.json.
  *
+ * Where the fast-call addon is built (Note [Fast cycle calls]), a fourth side
+ * runs the cycle through its seven functions bare (the new FFI floor), and
+ * the measured layer uses them; `--fast-calls off` keeps the layer on koffi
+ * (the file is then h200-paired[-<layer>]-koffi.json). The two never share a
+ * process: a call site that has seen both forms is made a fast call by
+ * neither.
+ *
  * Note [Process states]: on the H200 machine a fresh process lands in one of
  * two states, the native cycle taking about 51 to 58 us in one and 70 to 85
  * us in the other (now and then between), the same CPU giving either (each
@@ -30,12 +37,21 @@ import { join } from 'node:path';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { CudaBackend } from '../src/backends/cuda/backend.js';
+import { CheckedCuda } from '../src/backends/cuda/checked.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { createProcess } from '../src/compose/create-runtime.js';
 import type { AllocationProperties } from '../src/core/types.js';
 
 import { gpuInfo } from './gpu-info.js';
-import { commitMeasured, flavourOver, median, NATIVE_SPEED_TARGET, ok, rawTypedCycle } from './gpu-run.js';
+import {
+  commitMeasured,
+  flavourOver,
+  median,
+  NATIVE_SPEED_TARGET,
+  ok,
+  rawFastCycle,
+  rawTypedCycle,
+} from './gpu-run.js';
 import { measureInChild } from './measure-in-child.js';
 
 const args = process.argv.slice(2);
@@ -47,11 +63,12 @@ const fake = args.includes('--fake');
 const layer = opt('--layer') ?? 'flavour';
 if (!['flavour', 'core', 'backend'].includes(layer))
   throw new Error(`--layer ${layer}: flavour, core or backend`);
+const fastCalls = opt('--fast-calls') !== 'off';
 const SIZE = 2 * 1024 * 1024;
 
 /** One cycle through the flavour, with its primary context current. */
 function flavourCycle(driver: CudaDriver): () => void {
-  const cu = flavourOver(driver);
+  const cu = flavourOver(driver, fastCalls);
   const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
   const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
   const ptr = { value: 0n };
@@ -75,7 +92,7 @@ const DEVICE_0: AllocationProperties = {
 
 /** One cycle through core's Runtime over the CUDA backend, no flavour. */
 function coreCycle(driver: CudaDriver): () => void {
-  const rt = createProcess({ backend: new CudaBackend({ driver }) }).runtime;
+  const rt = createProcess({ backend: new CudaBackend({ driver, fastCalls }) }).runtime;
   const rw = [{ device: 0, access: 3 as const }];
   return () => {
     const r = rt.reserve(SIZE);
@@ -90,7 +107,7 @@ function coreCycle(driver: CudaDriver): () => void {
 
 /** One cycle through the CUDA backend alone. */
 function backendCycle(driver: CudaDriver): () => void {
-  const b = new CudaBackend({ driver });
+  const b = new CudaBackend({ driver, fastCalls });
   return () => {
     const va = b.reserve(SIZE, SIZE, 0);
     const h = b.create(SIZE, DEVICE_0);
@@ -125,34 +142,36 @@ function nativeCycle(driver: CudaDriver): () => number {
 const r4 = (x: number): number => Math.round(x * 10000) / 10000;
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 
-/** The six orders of the three sides, taken in turn, so none always follows the same one. */
-const ORDERS = [
-  [0, 1, 2],
-  [1, 2, 0],
-  [2, 0, 1],
-  [0, 2, 1],
-  [2, 1, 0],
-  [1, 0, 2],
-] as const;
+/** Every order of n sides, taken in turn, so none always follows the same one. */
+function orders(n: number): number[][] {
+  if (n === 1) return [[0]];
+  return orders(n - 1).flatMap((o) =>
+    Array.from({ length: n }, (_, at) => [...o.slice(0, at), n - 1, ...o.slice(at)]),
+  );
+}
 
 /** A child process's measurement, printed as one JSON line. */
 function child(): void {
   const driver = fake ? createFakeDriver() : loadCudaDriver();
   const native = nativeCycle(driver);
   const raw = rawTypedCycle(driver, SIZE);
+  // The fast floor only where the layer uses fast calls too: the two forms never share a process.
+  const rawFast = fastCalls ? rawFastCycle(driver, SIZE) : undefined;
   const flavour = (layer === 'core' ? coreCycle : layer === 'backend' ? backendCycle : flavourCycle)(driver);
-  const timed = (cycle: () => void): number => {
+  const timed = (cycle: () => void) => (): number => {
     const t0 = performance.now();
     cycle();
     return (performance.now() - t0) * 1000;
   };
-  const sides = [native, () => timed(raw), () => timed(flavour)];
+  const sides = [native, timed(raw), timed(flavour), ...(rawFast ? [timed(rawFast)] : [])];
   const warm = fake ? 2000 : 20000;
   for (let i = 0; i < warm; i++) for (const side of sides) side();
   const pairs = Number(opt('--pairs') ?? (fake ? 2000 : 4000));
-  const t = [new Float64Array(pairs), new Float64Array(pairs), new Float64Array(pairs)];
-  for (let i = 0; i < pairs; i++) for (const k of ORDERS[i % ORDERS.length]) t[k][i] = sides[k]();
+  const t = sides.map(() => new Float64Array(pairs));
+  const turns = orders(sides.length);
+  for (let i = 0; i < pairs; i++) for (const k of turns[i % turns.length]) t[k][i] = sides[k]();
   const ratio = (a: Float64Array, b: Float64Array) => median(a.map((x, i) => x / b[i]));
+  const fastFloor = t[3];
   const stat = readFileSync('/proc/self/stat', 'utf8');
   console.log(
     JSON.stringify({
@@ -163,6 +182,13 @@ function child(): void {
       flavour_ratio: r4(ratio(t[2], t[0])),
       raw_ratio: r4(ratio(t[1], t[0])),
       flavour_over_raw: r4(ratio(t[2], t[1])),
+      ...(fastFloor
+        ? {
+            raw_fast_p50_us: r2(median(fastFloor)),
+            raw_fast_ratio: r4(ratio(fastFloor, t[0])),
+            flavour_over_raw_fast: r4(ratio(t[2], fastFloor)),
+          }
+        : {}),
       pairs,
     }),
   );
@@ -173,6 +199,8 @@ interface Row {
   flavour_ratio: number;
   raw_ratio: number;
   flavour_over_raw: number;
+  raw_fast_ratio?: number;
+  flavour_over_raw_fast?: number;
 }
 
 function parent(): void {
@@ -180,12 +208,13 @@ function parent(): void {
   const rows: Row[] = [];
   for (let p = 0; p < processes; p++)
     rows.push(measureInChild<Row>(import.meta.url, args, `process ${p + 1}`));
-  const over = (key: keyof Row) => ({
-    median: r4(median(rows.map((r) => r[key]))),
-    min: r4(Math.min(...rows.map((r) => r[key]))),
-    max: r4(Math.max(...rows.map((r) => r[key]))),
-  });
-  const flavour = over('flavour_ratio');
+  const over = (key: keyof Row) => {
+    const values = rows.map((r) => r[key]).filter((v) => v !== undefined);
+    if (values.length === 0) return null;
+    return { median: r4(median(values)), min: r4(Math.min(...values)), max: r4(Math.max(...values)) };
+  };
+  const cycleCalls = cycleCallsForm();
+  const flavour = over('flavour_ratio') ?? { median: Number.NaN, min: Number.NaN, max: Number.NaN };
   const { gpu, driver } = gpuInfo();
   const result = {
     gpu,
@@ -195,21 +224,39 @@ function parent(): void {
     command: `node dist/bench/gpu-paired.js ${args.join(' ')}`,
     fake,
     layer,
+    cycle_calls: cycleCalls,
     node: process.version,
     target_ratio: NATIVE_SPEED_TARGET,
     met: flavour.median <= NATIVE_SPEED_TARGET,
     flavour_ratio: flavour,
     raw_ratio: over('raw_ratio'),
     flavour_over_raw: over('flavour_over_raw'),
+    raw_fast_ratio: over('raw_fast_ratio'),
+    flavour_over_raw_fast: over('flavour_over_raw_fast'),
     native_p50_us: over('native_p50_us'),
     processes: rows,
     method:
-      "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays and one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) (each timed with performance.now, its timer included), the order rotating over all six; each ratio is the median over rounds of that round's ratio. The figures above the rows are the median, least and greatest over processes.",
+      "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays, one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) and, where the layer uses fast calls, one through the fast-call addon's functions bare (raw_fast_*) (each timed with performance.now, its timer included), the order rotating over every permutation; each ratio is the median over rounds of that round's ratio. cycle_calls is the form the measured layer's cycle calls took (Note [Fast cycle calls]). The figures above the rows are the median, least and greatest over processes.",
   };
   const outDir = opt('--out') ?? process.env.OUT ?? '.';
-  const name = layer === 'flavour' ? 'h200-paired.json' : `h200-paired-${layer}.json`;
+  const name = `h200-paired${layer === 'flavour' ? '' : `-${layer}`}${fastCalls ? '' : '-koffi'}.json`;
   writeFileSync(join(outDir, name), `${JSON.stringify(result, null, 1)}\n`);
-  console.log(JSON.stringify({ flavour_ratio: flavour, raw_ratio: result.raw_ratio, met: result.met }));
+  console.log(
+    JSON.stringify({
+      flavour_ratio: flavour,
+      raw_ratio: result.raw_ratio,
+      raw_fast_ratio: result.raw_fast_ratio,
+      cycle_calls: cycleCalls,
+      met: result.met,
+    }),
+  );
+}
+
+/** The form the measured layer's cycle calls take in this setting, and why not the fast one where not. */
+function cycleCallsForm(): { form: string; why?: string } {
+  const driver = fake ? createFakeDriver() : loadCudaDriver();
+  const cu = new CheckedCuda(driver, { fastCalls });
+  return { form: cu.cycleCalls, ...(cu.cycleCallsWhy ? { why: cu.cycleCallsWhy } : {}) };
 }
 
 if (args.includes('--measure')) child();

@@ -4,6 +4,7 @@
  * checked layer passes them (the FFI floor).
  */
 import { execFileSync } from 'node:child_process';
+import { chooseCycleCalls, SCRATCH } from '../src/backends/cuda/cycle-calls.js';
 import type { CudaDriver } from '../src/backends/cuda/driver.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
 
@@ -17,9 +18,9 @@ export function ok(code: number, what: string): void {
   if (code !== 0) throw new Error(`${what} returned ${code}`);
 }
 
-/** A CUDA flavour over `driver` with device 0's primary context current. */
-export function flavourOver(driver: CudaDriver): CudaFlavor {
-  const cu = createCuda({ backend: 'cuda', cuda: { driver } });
+/** A CUDA flavour over `driver` with device 0's primary context current (fastCalls: CudaBackendOptions'). */
+export function flavourOver(driver: CudaDriver, fastCalls = true): CudaFlavor {
+  const cu = createCuda({ backend: 'cuda', cuda: { driver, fastCalls } });
   const ctx = { value: 0n };
   ok(cu.cuInit(0), 'cuInit');
   ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
@@ -68,5 +69,31 @@ export function rawTypedCycle(d: CudaDriver, size: number): () => void {
     ok(d.cuMemUnmap(va, size), 'cuMemUnmap');
     ok(d.cuMemRelease(h), 'cuMemRelease');
     ok(d.cuMemAddressFree(va, size), 'cuMemAddressFree');
+  };
+}
+
+/**
+ * The same cycle through the fast-call addon's seven functions (Note [Fast
+ * cycle calls]): the FFI floor where the addon is built; undefined where it
+ * is not (or the driver is a stand-in with no library).
+ */
+export function rawFastCycle(d: CudaDriver, size: number): (() => void) | undefined {
+  const chosen = chooseCycleCalls(d);
+  if (chosen.form !== 'fast') return undefined;
+  const c = chosen.calls;
+  const { prop, desc } = encodedStructs();
+  new Uint8Array(c.scratch, SCRATCH.prop, 32).set(prop);
+  new Uint8Array(c.scratch, SCRATCH.desc, 12).set(desc);
+  const words = new Uint32Array(c.scratch, SCRATCH.out, 2);
+  return () => {
+    ok(c.cuMemAddressReserve(size, 0, 0, 0), 'cuMemAddressReserve');
+    const va = words[1] * 4294967296 + words[0];
+    ok(c.cuMemCreate(size, 0), 'cuMemCreate');
+    const h = words[1] * 4294967296 + words[0];
+    ok(c.cuMemMap(va, size, 0, h, 0), 'cuMemMap');
+    ok(c.cuMemSetAccess(va, size), 'cuMemSetAccess');
+    ok(c.cuMemUnmap(va, size), 'cuMemUnmap');
+    ok(c.cuMemRelease(h), 'cuMemRelease');
+    ok(c.cuMemAddressFree(va, size), 'cuMemAddressFree');
   };
 }

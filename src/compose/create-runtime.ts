@@ -21,8 +21,8 @@ export interface ProcessOptions extends MachineOptions {
   readonly backend?: 'sim' | 'cuda' | Backend;
   /** Join this simulated machine as a new process instead of making a machine of one's own. */
   readonly machine?: Machine;
-  /** With `backend: 'cuda'`: the driver to use, or the libcuda paths to try. */
-  readonly cuda?: Pick<CudaBackendOptions, 'driver' | 'libraryPaths'>;
+  /** With `backend: 'cuda'`: the driver to use, or the libcuda paths to try; whether the cycle's calls may be fast calls. */
+  readonly cuda?: Pick<CudaBackendOptions, 'driver' | 'libraryPaths' | 'fastCalls'>;
   /** Record every call through the layers. */
   readonly tracer?: Tracer;
   /** Where dispose() and internal problems report instead of throwing (default: console.warn). */

@@ -54,6 +54,12 @@ export interface CudaBackendOptions {
   readonly tokenDirectory?: string;
   /** How the CPU's loads and stores reach memory (Note [Host access]; default: the driver's stand-in's, else libc's). */
   readonly processMemory?: ProcessMemory;
+  /**
+   * Whether the seven calls of the VMM cycle may go through the fast-call
+   * addon where it is built (Note [Fast cycle calls]; default true). false
+   * keeps them on koffi, as every other driver call is.
+   */
+  readonly fastCalls?: boolean;
 }
 
 /** Physical memory this process holds a driver handle to. */
@@ -122,7 +128,7 @@ export class CudaBackend implements Backend {
     this.#report = options.report ?? warn;
     this.#tokenDirectory = options.tokenDirectory;
     this.#memory = options.processMemory ?? driver.processMemory ?? libcProcessMemory();
-    const cu = new CheckedCuda(driver);
+    const cu = new CheckedCuda(driver, { fastCalls: options.fastCalls });
     this.cu = cu;
     cu.init();
     this.driverVersion = cu.driverVersion();

@@ -8,6 +8,7 @@
  * and koffi copies nothing, passing the buffers' own addresses.
  */
 import { type ErrorKind, VmmError } from '../../core/errors.js';
+import { type CycleCalls, chooseCycleCalls, SCRATCH } from './cycle-calls.js';
 import type { CudaDriver } from './driver.js';
 import { type DecodedProp, type DriverSymbol, decodeProp, STRUCT_LAYOUT } from './driver-api.js';
 
@@ -148,18 +149,17 @@ const LOC = STRUCT_LAYOUT.CUmemLocation;
  * The driver functions vmmkit's backend calls, each throwing a
  * CudaDriverError instead of returning a code. Method names drop the `_v2`
  * suffixes; arguments are the C ones without the out-parameter, and structs
- * are given by the fields vmmkit sets.
+ * are given by the fields vmmkit sets. The cycle's seven calls go through
+ * CycleCalls (Note [Fast cycle calls]): their out-parameter and structs live
+ * in its scratch bytes, whichever form serves them.
  */
 export class CheckedCuda {
   readonly #d: { readonly [K in DriverSymbol]: Raw };
-  // The cycle's functions, each in a field of its own: one load per call.
-  readonly #reserve: Raw;
-  readonly #addressFree: Raw;
-  readonly #create: Raw;
-  readonly #release: Raw;
-  readonly #map: Raw;
-  readonly #unmap: Raw;
-  readonly #setAccess: Raw;
+  readonly #cycle: CycleCalls;
+  /** Which form serves the cycle's calls: V8 fast calls through the addon, or koffi. */
+  readonly cycleCalls: 'fast' | 'koffi';
+  /** Why the fast form does not serve them, where it does not. */
+  readonly cycleCallsWhy: string | undefined;
   readonly #ctxGetCurrent: Raw;
   /** Out-parameters (Note [Out-parameters as typed arrays]): 64-bit slots, read back as 32-bit words. */
   readonly #out64 = new BigUint64Array(2);
@@ -167,28 +167,38 @@ export class CheckedCuda {
   readonly #outWords = new Uint32Array(this.#out64.buffer);
   readonly #outInt = new Int32Array(this.#out64.buffer, 0, 1);
   readonly #outF32 = new Float32Array(1);
-  /** The encoded CUmemAllocationProp: type PINNED, three fields rewritten per call, the rest zero. */
-  readonly #prop = new Uint8Array(32);
-  readonly #propWords = new Int32Array(this.#prop.buffer);
-  /** The encoded CUmemAccessDesc (one device per call, as the Backend asks) and CUmemLocation. */
-  readonly #desc = new Uint8Array(12);
-  readonly #descWords = new Int32Array(this.#desc.buffer);
+  /** The cycle's out-parameter, in its scratch bytes. */
+  readonly #cycleOut64: BigUint64Array;
+  readonly #cycleWords: Uint32Array;
+  /** The encoded CUmemAllocationProp, in the cycle's scratch: type PINNED, three fields rewritten per call, the rest zero. */
+  readonly #prop: Uint8Array;
+  readonly #propWords: Int32Array;
+  /** The encoded CUmemAccessDesc (one device per call, as the Backend asks), in the cycle's scratch. */
+  readonly #descWords: Int32Array;
+  /** The encoded CUmemLocation. */
   readonly #loc = new Uint8Array(8);
   readonly #locWords = new Int32Array(this.#loc.buffer);
   readonly #propOut = new Uint8Array(32);
   readonly #name = Buffer.alloc(256);
   readonly #shareable = Buffer.alloc(64);
 
-  constructor(readonly driver: CudaDriver) {
+  /** `fastCalls: false` keeps the cycle's calls on koffi even where the addon is built. */
+  constructor(
+    readonly driver: CudaDriver,
+    options: { readonly fastCalls?: boolean } = {},
+  ) {
     const d = driver as unknown as { readonly [K in DriverSymbol]: Raw };
     this.#d = d;
-    this.#reserve = d.cuMemAddressReserve;
-    this.#addressFree = d.cuMemAddressFree;
-    this.#create = d.cuMemCreate;
-    this.#release = d.cuMemRelease;
-    this.#map = d.cuMemMap;
-    this.#unmap = d.cuMemUnmap;
-    this.#setAccess = d.cuMemSetAccess;
+    const chosen = chooseCycleCalls(driver, options.fastCalls ?? true);
+    this.#cycle = chosen.calls;
+    this.cycleCalls = chosen.form;
+    this.cycleCallsWhy = chosen.why;
+    const scratch = chosen.calls.scratch;
+    this.#cycleOut64 = new BigUint64Array(scratch, SCRATCH.out, 1);
+    this.#cycleWords = new Uint32Array(scratch, SCRATCH.out, 2);
+    this.#prop = new Uint8Array(scratch, SCRATCH.prop, 32);
+    this.#propWords = new Int32Array(scratch, SCRATCH.prop, 8);
+    this.#descWords = new Int32Array(scratch, SCRATCH.desc, 3);
     this.#ctxGetCurrent = d.cuCtxGetCurrent;
     this.#propWords[PROP.type >> 2] = CU_MEM_ALLOCATION_TYPE_PINNED;
     this.#descWords[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -204,6 +214,13 @@ export class CheckedCuda {
     const w = this.#outWords;
     const hi = w[1];
     return hi < HIGH_WORD_LIMIT ? hi * TWO_32 + w[0] : this.#out64[0];
+  }
+
+  /** The cycle's out-parameter, as #u64 reads the first slot. */
+  #cycleU64(): U64 {
+    const w = this.#cycleWords;
+    const hi = w[1];
+    return hi < HIGH_WORD_LIMIT ? hi * TWO_32 + w[0] : this.#cycleOut64[0];
   }
 
   /** The first 64-bit out slot as a number (sizes and addresses, below 2^53). */
@@ -282,30 +299,32 @@ export class CheckedCuda {
     return this.#number();
   }
   addressReserve(size: number, alignment: number, addr: number): number {
-    const code = this.#reserve(this.#out64, size, alignment, addr, 0);
+    const code = this.#cycle.cuMemAddressReserve(size, alignment, addr, 0);
     if (code !== 0) throw new CudaDriverError('cuMemAddressReserve', code);
-    return this.#number();
+    const w = this.#cycleWords;
+    return w[1] * TWO_32 + w[0];
   }
   addressFree(ptr: number, size: number): void {
-    const code = this.#addressFree(ptr, size);
+    const code = this.#cycle.cuMemAddressFree(ptr, size);
     if (code !== 0) throw new CudaDriverError('cuMemAddressFree', code);
   }
   /** cuMemCreate of PINNED memory at (locationType, id) with these handle types. */
   create(size: number, locationType: number, id: number, handleTypes: number): U64 {
-    const code = this.#create(this.#out64, size, this.#encodeProp(locationType, id, handleTypes), 0);
+    this.#encodeProp(locationType, id, handleTypes);
+    const code = this.#cycle.cuMemCreate(size, 0);
     if (code !== 0) throw new CudaDriverError('cuMemCreate', code);
-    return this.#u64();
+    return this.#cycleU64();
   }
   release(handle: U64): void {
-    const code = this.#release(handle);
+    const code = this.#cycle.cuMemRelease(handle);
     if (code !== 0) throw new CudaDriverError('cuMemRelease', code);
   }
   map(ptr: number, size: number, offset: number, handle: U64): void {
-    const code = this.#map(ptr, size, offset, handle, 0);
+    const code = this.#cycle.cuMemMap(ptr, size, offset, handle, 0);
     if (code !== 0) throw new CudaDriverError('cuMemMap', code);
   }
   unmap(ptr: number, size: number): void {
-    const code = this.#unmap(ptr, size);
+    const code = this.#cycle.cuMemUnmap(ptr, size);
     if (code !== 0) throw new CudaDriverError('cuMemUnmap', code);
   }
   /** Set one device's access (CU_MEM_LOCATION_TYPE_DEVICE) over [ptr, ptr + size). */
@@ -313,7 +332,7 @@ export class CheckedCuda {
     const w = this.#descWords;
     w[DESC['location.id'] >> 2] = device;
     w[DESC.flags >> 2] = flags;
-    const code = this.#setAccess(ptr, size, this.#desc, 1);
+    const code = this.#cycle.cuMemSetAccess(ptr, size);
     if (code !== 0) throw new CudaDriverError('cuMemSetAccess', code);
   }
   /** cuMemSetAccess for the CPU: one descriptor of location type HOST (its id is ignored). */
@@ -322,7 +341,7 @@ export class CheckedCuda {
     w[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_HOST;
     w[DESC['location.id'] >> 2] = 0;
     w[DESC.flags >> 2] = flags;
-    const code = this.#setAccess(ptr, size, this.#desc, 1);
+    const code = this.#cycle.cuMemSetAccess(ptr, size);
     w[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
     if (code !== 0) throw new CudaDriverError('cuMemSetAccess', code);
   }

@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// Builds build/cycle-calls.node, the seven driver calls of the VMM cycle as V8
+// fast API calls (Note [Fast cycle calls] in src/backends/cuda/cycle-calls.ts).
+// Run by npm at install. The addon is optional: where there is no C++
+// compiler, no Node headers or no Linux, this says why and exits 0, and the
+// CUDA backend makes those calls through koffi. `--require` makes any of
+// those an error (the test suite's check that the addon is built here).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const source = join(root, 'src/backends/cuda/native/cycle-calls.cc');
+const target = join(root, 'build/cycle-calls.node');
+const required = process.argv.includes('--require');
+
+function skip(why) {
+  const message = `vmmkit: ${target} not built (${why}); the CUDA backend's cycle calls go through koffi`;
+  if (required) {
+    console.error(message);
+    process.exit(1);
+  }
+  console.warn(message);
+  process.exit(0);
+}
+
+if (process.platform !== 'linux') skip(`${process.platform}: the CUDA backend is Linux only`);
+if (!existsSync(source)) skip(`${source} is not in this copy`);
+// Node's headers: npm's nodedir where it is set, else beside the running node (its install prefix).
+const includeDirs = [process.env.npm_config_nodedir, join(dirname(process.execPath), '..')]
+  .filter(Boolean)
+  .map((dir) => join(dir, 'include', 'node'));
+const include = includeDirs.find((dir) => existsSync(join(dir, 'node.h')));
+if (!include) skip(`no Node headers in ${includeDirs.join(' or ')}`);
+
+const compiler = process.env.CXX || 'g++';
+mkdirSync(dirname(target), { recursive: true });
+try {
+  execFileSync(
+    compiler,
+    [
+      '-O2',
+      '-std=c++17',
+      '-shared',
+      '-fPIC',
+      '-fno-exceptions',
+      '-fno-rtti',
+      '-fvisibility=hidden',
+      '-Wall',
+      '-Werror',
+      // node.h's NODE_MODULE_INIT casts its init function to the registration type.
+      '-Wno-cast-function-type',
+      `-I${include}`,
+      source,
+      '-o',
+      target,
+    ],
+    { stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+} catch (e) {
+  skip(`${compiler} failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+}
+console.log(`vmmkit: built ${target}`);
