@@ -9,6 +9,14 @@
  *
  *   node dist/bench/gpu-paired.js --native path/to/libvmm_bench.so --out DIR [--processes 8] [--commit SHA]
  *   node dist/bench/gpu-paired.js --fake --out DIR   (the stand-in driver, a rehearsal; no native side)
+ *   node dist/bench/gpu-paired.js --stand-in DIR [--thrash KiB] --out DIR2
+ *
+ * `--stand-in DIR` builds the C libcuda stand-in (conformance/gpu/libcuda-
+ * stand-in.c) into DIR and measures over it, with no GPU: the native side is
+ * its own C cycle, and the layers run their real FFI paths (koffi, the fast
+ * calls) over a driver that costs nothing, so what is left is vmmkit's own
+ * work. `--thrash KiB` makes each of its calls touch that much memory, as a
+ * real driver leaves the caches cold. The file is then stand-in-paired*.json.
  *
  * `--layer core` or `--layer backend` puts core's Runtime (no flavour) or the
  * CUDA backend alone (no core) in the flavour's place: what each layer costs
@@ -36,6 +44,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
+import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
 import { CudaBackend } from '../src/backends/cuda/backend.js';
 import { CheckedCuda } from '../src/backends/cuda/checked.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
@@ -60,6 +69,8 @@ const opt = (name: string): string | undefined => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const fake = args.includes('--fake');
+const standInDir = opt('--stand-in');
+const standInPath = standInDir === undefined ? undefined : join(standInDir, 'libcuda.so.1');
 const layer = opt('--layer') ?? 'flavour';
 if (!['flavour', 'core', 'backend'].includes(layer))
   throw new Error(`--layer ${layer}: flavour, core or backend`);
@@ -129,7 +140,7 @@ function nativeCycle(driver: CudaDriver): () => number {
       return (performance.now() - t0) * 1000;
     };
   }
-  const lib = koffi.load(opt('--native') ?? '');
+  const lib = koffi.load(standInPath ?? opt('--native') ?? '');
   ok(lib.func('int vb_init(int device)')(0) as number, 'vb_init');
   const cycle = lib.func('double vb_cycle(size_t size, int iters)');
   return () => {
@@ -152,7 +163,8 @@ function orders(n: number): number[][] {
 
 /** A child process's measurement, printed as one JSON line. */
 function child(): void {
-  const driver = fake ? createFakeDriver() : loadCudaDriver();
+  const driver = fake ? createFakeDriver() : loadCudaDriver(standInPath ? [standInPath] : undefined);
+  if (standInPath) standInControls(standInPath).setThrash(Number(opt('--thrash') ?? 0));
   const native = nativeCycle(driver);
   const raw = rawTypedCycle(driver, SIZE);
   // The fast floor only where the layer uses fast calls too: the two forms never share a process.
@@ -205,6 +217,7 @@ interface Row {
 
 function parent(): void {
   const processes = Number(opt('--processes') ?? (fake ? 2 : 8));
+  if (standInDir !== undefined) buildStandInLibcuda(standInDir);
   const rows: Row[] = [];
   for (let p = 0; p < processes; p++)
     rows.push(measureInChild<Row>(import.meta.url, args, `process ${p + 1}`));
@@ -223,6 +236,7 @@ function parent(): void {
     commit: commitMeasured(opt('--commit')),
     command: `node dist/bench/gpu-paired.js ${args.join(' ')}`,
     fake,
+    stand_in: standInPath ? { thrash_kib: Number(opt('--thrash') ?? 0) } : null,
     layer,
     cycle_calls: cycleCalls,
     node: process.version,
@@ -239,7 +253,7 @@ function parent(): void {
       "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays, one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) and, where the layer uses fast calls, one through the fast-call addon's functions bare (raw_fast_*) (each timed with performance.now, its timer included), the order rotating over every permutation; each ratio is the median over rounds of that round's ratio. cycle_calls is the form the measured layer's cycle calls took (Note [Fast cycle calls]). The figures above the rows are the median, least and greatest over processes.",
   };
   const outDir = opt('--out') ?? process.env.OUT ?? '.';
-  const name = `h200-paired${layer === 'flavour' ? '' : `-${layer}`}${fastCalls ? '' : '-koffi'}.json`;
+  const name = `${standInPath ? 'stand-in' : 'h200'}-paired${layer === 'flavour' ? '' : `-${layer}`}${fastCalls ? '' : '-koffi'}.json`;
   writeFileSync(join(outDir, name), `${JSON.stringify(result, null, 1)}\n`);
   console.log(
     JSON.stringify({
@@ -254,7 +268,7 @@ function parent(): void {
 
 /** The form the measured layer's cycle calls take in this setting, and why not the fast one where not. */
 function cycleCallsForm(): { form: string; why?: string } {
-  const driver = fake ? createFakeDriver() : loadCudaDriver();
+  const driver = fake ? createFakeDriver() : loadCudaDriver(standInPath ? [standInPath] : undefined);
   const cu = new CheckedCuda(driver, { fastCalls });
   return { form: cu.cycleCalls, ...(cu.cycleCallsWhy ? { why: cu.cycleCallsWhy } : {}) };
 }

@@ -1,28 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type CostTable, loadCostTable } from '../replay/cost-table.js';
+import { packagePath } from '../util/package-path.js';
 
 /** Where the measured cost table lives in the package. */
 export const DEFAULT_COSTS = 'bench/results/h200-driver-costs.json';
-
-/** A path inside the vmmkit package, found by walking up from this file (src/ or dist/src/). */
-function packagePath(relative: string): string | undefined {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'vmmkit')
-          return join(dir, relative);
-      } catch {
-        // not ours; keep walking
-      }
-    }
-    dir = dirname(dir);
-  }
-  return undefined;
-}
 
 /**
  * The cost table a command prices driver calls with: the one given (`--costs`),

@@ -1,18 +1,24 @@
 /**
  * The cycle's seven driver calls in both forms (Note [Fast cycle calls]):
- * through koffi and through the fast-call addon, over a stand-in libcuda
- * built here from test/support/stub-libcuda.c that remembers what reached it.
+ * through koffi and through the fast-call addon, over the libcuda stand-in
+ * (conformance/gpu/libcuda-stand-in.c), which remembers what reached it.
  * Both forms must hand C the same integers and struct bytes and answer the
  * same codes and out-parameters, in the interpreter and once the calling
- * code is optimised (when V8 calls the fast functions directly).
+ * code is optimised (when V8 calls the fast functions directly); and the real
+ * backend and the CUDA flavour over the stand-in take the fast form.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import koffi from 'koffi';
 import { afterAll, describe, expect, it } from 'vitest';
+import {
+  buildStandInLibcuda,
+  type StandInControls,
+  standInControls,
+} from '../../conformance/gpu/stand-in-libcuda.js';
+import { CudaBackend } from '../../src/backends/cuda/backend.js';
 import {
   CYCLE_SYMBOLS,
   type CycleCalls,
@@ -22,51 +28,18 @@ import {
   koffiCycleCalls,
   SCRATCH,
 } from '../../src/backends/cuda/cycle-calls.js';
-import type { CudaDriver } from '../../src/backends/cuda/driver.js';
-import { DRIVER_API, declareDriverTypes } from '../../src/backends/cuda/driver-api.js';
+import { type CudaDriver, loadCudaDriver } from '../../src/backends/cuda/driver.js';
+import { createCuda } from '../../src/index.js';
 
 const linux = process.platform === 'linux';
-const dir = mkdtempSync(join(tmpdir(), 'vmmkit-stub-libcuda-'));
+const dir = mkdtempSync(join(tmpdir(), 'vmmkit-libcuda-stand-in-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** The stand-in, compiled and loaded; the seven functions bound from DRIVER_API's own prototypes. */
-function stubLibrary() {
-  const path = join(dir, 'libcuda-stub.so');
-  execFileSync(process.env.CC || 'cc', [
-    '-O1',
-    '-shared',
-    '-fPIC',
-    'test/support/stub-libcuda.c',
-    '-o',
-    path,
-  ]);
-  const lib = koffi.load(path);
-  declareDriverTypes();
-  const fns: Record<string, unknown> = {
-    libraryPath: path,
-    symbolAddress: (symbol: string) => koffi.address(lib.symbol(symbol)),
-  };
-  for (const symbol of CYCLE_SYMBOLS) fns[symbol] = lib.func(DRIVER_API[symbol]);
-  const last = lib.func('int stub_last(_Out_ uint64_t *args, uint8_t *bytes)');
-  const setOut = lib.func('void stub_set_out(uint64_t value)');
-  return {
-    driver: fns as unknown as CudaDriver,
-    /** The last call: function number (1-7), its integer arguments, its struct's bytes. */
-    last(): { fn: number; args: bigint[]; bytes: number[] } {
-      const args = new BigUint64Array(5);
-      const bytes = new Uint8Array(32);
-      const fn = last(args, bytes) as number;
-      return { fn, args: [...args], bytes: [...bytes] };
-    },
-    setOut: (value: bigint) => setOut(value),
-  };
-}
 
 /**
  * One call of each of the seven, with arguments from `i`; what C saw and what came back, per call.
  * It names nothing outside its parameters, so freshCopy can make copies of it.
  */
-function sevenCalls(calls: CycleCalls, stub: ReturnType<typeof stubLibrary>, i: number, at: typeof SCRATCH) {
+function sevenCalls(calls: CycleCalls, stub: StandInControls, i: number, at: typeof SCRATCH) {
   const out = new BigUint64Array(calls.scratch, at.out, 1);
   const prop = new Int32Array(calls.scratch, at.prop, 8);
   const desc = new Int32Array(calls.scratch, at.desc, 3);
@@ -82,7 +55,7 @@ function sevenCalls(calls: CycleCalls, stub: ReturnType<typeof stubLibrary>, i: 
   prop[1] = i & 3;
   prop[2] = 1;
   prop[3] = i % 8;
-  seen.push({ code: calls.cuMemCreate((i + 1) * (2 << 20), 0), out: out[0], ...stub.last() });
+  seen.push({ code: calls.cuMemCreate((i + 1) * (2 << 20), i & 2), out: out[0], ...stub.last() });
   seen.push({ code: calls.cuMemMap(big, 2 << 20, i, 0x5550_0000_0000 + i, 0), ...stub.last() });
   desc[0] = 1;
   desc[1] = i % 4;
@@ -91,6 +64,7 @@ function sevenCalls(calls: CycleCalls, stub: ReturnType<typeof stubLibrary>, i: 
   seen.push({ code: calls.cuMemUnmap(big, 2 << 20), ...stub.last() });
   seen.push({ code: calls.cuMemRelease(0x5550_0000_0000 + i), ...stub.last() });
   seen.push({ code: calls.cuMemAddressFree(big, 2 << 20), ...stub.last() });
+  stub.setOut(0n);
   return seen;
 }
 
@@ -102,7 +76,7 @@ const freshCopy = (): typeof sevenCalls => new Function(`return ${sevenCalls.toS
 
 /** V8's own hooks, to optimise a function now rather than when its counters say (no timing in tests). */
 setFlagsFromString('--allow-natives-syntax');
-const optimiseOnNextCall: (f: Function, warm: () => void) => void = new Function(
+const optimiseOnNextCall: (f: unknown, warm: () => void) => void = new Function(
   'f',
   'warm',
   '%PrepareFunctionForOptimization(f); warm(); warm(); %OptimizeFunctionOnNextCall(f);',
@@ -113,25 +87,27 @@ const text = (x: unknown) => JSON.stringify(x, (_, v) => (typeof v === 'bigint' 
 describe.skipIf(!linux)(
   'cycle calls: koffi and fast forms hand C the same calls (Note [Fast cycle calls])',
   () => {
-    const stub = stubLibrary();
+    const path = buildStandInLibcuda(dir);
+    const stub = standInControls(path);
+    const driver = loadCudaDriver([path]);
 
     it('the addon is built at install here (scripts/build-native.mjs)', () => {
-      expect(existsSync(cycleCallsAddonPath())).toBe(true);
-      const chosen = chooseCycleCalls(stub.driver);
+      const addon = cycleCallsAddonPath();
+      expect(addon !== undefined && existsSync(addon)).toBe(true);
+      const chosen = chooseCycleCalls(driver);
       expect(chosen.why).toBeUndefined();
       expect(chosen.form).toBe('fast');
     });
 
     it('agree call by call, before and after the calling code is optimised', () => {
-      const slow = koffiCycleCalls(stub.driver);
-      const fast = fastCycleCalls(
-        CYCLE_SYMBOLS.map((s) => koffi.address(koffi.load(stub.driver.libraryPath).symbol(s))),
-      );
+      const slow = koffiCycleCalls(driver);
+      const fast = fastCycleCalls(CYCLE_SYMBOLS.map((s) => koffi.address(koffi.load(path).symbol(s))));
       if (typeof fast === 'string') throw new Error(fast);
       const fastCount = new BigUint64Array(fast.scratch, SCRATCH.fastCount, 1);
       const expected = sevenCalls(slow, stub, 1, SCRATCH);
       expect(expected.map((c) => c.fn)).toEqual([1, 2, 3, 4, 5, 6, 7]);
       expect(expected[0].args.slice(0, 4)).toEqual([2n << 20n, 2n << 20n, BigInt(0x7f00_0020_0000), 1n]);
+      expect(expected[0]).toMatchObject({ out: 0x1001n });
       expect(expected[1].bytes.slice(0, 16)).toEqual([1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]);
       expect(expected[3].args.slice(0, 3)).toEqual([BigInt(0x7f00_0020_0000), 2n << 20n, 1n]);
       const rounds = 300;
@@ -153,8 +129,8 @@ describe.skipIf(!linux)(
     });
 
     it('take bigints (handles above 2^53) and two-complement negatives as koffi does', () => {
-      const slow = koffiCycleCalls(stub.driver);
-      const fast = chooseCycleCalls(stub.driver).calls;
+      const slow = koffiCycleCalls(driver);
+      const fast = chooseCycleCalls(driver).calls;
       for (const handle of [1n << 60n, (1n << 64n) - 1n, 0x20_0000_0000_0001n]) {
         const a = { code: slow.cuMemRelease(handle), ...stub.last() };
         const b = { code: fast.cuMemRelease(handle), ...stub.last() };
@@ -168,20 +144,45 @@ describe.skipIf(!linux)(
     });
 
     it('refuse what koffi refuses: a string, a missing argument, a call off its object', () => {
-      const fast = chooseCycleCalls(stub.driver).calls;
+      const fast = chooseCycleCalls(driver).calls;
       expect(() => fast.cuMemRelease('1' as unknown as number)).toThrow(TypeError);
       expect(() => (fast.cuMemUnmap as (ptr: number) => number)(1)).toThrow(TypeError);
       const detached = fast.cuMemRelease;
       expect(() => detached(1)).toThrow(TypeError);
-      expect(() => koffiCycleCalls(stub.driver).cuMemRelease('1' as unknown as number)).toThrow(TypeError);
+      expect(() => koffiCycleCalls(driver).cuMemRelease('1' as unknown as number)).toThrow(TypeError);
     });
 
     it('fall back to koffi where asked, where the driver is no library and where the addresses are refused', () => {
-      expect(chooseCycleCalls(stub.driver, false)).toMatchObject({ form: 'koffi', why: 'fastCalls: false' });
-      const { symbolAddress: _, ...noLibrary } = stub.driver as unknown as Record<string, unknown>;
+      expect(chooseCycleCalls(driver, false)).toMatchObject({ form: 'koffi', why: 'fastCalls: false' });
+      const { symbolAddress: _, ...noLibrary } = driver as unknown as Record<string, unknown>;
       expect(chooseCycleCalls(noLibrary as unknown as CudaDriver).form).toBe('koffi');
-      const zero = { ...(stub.driver as object), symbolAddress: () => 0n } as unknown as CudaDriver;
+      const zero = { ...(driver as object), symbolAddress: () => 0n } as unknown as CudaDriver;
       expect(chooseCycleCalls(zero)).toMatchObject({ form: 'koffi', why: expect.stringMatching(/refused/) });
+    });
+
+    it('the backend and the CUDA flavour over the stand-in make the cycle through the fast form', () => {
+      const backend = new CudaBackend({ driver });
+      expect(backend.cu.cycleCalls).toBe('fast');
+      expect(new CudaBackend({ driver, fastCalls: false }).cu.cycleCalls).toBe('koffi');
+      const cu = createCuda({ backend: 'cuda', cuda: { driver } });
+      const ctx = { value: 0n };
+      expect([cu.cuInit(0), cu.cuDevicePrimaryCtxRetain(ctx, 0), cu.cuCtxSetCurrent(ctx.value)]).toEqual([
+        0, 0, 0,
+      ]);
+      const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
+      const ptr = { value: 0n };
+      const handle = { value: 0n };
+      expect(cu.cuMemAddressReserve(ptr, 2 << 20, 0, 0, 0)).toBe(0);
+      expect(stub.last()).toMatchObject({ fn: 1, args: [2n << 20n, 2n << 20n, 0n, 0n, 0n] }); // aligned to the granularity
+      expect(cu.cuMemCreate(handle, 2 << 20, prop, 0)).toBe(0);
+      expect(stub.last().bytes.slice(0, 16)).toEqual([1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+      expect(cu.cuMemMap(ptr.value, 2 << 20, 0, handle.value, 0)).toBe(0);
+      expect(cu.cuMemSetAccess(ptr.value, 2 << 20, [{ location: { type: 1, id: 0 }, flags: 3 }], 1)).toBe(0);
+      expect(stub.last()).toMatchObject({ fn: 4, bytes: [1, 0, 0, 0, 0, 0, 0, 0, 3, ...Array(23).fill(0)] });
+      expect(cu.cuMemUnmap(ptr.value, 2 << 20)).toBe(0);
+      expect(cu.cuMemRelease(handle.value)).toBe(0);
+      expect(cu.cuMemAddressFree(ptr.value, 2 << 20)).toBe(0);
+      expect(stub.last()).toMatchObject({ fn: 7 });
     });
   },
 );

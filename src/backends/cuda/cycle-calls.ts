@@ -32,7 +32,7 @@
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { packagePath } from '../../util/package-path.js';
 import type { CudaDriver } from './driver.js';
 import type { DriverSymbol } from './driver-api.js';
 
@@ -77,15 +77,15 @@ interface CycleCallsAddon {
   bind(addresses: readonly bigint[]): CycleCalls;
 }
 
-/** The built addon's path: build/ at the package's root. */
-export function cycleCallsAddonPath(): string {
-  const require = createRequire(import.meta.url);
-  return join(dirname(require.resolve('vmmkit/package.json')), 'build', 'cycle-calls.node');
+/** The built addon's path: build/ at the package's root (undefined if the root is not found). */
+export function cycleCallsAddonPath(): string | undefined {
+  return packagePath('build/cycle-calls.node');
 }
 
 /** The addon, or why not: loaded on first use (Note [Lazy FFI] in koffi.ts), never for simulator users. */
 export function loadCycleCallsAddon(): CycleCallsAddon | string {
   const path = cycleCallsAddonPath();
+  if (path === undefined) return "vmmkit's package root was not found";
   if (!existsSync(path)) return `${path} was not built (scripts/build-native.mjs)`;
   try {
     return createRequire(import.meta.url)(path) as CycleCallsAddon;
