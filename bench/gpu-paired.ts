@@ -77,14 +77,20 @@ if (!['flavour', 'core', 'backend'].includes(layer))
 const fastCalls = opt('--fast-calls') !== 'off';
 const SIZE = 2 * 1024 * 1024;
 
+/** A layer's cycle, and the checked layer under it (its count of fast calls). */
+interface LayerCycle {
+  readonly cycle: () => void;
+  readonly checked: CheckedCuda;
+}
+
 /** One cycle through the flavour, with its primary context current. */
-function flavourCycle(driver: CudaDriver): () => void {
+function flavourCycle(driver: CudaDriver): LayerCycle {
   const cu = flavourOver(driver, fastCalls);
   const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
   const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
   const ptr = { value: 0n };
   const h = { value: 0n };
-  return () => {
+  const cycle = () => {
     ok(cu.cuMemAddressReserve(ptr, SIZE, 0, 0, 0), 'cuMemAddressReserve');
     ok(cu.cuMemCreate(h, SIZE, prop, 0), 'cuMemCreate');
     ok(cu.cuMemMap(ptr.value, SIZE, 0, h.value, 0), 'cuMemMap');
@@ -93,6 +99,7 @@ function flavourCycle(driver: CudaDriver): () => void {
     ok(cu.cuMemRelease(h.value), 'cuMemRelease');
     ok(cu.cuMemAddressFree(ptr.value, SIZE), 'cuMemAddressFree');
   };
+  return { cycle, checked: (cu.runtime.backend as CudaBackend).cu };
 }
 
 const DEVICE_0: AllocationProperties = {
@@ -102,10 +109,11 @@ const DEVICE_0: AllocationProperties = {
 };
 
 /** One cycle through core's Runtime over the CUDA backend, no flavour. */
-function coreCycle(driver: CudaDriver): () => void {
-  const rt = createProcess({ backend: new CudaBackend({ driver, fastCalls }) }).runtime;
+function coreCycle(driver: CudaDriver): LayerCycle {
+  const backend = new CudaBackend({ driver, fastCalls });
+  const rt = createProcess({ backend }).runtime;
   const rw = [{ device: 0, access: 3 as const }];
-  return () => {
+  const cycle = () => {
     const r = rt.reserve(SIZE);
     const a = rt.create(SIZE, DEVICE_0);
     rt.map(r.base, SIZE, a, 0);
@@ -114,12 +122,13 @@ function coreCycle(driver: CudaDriver): () => void {
     rt.release(a);
     rt.free(r);
   };
+  return { cycle, checked: backend.cu };
 }
 
 /** One cycle through the CUDA backend alone. */
-function backendCycle(driver: CudaDriver): () => void {
+function backendCycle(driver: CudaDriver): LayerCycle {
   const b = new CudaBackend({ driver, fastCalls });
-  return () => {
+  const cycle = () => {
     const va = b.reserve(SIZE, SIZE, 0);
     const h = b.create(SIZE, DEVICE_0);
     b.map(va, SIZE, h, 0);
@@ -128,6 +137,7 @@ function backendCycle(driver: CudaDriver): () => void {
     b.release(h);
     b.free(va, SIZE);
   };
+  return { cycle, checked: b.cu };
 }
 
 /** Microseconds of one cycle from C; under --fake, the raw cycle over the stand-in, timed here. */
@@ -169,7 +179,8 @@ function child(): void {
   const raw = rawTypedCycle(driver, SIZE);
   // The fast floor only where the layer uses fast calls too: the two forms never share a process.
   const rawFast = fastCalls ? rawFastCycle(driver, SIZE) : undefined;
-  const flavour = (layer === 'core' ? coreCycle : layer === 'backend' ? backendCycle : flavourCycle)(driver);
+  const measured = (layer === 'core' ? coreCycle : layer === 'backend' ? backendCycle : flavourCycle)(driver);
+  const flavour = measured.cycle;
   const timed = (cycle: () => void) => (): number => {
     const t0 = performance.now();
     cycle();
@@ -202,6 +213,8 @@ function child(): void {
           }
         : {}),
       pairs,
+      // Of the measured layer's cycle calls, the share V8 made as fast calls (the rest ran the addon's slow callbacks).
+      fast_call_share: r4(measured.checked.fastCallCount / (7 * (warm + pairs))),
     }),
   );
 }

@@ -7,10 +7,11 @@
  * code is optimised (when V8 calls the fast functions directly); and the real
  * backend and the CUDA flavour over the stand-in take the fast form.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import koffi from 'koffi';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -82,6 +83,10 @@ const optimiseOnNextCall: (f: unknown, warm: () => void) => void = new Function(
   '%PrepareFunctionForOptimization(f); warm(); warm(); %OptimizeFunctionOnNextCall(f);',
 ) as never;
 
+/** A full garbage collection, now (V8's gc(), which the flag exposes to code compiled after it). */
+setFlagsFromString('--expose-gc');
+const collectEverything = runInNewContext('gc') as () => void;
+
 const text = (x: unknown) => JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
 
 describe.skipIf(!linux)(
@@ -101,7 +106,11 @@ describe.skipIf(!linux)(
 
     it('agree call by call, before and after the calling code is optimised', () => {
       const slow = koffiCycleCalls(driver);
-      const fast = fastCycleCalls(CYCLE_SYMBOLS.map((s) => koffi.address(koffi.load(path).symbol(s))));
+      const lib = koffi.load(path);
+      const fast = fastCycleCalls(
+        CYCLE_SYMBOLS.map((s) => koffi.address(lib.symbol(s))),
+        lib,
+      );
       if (typeof fast === 'string') throw new Error(fast);
       const fastCount = new BigUint64Array(fast.scratch, SCRATCH.fastCount, 1);
       const expected = sevenCalls(slow, stub, 1, SCRATCH);
@@ -150,6 +159,20 @@ describe.skipIf(!linux)(
       const detached = fast.cuMemRelease;
       expect(() => detached(1)).toThrow(TypeError);
       expect(() => koffiCycleCalls(driver).cuMemRelease('1' as unknown as number)).toThrow(TypeError);
+    });
+
+    it('keep the library loaded while the bound calls live, whoever else lets it go (Note [Library lifetime])', () => {
+      // A copy of the stand-in of its own, so nothing else in this file holds it.
+      const own = buildStandInLibcuda(join(dir, 'own'));
+      const mapped = () => readFileSync('/proc/self/maps', 'utf8').includes(own);
+      // The driver, and every koffi object of the library, are left behind when bind returns.
+      const bind = () => chooseCycleCalls(loadCudaDriver([own])).calls;
+      const calls = bind();
+      expect(mapped()).toBe(true);
+      collectEverything();
+      // Before the fix koffi had unloaded the library here, and the next call jumped into nothing.
+      expect(mapped()).toBe(true);
+      expect(calls.cuMemUnmap(2 << 20, 2 << 20)).toBe(0);
     });
 
     it('fall back to koffi where asked, where the driver is no library and where the addresses are refused', () => {

@@ -160,6 +160,8 @@ export class CheckedCuda {
   readonly cycleCalls: 'fast' | 'koffi';
   /** Why the fast form does not serve them, where it does not. */
   readonly cycleCallsWhy: string | undefined;
+  /** How many cycle calls V8 made as fast calls so far (the addon counts them; always 0 in the koffi form). */
+  readonly #fastCount: BigUint64Array;
   readonly #ctxGetCurrent: Raw;
   /** Out-parameters (Note [Out-parameters as typed arrays]): 64-bit slots, read back as 32-bit words. */
   readonly #out64 = new BigUint64Array(2);
@@ -199,10 +201,16 @@ export class CheckedCuda {
     this.#prop = new Uint8Array(scratch, SCRATCH.prop, 32);
     this.#propWords = new Int32Array(scratch, SCRATCH.prop, 8);
     this.#descWords = new Int32Array(scratch, SCRATCH.desc, 3);
+    this.#fastCount = new BigUint64Array(scratch, SCRATCH.fastCount, 1);
     this.#ctxGetCurrent = d.cuCtxGetCurrent;
     this.#propWords[PROP.type >> 2] = CU_MEM_ALLOCATION_TYPE_PINNED;
     this.#descWords[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
     this.#locWords[LOC.type >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
+  }
+
+  /** The cycle calls that optimised code made as fast calls, so far (Note [Fast cycle calls]). */
+  get fastCallCount(): number {
+    return Number(this.#fastCount[0]);
   }
 
   #check(fn: string, code: number): void {

@@ -24,6 +24,15 @@
  * complement below 2^63); a bigint, such as a handle above 2^53, takes the
  * addon's slow path, which reads it whole.
  *
+ * Note [Library lifetime]: koffi unloads a library once no handle or
+ * function of it is left, and the addon's addresses are no koffi function.
+ * So the bound object holds the driver object (its koffi functions, and the
+ * library handle its symbolAddress keeps) for as long as it lives; without
+ * that, a driver object dropped by its caller (optimised code drops a
+ * variable after its last use) let a full collection unmap libcuda under the
+ * fast calls, and the next one jumped into nothing
+ * (test/backends/cycle-calls.test.ts, "keep the library loaded").
+ *
  * The addon is built at install (scripts/build-native.mjs) into
  * build/cycle-calls.node, where a C++ compiler and Node's headers are
  * (Linux; Node 20's V8, through the layout facts of Note [Fast call ABI], or
@@ -74,7 +83,7 @@ export const CYCLE_SYMBOLS = [
 ] as const satisfies readonly DriverSymbol[];
 
 interface CycleCallsAddon {
-  bind(addresses: readonly bigint[]): CycleCalls;
+  bind(addresses: readonly bigint[], owner: object): CycleCalls;
 }
 
 /** The built addon's path: build/ at the package's root (undefined if the root is not found). */
@@ -114,12 +123,15 @@ export function koffiCycleCalls(driver: CudaDriver): CycleCalls {
   };
 }
 
-/** The fast form over these function addresses (CYCLE_SYMBOLS' order), or why not. */
-export function fastCycleCalls(addresses: readonly bigint[]): CycleCalls | string {
+/**
+ * The fast form over these function addresses (CYCLE_SYMBOLS' order), or why
+ * not. `owner` is what keeps their library loaded (Note [Library lifetime]).
+ */
+export function fastCycleCalls(addresses: readonly bigint[], owner: object): CycleCalls | string {
   const addon = loadCycleCallsAddon();
   if (typeof addon === 'string') return addon;
   try {
-    return addon.bind(addresses);
+    return addon.bind(addresses, owner);
   } catch (e) {
     return `the addon refused the addresses: ${e instanceof Error ? e.message : String(e)}`;
   }
@@ -145,6 +157,9 @@ export function chooseCycleCalls(driver: CudaDriver, fast = true): ChosenCycleCa
   if (!fast) return koffiForm('fastCalls: false');
   const address = driver.symbolAddress;
   if (!address) return koffiForm('the driver is no loaded library');
-  const calls = fastCycleCalls(CYCLE_SYMBOLS.map((s) => address(s)));
+  const calls = fastCycleCalls(
+    CYCLE_SYMBOLS.map((s) => address(s)),
+    driver,
+  );
   return typeof calls === 'string' ? koffiForm(calls) : { calls, form: 'fast' };
 }

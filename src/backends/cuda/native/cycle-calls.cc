@@ -1,10 +1,13 @@
 // The seven driver calls of the VMM cycle as V8 fast API calls (Note [Fast
 // cycle calls] in ../cycle-calls.ts says why and how they are used).
 //
-// bind(addresses) takes the addresses of cuMemAddressReserve, cuMemCreate,
-// cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease and cuMemAddressFree
-// (koffi resolved them from libcuda; nothing here opens a library) and
-// returns an object whose methods call them. Every 64-bit argument is a
+// bind(addresses, owner) takes the addresses of cuMemAddressReserve,
+// cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease and
+// cuMemAddressFree (koffi resolved them from libcuda; nothing here opens a
+// library) and returns an object whose methods call them. It keeps `owner`
+// alive as long as itself: koffi unloads a library once nothing of it is
+// left, and these addresses are not koffi's, so the owner (the driver object,
+// whose functions are koffi's) must hold the library for them. Every 64-bit argument is a
 // Number (or, on the slow path, a BigInt); an out-parameter lands in the
 // object's `scratch` bytes 0-7, and the struct arguments are read from them:
 // the CUmemAllocationProp at 8, one CUmemAccessDesc at 40; bytes 56-63 count
@@ -237,9 +240,10 @@ void Bind(const FunctionCallbackInfo<Value>& info) {
   Isolate* isolate = info.GetIsolate();
   Local<v8::Context> context = isolate->GetCurrentContext();
   auto* templates = static_cast<Templates*>(info.Data().As<v8::External>()->Value());
-  if (info.Length() != 1 || !info[0]->IsArray() || info[0].As<v8::Array>()->Length() != kMethodCount) {
-    isolate->ThrowException(v8::Exception::TypeError(
-        v8::String::NewFromUtf8Literal(isolate, "bind takes the seven functions' addresses, in order")));
+  if (info.Length() != 2 || !info[0]->IsArray() || info[0].As<v8::Array>()->Length() != kMethodCount ||
+      !info[1]->IsObject()) {
+    isolate->ThrowException(v8::Exception::TypeError(v8::String::NewFromUtf8Literal(
+        isolate, "bind takes the seven functions' addresses, in order, and the object that keeps their library")));
     return;
   }
   Local<v8::Array> list = info[0].As<v8::Array>();
@@ -274,6 +278,7 @@ void Bind(const FunctionCallbackInfo<Value>& info) {
                         v8::Global<Object>(isolate, self)};
   b->self.SetWeak(b, Collected, v8::WeakCallbackType::kParameter);
   self->SetAlignedPointerInInternalField(0, b);
+  self->SetInternalField(1, info[1]);
   info.GetReturnValue().Set(self);
 }
 
@@ -300,7 +305,7 @@ NODE_MODULE_INIT(/* exports, module, context */) {
   auto* templates = new Templates();
   node::AddEnvironmentCleanupHook(isolate, DeleteTemplates, templates);
   Local<v8::FunctionTemplate> bound = v8::FunctionTemplate::New(isolate);
-  bound->InstanceTemplate()->SetInternalFieldCount(1);
+  bound->InstanceTemplate()->SetInternalFieldCount(2);  // the Binding; the library's owner
   Local<v8::Signature> signature = v8::Signature::New(isolate, bound);
   const CFunction* cfunctions = CFunctions();
   for (int i = 0; i < kMethodCount; i++) {
