@@ -3,11 +3,15 @@
 #
 # Here (once per change of dependencies or sources):
 #   conformance/gpu/run-all.sh --prepare
-#     npm run build; ../shared/device/pack.sh (node + production deps into .device/);
+#     npm run build (and build/cycle-calls.node, the fast-call addon); ../shared/device/pack.sh (node +
+#     production deps into .device/, node recompressed at xz -9: the carry must stay under 64 MiB with
+#     the tracked files); dist/ trimmed of what the device runs none of (source maps, declarations,
+#     the compiled tests: vitest runs test/ from source);
 #     the test dependencies vitest needs (vitest, vite, @vitest/*, rolldown, lightningcss,
 #     fast-check, ...; not @biomejs or typescript) as .testdeps/node_modules.tar.xz (ignored by git).
 #
-# Then the device tool's run, with carry [".device", "dist", ".testdeps"] (about 44 MiB):
+# Then the device tool's run, with carry [".device", "dist", "build", ".testdeps"] (about 38 MiB, and the
+# tracked files about 20 MiB):
 #   source .device/setup.sh && bash conformance/gpu/run-all.sh
 #     0. the raw driver records the cases named in conformance/cuda/to-record.txt (new ones, and
 #        ones whose recording changed) into $OUT/h200-driver.json, merged with the committed
@@ -28,7 +32,12 @@ cd "$root"
 if [ "${1:-}" = --prepare ]; then
   set -e
   npm run build
+  node scripts/build-native.mjs --require
   "$root/../shared/device/pack.sh"
+  if [ "$(cat .device/node.level 2>/dev/null)" != "9 $(node --version)" ]; then
+    xz -T2 -9 -c "$(command -v node)" > .device/node.xz && echo "9 $(node --version)" > .device/node.level
+  fi
+  rm -rf dist/test && find dist \( -name '*.map' -o -name '*.d.ts' \) -delete
   grep -qx '/.testdeps/' .git/info/exclude || echo '/.testdeps/' >> .git/info/exclude
   mkdir -p .testdeps
   (cd node_modules && tar -cf - $(ls -A | grep -v -E '^(@biomejs|typescript|koffi|@koromix|@types|undici-types|\.package-lock\.json|\.bin|\.vite|\.vite-temp)$')) |
