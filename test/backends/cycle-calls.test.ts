@@ -69,11 +69,19 @@ function sevenCalls(calls: CycleCalls, stub: StandInControls, i: number, at: typ
   return seen;
 }
 
+/** cuMemRelease of each value; what C saw and what came back. Names nothing outside its parameters. */
+function releaseEach(calls: CycleCalls, stub: StandInControls, values: readonly (number | bigint)[]) {
+  const seen = [];
+  for (const v of values) seen.push({ code: calls.cuMemRelease(v), ...stub.last() });
+  return seen;
+}
+
 /**
- * A copy of sevenCalls with call feedback of its own. V8 makes a call a fast call only where
- * its target is known, and a function that has called both forms knows neither.
+ * A copy of a function with call feedback of its own. V8 makes a call a fast call only where its
+ * target is known, and a function that has called both forms knows neither.
  */
-const freshCopy = (): typeof sevenCalls => new Function(`return ${sevenCalls.toString()}`)();
+const freshCopy = <F extends (...args: never[]) => unknown>(f: F): F =>
+  new Function(`return ${f.toString()}`)();
 
 /** V8's own hooks, to optimise a function now rather than when its counters say (no timing in tests). */
 setFlagsFromString('--allow-natives-syntax');
@@ -82,6 +90,9 @@ const optimiseOnNextCall: (f: unknown, warm: () => void) => void = new Function(
   'warm',
   '%PrepareFunctionForOptimization(f); warm(); warm(); %OptimizeFunctionOnNextCall(f);',
 ) as never;
+
+/** V8's detach of an ArrayBuffer, as a transfer makes it. */
+const detach = new Function('buffer', '%ArrayBufferDetach(buffer)') as (buffer: ArrayBuffer) => void;
 
 /** A full garbage collection, now (V8's gc(), which the flag exposes to code compiled after it). */
 setFlagsFromString('--expose-gc');
@@ -122,13 +133,13 @@ describe.skipIf(!linux)(
       const rounds = 300;
       const koffiSaw = Array.from({ length: rounds }, (_, i) => text(sevenCalls(slow, stub, i, SCRATCH)));
       // The fast form through the addon's slow callbacks (the function is not optimised yet) ...
-      const throughFast = freshCopy();
+      const throughFast = freshCopy(sevenCalls);
       expect(Array.from({ length: rounds }, (_, i) => text(throughFast(fast, stub, i, SCRATCH)))).toEqual(
         koffiSaw,
       );
       expect(fastCount[0]).toBe(0n);
       // ... and through its fast functions, once V8 has optimised the caller.
-      const optimised = freshCopy();
+      const optimised = freshCopy(sevenCalls);
       optimiseOnNextCall(optimised, () => optimised(fast, stub, 0, SCRATCH));
       expect(fastCount[0]).toBe(0n);
       expect(Array.from({ length: rounds }, (_, i) => text(optimised(fast, stub, i, SCRATCH)))).toEqual(
@@ -137,22 +148,44 @@ describe.skipIf(!linux)(
       expect(fastCount[0]).toBe(BigInt(rounds * 7));
     });
 
-    it('take bigints (handles above 2^53) and two-complement negatives as koffi does', () => {
+    it('read numbers and bigints as koffi does, through the slow callbacks and the fast functions', () => {
       const slow = koffiCycleCalls(driver);
       const fast = chooseCycleCalls(driver).calls;
-      for (const handle of [1n << 60n, (1n << 64n) - 1n, 0x20_0000_0000_0001n]) {
-        const a = { code: slow.cuMemRelease(handle), ...stub.last() };
-        const b = { code: fast.cuMemRelease(handle), ...stub.last() };
-        expect(b).toEqual(a);
-        expect(b.args[0]).toBe(handle);
-      }
-      const a = { code: slow.cuMemUnmap(-1, -2), ...stub.last() };
-      const b = { code: fast.cuMemUnmap(-1, -2), ...stub.last() };
-      expect(b).toEqual(a);
-      expect(b.args.slice(0, 2)).toEqual([(1n << 64n) - 1n, (1n << 64n) - 2n]);
+      const fastCount = new BigUint64Array(fast.scratch, SCRATCH.fastCount, 1);
+      // Numbers a C integer cannot hold exactly: koffi truncates, wraps negatives, saturates at int64's
+      // ends and makes NaN and the infinities 0 (what the stand-in received, in the koffi column).
+      const numbers = [
+        -1,
+        -1.5,
+        1.5,
+        2 ** 53 + 2,
+        2 ** 63,
+        2 ** 64,
+        2 ** 70,
+        -(2 ** 63),
+        -(2 ** 70),
+        NaN,
+        Infinity,
+        -Infinity,
+        -0,
+      ];
+      const bigints = [1n << 60n, (1n << 64n) - 1n, 0x20_0000_0000_0001n, -1n, 1n << 64n, (1n << 64n) + 5n];
+      const throughKoffi = text(releaseEach(slow, stub, [...numbers, ...bigints]));
+      expect(releaseEach(slow, stub, [-1, 2 ** 70, NaN]).map((r) => r.args[0])).toEqual([
+        (1n << 64n) - 1n,
+        (1n << 63n) - 1n,
+        0n,
+      ]);
+      expect(text(releaseEach(fast, stub, [...numbers, ...bigints]))).toEqual(throughKoffi);
+      // Optimised on a list of doubles like `numbers` (another kind of list would undo the optimisation).
+      const optimised = freshCopy(releaseEach);
+      optimiseOnNextCall(optimised, () => optimised(fast, stub, [1.5, -2.5]));
+      const before = fastCount[0];
+      expect(text(optimised(fast, stub, numbers))).toEqual(text(releaseEach(slow, stub, numbers)));
+      expect(fastCount[0] - before).toBe(BigInt(numbers.length));
     });
 
-    it('refuse what koffi refuses: a string, a missing argument, a call off its object', () => {
+    it('refuse what koffi refuses: a string, a missing argument, a call off its object; and a transfer of the scratch', () => {
       const fast = chooseCycleCalls(driver).calls;
       expect(() => fast.cuMemRelease('1' as unknown as number)).toThrow(TypeError);
       expect(() => (fast.cuMemUnmap as (ptr: number) => number)(1)).toThrow(TypeError);

@@ -4,20 +4,22 @@
 // bind(addresses, owner) takes the addresses of cuMemAddressReserve,
 // cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease and
 // cuMemAddressFree (koffi resolved them from libcuda; nothing here opens a
-// library) and returns an object whose methods call them. It keeps `owner`
-// alive as long as itself: koffi unloads a library once nothing of it is
-// left, and these addresses are not koffi's, so the owner (the driver object,
-// whose functions are koffi's) must hold the library for them. Every 64-bit argument is a
-// Number (or, on the slow path, a BigInt); an out-parameter lands in the
-// object's `scratch` bytes 0-7, and the struct arguments are read from them:
-// the CUmemAllocationProp at 8, one CUmemAccessDesc at 40; bytes 56-63 count
-// the calls that took the fast path. Each method
-// answers the CUresult. Optimised JavaScript calls the fast functions
-// directly; everything else goes through the slow callbacks, which do the
-// same work through the ordinary V8 API.
+// library) and returns an object whose methods call them, each answering the
+// CUresult. The object keeps `owner` alive as long as itself (Note [Library
+// lifetime]): koffi unloads a library once nothing of koffi's is left of it,
+// and these addresses are not koffi's.
+//
+// Every 64-bit argument is a Number (or, on the slow path, a BigInt). An
+// out-parameter lands in the object's `scratch` bytes 0-7, and the struct
+// arguments are read from them: the CUmemAllocationProp at 8, one
+// CUmemAccessDesc at 40; bytes 56-63 count the calls that took the fast path.
+// Optimised JavaScript calls the fast functions directly; everything else
+// goes through the slow callbacks, which do the same work through the
+// ordinary V8 API.
 #include <node.h>
 #include <v8.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -91,10 +93,15 @@ Binding* Fast(Local<Object> receiver) {
   return b;
 }
 
-// A Number as the C integer koffi makes of it: integers below 2^63 through
-// int64 (so -1 is all ones), larger ones directly.
+// A Number as the C integer koffi makes of it (measured through koffi 3.3.4,
+// test/backends/cycle-calls.test.ts): truncated toward zero into int64, so
+// -1 is all ones; saturated at int64's ends past them; NaN and the
+// infinities 0.
 uint64_t U64(double d) {
-  return d < 9223372036854775808.0 ? static_cast<uint64_t>(static_cast<int64_t>(d)) : static_cast<uint64_t>(d);
+  if (std::isnan(d) || std::isinf(d)) return 0;
+  if (d >= 9223372036854775808.0) return static_cast<uint64_t>(INT64_MAX);
+  if (d < -9223372036854775808.0) return static_cast<uint64_t>(INT64_MIN);
+  return static_cast<uint64_t>(static_cast<int64_t>(d));
 }
 
 // ---- fast functions: called from optimised code, no allocation, no throw.
@@ -261,6 +268,9 @@ void Bind(const FunctionCallbackInfo<Value>& info) {
     fns[i] = reinterpret_cast<void*>(static_cast<uintptr_t>(address));
   }
   Local<v8::ArrayBuffer> scratch = v8::ArrayBuffer::New(isolate, kScratchBytes);
+  // Undetachable by script (a key no script holds): a transfer would move the
+  // bytes the fast functions write to out from under the Binding.
+  scratch->SetDetachKey(v8::Object::New(isolate));
   Local<Object> self;
   if (!templates->bound.Get(isolate)->InstanceTemplate()->NewInstance(context).ToLocal(&self)) return;
   if (self->DefineOwnProperty(context, v8::String::NewFromUtf8Literal(isolate, "scratch"), scratch,
