@@ -189,9 +189,16 @@ describe.skipIf(!linux)(
       const fast = chooseCycleCalls(driver).calls;
       expect(() => fast.cuMemRelease('1' as unknown as number)).toThrow(TypeError);
       expect(() => (fast.cuMemUnmap as (ptr: number) => number)(1)).toThrow(TypeError);
-      const detached = fast.cuMemRelease;
-      expect(() => detached(1)).toThrow(TypeError);
+      const offItsObject = fast.cuMemRelease;
+      expect(() => offItsObject(1)).toThrow(TypeError);
       expect(() => koffiCycleCalls(driver).cuMemRelease('1' as unknown as number)).toThrow(TypeError);
+      // The fast functions write to these bytes: script may not detach them (V8's own detach, as a
+      // transfer does it; Node 20's structuredClone aborts on a buffer it may not detach instead).
+      expect(() => detach(fast.scratch)).toThrow(/DetachKey/);
+      expect(fast.scratch.byteLength).toBe(SCRATCH.bytes);
+      const plain = new ArrayBuffer(8);
+      detach(plain);
+      expect(plain.byteLength).toBe(0);
     });
 
     it('keep the library loaded while the bound calls live, whoever else lets it go (Note [Library lifetime])', () => {
