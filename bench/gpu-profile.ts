@@ -109,16 +109,22 @@ const isStandIn = (file: string): boolean =>
   file === 'src/backends/cuda/driver-api.js' ||
   file.startsWith('conformance/');
 
+/** vmmkit's files whose frames are each one driver call (Note [Fast cycle calls]). */
+const DRIVER_CALLS: ReadonlySet<string> = new Set([
+  'src/backends/cuda/checked.js',
+  'src/backends/cuda/cycle-calls.js',
+]);
+
 /** The dist-relative file of a frame ('' for native code, the collector, the idle and program nodes). */
 const fileOf = (url: string): string =>
   url.includes('/dist/') ? url.slice(url.lastIndexOf('/dist/') + 6) : '';
 
 /**
  * The share of samples in the driver calls, in each of vmmkit's files, and
- * elsewhere. A sample in native code (koffi's call into libcuda, a builtin)
- * belongs to the nearest JavaScript frame above it: the checked layer's
- * methods are one driver call each, so what lies under them is libcuda's and
- * koffi's time.
+ * elsewhere. A sample in native code (a fast call or koffi's call into
+ * libcuda, a builtin) belongs to the nearest JavaScript frame above it: the
+ * checked layer's methods and the cycle calls' koffi form are one driver call
+ * each, so what lies under them is libcuda's (and koffi's) time.
  */
 function shares(p: CpuProfile): {
   driver: number;
@@ -143,7 +149,7 @@ function shares(p: CpuProfile): {
   for (const id of p.samples) {
     const file = owner(id);
     // Under --fake the stand-in driver's own files (the simulator it runs on, its struct decoding) are the driver's.
-    if (file === 'src/backends/cuda/checked.js' || (fake && isStandIn(file))) driver++;
+    if (DRIVER_CALLS.has(file) || (fake && isStandIn(file))) driver++;
     else if (file.startsWith('src/')) {
       vmmkit++;
       byFile.set(file, (byFile.get(file) ?? 0) + 1);
