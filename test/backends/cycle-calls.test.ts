@@ -219,6 +219,16 @@ describe.skipIf(!linux)(
       expect(chooseCycleCalls(driver, false)).toMatchObject({ form: 'koffi', why: 'fastCalls: false' });
       const { symbolAddress: _, ...noLibrary } = driver as unknown as Record<string, unknown>;
       expect(chooseCycleCalls(noLibrary as unknown as CudaDriver).form).toBe('koffi');
+      const missing = {
+        ...(driver as object),
+        symbolAddress: () => {
+          throw new Error('no such symbol');
+        },
+      } as unknown as CudaDriver;
+      expect(chooseCycleCalls(missing)).toMatchObject({
+        form: 'koffi',
+        why: expect.stringMatching(/no such symbol/),
+      });
       const zero = { ...(driver as object), symbolAddress: () => 0n } as unknown as CudaDriver;
       expect(chooseCycleCalls(zero)).toMatchObject({ form: 'koffi', why: expect.stringMatching(/refused/) });
     });

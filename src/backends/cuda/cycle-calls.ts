@@ -5,13 +5,16 @@
  * is seven driver calls, and koffi costs about 60 to 90 ns a call before the
  * driver runs: on the H200 machine, with the caches cold after each driver
  * call, raw koffi alone was 3.4% over native C (bench/results/h200-paired.json
- * of 2026-12-02 02:00 UTC), more than issue 17's 1.05x left for all of vmmkit.
+ * of 2026-12-02 02:00 UTC, in git history at 1036e5f), more than issue 17's
+ * 1.05x left for all of vmmkit.
  * An ordinary addon does not help: a hand-written N-API binding of the same
  * seven calls cost within 15% of koffi here, since both pay V8's API callback
  * path. V8's fast API calls do not: optimised JavaScript calls the C function
  * directly, like a call between two C functions, and the seven calls cost
  * about 30 ns together (scratch measurements on this project's 2-core
- * machine: koffi 430 to 690 ns a cycle, fast calls 29 to 46).
+ * machine: koffi 430 to 690 ns a cycle, fast calls 29 to 46). On the H200
+ * the raw fast calls are 1.004 of native C where koffi's are 1.039, in the
+ * same processes (bench/results/h200-paired.json).
  *
  * So native/cycle-calls.cc binds the seven functions (their addresses taken
  * from koffi, which loaded libcuda: one loader, one list of driver functions,
@@ -20,9 +23,10 @@
  * `scratch` bytes (SCRATCH) instead of a typed array per argument; the koffi
  * form below lays the same bytes out and hands koffi views of them, so the
  * checked layer (checked.ts) writes a struct and reads an out-parameter the
- * same way over either. Numbers are read as koffi reads them (two's
- * complement below 2^63); a bigint, such as a handle above 2^53, takes the
- * addon's slow path, which reads it whole.
+ * same way over either. Numbers are read as koffi reads them (truncated into
+ * int64, so negatives wrap; saturated at its ends; NaN and the infinities 0);
+ * a bigint, such as a handle above 2^53, takes the addon's slow path, which
+ * reads it whole.
  *
  * Note [Library lifetime]: koffi unloads a library once no handle or
  * function of it is left, and the addon's addresses are no koffi function.
@@ -157,9 +161,12 @@ export function chooseCycleCalls(driver: CudaDriver, fast = true): ChosenCycleCa
   if (!fast) return koffiForm('fastCalls: false');
   const address = driver.symbolAddress;
   if (!address) return koffiForm('the driver is no loaded library');
-  const calls = fastCycleCalls(
-    CYCLE_SYMBOLS.map((s) => address(s)),
-    driver,
-  );
+  let addresses: bigint[];
+  try {
+    addresses = CYCLE_SYMBOLS.map((s) => address(s));
+  } catch (e) {
+    return koffiForm(`a cycle function's address: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const calls = fastCycleCalls(addresses, driver);
   return typeof calls === 'string' ? koffiForm(calls) : { calls, form: 'fast' };
 }
