@@ -221,7 +221,7 @@ function main(): void {
       cycle_us_under_profiler: r3(cycleUs),
       samples: prof.samples.length,
       share: split,
-      note: 'Self-time shares of V8 samples (every 20 us) over the 2 MiB cycle through createCuda({ backend: "cuda" }): driver = the checked layer\'s calls (libcuda and koffi), vmmkit = every other vmmkit file, other = the loop, the collector and the rest.',
+      note: 'Self-time shares of V8 samples (every 20 us) over the 2 MiB cycle through createCuda({ backend: "cuda" }): driver = the checked layer\'s calls and the cycle calls (libcuda, and the fast calls or koffi into it), vmmkit = every other vmmkit file, other = the loop, the collector and the rest.',
     },
     besideTheDriver: {
       standInFlavourAlone_us: r3(standAlone),
