@@ -4,6 +4,7 @@
  * checked layer passes them (the FFI floor).
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chooseCycleCalls, SCRATCH } from '../src/backends/cuda/cycle-calls.js';
 import type { CudaDriver } from '../src/backends/cuda/driver.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
@@ -28,9 +29,20 @@ export function flavourOver(driver: CudaDriver, fastCalls = true): CudaFlavor {
   return cu;
 }
 
-/** The commit measured: the one given (--commit), else git's HEAD where the tree is a checkout, else null. */
+/**
+ * The commit measured: the one given (--commit); else the one `run-all.sh
+ * --prepare` wrote beside the build it made (dist/commit.txt), since the GPU
+ * machine's copy of the tree may carry a stale .git (a run there without
+ * --commit once recorded the session's first commit); else git's HEAD where
+ * the tree is a checkout; else null.
+ */
 export function commitMeasured(given: string | undefined): string | null {
   if (given) return given;
+  try {
+    return readFileSync(new URL('../commit.txt', import.meta.url), 'utf8').trim();
+  } catch {
+    // no prepared build: ask git
+  }
   try {
     return execFileSync('git', ['rev-parse', 'HEAD'], {
       encoding: 'utf8',

@@ -6,7 +6,8 @@
 #     npm run build (and build/cycle-calls.node, the fast-call addon); ../shared/device/pack.sh (node +
 #     production deps into .device/, node recompressed at xz -9: the carry must stay under 64 MiB with
 #     the tracked files); dist/ trimmed of what the device runs none of (source maps, declarations,
-#     the compiled tests: vitest runs test/ from source);
+#     the compiled tests: vitest runs test/ from source); dist/commit.txt names the commit built, which the
+#     GPU benchmarks record where no --commit is given;
 #     the test dependencies vitest needs (vitest, vite, @vitest/*, rolldown, lightningcss,
 #     fast-check, ...; not @biomejs or typescript) as .testdeps/node_modules.tar.xz (ignored by git).
 #
@@ -38,6 +39,8 @@ if [ "${1:-}" = --prepare ]; then
     xz -T2 -9 -c "$(command -v node)" > .device/node.xz && echo "9 $(node --version)" > .device/node.level
   fi
   rm -rf dist/test && find dist \( -name '*.map' -o -name '*.d.ts' \) -delete
+  # The commit this build is of, for the results (the GPU machine's .git may be stale): dirty if the tree differs.
+  echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench conformance scripts || echo -dirty)" > dist/commit.txt
   grep -qx '/.testdeps/' .git/info/exclude || echo '/.testdeps/' >> .git/info/exclude
   mkdir -p .testdeps
   (cd node_modules && tar -cf - $(ls -A | grep -v -E '^(@biomejs|typescript|koffi|@koromix|@types|undici-types|\.package-lock\.json|\.bin|\.vite|\.vite-temp)$')) |
