@@ -20,16 +20,14 @@ import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { createRuntime } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
+import { optionOf } from './gpu-run.js';
 import { measureGrow } from './grow.js';
 
 const MiB = 1024 * 1024;
 const GOAL_MS = 3;
 
 const args = process.argv.slice(2);
-const opt = (name: string): string | undefined => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
+const opt = (name: string): string | undefined => optionOf(args, name);
 const num = (name: string, fallback: number): number => {
   const v = opt(name);
   if (v === undefined) return fallback;

@@ -58,16 +58,14 @@ import {
   median,
   NATIVE_SPEED_TARGET,
   ok,
+  optionOf,
   rawFastCycle,
   rawTypedCycle,
 } from './gpu-run.js';
 import { measureInChild } from './measure-in-child.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string): string | undefined => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
+const opt = (name: string): string | undefined => optionOf(args, name);
 const fake = args.includes('--fake');
 const standInDir = opt('--stand-in');
 const standInPath = standInDir === undefined ? undefined : join(standInDir, 'libcuda.so.1');

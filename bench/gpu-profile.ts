@@ -20,12 +20,11 @@ import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import type { CudaFlavor } from '../src/index.js';
 import { gpuInfo } from './gpu-info.js';
-import { encodedStructs, flavourOver, median, ok } from './gpu-run.js';
+import { encodedStructs, flavourOver, median, ok, optionOf } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const fake = args.includes('--fake');
-const outIndex = args.indexOf('--out');
-const outDir = outIndex >= 0 ? args[outIndex + 1] : (process.env.OUT ?? '.');
+const outDir = optionOf(args, '--out') ?? process.env.OUT ?? '.';
 
 const SIZE = 2 * 1024 * 1024;
 const PROP = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };

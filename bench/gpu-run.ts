@@ -9,6 +9,12 @@ import { chooseCycleCalls, SCRATCH } from '../src/backends/cuda/cycle-calls.js';
 import type { CudaDriver } from '../src/backends/cuda/driver.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
 
+/** The value after `--name` in a command line's arguments, if the name is there. */
+export function optionOf(args: readonly string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
 /** Issue 17's target for the 2 MiB cycle through the CUDA flavour: this ratio to native C or less. */
 export const NATIVE_SPEED_TARGET = 1.05;
 

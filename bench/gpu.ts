@@ -44,14 +44,12 @@ import {
   flavourOver,
   NATIVE_SPEED_TARGET,
   ok,
+  optionOf,
   rawTypedCycle,
 } from './gpu-run.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string): string | undefined => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
+const opt = (name: string): string | undefined => optionOf(args, name);
 const fake = args.includes('--fake');
 const outDir = opt('--out') ?? process.env.OUT ?? '.';
 const nativePath = opt('--native');
