@@ -46,7 +46,7 @@ import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
 import { CudaBackend } from '../src/backends/cuda/backend.js';
-import { CheckedCuda } from '../src/backends/cuda/checked.js';
+import type { CheckedCuda } from '../src/backends/cuda/checked.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { createProcess } from '../src/compose/create-runtime.js';
 import type { AllocationProperties } from '../src/core/types.js';
@@ -211,7 +211,12 @@ function child(): void {
           }
         : {}),
       pairs,
-      // Of the measured layer's cycle calls, the share V8 made as fast calls (the rest ran the addon's slow callbacks).
+      // The form of the measured layer's cycle calls, and the share of them V8 made as fast calls
+      // (the rest ran the addon's slow callbacks, or koffi).
+      cycle_calls: {
+        form: measured.checked.cycleCalls,
+        ...(measured.checked.cycleCallsWhy ? { why: measured.checked.cycleCallsWhy } : {}),
+      },
       fast_call_share: r4(measured.checked.fastCallCount / (7 * (warm + pairs))),
     }),
   );
@@ -224,6 +229,7 @@ interface Row {
   flavour_over_raw: number;
   raw_fast_ratio?: number;
   flavour_over_raw_fast?: number;
+  cycle_calls: { form: string; why?: string };
 }
 
 function parent(): void {
@@ -232,12 +238,14 @@ function parent(): void {
   const rows: Row[] = [];
   for (let p = 0; p < processes; p++)
     rows.push(measureInChild<Row>(import.meta.url, args, `process ${p + 1}`));
-  const over = (key: keyof Row) => {
+  const over = (key: Exclude<keyof Row, 'cycle_calls'>) => {
     const values = rows.map((r) => r[key]).filter((v) => v !== undefined);
     if (values.length === 0) return null;
     return { median: r4(median(values)), min: r4(Math.min(...values)), max: r4(Math.max(...values)) };
   };
-  const cycleCalls = cycleCallsForm();
+  // Every process takes the same form in one setting; a run where they differ says so.
+  const forms = new Set(rows.map((r) => JSON.stringify(r.cycle_calls)));
+  const cycleCalls = forms.size === 1 ? rows[0].cycle_calls : { form: 'mixed', why: [...forms].join('; ') };
   const flavour = over('flavour_ratio') ?? { median: Number.NaN, min: Number.NaN, max: Number.NaN };
   const { gpu, driver } = gpuInfo();
   const result = {
@@ -275,13 +283,6 @@ function parent(): void {
       met: result.met,
     }),
   );
-}
-
-/** The form the measured layer's cycle calls take in this setting, and why not the fast one where not. */
-function cycleCallsForm(): { form: string; why?: string } {
-  const driver = fake ? createFakeDriver() : loadCudaDriver(standInPath ? [standInPath] : undefined);
-  const cu = new CheckedCuda(driver, { fastCalls });
-  return { form: cu.cycleCalls, ...(cu.cycleCallsWhy ? { why: cu.cycleCallsWhy } : {}) };
 }
 
 if (args.includes('--measure')) child();
