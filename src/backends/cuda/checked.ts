@@ -145,6 +145,17 @@ const PROP = STRUCT_LAYOUT.CUmemAllocationProp;
 const DESC = STRUCT_LAYOUT.CUmemAccessDesc;
 const LOC = STRUCT_LAYOUT.CUmemLocation;
 
+/** A 64-bit out slot (its 32-bit words, and itself): a number when exact, else a bigint. */
+function u64Of(words: Uint32Array, slot: BigUint64Array): U64 {
+  const hi = words[1];
+  return hi < HIGH_WORD_LIMIT ? hi * TWO_32 + words[0] : slot[0];
+}
+
+/** A 64-bit out slot as a number (sizes and addresses, below 2^53). */
+function numberOf(words: Uint32Array): number {
+  return words[1] * TWO_32 + words[0];
+}
+
 /**
  * The driver functions vmmkit's backend calls, each throwing a
  * CudaDriverError instead of returning a code. Method names drop the `_v2`
@@ -160,7 +171,7 @@ export class CheckedCuda {
   readonly cycleCalls: 'fast' | 'koffi';
   /** Why the fast form does not serve them, where it does not. */
   readonly cycleCallsWhy: string | undefined;
-  /** How many cycle calls V8 made as fast calls so far (the addon counts them; always 0 in the koffi form). */
+  /** The addon's count of fast calls (always 0 in the koffi form). */
   readonly #fastCount: BigUint64Array;
   readonly #ctxGetCurrent: Raw;
   /** Out-parameters (Note [Out-parameters as typed arrays]): 64-bit slots, read back as 32-bit words. */
@@ -219,22 +230,12 @@ export class CheckedCuda {
 
   /** The first 64-bit out slot: a number when exact, else a bigint. */
   #u64(): U64 {
-    const w = this.#outWords;
-    const hi = w[1];
-    return hi < HIGH_WORD_LIMIT ? hi * TWO_32 + w[0] : this.#out64[0];
-  }
-
-  /** The cycle's out-parameter, as #u64 reads the first slot. */
-  #cycleU64(): U64 {
-    const w = this.#cycleWords;
-    const hi = w[1];
-    return hi < HIGH_WORD_LIMIT ? hi * TWO_32 + w[0] : this.#cycleOut64[0];
+    return u64Of(this.#outWords, this.#out64);
   }
 
   /** The first 64-bit out slot as a number (sizes and addresses, below 2^53). */
   #number(): number {
-    const w = this.#outWords;
-    return w[1] * TWO_32 + w[0];
+    return numberOf(this.#outWords);
   }
 
   /** The reused CUmemAllocationProp (type PINNED) with these fields. */
@@ -309,8 +310,7 @@ export class CheckedCuda {
   addressReserve(size: number, alignment: number, addr: number): number {
     const code = this.#cycle.cuMemAddressReserve(size, alignment, addr, 0);
     if (code !== 0) throw new CudaDriverError('cuMemAddressReserve', code);
-    const w = this.#cycleWords;
-    return w[1] * TWO_32 + w[0];
+    return numberOf(this.#cycleWords);
   }
   addressFree(ptr: number, size: number): void {
     const code = this.#cycle.cuMemAddressFree(ptr, size);
@@ -321,7 +321,7 @@ export class CheckedCuda {
     this.#encodeProp(locationType, id, handleTypes);
     const code = this.#cycle.cuMemCreate(size, 0);
     if (code !== 0) throw new CudaDriverError('cuMemCreate', code);
-    return this.#cycleU64();
+    return u64Of(this.#cycleWords, this.#cycleOut64);
   }
   release(handle: U64): void {
     const code = this.#cycle.cuMemRelease(handle);
