@@ -93,7 +93,10 @@ export function rawTypedCycle(d: CudaDriver, size: number): () => void {
 /**
  * The same cycle through the fast-call addon's seven functions (Note [Fast
  * cycle calls]): the FFI floor where the addon is built; undefined where it
- * is not (or the driver is a stand-in with no library).
+ * is not (or the driver is a stand-in with no library). A function of its
+ * own, not rawTypedCycle over the koffi form: V8 makes a call a fast call
+ * only where the call site knows its one target, and closures of one
+ * function share their call sites' feedback.
  */
 export function rawFastCycle(d: CudaDriver, size: number): (() => void) | undefined {
   const chosen = chooseCycleCalls(d);
