@@ -2,7 +2,7 @@ import type { Backend } from '../backend/backend.js';
 import { isCount, isMultipleOf, isPowerOfTwo } from '../util/integers.js';
 import { OrderedMap } from '../util/ordered-map.js';
 import { vmmError } from './errors.js';
-import { CORE, type Mapping, Reservation } from './objects.js';
+import { MAP_REFS, MAPPING_COUNT, type Mapping, OWNER, Reservation } from './objects.js';
 import type { Runtime } from './runtime.js';
 import type { Access } from './types.js';
 
@@ -45,20 +45,19 @@ export class AddressBook {
     const base =
       exact && at !== 0 ? this.backend.reserve(size, align, at, true) : this.backend.reserve(size, align, at);
     const r = new Reservation(base, size, align, origin);
-    r[CORE].owner = this.owner;
+    r[OWNER] = this.owner;
     this.reservations.set(base, r, base + size);
     return r;
   }
 
   /** Free a live reservation with nothing mapped in it, in the backend and then the books. */
   free(r: Reservation): void {
-    const state = r[CORE];
-    if (state.owner !== this.owner) throw vmmError('not-reserved', 'reservation is not live');
-    if (state.mappingCount > 0)
-      throw vmmError('in-use', `${state.mappingCount} mapping(s) still inside the reservation`);
+    if (r[OWNER] !== this.owner) throw vmmError('not-reserved', 'reservation is not live');
+    if (r[MAPPING_COUNT] > 0)
+      throw vmmError('in-use', `${r[MAPPING_COUNT]} mapping(s) still inside the reservation`);
     this.backend.free(r.base, r.size);
     this.reservations.delete(r.base);
-    state.owner = undefined;
+    r[OWNER] = undefined;
   }
 
   /** The mapping containing address `va`. */
@@ -108,17 +107,17 @@ export class AddressBook {
   /** Book a mapping the backend holds: it counts in its reservation and its allocation (invariant 3). */
   remember(m: Mapping): void {
     this.mappings.set(m.va, m, m.end);
-    m[CORE].owner = this.owner;
-    m.reservation[CORE].mappingCount++;
-    m.allocation[CORE].mapRefs++;
+    m[OWNER] = this.owner;
+    m.reservation[MAPPING_COUNT]++;
+    m.allocation[MAP_REFS]++;
   }
 
   /** Take a mapping out of the books (its backend mapping is already gone). */
   forget(m: Mapping): void {
     this.mappings.delete(m.va);
-    m[CORE].owner = undefined;
-    m.reservation[CORE].mappingCount--;
-    m.allocation[CORE].mapRefs--;
+    m[OWNER] = undefined;
+    m.reservation[MAPPING_COUNT]--;
+    m.allocation[MAP_REFS]--;
   }
 }
 

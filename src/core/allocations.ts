@@ -2,7 +2,7 @@ import type { Backend } from '../backend/backend.js';
 import { GenerationalHandleTable } from '../util/handle-table.js';
 import { isCount } from '../util/integers.js';
 import { vmmError } from './errors.js';
-import { CORE, PhysicalAllocation } from './objects.js';
+import { HANDLE_REFS, MAP_REFS, OWNER, PhysicalAllocation } from './objects.js';
 import type { Runtime } from './runtime.js';
 import type { SharingBook } from './sharing.js';
 import type { AllocationProperties } from './types.js';
@@ -44,7 +44,7 @@ export class AllocationBook {
   /** The allocation behind a valid handle value. */
   get(handle: number): PhysicalAllocation | undefined {
     const a = this.#handles.get(handle);
-    return a !== undefined && a[CORE].handleRefs > 0 ? a : undefined;
+    return a !== undefined && a[HANDLE_REFS] > 0 ? a : undefined;
   }
 
   /** Create memory in the backend and hand out a handle to it; the arguments are checked first. */
@@ -55,7 +55,7 @@ export class AllocationBook {
   ): PhysicalAllocation {
     if (!isCount(size) || size === 0) throw vmmError('invalid-value', `size ${size} is not positive`);
     const { location } = props;
-    if (location.type === 'device') this.owner.device(location.id);
+    if (location.type === 'device') this.owner.checkDevice(location.id);
     else if (location.type !== 'host' || !isCount(location.id)) {
       throw vmmError('invalid-value', `bad location ${JSON.stringify(location)}`);
     }
@@ -70,15 +70,14 @@ export class AllocationBook {
     origin: PhysicalAllocation['origin'],
   ): PhysicalAllocation {
     const a = new PhysicalAllocation(this.#handles.peek(), size, props, backendHandle, origin);
-    a[CORE].owner = this.owner;
+    a[OWNER] = this.owner;
     this.#handles.add(a);
     return a;
   }
 
   /** Throws invalid-handle unless `a` is a live handle of this process. */
   check(a: PhysicalAllocation): void {
-    const state = a[CORE];
-    if (state.owner !== this.owner || state.handleRefs === 0) {
+    if (a[OWNER] !== this.owner || a[HANDLE_REFS] === 0) {
       throw vmmError('invalid-handle', `handle ${a.id} is not valid`);
     }
   }
@@ -86,9 +85,8 @@ export class AllocationBook {
   /** Drop one handle reference; the memory goes when nothing (handle or mapping) holds it. */
   release(a: PhysicalAllocation): void {
     this.check(a);
-    const state = a[CORE];
-    if (state.handleRefs === 1 && state.mapRefs === 0) this.giveBack(a);
-    else state.handleRefs--;
+    if (a[HANDLE_REFS] === 1 && a[MAP_REFS] === 0) this.giveBack(a);
+    else a[HANDLE_REFS]--;
   }
 
   /**
@@ -99,10 +97,9 @@ export class AllocationBook {
    */
   giveBack(a: PhysicalAllocation): void {
     this.backend.release(a.backendHandle);
-    const state = a[CORE];
-    state.handleRefs = 0;
-    state.mapRefs = 0;
-    state.owner = undefined;
+    a[HANDLE_REFS] = 0;
+    a[MAP_REFS] = 0;
+    a[OWNER] = undefined;
     this.#handles.remove(a.id);
     if (this.#unreleased.size > 0) this.#unreleased.delete(a);
     this.sharing.withdrawTokens(a, this.quietly);

@@ -7,7 +7,7 @@
 import type { Backend } from '../backend/backend.js';
 import type { AddressBook } from './address-book.js';
 import { vmmError } from './errors.js';
-import { CORE, type Mapping } from './objects.js';
+import { HOST_ACCESS, type Mapping } from './objects.js';
 import type { Transaction } from './transaction.js';
 import { Access } from './types.js';
 
@@ -28,11 +28,11 @@ export function grantHostAccess(
 ): void {
   backend.setHostAccess(va, size, host);
   const before = mappings.map((m) => m.hostAccess);
-  for (const m of mappings) m[CORE].hostAccess = host;
+  for (const m of mappings) m[HOST_ACCESS] = host;
   tx.undo(() =>
     mappings.forEach((m, i) => {
       backend.setHostAccess(m.va, m.size, before[i]);
-      m[CORE].hostAccess = before[i];
+      m[HOST_ACCESS] = before[i];
     }),
   );
 }

@@ -3,7 +3,7 @@ import type { AddressBook } from './address-book.js';
 import type { AllocationBook } from './allocations.js';
 import { vmmError } from './errors.js';
 import { checkHostReachable, grantHostAccess } from './host-access.js';
-import { CORE, Mapping, type PhysicalAllocation, type Reservation } from './objects.js';
+import { ACCESS_BITS, Mapping, type PhysicalAllocation, type Reservation } from './objects.js';
 import type { AccessDescriptor } from './runtime.js';
 import type { StreamTable } from './streams.js';
 import { Transaction } from './transaction.js';
@@ -89,7 +89,7 @@ export class Mapper {
   /** Redo a mapping in the backend with the access it had (undo of an unmap). */
   #remap(m: Mapping): void {
     this.backend.map(m.va, m.size, m.allocation.backendHandle, m.offset);
-    const bits = m[CORE].accessBits;
+    const bits = m[ACCESS_BITS];
     for (let d = 0; d < this.devices.length && bits !== 0; d++) {
       const access = m.accessOf(d);
       if (access !== Access.None) this.backend.setAccess(m.va, m.size, d, access);
@@ -126,8 +126,7 @@ export class Mapper {
     // Step by end address, so the mapping after the range is never touched.
     const mappings = this.book.mappings;
     for (let m = first; ; m = mappings.get(m.end)!) {
-      const state = m[CORE];
-      for (const d of descriptors) state.accessBits = withAccess(state.accessBits, d.device, d.access);
+      for (const d of descriptors) m[ACCESS_BITS] = withAccess(m[ACCESS_BITS], d.device, d.access);
       if (m.end >= end) break;
     }
   }

@@ -10,12 +10,23 @@ import { type Access, type AllocationProperties, accessIn } from './types.js';
  * it shows. They are records owned by a Runtime, which alone changes them.
  *
  * Note [Core-owned state]: what changes over an object's life (its owner,
- * counts, access bits) sits in a record under the CORE symbol, which only
- * core imports (the package does not export it). Everyone else reads it
+ * counts, access bits) sits in fields keyed by the symbols below, which only
+ * core imports (the package exports none of them). Everyone else reads them
  * through getters, so an allocator or a flavor cannot make core's books
- * disagree with the backend by writing a field.
+ * disagree with the backend by writing a field. They are the object's own
+ * fields, not a record beside it: the VMM cycle then allocates and touches
+ * one object per reservation, allocation and mapping, not two (Note [Cold
+ * lines] in runtime.ts).
  */
-export const CORE = Symbol('vmmkit.core');
+export const OWNER = Symbol('vmmkit.owner');
+export const MAPPING_COUNT = Symbol('vmmkit.mappingCount');
+export const HANDLE_REFS = Symbol('vmmkit.handleRefs');
+export const MAP_REFS = Symbol('vmmkit.mapRefs');
+export const EXPORTS = Symbol('vmmkit.exports');
+export const TOKENS = Symbol('vmmkit.tokens');
+export const SIZE = Symbol('vmmkit.size');
+export const ACCESS_BITS = Symbol('vmmkit.accessBits');
+export const HOST_ACCESS = Symbol('vmmkit.hostAccess');
 
 export type Origin = 'vmm' | 'malloc';
 
@@ -25,13 +36,10 @@ export type Origin = 'vmm' | 'malloc';
  * an object check `owner === this` instead of looking it up again: one
  * comparison, and it also refuses an object of another process.
  */
-interface ReservationState {
-  owner: Runtime | undefined;
-  mappingCount: number;
-}
-
 export class Reservation {
-  readonly [CORE]: ReservationState = { owner: undefined, mappingCount: 0 };
+  [OWNER]: Runtime | undefined = undefined;
+  /** Mappings currently inside this reservation. */
+  [MAPPING_COUNT] = 0;
   constructor(
     readonly base: number,
     readonly size: number,
@@ -42,12 +50,12 @@ export class Reservation {
 
   /** The runtime holding it live; undefined once freed (Note [Owner field]). */
   get owner(): Runtime | undefined {
-    return this[CORE].owner;
+    return this[OWNER];
   }
 
   /** Mappings currently inside this reservation. */
   get mappingCount(): number {
-    return this[CORE].mappingCount;
+    return this[MAPPING_COUNT];
   }
 
   get end(): number {
@@ -61,25 +69,15 @@ export class Reservation {
   }
 }
 
-interface AllocationState {
-  owner: Runtime | undefined;
-  handleRefs: number;
-  mapRefs: number;
-  exports: number;
-  tokens: number[] | undefined;
-  /** Bytes of memory; 0 while unknown (Note [Foreign memory sizes] in runtime.ts). */
-  size: number;
-}
-
 export class PhysicalAllocation {
-  readonly [CORE]: AllocationState = {
-    owner: undefined,
-    handleRefs: 1,
-    mapRefs: 0,
-    exports: 0,
-    tokens: undefined,
-    size: 0,
-  };
+  [OWNER]: Runtime | undefined = undefined;
+  /** References through the handle (see handleRefs). */
+  [HANDLE_REFS] = 1;
+  [MAP_REFS] = 0;
+  [EXPORTS] = 0;
+  [TOKENS]: number[] | undefined = undefined;
+  /** Bytes of memory; 0 while unknown (Note [Foreign memory sizes] in runtime.ts). */
+  [SIZE]: number;
 
   constructor(
     /** The handle value the API shows: unique within its process, never reused (Note [Handle values]). */
@@ -91,22 +89,22 @@ export class PhysicalAllocation {
     readonly backendHandle: number,
     readonly origin: 'created' | 'imported' | 'malloc',
   ) {
-    this[CORE].size = size ?? 0;
+    this[SIZE] = size ?? 0;
   }
 
   /** Bytes of memory; 0 while the size is unknown (sizeKnown). */
   get size(): number {
-    return this[CORE].size;
+    return this[SIZE];
   }
 
   /** False for imported memory whose size nobody told core yet (Note [Foreign memory sizes]). */
   get sizeKnown(): boolean {
-    return this[CORE].size > 0;
+    return this[SIZE] > 0;
   }
 
   /** The runtime holding it live; undefined once its memory is released (Note [Owner field]). */
   get owner(): Runtime | undefined {
-    return this[CORE].owner;
+    return this[OWNER];
   }
 
   /**
@@ -114,23 +112,22 @@ export class PhysicalAllocation {
    * -1 per release. While it is above zero the handle value is valid.
    */
   get handleRefs(): number {
-    return this[CORE].handleRefs;
+    return this[HANDLE_REFS];
   }
 
   /** Mappings that show this memory. */
   get mapRefs(): number {
-    return this[CORE].mapRefs;
+    return this[MAP_REFS];
   }
 
   /** Shareable descriptors and tokens exported from it. */
   get exports(): number {
-    return this[CORE].exports;
+    return this[EXPORTS];
   }
 
   /** DESIGN.md's single count: +1 per create/import, map and retain; -1 per release and unmap. */
   get refCount(): number {
-    const s = this[CORE];
-    return s.handleRefs + s.mapRefs;
+    return this[HANDLE_REFS] + this[MAP_REFS];
   }
 
   /** Release one handle reference (`using a = rt.create(...)`). Never throws. */
@@ -140,16 +137,12 @@ export class PhysicalAllocation {
   }
 }
 
-interface MappingState {
-  owner: Runtime | undefined;
-  /** Access of every device, packed (Note [Access bits]); a new mapping grants none. */
-  accessBits: number;
-  /** The CPU's access, for host-located memory (Note [Host access]); a new mapping grants none. */
-  hostAccess: Access;
-}
-
 export class Mapping {
-  readonly [CORE]: MappingState = { owner: undefined, accessBits: 0, hostAccess: 0 };
+  [OWNER]: Runtime | undefined = undefined;
+  /** Access of every device, packed (Note [Access bits]); a new mapping grants none. */
+  [ACCESS_BITS] = 0;
+  /** The CPU's access, for host-located memory (Note [Host access]); a new mapping grants none. */
+  [HOST_ACCESS]: Access = 0;
   constructor(
     readonly va: number,
     readonly size: number,
@@ -160,12 +153,12 @@ export class Mapping {
 
   /** The runtime holding it live; undefined once unmapped (Note [Owner field]). */
   get owner(): Runtime | undefined {
-    return this[CORE].owner;
+    return this[OWNER];
   }
 
   /** Access of every device, packed two bits per device (Note [Access bits]). */
   get accessBits(): number {
-    return this[CORE].accessBits;
+    return this[ACCESS_BITS];
   }
 
   get end(): number {
@@ -173,12 +166,12 @@ export class Mapping {
   }
 
   accessOf(device: number): Access {
-    return accessIn(this[CORE].accessBits, device);
+    return accessIn(this[ACCESS_BITS], device);
   }
 
   /** The CPU's access (Note [Host access] in src/backend/backend.ts). */
   get hostAccess(): Access {
-    return this[CORE].hostAccess;
+    return this[HOST_ACCESS];
   }
 
   /** Unmap (`using m = rt.map(...)`). Never throws. */

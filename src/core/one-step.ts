@@ -3,7 +3,7 @@ import type { AddressBook } from './address-book.js';
 import type { AllocationBook } from './allocations.js';
 import { vmmError } from './errors.js';
 import type { Mapper } from './mapper.js';
-import { CORE, type PhysicalAllocation, type Reservation } from './objects.js';
+import { HANDLE_REFS, type PhysicalAllocation, type Reservation } from './objects.js';
 import type { MallocOptions } from './runtime.js';
 import type { SharingBook } from './sharing.js';
 import { Transaction } from './transaction.js';
@@ -112,6 +112,6 @@ export class OneStepPath {
     });
     this.mapper.grant(m, m.end, [{ device, access: Access.ReadWrite }]);
     // The mapping alone holds the memory now: its handle is not the caller's.
-    a[CORE].handleRefs = 0;
+    a[HANDLE_REFS] = 0;
   }
 }

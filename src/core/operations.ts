@@ -50,6 +50,7 @@ export const TRACED_OPERATIONS = [
 type RuntimeQueries =
   | 'device'
   | 'isDevice'
+  | 'checkDevice'
   | 'memoryInfo'
   | 'reservationAt'
   | 'reservationContaining'

@@ -10,7 +10,14 @@ import { EventTable } from './events.js';
 import { type CaptureMode, type CaptureView, GraphBook } from './graphs.js';
 import { checkHostAccess } from './host-access.js';
 import { checkVmm, Mapper } from './mapper.js';
-import { CORE, type Mapping, type PhysicalAllocation, type Reservation } from './objects.js';
+import {
+  HANDLE_REFS,
+  type Mapping,
+  OWNER,
+  type PhysicalAllocation,
+  type Reservation,
+  SIZE,
+} from './objects.js';
 import { observeRuntime } from './observer.js';
 import { OneStepPath } from './one-step.js';
 import { TRACED_OPERATIONS } from './operations.js';
@@ -75,9 +82,25 @@ export type {
  * memory went), the operation stands, the failure goes to the report hook,
  * and what could not be given back stays held by the runtime, which tries
  * again at dispose().
+ *
+ * Note [Cold lines]: beside a real driver call, which leaves the CPU's
+ * caches cold (bench/gpu-paired.ts measures it), what a VMM call costs is
+ * mostly how many distinct cache lines of code and data its JavaScript
+ * touches, not how many instructions it runs. So the calls of the 2 MiB
+ * cycle read what they need from objects they touch anyway: the runtime's
+ * granularity and device count are its own fields, not a device record's;
+ * the three objects keep core's state in their own fields, not in a record
+ * beside them (Note [Core-owned state] in objects.ts); the checked layer
+ * reads and writes the cycle's scratch through one view.
  */
 export class Runtime implements Disposable {
   readonly devices: readonly DeviceInfo[];
+  /**
+   * The smallest granularity any VA operation of this process accepts (device 0's minimum, as HIP uses).
+   * A field, as the device count is, so the calls that read it touch no device record (Note [Cold lines]).
+   */
+  readonly vaGranularity: number;
+  readonly #deviceCount: number;
   /** Reservations and mappings, in address order. */
   readonly #book: AddressBook;
   readonly #allocations: AllocationBook;
@@ -100,6 +123,9 @@ export class Runtime implements Disposable {
     this.devices = backend.devices;
     if (this.devices.length > MAX_DEVICES)
       throw new RangeError(`vmmkit handles at most ${MAX_DEVICES} devices`);
+    this.#deviceCount = this.devices.length;
+    // With no device there is no granularity, and no address or size is a multiple of 0.
+    this.vaGranularity = this.devices.length > 0 ? this.devices[0].minimumGranularity : 0;
     this.#report = options.report ?? warn;
     this.#book = new AddressBook(this, backend);
     this.#sharing = new SharingBook(backend);
@@ -145,24 +171,22 @@ export class Runtime implements Disposable {
   // --- queries -------------------------------------------------------------
 
   device(ordinal: number): DeviceInfo {
-    const d = this.devices[ordinal];
-    if (d === undefined || !Number.isInteger(ordinal))
-      throw vmmError('invalid-device', `no device ${ordinal}`);
-    return d;
+    this.checkDevice(ordinal);
+    return this.devices[ordinal];
+  }
+
+  /** Throws invalid-device unless `ordinal` names a device of this process. */
+  checkDevice(ordinal: number): void {
+    if (!this.isDevice(ordinal)) throw vmmError('invalid-device', `no device ${ordinal}`);
   }
 
   isDevice(ordinal: number): boolean {
-    return Number.isInteger(ordinal) && ordinal >= 0 && ordinal < this.devices.length;
-  }
-
-  /** The smallest granularity any VA operation of this process accepts (device 0's minimum, as HIP uses). */
-  get vaGranularity(): number {
-    return this.devices[0].minimumGranularity;
+    return Number.isInteger(ordinal) && ordinal >= 0 && ordinal < this.#deviceCount;
   }
 
   memoryInfo(device: number): MemoryInfo {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     return this.backend.memoryInfo(device);
   }
 
@@ -206,7 +230,7 @@ export class Runtime implements Disposable {
 
   getAccess(va: number, device: number): Access {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     const m = this.mappingAt(va);
     if (m === undefined) throw vmmError('not-mapped', `nothing is mapped at 0x${va.toString(16)}`);
     return m.accessOf(device);
@@ -288,7 +312,7 @@ export class Runtime implements Disposable {
     if (m.reservation.origin === 'malloc')
       throw vmmError('not-mapped', 'one-step allocations have no handle');
     const a = m.allocation;
-    a[CORE].handleRefs++;
+    a[HANDLE_REFS]++;
     return a;
   }
 
@@ -314,7 +338,7 @@ export class Runtime implements Disposable {
       throw vmmError('not-reserved', 'range is not inside one reservation');
     if (r.origin === 'malloc') throw vmmError('not-reserved', 'the range belongs to a one-step allocation');
     const m = this.#mapper.map(va, size, a, offset, r);
-    if (!a.sizeKnown) a[CORE].size = size;
+    if (!a.sizeKnown) a[SIZE] = size;
     return m;
   }
 
@@ -350,7 +374,7 @@ export class Runtime implements Disposable {
   setAccess(va: number, size: number, descriptors: readonly AccessDescriptor[], host?: Access): void {
     this.#live();
     for (const d of descriptors) {
-      this.device(d.device);
+      this.checkDevice(d.device);
       if (!isAccess(d.access)) throw vmmError('invalid-value', `access flags ${d.access}`);
     }
     if (host !== undefined) {
@@ -489,7 +513,7 @@ export class Runtime implements Disposable {
    */
   importMalloc(token: number, device: number): Reservation {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     return this.#oneStep.importMalloc(token, device);
   }
 
@@ -497,21 +521,21 @@ export class Runtime implements Disposable {
 
   write(device: number, va: number, src: Uint8Array, stream = 0): void {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     if (this.#graphs.captureOf(stream) === undefined) this.backend.write(device, va, src, stream);
     else this.#graphs.take(stream, { kind: 'write', device, va, bytes: src });
   }
 
   read(device: number, va: number, dst: Uint8Array, stream = 0): void {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     if (this.#graphs.captureOf(stream) === undefined) this.backend.read(device, va, dst, stream);
     else this.#graphs.take(stream, { kind: 'read', device, va, bytes: dst });
   }
 
   copy(device: number, dst: number, src: number, size: number, stream = 0): void {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size}`);
     if (this.#graphs.captureOf(stream) === undefined) this.backend.copy(device, dst, src, size, stream);
     else this.#graphs.take(stream, { kind: 'copy', device, dst, src, size });
@@ -519,7 +543,7 @@ export class Runtime implements Disposable {
 
   fill(device: number, va: number, value: number, size: number, stream = 0): void {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     if (!isCount(size)) throw vmmError('invalid-value', `size ${size}`);
     if (this.#graphs.captureOf(stream) === undefined)
       this.backend.fill(device, va, value & 0xff, size, stream);
@@ -563,7 +587,7 @@ export class Runtime implements Disposable {
 
   createStream(device: number): number {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     return this.#streams.create(device);
   }
 
@@ -603,7 +627,7 @@ export class Runtime implements Disposable {
    */
   createEvent(device: number, options: { readonly timing?: boolean } = {}): number {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     return this.#events.create(device, options.timing === true);
   }
 
@@ -672,7 +696,7 @@ export class Runtime implements Disposable {
   /** Begin capturing `stream` (0: the default stream, of `device`). */
   beginCapture(stream: number, device: number, mode: CaptureMode): void {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     if (stream !== 0) this.#streams.check(stream);
     this.#graphs.begin(stream, mode);
   }
@@ -736,7 +760,7 @@ export class Runtime implements Disposable {
    */
   resetDevice(device: number): void {
     this.#live();
-    this.device(device);
+    this.checkDevice(device);
     this.quietly(() => this.backend.synchronizeDevice(device));
     this.#events.destroyEach(device, this.#quietly);
     this.#streams.destroyEach(device, this.#quietly);
@@ -744,18 +768,18 @@ export class Runtime implements Disposable {
       a.props.location.type === 'device' && a.props.location.id === device;
     const emptied = new Set<Reservation>();
     for (const m of [...this.#book.mappings.values()]) {
-      if (!onDevice(m.allocation) || m[CORE].owner !== this) continue;
+      if (!onDevice(m.allocation) || m[OWNER] !== this) continue;
       emptied.add(m.reservation);
       this.quietly(() => this.#mapper.unmapOne(m));
     }
     for (const a of [...this.#allocations.values()]) if (onDevice(a)) this.#releaseAll(a);
     for (const r of emptied)
-      if (r[CORE].owner === this && r.mappingCount === 0) this.quietly(() => this.#book.free(r));
+      if (r[OWNER] === this && r.mappingCount === 0) this.quietly(() => this.#book.free(r));
   }
 
   /** Release every handle reference to `a`, one attempt each: a release that keeps failing must not spin. */
   #releaseAll(a: PhysicalAllocation): void {
-    for (let n = a[CORE].handleRefs; n > 0 && a.owner === this; n--)
+    for (let n = a[HANDLE_REFS]; n > 0 && a.owner === this; n--)
       this.quietly(() => this.#allocations.release(a));
   }
 

@@ -1,6 +1,6 @@
 import type { Backend } from '../backend/backend.js';
 import { vmmError } from './errors.js';
-import { CORE, type PhysicalAllocation } from './objects.js';
+import { EXPORTS, type PhysicalAllocation, TOKENS } from './objects.js';
 import { HandleType } from './types.js';
 
 /**
@@ -23,7 +23,7 @@ export class SharingBook {
       throw vmmError('not-supported', 'the allocation was not created exportable as a POSIX fd');
     }
     const fd = this.backend.exportFd(a.backendHandle);
-    a[CORE].exports++;
+    a[EXPORTS]++;
     this.#exportedFds.set(fd, a);
     return fd;
   }
@@ -34,16 +34,15 @@ export class SharingBook {
     const a = this.#exportedFds.get(fd);
     if (a !== undefined) {
       this.#exportedFds.delete(fd);
-      a[CORE].exports--;
+      a[EXPORTS]--;
     }
   }
 
   /** Share `a` as a machine-wide token (with `checkPid`, only to processes allowImport names). */
   share(a: PhysicalAllocation, checkPid: boolean): number {
     const token = this.backend.exportShareable(a.backendHandle, checkPid);
-    const state = a[CORE];
-    state.exports++;
-    (state.tokens ??= []).push(token);
+    a[EXPORTS]++;
+    (a[TOKENS] ??= []).push(token);
     this.#sharedTokens.set(token, a);
     return token;
   }
@@ -54,9 +53,8 @@ export class SharingBook {
     if (a === undefined) throw vmmError('invalid-fd', `this process shares no token ${token}`);
     this.backend.unshare(token);
     this.#sharedTokens.delete(token);
-    const state = a[CORE];
-    state.exports--;
-    state.tokens = state.tokens?.filter((t) => t !== token);
+    a[EXPORTS]--;
+    a[TOKENS] = a[TOKENS]?.filter((t) => t !== token);
   }
 
   /**
@@ -66,7 +64,7 @@ export class SharingBook {
    * that fails is reported, not thrown: the memory is gone already.
    */
   withdrawTokens(a: PhysicalAllocation, quietly: (step: () => void) => void): void {
-    const tokens = a[CORE].tokens;
+    const tokens = a[TOKENS];
     if (tokens === undefined) return;
     for (const t of tokens) {
       if (!this.#sharedTokens.delete(t)) continue;

@@ -145,15 +145,29 @@ const PROP = STRUCT_LAYOUT.CUmemAllocationProp;
 const DESC = STRUCT_LAYOUT.CUmemAccessDesc;
 const LOC = STRUCT_LAYOUT.CUmemLocation;
 
-/** A 64-bit out slot (its 32-bit words, and itself): a number when exact, else a bigint. */
-function u64Of(words: Uint32Array, slot: BigUint64Array): U64 {
-  const hi = words[1];
-  return hi < HIGH_WORD_LIMIT ? hi * TWO_32 + words[0] : slot[0];
+/** Word indices into the cycle's scratch (SCRATCH) of its out-parameter and struct fields. */
+const OUT = SCRATCH.out >> 2;
+const PROP_AT = {
+  type: (SCRATCH.prop + PROP.type) >> 2,
+  requestedHandleTypes: (SCRATCH.prop + PROP.requestedHandleTypes) >> 2,
+  locationType: (SCRATCH.prop + PROP['location.type']) >> 2,
+  locationId: (SCRATCH.prop + PROP['location.id']) >> 2,
+} as const;
+const DESC_AT = {
+  locationType: (SCRATCH.desc + DESC['location.type']) >> 2,
+  locationId: (SCRATCH.desc + DESC['location.id']) >> 2,
+  flags: (SCRATCH.desc + DESC.flags) >> 2,
+} as const;
+
+/** The 64-bit out slot at word `at` (its 32-bit words, and itself): a number when exact, else a bigint. */
+function u64Of(words: Uint32Array, at: number, slot: BigUint64Array): U64 {
+  const hi = words[at + 1];
+  return hi < HIGH_WORD_LIMIT ? hi * TWO_32 + words[at] : slot[0];
 }
 
-/** A 64-bit out slot as a number (sizes and addresses, below 2^53). */
-function numberOf(words: Uint32Array): number {
-  return words[1] * TWO_32 + words[0];
+/** The 64-bit out slot at word `at` as a number (sizes and addresses, below 2^53). */
+function numberOf(words: Uint32Array, at: number): number {
+  return words[at + 1] * TWO_32 + words[at];
 }
 
 /**
@@ -180,14 +194,19 @@ export class CheckedCuda {
   readonly #outWords = new Uint32Array(this.#out64.buffer);
   readonly #outInt = new Int32Array(this.#out64.buffer, 0, 1);
   readonly #outF32 = new Float32Array(1);
-  /** The cycle's out-parameter, in its scratch bytes. */
-  readonly #cycleOut64: BigUint64Array;
+  /**
+   * The cycle's scratch bytes as 32-bit words, its one view for the cycle's
+   * calls (Note [Cold lines] in src/core/runtime.ts): the out-parameter at
+   * OUT, the encoded CUmemAllocationProp at PROP_AT (type PINNED, three
+   * fields rewritten per call, the rest zero) and CUmemAccessDesc at DESC_AT
+   * (one device per call, as the Backend asks). A signed field stored here
+   * keeps its bits.
+   */
   readonly #cycleWords: Uint32Array;
-  /** The encoded CUmemAllocationProp, in the cycle's scratch: type PINNED, three fields rewritten per call, the rest zero. */
+  /** The out-parameter as a 64-bit slot, for a handle above 2^53. */
+  readonly #cycleOut64: BigUint64Array;
+  /** The encoded CUmemAllocationProp as bytes, for cuMemGetAllocationGranularity (koffi). */
   readonly #prop: Uint8Array;
-  readonly #propWords: Int32Array;
-  /** The encoded CUmemAccessDesc (one device per call, as the Backend asks), in the cycle's scratch. */
-  readonly #descWords: Int32Array;
   /** The encoded CUmemLocation. */
   readonly #loc = new Uint8Array(8);
   readonly #locWords = new Int32Array(this.#loc.buffer);
@@ -207,15 +226,13 @@ export class CheckedCuda {
     this.cycleCalls = chosen.form;
     this.cycleCallsWhy = chosen.why;
     const scratch = chosen.calls.scratch;
+    this.#cycleWords = new Uint32Array(scratch);
     this.#cycleOut64 = new BigUint64Array(scratch, SCRATCH.out, 1);
-    this.#cycleWords = new Uint32Array(scratch, SCRATCH.out, 2);
     this.#prop = new Uint8Array(scratch, SCRATCH.prop, 32);
-    this.#propWords = new Int32Array(scratch, SCRATCH.prop, 8);
-    this.#descWords = new Int32Array(scratch, SCRATCH.desc, 3);
     this.#fastCount = new BigUint64Array(scratch, SCRATCH.fastCount, 1);
     this.#ctxGetCurrent = d.cuCtxGetCurrent;
-    this.#propWords[PROP.type >> 2] = CU_MEM_ALLOCATION_TYPE_PINNED;
-    this.#descWords[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
+    this.#cycleWords[PROP_AT.type] = CU_MEM_ALLOCATION_TYPE_PINNED;
+    this.#cycleWords[DESC_AT.locationType] = CU_MEM_LOCATION_TYPE_DEVICE;
     this.#locWords[LOC.type >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
   }
 
@@ -230,20 +247,20 @@ export class CheckedCuda {
 
   /** The first 64-bit out slot: a number when exact, else a bigint. */
   #u64(): U64 {
-    return u64Of(this.#outWords, this.#out64);
+    return u64Of(this.#outWords, 0, this.#out64);
   }
 
   /** The first 64-bit out slot as a number (sizes and addresses, below 2^53). */
   #number(): number {
-    return numberOf(this.#outWords);
+    return numberOf(this.#outWords, 0);
   }
 
   /** The reused CUmemAllocationProp (type PINNED) with these fields. */
   #encodeProp(locationType: number, id: number, handleTypes: number): Uint8Array {
-    const p = this.#propWords;
-    p[PROP.requestedHandleTypes >> 2] = handleTypes;
-    p[PROP['location.type'] >> 2] = locationType;
-    p[PROP['location.id'] >> 2] = id;
+    const w = this.#cycleWords;
+    w[PROP_AT.requestedHandleTypes] = handleTypes;
+    w[PROP_AT.locationType] = locationType;
+    w[PROP_AT.locationId] = id;
     return this.#prop;
   }
 
@@ -310,7 +327,7 @@ export class CheckedCuda {
   addressReserve(size: number, alignment: number, addr: number): number {
     const code = this.#cycle.cuMemAddressReserve(size, alignment, addr, 0);
     if (code !== 0) throw new CudaDriverError('cuMemAddressReserve', code);
-    return numberOf(this.#cycleWords);
+    return numberOf(this.#cycleWords, OUT);
   }
   addressFree(ptr: number, size: number): void {
     const code = this.#cycle.cuMemAddressFree(ptr, size);
@@ -321,7 +338,7 @@ export class CheckedCuda {
     this.#encodeProp(locationType, id, handleTypes);
     const code = this.#cycle.cuMemCreate(size, 0);
     if (code !== 0) throw new CudaDriverError('cuMemCreate', code);
-    return u64Of(this.#cycleWords, this.#cycleOut64);
+    return u64Of(this.#cycleWords, OUT, this.#cycleOut64);
   }
   release(handle: U64): void {
     const code = this.#cycle.cuMemRelease(handle);
@@ -337,20 +354,20 @@ export class CheckedCuda {
   }
   /** Set one device's access (CU_MEM_LOCATION_TYPE_DEVICE) over [ptr, ptr + size). */
   setAccess(ptr: number, size: number, device: number, flags: number): void {
-    const w = this.#descWords;
-    w[DESC['location.id'] >> 2] = device;
-    w[DESC.flags >> 2] = flags;
+    const w = this.#cycleWords;
+    w[DESC_AT.locationId] = device;
+    w[DESC_AT.flags] = flags;
     const code = this.#cycle.cuMemSetAccess(ptr, size);
     if (code !== 0) throw new CudaDriverError('cuMemSetAccess', code);
   }
   /** cuMemSetAccess for the CPU: one descriptor of location type HOST (its id is ignored). */
   setHostAccess(ptr: number, size: number, flags: number): void {
-    const w = this.#descWords;
-    w[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_HOST;
-    w[DESC['location.id'] >> 2] = 0;
-    w[DESC.flags >> 2] = flags;
+    const w = this.#cycleWords;
+    w[DESC_AT.locationType] = CU_MEM_LOCATION_TYPE_HOST;
+    w[DESC_AT.locationId] = 0;
+    w[DESC_AT.flags] = flags;
     const code = this.#cycle.cuMemSetAccess(ptr, size);
-    w[DESC['location.type'] >> 2] = CU_MEM_LOCATION_TYPE_DEVICE;
+    w[DESC_AT.locationType] = CU_MEM_LOCATION_TYPE_DEVICE;
     if (code !== 0) throw new CudaDriverError('cuMemSetAccess', code);
   }
   getAccess(device: number, ptr: number): number {
