@@ -88,9 +88,15 @@ export class AddressSizes {
   }
 
   delete(key: number): boolean {
+    return this.take(key) >= 0;
+  }
+
+  /** Delete `key`, answering its size (-1 if absent): a get and a delete in one probe. */
+  take(key: number): number {
     const i = this.#find(key);
-    if (i < 0) return false;
+    if (i < 0) return -1;
     const pairs = this.#pairs;
+    const size = pairs[2 * i + 1];
     // A slot whose successor is EMPTY ends every probe through it: it can be EMPTY itself.
     if (pairs[2 * ((i + 1) & this.#mask)] === EMPTY) pairs[2 * i] = EMPTY;
     else {
@@ -98,7 +104,7 @@ export class AddressSizes {
       this.#gone++;
     }
     this.#size--;
-    return true;
+    return size;
   }
 
   clear(): void {

@@ -37,12 +37,13 @@ describe('AddressSizes', () => {
     expect(t.get(0)).toBeUndefined();
   });
 
-  it('agrees with a Map over any sequence of sets and deletes (the churn of the VMM cycle included)', () => {
+  it('agrees with a Map over any sequence of sets, deletes and takes (the churn of the VMM cycle included)', () => {
     // Keys from a small pool of 2 MiB-aligned addresses, so sets and deletes meet the same keys often.
     const key = fc.integer({ min: 0, max: 40 }).map((k) => 0x7f00_0000_0000 + k * MiB2);
     const op = fc.oneof(
       fc.record({ kind: fc.constant('set' as const), key, size: fc.integer({ min: 1, max: 2 ** 40 }) }),
       fc.record({ kind: fc.constant('delete' as const), key }),
+      fc.record({ kind: fc.constant('take' as const), key }),
       fc.record({ kind: fc.constant('get' as const), key }),
     );
     fc.assert(
@@ -55,6 +56,9 @@ describe('AddressSizes', () => {
             model.set(o.key, o.size);
           } else if (o.kind === 'delete') {
             expect(t.delete(o.key)).toBe(model.delete(o.key));
+          } else if (o.kind === 'take') {
+            expect(t.take(o.key)).toBe(model.get(o.key) ?? -1);
+            model.delete(o.key);
           } else {
             expect(t.get(o.key)).toBe(model.get(o.key));
           }

@@ -265,9 +265,8 @@ export class CudaBackend implements Backend {
     if (this.#unfinished !== 0) this.synchronizeDevice(-1);
     this.cu.unmap(va, size);
     for (let at = va, end = va + size; at < end; ) {
-      const n = this.#mapped.get(at);
-      if (n === undefined) break;
-      this.#mapped.delete(at);
+      const n = this.#mapped.take(at);
+      if (n < 0) break;
       at += n;
     }
   }
