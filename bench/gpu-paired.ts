@@ -35,7 +35,10 @@
  * row records the CPU it ended on: bench/results/h200-paired.json has both
  * states on CPU 4), and the JavaScript's share grows in the slow one. One
  * process is one draw, so the figure is the median over processes, each
- * process's own ratios paired cycle by cycle, with the rows kept.
+ * process's own ratios paired cycle by cycle, with the rows kept; `by_state`
+ * splits them by state (processState in gpu-run.ts). The state belongs to
+ * the process, not the CPU or anything in it: a C process with no
+ * JavaScript, pinned to one CPU, draws either (bench/gpu-states.ts).
  *
  * `--pairs N` sets the rounds per process (default 4,000). Writes
  * DIR/h200-paired.json (DIR: $OUT or the current folder).
@@ -59,8 +62,10 @@ import {
   NATIVE_SPEED_TARGET,
   ok,
   optionOf,
+  processState,
   rawFastCycle,
   rawTypedCycle,
+  STATE_SPREAD,
 } from './gpu-run.js';
 import { measureInChild } from './measure-in-child.js';
 
@@ -247,6 +252,7 @@ function parent(): void {
   const forms = new Set(rows.map((r) => JSON.stringify(r.cycle_calls)));
   const cycleCalls = forms.size === 1 ? rows[0].cycle_calls : { form: 'mixed', why: [...forms].join('; ') };
   const flavour = over('flavour_ratio') ?? { median: Number.NaN, min: Number.NaN, max: Number.NaN };
+  const byState = byProcessState(rows);
   const { gpu, driver } = gpuInfo();
   const result = {
     gpu,
@@ -267,6 +273,7 @@ function parent(): void {
     raw_fast_ratio: over('raw_fast_ratio'),
     flavour_over_raw_fast: over('flavour_over_raw_fast'),
     native_p50_us: over('native_p50_us'),
+    by_state: byState,
     processes: rows,
     method:
       "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays, one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) and, where the layer uses fast calls, one through the fast-call addon's functions bare (raw_fast_*) (each timed with performance.now, its timer included), the order rotating over every permutation; each ratio is the median over rounds of that round's ratio. cycle_calls is the form the measured layer's cycle calls took (Note [Fast cycle calls]). The figures above the rows are the median, least and greatest over processes.",
@@ -280,9 +287,34 @@ function parent(): void {
       raw_ratio: result.raw_ratio,
       raw_fast_ratio: result.raw_fast_ratio,
       cycle_calls: cycleCalls,
+      by_state: byState,
       met: result.met,
     }),
   );
+}
+
+/**
+ * The rows split by process state (Note [Process states], processState):
+ * each state's count and the median, least and greatest of its processes'
+ * native cycles and ratios. The headline stays the median over every process.
+ */
+function byProcessState(rows: readonly Row[]) {
+  const fastest = Math.min(...rows.map((r) => r.native_p50_us));
+  const summary = (inState: Row[]) => {
+    if (inState.length === 0) return null;
+    const ratios = inState.map((r) => r.flavour_ratio);
+    const natives = inState.map((r) => r.native_p50_us);
+    return {
+      processes: inState.length,
+      native_p50_us: { median: r2(median(natives)), min: Math.min(...natives), max: Math.max(...natives) },
+      flavour_ratio: { median: r4(median(ratios)), min: Math.min(...ratios), max: Math.max(...ratios) },
+    };
+  };
+  return {
+    spread: STATE_SPREAD,
+    fast: summary(rows.filter((r) => processState(r.native_p50_us, fastest) === 'fast')),
+    slow: summary(rows.filter((r) => processState(r.native_p50_us, fastest) === 'slow')),
+  };
 }
 
 if (args.includes('--measure')) child();

@@ -21,6 +21,17 @@ export const NATIVE_SPEED_TARGET = 1.05;
 /** The upper of the two middle values for an even count. */
 export const median = (xs: ArrayLike<number>): number => Float64Array.from(xs).sort()[xs.length >> 1];
 
+/**
+ * Note [Process states] (bench/gpu-paired.ts): a process whose native cycle
+ * is within STATE_SPREAD of the fastest process's in the same run is in the
+ * fast state, any other in the slow one.
+ */
+export const STATE_SPREAD = 1.15;
+
+export function processState(nativeUs: number, fastestUs: number): 'fast' | 'slow' {
+  return nativeUs <= fastestUs * STATE_SPREAD ? 'fast' : 'slow';
+}
+
 export function ok(code: number, what: string): void {
   if (code !== 0) throw new Error(`${what} returned ${code}`);
 }

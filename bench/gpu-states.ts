@@ -1,0 +1,85 @@
+/**
+ * What the GPU host's two process states follow (Note [Process states] in
+ * bench/gpu-paired.ts), with no JavaScript involved: bench/native/
+ * state_probe.c, a fresh C process that times the 2 MiB cycle and a loop of
+ * pure arithmetic, run pinned to each CPU in turn (taskset) and unpinned.
+ * A state that follows the CPU would show one state per pinned CPU; one
+ * that follows the process shows both on the same CPU. The arithmetic
+ * loop tells whether the CPU itself runs slower in the slow state.
+ *
+ *   gcc -O2 bench/native/state_probe.c -o /tmp/state_probe -ldl
+ *   node dist/bench/gpu-states.js --probe /tmp/state_probe --native /tmp/libvmm_bench.so --out DIR [--rounds 2] [--free 16]
+ *
+ * Writes DIR/h200-process-states.json.
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { gpuInfo } from './gpu-info.js';
+import { commitMeasured, median, optionOf, processState, STATE_SPREAD } from './gpu-run.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string): string | undefined => optionOf(args, name);
+const probe = opt('--probe');
+const native = opt('--native');
+if (probe === undefined || native === undefined) throw new Error('--probe PATH and --native LIB are needed');
+const rounds = Number(opt('--rounds') ?? 2);
+const free = Number(opt('--free') ?? 16);
+
+interface Draw {
+  pinned: number | null;
+  cpu_start: number;
+  cpu_end: number;
+  native_p50_us: number;
+  arithmetic_p50_us: number;
+}
+
+function draw(pinned: number | null): Draw {
+  const command = pinned === null ? [probe!, native!] : ['taskset', '-c', String(pinned), probe!, native!];
+  const r = spawnSync(command[0], command.slice(1), { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${command.join(' ')} failed (exit ${r.status}): ${r.stderr.trim()}`);
+  return { pinned, ...(JSON.parse(r.stdout.trim()) as Omit<Draw, 'pinned'>) };
+}
+
+const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
+const draws: Draw[] = [];
+for (let r = 0; r < rounds && hasTaskset; r++)
+  for (let cpu = 0; cpu < cpus().length; cpu++) draws.push(draw(cpu));
+for (let i = 0; i < free; i++) draws.push(draw(null));
+
+const fastest = Math.min(...draws.map((d) => d.native_p50_us));
+const rows = draws.map((d) => ({ ...d, state: processState(d.native_p50_us, fastest) }));
+const summary = (state: string) => {
+  const inState = rows.filter((d) => d.state === state);
+  return {
+    draws: inState.length,
+    native_p50_us: inState.length ? median(inState.map((d) => d.native_p50_us)) : null,
+    arithmetic_p50_us: inState.length ? median(inState.map((d) => d.arithmetic_p50_us)) : null,
+  };
+};
+const pinnedCpus = [...new Set(rows.filter((d) => d.pinned !== null).map((d) => d.pinned))];
+const bothStates = pinnedCpus.filter(
+  (cpu) => new Set(rows.filter((d) => d.pinned === cpu).map((d) => d.state)).size === 2,
+);
+const { gpu, driver } = gpuInfo();
+const result = {
+  gpu,
+  driver,
+  date: new Date().toISOString(),
+  commit: commitMeasured(opt('--commit')),
+  command: `node dist/bench/gpu-states.js ${args.join(' ')}`,
+  state_spread: STATE_SPREAD,
+  fast: summary('fast'),
+  slow: summary('slow'),
+  pinned_cpus: pinnedCpus.length,
+  pinned_cpus_with_both_states: bothStates,
+  draws: rows,
+  method:
+    'Each row is a fresh C process (bench/native/state_probe.c): 3,000 warm-up rounds, then 3,000 rounds of one 2 MiB cycle from C and one loop of 20,000 dependent multiply-adds, each timed alone; the medians of each. pinned: the CPU taskset bound it to (null: unpinned). state: fast when the native median is within state_spread of the fastest draw.',
+};
+const outDir = opt('--out') ?? process.env.OUT ?? '.';
+writeFileSync(join(outDir, 'h200-process-states.json'), `${JSON.stringify(result, null, 1)}\n`);
+console.log(
+  JSON.stringify({ fast: result.fast, slow: result.slow, pinned_cpus_with_both_states: bothStates }),
+);
