@@ -36,15 +36,16 @@
  * states on CPU 4), and the JavaScript's share grows in the slow one. One
  * process is one draw, so the figure is the median over processes, each
  * process's own ratios paired cycle by cycle, with the rows kept; `by_state`
- * splits them by state (processState in gpu-run.ts). The state belongs to
+ * splits them by state (byProcessState). The state belongs to
  * the process, not the CPU or anything in it: a C process with no
  * JavaScript, pinned to one CPU, draws either (bench/gpu-states.ts).
  *
  * `--pairs N` sets the rounds per process (default 4,000). Writes
  * DIR/h200-paired.json (DIR: $OUT or the current folder).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
@@ -65,7 +66,6 @@ import {
   processState,
   rawFastCycle,
   rawTypedCycle,
-  STATE_SPREAD,
 } from './gpu-run.js';
 import { measureInChild } from './measure-in-child.js';
 
@@ -294,13 +294,22 @@ function parent(): void {
 }
 
 /**
- * The rows split by process state (Note [Process states], processState):
- * each state's count and the median, least and greatest of its processes'
- * native cycles and ratios. The headline stays the median over every process.
+ * The rows split by process state (Note [Process states]) at the line
+ * bench/gpu-states.ts found between the states (its file, `--states PATH`,
+ * by default bench/results/h200-process-states.json): each state's count
+ * and the median, least and greatest of its processes' native cycles and
+ * ratios. Null without that file. The headline stays the median over every
+ * process.
  */
 function byProcessState(rows: readonly Row[]) {
-  const fastest = Math.min(...rows.map((r) => r.native_p50_us));
-  const summary = (inState: Row[]) => {
+  const file =
+    opt('--states') ??
+    fileURLToPath(new URL('../../bench/results/h200-process-states.json', import.meta.url));
+  if (!existsSync(file)) return null;
+  const split = (JSON.parse(readFileSync(file, 'utf8')) as { split_us: number | null }).split_us;
+  if (split === null) return null;
+  const summary = (state: 'fast' | 'slow') => {
+    const inState = rows.filter((r) => processState(r.native_p50_us, split) === state);
     if (inState.length === 0) return null;
     const ratios = inState.map((r) => r.flavour_ratio);
     const natives = inState.map((r) => r.native_p50_us);
@@ -311,9 +320,10 @@ function byProcessState(rows: readonly Row[]) {
     };
   };
   return {
-    spread: STATE_SPREAD,
-    fast: summary(rows.filter((r) => processState(r.native_p50_us, fastest) === 'fast')),
-    slow: summary(rows.filter((r) => processState(r.native_p50_us, fastest) === 'slow')),
+    split_us: split,
+    from: file.split('/').slice(-2).join('/'),
+    fast: summary('fast'),
+    slow: summary('slow'),
   };
 }
 

@@ -22,14 +22,25 @@ export const NATIVE_SPEED_TARGET = 1.05;
 export const median = (xs: ArrayLike<number>): number => Float64Array.from(xs).sort()[xs.length >> 1];
 
 /**
- * Note [Process states] (bench/gpu-paired.ts): a process whose native cycle
- * is within STATE_SPREAD of the fastest process's in the same run is in the
- * fast state, any other in the slow one.
+ * Note [Process states] (bench/gpu-paired.ts): the host's two states are two
+ * clusters of native cycle times (about 54 and 74 us). bench/gpu-states.ts
+ * finds the line between them in its many draws, the middle of the widest
+ * gap between sorted times, when that gap is a ratio of STATE_GAP or more;
+ * gpu-paired reads the line from that file, since its own few processes may
+ * all lie in one state.
  */
-export const STATE_SPREAD = 1.15;
+export const STATE_GAP = 1.15;
 
-export function processState(nativeUs: number, fastestUs: number): 'fast' | 'slow' {
-  return nativeUs <= fastestUs * STATE_SPREAD ? 'fast' : 'slow';
+/** The middle of the widest ratio gap between the sorted values, or null if no gap reaches STATE_GAP. */
+export function stateSplit(values: readonly number[]): number | null {
+  const v = [...values].sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 1; i < v.length; i++) if (v[i] / v[i - 1] > v[best + 1] / v[best]) best = i - 1;
+  return v.length > 1 && v[best + 1] / v[best] >= STATE_GAP ? (v[best] + v[best + 1]) / 2 : null;
+}
+
+export function processState(nativeUs: number, splitUs: number): 'fast' | 'slow' {
+  return nativeUs < splitUs ? 'fast' : 'slow';
 }
 
 export function ok(code: number, what: string): void {

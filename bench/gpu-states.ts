@@ -17,7 +17,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { gpuInfo } from './gpu-info.js';
-import { commitMeasured, median, optionOf, processState, STATE_SPREAD } from './gpu-run.js';
+import { commitMeasured, median, optionOf, processState, STATE_GAP, stateSplit } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => optionOf(args, name);
@@ -48,8 +48,11 @@ for (let r = 0; r < rounds && hasTaskset; r++)
   for (let cpu = 0; cpu < cpus().length; cpu++) draws.push(draw(cpu));
 for (let i = 0; i < free; i++) draws.push(draw(null));
 
-const fastest = Math.min(...draws.map((d) => d.native_p50_us));
-const rows = draws.map((d) => ({ ...d, state: processState(d.native_p50_us, fastest) }));
+const split = stateSplit(draws.map((d) => d.native_p50_us));
+const rows = draws.map((d) => ({
+  ...d,
+  state: split === null ? 'one' : processState(d.native_p50_us, split),
+}));
 const summary = (state: string) => {
   const inState = rows.filter((d) => d.state === state);
   return {
@@ -69,14 +72,15 @@ const result = {
   date: new Date().toISOString(),
   commit: commitMeasured(opt('--commit')),
   command: `node dist/bench/gpu-states.js ${args.join(' ')}`,
-  state_spread: STATE_SPREAD,
+  state_gap: STATE_GAP,
+  split_us: split,
   fast: summary('fast'),
   slow: summary('slow'),
   pinned_cpus: pinnedCpus.length,
   pinned_cpus_with_both_states: bothStates,
   draws: rows,
   method:
-    'Each row is a fresh C process (bench/native/state_probe.c): 3,000 warm-up rounds, then 3,000 rounds of one 2 MiB cycle from C and one loop of 20,000 dependent multiply-adds, each timed alone; the medians of each. pinned: the CPU taskset bound it to (null: unpinned). state: fast when the native median is within state_spread of the fastest draw.',
+    'Each row is a fresh C process (bench/native/state_probe.c): 3,000 warm-up rounds, then 3,000 rounds of one 2 MiB cycle from C and one loop of 20,000 dependent multiply-adds, each timed alone; the medians of each. pinned: the CPU taskset bound it to (null: unpinned). state: fast below split_us, slow above it; split_us is the middle of the widest gap between the sorted native medians, when that gap is a ratio of state_gap or more (else every draw is in one state).',
 };
 const outDir = opt('--out') ?? process.env.OUT ?? '.';
 writeFileSync(join(outDir, 'h200-process-states.json'), `${JSON.stringify(result, null, 1)}\n`);
