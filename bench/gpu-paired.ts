@@ -49,16 +49,14 @@ import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
-import { CudaBackend } from '../src/backends/cuda/backend.js';
-import type { CheckedCuda } from '../src/backends/cuda/checked.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
-import { createProcess } from '../src/compose/create-runtime.js';
-import type { AllocationProperties } from '../src/core/types.js';
 
 import { gpuInfo } from './gpu-info.js';
 import {
   commitMeasured,
-  flavourOver,
+  LAYERS,
+  type Layer,
+  layerCycle,
   median,
   NATIVE_SPEED_TARGET,
   ok,
@@ -74,74 +72,10 @@ const opt = (name: string): string | undefined => optionOf(args, name);
 const fake = args.includes('--fake');
 const standInDir = opt('--stand-in');
 const standInPath = standInDir === undefined ? undefined : join(standInDir, 'libcuda.so.1');
-const layer = opt('--layer') ?? 'flavour';
-if (!['flavour', 'core', 'backend'].includes(layer))
-  throw new Error(`--layer ${layer}: flavour, core or backend`);
+const layer = (opt('--layer') ?? 'flavour') as Layer;
+if (!LAYERS.includes(layer)) throw new Error(`--layer ${layer}: flavour, core or backend`);
 const fastCalls = opt('--fast-calls') !== 'off';
 const SIZE = 2 * 1024 * 1024;
-
-/** A layer's cycle, and the checked layer under it (its count of fast calls). */
-interface LayerCycle {
-  readonly cycle: () => void;
-  readonly checked: CheckedCuda;
-}
-
-/** One cycle through the flavour, with its primary context current. */
-function flavourCycle(driver: CudaDriver): LayerCycle {
-  const cu = flavourOver(driver, fastCalls);
-  const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
-  const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
-  const ptr = { value: 0n };
-  const h = { value: 0n };
-  const cycle = () => {
-    ok(cu.cuMemAddressReserve(ptr, SIZE, 0, 0, 0), 'cuMemAddressReserve');
-    ok(cu.cuMemCreate(h, SIZE, prop, 0), 'cuMemCreate');
-    ok(cu.cuMemMap(ptr.value, SIZE, 0, h.value, 0), 'cuMemMap');
-    ok(cu.cuMemSetAccess(ptr.value, SIZE, rw, 1), 'cuMemSetAccess');
-    ok(cu.cuMemUnmap(ptr.value, SIZE), 'cuMemUnmap');
-    ok(cu.cuMemRelease(h.value), 'cuMemRelease');
-    ok(cu.cuMemAddressFree(ptr.value, SIZE), 'cuMemAddressFree');
-  };
-  return { cycle, checked: (cu.runtime.backend as CudaBackend).cu };
-}
-
-const DEVICE_0: AllocationProperties = {
-  location: { type: 'device', id: 0 },
-  handleTypes: 0,
-  uncached: false,
-};
-
-/** One cycle through core's Runtime over the CUDA backend, no flavour. */
-function coreCycle(driver: CudaDriver): LayerCycle {
-  const backend = new CudaBackend({ driver, fastCalls });
-  const rt = createProcess({ backend }).runtime;
-  const rw = [{ device: 0, access: 3 as const }];
-  const cycle = () => {
-    const r = rt.reserve(SIZE);
-    const a = rt.create(SIZE, DEVICE_0);
-    rt.map(r.base, SIZE, a, 0);
-    rt.setAccess(r.base, SIZE, rw);
-    rt.unmap(r.base, SIZE);
-    rt.release(a);
-    rt.free(r);
-  };
-  return { cycle, checked: backend.cu };
-}
-
-/** One cycle through the CUDA backend alone. */
-function backendCycle(driver: CudaDriver): LayerCycle {
-  const b = new CudaBackend({ driver, fastCalls });
-  const cycle = () => {
-    const va = b.reserve(SIZE, SIZE, 0);
-    const h = b.create(SIZE, DEVICE_0);
-    b.map(va, SIZE, h, 0);
-    b.setAccess(va, SIZE, 0, 3);
-    b.unmap(va, SIZE);
-    b.release(h);
-    b.free(va, SIZE);
-  };
-  return { cycle, checked: b.cu };
-}
 
 /** Microseconds of one cycle from C; under --fake, the raw cycle over the stand-in, timed here. */
 function nativeCycle(driver: CudaDriver): () => number {
@@ -182,7 +116,7 @@ function child(): void {
   const raw = rawTypedCycle(driver, SIZE);
   // The fast floor only where the layer uses fast calls too: the two forms never share a process.
   const rawFast = fastCalls ? rawFastCycle(driver, SIZE) : undefined;
-  const measured = (layer === 'core' ? coreCycle : layer === 'backend' ? backendCycle : flavourCycle)(driver);
+  const measured = layerCycle(layer, driver, SIZE, fastCalls);
   const flavour = measured.cycle;
   const timed = (cycle: () => void) => (): number => {
     const t0 = performance.now();

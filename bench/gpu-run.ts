@@ -1,12 +1,16 @@
 /**
  * What the GPU benchmarks share: the commit a run measured, a CUDA flavour
- * ready for the cycle, and the cycle through the raw koffi functions as the
- * checked layer passes them (the FFI floor).
+ * ready for the cycle, the cycle through each layer, and the cycle through
+ * the raw koffi functions as the checked layer passes them (the FFI floor).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { CudaBackend } from '../src/backends/cuda/backend.js';
+import type { CheckedCuda } from '../src/backends/cuda/checked.js';
 import { chooseCycleCalls, SCRATCH } from '../src/backends/cuda/cycle-calls.js';
 import type { CudaDriver } from '../src/backends/cuda/driver.js';
+import { createProcess } from '../src/compose/create-runtime.js';
+import type { AllocationProperties } from '../src/core/types.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
 
 /** The value after `--name` in a command line's arguments, if the name is there. */
@@ -139,4 +143,69 @@ export function rawFastCycle(d: CudaDriver, size: number): (() => void) | undefi
     ok(c.cuMemRelease(h), 'cuMemRelease');
     ok(c.cuMemAddressFree(va, size), 'cuMemAddressFree');
   };
+}
+
+/** The layers a cycle can be measured through: the CUDA flavour, core's Runtime (no flavour), the backend alone. */
+export const LAYERS = ['flavour', 'core', 'backend'] as const;
+export type Layer = (typeof LAYERS)[number];
+
+/** A layer's cycle, and the checked layer under it (its count of fast calls). */
+export interface LayerCycle {
+  readonly cycle: () => void;
+  readonly checked: CheckedCuda;
+}
+
+const DEVICE_0: AllocationProperties = {
+  location: { type: 'device', id: 0 },
+  handleTypes: 0,
+  uncached: false,
+};
+
+/**
+ * The cycle of `size` bytes through `layer` over `driver`, as a program of
+ * that layer writes it (the flavour's with its primary context current).
+ */
+export function layerCycle(layer: Layer, driver: CudaDriver, size: number, fastCalls: boolean): LayerCycle {
+  if (layer === 'flavour') {
+    const cu = flavourOver(driver, fastCalls);
+    const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
+    const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
+    const ptr = { value: 0n };
+    const h = { value: 0n };
+    const cycle = () => {
+      ok(cu.cuMemAddressReserve(ptr, size, 0, 0, 0), 'cuMemAddressReserve');
+      ok(cu.cuMemCreate(h, size, prop, 0), 'cuMemCreate');
+      ok(cu.cuMemMap(ptr.value, size, 0, h.value, 0), 'cuMemMap');
+      ok(cu.cuMemSetAccess(ptr.value, size, rw, 1), 'cuMemSetAccess');
+      ok(cu.cuMemUnmap(ptr.value, size), 'cuMemUnmap');
+      ok(cu.cuMemRelease(h.value), 'cuMemRelease');
+      ok(cu.cuMemAddressFree(ptr.value, size), 'cuMemAddressFree');
+    };
+    return { cycle, checked: (cu.runtime.backend as CudaBackend).cu };
+  }
+  const backend = new CudaBackend({ driver, fastCalls });
+  if (layer === 'core') {
+    const rt = createProcess({ backend }).runtime;
+    const rw = [{ device: 0, access: 3 as const }];
+    const cycle = () => {
+      const r = rt.reserve(size);
+      const a = rt.create(size, DEVICE_0);
+      rt.map(r.base, size, a, 0);
+      rt.setAccess(r.base, size, rw);
+      rt.unmap(r.base, size);
+      rt.release(a);
+      rt.free(r);
+    };
+    return { cycle, checked: backend.cu };
+  }
+  const cycle = () => {
+    const va = backend.reserve(size, size, 0);
+    const h = backend.create(size, DEVICE_0);
+    backend.map(va, size, h, 0);
+    backend.setAccess(va, size, 0, 3);
+    backend.unmap(va, size);
+    backend.release(h);
+    backend.free(va, size);
+  };
+  return { cycle, checked: backend.cu };
 }

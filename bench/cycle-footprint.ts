@@ -1,0 +1,170 @@
+/**
+ * What each layer of the 2 MiB VMM cycle costs, counted rather than timed:
+ * the instructions it runs and the cache lines of code and data it finds
+ * cold, per cycle, under valgrind's callgrind, over the libcuda stand-in
+ * (conformance/gpu/libcuda-stand-in.c) with its thrash knob on, as a real
+ * driver call leaves the caches (Note [Cold lines] in src/core/runtime.ts).
+ * Timings on a shared machine wander by a percent or more from run to run;
+ * these counts repeat to within a few lines, so a change's effect on the
+ * cycle shows here first.
+ *
+ *   node dist/bench/cycle-footprint.js [--cycles 100] [--thrash 256] [--out DIR]
+ *
+ * Each layer runs in a process of its own: the fast-call floor (the seven
+ * calls bare), the backend, core's Runtime and the CUDA flavour
+ * (bench/gpu-run.ts layerCycle). 20,000 cycles warm it without thrash,
+ * then collection is switched on for the measured cycles only
+ * (bench/native/callgrind_toggle.c). The simulated caches are small L1s
+ * (4 KiB, so a call's every line reaches the last level, as a real driver
+ * call leaves L1 cold) and a 1 MiB last level the thrash empties between
+ * calls: `code_lines` and `data_lines` are the lines read from beyond it.
+ * The stand-in's own thrash writes are the same in every layer and left
+ * out (reads only). Needs valgrind with its headers and a C compiler; says
+ * so and writes nothing without them. Writes DIR/cycle-footprint.json.
+ */
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import koffi from 'koffi';
+import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
+import { loadCudaDriver } from '../src/backends/cuda/driver.js';
+import { packagePath } from '../src/util/package-path.js';
+import { commitMeasured, LAYERS, type Layer, layerCycle, optionOf, rawFastCycle } from './gpu-run.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string): string | undefined => optionOf(args, name);
+const SIZE = 2 * 1024 * 1024;
+const WARM = 20000;
+const cycles = Number(opt('--cycles') ?? 100);
+const thrashKib = Number(opt('--thrash') ?? 256);
+/** The measured sides, each over the one before it. */
+const SIDES = ['fast', ...[...LAYERS].reverse()] as const;
+type Side = (typeof SIDES)[number];
+const CACHES = ['--I1=4096,4,64', '--D1=4096,4,64', '--LL=1048576,16,64'];
+
+/** A child: warm the side's cycle, turn the thrash on, count `cycles` cycles. */
+function child(side: Side, standIn: string, toggleLib: string): void {
+  const driver = loadCudaDriver([standIn]);
+  const controls = standInControls(standIn);
+  const toggle = koffi.load(toggleLib).func('void footprint_toggle(void)') as () => void;
+  const cycle =
+    side === 'fast' ? rawFastCycle(driver, SIZE) : layerCycle(side as Layer, driver, SIZE, true).cycle;
+  if (cycle === undefined) throw new Error('the fast-call addon is not built (npm install builds it)');
+  for (let i = 0; i < WARM; i++) cycle();
+  controls.setThrash(thrashKib);
+  for (let i = 0; i < 20; i++) cycle();
+  toggle();
+  for (let i = 0; i < cycles; i++) cycle();
+  toggle();
+}
+
+interface Counts {
+  ir: number;
+  code_lines: number;
+  data_lines: number;
+}
+
+/** The per-cycle counts in a callgrind output file: its events line names the columns of its totals. */
+function countsOf(file: string): Counts {
+  const text = readFileSync(file, 'utf8');
+  const events = /^events: (.*)$/m.exec(text)?.[1].split(' ');
+  const totals = /^(?:summary|totals): (.*)$/m.exec(text)?.[1].split(' ').map(Number);
+  if (events === undefined || totals === undefined) throw new Error(`${file}: no events or totals`);
+  const of = (event: string) => (totals[events.indexOf(event)] ?? Number.NaN) / cycles;
+  return { ir: Math.round(of('Ir')), code_lines: Math.round(of('ILmr')), data_lines: Math.round(of('DLmr')) };
+}
+
+async function parent(): Promise<void> {
+  const missing = ['valgrind', process.env.CC || 'cc'].filter(
+    (tool) => spawnSync(tool, ['--version']).status !== 0,
+  );
+  if (missing.length > 0) {
+    console.log(`cycle-footprint: needs ${missing.join(' and ')}; nothing measured`);
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'vmmkit-footprint-'));
+  try {
+    const standIn = buildStandInLibcuda(dir);
+    const toggleLib = join(dir, 'libcallgrind_toggle.so');
+    const source = packagePath('bench/native/callgrind_toggle.c') ?? 'bench/native/callgrind_toggle.c';
+    try {
+      execFileSync(process.env.CC || 'cc', ['-O2', '-shared', '-fPIC', source, '-o', toggleLib]);
+    } catch {
+      console.log("cycle-footprint: valgrind's headers (valgrind/callgrind.h) are missing; nothing measured");
+      return;
+    }
+    const run = promisify(execFile);
+    const measure = async (side: Side): Promise<Counts> => {
+      const out = join(dir, `${side}.callgrind`);
+      await run('valgrind', [
+        '--tool=callgrind',
+        '--collect-atstart=no',
+        '--cache-sim=yes',
+        ...CACHES,
+        `--callgrind-out-file=${out}`,
+        process.execPath,
+        // One compiler thread: the code measured is then the same code every run.
+        '--no-concurrent-recompilation',
+        '--no-concurrent-sparkplug',
+        fileURLToPath(import.meta.url),
+        '--measure',
+        side,
+        standIn,
+        toggleLib,
+        ...args,
+      ]);
+      return countsOf(out);
+    };
+    // Two at a time: callgrind runs one thread per process.
+    const counts: Partial<Record<Side, Counts>> = {};
+    for (let i = 0; i < SIDES.length; i += 2) {
+      const pair = SIDES.slice(i, i + 2);
+      const got = await Promise.all(pair.map(measure));
+      pair.forEach((side, k) => {
+        counts[side] = got[k];
+      });
+    }
+    const rows = SIDES.map((side, i) => {
+      const c = counts[side]!;
+      const below = i === 0 ? undefined : counts[SIDES[i - 1]]!;
+      return {
+        side,
+        ...c,
+        ...(below
+          ? {
+              over_below: {
+                ir: c.ir - below.ir,
+                code_lines: c.code_lines - below.code_lines,
+                data_lines: c.data_lines - below.data_lines,
+              },
+            }
+          : {}),
+      };
+    });
+    const valgrind = execFileSync('valgrind', ['--version'], { encoding: 'utf8' }).trim();
+    const result = {
+      date: new Date().toISOString(),
+      commit: commitMeasured(opt('--commit')),
+      command: `node dist/bench/cycle-footprint.js ${args.join(' ')}`.trim(),
+      node: process.version,
+      valgrind,
+      cycles,
+      thrash_kib: thrashKib,
+      caches: CACHES.join(' '),
+      sides: rows,
+      method:
+        'Per cycle, each side in a process of its own under callgrind: ir is every instruction (the stand-in thrash included, the same on every side), code_lines and data_lines the instruction and data lines read from beyond the last-level cache (the thrash empties it at every driver call). over_below is the difference from the side before: the fast-call floor, then the backend, core and the flavour, each built on the one before.',
+    };
+    const outDir = opt('--out') ?? 'bench/results';
+    writeFileSync(join(outDir, 'cycle-footprint.json'), `${JSON.stringify(result, null, 1)}\n`);
+    console.log(JSON.stringify(rows));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (args[0] === '--measure') child(args[1] as Side, args[2], args[3]);
+else await parent();
