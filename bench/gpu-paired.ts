@@ -51,9 +51,7 @@ import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 
-import { gpuInfo } from './gpu-info.js';
 import {
-  commitMeasured,
   LAYERS,
   type Layer,
   layerCycle,
@@ -64,6 +62,7 @@ import {
   processState,
   rawFastCycle,
   rawTypedCycle,
+  runHeader,
 } from './gpu-run.js';
 import { measureInChild } from './measure-in-child.js';
 
@@ -187,13 +186,8 @@ function parent(): void {
   const cycleCalls = forms.size === 1 ? rows[0].cycle_calls : { form: 'mixed', why: [...forms].join('; ') };
   const flavour = over('flavour_ratio') ?? { median: Number.NaN, min: Number.NaN, max: Number.NaN };
   const byState = byProcessState(rows);
-  const { gpu, driver } = gpuInfo();
   const result = {
-    gpu,
-    driver,
-    date: new Date().toISOString(),
-    commit: commitMeasured(opt('--commit')),
-    command: `node dist/bench/gpu-paired.js ${args.join(' ')}`,
+    ...runHeader('gpu-paired', args),
     fake,
     stand_in: standInPath ? { thrash_kib: Number(opt('--thrash') ?? 0) } : null,
     layer,
@@ -232,10 +226,12 @@ function parent(): void {
  * bench/gpu-states.ts found between the states (its file, `--states PATH`,
  * by default bench/results/h200-process-states.json): each state's count
  * and the median, least and greatest of its processes' native cycles and
- * ratios. Null without that file. The headline stays the median over every
- * process.
+ * ratios. Null without that file, and over the stand-in or the fake driver
+ * unless a file is named. The headline stays the median over every process.
  */
 function byProcessState(rows: readonly Row[]) {
+  // The committed line is the H200's: a stand-in or fake run has no states of that machine.
+  if (opt('--states') === undefined && (fake || standInPath !== undefined)) return null;
   const file =
     opt('--states') ??
     fileURLToPath(new URL('../../bench/results/h200-process-states.json', import.meta.url));

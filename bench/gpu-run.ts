@@ -12,6 +12,7 @@ import type { CudaDriver } from '../src/backends/cuda/driver.js';
 import { createProcess } from '../src/compose/create-runtime.js';
 import type { AllocationProperties } from '../src/core/types.js';
 import { type CudaFlavor, createCuda } from '../src/index.js';
+import { gpuInfo } from './gpu-info.js';
 
 /** The value after `--name` in a command line's arguments, if the name is there. */
 export function optionOf(args: readonly string[], name: string): string | undefined {
@@ -145,6 +146,38 @@ export function rawFastCycle(d: CudaDriver, size: number): (() => void) | undefi
   };
 }
 
+/** One cycle of `size` bytes through a CUDA flavour, as a program writes it: each call's code checked. */
+export function flavourCycleOf(cu: CudaFlavor, size: number): () => void {
+  const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
+  const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
+  const ptr = { value: 0n };
+  const h = { value: 0n };
+  return () => {
+    ok(cu.cuMemAddressReserve(ptr, size, 0, 0, 0), 'cuMemAddressReserve');
+    ok(cu.cuMemCreate(h, size, prop, 0), 'cuMemCreate');
+    ok(cu.cuMemMap(ptr.value, size, 0, h.value, 0), 'cuMemMap');
+    ok(cu.cuMemSetAccess(ptr.value, size, rw, 1), 'cuMemSetAccess');
+    ok(cu.cuMemUnmap(ptr.value, size), 'cuMemUnmap');
+    ok(cu.cuMemRelease(h.value), 'cuMemRelease');
+    ok(cu.cuMemAddressFree(ptr.value, size), 'cuMemAddressFree');
+  };
+}
+
+/**
+ * What every GPU result file starts with: the GPU and driver, when, the
+ * commit measured (commitMeasured) and the command that wrote it.
+ */
+export function runHeader(script: string, args: readonly string[]) {
+  const { gpu, driver } = gpuInfo();
+  return {
+    gpu,
+    driver,
+    date: new Date().toISOString(),
+    commit: commitMeasured(optionOf(args, '--commit')),
+    command: `node dist/bench/${script}.js ${args.join(' ')}`.trim(),
+  };
+}
+
 /** The layers a cycle can be measured through: the CUDA flavour, core's Runtime (no flavour), the backend alone. */
 export const LAYERS = ['flavour', 'core', 'backend'] as const;
 export type Layer = (typeof LAYERS)[number];
@@ -168,20 +201,7 @@ const DEVICE_0: AllocationProperties = {
 export function layerCycle(layer: Layer, driver: CudaDriver, size: number, fastCalls: boolean): LayerCycle {
   if (layer === 'flavour') {
     const cu = flavourOver(driver, fastCalls);
-    const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
-    const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
-    const ptr = { value: 0n };
-    const h = { value: 0n };
-    const cycle = () => {
-      ok(cu.cuMemAddressReserve(ptr, size, 0, 0, 0), 'cuMemAddressReserve');
-      ok(cu.cuMemCreate(h, size, prop, 0), 'cuMemCreate');
-      ok(cu.cuMemMap(ptr.value, size, 0, h.value, 0), 'cuMemMap');
-      ok(cu.cuMemSetAccess(ptr.value, size, rw, 1), 'cuMemSetAccess');
-      ok(cu.cuMemUnmap(ptr.value, size), 'cuMemUnmap');
-      ok(cu.cuMemRelease(h.value), 'cuMemRelease');
-      ok(cu.cuMemAddressFree(ptr.value, size), 'cuMemAddressFree');
-    };
-    return { cycle, checked: (cu.runtime.backend as CudaBackend).cu };
+    return { cycle: flavourCycleOf(cu, size), checked: (cu.runtime.backend as CudaBackend).cu };
   }
   const backend = new CudaBackend({ driver, fastCalls });
   if (layer === 'core') {

@@ -16,8 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { gpuInfo } from './gpu-info.js';
-import { commitMeasured, median, optionOf, processState, STATE_GAP, stateSplit } from './gpu-run.js';
+import { median, optionOf, processState, runHeader, STATE_GAP, stateSplit } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => optionOf(args, name);
@@ -65,13 +64,8 @@ const pinnedCpus = [...new Set(rows.filter((d) => d.pinned !== null).map((d) => 
 const bothStates = pinnedCpus.filter(
   (cpu) => new Set(rows.filter((d) => d.pinned === cpu).map((d) => d.state)).size === 2,
 );
-const { gpu, driver } = gpuInfo();
 const result = {
-  gpu,
-  driver,
-  date: new Date().toISOString(),
-  commit: commitMeasured(opt('--commit')),
-  command: `node dist/bench/gpu-states.js ${args.join(' ')}`,
+  ...runHeader('gpu-states', args),
   state_gap: STATE_GAP,
   split_us: split,
   fast: summary('fast'),

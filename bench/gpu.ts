@@ -37,15 +37,15 @@ import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import type { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import type { CudaFlavor } from '../src/index.js';
-import { gpuInfo } from './gpu-info.js';
 import {
-  commitMeasured,
   encodedStructs,
+  flavourCycleOf,
   flavourOver,
   NATIVE_SPEED_TARGET,
   ok,
   optionOf,
   rawTypedCycle,
+  runHeader,
 } from './gpu-run.js';
 
 const args = process.argv.slice(2);
@@ -109,18 +109,9 @@ const rw = [{ location: { type: 1, id: 0 }, flags: 3 }];
 
 /** The cycle through vmmkit's CUDA flavour; microseconds for the batch. */
 function flavourCycle(cu: CudaFlavor, size: number, iters: number): number {
-  const ptr = { value: 0n };
-  const h = { value: 0n };
+  const cycle = flavourCycleOf(cu, size);
   const t0 = performance.now();
-  for (let i = 0; i < iters; i++) {
-    ok(cu.cuMemAddressReserve(ptr, size, 0, 0, 0), 'cuMemAddressReserve');
-    ok(cu.cuMemCreate(h, size, prop, 0), 'cuMemCreate');
-    ok(cu.cuMemMap(ptr.value, size, 0, h.value, 0), 'cuMemMap');
-    ok(cu.cuMemSetAccess(ptr.value, size, rw, 1), 'cuMemSetAccess');
-    ok(cu.cuMemUnmap(ptr.value, size), 'cuMemUnmap');
-    ok(cu.cuMemRelease(h.value), 'cuMemRelease');
-    ok(cu.cuMemAddressFree(ptr.value, size), 'cuMemAddressFree');
-  }
+  for (let i = 0; i < iters; i++) cycle();
   return (performance.now() - t0) * 1000;
 }
 
@@ -592,13 +583,8 @@ function main(): void {
   cu.dispose();
 
   const prove = provePath ? readProof(provePath) : undefined;
-  const { gpu, driver: driverVersion } = gpuInfo();
   const result = {
-    gpu,
-    driver: driverVersion,
-    date: new Date().toISOString(),
-    commit: commitMeasured(opt('--commit')),
-    command: `node dist/bench/gpu.js ${args.join(' ')}`,
+    ...runHeader('gpu', args),
     fake,
     native_cycle_us: cycle2.native_us,
     vmmkit_cycle_us: cycle2.vmmkit_us,
