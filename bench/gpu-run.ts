@@ -218,7 +218,12 @@ export function layerCycle(layer: Layer, driver: CudaDriver, size: number, fastC
     };
     return { cycle, checked: backend.cu };
   }
-  const cycle = () => {
+  return { cycle: backendCycleOf(backend, size), checked: backend.cu };
+}
+
+/** One cycle of `size` bytes through a CUDA backend alone (no core, no flavour), device 0's memory. */
+export function backendCycleOf(backend: CudaBackend, size: number): () => void {
+  return () => {
     const va = backend.reserve(size, size, 0);
     const h = backend.create(size, DEVICE_0);
     backend.map(va, size, h, 0);
@@ -227,5 +232,4 @@ export function layerCycle(layer: Layer, driver: CudaDriver, size: number, fastC
     backend.release(h);
     backend.free(va, size);
   };
-  return { cycle, checked: backend.cu };
 }

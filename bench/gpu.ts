@@ -38,6 +38,7 @@ import type { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import type { CudaFlavor } from '../src/index.js';
 import {
+  backendCycleOf,
   encodedStructs,
   flavourCycleOf,
   flavourOver,
@@ -115,20 +116,11 @@ function flavourCycle(cu: CudaFlavor, size: number, iters: number): number {
   return (performance.now() - t0) * 1000;
 }
 
-const deviceProps = { location: { type: 'device' as const, id: 0 }, handleTypes: 0, uncached: false };
-
 /** The cycle through the CUDA backend alone (no flavour, no core); microseconds for the batch. */
 function backendCycle(b: CudaBackend, size: number, iters: number): number {
+  const cycle = backendCycleOf(b, size);
   const t0 = performance.now();
-  for (let i = 0; i < iters; i++) {
-    const va = b.reserve(size, size, 0);
-    const h = b.create(size, deviceProps);
-    b.map(va, size, h, 0);
-    b.setAccess(va, size, 0, 3);
-    b.unmap(va, size);
-    b.release(h);
-    b.free(va, size);
-  }
+  for (let i = 0; i < iters; i++) cycle();
   return (performance.now() - t0) * 1000;
 }
 
