@@ -19,7 +19,9 @@
  * call leaves L1 cold) and a 1 MiB last level the thrash empties between
  * calls: `code_lines` and `data_lines` are the lines read from beyond it.
  * The stand-in's own thrash writes are the same in every layer and left
- * out (reads only). Needs valgrind with its headers and a C compiler; says
+ * out (reads only). Beside them, `simulator` counts `npm run bench`'s 2 MiB
+ * cycle (the flavour over the simulated machine, warm) in instructions, which
+ * no machine's speed moves. Needs valgrind with its headers and a C compiler; says
  * so and writes nothing without them. Writes DIR/cycle-footprint.json.
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
@@ -31,8 +33,18 @@ import { promisify } from 'node:util';
 import koffi from 'koffi';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
 import { loadCudaDriver } from '../src/backends/cuda/driver.js';
+import { createCuda } from '../src/index.js';
 import { packagePath } from '../src/util/package-path.js';
-import { commitMeasured, LAYERS, type Layer, layerCycle, optionOf, rawFastCycle } from './gpu-run.js';
+import {
+  commitMeasured,
+  flavourCycleOf,
+  LAYERS,
+  type Layer,
+  layerCycle,
+  ok,
+  optionOf,
+  rawFastCycle,
+} from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => optionOf(args, name);
@@ -45,11 +57,28 @@ const SIDES = ['fast', ...[...LAYERS].reverse()] as const;
 type Side = (typeof SIDES)[number];
 const CACHES = ['--I1=4096,4,64', '--D1=4096,4,64', '--LL=1048576,16,64'];
 
-/** A child: warm the side's cycle, turn the thrash on, count `cycles` cycles. */
-function child(side: Side, standIn: string, toggleLib: string): void {
+/**
+ * A child: warm the side's cycle, turn the thrash on, count `cycles` cycles.
+ * The simulator's side is the flavour over the simulated machine, counted
+ * warm (it calls no driver): `npm run bench`'s 2 MiB cycle, in instructions.
+ */
+function child(side: Side | 'simulator', standIn: string, toggleLib: string): void {
+  const toggle = koffi.load(toggleLib).func('void footprint_toggle(void)') as () => void;
+  if (side === 'simulator') {
+    const cu = createCuda();
+    const ctx = { value: 0n };
+    ok(cu.cuInit(0), 'cuInit');
+    ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
+    ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
+    const cycle = flavourCycleOf(cu, SIZE);
+    for (let i = 0; i < WARM; i++) cycle();
+    toggle();
+    for (let i = 0; i < cycles; i++) cycle();
+    toggle();
+    return;
+  }
   const driver = loadCudaDriver([standIn]);
   const controls = standInControls(standIn);
-  const toggle = koffi.load(toggleLib).func('void footprint_toggle(void)') as () => void;
   const cycle =
     side === 'fast' ? rawFastCycle(driver, SIZE) : layerCycle(side as Layer, driver, SIZE, true).cycle;
   if (cycle === undefined) throw new Error('the fast-call addon is not built (npm install builds it)');
@@ -97,7 +126,7 @@ async function parent(): Promise<void> {
       return;
     }
     const run = promisify(execFile);
-    const measure = async (side: Side): Promise<Counts> => {
+    const measure = async (side: Side | 'simulator'): Promise<Counts> => {
       const out = join(dir, `${side}.callgrind`);
       await run('valgrind', [
         '--tool=callgrind',
@@ -127,6 +156,7 @@ async function parent(): Promise<void> {
         counts[side] = got[k];
       });
     }
+    const simulator = await measure('simulator');
     const rows = SIDES.map((side, i) => {
       const c = counts[side]!;
       const below = i === 0 ? undefined : counts[SIDES[i - 1]]!;
@@ -155,16 +185,17 @@ async function parent(): Promise<void> {
       thrash_kib: thrashKib,
       caches: CACHES.join(' '),
       sides: rows,
+      simulator,
       method:
-        'Per cycle, each side in a process of its own under callgrind: ir is every instruction (the stand-in thrash included, the same on every side), code_lines and data_lines the instruction and data lines read from beyond the last-level cache (the thrash empties it at every driver call). over_below is the difference from the side before: the fast-call floor, then the backend, core and the flavour, each built on the one before.',
+        'Per cycle, each side in a process of its own under callgrind: ir is every instruction (the stand-in thrash included, the same on every side), code_lines and data_lines the instruction and data lines read from beyond the last-level cache (the thrash empties it at every driver call). over_below is the difference from the side before: the fast-call floor, then the backend, core and the flavour, each built on the one before. simulator is the cycle through the CUDA flavour over the simulated machine (the 2 MiB cycle of npm run bench), counted warm: no driver call, no thrash.',
     };
     const outDir = opt('--out') ?? 'bench/results';
     writeFileSync(join(outDir, 'cycle-footprint.json'), `${JSON.stringify(result, null, 1)}\n`);
-    console.log(JSON.stringify(rows));
+    console.log(JSON.stringify({ sides: rows, simulator }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-if (args[0] === '--measure') child(args[1] as Side, args[2], args[3]);
+if (args[0] === '--measure') child(args[1] as Side | 'simulator', args[2], args[3]);
 else await parent();
