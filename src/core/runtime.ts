@@ -84,14 +84,15 @@ export type {
  * again at dispose().
  *
  * Note [Cold lines]: beside a real driver call, which leaves the CPU's
- * caches cold (bench/gpu-paired.ts measures it), what a VMM call costs is
- * mostly how many distinct cache lines of code and data its JavaScript
- * touches, not how many instructions it runs. So the calls of the 2 MiB
- * cycle read what they need from objects they touch anyway: the runtime's
- * granularity and device count are its own fields, not a device record's;
- * the three objects keep core's state in their own fields, not in a record
- * beside them (Note [Core-owned state] in objects.ts); the checked layer
- * reads and writes the cycle's scratch through one view.
+ * caches cold (bench/gpu-paired.ts measures it), a VMM call costs the
+ * instructions its JavaScript runs and, often more, the distinct cache lines
+ * of code and data it touches, each fetched again after every driver call
+ * (bench/cycle-footprint.ts counts both, per layer). So the calls of the
+ * 2 MiB cycle read what they need from objects they touch anyway: the
+ * runtime's granularity and device count are its own fields, not a device
+ * record's; the three objects keep core's state in their own fields, not in
+ * a record beside them (Note [Core-owned state] in objects.ts); the checked
+ * layer reads and writes the cycle's scratch through one view.
  */
 export class Runtime implements Disposable {
   readonly devices: readonly DeviceInfo[];
