@@ -19,8 +19,7 @@ import { join } from 'node:path';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import type { CudaFlavor } from '../src/index.js';
-import { gpuInfo } from './gpu-info.js';
-import { encodedStructs, flavourOver, median, ok, optionOf } from './gpu-run.js';
+import { encodedStructs, flavourOver, median, ok, optionOf, runHeader } from './gpu-run.js';
 
 const args = process.argv.slice(2);
 const fake = args.includes('--fake');
@@ -208,12 +207,8 @@ function main(): void {
   stand.dispose();
   cu.dispose();
 
-  const { gpu, driver: driverVersion } = gpuInfo();
   const result = {
-    gpu,
-    driver: driverVersion,
-    date: new Date().toISOString(),
-    command: `node dist/bench/gpu-profile.js ${args.join(' ')}`,
+    ...runHeader('gpu-profile', args),
     fake,
     profiled: {
       cycles,
