@@ -296,6 +296,37 @@ describe('B: getters and proxies of the caller never escape', () => {
     expect(state(cu.runtime, machine)).toBe(before);
   });
 
+  it('CUDA: a getter that calls back in mid-read cannot lend its struct to the outer call', () => {
+    // The flavor reads a CUmemAllocationProp into one reader it keeps (no copy): the outer call must
+    // still check the fields it read itself, not the ones the inner call left there.
+    const { cu } = cudaSetup();
+    const inner = { value: 0n };
+    const outer = { value: 0n };
+    const reentrant = {
+      type: 99,
+      get requestedHandleTypes() {
+        expect(cu.cuMemCreate(inner, G, cuProp, 0)).toBe(CU.CUDA_SUCCESS);
+        return 0;
+      },
+      location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+    };
+    const handles = cu.runtime.stats().handles;
+    expect(cu.cuMemCreate(outer, G, reentrant as never, 0)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
+    expect(outer.value).toBe(0n);
+    expect(cu.runtime.stats().handles).toBe(handles + 1);
+    // And the other way: a bad inner struct does not fail a good outer one.
+    const good = {
+      type: CU.CU_MEM_ALLOCATION_TYPE_PINNED,
+      get requestedHandleTypes() {
+        expect(cu.cuMemCreate(inner, G, { type: 99 } as never, 0)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
+        return 0;
+      },
+      location: { type: CU.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+    };
+    expect(cu.cuMemCreate(outer, G, good as never, 0)).toBe(CU.CUDA_SUCCESS);
+    expect(cu.runtime.stats().handles).toBe(handles + 2);
+  });
+
   it('HIP: the same', () => {
     const { machine, hip, p } = hipSetup();
     const before = state(hip.runtime, machine);

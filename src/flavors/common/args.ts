@@ -41,6 +41,7 @@ export function isStruct<T>(x: T): x is NonNullable<T> & object {
 export { isPowerOfTwo } from '../../util/integers.js';
 export {
   ACCESS_DESC_SHAPE,
+  AllocationPropReader,
   hostBytes,
   isHostBuffer,
   LOCATION_SHAPE,

@@ -177,36 +177,116 @@ export const LOCATION_SHAPE: StructShape = ['type', 'id'];
 /** An access descriptor's fields (CUmemAccessDesc, hipMemAccessDesc, aclrtMemAccessDesc). */
 export const ACCESS_DESC_SHAPE: StructShape = ['flags', ['location', LOCATION_SHAPE]];
 /**
- * CUmemAllocationProp or hipMemAllocationProp (the same fields), read once
- * into a plain copy as readStruct does, written out by hand: creating memory
- * is on every allocator's hot path, and a literal of fixed shape is several
- * times cheaper than the generic copy's computed keys.
+ * CUmemAllocationProp or hipMemAllocationProp (the same fields), each read
+ * once, in struct order (the location's and allocFlags' fields too), into
+ * this reader's own fields. Creating memory is on every allocator's hot
+ * path, so a flavor keeps one reader and its create allocates no copy
+ * (Note [Property cache] in src/flavors/cuda/handles.ts); copy() is the
+ * plain copy readStruct would make, for the calls that keep one. A field
+ * that is no object (a missing location) is kept as it is.
  */
-export function readAllocationProp<T>(x: unknown): T | undefined {
-  if (typeof x !== 'object' || x === null) return undefined;
-  try {
-    const p = x as Record<string, unknown>;
-    const type = p.type;
-    const requestedHandleTypes = p.requestedHandleTypes;
-    const loc = p.location;
-    const location =
-      typeof loc === 'object' && loc !== null
-        ? { type: (loc as Record<string, unknown>).type, id: (loc as Record<string, unknown>).id }
-        : loc;
-    const win32HandleMetaData = p.win32HandleMetaData;
-    const f = p.allocFlags;
-    const allocFlags =
-      typeof f === 'object' && f !== null
-        ? {
-            compressionType: (f as Record<string, unknown>).compressionType,
-            gpuDirectRDMACapable: (f as Record<string, unknown>).gpuDirectRDMACapable,
-            usage: (f as Record<string, unknown>).usage,
-          }
-        : f;
-    return { type, requestedHandleTypes, location, win32HandleMetaData, allocFlags } as T;
-  } catch {
-    return undefined;
+export class AllocationPropReader {
+  type: unknown = undefined;
+  requestedHandleTypes: unknown = undefined;
+  /** Whether location is an object; then locationType and locationId hold its fields, else location itself. */
+  locationIsStruct = false;
+  location: unknown = undefined;
+  locationType: unknown = undefined;
+  locationId: unknown = undefined;
+  win32HandleMetaData: unknown = undefined;
+  /** Whether allocFlags is an object; then the three fields below hold its fields, else allocFlags itself. */
+  allocFlagsIsStruct = false;
+  allocFlags: unknown = undefined;
+  compressionType: unknown = undefined;
+  gpuDirectRDMACapable: unknown = undefined;
+  usage: unknown = undefined;
+
+  /**
+   * Read `x`; false if it is no object or a read throws (then every field is
+   * undefined). The fields are set only after the last read of the caller's
+   * struct, so a getter that calls back into the flavor cannot leave this
+   * read with fields of another.
+   */
+  read(x: unknown): boolean {
+    if (typeof x !== 'object' || x === null) {
+      this.#clear();
+      return false;
+    }
+    let type: unknown;
+    let requestedHandleTypes: unknown;
+    let loc: unknown;
+    let locType: unknown;
+    let locId: unknown;
+    let win32: unknown;
+    let f: unknown;
+    let compressionType: unknown;
+    let gpuDirectRDMACapable: unknown;
+    let usage: unknown;
+    try {
+      const p = x as Record<string, unknown>;
+      type = p.type;
+      requestedHandleTypes = p.requestedHandleTypes;
+      loc = p.location;
+      if (typeof loc === 'object' && loc !== null) {
+        locType = (loc as Record<string, unknown>).type;
+        locId = (loc as Record<string, unknown>).id;
+      }
+      win32 = p.win32HandleMetaData;
+      f = p.allocFlags;
+      if (typeof f === 'object' && f !== null) {
+        compressionType = (f as Record<string, unknown>).compressionType;
+        gpuDirectRDMACapable = (f as Record<string, unknown>).gpuDirectRDMACapable;
+        usage = (f as Record<string, unknown>).usage;
+      }
+    } catch {
+      this.#clear();
+      return false;
+    }
+    this.type = type;
+    this.requestedHandleTypes = requestedHandleTypes;
+    this.locationIsStruct = typeof loc === 'object' && loc !== null;
+    this.location = this.locationIsStruct ? undefined : loc;
+    this.locationType = locType;
+    this.locationId = locId;
+    this.win32HandleMetaData = win32;
+    this.allocFlagsIsStruct = typeof f === 'object' && f !== null;
+    this.allocFlags = this.allocFlagsIsStruct ? undefined : f;
+    this.compressionType = compressionType;
+    this.gpuDirectRDMACapable = gpuDirectRDMACapable;
+    this.usage = usage;
+    return true;
   }
+
+  /** What was read, as a plain copy. */
+  copy<T>(): T {
+    return {
+      type: this.type,
+      requestedHandleTypes: this.requestedHandleTypes,
+      location: this.locationIsStruct ? { type: this.locationType, id: this.locationId } : this.location,
+      win32HandleMetaData: this.win32HandleMetaData,
+      allocFlags: this.allocFlagsIsStruct
+        ? {
+            compressionType: this.compressionType,
+            gpuDirectRDMACapable: this.gpuDirectRDMACapable,
+            usage: this.usage,
+          }
+        : this.allocFlags,
+    } as T;
+  }
+
+  /** Every field undefined, as after a read that failed. */
+  #clear(): void {
+    this.type = this.requestedHandleTypes = this.location = this.locationType = this.locationId = undefined;
+    this.win32HandleMetaData = this.allocFlags = undefined;
+    this.compressionType = this.gpuDirectRDMACapable = this.usage = undefined;
+    this.locationIsStruct = this.allocFlagsIsStruct = false;
+  }
+}
+
+/** CUmemAllocationProp or hipMemAllocationProp read once into a plain copy (AllocationPropReader); undefined if it is no object or a read throws. */
+export function readAllocationProp<T>(x: unknown): T | undefined {
+  const reader = new AllocationPropReader();
+  return reader.read(x) ? reader.copy<T>() : undefined;
 }
 
 /**

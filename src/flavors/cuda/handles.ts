@@ -3,7 +3,7 @@ import type { CUmemAllocationProp } from '../../c-api/cuda-structs.js';
 import type { PhysicalAllocation } from '../../core/objects.js';
 import type { Runtime } from '../../core/runtime.js';
 import type { AllocationProperties, Location } from '../../core/types.js';
-import { BigIntMemo, isStruct, toInt } from '../common/args.js';
+import { type AllocationPropReader, BigIntMemo, toInt } from '../common/args.js';
 import * as C from './constants.js';
 
 type CUhandle = bigint | number;
@@ -23,6 +23,9 @@ const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable:
  */
 export class CudaHandles {
   readonly #props = new Map<number, AllocationProperties | number>();
+  /** The key and answer of the last check that could be cached (Note [Property cache]). */
+  #lastKey = -1;
+  #lastAnswer: AllocationProperties | number = C.CUDA_ERROR_INVALID_VALUE;
   readonly #memo = new BigIntMemo();
   /** The allocation whose handle the flavor handed out last. */
   #last: PhysicalAllocation | undefined;
@@ -56,12 +59,12 @@ export class CudaHandles {
   }
 
   /** Keep the allocFlags a create gave, when any is set (create.gpuDirectRDMACapable reports them back). */
-  keepAllocFlags(a: PhysicalAllocation, f: CUmemAllocationProp['allocFlags']): void {
-    if (isStruct(f) && (f.compressionType || f.gpuDirectRDMACapable || f.usage)) {
+  keepAllocFlags(a: PhysicalAllocation, prop: AllocationPropReader): void {
+    if (prop.allocFlagsIsStruct && (prop.compressionType || prop.gpuDirectRDMACapable || prop.usage)) {
       this.#allocFlags.set(a, {
-        compressionType: toInt(f.compressionType ?? 0) || 0,
-        gpuDirectRDMACapable: toInt(f.gpuDirectRDMACapable ?? 0) || 0,
-        usage: toInt(f.usage ?? 0) || 0,
+        compressionType: toInt(prop.compressionType ?? 0) || 0,
+        gpuDirectRDMACapable: toInt(prop.gpuDirectRDMACapable ?? 0) || 0,
+        usage: toInt(prop.usage ?? 0) || 0,
       });
     }
   }
@@ -88,34 +91,39 @@ export class CudaHandles {
     };
   }
 
-  /** Validate a CUmemAllocationProp in the driver's order; a CUresult if it is bad. */
-  check(prop: CUmemAllocationProp): AllocationProperties | number {
+  /** Validate a CUmemAllocationProp, as read, in the driver's order; a CUresult if it is bad. */
+  check(prop: AllocationPropReader): AllocationProperties | number {
     // Note [Property cache]: programs pass the same few properties over and over. The answer for a
     // given (type, location, handle types) never changes in a process, so it is worked out once and
     // kept, error codes included: allocations share one frozen properties object, and a create call
-    // allocates nothing to check its argument.
-    const loc = prop.location;
+    // allocates nothing to check its argument (the struct is read into a reader, not copied). The
+    // last answer is kept beside the table: a program usually asks the same thing as last time.
     const t = prop.type;
     const h = prop.requestedHandleTypes ?? 0;
+    const locType = prop.locationType;
+    const locId = prop.locationId;
     if (
-      isStruct(loc) &&
+      prop.locationIsStruct &&
       isSmall(t, 16) &&
       isSmall(h, 256) &&
-      isSmall(loc.type, 16) &&
-      isSmall(loc.id, 4096)
+      isSmall(locType, 16) &&
+      isSmall(locId, 4096)
     ) {
-      const key = ((t * 16 + loc.type) * 256 + h) * 4096 + loc.id;
+      const key = ((t * 16 + locType) * 256 + h) * 4096 + locId;
+      if (key === this.#lastKey) return this.#lastAnswer;
       let cached = this.#props.get(key);
       if (cached === undefined) {
         const parsed = this.#parse(prop);
         this.#props.set(key, (cached = typeof parsed === 'number' ? parsed : Object.freeze(parsed)));
       }
+      this.#lastKey = key;
+      this.#lastAnswer = cached;
       return cached;
     }
     return this.#parse(prop);
   }
 
-  #parse(prop: CUmemAllocationProp): AllocationProperties | number {
+  #parse(prop: AllocationPropReader): AllocationProperties | number {
     if (prop.type !== C.CU_MEM_ALLOCATION_TYPE_PINNED) return C.CUDA_ERROR_INVALID_VALUE;
     // A C enum: a number, never a bigint (issue 10 H).
     const requested = prop.requestedHandleTypes ?? 0;
@@ -127,19 +135,20 @@ export class CudaHandles {
     if ((types & C.CU_MEM_HANDLE_TYPE_FABRIC) !== 0) return C.CUDA_ERROR_NOT_PERMITTED;
     // Unknown bits are accepted and dropped (create.handleTypeInvalidBits, create.invalidBitsThenProperties).
     types &= C.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    const loc = prop.location;
-    if (!isStruct(loc)) return C.CUDA_ERROR_INVALID_VALUE;
+    if (!prop.locationIsStruct) return C.CUDA_ERROR_INVALID_VALUE;
+    const locType = prop.locationType;
+    const locId = prop.locationId;
     let location: Location;
-    if (loc.type === C.CU_MEM_LOCATION_TYPE_DEVICE) {
-      if (!this.runtime.isDevice(loc.id)) return C.CUDA_ERROR_INVALID_DEVICE;
-      location = { type: 'device', id: loc.id };
-    } else if (loc.type === C.CU_MEM_LOCATION_TYPE_HOST) {
+    if (locType === C.CU_MEM_LOCATION_TYPE_DEVICE) {
+      if (!this.runtime.isDevice(locId as number)) return C.CUDA_ERROR_INVALID_DEVICE;
+      location = { type: 'device', id: locId as number };
+    } else if (locType === C.CU_MEM_LOCATION_TYPE_HOST) {
       // HOST memory cannot be exported as a POSIX fd (create.hostWithPosixFd); its id is ignored.
       if (types !== 0) return C.CUDA_ERROR_INVALID_VALUE;
       location = { type: 'host', id: 0 };
-    } else if (loc.type === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+    } else if (locType === C.CU_MEM_LOCATION_TYPE_HOST_NUMA) {
       // A NUMA node the host lacks is INVALID_VALUE (create.hostNumaBadId).
-      const id = toInt(loc.id);
+      const id = toInt(locId);
       if (!(id >= 0 && id < HOST_NUMA_NODES)) return C.CUDA_ERROR_INVALID_VALUE;
       location = { type: 'host', id };
     } else {
@@ -150,7 +159,7 @@ export class CudaHandles {
   }
 }
 
-/** An integer in [0, limit). */
+/** An integer in [0, limit), limit at most 2^31 (`>>> 0` keeps exactly the integers in [0, 2^32)). */
 function isSmall(x: unknown, limit: number): x is number {
-  return typeof x === 'number' && x >= 0 && x < limit && Number.isInteger(x);
+  return typeof x === 'number' && x >>> 0 === x && x < limit;
 }

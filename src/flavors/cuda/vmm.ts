@@ -7,6 +7,7 @@ import { Transaction } from '../../core/transaction.js';
 import type { Access } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
+  AllocationPropReader,
   type BigIntMemo,
   type Box,
   isBox,
@@ -14,7 +15,6 @@ import {
   isStruct,
   LOCATION_SHAPE,
   MAX_LIST_LENGTH,
-  readAllocationProp,
   readStruct,
   type Size,
   toCount,
@@ -58,6 +58,8 @@ function isAccessFlags(x: unknown): x is Access {
  */
 export class CudaVmm {
   readonly #descriptors = new DescriptorCache();
+  /** CUmemAllocationProp arguments are read into this, not copied (Note [Property cache] in handles.ts). */
+  readonly #prop = new AllocationPropReader();
 
   constructor(
     readonly runtime: Runtime,
@@ -70,8 +72,8 @@ export class CudaVmm {
   ) {}
 
   granularity(granularity: Box<number>, prop: CUmemAllocationProp, option: number): number {
-    const copy = readAllocationProp<CUmemAllocationProp>(prop);
-    if (!isBox(granularity) || copy === undefined) return C.CUDA_ERROR_INVALID_VALUE;
+    // The box first: its Proxy traps could call back in and read into #prop.
+    if (!isBox(granularity) || !this.#prop.read(prop)) return C.CUDA_ERROR_INVALID_VALUE;
     const opt = toInt(option);
     if (opt !== C.CU_MEM_ALLOC_GRANULARITY_MINIMUM && opt !== C.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
       return C.CUDA_ERROR_INVALID_VALUE;
@@ -79,10 +81,12 @@ export class CudaVmm {
     // The driver checks only the option: a bad device id, allocation type, location type or handle
     // type still answers 0 with the granularity (granularity.badDeviceId, .badAllocationType,
     // .badLocationType, .withHandleTypes, .hostNuma). The device named, else the current one, decides.
-    const loc = copy.location;
+    const id = this.#prop.locationId as number;
     const named =
-      isStruct(loc) && loc.type === C.CU_MEM_LOCATION_TYPE_DEVICE && this.runtime.isDevice(loc.id);
-    const d = this.runtime.devices[named ? loc.id : Math.max(this.contexts.device, 0)];
+      this.#prop.locationIsStruct &&
+      this.#prop.locationType === C.CU_MEM_LOCATION_TYPE_DEVICE &&
+      this.runtime.isDevice(id);
+    const d = this.runtime.devices[named ? id : Math.max(this.contexts.device, 0)];
     const value =
       opt === C.CU_MEM_ALLOC_GRANULARITY_MINIMUM ? d.minimumGranularity : d.recommendedGranularity;
     return writeBox(granularity, value) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
@@ -130,10 +134,10 @@ export class CudaVmm {
   }
 
   create(handle: Box<bigint>, size: Size, prop: CUmemAllocationProp, flags: number): number {
-    // One read of each field, into a plain copy (Note [Untrusted arguments]).
-    const copy = readAllocationProp<CUmemAllocationProp>(prop);
-    if (!isBox(handle) || copy === undefined || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
-    const checked = this.handles.check(copy);
+    // One read of each field, into the reader (Note [Untrusted arguments]), after the box, whose Proxy
+    // traps could call back in and read into #prop; nothing after the read runs the caller's code.
+    if (!isBox(handle) || !this.#prop.read(prop) || toInt(flags) !== 0) return C.CUDA_ERROR_INVALID_VALUE;
+    const checked = this.handles.check(this.#prop);
     if (typeof checked === 'number') return checked;
     const n = toCount(size);
     const g =
@@ -142,7 +146,7 @@ export class CudaVmm {
     // Note [No closures in the cycle]: codes.handOut's steps, written out.
     try {
       const a = this.runtime.create(n, checked);
-      this.handles.keepAllocFlags(a, copy.allocFlags);
+      this.handles.keepAllocFlags(a, this.#prop);
       if (writeBox(handle, this.handles.handleOf(a))) return C.CUDA_SUCCESS;
       this.runtime.release(a);
       return C.CUDA_ERROR_INVALID_VALUE;
