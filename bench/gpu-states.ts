@@ -5,7 +5,10 @@
  * pure arithmetic, run pinned to each CPU in turn (taskset) and unpinned.
  * A state that follows the CPU would show one state per pinned CPU; one
  * that follows the process shows both on the same CPU. The arithmetic
- * loop tells whether the CPU itself runs slower in the slow state.
+ * loop tells whether the CPU itself runs slower in the slow state; the two
+ * chases of dependent loads, whether memory does (a load from far past the
+ * caches) and what a driver call leaves a caller to fetch again (64 KiB
+ * read just before a cycle, read again after it).
  *
  *   gcc -O2 bench/native/state_probe.c -o /tmp/state_probe -ldl
  *   node dist/bench/gpu-states.js --probe /tmp/state_probe --native /tmp/libvmm_bench.so --out DIR [--rounds 2] [--free 16]
@@ -32,6 +35,8 @@ interface Draw {
   cpu_end: number;
   native_p50_us: number;
   arithmetic_p50_us: number;
+  memory_load_ns: number;
+  after_call_load_ns: number;
 }
 
 function draw(pinned: number | null): Draw {
@@ -58,6 +63,8 @@ const summary = (state: string) => {
     draws: inState.length,
     native_p50_us: inState.length ? median(inState.map((d) => d.native_p50_us)) : null,
     arithmetic_p50_us: inState.length ? median(inState.map((d) => d.arithmetic_p50_us)) : null,
+    memory_load_ns: inState.length ? median(inState.map((d) => d.memory_load_ns)) : null,
+    after_call_load_ns: inState.length ? median(inState.map((d) => d.after_call_load_ns)) : null,
   };
 };
 const pinnedCpus = [...new Set(rows.filter((d) => d.pinned !== null).map((d) => d.pinned))];
@@ -74,7 +81,7 @@ const result = {
   pinned_cpus_with_both_states: bothStates,
   draws: rows,
   method:
-    'Each row is a fresh C process (bench/native/state_probe.c): 3,000 warm-up rounds, then 3,000 rounds of one 2 MiB cycle from C and one loop of 20,000 dependent multiply-adds, each timed alone; the medians of each. pinned: the CPU taskset bound it to (null: unpinned). state: fast below split_us, slow above it; split_us is the middle of the widest gap between the sorted native medians, when that gap is a ratio of state_gap or more (else every draw is in one state).',
+    'Each row is a fresh C process (bench/native/state_probe.c): 3,000 warm-up rounds, then 3,000 rounds of one 2 MiB cycle from C, one loop of 20,000 dependent multiply-adds, and 1,024 dependent loads through 256 MiB of random lines, each timed alone, with 64 KiB of random lines chased whole just before each cycle and again right after it; the medians of each (the chases per load: memory_load_ns, after_call_load_ns). pinned: the CPU taskset bound it to (null: unpinned). state: fast below split_us, slow above it; split_us is the middle of the widest gap between the sorted native medians, when that gap is a ratio of state_gap or more (else every draw is in one state).',
 };
 const outDir = opt('--out') ?? process.env.OUT ?? '.';
 writeFileSync(join(outDir, 'h200-process-states.json'), `${JSON.stringify(result, null, 1)}\n`);
