@@ -367,6 +367,30 @@ export function twoGpuSequence(cu: CudaFlavor, chunk = 0): SeqResult {
     r.call('b: async DtoH', cu.cuMemcpyDtoHAsync(sb, va.value + BigInt(g - 2048), 4096, stream.value));
     r.call('b: cuStreamSynchronize', cu.cuStreamSynchronize(stream.value));
     r.check('b: stream bytes', same(sb, s));
+
+    // (c) Copies and a set on GPU 1's stream while GPU 0's context is current: CUDA's programming
+    // guide says a copy on a stream of another device succeeds (Note [Copies on another device's
+    // stream] in src/flavors/cuda/streams.ts); the stream's device does the work.
+    r.call('c: cuCtxSetCurrent(ctx0)', cu.cuCtxSetCurrent(ctx0.value));
+    const c = bytes(4096, 9);
+    r.call(
+      "c: async HtoD on GPU 1's stream, GPU 0 current",
+      cu.cuMemcpyHtoDAsync(va.value + BigInt(g), c, 4096, stream.value),
+    );
+    r.call(
+      "c: async memset on GPU 1's stream, GPU 0 current",
+      cu.cuMemsetD8Async(va.value + BigInt(g + 1024), 0x5a, 1024, stream.value),
+    );
+    const cb = new Uint8Array(4096);
+    r.call(
+      "c: async DtoH on GPU 1's stream, GPU 0 current",
+      cu.cuMemcpyDtoHAsync(cb, va.value + BigInt(g), 4096, stream.value),
+    );
+    r.call("c: cuStreamSynchronize(GPU 1's stream), GPU 0 current", cu.cuStreamSynchronize(stream.value));
+    const cwant = c.slice();
+    cwant.fill(0x5a, 1024, 2048);
+    r.check("c: the bytes landed through GPU 1's stream", same(cb, cwant));
+    r.call('c: cuCtxSetCurrent(ctx1)', cu.cuCtxSetCurrent(ctx1.value));
     r.call('b: cuStreamDestroy', cu.cuStreamDestroy(stream.value));
     const free0 = { value: 0 };
     const total0 = { value: 0 };

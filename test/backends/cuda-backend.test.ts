@@ -15,6 +15,7 @@ import { aclSequence, hipSequence, twoGpuSequence } from '../../conformance/gpu/
 import { CudaBackend } from '../../src/backends/cuda/backend.js';
 import { CU_RESULT_KINDS, CudaDriverError } from '../../src/backends/cuda/checked.js';
 import { CudaDriverUnavailableError, findCudaDriver } from '../../src/backends/cuda/driver.js';
+import { createMachine } from '../../src/backends/sim/machine.js';
 import { ERROR_KINDS } from '../../src/core/errors.js';
 import { createAcl, createCuda, createHip, createRuntime, DEFAULT_LIBRARY_PATHS } from '../../src/index.js';
 
@@ -159,6 +160,17 @@ describe('CUDA backend over the simulated stand-in for libcuda', () => {
     const r = twoGpuSequence(cu);
     expect(r.threw ?? '').toBe('');
     expect(r.steps.filter((s) => s.value === false)).toEqual([]);
+    expect(r.pass).toBe(true);
+    cu.dispose();
+  });
+
+  it("two GPUs on the simulator: the same sequence, copies on another device's stream included", () => {
+    const cu = createCuda({ machine: createMachine({ devices: ['H200', 'H200'] }) });
+    const r = twoGpuSequence(cu);
+    expect(r.threw ?? '').toBe('');
+    const onOtherStream = r.steps.filter((s) => s.op.startsWith('c: '));
+    expect(onOtherStream).toHaveLength(7);
+    expect(onOtherStream.filter((s) => s.code !== 0 || s.value === false)).toEqual([]);
     expect(r.pass).toBe(true);
     cu.dispose();
   });

@@ -42,7 +42,9 @@ const EVENT_FLAG_BITS = C.CU_EVENT_BLOCKING_SYNC | C.CU_EVENT_DISABLE_TIMING | C
  * the primary one current, copies and sets of every direction succeed and
  * land, and so do waits on either context's event; a record there of the
  * primary's event is CUDA_ERROR_INVALID_HANDLE, as the rule above says. A
- * stream of another device is not recorded (one GPU).
+ * stream of another device needs two GPUs: part (c) of the two-GPU sequence
+ * (conformance/gpu/sequences.ts) asks it, and run-all.sh records it on a
+ * machine with two; no such run has been made yet.
  */
 export class CudaStreams extends StreamsAndEvents {
   /** The context each live stream and event was made in (Note [CUDA events]). */
