@@ -29,16 +29,18 @@
  * process: a call site that has seen both forms is made a fast call by
  * neither.
  *
- * Note [Process states]: on the H200 machine a fresh process lands in one of
- * two states, the native cycle taking about 51 to 58 us in one and 70 to 85
- * us in the other (now and then between), the same CPU giving either (each
- * row records the CPU it ended on: bench/results/h200-paired.json has both
- * states on CPU 4), and the JavaScript's share grows in the slow one. One
- * process is one draw, so the figure is the median over processes, each
- * process's own ratios paired cycle by cycle, with the rows kept; `by_state`
- * splits them by state (byProcessState). The state belongs to
- * the process, not the CPU or anything in it: a C process with no
- * JavaScript, pinned to one CPU, draws either (bench/gpu-states.ts).
+ * Note [Process states]: on the H200 machine a fresh process draws, for its
+ * whole life, how fast the driver's path runs: the native cycle takes about
+ * 51 to 60 us in some processes and 63 to 110 us in others, the same CPU
+ * giving either (each row records the CPU it ended on), and the
+ * JavaScript's share grows in the slow ones. One process is one draw, so the
+ * figure is the median over processes, each process's own ratios paired
+ * cycle by cycle, with the rows kept; `by_state` splits them at the line
+ * bench/gpu-states.ts found between the two clusters of its draws, when it
+ * found one (byProcessState). The state belongs to the process, not the CPU
+ * or anything in it: a C process with no JavaScript, pinned to one CPU,
+ * draws either; and it follows the process's memory, its loads from memory
+ * slower in the slow state (gpu-states' chases).
  *
  * `--pairs N` sets the rounds per process (default 4,000). Writes
  * DIR/h200-paired.json (DIR: $OUT or the current folder).
