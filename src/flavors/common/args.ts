@@ -47,7 +47,6 @@ export {
   LOCATION_SHAPE,
   MAX_LIST_LENGTH,
   probeBox,
-  readAllocationProp,
   readArrayLike,
   readFields,
   readList,

@@ -17,7 +17,10 @@
  *  - a struct is read once, field by field, into a plain copy
  *    (readFields), so a getter runs once and a value cannot change between
  *    validation and use; a throwing getter or trap makes the copy undefined,
- *    which the call answers as a missing struct;
+ *    which the call answers as a missing struct. The allocation properties,
+ *    on every create's path, are read into a reader the flavor keeps
+ *    (AllocationPropReader) instead, set only after the last read, so a
+ *    getter calling back in cannot mix two calls' fields;
  *  - an array of structs is read once (readList), Array.isArray included (it
  *    throws on a revoked Proxy);
  *  - a host buffer is recognised by its internal slots, not its properties
@@ -281,12 +284,6 @@ export class AllocationPropReader {
     this.compressionType = this.gpuDirectRDMACapable = this.usage = undefined;
     this.locationIsStruct = this.allocFlagsIsStruct = false;
   }
-}
-
-/** CUmemAllocationProp or hipMemAllocationProp read once into a plain copy (AllocationPropReader); undefined if it is no object or a read throws. */
-export function readAllocationProp<T>(x: unknown): T | undefined {
-  const reader = new AllocationPropReader();
-  return reader.read(x) ? reader.copy<T>() : undefined;
 }
 
 /**

@@ -5,12 +5,12 @@ import type { Access, Location } from '../../core/types.js';
 import { isMultipleOf } from '../../util/integers.js';
 import {
   ACCESS_DESC_SHAPE,
+  AllocationPropReader,
   type Box,
   isBox,
   isPowerOfTwo,
   isStruct,
   LOCATION_SHAPE,
-  readAllocationProp,
   readList,
   readStruct,
   type Size,
@@ -52,6 +52,9 @@ const HOST_GRANULARITY = 4096;
  * the chunks in range.
  */
 export class HipVmm {
+  /** hipMemAllocationProp arguments are read into this, then copied (AllocationPropReader). */
+  readonly #prop = new AllocationPropReader();
+
   constructor(
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
@@ -59,10 +62,15 @@ export class HipVmm {
     readonly allocations: HipAllocations,
   ) {}
 
+  /** The caller's hipMemAllocationProp read once into a plain copy (Note [Untrusted arguments]); undefined if a read throws. */
+  #readProp(propArg: unknown): hipMemAllocationProp | undefined {
+    return this.#prop.read(propArg) ? this.#prop.copy<hipMemAllocationProp>() : undefined;
+  }
+
   granularity(granularity: Box<number>, propArg: hipMemAllocationProp, option: number): number {
     const opt = toInt(option);
     // One read of each field, into a plain copy (Note [Untrusted arguments]).
-    const copy = readAllocationProp<hipMemAllocationProp>(propArg);
+    const copy = this.#readProp(propArg);
     const prop = copy ?? ({} as hipMemAllocationProp);
     if (
       !isBox(granularity) ||
@@ -123,7 +131,7 @@ export class HipVmm {
   create(handle: Box<bigint>, size: Size, propArg: hipMemAllocationProp, flags: Size): number {
     const n = toCount(size);
     // One read of each field, into a plain copy: what is validated is what is stored (issue 10 E).
-    const copy = readAllocationProp<hipMemAllocationProp>(propArg);
+    const copy = this.#readProp(propArg);
     const prop = copy ?? ({} as hipMemAllocationProp);
     if (
       !isBox(handle) ||
