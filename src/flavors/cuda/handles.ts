@@ -23,9 +23,6 @@ const NO_ALLOC_FLAGS = Object.freeze({ compressionType: 0, gpuDirectRDMACapable:
  */
 export class CudaHandles {
   readonly #props = new Map<number, AllocationProperties | number>();
-  /** The key and answer of the last check that could be cached (Note [Property cache]). */
-  #lastKey = -1;
-  #lastAnswer: AllocationProperties | number = C.CUDA_ERROR_INVALID_VALUE;
   readonly #memo = new BigIntMemo();
   /** The allocation whose handle the flavor handed out last. */
   #last: PhysicalAllocation | undefined;
@@ -96,8 +93,7 @@ export class CudaHandles {
     // Note [Property cache]: programs pass the same few properties over and over. The answer for a
     // given (type, location, handle types) never changes in a process, so it is worked out once and
     // kept, error codes included: allocations share one frozen properties object, and a create call
-    // allocates nothing to check its argument (the struct is read into a reader, not copied). The
-    // last answer is kept beside the table: a program usually asks the same thing as last time.
+    // allocates nothing to check its argument (the struct is read into a reader, not copied).
     const t = prop.type;
     const h = prop.requestedHandleTypes ?? 0;
     const locType = prop.locationType;
@@ -110,14 +106,11 @@ export class CudaHandles {
       isSmall(locId, 4096)
     ) {
       const key = ((t * 16 + locType) * 256 + h) * 4096 + locId;
-      if (key === this.#lastKey) return this.#lastAnswer;
       let cached = this.#props.get(key);
       if (cached === undefined) {
         const parsed = this.#parse(prop);
         this.#props.set(key, (cached = typeof parsed === 'number' ? parsed : Object.freeze(parsed)));
       }
-      this.#lastKey = key;
-      this.#lastAnswer = cached;
       return cached;
     }
     return this.#parse(prop);
