@@ -59,12 +59,13 @@ const rows = draws.map((d) => ({
 }));
 const summary = (state: string) => {
   const inState = rows.filter((d) => d.state === state);
+  const p50 = (of: (d: Draw) => number) => (inState.length ? median(inState.map(of)) : null);
   return {
     draws: inState.length,
-    native_p50_us: inState.length ? median(inState.map((d) => d.native_p50_us)) : null,
-    arithmetic_p50_us: inState.length ? median(inState.map((d) => d.arithmetic_p50_us)) : null,
-    memory_load_ns: inState.length ? median(inState.map((d) => d.memory_load_ns)) : null,
-    after_call_load_ns: inState.length ? median(inState.map((d) => d.after_call_load_ns)) : null,
+    native_p50_us: p50((d) => d.native_p50_us),
+    arithmetic_p50_us: p50((d) => d.arithmetic_p50_us),
+    memory_load_ns: p50((d) => d.memory_load_ns),
+    after_call_load_ns: p50((d) => d.after_call_load_ns),
   };
 };
 const pinnedCpus = [...new Set(rows.filter((d) => d.pinned !== null).map((d) => d.pinned))];
