@@ -52,8 +52,11 @@ import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
+import { createCuda } from '../src/index.js';
 
 import {
+  correlation,
+  flavourCycleOf,
   LAYERS,
   type Layer,
   layerCycle,
@@ -133,6 +136,8 @@ function child(): void {
   for (let i = 0; i < pairs; i++) for (const k of turns[i % turns.length]) t[k][i] = sides[k]();
   const ratio = (a: Float64Array, b: Float64Array) => median(a.map((x, i) => x / b[i]));
   const fastFloor = t[3];
+  // Measured last, so nothing of it runs beside the rounds above (Note [A warm reference]).
+  const simCycleUs = warmSimulatorCycle();
   const stat = readFileSync('/proc/self/stat', 'utf8');
   console.log(
     JSON.stringify({
@@ -143,6 +148,8 @@ function child(): void {
       flavour_ratio: r4(ratio(t[2], t[0])),
       raw_ratio: r4(ratio(t[1], t[0])),
       flavour_over_raw: r4(ratio(t[2], t[1])),
+      flavour_extra_us: r2(median(t[2].map((x, i) => x - t[0][i]))),
+      sim_cycle_us: r4(simCycleUs),
       ...(fastFloor
         ? {
             raw_fast_p50_us: r2(median(fastFloor)),
@@ -162,8 +169,38 @@ function child(): void {
   );
 }
 
+/**
+ * Note [A warm reference]: the layer's JavaScript costs more in a slow
+ * process (Note [Process states]). To tell whether that is the process
+ * running all code slower or only the code that follows a driver call, each
+ * process ends by timing the same flavour's 2 MiB cycle over the simulated
+ * machine, which calls no driver and so runs warm: the median of 40 batches
+ * of 500 cycles, after 20,000 to warm it. It runs after the measured rounds,
+ * because it shares core's code with the measured layer and would make that
+ * code polymorphic.
+ */
+function warmSimulatorCycle(): number {
+  const cu = createCuda();
+  const ctx = { value: 0n };
+  ok(cu.cuInit(0), 'cuInit');
+  ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
+  ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
+  const cycle = flavourCycleOf(cu, SIZE);
+  for (let i = 0; i < 20000; i++) cycle();
+  const batches = new Float64Array(40);
+  for (let b = 0; b < batches.length; b++) {
+    const t0 = performance.now();
+    for (let i = 0; i < 500; i++) cycle();
+    batches[b] = ((performance.now() - t0) * 1000) / 500;
+  }
+  cu.dispose();
+  return median(batches);
+}
+
 interface Row {
   native_p50_us: number;
+  flavour_extra_us: number;
+  sim_cycle_us: number;
   flavour_ratio: number;
   raw_ratio: number;
   flavour_over_raw: number;
@@ -203,10 +240,18 @@ function parent(): void {
     raw_fast_ratio: over('raw_fast_ratio'),
     flavour_over_raw_fast: over('flavour_over_raw_fast'),
     native_p50_us: over('native_p50_us'),
+    flavour_extra_us: over('flavour_extra_us'),
+    sim_cycle_us: over('sim_cycle_us'),
+    // Note [A warm reference]: how the layer's extra microseconds follow the process's driver path and its warm JavaScript.
+    correlation: {
+      extra_with_native: r2(correlation(rows.map((r) => r.native_p50_us), rows.map((r) => r.flavour_extra_us))),
+      extra_with_sim: r2(correlation(rows.map((r) => r.sim_cycle_us), rows.map((r) => r.flavour_extra_us))),
+      sim_with_native: r2(correlation(rows.map((r) => r.native_p50_us), rows.map((r) => r.sim_cycle_us))),
+    },
     by_state: byState,
     processes: rows,
     method:
-      "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays, one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) and, where the layer uses fast calls, one through the fast-call addon's functions bare (raw_fast_*) (each timed with performance.now, its timer included), the order rotating over every permutation; each ratio is the median over rounds of that round's ratio. cycle_calls is the form the measured layer's cycle calls took (Note [Fast cycle calls]). The figures above the rows are the median, least and greatest over processes.",
+      "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays, one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) and, where the layer uses fast calls, one through the fast-call addon's functions bare (raw_fast_*) (each timed with performance.now, its timer included), the order rotating over every permutation; each ratio is the median over rounds of that round's ratio, flavour_extra_us the median over rounds of the layer's cycle less the C cycle. sim_cycle_us is the CUDA flavour's cycle over the simulated machine in the same process, warm, timed after the rounds (Note [A warm reference]); correlation is Pearson's r over processes. cycle_calls is the form the measured layer's cycle calls took (Note [Fast cycle calls]). The figures above the rows are the median, least and greatest over processes.",
   };
   const outDir = opt('--out') ?? process.env.OUT ?? '.';
   const name = `${standInPath ? 'stand-in' : 'h200'}-paired${layer === 'flavour' ? '' : `-${layer}`}${fastCalls ? '' : '-koffi'}.json`;

@@ -233,3 +233,20 @@ export function backendCycleOf(backend: CudaBackend, size: number): () => void {
     backend.free(va, size);
   };
 }
+
+/** Pearson's correlation of two equally long series; NaN when either is constant or there are fewer than 2. */
+export function correlation(xs: readonly number[], ys: readonly number[]): number {
+  const n = xs.length;
+  if (n < 2 || ys.length !== n) return Number.NaN;
+  const mx = xs.reduce((s, x) => s + x, 0) / n;
+  const my = ys.reduce((s, y) => s + y, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += (xs[i] - mx) * (ys[i] - my);
+    sxx += (xs[i] - mx) ** 2;
+    syy += (ys[i] - my) ** 2;
+  }
+  return sxy / Math.sqrt(sxx * syy);
+}
