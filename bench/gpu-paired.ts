@@ -220,6 +220,13 @@ function parent(): void {
     if (values.length === 0) return null;
     return { median: r4(median(values)), min: r4(Math.min(...values)), max: r4(Math.max(...values)) };
   };
+  const rOf = (x: Exclude<keyof Row, 'cycle_calls'>, y: Exclude<keyof Row, 'cycle_calls'>) =>
+    r2(
+      correlation(
+        rows.map((r) => r[x] ?? Number.NaN),
+        rows.map((r) => r[y] ?? Number.NaN),
+      ),
+    );
   // Every process takes the same form in one setting; a run where they differ says so.
   const forms = new Set(rows.map((r) => JSON.stringify(r.cycle_calls)));
   const cycleCalls = forms.size === 1 ? rows[0].cycle_calls : { form: 'mixed', why: [...forms].join('; ') };
@@ -244,9 +251,9 @@ function parent(): void {
     sim_cycle_us: over('sim_cycle_us'),
     // Note [A warm reference]: how the layer's extra microseconds follow the process's driver path and its warm JavaScript.
     correlation: {
-      extra_with_native: r2(correlation(rows.map((r) => r.native_p50_us), rows.map((r) => r.flavour_extra_us))),
-      extra_with_sim: r2(correlation(rows.map((r) => r.sim_cycle_us), rows.map((r) => r.flavour_extra_us))),
-      sim_with_native: r2(correlation(rows.map((r) => r.native_p50_us), rows.map((r) => r.sim_cycle_us))),
+      extra_with_native: rOf('native_p50_us', 'flavour_extra_us'),
+      extra_with_sim: rOf('sim_cycle_us', 'flavour_extra_us'),
+      sim_with_native: rOf('native_p50_us', 'sim_cycle_us'),
     },
     by_state: byState,
     processes: rows,
