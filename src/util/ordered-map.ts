@@ -124,7 +124,8 @@ export class OrderedMap<V> {
     const i = hit ? this.#fingerIndex : lowerBound(c, key);
     if (i === c.length || c.data[STRIDE * i] !== key) return false;
     this.#fingerKey = Number.NaN;
-    const slot = c.data[STRIDE * i + 2];
+    // An integer, so the free list stays an array of small integers (a double's would box each pop).
+    const slot = c.data[STRIDE * i + 2] | 0;
     this.#values[slot] = undefined;
     this.#freeSlots.push(slot);
     shiftLeft(c, i);
