@@ -33,7 +33,6 @@ import { promisify } from 'node:util';
 import koffi from 'koffi';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
 import { loadCudaDriver } from '../src/backends/cuda/driver.js';
-import { createCuda } from '../src/index.js';
 import { packagePath } from '../src/util/package-path.js';
 import {
   commitMeasured,
@@ -41,9 +40,9 @@ import {
   LAYERS,
   type Layer,
   layerCycle,
-  ok,
   optionOf,
   rawFastCycle,
+  simulatedFlavour,
 } from './gpu-run.js';
 
 const args = process.argv.slice(2);
@@ -65,12 +64,7 @@ const CACHES = ['--I1=4096,4,64', '--D1=4096,4,64', '--LL=1048576,16,64'];
 function child(side: Side | 'simulator', standIn: string, toggleLib: string): void {
   const toggle = koffi.load(toggleLib).func('void footprint_toggle(void)') as () => void;
   if (side === 'simulator') {
-    const cu = createCuda();
-    const ctx = { value: 0n };
-    ok(cu.cuInit(0), 'cuInit');
-    ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
-    ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
-    const cycle = flavourCycleOf(cu, SIZE);
+    const cycle = flavourCycleOf(simulatedFlavour(), SIZE);
     for (let i = 0; i < WARM; i++) cycle();
     collectGarbage();
     toggle();

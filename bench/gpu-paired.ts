@@ -52,7 +52,6 @@ import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
-import { createCuda } from '../src/index.js';
 
 import {
   correlation,
@@ -68,6 +67,7 @@ import {
   rawFastCycle,
   rawTypedCycle,
   runHeader,
+  simulatedFlavour,
 } from './gpu-run.js';
 import { measureInChild } from './measure-in-child.js';
 
@@ -180,11 +180,7 @@ function child(): void {
  * code polymorphic.
  */
 function warmSimulatorCycle(): number {
-  const cu = createCuda();
-  const ctx = { value: 0n };
-  ok(cu.cuInit(0), 'cuInit');
-  ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
-  ok(cu.cuCtxSetCurrent(ctx.value), 'cuCtxSetCurrent');
+  const cu = simulatedFlavour();
   const cycle = flavourCycleOf(cu, SIZE);
   for (let i = 0; i < 20000; i++) cycle();
   const batches = new Float64Array(40);

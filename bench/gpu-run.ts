@@ -54,7 +54,16 @@ export function ok(code: number, what: string): void {
 
 /** A CUDA flavour over `driver` with device 0's primary context current (fastCalls: CudaBackendOptions'). */
 export function flavourOver(driver: CudaDriver, fastCalls = true): CudaFlavor {
-  const cu = createCuda({ backend: 'cuda', cuda: { driver, fastCalls } });
+  return withContext(createCuda({ backend: 'cuda', cuda: { driver, fastCalls } }));
+}
+
+/** A CUDA flavour over the simulated machine with device 0's primary context current. */
+export function simulatedFlavour(): CudaFlavor {
+  return withContext(createCuda());
+}
+
+/** `cu` initialised, with device 0's primary context retained and made current. */
+function withContext(cu: CudaFlavor): CudaFlavor {
   const ctx = { value: 0n };
   ok(cu.cuInit(0), 'cuInit');
   ok(cu.cuDevicePrimaryCtxRetain(ctx, 0), 'cuDevicePrimaryCtxRetain');
