@@ -41,7 +41,8 @@ try {
     compiler,
     [
       '-O2',
-      '-std=c++17',
+      // Node 24's headers need C++20; 20's and 22's take it too.
+      '-std=c++20',
       '-shared',
       '-fPIC',
       '-fno-exceptions',

@@ -39,9 +39,20 @@
  *
  * The addon is built at install (scripts/build-native.mjs) into
  * build/cycle-calls.node, where a C++ compiler and Node's headers are
- * (Linux; Node 20's V8, through the layout facts of Note [Fast call ABI], or
- * a Node that ships v8-fast-api-calls.h). Where it is missing, or
- * `fastCalls: false` asks, the koffi form serves: the same calls, slower.
+ * (Linux; the V8s of Nodes 20, 22 and 24, through the layout facts of Note
+ * [Fast call ABI], or a Node that ships v8-fast-api-calls.h). Where it is
+ * missing, or `fastCalls: false` asks, the koffi form serves: the same
+ * calls, slower.
+ *
+ * Note [Fast calls in try blocks]: V8 makes a call a fast call only in code
+ * TurboFan optimised, and V8 12 (Node 22) not where the call sits inside a
+ * try block, its own or one of a function it was inlined into; V8 11.3 (Node
+ * 20) and 13.6 (Node 24) do. The front ends catch core's errors around
+ * every call (a code, never a throw), so on Node 22 a cycle call is fast only
+ * where TurboFan did not inline it into the front end's try: over the libcuda
+ * stand-in, five of the seven (cuMemRelease and cuMemAddressFree run through
+ * the addon's slow callbacks, which cost about what koffi does), all seven on
+ * Nodes 20 and 24 (test/backends/cycle-calls.test.ts).
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';

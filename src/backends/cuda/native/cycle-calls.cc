@@ -27,7 +27,9 @@
 
 #if __has_include(<v8-fast-api-calls.h>)
 #include <v8-fast-api-calls.h>
-#elif V8_MAJOR_VERSION == 11 && V8_MINOR_VERSION == 3
+#elif (V8_MAJOR_VERSION == 11 && V8_MINOR_VERSION == 3) || (V8_MAJOR_VERSION == 12 && V8_MINOR_VERSION == 4) || \
+    (V8_MAJOR_VERSION == 13 && V8_MINOR_VERSION == 6)
+// Nodes 20, 22 and 24, whose layout Note [Fast call ABI] read off their binaries.
 #include "v8-fast-call-abi.h"
 #else
 #error "no fast API call declarations for this V8: the CUDA backend uses koffi alone"
