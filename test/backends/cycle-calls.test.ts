@@ -202,7 +202,9 @@ describe.skipIf(!linux)(
         return Number(fastCount[0] - before);
       };
       expect(made('return calls.cuMemRelease(v);')).toBe(10);
-      expect(made('try { return calls.cuMemRelease(v); } catch { return -1; }')).toBe(V8_MAJOR === 12 ? 0 : 10);
+      expect(made('try { return calls.cuMemRelease(v); } catch { return -1; }')).toBe(
+        V8_MAJOR === 12 ? 0 : 10,
+      );
     });
 
     it('once warm, the CUDA flavour makes each of the cycle calls a fast call (on V8 12, those outside try blocks)', () => {
