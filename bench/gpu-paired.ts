@@ -130,7 +130,9 @@ function child(): void {
   const sides = [native, timed(raw), timed(flavour), ...(rawFast ? [timed(rawFast)] : [])];
   const warm = fake ? 2000 : 20000;
   for (let i = 0; i < warm; i++) for (const side of sides) side();
+  const settle = measured.checked.cycleCalls === 'fast' ? settleFastCalls(flavour, measured.checked) : 0;
   const pairs = Number(opt('--pairs') ?? (fake ? 2000 : 4000));
+  const fastBeforeRounds = measured.checked.fastCallCount;
   const t = sides.map(() => new Float64Array(pairs));
   const turns = orders(sides.length);
   for (let i = 0; i < pairs; i++) for (const k of turns[i % turns.length]) t[k][i] = sides[k]();
@@ -164,9 +166,34 @@ function child(): void {
         form: measured.checked.cycleCalls,
         ...(measured.checked.cycleCallsWhy ? { why: measured.checked.cycleCallsWhy } : {}),
       },
-      fast_call_share: r4(measured.checked.fastCallCount / (7 * (warm + pairs))),
+      fast_call_share: r4(measured.checked.fastCallCount / (7 * (warm + settle + pairs))),
+      settle_cycles: settle,
+      measured_fast_share: r4((measured.checked.fastCallCount - fastBeforeRounds) / (7 * pairs)),
     }),
   );
+}
+
+/**
+ * Note [Settling the fast calls]: V8 makes a cycle call a fast call only
+ * once TurboFan has optimised the code around it, and when depends on the
+ * V8: Node 20's has all seven calls of the flavour's cycle fast within the
+ * 20,000 warm-up rounds, Node 24's took 21,000 to over 40,000 cycles of the
+ * flavour alone over the stand-in (scratch runs), and Node 22's never makes
+ * two of them fast (Note [Fast calls in try blocks] in
+ * src/backends/cuda/cycle-calls.ts). So after the warm-up the measured layer
+ * runs alone, in batches of 1,000 cycles, until a batch makes every call a
+ * fast call or 60 batches have run; the row records how many cycles that
+ * took (settle_cycles) and the share of fast calls in the measured rounds
+ * (measured_fast_share). A steady state is what a long-running program sees.
+ */
+function settleFastCalls(cycle: () => void, checked: { readonly fastCallCount: number }): number {
+  const batch = 1000;
+  for (let b = 0; b < 60; b++) {
+    const before = checked.fastCallCount;
+    for (let i = 0; i < batch; i++) cycle();
+    if (checked.fastCallCount - before === 7 * batch) return (b + 1) * batch;
+  }
+  return 60 * batch;
 }
 
 /**
@@ -254,7 +281,7 @@ function parent(): void {
     by_state: byState,
     processes: rows,
     method:
-      "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays, one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) and, where the layer uses fast calls, one through the fast-call addon's functions bare (raw_fast_*) (each timed with performance.now, its timer included), the order rotating over every permutation; each ratio is the median over rounds of that round's ratio, flavour_extra_us the median over rounds of the layer's cycle less the C cycle. sim_cycle_us is the CUDA flavour's cycle over the simulated machine in the same process, warm, timed after the rounds (Note [A warm reference]); correlation is Pearson's r over processes. cycle_calls is the form the measured layer's cycle calls took (Note [Fast cycle calls]). The figures above the rows are the median, least and greatest over processes.",
+      "Each row is a fresh process (Note [Process states] in bench/gpu-paired.ts): 20,000 warm-up rounds, then rounds of one cycle from C (timed in C), one through the raw koffi functions with typed arrays, one through the CUDA flavour (or the layer named: flavour_* figures are then that layer's) and, where the layer uses fast calls, one through the fast-call addon's functions bare (raw_fast_*) (each timed with performance.now, its timer included), the order rotating over every permutation; each ratio is the median over rounds of that round's ratio, flavour_extra_us the median over rounds of the layer's cycle less the C cycle. sim_cycle_us is the CUDA flavour's cycle over the simulated machine in the same process, warm, timed after the rounds (Note [A warm reference]); correlation is Pearson's r over processes. cycle_calls is the form the measured layer's cycle calls took (Note [Fast cycle calls]); settle_cycles the cycles of the measured layer alone run after the warm-up until a batch of 1,000 made every call a fast call (at most 60,000; Note [Settling the fast calls]), measured_fast_share the share of fast calls in the measured rounds. The figures above the rows are the median, least and greatest over processes.",
   };
   const outDir = opt('--out') ?? process.env.OUT ?? '.';
   const name = `${standInPath ? 'stand-in' : 'h200'}-paired${layer === 'flavour' ? '' : `-${layer}`}${fastCalls ? '' : '-koffi'}.json`;
