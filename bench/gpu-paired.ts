@@ -229,6 +229,7 @@ interface Row {
   flavour_over_raw: number;
   raw_fast_ratio?: number;
   flavour_over_raw_fast?: number;
+  measured_fast_share: number;
   cycle_calls: { form: string; why?: string };
 }
 
@@ -272,6 +273,7 @@ function parent(): void {
     native_p50_us: over('native_p50_us'),
     flavour_extra_us: over('flavour_extra_us'),
     sim_cycle_us: over('sim_cycle_us'),
+    measured_fast_share: over('measured_fast_share'),
     // Note [A warm reference]: how the layer's extra microseconds follow the process's driver path and its warm JavaScript.
     correlation: {
       extra_with_native: rOf('native_p50_us', 'flavour_extra_us'),
