@@ -49,9 +49,11 @@
  * try block, its own or one of a function it was inlined into; V8 11.3 (Node
  * 20) and 13.6 (Node 24) do. The front ends catch core's errors around
  * every call (a code, never a throw), so on Node 22 a cycle call is fast only
- * where TurboFan did not inline it into the front end's try: over the libcuda
- * stand-in, five of the seven (cuMemRelease and cuMemAddressFree run through
- * the addon's slow callbacks, which cost about what koffi does), all seven on
+ * where TurboFan did not inline it into the front end's try, which its
+ * inlining budget decides: five of the seven over the libcuda stand-in
+ * (cuMemRelease and cuMemAddressFree run through the addon's slow callbacks,
+ * which cost about what koffi does), six in most processes on the H200
+ * (bench/results/node22/h200-paired.json, measured_fast_share); all seven on
  * Nodes 20 and 24 (test/backends/cycle-calls.test.ts).
  */
 import { existsSync } from 'node:fs';
