@@ -12,7 +12,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const source = join(root, 'src/backends/cuda/native/cycle-calls.cc');
-const target = join(root, 'build/cycle-calls.node');
+// `--out PATH` builds elsewhere: an addon for another Node, against that Node's headers (conformance/gpu/prepare-node.sh).
+const outAt = process.argv.indexOf('--out');
+const target = outAt >= 0 ? process.argv[outAt + 1] : join(root, 'build/cycle-calls.node');
 const required = process.argv.includes('--require');
 
 function skip(why) {
