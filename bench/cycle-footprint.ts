@@ -8,7 +8,7 @@
  * these counts repeat to within a few lines, so a change's effect on the
  * cycle shows here first.
  *
- *   node dist/bench/cycle-footprint.js [--cycles 100] [--thrash 256] [--out DIR]
+ *   node dist/bench/cycle-footprint.js [--cycles 100] [--thrash 256] [--functions] [--out DIR]
  *
  * Each layer runs in a process of its own: the fast-call floor (the seven
  * calls bare), the backend, core's Runtime and the CUDA flavour
@@ -23,17 +23,23 @@
  * cycle (the flavour over the simulated machine, warm) in instructions, which
  * no machine's speed moves. Needs valgrind with its headers and a C compiler; says
  * so and writes nothing without them. Writes DIR/cycle-footprint.json.
+ *
+ * `--functions` also names where each side's counts went: node runs with
+ * --perf-basic-prof, which names V8's compiled code for callgrind
+ * (bench/callgrind-functions.ts), and the file gains each side's 25 costliest
+ * functions, self cost per cycle (V8 inlines freely, so a function's figure
+ * includes what it inlined).
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import koffi from 'koffi';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
 import { loadCudaDriver } from '../src/backends/cuda/driver.js';
 import { packagePath } from '../src/util/package-path.js';
+import { type FunctionCost, functionCosts, perfMapNames } from './callgrind-functions.js';
 import {
   commitMeasured,
   flavourCycleOf,
@@ -51,6 +57,7 @@ const SIZE = 2 * 1024 * 1024;
 const WARM = 20000;
 const cycles = Number(opt('--cycles') ?? 100);
 const thrashKib = Number(opt('--thrash') ?? 256);
+const byFunction = args.includes('--functions');
 /** The measured sides, each over the one before it. */
 const SIDES = ['fast', ...[...LAYERS].reverse()] as const;
 type Side = (typeof SIDES)[number];
@@ -102,6 +109,16 @@ interface Counts {
   data_lines: number;
 }
 
+/** Run valgrind with these arguments to its end; the process id it ran as (node's, under it). */
+function runValgrind(valgrindArgs: readonly string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('valgrind', valgrindArgs, { maxBuffer: 64 << 20 }, (error) => {
+      if (error) reject(error);
+      else resolve(child.pid ?? -1);
+    });
+  });
+}
+
 /** The per-cycle counts in a callgrind output file: its events line names the columns of its totals. */
 function countsOf(file: string): Counts {
   const text = readFileSync(file, 'utf8');
@@ -131,10 +148,10 @@ async function parent(): Promise<void> {
       console.log("cycle-footprint: valgrind's headers (valgrind/callgrind.h) are missing; nothing measured");
       return;
     }
-    const run = promisify(execFile);
+    const functions: Partial<Record<Side | 'simulator', FunctionCost[]>> = {};
     const measure = async (side: Side | 'simulator'): Promise<Counts> => {
       const out = join(dir, `${side}.callgrind`);
-      await run('valgrind', [
+      const pid = await runValgrind([
         '--tool=callgrind',
         '--collect-atstart=no',
         '--cache-sim=yes',
@@ -145,6 +162,7 @@ async function parent(): Promise<void> {
         '--no-concurrent-recompilation',
         '--no-concurrent-sparkplug',
         '--expose-gc',
+        ...(byFunction ? ['--perf-basic-prof'] : []),
         fileURLToPath(import.meta.url),
         '--measure',
         side,
@@ -152,6 +170,13 @@ async function parent(): Promise<void> {
         toggleLib,
         ...args,
       ]);
+      if (byFunction) {
+        // valgrind runs node in its own process: node's pid is the one spawned.
+        const map = `/tmp/perf-${pid}.map`;
+        const names = perfMapNames(existsSync(map) ? readFileSync(map, 'utf8') : '');
+        functions[side] = functionCosts(readFileSync(out, 'utf8'), names, cycles, 25);
+        rmSync(map, { force: true });
+      }
       return countsOf(out);
     };
     // Two at a time: callgrind runs one thread per process.
@@ -193,6 +218,7 @@ async function parent(): Promise<void> {
       caches: CACHES.join(' '),
       sides: rows,
       simulator,
+      ...(byFunction ? { functions } : {}),
       method:
         'Per cycle, each side in a process of its own under callgrind: ir is every instruction (the stand-in thrash included, the same on every side), code_lines and data_lines the instruction and data lines read from beyond the last-level cache (the thrash empties it at every driver call). over_below is the difference from the side before: the fast-call floor, then the backend, core and the flavour, each built on the one before. simulator is the cycle through the CUDA flavour over the simulated machine (the 2 MiB cycle of npm run bench), counted warm: no driver call, no thrash.',
     };
