@@ -6,7 +6,7 @@
 // CUDA backend makes those calls through koffi. `--require` makes any of
 // those an error (the test suite's check that the addon is built here).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -36,6 +36,12 @@ const includeDirs = [process.env.npm_config_nodedir, join(dirname(process.execPa
 const include = includeDirs.find((dir) => existsSync(join(dir, 'node.h')));
 if (!include) skip(`no Node headers in ${includeDirs.join(' or ')}`);
 
+// Node 24's headers need C++20; older ones build as C++17, which older compilers also know.
+const versionHeader = join(include, 'node_version.h');
+const nodeMajor = existsSync(versionHeader)
+  ? Number(/NODE_MAJOR_VERSION (\d+)/.exec(readFileSync(versionHeader, 'utf8'))?.[1])
+  : Number.NaN;
+const standard = nodeMajor >= 24 ? 'c++20' : 'c++17';
 const compiler = process.env.CXX || 'g++';
 mkdirSync(dirname(target), { recursive: true });
 try {
@@ -43,8 +49,7 @@ try {
     compiler,
     [
       '-O2',
-      // Node 24's headers need C++20; 20's and 22's take it too.
-      '-std=c++20',
+      `-std=${standard}`,
       '-shared',
       '-fPIC',
       '-fno-exceptions',
