@@ -220,7 +220,10 @@ async function parent(): Promise<void> {
       simulator,
       ...(byFunction ? { functions } : {}),
       method:
-        'Per cycle, each side in a process of its own under callgrind: ir is every instruction (the stand-in thrash included, the same on every side), code_lines and data_lines the instruction and data lines read from beyond the last-level cache (the thrash empties it at every driver call). over_below is the difference from the side before: the fast-call floor, then the backend, core and the flavour, each built on the one before. simulator is the cycle through the CUDA flavour over the simulated machine (the 2 MiB cycle of npm run bench), counted warm: no driver call, no thrash.',
+        'Per cycle, each side in a process of its own under callgrind: ir is every instruction (the stand-in thrash included, the same on every side), code_lines and data_lines the instruction and data lines read from beyond the last-level cache (the thrash empties it at every driver call). over_below is the difference from the side before: the fast-call floor, then the backend, core and the flavour, each built on the one before. simulator is the cycle through the CUDA flavour over the simulated machine (the 2 MiB cycle of npm run bench), counted warm: no driver call, no thrash.' +
+        (byFunction
+          ? " functions: each side's 25 costliest functions, their self cost per cycle (what V8 inlined counts in its caller), V8's compiled code named through node's --perf-basic-prof map."
+          : ''),
     };
     const outDir = opt('--out') ?? 'bench/results';
     writeFileSync(join(outDir, 'cycle-footprint.json'), `${JSON.stringify(result, null, 1)}\n`);

@@ -51,6 +51,7 @@ import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
 import { buildStandInLibcuda, standInControls } from '../conformance/gpu/stand-in-libcuda.js';
+import { CYCLE_SYMBOLS } from '../src/backends/cuda/cycle-calls.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 
 import {
@@ -80,6 +81,8 @@ const layer = (opt('--layer') ?? 'flavour') as Layer;
 if (!LAYERS.includes(layer)) throw new Error(`--layer ${layer}: flavour, core or backend`);
 const fastCalls = opt('--fast-calls') !== 'off';
 const SIZE = 2 * 1024 * 1024;
+/** Driver calls in one cycle. */
+const CALLS = CYCLE_SYMBOLS.length;
 
 /** Microseconds of one cycle from C; under --fake, the raw cycle over the stand-in, timed here. */
 function nativeCycle(driver: CudaDriver): () => number {
@@ -166,9 +169,9 @@ function child(): void {
         form: measured.checked.cycleCalls,
         ...(measured.checked.cycleCallsWhy ? { why: measured.checked.cycleCallsWhy } : {}),
       },
-      fast_call_share: r4(measured.checked.fastCallCount / (7 * (warm + settle + pairs))),
+      fast_call_share: r4(measured.checked.fastCallCount / (CALLS * (warm + settle + pairs))),
       settle_cycles: settle,
-      measured_fast_share: r4((measured.checked.fastCallCount - fastBeforeRounds) / (7 * pairs)),
+      measured_fast_share: r4((measured.checked.fastCallCount - fastBeforeRounds) / (CALLS * pairs)),
     }),
   );
 }
@@ -191,7 +194,7 @@ function settleFastCalls(cycle: () => void, checked: { readonly fastCallCount: n
   for (let b = 0; b < 60; b++) {
     const before = checked.fastCallCount;
     for (let i = 0; i < batch; i++) cycle();
-    if (checked.fastCallCount - before === 7 * batch) return (b + 1) * batch;
+    if (checked.fastCallCount - before === CALLS * batch) return (b + 1) * batch;
   }
   return 60 * batch;
 }
