@@ -29,19 +29,25 @@ function skip(why) {
 
 if (process.platform !== 'linux') skip(`${process.platform}: the CUDA backend is Linux only`);
 if (!existsSync(source)) skip(`${source} is not in this copy`);
-// Node's headers: npm's nodedir where it is set, else beside the running node (its install prefix).
+// Node's headers: npm's nodedir where it is set, else beside the running node (its install prefix); only
+// headers of the running Node's ABI (NODE_MODULE_VERSION), since it is this Node that will load the addon
+// (a nodedir left in an .npmrc can name another Node's headers).
 const includeDirs = [process.env.npm_config_nodedir, join(dirname(process.execPath), '..')]
   .filter(Boolean)
   .map((dir) => join(dir, 'include', 'node'));
-const include = includeDirs.find((dir) => existsSync(join(dir, 'node.h')));
-if (!include) skip(`no Node headers in ${includeDirs.join(' or ')}`);
+/** A header directory's `#define NAME value`, or undefined. */
+function defined(dir, name) {
+  const header = join(dir, 'node_version.h');
+  if (!existsSync(header)) return undefined;
+  return new RegExp(`#define ${name} (\\d+)`).exec(readFileSync(header, 'utf8'))?.[1];
+}
+const include = includeDirs.find(
+  (dir) => existsSync(join(dir, 'node.h')) && defined(dir, 'NODE_MODULE_VERSION') === process.versions.modules,
+);
+if (!include) skip(`no headers of Node ${process.version} in ${includeDirs.join(' or ')}`);
 
 // Node 24's headers need C++20; older ones build as C++17, which older compilers also know.
-const versionHeader = join(include, 'node_version.h');
-const nodeMajor = existsSync(versionHeader)
-  ? Number(/NODE_MAJOR_VERSION (\d+)/.exec(readFileSync(versionHeader, 'utf8'))?.[1])
-  : Number.NaN;
-const standard = nodeMajor >= 24 ? 'c++20' : 'c++17';
+const standard = Number(defined(include, 'NODE_MAJOR_VERSION')) >= 24 ? 'c++20' : 'c++17';
 const compiler = process.env.CXX || 'g++';
 mkdirSync(dirname(target), { recursive: true });
 try {
