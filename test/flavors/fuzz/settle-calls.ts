@@ -168,7 +168,11 @@ function pop(p: CudaFlavor, shadow: bigint[]): Broken | undefined {
  * context (another device's primary, or a created one on either) succeeds,
  * and after the stream's synchronisation the bytes are there (Note [Copies
  * on another device's stream]). Its memory is the stream context's own
- * cuMemAlloc memory, which the stream's device may write.
+ * cuMemAlloc memory, which the stream's device may write. The bytes are
+ * read back on the same stream: a synchronous read is a legacy-stream call,
+ * which first runs every stream's queued work and answers the first failure
+ * of it, and the episode's other calls may have left work there that fails
+ * when it runs (a copy queued before its access was taken away; seed 303).
  */
 function crossStream(devices: number): CallSpec<CudaFlavor> {
   return {
@@ -196,7 +200,7 @@ function crossStream(devices: number): CallSpec<CudaFlavor> {
         const synced = queued === C.CUDA_SUCCESS ? p.cuStreamSynchronize(s.value) : queued;
         p.cuCtxSetCurrent(x);
         const back = new Uint8Array(64);
-        const read = p.cuMemcpyDtoH(back, m.value, 64);
+        const read = p.cuMemcpyDtoHAsync(back, m.value, 64, s.value) || p.cuStreamSynchronize(s.value);
         const want = set ? new Uint8Array(64).fill(bytes[0] ?? 0) : bytes;
         const what = `${set ? 'a set' : 'a copy'} on a stream of context ${x} with ${y} current`;
         if (queued !== C.CUDA_SUCCESS || synced !== C.CUDA_SUCCESS)

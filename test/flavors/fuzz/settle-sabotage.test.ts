@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import * as A from '../../../src/flavors/acl/constants.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
+import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 import * as H from '../../../src/flavors/hip/constants.js';
 import { ACL_MODEL } from './acl-model.js';
 import { CUDA_MODEL } from './cuda-model.js';
@@ -49,6 +50,28 @@ const current = (p: { cuCtxGetCurrent(b: { value: bigint }): number }) => {
   return b.value;
 };
 
+/**
+ * Make each process's cuMemsetD8Async and cuMemcpyHtoDAsync answer
+ * `instead()` without doing anything when their stream was created in a
+ * context that is not current now.
+ */
+function onForeignStreams(ep: Episode<CudaFlavor>, instead: () => number): void {
+  for (const p of ep.processes) {
+    const madeIn = new Map<bigint, bigint>();
+    wrap([p], 'cuStreamCreate', (original) => (...args) => {
+      const code = original(...args);
+      const box = args[0] as { value: unknown };
+      if (code === 0 && typeof box?.value === 'bigint') madeIn.set(box.value, current(p));
+      return code;
+    });
+    for (const name of ['cuMemsetD8Async', 'cuMemcpyHtoDAsync'])
+      wrap([p], name, (original) => (...args) => {
+        const made = madeIn.get(args[3] as bigint);
+        return made !== undefined && made !== current(p) ? instead() : original(...args);
+      });
+  }
+}
+
 const SABOTAGE: Record<SettleRule, Sabotage<never>> = {
   // A destroyed event taken for one never made: INVALID_HANDLE.
   destroyed: sabotage(CUDA_MODEL, (ep) => {
@@ -63,22 +86,9 @@ const SABOTAGE: Record<SettleRule, Sabotage<never>> = {
     wrap(ep.processes, 'cuCtxPushCurrent', (_original, p) => (ctx) => p.cuCtxSetCurrent(ctx as bigint)),
   ) as never,
   // The old rule: a copy or set on a stream of a context that is not current is CUDA_ERROR_INVALID_CONTEXT.
-  crossStream: sabotage(CUDA_MODEL, (ep) => {
-    for (const p of ep.processes) {
-      const madeIn = new Map<bigint, bigint>();
-      wrap([p], 'cuStreamCreate', (original) => (...args) => {
-        const code = original(...args);
-        const box = args[0] as { value: unknown };
-        if (code === 0 && typeof box?.value === 'bigint') madeIn.set(box.value, current(p));
-        return code;
-      });
-      for (const name of ['cuMemsetD8Async', 'cuMemcpyHtoDAsync'])
-        wrap([p], name, (original) => (...args) => {
-          const made = madeIn.get(args[3] as bigint);
-          return made !== undefined && made !== current(p) ? C.CUDA_ERROR_INVALID_CONTEXT : original(...args);
-        });
-    }
-  }) as never,
+  crossStream: sabotage(CUDA_MODEL, (ep) =>
+    onForeignStreams(ep, () => C.CUDA_ERROR_INVALID_CONTEXT),
+  ) as never,
   // The old answer: a reset at count 0 succeeds.
   reset: sabotage(ACL_MODEL, (ep) => {
     for (const name of ['aclrtResetDevice', 'aclrtResetDeviceForce'])
@@ -98,6 +108,14 @@ describe('the fuzzer reports each broken settle rule', () => {
     const { model, apply } = SABOTAGE[rule] as unknown as Sabotage<FuzzedProcess>;
     const run = fuzz(model, new Random(7), CALLS, CALLS, 0.12, apply);
     expect(run.violations.map((v) => v.rule)).toContain(rule);
+  });
+
+  // The rule reads the bytes back too: a copy or set that answers success and does nothing is caught.
+  it('crossStream: a copy or set that answers success and never lands', () => {
+    const apply = (ep: Episode<CudaFlavor>) => onForeignStreams(ep, () => C.CUDA_SUCCESS);
+    const run = fuzz(CUDA_MODEL, new Random(7), CALLS, CALLS, 0.12, apply);
+    const details = run.violations.filter((v) => v.rule === 'crossStream').map((v) => v.detail);
+    expect(details.some((d) => d.endsWith('did not land'))).toBe(true);
   });
 
   // CUDA's run unsabotaged is sabotage.test.ts's (the same seed).
