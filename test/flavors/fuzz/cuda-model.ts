@@ -1,5 +1,6 @@
 /** The CUDA flavor's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
 import type { Machine } from '../../../src/backends/sim/machine.js';
+import { toInt } from '../../../src/flavors/common/args.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
 import { contextHandle } from '../../../src/flavors/cuda/contexts.js';
 import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
@@ -114,15 +115,24 @@ function keptMemory(p: CudaFlavor, ctx: unknown): { rule: 'owned'; detail: strin
     : { rule: 'owned', detail: `${kept.length} cuMemAlloc allocation(s) left` };
 }
 /**
- * After a reset or a release: if device `dev`'s primary context went (Note
+ * The device a call was given, read as the flavor reads a C int (a number,
+ * or a bigint such as the fuzzer's hostile 1n), or undefined if it names none.
+ */
+function deviceGiven(dev: unknown): number | undefined {
+  const d = toInt(dev);
+  return DEVICES[d] === undefined ? undefined : d;
+}
+/**
+ * After a reset or a release: if the primary context of the device `given` names went (Note
  * [Destroying a primary context]), forget its cuMemAlloc memory, and its
  * streams and events, asked with it made anew and pushed current for the
  * asking; a reset one stays made anew (as a program retains it again), a
  * released one is released again.
  */
-function forgetPrimary(ep: E, p: CudaFlavor, dev: unknown): void {
+function forgetPrimary(ep: E, p: CudaFlavor, given: unknown): void {
   const active = { value: -1 };
-  if (typeof dev !== 'number' || DEVICES[dev] === undefined) return;
+  const dev = deviceGiven(given);
+  if (dev === undefined) return;
   if (p.cuDevicePrimaryCtxGetState(dev, { value: 0 }, active) !== 0 || active.value !== 0) return;
   const ctx = contextHandle(dev);
   for (const [va, c] of made(p).mallocs) if (c === ctx) made(p).mallocs.delete(va);
@@ -250,7 +260,8 @@ const calls: CallSpec<CudaFlavor>[] = [
     run: (ep, p) => {
       const dev = ep.arg(() => ep.rng.below(DEVICES.length));
       const result = p.cuDevicePrimaryCtxReset(dev);
-      const ctx = typeof dev === 'number' && DEVICES[dev] !== undefined ? contextHandle(dev) : -1n;
+      const d = deviceGiven(dev);
+      const ctx = d === undefined ? -1n : contextHandle(d);
       return {
         result,
         broken: result === 0 ? keptMemory(p, ctx) : undefined,
