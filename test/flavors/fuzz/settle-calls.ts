@@ -279,7 +279,10 @@ function versionAfterDispose<P extends CudaFlavor | HipFlavor>(prefix: 'cu' | 'h
   };
 }
 
-/** Rule crossStream for HIP: a set or copy on another device's stream, with this device current, lands. */
+/**
+ * Rule crossStream for HIP: a set or copy on another device's stream, with
+ * this device current, lands; read back on that stream, as CUDA's is.
+ */
 function hipCrossStream(devices: number): CallSpec<HipFlavor> {
   return {
     name: 'hipMemsetAsync/hipMemcpyAsync(another device stream)',
@@ -305,7 +308,9 @@ function hipCrossStream(devices: number): CallSpec<HipFlavor> {
         const synced = queued === H.hipSuccess ? p.hipStreamSynchronize(s.value) : queued;
         p.hipSetDevice(dx);
         const back = new Uint8Array(64);
-        const read = p.hipMemcpy(back, m.value, 64, H.hipMemcpyDeviceToHost);
+        const read =
+          p.hipMemcpyAsync(back, m.value, 64, H.hipMemcpyDeviceToHost, s.value) ||
+          p.hipStreamSynchronize(s.value);
         const want = set ? new Uint8Array(64).fill(bytes[0] ?? 0) : bytes;
         const what = `${set ? 'a set' : 'a copy'} on device ${dx}'s stream with device ${dy} current`;
         if (queued !== H.hipSuccess || synced !== H.hipSuccess)

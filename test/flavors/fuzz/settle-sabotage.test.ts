@@ -8,6 +8,7 @@ import * as A from '../../../src/flavors/acl/constants.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
 import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 import * as H from '../../../src/flavors/hip/constants.js';
+import type { HipFlavor } from '../../../src/flavors/hip/hip.js';
 import { ACL_MODEL } from './acl-model.js';
 import { CUDA_MODEL } from './cuda-model.js';
 import { type Episode, type FlavorModel, type FuzzedProcess, fuzz } from './episode.js';
@@ -111,9 +112,37 @@ describe('the fuzzer reports each broken settle rule', () => {
   });
 
   // The rule reads the bytes back too: a copy or set that answers success and does nothing is caught.
-  it('crossStream: a copy or set that answers success and never lands', () => {
+  it('crossStream: a copy or set that answers success and never lands (CUDA)', () => {
     const apply = (ep: Episode<CudaFlavor>) => onForeignStreams(ep, () => C.CUDA_SUCCESS);
     const run = fuzz(CUDA_MODEL, new Random(7), CALLS, CALLS, 0.12, apply);
+    const details = run.violations.filter((v) => v.rule === 'crossStream').map((v) => v.detail);
+    expect(details.some((d) => d.endsWith('did not land'))).toBe(true);
+  });
+
+  it('crossStream: a copy or set that answers success and never lands (HIP)', () => {
+    const apply = (ep: Episode<HipFlavor>) => {
+      for (const p of ep.processes) {
+        const madeOn = new Map<bigint, number>();
+        const device = () => {
+          const d = { value: -1 };
+          p.hipGetDevice(d);
+          return d.value;
+        };
+        wrap([p], 'hipStreamCreate', (original) => (...args) => {
+          const code = original(...args);
+          const box = args[0] as { value: unknown };
+          if (code === 0 && typeof box?.value === 'bigint') madeOn.set(box.value, device());
+          return code;
+        });
+        // The stream is the last argument of both.
+        for (const name of ['hipMemsetAsync', 'hipMemcpyAsync'])
+          wrap([p], name, (original) => (...args) => {
+            const made = madeOn.get(args.at(-1) as bigint);
+            return made !== undefined && made !== device() ? H.hipSuccess : original(...args);
+          });
+      }
+    };
+    const run = fuzz(HIP_MODEL, new Random(7), CALLS, CALLS, 0.12, apply);
     const details = run.violations.filter((v) => v.rule === 'crossStream').map((v) => v.detail);
     expect(details.some((d) => d.endsWith('did not land'))).toBe(true);
   });
