@@ -155,6 +155,36 @@ describe('destroying a stream whose queued work fails', () => {
   });
 });
 
+describe('a synchronous call after queued work that fails when it runs', () => {
+  it('CUDA: answers that failure without doing its own work, once; the next call does its work', () => {
+    const cu = createCuda();
+    const b = { value: 0n };
+    cu.cuInit(0);
+    cu.cuDevicePrimaryCtxRetain(b, 0);
+    cu.cuCtxSetCurrent(b.value);
+    cu.cuMemAddressReserve(b, G, 0, 0, 0);
+    const p = b.value;
+    cu.cuMemCreate(b, G, { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } }, 0);
+    cu.cuMemMap(p, G, 0, b.value, 0);
+    cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 3 }], 1);
+    const s = { value: 0n };
+    cu.cuStreamCreate(s, 0);
+    expect(cu.cuMemsetD8Async(p, 7, 64, s.value)).toBe(0);
+    // Read-only now: the queued set fails when it runs.
+    expect(cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 1 }], 1)).toBe(0);
+    // A synchronous read runs every stream's queued work first (the legacy default stream), answers the
+    // set's failure and reads nothing.
+    const back = new Uint8Array(64).fill(0xaa);
+    expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
+    expect([...back]).toEqual(new Array(64).fill(0xaa));
+    // Answered once: the next read reads, and the set never landed.
+    expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(0);
+    expect([...back]).toEqual(new Array(64).fill(0));
+    expect(cu.cuStreamSynchronize(s.value)).toBe(0);
+    cu.dispose();
+  });
+});
+
 describe('aclrtResetDevice with a stream whose queued work fails', () => {
   it("destroys every one of the device's streams and succeeds", () => {
     const acl = createAcl();
