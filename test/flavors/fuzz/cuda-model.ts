@@ -123,11 +123,11 @@ function deviceGiven(dev: unknown): number | undefined {
   return DEVICES[d] === undefined ? undefined : d;
 }
 /**
- * After a reset or a release: if the primary context of the device `given` names went (Note
- * [Destroying a primary context]), forget its cuMemAlloc memory, and its
- * streams and events, asked with it made anew and pushed current for the
- * asking; a reset one stays made anew (as a program retains it again), a
- * released one is released again.
+ * After a reset or a release: if the primary context of the device `given`
+ * names went (Note [Destroying a primary context]), forget its cuMemAlloc
+ * memory, and its streams and events, asked with it made anew and pushed
+ * current for the asking; a reset one stays made anew (as a program retains
+ * it again), a released one is released again.
  */
 function forgetPrimary(ep: E, p: CudaFlavor, given: unknown): void {
   const active = { value: -1 };
