@@ -357,6 +357,21 @@ export class SimProcess implements Backend {
    * legacy default stream does) or check it now and queue it on the stream.
    * A check that fails at queue time is thrown at once; one that fails when
    * the stream runs is thrown by its synchronisation.
+   *
+   * Note [Queued work and access changes]: on the H200 neither cuMemSetAccess
+   * nor cuMemUnmap waits for work queued on a stream: both return at once,
+   * and a copy queued before them that then meets memory it may not write,
+   * or none, faults when it runs. The stream's synchronisation answers
+   * CUDA_ERROR_LAUNCH_FAILED (719), and so does every later call of the
+   * context (synchronisations, copies, cuMemAlloc); the bytes never land
+   * (conformance/results/h200-queued-work-probe.json, from
+   * conformance/cuda/queued-work-probe.sh: the stream held by
+   * cuStreamWaitValue32, no kernel). Here the work is checked again when it
+   * runs, as there, but its failure is answered once, by the synchronisation
+   * that ran it (CUDA: CUDA_ERROR_INVALID_VALUE), not as a sticky fault; and
+   * core's unmap finishes queued work first (Mapper.unmapOne), as ROCm's
+   * hipMemUnmap does, so a CUDA copy queued before an unmap lands. Both are
+   * known gaps (README).
    */
   #submit(device: number, stream: number, what: string, check: () => unknown, work: () => void): void {
     if (stream === 0) {
