@@ -124,20 +124,24 @@ describe("ACL: the default stream's forms", () => {
   }
 });
 
+/** A CUDA flavor with device 0's primary context current and 2 MiB of read-write VMM memory at `p`. */
+function cudaWithVmm() {
+  const cu = createCuda();
+  const b = { value: 0n };
+  cu.cuInit(0);
+  cu.cuDevicePrimaryCtxRetain(b, 0);
+  cu.cuCtxSetCurrent(b.value);
+  cu.cuMemAddressReserve(b, G, 0, 0, 0);
+  const p = b.value;
+  cu.cuMemCreate(b, G, { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } }, 0);
+  cu.cuMemMap(p, G, 0, b.value, 0);
+  cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 3 }], 1);
+  return { cu, p };
+}
+
 describe('destroying a stream whose queued work fails', () => {
   it('CUDA: the stream goes and the destroy succeeds; nothing else changes', () => {
-    const cu = createCuda();
-    const b = { value: 0n };
-    cu.cuInit(0);
-    cu.cuDevicePrimaryCtxRetain(b, 0);
-    cu.cuCtxSetCurrent(b.value);
-    cu.cuMemAddressReserve(b, G, 0, 0, 0);
-    const p = b.value;
-    const prop = { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } };
-    cu.cuMemCreate(b, G, prop, 0);
-    const h = b.value;
-    cu.cuMemMap(p, G, 0, h, 0);
-    cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 3 }], 1);
+    const { cu, p } = cudaWithVmm();
     const s = { value: 0n };
     cu.cuStreamCreate(s, 0);
     expect(cu.cuMemsetD8Async(p, 1, 16, s.value)).toBe(0);
@@ -157,16 +161,8 @@ describe('destroying a stream whose queued work fails', () => {
 
 describe('a synchronous call after queued work that fails when it runs', () => {
   it('CUDA: answers that failure without doing its own work, once; the next call does its work', () => {
-    const cu = createCuda();
-    const b = { value: 0n };
-    cu.cuInit(0);
-    cu.cuDevicePrimaryCtxRetain(b, 0);
-    cu.cuCtxSetCurrent(b.value);
-    cu.cuMemAddressReserve(b, G, 0, 0, 0);
-    const p = b.value;
-    cu.cuMemCreate(b, G, { type: 1, requestedHandleTypes: 0, location: { type: 1, id: 0 } }, 0);
-    cu.cuMemMap(p, G, 0, b.value, 0);
-    cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 3 }], 1);
+    // The H200 answers 719 here and to every later call: Note [Queued work and access changes].
+    const { cu, p } = cudaWithVmm();
     const s = { value: 0n };
     cu.cuStreamCreate(s, 0);
     expect(cu.cuMemsetD8Async(p, 7, 64, s.value)).toBe(0);

@@ -23,27 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef unsigned long long CUmemHandle;
-typedef int CUdevice;
-typedef void *CUcontext;
-
-/* CUmemAllocationProp as cuda.h lays it out (pinned device memory, no handle types). */
-typedef struct {
-  int type;
-  int requestedHandleTypes;
-  struct {
-    int type;
-    int id;
-  } location;
-  void *win32HandleMetaData;
-  struct {
-    unsigned char compressionType, gpuDirectRDMACapable;
-    unsigned short usage;
-    unsigned char reserved[4];
-  } allocFlags;
-} AllocProp;
+#include "driver-types.h"
 
 static CUresult (*p_cuInit)(unsigned);
 static CUresult (*p_cuDriverGetVersion)(int *);

@@ -26,35 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef unsigned long long CUmemHandle;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUstream;
-
-typedef struct {
-  int type;
-  int requestedHandleTypes;
-  struct {
-    int type;
-    int id;
-  } location;
-  void *win32HandleMetaData;
-  struct {
-    unsigned char compressionType, gpuDirectRDMACapable;
-    unsigned short usage;
-    unsigned char reserved[4];
-  } allocFlags;
-} AllocProp;
-
-typedef struct {
-  struct {
-    int type;
-    int id;
-  } location;
-  unsigned long long flags;
-} AccessDesc;
+#include "driver-types.h"
 
 #define MiB ((size_t)1 << 20)
 #define HOLD_MS 1500
