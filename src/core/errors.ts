@@ -24,6 +24,12 @@ export const ERROR_KINDS = [
   'in-use',
   /** A page-table permission violation: the accessing device may not read or write there. */
   'access-denied',
+  /**
+   * Work queued on a stream met memory its device may not touch, or none,
+   * when it ran: a fault on the device, answered by the synchronisation that
+   * ran it (Note [Queued work and access changes] in src/backends/sim/process.ts).
+   */
+  'device-fault',
   /** Sharing refused: the importing process is not allowed to open the handle. */
   'permission-denied',
   /** A file descriptor or shareable handle that does not exist in the process. */

@@ -348,7 +348,7 @@ describe('Runtime: multi-step operations roll back', () => {
     const s = rt.createStream(0);
     rt.fill(0, r.base, 1, 10, s); // accepted at enqueue
     rt.setAccess(r.base, G, [{ device: 0, access: Access.None }]); // fails when it runs
-    expectVmmError(() => rt.destroyStream(s), 'access-denied');
+    expectVmmError(() => rt.destroyStream(s), 'device-fault');
     expect(rt.hasStream(s)).toBe(false);
     expect(rt.stats().streams).toBe(0);
     rt.dispose();

@@ -171,7 +171,7 @@ describe('a synchronous call after queued work that fails when it runs', () => {
     // A synchronous read runs every stream's queued work first (the legacy default stream), answers the
     // set's failure and reads nothing.
     const back = new Uint8Array(64).fill(0xaa);
-    expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(CU.CUDA_ERROR_INVALID_VALUE);
+    expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
     expect([...back]).toEqual(new Array(64).fill(0xaa));
     // Answered once: the next read reads, and the set never landed.
     expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(0);

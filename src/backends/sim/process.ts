@@ -4,7 +4,7 @@ import {
   type DestroyStreamOptions,
   type ImportedMemory,
 } from '../../backend/backend.js';
-import { vmmError } from '../../core/errors.js';
+import { isVmmError, vmmError } from '../../core/errors.js';
 import { instrument, type Tracer } from '../../core/trace.js';
 import {
   type Access,
@@ -367,11 +367,12 @@ export class SimProcess implements Backend {
    * (conformance/results/h200-queued-work-probe.json, from
    * conformance/cuda/queued-work-probe.sh: the stream held by
    * cuStreamWaitValue32, no kernel). Here the work is checked again when it
-   * runs, as there, but its failure is answered once, by the synchronisation
-   * that ran it (CUDA: CUDA_ERROR_INVALID_VALUE), not as a sticky fault; and
-   * core's unmap finishes queued work first (Mapper.unmapOne), as ROCm's
-   * hipMemUnmap does, so a CUDA copy queued before an unmap lands. Both are
-   * known gaps (README).
+   * runs, as there, and a check that fails then is a device fault
+   * (asDeviceFault: CUDA_ERROR_LAUNCH_FAILED, 719, through the CUDA front
+   * end), answered by the synchronisation that ran it; but once, not as a
+   * sticky fault of the context; and core's unmap finishes queued work first
+   * (Mapper.unmapOne), as ROCm's hipMemUnmap does, so a CUDA copy queued
+   * before an unmap lands. Those two are known gaps (README).
    */
   #submit(device: number, stream: number, what: string, check: () => unknown, work: () => void): void {
     if (stream === 0) {
@@ -386,7 +387,11 @@ export class SimProcess implements Backend {
     check();
     s.enqueue(() => {
       this.#queued--;
-      work();
+      try {
+        work();
+      } catch (e) {
+        throw asDeviceFault(e, what, stream);
+      }
     });
     this.#queued++;
     this.#tracer?.event('device', `stream${stream}.enqueue`, [what]);
@@ -609,4 +614,16 @@ export class SimProcess implements Backend {
     this.#reserved.clear();
     this.machine.exited(this.pid);
   }
+}
+
+/**
+ * A check that failed when queued work ran, as the device fault it is there
+ * (Note [Queued work and access changes]); any other failure as it is.
+ */
+function asDeviceFault(e: unknown, what: string, stream: number): unknown {
+  if (!isVmmError(e) || (e.kind !== 'access-denied' && e.kind !== 'not-mapped')) return e;
+  return vmmError(
+    'device-fault',
+    `the ${what} queued on stream ${stream} faulted when it ran (${e.message})`,
+  );
 }

@@ -19,6 +19,8 @@ export const CUDA_ERROR_TABLE: ErrorTable = {
   overlap: C.CUDA_ERROR_INVALID_VALUE, // map.overlapSameRange, map.overlapPartial
   'in-use': C.CUDA_ERROR_INVALID_VALUE, // addressFree.withMappingInside
   'access-denied': C.CUDA_ERROR_INVALID_VALUE, // copy.noAccess.*, copy.readOnly.HtoD: refused at the call
+  // A queued copy whose access went before it ran (h200-queued-work-probe.json: readOnly, unmap).
+  'device-fault': C.CUDA_ERROR_LAUNCH_FAILED,
   'permission-denied': C.CUDA_ERROR_NOT_PERMITTED,
   'invalid-fd': C.CUDA_ERROR_UNKNOWN, // import.bogusFd, import.afterFdClosed
   'invalid-stream': C.CUDA_ERROR_INVALID_HANDLE,

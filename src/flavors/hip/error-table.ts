@@ -38,6 +38,8 @@ export const HIP_ERROR_TABLE: ErrorTable = {
   overlap: C.hipErrorInvalidValue,
   'in-use': C.hipErrorUnknown,
   'access-denied': C.hipErrorIllegalAddress,
+  // The same GPU memory fault, met by queued work when it ran (Note [HIP access faults]).
+  'device-fault': C.hipErrorIllegalAddress,
   'permission-denied': C.hipErrorInvalidValue,
   'invalid-fd': C.hipErrorInvalidValue,
   'invalid-stream': C.hipErrorInvalidHandle,
