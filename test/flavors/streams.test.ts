@@ -181,6 +181,27 @@ describe('a synchronous call after queued work that fails when it runs', () => {
   });
 });
 
+describe("a host-side copy on a created stream after another stream's failed work", () => {
+  it("CUDA: runs after its own stream's work only, and leaves the other stream's fault to that stream", () => {
+    const { cu, p } = cudaWithVmm();
+    const faulting = { value: 0n };
+    const other = { value: 0n };
+    cu.cuStreamCreate(faulting, 0);
+    cu.cuStreamCreate(other, 0);
+    expect(cu.cuMemsetD8Async(p, 7, 64, faulting.value)).toBe(0);
+    expect(cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 1 }], 1)).toBe(0);
+    // Page-locked host memory through its device pointer (Note [Host device pointers]): a host-side copy.
+    const host = { value: null as Uint8Array | null };
+    expect(cu.cuMemHostAlloc(host, 64, 0)).toBe(0);
+    const d = { value: 0n };
+    expect(cu.cuMemHostGetDevicePointer(d, host.value as Uint8Array, 0)).toBe(0);
+    expect(cu.cuMemcpyHtoDAsync(d.value, Uint8Array.of(5), 1, other.value)).toBe(0);
+    expect(host.value?.[0]).toBe(5);
+    expect(cu.cuStreamSynchronize(faulting.value)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
+    cu.dispose();
+  });
+});
+
 describe('aclrtResetDevice with a stream whose queued work fails', () => {
   it("destroys every one of the device's streams and succeeds", () => {
     const acl = createAcl();

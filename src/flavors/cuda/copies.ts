@@ -49,7 +49,9 @@ export class CudaCopies {
     const va = this.addresses.toNumber(device);
     const hostTarget = this.#hostBytesAt(va);
     if (hostTarget !== undefined)
-      return move === 'write' ? this.#hostCopy(hostTarget, bytes, n) : this.#hostCopy(bytes, hostTarget, n);
+      return move === 'write'
+        ? this.#hostCopy(hostTarget, bytes, n, stream)
+        : this.#hostCopy(bytes, hostTarget, n, stream);
     const on = this.streams.deviceOf(hStream);
     return this.codes.run(() => {
       if (move === 'write') checkCapturedHostCopy(this.runtime, on, va, n, stream);
@@ -79,11 +81,7 @@ export class CudaCopies {
       if (n < 0 || n > dstHost.length || n > srcHost.length) return C.CUDA_ERROR_INVALID_VALUE;
       const stream = this.streams.stream(hStream);
       if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-      const on = this.streams.deviceOf(hStream);
-      return this.codes.run(() => {
-        if (n > 0) this.runtime.synchronize(on);
-        dstHost.set(srcHost.subarray(0, n));
-      });
+      return this.#hostCopy(dstHost, srcHost, n, stream);
     }
     if (srcHost !== undefined) return this.htod(dst as CUdeviceptr, srcHost, byteCount, hStream);
     if (dstHost !== undefined) return this.dtoh(dstHost, src as CUdeviceptr, byteCount, hStream);
@@ -137,7 +135,7 @@ export class CudaCopies {
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     const va = this.addresses.toNumber(dstDevice);
     const host = this.#hostBytesAt(va);
-    if (host !== undefined) return this.#hostFill(host, [uc & 0xff], count);
+    if (host !== undefined) return this.#hostFill(host, [uc & 0xff], count, stream);
     const on = this.streams.deviceOf(hStream);
     return this.codes.run(() => this.runtime.fill(on, va, uc, count, stream));
   }
@@ -154,7 +152,7 @@ export class CudaCopies {
     const stream = this.streams.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     const host = this.#hostBytesAt(va);
-    if (host !== undefined) return this.#hostFill(host, patternBytes(value, width), count);
+    if (host !== undefined) return this.#hostFill(host, patternBytes(value, width), count, stream);
     const on = this.streams.deviceOf(hStream);
     return this.codes.run(() => fillWide(this.runtime, on, va, value, count, width, stream));
   }
@@ -169,22 +167,34 @@ export class CudaCopies {
     return at?.buffer.bytes.subarray(at.offset);
   }
 
-  /** A copy with host memory on both sides: at once, after the device's earlier work, as the driver orders it. */
-  #hostCopy(dst: Uint8Array, src: Uint8Array, n: number): number {
+  /** A copy with host memory on both sides, on core's stream `stream`: at once, after the work it comes after. */
+  #hostCopy(dst: Uint8Array, src: Uint8Array, n: number, stream: number): number {
     if (n > dst.length || n > src.length) return C.CUDA_ERROR_INVALID_VALUE;
     return this.codes.run(() => {
-      if (n > 0) this.runtime.synchronize(this.contexts.device);
+      if (n > 0) this.#afterEarlierWork(stream);
       dst.set(src.subarray(0, n));
     });
   }
 
-  /** A set of `count` elements (the value's little-endian bytes) in host memory, after the device's earlier work. */
-  #hostFill(dst: Uint8Array, value: readonly number[], count: number): number {
+  /** A set of `count` elements (the value's little-endian bytes) in host memory, after the work it comes after. */
+  #hostFill(dst: Uint8Array, value: readonly number[], count: number, stream: number): number {
     const width = value.length;
     if (count * width > dst.length) return C.CUDA_ERROR_INVALID_VALUE;
     return this.codes.run(() => {
-      if (count > 0) this.runtime.synchronize(this.contexts.device);
+      if (count > 0) this.#afterEarlierWork(stream);
       for (let i = 0; i < count * width; i++) dst[i] = value[i % width]!;
     });
+  }
+
+  /**
+   * Run the work a host-side copy or set on core's stream `stream` comes
+   * after, as the driver orders it: a created stream's own earlier work, or
+   * for the legacy stream (0) every stream of the current device. Not the
+   * device's other streams for a created one: their failed work is theirs
+   * to answer, not this call's (the fuzzer's seed 4006).
+   */
+  #afterEarlierWork(stream: number): void {
+    if (stream === 0) this.runtime.synchronize(this.contexts.device);
+    else this.runtime.synchronizeStream(stream);
   }
 }

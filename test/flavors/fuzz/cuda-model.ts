@@ -386,12 +386,25 @@ const calls: CallSpec<CudaFlavor>[] = [
       if (result === 0 && typeof d.value === 'bigint') {
         const seen = { value: 0n as bigint | number };
         p.cuPointerGetAttribute(seen, C.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, host.subarray(offset));
-        const byte = Uint8Array.of(0xa5);
-        p.cuMemcpyHtoD(d.value, byte, 1);
-        if (seen.value !== d.value || host[offset] !== 0xa5)
+        // On a stream of its own: a synchronous copy first runs every stream's queued work, and answers
+        // a fault of it (seed 4006) instead of copying (Note [Queued work and access changes]).
+        const s = { value: 0n };
+        let reached = true;
+        if (p.cuStreamCreate(s, 0) === 0) {
+          p.cuMemcpyHtoDAsync(d.value, Uint8Array.of(0xa5), 1, s.value);
+          p.cuStreamSynchronize(s.value);
+          p.cuStreamDestroy(s.value);
+          reached = host[offset] === 0xa5;
+        }
+        if (seen.value !== d.value)
           broken = {
             rule: 'pointer',
             detail: `device pointer ${d.value} is not the host buffer's (${seen.value})`,
+          };
+        else if (!reached)
+          broken = {
+            rule: 'pointer',
+            detail: `a copy through device pointer ${d.value} missed the host buffer`,
           };
       }
       p.cuMemFreeHost(host);
