@@ -21,7 +21,7 @@ export const ACL_ERROR_TABLE: ErrorTable = {
   overlap: C.ACL_ERROR_RT_PARAM_INVALID,
   'in-use': C.ACL_ERROR_RT_PARAM_INVALID,
   'access-denied': C.ACL_ERROR_RT_NO_PERMISSION,
-  // CANN documents no code of its own for a fault of queued work: the one an access refused at the call gets.
+  // Queued work's fault: the code an access refused at the call gets, as before (CANN's own is not modelled).
   'device-fault': C.ACL_ERROR_RT_NO_PERMISSION,
   'permission-denied': C.ACL_ERROR_RT_NO_PERMISSION,
   'invalid-fd': C.ACL_ERROR_RT_PARAM_INVALID,
