@@ -167,11 +167,16 @@ export class CudaCopies {
     return at?.buffer.bytes.subarray(at.offset);
   }
 
-  /** A copy with host memory on both sides, on core's stream `stream`: at once, after the work it comes after. */
+  /**
+   * A copy with host memory on both sides, on core's stream `stream`: at
+   * once, after the work it comes after (CudaStreams.finish), and only that:
+   * another stream's failed work is that stream's to answer (the fuzzer's
+   * seed 4006).
+   */
   #hostCopy(dst: Uint8Array, src: Uint8Array, n: number, stream: number): number {
     if (n > dst.length || n > src.length) return C.CUDA_ERROR_INVALID_VALUE;
     return this.codes.run(() => {
-      if (n > 0) this.#afterEarlierWork(stream);
+      if (n > 0) this.streams.finish(stream);
       dst.set(src.subarray(0, n));
     });
   }
@@ -181,20 +186,8 @@ export class CudaCopies {
     const width = value.length;
     if (count * width > dst.length) return C.CUDA_ERROR_INVALID_VALUE;
     return this.codes.run(() => {
-      if (count > 0) this.#afterEarlierWork(stream);
+      if (count > 0) this.streams.finish(stream);
       for (let i = 0; i < count * width; i++) dst[i] = value[i % width]!;
     });
-  }
-
-  /**
-   * Run the work a host-side copy or set on core's stream `stream` comes
-   * after, as the driver orders it: a created stream's own earlier work, or
-   * for the legacy stream (0) every stream of the current device. Not the
-   * device's other streams for a created one: their failed work is theirs
-   * to answer, not this call's (the fuzzer's seed 4006).
-   */
-  #afterEarlierWork(stream: number): void {
-    if (stream === 0) this.runtime.synchronize(this.contexts.device);
-    else this.runtime.synchronizeStream(stream);
   }
 }

@@ -100,9 +100,17 @@ export class CudaStreams extends StreamsAndEvents {
   synchronize(hStream: CUstream): number {
     const stream = this.stream(hStream);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
-    return this.codes.run(() =>
-      stream === 0 ? this.runtime.synchronize(this.contexts.device) : this.runtime.synchronizeStream(stream),
-    );
+    return this.codes.run(() => this.finish(stream));
+  }
+
+  /**
+   * Run what core's stream `stream` has queued, as the driver orders work
+   * after it: a created stream's own, or for the legacy stream (0) every
+   * stream of the current device. Throws the first failure of that work.
+   */
+  finish(stream: number): void {
+    if (stream === 0) this.runtime.synchronize(this.contexts.device);
+    else this.runtime.synchronizeStream(stream);
   }
 
   /** Gone even when its queued work failed (Note [Destroying a busy stream]). */
