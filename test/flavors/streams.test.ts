@@ -139,22 +139,31 @@ function cudaWithVmm() {
   return { cu, p };
 }
 
+/**
+ * A new stream with a 64-byte set of `value` at `p` queued on it, then `p`'s
+ * access taken down to `flags` (0 or read-only), so the set fails when it runs.
+ */
+function queueFailingSet(cu: ReturnType<typeof createCuda>, p: bigint, value: number, flags: number): bigint {
+  const s = { value: 0n };
+  expect(cu.cuStreamCreate(s, 0)).toBe(0);
+  expect(cu.cuMemsetD8Async(p, value, 64, s.value)).toBe(0);
+  expect(cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags }], 1)).toBe(0);
+  return s.value;
+}
+
 describe('destroying a stream whose queued work fails', () => {
   it('CUDA: the stream goes and the destroy succeeds; nothing else changes', () => {
     const { cu, p } = cudaWithVmm();
-    const s = { value: 0n };
-    cu.cuStreamCreate(s, 0);
-    expect(cu.cuMemsetD8Async(p, 1, 16, s.value)).toBe(0);
+    // No access left for the queued set: it fails when the stream runs it.
+    const s = queueFailingSet(cu, p, 1, 0);
     const streams = cu.runtime.stats().streams;
     expect(streams).toBe(1);
-    // Take away the access the queued set needs: it fails when the stream runs it.
-    expect(cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 0 }], 1)).toBe(0);
     const before = JSON.stringify(cu.runtime.describe());
-    const code = cu.cuStreamDestroy(s.value);
+    const code = cu.cuStreamDestroy(s);
     expect(JSON.stringify(cu.runtime.describe())).toBe(before);
     expect(code).toBe(0);
     expect(cu.runtime.stats().streams).toBe(0);
-    expect(cu.cuStreamSynchronize(s.value)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
+    expect(cu.cuStreamSynchronize(s)).toBe(CU.CUDA_ERROR_INVALID_HANDLE);
     cu.dispose();
   });
 });
@@ -163,11 +172,8 @@ describe('a synchronous call after queued work that fails when it runs', () => {
   it('CUDA: answers that failure without doing its own work, once; the next call does its work', () => {
     // The H200 answers 719 here and to every later call: Note [Queued work and access changes].
     const { cu, p } = cudaWithVmm();
-    const s = { value: 0n };
-    cu.cuStreamCreate(s, 0);
-    expect(cu.cuMemsetD8Async(p, 7, 64, s.value)).toBe(0);
     // Read-only now: the queued set fails when it runs.
-    expect(cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 1 }], 1)).toBe(0);
+    const s = queueFailingSet(cu, p, 7, 1);
     // A synchronous read runs every stream's queued work first (the legacy default stream), answers the
     // set's failure and reads nothing.
     const back = new Uint8Array(64).fill(0xaa);
@@ -176,7 +182,7 @@ describe('a synchronous call after queued work that fails when it runs', () => {
     // Answered once: the next read reads, and the set never landed.
     expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(0);
     expect([...back]).toEqual(new Array(64).fill(0));
-    expect(cu.cuStreamSynchronize(s.value)).toBe(0);
+    expect(cu.cuStreamSynchronize(s)).toBe(0);
     cu.dispose();
   });
 });
@@ -184,12 +190,9 @@ describe('a synchronous call after queued work that fails when it runs', () => {
 describe("a host-side copy on a created stream after another stream's failed work", () => {
   it("CUDA: runs after its own stream's work only, and leaves the other stream's fault to that stream", () => {
     const { cu, p } = cudaWithVmm();
-    const faulting = { value: 0n };
+    const faulting = queueFailingSet(cu, p, 7, 1);
     const other = { value: 0n };
-    cu.cuStreamCreate(faulting, 0);
     cu.cuStreamCreate(other, 0);
-    expect(cu.cuMemsetD8Async(p, 7, 64, faulting.value)).toBe(0);
-    expect(cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 1 }], 1)).toBe(0);
     // Page-locked host memory through its device pointer (Note [Host device pointers]): a host-side copy.
     const host = { value: null as Uint8Array | null };
     expect(cu.cuMemHostAlloc(host, 64, 0)).toBe(0);
@@ -197,7 +200,7 @@ describe("a host-side copy on a created stream after another stream's failed wor
     expect(cu.cuMemHostGetDevicePointer(d, host.value as Uint8Array, 0)).toBe(0);
     expect(cu.cuMemcpyHtoDAsync(d.value, Uint8Array.of(5), 1, other.value)).toBe(0);
     expect(host.value?.[0]).toBe(5);
-    expect(cu.cuStreamSynchronize(faulting.value)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
+    expect(cu.cuStreamSynchronize(faulting)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
     cu.dispose();
   });
 });
