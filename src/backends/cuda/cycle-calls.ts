@@ -52,9 +52,10 @@
  * where TurboFan did not inline it into the front end's try, which its
  * inlining budget decides: five of the seven over the libcuda stand-in
  * (cuMemRelease and cuMemAddressFree run through the addon's slow callbacks,
- * which cost about what koffi does), six in most processes on the H200
- * (bench/results/node22/h200-paired.json, measured_fast_share); all seven on
- * Nodes 20 and 24 (test/backends/cycle-calls.test.ts).
+ * which cost about what koffi does); on the H200 six in the median process,
+ * five to seven by process (bench/results/node22/h200-paired.json,
+ * measured_fast_share); all seven on Nodes 20 and 24
+ * (test/backends/cycle-calls.test.ts).
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
