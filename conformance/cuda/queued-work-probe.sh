@@ -45,8 +45,12 @@ result = {
     "returned only after the release (waitedForTheStream), and whether the copy's bytes are there.",
     "experiments": experiments,
 }
+bad = [n for n, e in experiments.items() if e["exit"] != 0 or "error" in e]
+if len(bad) == len(experiments):
+    # No experiment ran (no GPU, no libcuda.so.1): the committed transcript stays as it is.
+    sys.exit(f"every experiment failed ({experiments[bad[0]].get('error', 'exit ' + str(experiments[bad[0]]['exit']))}); nothing written")
 with open(out, "w") as f:
     f.write(json.dumps(result, indent=1) + "\n")
-bad = [n for n, e in experiments.items() if e["exit"] != 0 or "error" in e]
 print(f"{len(experiments)} experiments -> {out}" + (f"; failed: {', '.join(bad)}" if bad else ""))
+sys.exit(1 if bad else 0)
 PY
