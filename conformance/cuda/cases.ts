@@ -39,6 +39,7 @@ import { hostPointerCases } from './cases/host-pointers.js';
 import { primaryDestroyCases } from './cases/primary-destroy.js';
 import { settleCases } from './cases/settle.js';
 import { startupHeapCases } from './cases/startup-heap.js';
+import { stickyFaultCases } from './cases/sticky-fault.js';
 import { type CaseInfo, type Define, hex, type Json, pattern, Trace } from './cases/trace.js';
 
 export type { CaseEnv, CaseFn, CaseInfo, CaseRecord, Json, Step } from './cases/trace.js';
@@ -2698,6 +2699,7 @@ const CASE_GROUPS: readonly ((define: Define) => void)[] = [
   hostPointerCases,
   contextV2Cases,
   primaryDestroyCases,
+  stickyFaultCases,
 ];
 for (const group of CASE_GROUPS) group(def);
 
