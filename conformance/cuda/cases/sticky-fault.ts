@@ -19,34 +19,66 @@ const N = 4096;
 /** cuda.h's CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL and CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT. */
 const PTR_DEVICE_ORDINAL = 9;
 const DEV_ATTR_SM_COUNT = 16;
+/** The other CU_POINTER_ATTRIBUTE_* asked after a fault (cuda.h's values). */
+const POINTER_ATTRIBUTES = {
+  context: 1,
+  memoryType: 2,
+  rangeStart: 11,
+  mapped: 13,
+  accessFlags: 16,
+  mappingBase: 19,
+};
 
 function current(t: Trace): bigint {
   const c = { value: 0n };
   return t.cu.cuCtxGetCurrent(c) === 0 ? c.value : 0n;
 }
 
+/** What made the fault: its stream, graph and executable graph. */
+interface Fault {
+  stream: bigint;
+  graph: bigint;
+  exec: bigint;
+}
+
 /**
  * Fault the current context: a graph whose memset targets a range unmapped
- * after the capture is launched on a stream of its own. Returns that stream
- * (0n if a step before the launch failed); the launch and the stream's
- * synchronisation are recorded.
+ * after the capture is launched on a stream of its own. The launch and the
+ * stream's synchronisation are recorded. Returns what it made (undefined if a
+ * step before the launch failed), destroyed at cleanup unless `ownObjects` is
+ * false: then the caller destroys them (dropFault), as it must before a
+ * primary context's reset, after which the driver follows a stale stream
+ * (primaryDestroy.resetOldStreamDestroy crashed).
  */
-function fault(t: Trace): bigint {
+function fault(t: Trace, ownObjects = true): Fault | undefined {
   const { base } = t.mapped(t.G, RW);
-  const s = t.stream('faultStream');
-  if (!base || !s) return 0n;
-  if (t.call('begin', t.cu.cuStreamBeginCapture(s, 0)) !== 0) return 0n;
-  t.call('memset', t.cu.cuMemsetD8Async(base, 0x11, N, s));
+  const box = { value: 0n };
+  const code = ownObjects ? 0 : t.call('faultStream', t.cu.cuStreamCreate(box, 0));
+  const stream = ownObjects ? t.stream('faultStream') : code === 0 ? box.value : 0n;
+  if (!base || !stream) return undefined;
+  const f: Fault = { stream, graph: 0n, exec: 0n };
+  const made = () => (ownObjects ? undefined : f);
+  if (t.call('begin', t.cu.cuStreamBeginCapture(stream, 0)) !== 0) return made();
+  t.call('memset', t.cu.cuMemsetD8Async(base, 0x11, N, stream));
   const graph = { value: 0n };
-  if (t.call('end', t.cu.cuStreamEndCapture(s, graph)) !== 0) return 0n;
-  t.later('cuGraphDestroy', () => t.cu.cuGraphDestroy(graph.value));
+  if (t.call('end', t.cu.cuStreamEndCapture(stream, graph)) !== 0) return made();
+  f.graph = graph.value;
+  if (ownObjects) t.later('cuGraphDestroy', () => t.cu.cuGraphDestroy(f.graph));
   const exec = { value: 0n };
-  if (t.call('instantiate', t.cu.cuGraphInstantiate(exec, graph.value, 0)) !== 0) return 0n;
-  t.later('cuGraphExecDestroy', () => t.cu.cuGraphExecDestroy(exec.value));
+  if (t.call('instantiate', t.cu.cuGraphInstantiate(exec, graph.value, 0)) !== 0) return made();
+  f.exec = exec.value;
+  if (ownObjects) t.later('cuGraphExecDestroy', () => t.cu.cuGraphExecDestroy(f.exec));
   t.unmap(base, t.G);
-  t.call('launch', t.cu.cuGraphLaunch(exec.value, s));
-  t.call('faultSynchronize', t.cu.cuStreamSynchronize(s));
-  return s;
+  t.call('launch', t.cu.cuGraphLaunch(exec.value, stream));
+  t.call('faultSynchronize', t.cu.cuStreamSynchronize(stream));
+  return f;
+}
+
+/** Destroy what fault(t, false) made, recording each answer. */
+function dropFault(t: Trace, f: Fault): void {
+  if (f.exec) t.call('dropExec', t.cu.cuGraphExecDestroy(f.exec));
+  if (f.graph) t.call('dropGraph', t.cu.cuGraphDestroy(f.graph));
+  t.call('dropStream', t.cu.cuStreamDestroy(f.stream));
 }
 
 /** cuMemAlloc of n bytes, freed at cleanup unless freed by the case (`a.freed`). */
@@ -184,8 +216,11 @@ export function stickyFaultCases(def: Define): void {
   def(
     'stickyFault.primaryReset',
     (t) => {
-      if (!fault(t)) return;
+      const f = fault(t, false);
+      if (!f) return;
+      dropFault(t, f);
       t.call('reset', t.cu.cuDevicePrimaryCtxReset(t.env.dev));
+      t.call('ctxSynchronizeAfterReset', t.cu.cuCtxSynchronize());
       const box = { value: 0n };
       const code = t.cu.cuDevicePrimaryCtxRetain(box, t.env.dev);
       t.call('retain', code);
@@ -193,6 +228,101 @@ export function stickyFaultCases(def: Define): void {
       t.later('cuDevicePrimaryCtxRelease', () => t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
       t.call('setCurrent', t.cu.cuCtxSetCurrent(box.value));
       contextCalls(t, 'afterReset:');
+    },
+    true,
+  );
+
+  // The release of the primary context's last retain destroys it too: a retain afterwards.
+  def(
+    'stickyFault.releaseToZero',
+    (t) => {
+      const f = fault(t, false);
+      if (!f) return;
+      dropFault(t, f);
+      // The recorder's process holds one retain.
+      t.call('release', t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
+      t.call('ctxSynchronizeAfterRelease', t.cu.cuCtxSynchronize());
+      const box = { value: 0n };
+      const code = t.cu.cuDevicePrimaryCtxRetain(box, t.env.dev);
+      t.call('retain', code);
+      if (code !== 0) return;
+      t.call('setCurrent', t.cu.cuCtxSetCurrent(box.value));
+      contextCalls(t, 'afterRetain:');
+    },
+    true,
+  );
+
+  // The calls stickyFault.callsAfter did not ask, grouped as the flavour's files group them.
+  def(
+    'stickyFault.moreCallsAfter',
+    (t) => {
+      const primary = current(t);
+      const other = t.stream('otherStream');
+      const e1 = event(t, 'event1');
+      const e2 = event(t, 'event2');
+      const { base: vmm } = t.mapped(t.G, RW);
+      const host: Box<Uint8Array | null> = { value: null };
+      if (t.call('cuMemHostAlloc', t.cu.cuMemHostAlloc(host, N, 0)) === 0 && host.value) {
+        const p = host.value;
+        t.later('cuMemFreeHost', () => t.cu.cuMemFreeHost(p));
+      }
+      // A graph made before the fault, to instantiate and launch after it.
+      let graph = 0n;
+      if (other && vmm && t.call('beginClean', t.cu.cuStreamBeginCapture(other, 0)) === 0) {
+        t.call('memsetClean', t.cu.cuMemsetD8Async(vmm, 3, N, other));
+        const g = { value: 0n };
+        if (t.call('endClean', t.cu.cuStreamEndCapture(other, g)) === 0) {
+          graph = g.value;
+          t.later('cuGraphDestroy', () => t.cu.cuGraphDestroy(graph));
+        }
+      }
+      t.call('record1', t.cu.cuEventRecord(e1.handle, other));
+      t.call('record2', t.cu.cuEventRecord(e2.handle, other));
+      t.call('synchronizeClean', t.cu.cuStreamSynchronize(other));
+      if (!other || !e1.handle || !e2.handle || !vmm || !host.value || !graph) return;
+      if (!fault(t)) return;
+      const bytes = host.value;
+
+      t.call('memsetD16', t.cu.cuMemsetD16(vmm, 1, N / 2));
+      t.call('memsetD32', t.cu.cuMemsetD32(vmm, 1, N / 4));
+      t.call('memsetD32Async', t.cu.cuMemsetD32Async(vmm, 1, N / 4, other));
+      t.call('memcpyUnified', t.cu.cuMemcpy(vmm + BigInt(N), vmm, N));
+      t.call('memcpyAsyncUnified', t.cu.cuMemcpyAsync(vmm + BigInt(N), vmm, N, other));
+      t.call('memcpyDtoHAsync', t.cu.cuMemcpyDtoHAsync(bytes, vmm, N, other));
+      t.call('memcpyPeer', t.cu.cuMemcpyPeer(vmm + BigInt(N), primary, vmm, primary, N));
+      t.call('eventElapsedTime', t.cu.cuEventElapsedTime({ value: 0 }, e1.handle, e2.handle));
+      t.call('eventRecordWithFlags', t.cu.cuEventRecordWithFlags(e1.handle, other, 0));
+      t.call('hostGetFlags', t.cu.cuMemHostGetFlags({ value: -1 }, bytes));
+      t.call('hostGetDevicePointer', t.cu.cuMemHostGetDevicePointer({ value: 0n }, bytes, 0));
+      const more: Box<Uint8Array | null> = { value: null };
+      const hostAlloc = t.cu.cuMemHostAlloc(more, N, 0);
+      t.call('memHostAlloc', hostAlloc);
+      if (hostAlloc === 0 && more.value) t.call('memFreeHostOfNew', t.cu.cuMemFreeHost(more.value));
+      for (const [name, attribute] of Object.entries(POINTER_ATTRIBUTES))
+        t.call(`pointer:${name}`, t.cu.cuPointerGetAttribute({ value: -1 }, attribute, vmm));
+      t.call('pointerAttributes', t.cu.cuPointerGetAttributes(1, [PTR_DEVICE_ORDINAL], [{ value: -1 }], vmm));
+      t.call('pointerOfHost', t.cu.cuPointerGetAttribute({ value: -1 }, PTR_DEVICE_ORDINAL, bytes));
+      t.call('captureInfo', t.cu.cuStreamGetCaptureInfo(other, { value: -1 }, null, null, null, null, null));
+      t.call('exchangeMode', t.cu.cuThreadExchangeStreamCaptureMode({ value: 0 }));
+      t.call('graphNodes', t.cu.cuGraphGetNodes(graph, null, { value: -1 }));
+      const exec = { value: 0n };
+      const inst = t.cu.cuGraphInstantiate(exec, graph, 0);
+      t.call('graphInstantiate', inst);
+      if (inst === 0) {
+        t.call('graphLaunch', t.cu.cuGraphLaunch(exec.value, other));
+        t.call('graphExecDestroy', t.cu.cuGraphExecDestroy(exec.value));
+      }
+      t.call('ctxSynchronizeV2', t.cu.cuCtxSynchronize_v2(primary));
+      t.call('ctxGetDeviceV2', t.cu.cuCtxGetDevice_v2({ value: -1 }, primary));
+      t.call('ctxPush', t.cu.cuCtxPushCurrent(primary));
+      t.call('ctxPop', t.cu.cuCtxPopCurrent({ value: 0n }));
+      t.call('setCurrentNull', t.cu.cuCtxSetCurrent(0n));
+      t.call('setCurrentPrimary', t.cu.cuCtxSetCurrent(primary));
+      t.call('canAccessPeer', t.cu.cuDeviceCanAccessPeer({ value: -1 }, t.env.dev, t.env.dev));
+      t.call('enablePeerAccess', t.cu.cuCtxEnablePeerAccess(primary, 0));
+      t.call('primaryRetain', t.cu.cuDevicePrimaryCtxRetain({ value: 0n }, t.env.dev));
+      t.call('primaryRelease', t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
+      t.call('errorName', t.cu.cuGetErrorName(719, { value: '' }));
     },
     true,
   );
