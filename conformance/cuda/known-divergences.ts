@@ -40,6 +40,9 @@ const PROVE_WORKER_HEAP =
 const CREATED_CONTEXT_HEAP =
   "Over the real driver a created context is the CUDA flavor's model on the device's primary context (Note [Created contexts]): no driver context is made, so no start-up heap of its own, and a reservation lands where it would have without the context (0 granules from the one before, not 304 below it).";
 
+const FAULT_NOT_SENT =
+  "vmmkit checks a graph launch's captured ranges and, where memory is gone, faults the device in its own books (Note [Faulted devices]) and answers 719 for it from then on, as the driver does after the fault; it never sends the work into memory that is gone, so the real context stays usable and the raw cuCtxSynchronize after the case answers 0 (or, after a modelled reset or release, 0 where the driver answers 709), not what the faulted driver answers.";
+
 /**
  * Where vmmkit running over the real driver (createCuda({ backend: 'cuda' }),
  * conformance/gpu/prove.ts) answers differently from the raw driver, beyond
@@ -71,10 +74,14 @@ export const KNOWN_BACKEND_DIVERGENCES: Readonly<Record<string, string>> = {
   'startupHeap.twoCreatedContexts': CREATED_CONTEXT_HEAP,
   'startupHeap.cuMemAllocInCreatedContext': CREATED_CONTEXT_HEAP,
   'startupHeap.reservationOutlivesCreatedContext': CREATED_CONTEXT_HEAP,
-  'capture.replay.afterUnmap':
-    "vmmkit checks a launch's captured ranges and answers the sticky CUDA_ERROR_LAUNCH_FAILED (719) itself, as the driver does after the fault (Note [CUDA capture rules]); it never sends the copy into unmapped memory, so the real context stays usable and the raw cuCtxSynchronize after the case answers 0, not 719.",
-  'capture.replay.afterMemFree':
-    "vmmkit checks a launch's captured ranges and answers the sticky CUDA_ERROR_LAUNCH_FAILED (719) itself, as the driver does after the fault (Note [CUDA capture rules]); it never sends the copy into freed memory, so the real context stays usable and the raw cuCtxSynchronize after the case answers 0, not 719.",
+  'capture.replay.afterUnmap': FAULT_NOT_SENT,
+  'capture.replay.afterMemFree': FAULT_NOT_SENT,
+  'stickyFault.callsAfter': FAULT_NOT_SENT,
+  'stickyFault.moreCallsAfter': FAULT_NOT_SENT,
+  'stickyFault.inCreatedContext': FAULT_NOT_SENT,
+  'stickyFault.thenCreateContext': FAULT_NOT_SENT,
+  'stickyFault.primaryReset': FAULT_NOT_SENT,
+  'stickyFault.releaseToZero': FAULT_NOT_SENT,
   'primaryDestroy.resetReleases':
     "cuDevicePrimaryCtxReset is the CUDA flavor's model over the real driver (Note [Destroying a primary context]): the CUDA backend keeps the device's real primary context for the process, so the raw cuCtxSynchronize after the case answers 0, not 709.",
 };

@@ -82,14 +82,16 @@ export class VmmError extends Error {
     message: string,
     /** The driver's own answer, where a backend has one (Note [Driver codes]). */
     readonly driver?: DriverCode,
+    /** For a 'device-fault': the device whose work faulted, where the backend knows it. */
+    readonly device?: number,
   ) {
     super(`${kind}: ${message}`);
   }
 }
 
 /** The one error factory: every failure in core and the backends is made here. */
-export function vmmError(kind: ErrorKind, message: string, driver?: DriverCode): VmmError {
-  return new VmmError(kind, message, driver);
+export function vmmError(kind: ErrorKind, message: string, driver?: DriverCode, device?: number): VmmError {
+  return new VmmError(kind, message, driver, device);
 }
 
 export function isVmmError(e: unknown): e is VmmError {

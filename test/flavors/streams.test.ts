@@ -169,8 +169,8 @@ describe('destroying a stream whose queued work fails', () => {
 });
 
 describe('a synchronous call after queued work that fails when it runs', () => {
-  it('CUDA: answers that failure without doing its own work, once; the next call does its work', () => {
-    // The H200 answers 719 here and to every later call: Note [Queued work and access changes].
+  it('CUDA: answers that failure without doing its own work, and the device stays faulted', () => {
+    // As the H200 answers (Note [Faulted devices]): 719 here and to every later call of the device's contexts.
     const { cu, p } = cudaWithVmm();
     // Read-only now: the queued set fails when it runs.
     const s = queueFailingSet(cu, p, 7, 1);
@@ -179,10 +179,21 @@ describe('a synchronous call after queued work that fails when it runs', () => {
     const back = new Uint8Array(64).fill(0xaa);
     expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
     expect([...back]).toEqual(new Array(64).fill(0xaa));
-    // Answered once: the next read reads, and the set never landed.
-    expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(0);
-    expect([...back]).toEqual(new Array(64).fill(0));
-    expect(cu.cuStreamSynchronize(s)).toBe(0);
+    // Not once: every later call that uses the context answers it, and does nothing.
+    expect(cu.cuMemcpyDtoH(back, p, 64)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
+    expect([...back]).toEqual(new Array(64).fill(0xaa));
+    expect(cu.cuStreamSynchronize(s)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
+    expect(cu.cuMemAlloc({ value: 0n }, 1 << 20)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
+    const before = cu.runtime.stats();
+    expect(cu.cuStreamDestroy(s)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
+    expect(cu.runtime.stats()).toEqual(before);
+    // The VMM calls use no context: they still answer, and the set never landed.
+    expect(cu.cuMemSetAccess(p, G, [{ location: { type: 1, id: 0 }, flags: 3 }], 1)).toBe(0);
+    expect(cu.cuMemGetAccess({ value: 0 }, { type: 1, id: 0 }, p)).toBe(0);
+    // Nothing ends it: not a reset, after which the context cannot be made anew.
+    expect(cu.cuDevicePrimaryCtxReset(0)).toBe(0);
+    expect(cu.cuDevicePrimaryCtxRetain({ value: 0n }, 0)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
+    expect(cu.cuCtxCreate({ value: 0n }, 0, 0)).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
     cu.dispose();
   });
 });

@@ -363,16 +363,19 @@ export class SimProcess implements Backend {
    * and a copy queued before them that then meets memory it may not write,
    * or none, faults when it runs. The stream's synchronisation answers
    * CUDA_ERROR_LAUNCH_FAILED (719), and so does every later call of the
-   * context (synchronisations, copies, cuMemAlloc); the bytes never land
-   * (conformance/results/h200-queued-work-probe.json, from
-   * conformance/cuda/queued-work-probe.sh: the stream held by
+   * context; the bytes never land (conformance/results/h200-queued-work-probe.json,
+   * from conformance/cuda/queued-work-probe.sh: the stream held by
    * cuStreamWaitValue32, no kernel). Here the work is checked again when it
-   * runs, as there, and a check that fails then is a device fault
-   * (asDeviceFault: CUDA_ERROR_LAUNCH_FAILED, 719, through the CUDA front
-   * end), answered by the synchronisation that ran it; but once, not as a
-   * sticky fault of the context; and core's unmap finishes queued work first
-   * (Mapper.unmapOne), as ROCm's hipMemUnmap does, so a CUDA copy queued
-   * before an unmap lands. Those two are known gaps (README).
+   * runs, as there, and a check that fails then is a device fault of the
+   * stream's device (asDeviceFault: 'device-fault', which the CUDA front end
+   * answers 719 and keeps for the rest of the process, Note [Faulted
+   * devices] in src/flavors/cuda/contexts.ts). Core's setAccess never waits.
+   * Its unmap finishes queued work first, as ROCm's hipMemUnmap does and as
+   * the H200's outcome is when nothing holds the stream: a set queued just
+   * before cuMemUnmap has run by the time the unmap returns, and lands
+   * (unmap.pendingAsyncWork). What the probe shows, an unmap overtaking work
+   * that a stream still holds, needs a kernel or cuStreamWaitValue32 ahead
+   * of the work, and vmmkit models neither (a known gap, README).
    */
   #submit(device: number, stream: number, what: string, check: () => unknown, work: () => void): void {
     if (stream === 0) {
@@ -390,7 +393,7 @@ export class SimProcess implements Backend {
       try {
         work();
       } catch (e) {
-        throw asDeviceFault(e, what, stream);
+        throw asDeviceFault(e, what, stream, device);
       }
     });
     this.#queued++;
@@ -620,10 +623,12 @@ export class SimProcess implements Backend {
  * A check that failed when queued work ran, as the device fault it is there
  * (Note [Queued work and access changes]); any other failure as it is.
  */
-function asDeviceFault(e: unknown, what: string, stream: number): unknown {
+function asDeviceFault(e: unknown, what: string, stream: number, device: number): unknown {
   if (!isVmmError(e) || (e.kind !== 'access-denied' && e.kind !== 'not-mapped')) return e;
   return vmmError(
     'device-fault',
     `the ${what} queued on stream ${stream} faulted when it ran (${e.message})`,
+    undefined,
+    device,
   );
 }

@@ -71,8 +71,6 @@ export type CaptureGuard =
 export class CudaCapture {
   readonly #threadMode = new ThreadCaptureMode();
   readonly #handles: GraphHandles;
-  /** A launch's sticky fault (CUDA_ERROR_LAUNCH_FAILED), or CUDA_SUCCESS (Note [CUDA capture rules]). */
-  #fault: number = C.CUDA_SUCCESS;
 
   constructor(
     readonly runtime: Runtime,
@@ -168,19 +166,16 @@ export class CudaCapture {
       return C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     return this.codes.run(() => {
-      // Work whose memory is gone faults on the device: the launch succeeds, the fault is sticky.
+      // Work whose memory is gone faults on the device: the launch succeeds, and the stream's device
+      // is faulted from then on (Note [Faulted devices] in contexts.ts). The work is not issued, so
+      // over the real driver the real context stays usable (KNOWN_BACKEND_DIVERGENCES).
       // Each step is checked for the device it was captured on, the one core issues it to.
       const usable = (w: CapturedWork) =>
         w.kind === 'record' ||
         workRanges(w).every((r) => rangeUsable(this.runtime, w.device, r.va, r.size, r.access));
       if (this.runtime.captures.exec(exec).work.every(usable)) this.runtime.launchGraph(exec, stream);
-      else this.#fault = C.CUDA_ERROR_LAUNCH_FAILED;
+      else this.streams.contexts.fault(this.streams.deviceOf(hStream));
     });
-  }
-
-  /** The sticky fault a launch left (CUDA_SUCCESS if none): what a synchronisation answers from then on. */
-  fault(): number {
-    return this.#fault;
   }
 
   destroyGraph(hGraph: CUhandle): number {

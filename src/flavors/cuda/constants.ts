@@ -30,7 +30,7 @@ export const CUDA_ERROR_CAPTURED_EVENT = 907;
 export const CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908;
 export const CUDA_ERROR_TIMEOUT = 909;
 export const CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910;
-/** A launch's work faulted on the device: sticky, the context's later synchronisations answer it. */
+/** Work faulted on the device: every later call of its contexts answers it (Note [Faulted devices]). */
 export const CUDA_ERROR_LAUNCH_FAILED = 719;
 export const CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217;
 export const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;

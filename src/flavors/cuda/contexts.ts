@@ -91,6 +91,33 @@ function noObjects(): ContextObjects {
  * (listed). cuCtxSetCurrent takes a reset context's handle while it is
  * retained; a released one is refused, CUDA_ERROR_INVALID_CONTEXT, as before
  * (the model's choice: not asked of the H200).
+ *
+ * Note [Faulted devices]
+ * Work that meets memory it may not touch when it runs (a queued copy whose
+ * access went, a graph replayed into memory unmapped since its capture)
+ * faults on the device, and on the H200 the fault is the process's for
+ * good (driver 580, the stickyFault.* cases, 2026-12-02 12:53 UTC): the
+ * synchronisation that meets it answers CUDA_ERROR_LAUNCH_FAILED (719),
+ * and so from then on does every call that uses one of the device's
+ * contexts: synchronisations and queries of streams and events, copies and
+ * sets of every kind (cuMemcpyPeer too), event records and waits,
+ * cuEventElapsedTime, making or destroying a stream or an event, cuMemAlloc,
+ * cuMemFree, page-locked host memory and its queries, cuMemGetInfo,
+ * cuMemGetAddressRange, the capture calls and cuGraphInstantiate, peer
+ * access; a created context's calls as much as the primary one's, whichever
+ * faulted (stickyFault.inCreatedContext). Nothing ends it: not cuCtxDestroy
+ * of the context that faulted, not cuDevicePrimaryCtxReset or the last
+ * release (both answer 0, and the destroyed context 709 as usual), after
+ * which the retain that would make the context anew answers 719, as does
+ * cuCtxCreate (stickyFault.primaryReset, releaseToZero, thenCreateContext).
+ * What does not use a context still answers: every VMM call (reserve,
+ * create, map, access, unmap, release, free, properties, retain,
+ * granularity), cuPointerGetAttribute(s), the context stack and
+ * cuCtxGetDevice, cuDevicePrimaryCtxGetState, device and version queries,
+ * cuGraphGetNodes and the graph destroys. A call answered 719 changes
+ * nothing here (what the driver keeps of it cannot be asked). One GPU
+ * cannot say whether another device's contexts would fault too; here the
+ * fault is the device's, as the hardware's is.
  */
 export class CudaContexts {
   /** Primary contexts retained, per device ordinal: retain count. */
@@ -99,6 +126,8 @@ export class CudaContexts {
   readonly #primaryObjects: ContextObjects[];
   /** Per device: its primary context was destroyed and not retained since. */
   readonly #primaryDestroyed: boolean[];
+  /** Per device: work faulted on it, for the rest of the process (Note [Faulted devices]). */
+  readonly #faulted: boolean[];
   /** Contexts cuCtxCreate made, by handle. */
   readonly #created = new Map<bigint, CreatedContext>();
   /** Created contexts since destroyed: their devices (Note [Context-taking calls of CUDA 13.0]). */
@@ -115,6 +144,17 @@ export class CudaContexts {
     this.#primaryRefs = runtime.devices.map(() => 0);
     this.#primaryObjects = runtime.devices.map(noObjects);
     this.#primaryDestroyed = runtime.devices.map(() => false);
+    this.#faulted = runtime.devices.map(() => false);
+  }
+
+  /** Work faulted on device `d` (Note [Faulted devices]); an ordinal that is no device is ignored. */
+  fault(d: number): void {
+    if (this.runtime.isDevice(d)) this.#faulted[d] = true;
+  }
+
+  /** Whether work faulted on device `d` (Note [Faulted devices]). */
+  faulted(d: number): boolean {
+    return this.#faulted[d] === true;
   }
 
   /** The current context's device, or -1 when no context is current. */
@@ -127,6 +167,8 @@ export class CudaContexts {
   }
 
   retainPrimary(ctx: Box<bigint>, d: number): number {
+    // On a faulted device a live one is retained; one that must be made anew is not (Note [Faulted devices]).
+    if (this.#faulted[d] && !this.#primaryLive(d)) return C.CUDA_ERROR_LAUNCH_FAILED;
     if (!writeBox(ctx, contextHandle(d))) return C.CUDA_ERROR_INVALID_VALUE;
     this.#primaryRefs[d]++;
     this.#primaryDestroyed[d] = false;
@@ -182,6 +224,12 @@ export class CudaContexts {
   currentCode(): number {
     if (this.#device !== -1) return C.CUDA_SUCCESS;
     return this.#handle === 0n ? C.CUDA_ERROR_INVALID_CONTEXT : C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  }
+
+  /** currentCode, and CUDA_ERROR_LAUNCH_FAILED when the current context's device faulted (Note [Faulted devices]). */
+  usableCode(): number {
+    if (this.#device !== -1) return this.#faulted[this.#device] ? C.CUDA_ERROR_LAUNCH_FAILED : C.CUDA_SUCCESS;
+    return this.currentCode();
   }
 
   /** The current context's device, a destroyed primary one's included (cuCtxGetDevice); -1 for none. */
@@ -255,6 +303,7 @@ export class CudaContexts {
   /** cuCtxCreate after its flag checks: a new context on `d`, made current (pushed on the thread's stack). */
   create(pctx: Box<bigint>, d: number): number {
     if (!this.runtime.isDevice(d)) return C.CUDA_ERROR_INVALID_DEVICE;
+    if (this.#faulted[d]) return C.CUDA_ERROR_LAUNCH_FAILED;
     const h = CREATED_CONTEXT_BASE + this.#nextContext;
     // The simulated driver's placement gives it a heap (Note [Created contexts' heaps] in backends/sim/driver-va.ts).
     let heap: number | undefined;

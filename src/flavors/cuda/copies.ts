@@ -121,6 +121,7 @@ export class CudaCopies {
     const to = this.contexts.deviceOrCurrent(dstContext);
     const from = this.contexts.deviceOrCurrent(srcContext);
     if (to < 0 || from < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
+    if (this.contexts.faulted(to) || this.contexts.faulted(from)) return C.CUDA_ERROR_LAUNCH_FAILED;
     const n = toCount(byteCount);
     if (n < 0) return C.CUDA_ERROR_INVALID_VALUE;
     const dst = this.addresses.toNumber(dstDevice);

@@ -18,6 +18,7 @@ import {
 import { HostBuffers } from '../common/host-buffers.js';
 import { type FlavorOptions, VendorProcess } from '../common/process.js';
 import { CudaCapture } from './capture.js';
+import type { CudaCodes } from './codes.js';
 import * as C from './constants.js';
 import { type CUctxCreateParams, checkContextParams } from './context-params.js';
 import { ContextTeardown } from './context-teardown.js';
@@ -105,6 +106,8 @@ export class CudaFlavor extends VendorProcess {
 
   constructor(options: FlavorOptions = {}) {
     super(options, CUDA_ERRORS);
+    // A fault the backend names no device for (the real driver's 719) is the current context's device's.
+    (this.codes as CudaCodes).onDeviceFault = (d) => this.#contexts.fault(d ?? this.#contexts.device);
     this.traceCalls(options.tracer, CUDA_FUNCTIONS, cudaLayers);
   }
 
@@ -220,7 +223,7 @@ export class CudaFlavor extends VendorProcess {
 
   /** A destroyed primary context current still names its device (primaryDestroy.resetReleases). */
   cuCtxGetDevice(device: Box<number>): number {
-    const code = this.#needContext();
+    const code = this.#needCurrent();
     if (code !== C.CUDA_SUCCESS && code !== C.CUDA_ERROR_CONTEXT_IS_DESTROYED) return code;
     if (!isBox(device)) return C.CUDA_ERROR_INVALID_VALUE;
     return writeBox(device, this.#contexts.namedDevice()) ? C.CUDA_SUCCESS : C.CUDA_ERROR_INVALID_VALUE;
@@ -229,7 +232,7 @@ export class CudaFlavor extends VendorProcess {
   cuCtxSynchronize(): number {
     const code = this.#needContext() || this.#capture.guard('device-sync');
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.codes.run(() => this.runtime.synchronize(this.#contexts.device)) || this.#capture.fault();
+    return this.codes.run(() => this.runtime.synchronize(this.#contexts.device));
   }
 
   /** CUDA 13.0's: the device of `ctx`, destroyed or not (Note [Context-taking calls of CUDA 13.0]). */
@@ -247,6 +250,7 @@ export class CudaFlavor extends VendorProcess {
     const d = this.#contexts.contextV2Device(ctx);
     if (d < 0) return C.CUDA_ERROR_INVALID_CONTEXT;
     if (this.#contexts.isDestroyed(ctx)) return C.CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (this.#contexts.faulted(d)) return C.CUDA_ERROR_LAUNCH_FAILED;
     return this.codes.run(() => this.runtime.synchronize(d));
   }
 
@@ -384,7 +388,7 @@ export class CudaFlavor extends VendorProcess {
     attribute: number,
     ptr: CUdeviceptr | Uint8Array,
   ): number {
-    const code = this.#needContext();
+    const code = this.#needCurrent();
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#pointers.attribute(data, attribute, ptr);
   }
@@ -396,7 +400,7 @@ export class CudaFlavor extends VendorProcess {
     data: readonly Box<number | bigint>[],
     ptr: CUdeviceptr,
   ): number {
-    const code = this.#needContext();
+    const code = this.#needCurrent();
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#pointers.attributes(numAttributes, attributes, data, ptr);
   }
@@ -505,7 +509,7 @@ export class CudaFlavor extends VendorProcess {
     byteCount: Size,
     hStream: CUstream,
   ): number {
-    const code = this.#needContext() || this.#capture.onStream(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.unified(dst, src, byteCount, hStream);
   }
@@ -541,13 +545,13 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemcpyHtoDAsync(dstDevice: CUdeviceptr, srcHost: Uint8Array, byteCount: Size, hStream: CUstream): number {
-    const code = this.#needContext() || this.#capture.onStream(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.htod(dstDevice, srcHost, byteCount, hStream);
   }
 
   cuMemcpyDtoHAsync(dstHost: Uint8Array, srcDevice: CUdeviceptr, byteCount: Size, hStream: CUstream): number {
-    const code = this.#needContext() || this.#capture.onStream(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.dtoh(dstHost, srcDevice, byteCount, hStream);
   }
@@ -558,7 +562,7 @@ export class CudaFlavor extends VendorProcess {
     byteCount: Size,
     hStream: CUstream,
   ): number {
-    const code = this.#needContext() || this.#capture.onStream(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.dtod(dstDevice, srcDevice, byteCount, hStream);
   }
@@ -570,7 +574,7 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuMemsetD8Async(dstDevice: CUdeviceptr, uc: number, n: Size, hStream: CUstream): number {
-    const code = this.#needContext() || this.#capture.onStream(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#copies.memset(dstDevice, uc, n, hStream);
   }
@@ -598,26 +602,25 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuStreamSynchronize(hStream: CUstream): number {
-    const code = this.#needContext() || this.#capture.onSynchronize(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onSynchronize(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.synchronize(hStream) || this.#capture.fault();
+    return this.#streams.synchronize(hStream);
   }
 
-  /** After a launch's sticky fault the stream still goes, and the fault is the answer (capture.replay.afterUnmap). */
   cuStreamDestroy(hStream: CUstream): number {
-    const code = this.#needContext();
+    const code = this.#needStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
-    return this.#streams.destroy(hStream) || this.#capture.fault();
+    return this.#streams.destroy(hStream);
   }
 
   /** CUDA_SUCCESS once the stream's work has run, else CUDA_ERROR_NOT_READY; a capturing stream's: capture.ts. */
   cuStreamQuery(hStream: CUstream): number {
-    const code = this.#needContext() || this.#capture.onSynchronize(hStream, true);
+    const code = this.#needStream(hStream) || this.#capture.onSynchronize(hStream, true);
     return code !== C.CUDA_SUCCESS ? code : this.#streams.queryStream(hStream);
   }
 
   cuStreamIsCapturing(hStream: CUstream, captureStatus: Box<number>): number {
-    return this.#needContext() || this.#capture.isCapturing(hStream, captureStatus);
+    return this.#needStream(hStream) || this.#capture.isCapturing(hStream, captureStatus);
   }
 
   /** Swap the calling thread's capture mode (capture.ts): the mode given in, the previous one out. */
@@ -643,7 +646,7 @@ export class CudaFlavor extends VendorProcess {
 
   /** Both records, past the tracer (one span a call); in capture a record is a step of the graph. */
   #record(hEvent: CUevent, hStream: CUstream, flags: number): number {
-    const code = this.#needContext() || this.#capture.onStream(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onStream(hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#streams.record(hEvent, hStream, flags);
   }
@@ -679,34 +682,34 @@ export class CudaFlavor extends VendorProcess {
 
   /** Work queued on hStream from now on waits for hEvent's recorded work (an event of any context). */
   cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, flags: number): number {
-    const code = this.#needContext() || this.#capture.onEvent(hEvent, hStream);
+    const code = this.#needStream(hStream) || this.#capture.onEvent(hEvent, hStream);
     if (code !== C.CUDA_SUCCESS) return code;
     return this.#streams.waitEvent(hStream, hEvent, flags);
   }
 
   cuMemsetD16Async(dstDevice: CUdeviceptr, us: number, n: Size, hStream: CUstream): number {
-    const code = this.#needContext() || this.#capture.onStream(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onStream(hStream);
     return code || this.#copies.memsetWide(dstDevice, us, n, 2, hStream);
   }
 
   cuMemsetD32Async(dstDevice: CUdeviceptr, ui: number, n: Size, hStream: CUstream): number {
-    const code = this.#needContext() || this.#capture.onStream(hStream);
+    const code = this.#needStream(hStream) || this.#capture.onStream(hStream);
     return code || this.#copies.memsetWide(dstDevice, ui, n, 4, hStream);
   }
 
   // --- stream capture (capture.ts, Note [Stream capture] in src/core/graphs.ts) ------------------------
 
   cuStreamBeginCapture(hStream: CUstream, mode: number): number {
-    return this.#needContext() || this.#capture.begin(hStream, mode);
+    return this.#needStream(hStream) || this.#capture.begin(hStream, mode);
   }
 
   /** cuda.h 13.0's cuStreamBeginCapture: the same call. */
   cuStreamBeginCapture_v2(hStream: CUstream, mode: number): number {
-    return this.#needContext() || this.#capture.begin(hStream, mode);
+    return this.#needStream(hStream) || this.#capture.begin(hStream, mode);
   }
 
   cuStreamEndCapture(hStream: CUstream, phGraph: Box<bigint> | null): number {
-    return this.#needContext() || this.#capture.end(hStream, phGraph);
+    return this.#needStream(hStream) || this.#capture.end(hStream, phGraph);
   }
 
   /** cuda.h 13.0's shape (cuStreamGetCaptureInfo_v3); no dependency or edge arrays are given back. */
@@ -719,7 +722,7 @@ export class CudaFlavor extends VendorProcess {
     _edgeData: null,
     numDependencies: Box<number> | null,
   ): number {
-    return this.#needContext() || this.#capture.info(hStream, status, id, graph, numDependencies);
+    return this.#needStream(hStream) || this.#capture.info(hStream, status, id, graph, numDependencies);
   }
 
   /** cuda.h 13.0's cuGraphInstantiate is cuGraphInstantiateWithFlags. */
@@ -732,20 +735,22 @@ export class CudaFlavor extends VendorProcess {
   }
 
   cuGraphLaunch(hGraphExec: CUhandle, hStream: CUstream): number {
-    return this.#needContext() || this.#capture.launch(hGraphExec, hStream);
+    return this.#needStream(hStream) || this.#capture.launch(hGraphExec, hStream);
   }
 
+  // The graph destroys and cuGraphGetNodes still answer on a faulted device (Note [Faulted devices]).
+
   cuGraphDestroy(hGraph: CUhandle): number {
-    return this.#needContext() || this.#capture.destroyGraph(hGraph);
+    return this.#needCurrent() || this.#capture.destroyGraph(hGraph);
   }
 
   cuGraphExecDestroy(hGraphExec: CUhandle): number {
-    return this.#needContext() || this.#capture.destroyExec(hGraphExec);
+    return this.#needCurrent() || this.#capture.destroyExec(hGraphExec);
   }
 
   /** Only the count: `nodes` is NULL. */
   cuGraphGetNodes(hGraph: CUhandle, _nodes: null, numNodes: Box<number> | null): number {
-    return this.#needContext() || this.#capture.nodes(hGraph, numNodes);
+    return this.#needCurrent() || this.#capture.nodes(hGraph, numNodes);
   }
 
   // --- errors ----------------------------------------------------------------------------------------
@@ -765,7 +770,19 @@ export class CudaFlavor extends VendorProcess {
     return this.#gone ? C.CUDA_ERROR_DEINITIALIZED : C.CUDA_ERROR_NOT_INITIALIZED;
   }
 
+  /** A current context that can run work: none (201), destroyed (709), or its device faulted (719, Note [Faulted devices]). */
   #needContext(): number {
+    if (!this.#initialized) return this.#uninitialized();
+    return this.#contexts.usableCode();
+  }
+
+  /** #needContext, and CUDA_ERROR_LAUNCH_FAILED when `hStream` is of another device that faulted (Note [Faulted devices]). */
+  #needStream(hStream: CUstream): number {
+    return this.#needContext() || this.#streams.faultCode(hStream);
+  }
+
+  /** A current context, faulted or not, for the calls that still answer on a faulted device (Note [Faulted devices]). */
+  #needCurrent(): number {
     if (!this.#initialized) return this.#uninitialized();
     return this.#contexts.currentCode();
   }

@@ -1,5 +1,6 @@
 import type { ErrorTable } from '../common/error-table.js';
 import { vendorErrors } from '../common/process.js';
+import { CudaCodes } from './codes.js';
 import * as C from './constants.js';
 
 /**
@@ -19,7 +20,8 @@ export const CUDA_ERROR_TABLE: ErrorTable = {
   overlap: C.CUDA_ERROR_INVALID_VALUE, // map.overlapSameRange, map.overlapPartial
   'in-use': C.CUDA_ERROR_INVALID_VALUE, // addressFree.withMappingInside
   'access-denied': C.CUDA_ERROR_INVALID_VALUE, // copy.noAccess.*, copy.readOnly.HtoD: refused at the call
-  // A queued copy whose access went before it ran (h200-queued-work-probe.json: readOnly, unmap).
+  // A queued copy whose access went before it ran (h200-queued-work-probe.json: readOnly, unmap);
+  // every later call of the device's contexts answers it too (Note [Faulted devices]).
   'device-fault': C.CUDA_ERROR_LAUNCH_FAILED,
   'permission-denied': C.CUDA_ERROR_NOT_PERMITTED,
   'invalid-fd': C.CUDA_ERROR_UNKNOWN, // import.bogusFd, import.afterFdClosed
@@ -38,5 +40,15 @@ export const CUDA_ERROR_TABLE: ErrorTable = {
   'capture-isolation': C.CUDA_ERROR_STREAM_CAPTURE_ISOLATION, // capture.event.waitInCapture
 };
 
-/** The CUDA front end's errors: CUresult codes, this table, and the driver's own codes as they are (Note [Driver codes]). */
-export const CUDA_ERRORS = vendorErrors('CUDA', CUDA_ERROR_TABLE, C.CUDA_SUCCESS, C.CUDA_ERROR_UNKNOWN);
+/**
+ * The CUDA front end's errors: CUresult codes, this table, the driver's own
+ * codes as they are (Note [Driver codes]), and CudaCodes telling the flavour
+ * of each device fault (Note [Faulted devices]).
+ */
+export const CUDA_ERRORS = vendorErrors(
+  'CUDA',
+  CUDA_ERROR_TABLE,
+  C.CUDA_SUCCESS,
+  C.CUDA_ERROR_UNKNOWN,
+  CudaCodes,
+);

@@ -221,6 +221,7 @@ export class CudaStreams extends StreamsAndEvents {
   query(hEvent: CUevent): number {
     const id = this.#event(hEvent);
     if (id < 0) return badEvent(id);
+    if (this.#faulted(id)) return C.CUDA_ERROR_LAUNCH_FAILED;
     try {
       return this.runtime.queryEvent(id) ? C.CUDA_SUCCESS : C.CUDA_ERROR_NOT_READY;
     } catch (e) {
@@ -231,6 +232,7 @@ export class CudaStreams extends StreamsAndEvents {
   synchronizeEvent(hEvent: CUevent): number {
     const id = this.#event(hEvent);
     if (id < 0) return badEvent(id);
+    if (this.#faulted(id)) return C.CUDA_ERROR_LAUNCH_FAILED;
     return this.codes.run(() => this.runtime.synchronizeEvent(id));
   }
 
@@ -238,6 +240,7 @@ export class CudaStreams extends StreamsAndEvents {
   destroyEvent(hEvent: CUevent): number {
     const id = this.#event(hEvent);
     if (id < 0) return badEvent(id);
+    if (this.#faulted(id)) return C.CUDA_ERROR_LAUNCH_FAILED;
     const result = this.codes.run(() => this.events.destroy(id));
     if (result !== C.CUDA_SUCCESS) return result;
     this.#eventContexts.delete(id);
@@ -252,6 +255,7 @@ export class CudaStreams extends StreamsAndEvents {
     const start = this.#event(hStart);
     const end = this.#event(hEnd);
     if (start < 0 || end < 0) return badEvent(Math.min(start, end));
+    if (this.#faulted(start) || this.#faulted(end)) return C.CUDA_ERROR_LAUNCH_FAILED;
     return this.events.elapsedTime(pMilliseconds, start, end, this.codes, {
       disableTiming: C.CU_EVENT_DISABLE_TIMING,
       // Untimed or unrecorded events are invalid handles on the H200 (event.elapsedTime).
@@ -266,12 +270,23 @@ export class CudaStreams extends StreamsAndEvents {
     const id = this.#event(hEvent);
     if (stream < 0) return C.CUDA_ERROR_INVALID_HANDLE;
     if (id < 0) return badEvent(id);
+    if (this.#faulted(id)) return C.CUDA_ERROR_LAUNCH_FAILED;
     const f = toInt(flags);
     if (f !== C.CU_EVENT_WAIT_DEFAULT && f !== C.CU_EVENT_WAIT_EXTERNAL) return C.CUDA_ERROR_INVALID_VALUE;
     // An external wait belongs in a graph being captured; outside capture the H200 answers ILLEGAL_STATE.
     if (f === C.CU_EVENT_WAIT_EXTERNAL && this.runtime.captures.status(stream) === 'none')
       return C.CUDA_ERROR_ILLEGAL_STATE;
     return this.codes.run(() => this.runtime.streamWaitEvent(stream, id));
+  }
+
+  /** CUDA_ERROR_LAUNCH_FAILED when `hStream`'s device faulted, else CUDA_SUCCESS (Note [Faulted devices]). */
+  faultCode(hStream: CUstream): number {
+    return this.contexts.faulted(this.deviceOf(hStream)) ? C.CUDA_ERROR_LAUNCH_FAILED : C.CUDA_SUCCESS;
+  }
+
+  /** Whether live event `id`'s device faulted: its calls answer CUDA_ERROR_LAUNCH_FAILED (Note [Faulted devices]). */
+  #faulted(id: number): boolean {
+    return this.contexts.faulted(this.runtime.eventDevice(id) ?? -1);
   }
 
   /**

@@ -169,6 +169,106 @@ function recorded(p: CudaFlavor, e: unknown, s: unknown, result: number) {
   return { rule: 'context' as const, detail };
 }
 
+/**
+ * Rule faulted (Note [Faulted devices]): a process that has answered
+ * CUDA_ERROR_LAUNCH_FAILED has a device whose primary context answers it
+ * still, to cuMemGetInfo or to the retain that would make it anew; and a VMM
+ * call, which uses no context, answers as ever. A process that never faulted
+ * has nothing to show.
+ */
+const stillFaulted: CallSpec<CudaFlavor> = {
+  name: 'cuMemGetInfo on each device (after a fault)',
+  weight: 0.3,
+  partialOnFailure: true,
+  run: (ep, p) => {
+    if (ep.answered.get(p.runtime.pid)?.has(C.CUDA_ERROR_LAUNCH_FAILED) !== true)
+      return { result: C.CUDA_SUCCESS };
+    const faulted: number[] = [];
+    for (let d = 0; d < DEVICES.length; d++) {
+      const b = { value: 0n };
+      const retained = p.cuDevicePrimaryCtxRetain(b, d);
+      if (retained === C.CUDA_ERROR_LAUNCH_FAILED) faulted.push(d);
+      if (retained !== C.CUDA_SUCCESS) continue;
+      // Pushed and popped: the thread's context stack is as it was.
+      if (p.cuCtxPushCurrent(b.value) === C.CUDA_SUCCESS) {
+        if (p.cuMemGetInfo({ value: 0 }, { value: 0 }) === C.CUDA_ERROR_LAUNCH_FAILED) faulted.push(d);
+        p.cuCtxPopCurrent(null);
+      }
+      p.cuDevicePrimaryCtxRelease(d);
+    }
+    const granularity = { value: 0 };
+    const vmm = p.cuMemGetAllocationGranularity(
+      granularity,
+      {
+        type: C.CU_MEM_ALLOCATION_TYPE_PINNED,
+        requestedHandleTypes: C.CU_MEM_HANDLE_TYPE_NONE,
+        location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+      },
+      0,
+    );
+    const broken =
+      faulted.length === 0
+        ? 'answered 719 earlier, and now no device answers it'
+        : vmm !== C.CUDA_SUCCESS
+          ? `cuMemGetAllocationGranularity answered ${vmm} on a faulted device`
+          : undefined;
+    return {
+      result: C.CUDA_SUCCESS,
+      broken: broken === undefined ? undefined : { rule: 'faulted', detail: broken },
+    };
+  },
+};
+
+/**
+ * Fault device 1 on purpose, now and then, so that rule faulted has a fault
+ * to check: a set queued on a stream of device 1 into memory whose access
+ * is taken away before the stream runs it (Note [Queued work and access
+ * changes]). Device 0 stays usable for the rest of the episode.
+ */
+const faultDevice1: CallSpec<CudaFlavor> = {
+  name: 'cuMemsetD8Async+cuMemSetAccess(none)+cuStreamSynchronize(device 1)',
+  weight: 0.02,
+  partialOnFailure: true,
+  run: (_ep, p) => {
+    const b = { value: 0n };
+    const retained = p.cuDevicePrimaryCtxRetain(b, 1);
+    if (retained !== C.CUDA_SUCCESS) return { result: retained };
+    const at = (flags: number) => [{ location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 1 }, flags }];
+    const va = { value: 0n };
+    const h = { value: 0n };
+    const s = { value: 0n };
+    let result: number = C.CUDA_SUCCESS;
+    // Pushed and popped: the thread's context stack is as it was.
+    const pushed = p.cuCtxPushCurrent(b.value) === C.CUDA_SUCCESS;
+    try {
+      if (!pushed) return { result: C.CUDA_SUCCESS };
+      const prop = {
+        type: 1,
+        requestedHandleTypes: 0,
+        location: { type: C.CU_MEM_LOCATION_TYPE_DEVICE, id: 1 },
+      };
+      result =
+        p.cuMemAddressReserve(va, G, 0, 0n, 0) ||
+        p.cuMemCreate(h, G, prop, 0) ||
+        p.cuMemMap(va.value, G, 0, h.value, 0) ||
+        p.cuMemSetAccess(va.value, G, at(3), 1) ||
+        p.cuStreamCreate(s, 0) ||
+        p.cuMemsetD8Async(va.value, 1, 64, s.value) ||
+        p.cuMemSetAccess(va.value, G, at(1), 1) ||
+        p.cuStreamSynchronize(s.value);
+      return { result };
+    } finally {
+      // The VMM calls still answer on a faulted device; the stream stays, as the driver's does (719).
+      if (va.value !== 0n) p.cuMemUnmap(va.value, G);
+      if (h.value !== 0n) p.cuMemRelease(h.value);
+      if (va.value !== 0n) p.cuMemAddressFree(va.value, G);
+      if (s.value !== 0n) p.cuStreamDestroy(s.value);
+      if (pushed) p.cuCtxPopCurrent(null);
+      p.cuDevicePrimaryCtxRelease(1);
+    }
+  },
+};
+
 const calls: CallSpec<CudaFlavor>[] = [
   { name: 'cuInit', weight: 0.2, run: (ep, p) => ({ result: p.cuInit(zero(ep)) }) },
   { name: 'cuDriverGetVersion', weight: 0.2, run: (ep, p) => ({ result: p.cuDriverGetVersion(ep.box(0)) }) },
@@ -845,6 +945,8 @@ const calls: CallSpec<CudaFlavor>[] = [
   },
   ...hostAccessCalls<CudaFlavor>({ mem }),
   ...settleCudaCalls(DEVICES.length),
+  faultDevice1,
+  stillFaulted,
 ];
 
 export const CUDA_MODEL: FlavorModel<CudaFlavor> = {
@@ -866,25 +968,41 @@ export const CUDA_MODEL: FlavorModel<CudaFlavor> = {
     // The fuzzer may have released the primary context or made none current.
     p.cuDevicePrimaryCtxRetain(b, 0);
     p.cuCtxSetCurrent(b.value);
-    // Work queued on streams may fail when it runs; the second synchronize is clean. Device 1 first.
+    // Work queued on streams may fail when it runs; the second synchronize is clean, unless work
+    // faulted the device (Note [Faulted devices]). Then what its contexts own cannot be given back
+    // through the API (719), and the process ends once the rest is, as a real one must; the baseline
+    // still asks that its end gave back everything.
+    const faulted: number[] = [];
     for (const d of [1, 0]) {
-      p.cuDevicePrimaryCtxRetain(b, d);
-      p.cuCtxSetCurrent(b.value);
+      // A retain that must make the context anew on a faulted device answers the fault itself.
+      const retained = p.cuDevicePrimaryCtxRetain(b, d);
+      if (retained === 0) p.cuCtxSetCurrent(b.value);
       p.cuCtxSynchronize();
-      if (p.cuCtxSynchronize() !== 0) failed.push('cuCtxSynchronize');
+      const code = retained === 0 ? p.cuCtxSynchronize() : retained;
+      if (code === C.CUDA_ERROR_LAUNCH_FAILED) faulted.push(d);
+      else if (code !== 0) failed.push('cuCtxSynchronize');
     }
-    for (const s of ep.streams.get(pid(p)) ?? [])
-      if (p.cuStreamDestroy(s) !== 0) failed.push('cuStreamDestroy');
-    for (const e of ep.events.get(pid(p)) ?? []) if (p.cuEventDestroy(e) !== 0) failed.push('cuEventDestroy');
-    failed.push(
-      ...teardownRuns(p.runtime.describe(), {
-        unmap: (va, n) => p.cuMemUnmap(BigInt(va), n),
-        freeReservation: (base, n) => p.cuMemAddressFree(BigInt(base), n),
-        freeMalloc: (base) => p.cuMemFree(BigInt(base)),
-        release: (h) => p.cuMemRelease(BigInt(h)),
-        describe: () => p.runtime.describe(),
-      }),
-    );
+    // On a faulted device no context may be had to destroy them in (its retain answers 719): the end takes them.
+    if (faulted.length === 0) {
+      for (const s of ep.streams.get(pid(p)) ?? []) {
+        const code = p.cuStreamDestroy(s);
+        if (code !== 0) failed.push(`cuStreamDestroy: ${code}`);
+      }
+      for (const e of ep.events.get(pid(p)) ?? []) {
+        const code = p.cuEventDestroy(e);
+        if (code !== 0) failed.push(`cuEventDestroy: ${code}`);
+      }
+    }
+    const runs = teardownRuns(p.runtime.describe(), {
+      unmap: (va, n) => p.cuMemUnmap(BigInt(va), n),
+      freeReservation: (base, n) => p.cuMemAddressFree(BigInt(base), n),
+      freeMalloc: (base) => p.cuMemFree(BigInt(base)),
+      release: (h) => p.cuMemRelease(BigInt(h)),
+      describe: () => p.runtime.describe(),
+    });
+    // The VMM calls use no context: only cuMemAlloc memory may stay behind on a faulted device.
+    failed.push(...runs.filter((f) => !(faulted.length > 0 && f.startsWith('free malloc '))));
+    if (faulted.length > 0) p.dispose();
     return failed;
   },
 };

@@ -28,6 +28,10 @@
  *    context (two contexts on one device are two);
  *  - pointer: CU_POINTER_ATTRIBUTE_CONTEXT of cuMemAlloc memory is the
  *    context that was current at the allocation;
+ *  - faulted: once a CUDA process answered CUDA_ERROR_LAUNCH_FAILED (work
+ *    faulted on a device), some device's context answers it for the rest of
+ *    the process, while the VMM calls, which use no context, still answer
+ *    (Note [Faulted devices]);
  *  - owned: a cuCtxDestroy or cuDevicePrimaryCtxReset that succeeded took
  *    the context's cuMemAlloc memory with it (Note [Destroying a primary
  *    context]);
@@ -68,6 +72,7 @@ export interface Violation {
     | 'context'
     | 'pointer'
     | 'owned'
+    | 'faulted'
     | 'destroyed'
     | 'stack'
     | 'crossStream'
@@ -171,6 +176,8 @@ export class Episode<P extends FuzzedProcess> {
   readonly violations: Violation[] = [];
   /** How often each call succeeded, and how many read bytes were compared with a known shadow byte. */
   readonly successes = new Map<string, number>();
+  /** The codes each live process has answered, per pid (rule faulted reads them). */
+  readonly answered = new Map<number, Set<number>>();
   comparedBytes = 0;
   /** Pools of values the flavor handed out, per pid: pointers, handles, fds, streams. */
   readonly pointers = new Map<number, bigint[]>();
@@ -447,6 +454,11 @@ export class Episode<P extends FuzzedProcess> {
     if (this.#history.length > (Number(process.env.VMMKIT_FUZZ_HISTORY) || 16)) this.#history.shift();
     if (typeof result === 'number') {
       if (!this.model.codes.has(result)) this.#violate('code', spec.name, `answered ${result}`, index);
+      if (p !== this.ghost) {
+        const pid = p.runtime.pid;
+        const codes = this.answered.get(pid) ?? new Set<number>();
+        this.answered.set(pid, codes.add(result));
+      }
     } else if (typeof result !== 'string' && result !== null) {
       this.#violate('code', spec.name, `answered a ${typeof result}`, index);
     }
@@ -638,8 +650,8 @@ export class Episode<P extends FuzzedProcess> {
     const failed: string[] = [];
     for (const p of this.processes) failed.push(...this.model.teardown(this, p));
     // No vendor call closes an exported fd (the README's closeFd is the backend's): close them there.
-    for (const p of this.processes) {
-      const sim = this.machine.process(p.runtime.pid);
+    // A process its teardown ended (a faulted CUDA device) closed its fds with it.
+    for (const sim of this.machine.processes) {
       for (let fd = 0; fd < FD_PROBE; fd++) if (sim.fileAt(fd) !== undefined) sim.closeFd(fd);
     }
     const m = this.machine;

@@ -27,7 +27,10 @@ function wrapEach(
 }
 
 /** The settle rules have theirs, each on its own flavor (settle-sabotage.test.ts). */
-const SABOTAGE: Record<Exclude<Violation['rule'], SettleRule>, (ep: Episode<CudaFlavor>) => void> = {
+const SABOTAGE: Record<
+  Exclude<Violation['rule'], SettleRule | 'faulted'>,
+  (ep: Episode<CudaFlavor>) => void
+> = {
   throw: (ep) =>
     wrapEach(ep, 'cuDeviceGetCount', () => () => {
       throw new Error('sabotage');
@@ -136,6 +139,22 @@ describe('the fuzzer reports each broken rule', () => {
       }),
     );
     expect(run.violations.map((v) => v.rule)).toContain('pointer');
+  });
+
+  // Seed 8's run faults devices (seed 7's, at the fuzzer's rate, does not).
+  it('faulted: a fault answered once, by the synchronisation that met it, then forgotten (the old model)', () => {
+    const run = fuzz(CUDA_MODEL, new Random(8), 6000, 2000, 0.12, (ep) => {
+      const forget =
+        (original: Method) =>
+        (...args: unknown[]) => {
+          const code = original(...args);
+          return code === C.CUDA_ERROR_LAUNCH_FAILED ? 0 : code;
+        };
+      wrapEach(ep, 'cuMemGetInfo', forget);
+      wrapEach(ep, 'cuDevicePrimaryCtxRetain', forget);
+    });
+    expect(run.violations.map((v) => v.rule)).toContain('faulted');
+    expect(fuzz(CUDA_MODEL, new Random(8), 6000).violations).toEqual([]);
   });
 
   it('the same run unsabotaged reports nothing', () => {

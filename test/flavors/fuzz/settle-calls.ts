@@ -26,6 +26,14 @@ function primary(p: CudaFlavor, device: number): bigint {
   return p.cuDevicePrimaryCtxRetain(b, device) === C.CUDA_SUCCESS ? b.value : 0n;
 }
 
+/** Whether `ctx`'s device faulted (Note [Faulted devices]): cuMemGetInfo there answers 719. Leaves `ctx` current. */
+function faulted(p: CudaFlavor, ctx: bigint): boolean {
+  return (
+    p.cuCtxSetCurrent(ctx) === C.CUDA_SUCCESS &&
+    p.cuMemGetInfo({ value: 0 }, { value: 0 }) === C.CUDA_ERROR_LAUNCH_FAILED
+  );
+}
+
 /** A created context on `device`, not left on the thread's stack (cuCtxCreate pushes it; the pop takes it off). */
 function detachedContext(p: CudaFlavor, device: number): bigint {
   const b = { value: 0n };
@@ -83,7 +91,11 @@ function destroyedEvent(): CallSpec<CudaFlavor> {
       const live = { value: 0n };
       const made = p.cuEventCreate(dead, ep.rng.pick([0, C.CU_EVENT_DISABLE_TIMING]));
       if (made !== C.CUDA_SUCCESS) return { result: made };
-      const s = ep.rng.chance(0.5) ? 0n : ep.stream(p.runtime.pid);
+      let s = ep.rng.chance(0.5) ? 0n : ep.stream(p.runtime.pid);
+      // The rule is about the event: a pool's stream that is gone, or of a faulted device (Note
+      // [Faulted devices]), would answer for itself first, so the NULL stream takes its place.
+      const q = p.cuStreamQuery(s);
+      if (q !== C.CUDA_SUCCESS && q !== C.CUDA_ERROR_NOT_READY) s = 0n;
       if (ep.rng.chance(0.5)) p.cuEventRecord(dead.value, s);
       p.cuEventDestroy(dead.value);
       p.cuEventCreate(live, 0);
@@ -117,6 +129,7 @@ function contextStack(devices: number): CallSpec<CudaFlavor> {
     run: (ep, p) => {
       const floor = current(p);
       const created = [detachedContext(p, ep.rng.below(devices))].filter((c) => c !== 0n);
+      // 0n where no context could be had (a retain refused on a faulted device): that step is skipped.
       const pick = () =>
         created.length > 0 && ep.rng.chance(0.4) ? ep.rng.pick(created) : primary(p, ep.rng.below(devices));
       const shadow: bigint[] = [];
@@ -131,11 +144,11 @@ function contextStack(devices: number): CallSpec<CudaFlavor> {
           const op = shadow.length === 0 ? 0 : ep.rng.below(4);
           if (op === 0) {
             const c = pick();
-            if (p.cuCtxPushCurrent(c) === C.CUDA_SUCCESS) shadow.push(c);
+            if (c !== 0n && p.cuCtxPushCurrent(c) === C.CUDA_SUCCESS) shadow.push(c);
             broken = check('a push');
           } else if (op === 1) {
             const c = pick();
-            if (p.cuCtxSetCurrent(c) === C.CUDA_SUCCESS) shadow[shadow.length - 1] = c;
+            if (c !== 0n && p.cuCtxSetCurrent(c) === C.CUDA_SUCCESS) shadow[shadow.length - 1] = c;
             broken = check('cuCtxSetCurrent of a context');
           } else if (op === 2) {
             if (p.cuCtxSetCurrent(0n) === C.CUDA_SUCCESS) shadow.pop();
@@ -188,7 +201,8 @@ function crossStream(devices: number): CallSpec<CudaFlavor> {
       const s = { value: 0n };
       const m = { value: 0n };
       try {
-        if (x === 0n || y === x || p.cuCtxSetCurrent(x) !== C.CUDA_SUCCESS) return { result: C.CUDA_SUCCESS };
+        if (x === 0n || y === 0n || y === x || p.cuCtxSetCurrent(x) !== C.CUDA_SUCCESS)
+          return { result: C.CUDA_SUCCESS };
         if (p.cuStreamCreate(s, 0) !== C.CUDA_SUCCESS || p.cuMemAlloc(m, 64) !== C.CUDA_SUCCESS)
           return { result: C.CUDA_SUCCESS };
         p.cuCtxSetCurrent(y);
@@ -203,6 +217,10 @@ function crossStream(devices: number): CallSpec<CudaFlavor> {
         const read = p.cuMemcpyDtoHAsync(back, m.value, 64, s.value) || p.cuStreamSynchronize(s.value);
         const want = set ? new Uint8Array(64).fill(bytes[0] ?? 0) : bytes;
         const what = `${set ? 'a set' : 'a copy'} on a stream of context ${x} with ${y} current`;
+        // Either context's device faulted earlier in the episode: there every call answers 719 and
+        // nothing lands (Note [Faulted devices]; rule faulted checks that on its own).
+        if ([queued, synced, read].includes(C.CUDA_ERROR_LAUNCH_FAILED) && (faulted(p, x) || faulted(p, y)))
+          return { result: C.CUDA_SUCCESS };
         if (queued !== C.CUDA_SUCCESS || synced !== C.CUDA_SUCCESS)
           return {
             result: C.CUDA_SUCCESS,
