@@ -198,6 +198,18 @@ describe('a synchronous call after queued work that fails when it runs', () => {
   });
 });
 
+describe('an unmap after queued work that faults when it runs', () => {
+  it("CUDA: answers 0 and unmaps, as the H200 does; the fault is the device's from then on", () => {
+    const { cu, p } = cudaWithVmm();
+    // No access left for the queued set: core's unmap finishes it first, and it faults.
+    queueFailingSet(cu, p, 7, 0);
+    expect(cu.cuMemUnmap(p, G)).toBe(0);
+    expect(cu.runtime.mappingAt(Number(p))).toBeUndefined();
+    expect(cu.cuCtxSynchronize()).toBe(CU.CUDA_ERROR_LAUNCH_FAILED);
+    cu.dispose();
+  });
+});
+
 describe("a host-side copy on a created stream after another stream's failed work", () => {
   it("CUDA: runs after its own stream's work only, and leaves the other stream's fault to that stream", () => {
     const { cu, p } = cudaWithVmm();

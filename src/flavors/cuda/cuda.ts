@@ -107,6 +107,7 @@ export class CudaFlavor extends VendorProcess {
   constructor(options: FlavorOptions = {}) {
     super(options, CUDA_ERRORS);
     // A fault the backend names no device for (the real driver's 719) is the current context's device's.
+    // CUDA_ERRORS' factory is a CudaCodes, which tells of each device fault (Note [Faulted devices]).
     (this.codes as CudaCodes).onDeviceFault = (d) => this.#contexts.fault(d ?? this.#contexts.device);
     this.traceCalls(options.tracer, CUDA_FUNCTIONS, cudaLayers);
   }

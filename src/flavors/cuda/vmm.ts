@@ -58,6 +58,8 @@ function isAccessFlags(x: unknown): x is Access {
  */
 export class CudaVmm {
   readonly #descriptors = new DescriptorCache();
+  /** An unmap is being made again after a fault of queued work (#unmapAfterFault): no third try. */
+  #unmappingAfterFault = false;
   /** CUmemAllocationProp arguments are read into this, not copied (Note [Property cache] in handles.ts). */
   readonly #prop = new AllocationPropReader();
 
@@ -205,6 +207,7 @@ export class CudaVmm {
         this.runtime.unmap(va, n);
         return C.CUDA_SUCCESS;
       } catch (e) {
+        if (isKind(e, 'device-fault')) return this.#unmapAfterFault(e, ptr, size);
         if (!isKind(e, 'not-mapped')) return this.codes.code(e);
       }
     }
@@ -239,7 +242,28 @@ export class CudaVmm {
       this.spans.forget(mappings);
       return C.CUDA_SUCCESS;
     } catch (e) {
-      return this.codes.code(e);
+      return isKind(e, 'device-fault') ? this.#unmapAfterFault(e, ptr, size) : this.codes.code(e);
+    }
+  }
+
+  /**
+   * The H200's cuMemUnmap does not wait for queued work and answers 0 (Note
+   * [Queued work and access changes]); core's unmap finishes that work
+   * first, so a fault of it surfaces here, before anything was unmapped.
+   * The fault is the device's (codes.code marks it: Note [Faulted devices]),
+   * not the unmap's: the queued work has all run, so the unmap is made
+   * again, once, and answers as the driver's does. (Over the real driver a
+   * faulted context fails every synchronisation, so there the second try
+   * fails too and the fault is the answer.)
+   */
+  #unmapAfterFault(fault: unknown, ptr: CUdeviceptr, size: Size): number {
+    const code = this.codes.code(fault);
+    if (this.#unmappingAfterFault) return code;
+    this.#unmappingAfterFault = true;
+    try {
+      return this.unmap(ptr, size);
+    } finally {
+      this.#unmappingAfterFault = false;
     }
   }
 
