@@ -1,12 +1,12 @@
 /**
  * What the driver answers after work faulted on the device (issue 17; Note
- * [Faulted contexts] in src/flavors/cuda/contexts.ts): the fault is made by
+ * [Faulted devices] in src/flavors/cuda/contexts.ts): the fault is made by
  * replaying a captured memset into memory unmapped since the capture (as
  * capture.replay.afterUnmap), which needs no kernel and no race. Then every
  * kind of call is asked once, with objects made before the fault, so that
  * each answer is about the fault and not about a bad argument; then what
- * ends the fault (cuDevicePrimaryCtxReset, the last release) and whether it
- * reaches another context.
+ * ends the fault (on the H200: neither cuDevicePrimaryCtxReset nor the last
+ * release) and whether it reaches another context (it does).
  *
  * Every case poisons its process (Note [Cases that may poison the context]).
  * Handles are compared, never recorded.
@@ -119,6 +119,26 @@ function contextCalls(t: Trace, prefix: string): void {
   t.call(`${prefix}memGetInfo`, t.cu.cuMemGetInfo({ value: 0 }, { value: 0 }));
 }
 
+/**
+ * Fault the primary context, destroy it by `destroy` (recorded as its
+ * lower-case `what`), and ask for it anew: a retain, and if that is given,
+ * the context's calls.
+ */
+function destroyThenRetain(t: Trace, what: string, destroy: (t: Trace) => number): void {
+  const f = fault(t, false);
+  if (!f) return;
+  dropFault(t, f);
+  t.call(what.toLowerCase(), destroy(t));
+  t.call(`ctxSynchronizeAfter${what}`, t.cu.cuCtxSynchronize());
+  const box = { value: 0n };
+  const code = t.cu.cuDevicePrimaryCtxRetain(box, t.env.dev);
+  t.call('retain', code);
+  if (code !== 0) return;
+  t.later('cuDevicePrimaryCtxRelease', () => t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
+  t.call('setCurrent', t.cu.cuCtxSetCurrent(box.value));
+  contextCalls(t, 'afterRetain:');
+}
+
 export function stickyFaultCases(def: Define): void {
   // Every kind of call once after the fault, each with objects made before it.
   def(
@@ -212,47 +232,16 @@ export function stickyFaultCases(def: Define): void {
     true,
   );
 
-  // cuDevicePrimaryCtxReset ends it: the context made anew by a retain works.
-  def(
-    'stickyFault.primaryReset',
-    (t) => {
-      const f = fault(t, false);
-      if (!f) return;
-      dropFault(t, f);
-      t.call('reset', t.cu.cuDevicePrimaryCtxReset(t.env.dev));
-      t.call('ctxSynchronizeAfterReset', t.cu.cuCtxSynchronize());
-      const box = { value: 0n };
-      const code = t.cu.cuDevicePrimaryCtxRetain(box, t.env.dev);
-      t.call('retain', code);
-      if (code !== 0) return;
-      t.later('cuDevicePrimaryCtxRelease', () => t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
-      t.call('setCurrent', t.cu.cuCtxSetCurrent(box.value));
-      contextCalls(t, 'afterReset:');
-    },
-    true,
-  );
+  // What destroys a primary context (Note [Destroying a primary context]) does not end the fault: the
+  // retain that would make it anew answers it. The recorder's process holds one retain to release.
+  const destroys = {
+    primaryReset: ['Reset', (t: Trace) => t.cu.cuDevicePrimaryCtxReset(t.env.dev)],
+    releaseToZero: ['Release', (t: Trace) => t.cu.cuDevicePrimaryCtxRelease(t.env.dev)],
+  } as const;
+  for (const [name, [what, destroy]] of Object.entries(destroys))
+    def(`stickyFault.${name}`, (t) => destroyThenRetain(t, what, destroy), true);
 
-  // The release of the primary context's last retain destroys it too: a retain afterwards.
-  def(
-    'stickyFault.releaseToZero',
-    (t) => {
-      const f = fault(t, false);
-      if (!f) return;
-      dropFault(t, f);
-      // The recorder's process holds one retain.
-      t.call('release', t.cu.cuDevicePrimaryCtxRelease(t.env.dev));
-      t.call('ctxSynchronizeAfterRelease', t.cu.cuCtxSynchronize());
-      const box = { value: 0n };
-      const code = t.cu.cuDevicePrimaryCtxRetain(box, t.env.dev);
-      t.call('retain', code);
-      if (code !== 0) return;
-      t.call('setCurrent', t.cu.cuCtxSetCurrent(box.value));
-      contextCalls(t, 'afterRetain:');
-    },
-    true,
-  );
-
-  // The calls stickyFault.callsAfter did not ask, grouped as the flavour's files group them.
+  // The calls stickyFault.callsAfter did not ask, with a graph captured before the fault to instantiate after it.
   def(
     'stickyFault.moreCallsAfter',
     (t) => {
