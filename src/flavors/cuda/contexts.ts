@@ -117,7 +117,10 @@ function noObjects(): ContextObjects {
  * cuGraphGetNodes and the graph destroys. A call answered 719 changes
  * nothing here (what the driver keeps of it cannot be asked). One GPU
  * cannot say whether another device's contexts would fault too; here the
- * fault is the device's, as the hardware's is.
+ * fault is the device's, as the hardware's is, so a call given a stream or
+ * an event of a faulted device answers 719 whichever context is current,
+ * and one with a healthy device's context current and objects answers as
+ * ever.
  */
 export class CudaContexts {
   /** Primary contexts retained, per device ordinal: retain count. */
