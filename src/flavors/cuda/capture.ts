@@ -11,6 +11,7 @@ import { type Box, isBox, isNull, toCount, toInt, writeBox } from '../common/arg
 import { CAPTURE_MODES, captureStatusValue, GraphHandles, ThreadCaptureMode } from '../common/capture.js';
 import type { VendorCodes } from '../common/error-table.js';
 import * as C from './constants.js';
+import type { CudaContexts } from './contexts.js';
 import type { CUevent, CUhandle, CUstream } from './handle-types.js';
 import type { CudaStreams } from './streams.js';
 
@@ -76,6 +77,7 @@ export class CudaCapture {
     readonly runtime: Runtime,
     readonly codes: VendorCodes,
     readonly streams: CudaStreams,
+    readonly contexts: CudaContexts,
   ) {
     this.#handles = new GraphHandles(runtime, codes, C.CUDA_ERROR_INVALID_VALUE);
   }
@@ -174,7 +176,7 @@ export class CudaCapture {
         w.kind === 'record' ||
         workRanges(w).every((r) => rangeUsable(this.runtime, w.device, r.va, r.size, r.access));
       if (this.runtime.captures.exec(exec).work.every(usable)) this.runtime.launchGraph(exec, stream);
-      else this.streams.contexts.fault(this.streams.deviceOf(hStream));
+      else this.contexts.fault(this.streams.deviceOf(hStream));
     });
   }
 

@@ -100,7 +100,7 @@ export class CudaFlavor extends VendorProcess {
     this.#streams,
     this.#addresses,
   );
-  readonly #capture = new CudaCapture(this.runtime, this.codes, this.#streams);
+  readonly #capture = new CudaCapture(this.runtime, this.codes, this.#streams, this.#contexts);
   /** Peer access enabled from the current device (cuCtxEnablePeerAccess, Note [Peer access]). */
   readonly #peerAccess = new CudaPeerAccess(this.runtime, this.#contexts);
 
