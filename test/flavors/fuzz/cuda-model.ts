@@ -6,7 +6,7 @@ import { contextHandle } from '../../../src/flavors/cuda/contexts.js';
 import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
-import { settleCudaCalls } from './settle-calls.js';
+import { currentFaulted, settleCudaCalls } from './settle-calls.js';
 import {
   asNumber,
   crossDeviceWait,
@@ -191,7 +191,7 @@ const stillFaulted: CallSpec<CudaFlavor> = {
       if (retained !== C.CUDA_SUCCESS) continue;
       // Pushed and popped: the thread's context stack is as it was.
       if (p.cuCtxPushCurrent(b.value) === C.CUDA_SUCCESS) {
-        if (p.cuMemGetInfo({ value: 0 }, { value: 0 }) === C.CUDA_ERROR_LAUNCH_FAILED) faulted.push(d);
+        if (currentFaulted(p)) faulted.push(d);
         p.cuCtxPopCurrent(null);
       }
       p.cuDevicePrimaryCtxRelease(d);

@@ -26,12 +26,17 @@ function primary(p: CudaFlavor, device: number): bigint {
   return p.cuDevicePrimaryCtxRetain(b, device) === C.CUDA_SUCCESS ? b.value : 0n;
 }
 
-/** Whether `ctx`'s device faulted (Note [Faulted devices]): cuMemGetInfo there answers 719. Leaves `ctx` current. */
+/**
+ * Whether the current context's device faulted (Note [Faulted devices]):
+ * cuMemGetInfo, which changes nothing and runs no queued work, answers 719.
+ */
+export function currentFaulted(p: CudaFlavor): boolean {
+  return p.cuMemGetInfo({ value: 0 }, { value: 0 }) === C.CUDA_ERROR_LAUNCH_FAILED;
+}
+
+/** Whether `ctx`'s device faulted. Leaves `ctx` current. */
 function faulted(p: CudaFlavor, ctx: bigint): boolean {
-  return (
-    p.cuCtxSetCurrent(ctx) === C.CUDA_SUCCESS &&
-    p.cuMemGetInfo({ value: 0 }, { value: 0 }) === C.CUDA_ERROR_LAUNCH_FAILED
-  );
+  return p.cuCtxSetCurrent(ctx) === C.CUDA_SUCCESS && currentFaulted(p);
 }
 
 /** A created context on `device`, not left on the thread's stack (cuCtxCreate pushes it; the pop takes it off). */
@@ -106,8 +111,8 @@ function destroyedEvent(): CallSpec<CudaFlavor> {
         const got = call(p, dead.value, live.value, s);
         // The synchronisation above may have met queued work that faulted the current device or the
         // stream's (Note [Faulted devices]): then the fault is the answer, before the event is looked at.
-        const faulted = p.cuMemGetInfo({ value: 0 }, { value: 0 }) === got || p.cuStreamQuery(s) === got;
-        if (got === C.CUDA_ERROR_LAUNCH_FAILED && faulted) return { result: C.CUDA_SUCCESS };
+        if (got === C.CUDA_ERROR_LAUNCH_FAILED && (currentFaulted(p) || p.cuStreamQuery(s) === got))
+          return { result: C.CUDA_SUCCESS };
         const detail = `${name} of a destroyed event answered ${got}, not ${code}`;
         return { result: C.CUDA_SUCCESS, broken: got === code ? undefined : rule('destroyed', detail) };
       } finally {
