@@ -17,13 +17,13 @@
  * or removed are logged too: they show whether the driver takes address space
  * from the OS for a reservation and gives it back on free.
  */
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver-types.h"
+#define PROBE_NAME "hint_probe"
+#include "probe.h"
 
 static CUresult (*p_cuInit)(unsigned);
 static CUresult (*p_cuDriverGetVersion)(int *);
@@ -42,23 +42,11 @@ static CUresult (*p_cuMemFree)(CUdeviceptr);
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
 
-static void fail(const char *what) {
-  fprintf(stderr, "hint_probe: %s\n", what);
-  exit(1);
-}
-
-#define LOAD(sym, name)                                \
-  do {                                                 \
-    *(void **)(&sym) = dlsym(lib, name);               \
-    if (!sym) fail("no " name " in libcuda.so.1");     \
-  } while (0)
-
 static int g_version;
 static CUdevice g_dev;
 
 static void init(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) fail(dlerror());
+  void *lib = open_libcuda();
   LOAD(p_cuInit, "cuInit");
   LOAD(p_cuDriverGetVersion, "cuDriverGetVersion");
   LOAD(p_cuDeviceGet, "cuDeviceGet");

@@ -18,7 +18,6 @@
  * (conformance/cuda/queued-work-probe.sh): a copy-engine fault may leave the
  * context unusable.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +25,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "driver-types.h"
+#define PROBE_NAME "queued_work_probe"
+#include "probe.h"
 
 #define MiB ((size_t)1 << 20)
 #define HOLD_MS 1500
@@ -54,20 +54,8 @@ static CUresult (*p_cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstre
 static CUresult (*p_cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
 static CUresult (*p_cuMemAlloc)(CUdeviceptr *, size_t);
 
-static void fail(const char *what) {
-  fprintf(stderr, "queued_work_probe: %s\n", what);
-  exit(1);
-}
-
-#define LOAD(sym, name)                                    \
-  do {                                                     \
-    *(void **)(&sym) = dlsym(lib, name);                   \
-    if (!sym) fail("no " name " in libcuda.so.1");         \
-  } while (0)
-
 static void load(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) fail("cannot open libcuda.so.1");
+  void *lib = open_libcuda();
   LOAD(p_cuInit, "cuInit");
   LOAD(p_cuDeviceGet, "cuDeviceGet");
   LOAD(p_cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
