@@ -10,9 +10,9 @@
 import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { advise } from '../src/replay/advise.js';
-import { readSnapshotFile } from '../src/replay/load.js';
-import { planReplay } from '../src/replay/trace-plan.js';
+import { advise } from '../src/replay/advise/advise.js';
+import { planReplay } from '../src/replay/engine/trace-plan.js';
+import { readSnapshotFile } from '../src/replay/read/load.js';
 import { runFacts, writeResult } from './result-file.js';
 
 const MiB = 1024 * 1024;

@@ -19,10 +19,10 @@ import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSyn
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ALLOCATOR_REGISTRY, DEFAULT_ALLOCATORS } from '../src/replay/allocators.js';
-import { loadSnapshotFile } from '../src/replay/load.js';
-import { replay } from '../src/replay/replay.js';
-import { planReplay } from '../src/replay/trace-plan.js';
+import { ALLOCATOR_REGISTRY, DEFAULT_ALLOCATORS } from '../src/replay/engine/allocators.js';
+import { replay } from '../src/replay/engine/replay.js';
+import { planReplay } from '../src/replay/engine/trace-plan.js';
+import { loadSnapshotFile } from '../src/replay/read/load.js';
 import { writeBigSnapshot } from '../test/support/big-snapshot.js';
 import { defaultSource, parseSize } from './big-snapshot.js';
 import { measureInChild } from './measure-in-child.js';

@@ -8,7 +8,7 @@
  *
  * For each trace and allocator: peak reserved bytes (the allocator's books)
  * and the device's own used memory at that peak (cuMemGetInfo, Note [Device
- * memory at the peak] in src/replay/replay.ts), the driver calls, the driver
+ * memory at the peak] in src/replay/engine/replay.ts), the driver calls, the driver
  * time estimated from bench/results/h200-driver-costs.json and the driver
  * time measured around each call on the GPU. Writes one JSON file, FILE, on
  * every run: a GPU script's output is its measurement (no --write); the
@@ -17,11 +17,11 @@
 
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
-import { DEFAULT_ALLOCATORS, selectAllocators } from '../src/replay/allocators.js';
-import { loadCostTable } from '../src/replay/cost-table.js';
-import { readSnapshotFile } from '../src/replay/load.js';
-import { type AllocatorRun, replay } from '../src/replay/replay.js';
-import { planReplay } from '../src/replay/trace-plan.js';
+import { DEFAULT_ALLOCATORS, selectAllocators } from '../src/replay/engine/allocators.js';
+import { loadCostTable } from '../src/replay/engine/cost-table.js';
+import { type AllocatorRun, replay } from '../src/replay/engine/replay.js';
+import { planReplay } from '../src/replay/engine/trace-plan.js';
+import { readSnapshotFile } from '../src/replay/read/load.js';
 import { gpuInfo } from './gpu-info.js';
 
 const args = process.argv.slice(2);

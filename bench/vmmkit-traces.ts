@@ -23,11 +23,11 @@ import { fileURLToPath } from 'node:url';
 import type { AllocatorContext, CachingAllocator } from '../src/alloc/allocator.js';
 import { type PytorchAllocatorSettings, PytorchExpandableAllocator } from '../src/alloc/pytorch/index.js';
 import { type MemoryLayout, VmmkitAllocator, type VmmkitOptions } from '../src/alloc/vmmkit/index.js';
-import type { AllocatorFactory } from '../src/replay/allocators.js';
-import { loadCostTable } from '../src/replay/cost-table.js';
-import { readSnapshotFile } from '../src/replay/load.js';
-import { replay } from '../src/replay/replay.js';
-import { planReplay } from '../src/replay/trace-plan.js';
+import type { AllocatorFactory } from '../src/replay/engine/allocators.js';
+import { loadCostTable } from '../src/replay/engine/cost-table.js';
+import { replay } from '../src/replay/engine/replay.js';
+import { planReplay } from '../src/replay/engine/trace-plan.js';
+import { readSnapshotFile } from '../src/replay/read/load.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const MiB = 1024 * 1024;

@@ -3,7 +3,7 @@
  *
  * Which PYTORCH_CUDA_ALLOC_CONF should this recorded workload run with? The
  * snapshot's trace is replayed through the exact model of PyTorch 2.11's
- * allocator under a search of its settings (src/replay/advise.ts), on
+ * allocator under a search of its settings (src/replay/advise/advise.ts), on
  * worker threads (--workers, default one per core), and the command prints
  * the ranked settings beside the recorded run's real peak, PyTorch under
  * the recorded settings, vmmkit's own allocator and the page bound no
@@ -25,9 +25,9 @@ import {
   advise,
   measuredTrapText,
   NEAR_PEAK,
-} from '../replay/advise.js';
-import { loadSnapshotFile } from '../replay/load.js';
-import { planReplay, type TracePlan } from '../replay/trace-plan.js';
+} from '../replay/advise/advise.js';
+import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import { loadSnapshotFile } from '../replay/read/load.js';
 import { formatBytes } from '../util/format.js';
 import { flag, onlyArgument, option, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';

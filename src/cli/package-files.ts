@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { type CostTable, loadCostTable } from '../replay/cost-table.js';
+import { type CostTable, loadCostTable } from '../replay/engine/cost-table.js';
 import { packagePath } from '../util/package-path.js';
 
 /** Where the measured cost table lives in the package. */

@@ -38,16 +38,16 @@ import {
   DEFAULT_ALLOCATORS,
   selectAllocators,
   UnknownAllocatorError,
-} from '../replay/allocators.js';
-import type { CostTable } from '../replay/cost-table.js';
-import { exportRun } from '../replay/export.js';
-import { compareWithTrace, type FidelityReport } from '../replay/fidelity.js';
-import { loadSnapshotFile } from '../replay/load.js';
-import { pickle } from '../replay/pickle/writer.js';
-import { recordedReserved } from '../replay/recorded.js';
-import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
-import { planReplay, type TracePlan } from '../replay/trace-plan.js';
-import { recordedOomLines, verdictLines } from '../replay/verdict.js';
+} from '../replay/engine/allocators.js';
+import type { CostTable } from '../replay/engine/cost-table.js';
+import { exportRun } from '../replay/engine/export.js';
+import { compareWithTrace, type FidelityReport } from '../replay/engine/fidelity.js';
+import { recordedReserved } from '../replay/engine/recorded.js';
+import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
+import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import { recordedOomLines, verdictLines } from '../replay/engine/verdict.js';
+import { loadSnapshotFile } from '../replay/read/load.js';
+import { pickle } from '../replay/read/pickle/writer.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
 import { flag, onlyArgument, option, UsageError } from './arguments.js';

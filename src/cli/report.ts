@@ -15,12 +15,12 @@
  */
 import { basename, dirname, extname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { advise } from '../replay/advise.js';
-import type { AllocatorRegistry } from '../replay/allocators.js';
-import { exportRun } from '../replay/export.js';
-import { loadSnapshotFile } from '../replay/load.js';
-import { pickle } from '../replay/pickle/writer.js';
-import { planReplay } from '../replay/trace-plan.js';
+import { advise } from '../replay/advise/advise.js';
+import type { AllocatorRegistry } from '../replay/engine/allocators.js';
+import { exportRun } from '../replay/engine/export.js';
+import { planReplay } from '../replay/engine/trace-plan.js';
+import { loadSnapshotFile } from '../replay/read/load.js';
+import { pickle } from '../replay/read/pickle/writer.js';
 import { recordReplay } from '../report/collect.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';

@@ -10,7 +10,7 @@ export {
   type AdviseOptions,
   advise,
   MEASURED_TRAP,
-} from './advise.js';
+} from './advise/advise.js';
 export {
   ALLOCATOR_REGISTRY,
   type AllocatorFactory,
@@ -18,8 +18,8 @@ export {
   DEFAULT_ALLOCATORS,
   selectAllocators,
   UnknownAllocatorError,
-} from './allocators.js';
-export { type MemoryBound, memoryBound } from './bound.js';
+} from './engine/allocators.js';
+export { type MemoryBound, memoryBound } from './engine/bound.js';
 export {
   CostTable,
   CostTableError,
@@ -28,23 +28,12 @@ export {
   type DriverCall,
   loadCostTable,
   parseCostTable,
-} from './cost-table.js';
-export { DriverMeter, type DriverUse } from './driver-meter.js';
-export { SnapshotError } from './errors.js';
-export { exportRun } from './export.js';
-export { compareWithTrace, type FidelityDifference, type FidelityReport } from './fidelity.js';
-export { isGzip, type LoadOptions, loadSnapshotFile, readPickle, readSnapshotFile } from './load.js';
-export {
-  type PickleDict,
-  PickleError,
-  PickleTuple,
-  type PickleValue,
-  type PickleWriteOptions,
-  pickle,
-  unpickle,
-} from './pickle/index.js';
-export { RecordedPlacement } from './placement.js';
-export { type RecordedReserved, recordedReserved } from './recorded.js';
+} from './engine/cost-table.js';
+export { DriverMeter, type DriverUse } from './engine/driver-meter.js';
+export { exportRun } from './engine/export.js';
+export { compareWithTrace, type FidelityDifference, type FidelityReport } from './engine/fidelity.js';
+export { RecordedPlacement } from './engine/placement.js';
+export { type RecordedReserved, recordedReserved } from './engine/recorded.js';
 export {
   type AllocatorRun,
   type DeviceRun,
@@ -57,7 +46,20 @@ export {
   type ReplayStep,
   replay,
   replaySettings,
-} from './replay.js';
+} from './engine/replay.js';
+export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './engine/trace-plan.js';
+export { oomState, recordedOomLines, verdictLines, verdictOf } from './engine/verdict.js';
+export { SnapshotError } from './errors.js';
+export { isGzip, type LoadOptions, loadSnapshotFile, readPickle, readSnapshotFile } from './read/load.js';
+export {
+  type PickleDict,
+  PickleError,
+  PickleTuple,
+  type PickleValue,
+  type PickleWriteOptions,
+  pickle,
+  unpickle,
+} from './read/pickle/index.js';
 export {
   ACTIONS,
   type BlockState as SnapshotBlockState,
@@ -68,7 +70,5 @@ export {
   type SnapshotFrame,
   type SnapshotSegment,
   type TraceAction,
-} from './snapshot.js';
-export { readSnapshot, SnapshotReader } from './snapshot-reader.js';
-export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './trace-plan.js';
-export { oomState, recordedOomLines, verdictLines, verdictOf } from './verdict.js';
+} from './read/snapshot.js';
+export { readSnapshot, SnapshotReader } from './read/snapshot-reader.js';

@@ -8,10 +8,10 @@
  * with the stacks that allocated those blocks when the snapshot has them.
  */
 
-import { recordedReserved } from '../replay/recorded.js';
-import type { OomVerdict } from '../replay/replay.js';
-import { Action } from '../replay/snapshot.js';
-import { oomPlace, oomState, recordedOomLines, verdictOf } from '../replay/verdict.js';
+import { recordedReserved } from '../replay/engine/recorded.js';
+import type { OomVerdict } from '../replay/engine/replay.js';
+import { oomPlace, oomState, recordedOomLines, verdictOf } from '../replay/engine/verdict.js';
+import { Action } from '../replay/read/snapshot.js';
 import { layoutMap } from './address-map.js';
 import type { RecordedReplay } from './collect.js';
 import type { LayoutCapture } from './recorder.js';
@@ -25,7 +25,7 @@ export interface AnswerRow {
   /** savingBytes as a share of the recorded peak. */
   readonly savingFraction: number | null;
   readonly fits: boolean;
-  /** The verdict in words (src/replay/verdict.ts). */
+  /** The verdict in words (src/replay/engine/verdict.ts). */
   readonly verdict: string;
 }
 

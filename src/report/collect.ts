@@ -12,11 +12,11 @@
  * after that call. Its other results are dropped.
  */
 import type { DevicePreset, DeviceSpec } from '../compose/create-runtime.js';
-import type { AllocatorFactory } from '../replay/allocators.js';
-import type { CostTable } from '../replay/cost-table.js';
-import { type AllocatorRun, type ReplayResult, replay } from '../replay/replay.js';
-import type { MemorySnapshot } from '../replay/snapshot.js';
-import { planReplay, type TracePlan } from '../replay/trace-plan.js';
+import type { AllocatorFactory } from '../replay/engine/allocators.js';
+import type { CostTable } from '../replay/engine/cost-table.js';
+import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
+import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import type { MemorySnapshot } from '../replay/read/snapshot.js';
 import { type DeviceRecording, RecorderError, ReplayRecorder } from './recorder.js';
 
 export interface RecordOptions {

@@ -2,7 +2,7 @@
  * Pictures of memory: the HTML report of a replay (timelines and address
  * maps per allocator), the address-space map of any process
  * (renderMap(runtime.describe())). A replay exported as a snapshot that
- * PyTorch's memory_viz opens is src/replay/export.ts (exportRun).
+ * PyTorch's memory_viz opens is src/replay/engine/export.ts (exportRun).
  */
 export { layoutMap, type MapOptions, type MapSummary, renderMap } from './address-map.js';
 export { type RecordedReplay, type RecordedRun, type RecordOptions, recordReplay } from './collect.js';

@@ -11,8 +11,8 @@
  */
 import type { AllocatorStats } from '../alloc/allocator.js';
 import type { Runtime, RuntimeDescription } from '../core/runtime.js';
-import type { ReplayStep } from '../replay/replay.js';
-import type { DevicePlan, TracePlan } from '../replay/trace-plan.js';
+import type { ReplayStep } from '../replay/engine/replay.js';
+import type { DevicePlan, TracePlan } from '../replay/engine/trace-plan.js';
 import { MinMaxBuckets, type MinMaxSeries } from './downsample.js';
 import { RecorderError } from './errors.js';
 

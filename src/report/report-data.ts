@@ -4,8 +4,8 @@
  * axis, Note [Min-max buckets]), and the address map at each peak as SVG.
  */
 import { basename } from 'node:path';
-import type { CostTable } from '../replay/cost-table.js';
-import type { DevicePlan } from '../replay/trace-plan.js';
+import type { CostTable } from '../replay/engine/cost-table.js';
+import type { DevicePlan } from '../replay/engine/trace-plan.js';
 import { layoutMap, type MapSummary } from './address-map.js';
 import { type AnswerAdvice, type ReportAnswer, reportAnswer, type StackOf } from './answer.js';
 import type { RecordedReplay } from './collect.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import { pickle } from '../../src/replay/pickle/writer.js';
+import { pickle } from '../../src/replay/read/pickle/writer.js';
 import { capture } from '../support/capture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vmmkit-cli-consistency-'));

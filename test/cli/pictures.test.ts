@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { captureScript } from '../../src/cli/map.js';
-import { readSnapshotFile } from '../../src/replay/load.js';
-import { planReplay } from '../../src/replay/trace-plan.js';
+import { planReplay } from '../../src/replay/engine/trace-plan.js';
+import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { renderMap } from '../../src/report/address-map.js';
 import { capture } from '../support/capture.js';
 

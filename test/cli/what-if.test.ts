@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import { pickle } from '../../src/replay/pickle/writer.js';
+import { pickle } from '../../src/replay/read/pickle/writer.js';
 import { capture } from '../support/capture.js';
 
 const MiB = 1024 ** 2;

@@ -40,4 +40,29 @@ describe('layers import only what lies beneath them', () => {
     }
     expect(wrong).toEqual([]);
   });
+
+  // The snapshot wing's rooms: reading knows nothing of replay, the engine
+  // nothing of advise, so a reader change never reaches past its room.
+  it('the rooms of src/replay import only the rooms beneath them', () => {
+    const ROOMS: Record<string, readonly string[]> = {
+      read: ['read'],
+      engine: ['engine', 'read'],
+      advise: ['advise', 'engine', 'read'],
+    };
+    const wrong: string[] = [];
+    for (const file of sourceFiles('src/replay')) {
+      const room = relative('src/replay', file).split('/')[0];
+      const allowed = ROOMS[room];
+      if (allowed === undefined) continue; // index.ts and errors.ts serve every room
+      const text = readFileSync(file, 'utf8');
+      for (const [, spec] of text.matchAll(/from '(\.[^']+)'/g)) {
+        const path = relative('src', join(file, '..', spec));
+        if (!path.startsWith('replay/')) continue;
+        const target = path.split('/')[1];
+        if (target.endsWith('.js')) continue; // replay/errors.js
+        if (!allowed.includes(target)) wrong.push(`${file} imports ${spec} (${room} -> ${target})`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
 });

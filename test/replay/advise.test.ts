@@ -1,6 +1,6 @@
 /**
- * advise (src/replay/advise.ts): the search, its dedupe, the ranking, the
- * trap warning, and the page bound (src/replay/bound.ts), on synthetic
+ * advise (src/replay/advise/advise.ts): the search, its dedupe, the ranking, the
+ * trap warning, and the page bound (src/replay/engine/bound.ts), on synthetic
  * snapshots and the two smallest committed traces.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -15,7 +15,7 @@ import {
   KNOWN_TRAP,
   MEASURED_TRAP,
   NEAR_PEAK,
-} from '../../src/replay/advise.js';
+} from '../../src/replay/advise/advise.js';
 import {
   confKey,
   divisionsText,
@@ -23,12 +23,12 @@ import {
   keyCount,
   settingsConf,
   traceSizes,
-} from '../../src/replay/advise-search.js';
-import { selectAllocators } from '../../src/replay/allocators.js';
-import { memoryBound } from '../../src/replay/bound.js';
-import { replay } from '../../src/replay/replay.js';
-import type { MemorySnapshot } from '../../src/replay/snapshot.js';
-import { planReplay } from '../../src/replay/trace-plan.js';
+} from '../../src/replay/advise/search.js';
+import { selectAllocators } from '../../src/replay/engine/allocators.js';
+import { memoryBound } from '../../src/replay/engine/bound.js';
+import { replay } from '../../src/replay/engine/replay.js';
+import { planReplay } from '../../src/replay/engine/trace-plan.js';
+import type { MemorySnapshot } from '../../src/replay/read/snapshot.js';
 import { type Event, readFixture, snapshotOf } from './helpers.js';
 
 const MiB = 1024 * 1024;
@@ -351,13 +351,13 @@ describe('the page bound (Note [Page bound])', () => {
 
 /** dist/ compiled after every source the worker runs (see test/report/cli.test.ts for the same check). */
 function currentDist(): string | undefined {
-  const built = join(root, 'dist/src/replay/advise-worker.js');
+  const built = join(root, 'dist/src/replay/advise/worker.js');
   if (!existsSync(built)) return undefined;
   const sources = readdirSync(join(root, 'src/replay'))
     .filter((f) => f.endsWith('.ts'))
     .map((f) => statSync(join(root, 'src/replay', f)).mtimeMs);
   return statSync(built).mtimeMs >= Math.max(...sources)
-    ? join(root, 'dist/src/replay/advise.js')
+    ? join(root, 'dist/src/replay/advise/advise.js')
     : undefined;
 }
 

@@ -1,12 +1,12 @@
 /** Building small traces in code, and reading the committed fixtures. */
 import { fileURLToPath } from 'node:url';
-import { readSnapshotFile } from '../../src/replay/load.js';
+import { readSnapshotFile } from '../../src/replay/read/load.js';
 import {
   Action,
   type DeviceTrace,
   type MemorySnapshot,
   type TraceAction,
-} from '../../src/replay/snapshot.js';
+} from '../../src/replay/read/snapshot.js';
 
 export function fixture(name: string): string {
   return fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));

@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readPickle } from '../../src/replay/load.js';
+import { readPickle } from '../../src/replay/read/load.js';
 import {
   encodeLong,
   Op,
@@ -11,7 +11,7 @@ import {
   pickle,
   readLong,
   unpickle,
-} from '../../src/replay/pickle/index.js';
+} from '../../src/replay/read/pickle/index.js';
 import { thrown } from '../support/thrown.js';
 import { python, pythonMissing } from './python.js';
 

@@ -1,14 +1,14 @@
 /**
- * Which pool each block of a trace was in (src/replay/private-pools.ts,
+ * Which pool each block of a trace was in (src/replay/engine/private-pools.ts,
  * Note [Pools from addresses]), and replay routing it there: 2.11's trace
  * entries carry no pool, so it comes from the final segments'
  * segment_pool_id, traced back through the segment frees and unmaps.
  */
 import { describe, expect, it } from 'vitest';
-import { selectAllocators } from '../../src/replay/allocators.js';
-import { replay } from '../../src/replay/replay.js';
-import type { MemorySnapshot, SnapshotSegment } from '../../src/replay/snapshot.js';
-import { planReplay } from '../../src/replay/trace-plan.js';
+import { selectAllocators } from '../../src/replay/engine/allocators.js';
+import { replay } from '../../src/replay/engine/replay.js';
+import { planReplay } from '../../src/replay/engine/trace-plan.js';
+import type { MemorySnapshot, SnapshotSegment } from '../../src/replay/read/snapshot.js';
 import { type Event, snapshotOf } from './helpers.js';
 
 const MiB = 1024 * 1024;

@@ -1,13 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { createProcess } from '../../src/compose/create-runtime.js';
 import { Access } from '../../src/core/types.js';
-import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
-import { CostTable, CostTableError, loadCostTable, parseCostTable } from '../../src/replay/cost-table.js';
-import { DriverMeter } from '../../src/replay/driver-meter.js';
-import { compareWithTrace } from '../../src/replay/fidelity.js';
-import { RecordedPlacement } from '../../src/replay/placement.js';
-import { BlockState, replay } from '../../src/replay/replay.js';
-import { planReplay } from '../../src/replay/trace-plan.js';
+import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
+import {
+  CostTable,
+  CostTableError,
+  loadCostTable,
+  parseCostTable,
+} from '../../src/replay/engine/cost-table.js';
+import { DriverMeter } from '../../src/replay/engine/driver-meter.js';
+import { compareWithTrace } from '../../src/replay/engine/fidelity.js';
+import { RecordedPlacement } from '../../src/replay/engine/placement.js';
+import { BlockState, replay } from '../../src/replay/engine/replay.js';
+import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { fixture, readFixture, snapshotOf } from './helpers.js';
 import { ONE_STEP, OneStepAllocator as OneStep } from './support/one-step-allocator.js';
 
@@ -503,8 +508,8 @@ describe('fidelity', () => {
 
 describe('Note [Device memory at the peak]', () => {
   it('on the simulator the device holds exactly what each allocator reserved at its peak', async () => {
-    const { readSnapshotFile } = await import('../../src/replay/load.js');
-    const { DEFAULT_ALLOCATORS, selectAllocators } = await import('../../src/replay/allocators.js');
+    const { readSnapshotFile } = await import('../../src/replay/read/load.js');
+    const { DEFAULT_ALLOCATORS, selectAllocators } = await import('../../src/replay/engine/allocators.js');
     const snapshot = readSnapshotFile('traces/h200/phases_streams-native.pickle.gz');
     const result = replay(snapshot, {
       allocators: selectAllocators([], DEFAULT_ALLOCATORS),

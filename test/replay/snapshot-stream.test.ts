@@ -11,8 +11,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { SnapshotError } from '../../src/replay/errors.js';
-import { loadSnapshotFile, readPickle, readSnapshotFile } from '../../src/replay/load.js';
+import { loadSnapshotFile, readPickle, readSnapshotFile } from '../../src/replay/read/load.js';
 import {
   Op,
   PickleError,
@@ -22,10 +23,9 @@ import {
   type PickleValue,
   pickle,
   unpickle,
-} from '../../src/replay/pickle/index.js';
-import { Action, type MemorySnapshot, parseSnapshot } from '../../src/replay/snapshot.js';
-import { readSnapshot, SnapshotReader } from '../../src/replay/snapshot-reader.js';
-import { planReplay } from '../../src/replay/trace-plan.js';
+} from '../../src/replay/read/pickle/index.js';
+import { Action, type MemorySnapshot, parseSnapshot } from '../../src/replay/read/snapshot.js';
+import { readSnapshot, SnapshotReader } from '../../src/replay/read/snapshot-reader.js';
 import { type BigSnapshotInfo, writeBigSnapshot } from '../support/big-snapshot.js';
 import { fixture } from './helpers.js';
 import { python, pythonMissing } from './python.js';

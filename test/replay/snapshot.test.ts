@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SnapshotError } from '../../src/replay/errors.js';
-import { readPickle, readSnapshotFile } from '../../src/replay/load.js';
-import { PickleError, PickleTuple, type PickleValue, pickle } from '../../src/replay/pickle/index.js';
-import { Action, parseSnapshot } from '../../src/replay/snapshot.js';
+import { readPickle, readSnapshotFile } from '../../src/replay/read/load.js';
+import { PickleError, PickleTuple, type PickleValue, pickle } from '../../src/replay/read/pickle/index.js';
+import { Action, parseSnapshot } from '../../src/replay/read/snapshot.js';
 import { fixture, readFixture } from './helpers.js';
 
 function fails(v: PickleValue): string {

@@ -1,5 +1,5 @@
 /**
- * Snapshots that start mid-run (src/replay/start-state.ts): the recorded
+ * Snapshots that start mid-run (src/replay/engine/start-state.ts): the recorded
  * allocator's state at the first event, rewound from the final `segments`
  * and the trace (Note [Rewinding a snapshot]), and replay restoring it.
  *
@@ -14,17 +14,17 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
-import { compareWithTrace } from '../../src/replay/fidelity.js';
-import { readSnapshotFile } from '../../src/replay/load.js';
-import { BlockState, replay } from '../../src/replay/replay.js';
+import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
+import { compareWithTrace } from '../../src/replay/engine/fidelity.js';
+import { BlockState, replay } from '../../src/replay/engine/replay.js';
+import { planReplay } from '../../src/replay/engine/trace-plan.js';
+import { readSnapshotFile } from '../../src/replay/read/load.js';
 import {
   Action,
   type DeviceTrace,
   type MemorySnapshot,
   type SnapshotSegment,
-} from '../../src/replay/snapshot.js';
-import { planReplay } from '../../src/replay/trace-plan.js';
+} from '../../src/replay/read/snapshot.js';
 import { type Event, readFixture, traceOf } from './helpers.js';
 
 const MiB = 1024 * 1024;

@@ -13,8 +13,8 @@
  *   segment_unmap add them back (unmap merging with touching segments of the
  *   same stream). A range it cannot find is an error there.
  */
-import { Op } from '../../src/replay/pickle/opcodes.js';
-import type { PickleDict } from '../../src/replay/pickle/value.js';
+import { Op } from '../../src/replay/read/pickle/opcodes.js';
+import type { PickleDict } from '../../src/replay/read/pickle/value.js';
 
 /** Opcode -> bytes of argument (-1: one length byte then that many; -4: a 4-byte length then that many). */
 const KNOWN = new Map<number, number>([

@@ -1,10 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { RuntimeDescription } from '../../src/core/runtime.js';
-import { DEFAULT_ALLOCATORS } from '../../src/replay/allocators.js';
-import { readSnapshotFile } from '../../src/replay/load.js';
-import { replay } from '../../src/replay/replay.js';
-import { planReplay } from '../../src/replay/trace-plan.js';
+import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
+import { replay } from '../../src/replay/engine/replay.js';
+import { planReplay } from '../../src/replay/engine/trace-plan.js';
+import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { recordReplay } from '../../src/report/collect.js';
 import { ReplayRecorder } from '../../src/report/recorder.js';
 import { reportData } from '../../src/report/report-data.js';

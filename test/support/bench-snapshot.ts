@@ -14,7 +14,7 @@
  * records it, free_requested then free_completed. Each event carries a
  * frames list of shared frame dicts, as PyTorch's symbolized tracebacks do.
  */
-import type { PickleDict, PickleValue } from '../../src/replay/pickle/index.js';
+import type { PickleDict, PickleValue } from '../../src/replay/read/pickle/index.js';
 import { random } from './random.js';
 
 const KiB = 1024;

@@ -30,7 +30,7 @@
  * 'N/A' string per entry's compile_context; FRAME opcodes from protocol 4.
  */
 import { closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
-import { readPickle, readSnapshotFile } from '../../src/replay/load.js';
+import { readPickle, readSnapshotFile } from '../../src/replay/read/load.js';
 import {
   isPickleDict,
   Op,
@@ -38,8 +38,8 @@ import {
   PickleStreamWriter,
   PickleTuple,
   type PickleValue,
-} from '../../src/replay/pickle/index.js';
-import { ACTIONS, Action, type DeviceTrace, type MemorySnapshot } from '../../src/replay/snapshot.js';
+} from '../../src/replay/read/pickle/index.js';
+import { ACTIONS, Action, type DeviceTrace, type MemorySnapshot } from '../../src/replay/read/snapshot.js';
 import { random } from './random.js';
 
 const MiB = 1024 * 1024;

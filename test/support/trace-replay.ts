@@ -3,9 +3,9 @@ import { AllocatorOutOfMemoryError } from '../../src/alloc/allocator.js';
 import { BACKEND_OPERATIONS, type Backend } from '../../src/backend/backend.js';
 import { createMachine } from '../../src/backends/sim/machine.js';
 import { Runtime } from '../../src/core/runtime.js';
-import { BlockState, type DeviceRun, type ReplaySegmentEvent } from '../../src/replay/replay.js';
-import { Action } from '../../src/replay/snapshot.js';
-import type { DevicePlan } from '../../src/replay/trace-plan.js';
+import { BlockState, type DeviceRun, type ReplaySegmentEvent } from '../../src/replay/engine/replay.js';
+import type { DevicePlan } from '../../src/replay/engine/trace-plan.js';
+import { Action } from '../../src/replay/read/snapshot.js';
 
 /**
  * Note [Recorded addresses]: best fit breaks ties between equal-size blocks

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const { advise } = await import(join(here, '../../dist/src/replay/advise.js'));
+const { advise } = await import(join(here, '../../dist/src/replay/advise/advise.js'));
 const { readSnapshotFile } = await import(join(here, '../../dist/src/replay/load.js'));
 
 const results = JSON.parse(readFileSync(join(here, 'results.json'), 'utf8'));

@@ -7,9 +7,9 @@ import {
   PytorchNativeAllocator,
   settingsFromSnapshot,
 } from '../../../src/alloc/pytorch/index.js';
-import { compareWithTrace } from '../../../src/replay/fidelity.js';
-import { readSnapshotFile } from '../../../src/replay/load.js';
-import { planReplay } from '../../../src/replay/trace-plan.js';
+import { compareWithTrace } from '../../../src/replay/engine/fidelity.js';
+import { planReplay } from '../../../src/replay/engine/trace-plan.js';
+import { readSnapshotFile } from '../../../src/replay/read/load.js';
 import { hintedRuntime, recordedReservationHints, replayDevice } from '../../support/trace-replay.js';
 
 /**

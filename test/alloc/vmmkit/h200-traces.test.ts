@@ -13,9 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { PytorchExpandableAllocator, settingsFromSnapshot } from '../../../src/alloc/pytorch/index.js';
 import { VmmkitAllocator } from '../../../src/alloc/vmmkit/index.js';
-import { loadCostTable } from '../../../src/replay/cost-table.js';
-import { readSnapshotFile } from '../../../src/replay/load.js';
-import { replay } from '../../../src/replay/replay.js';
+import { loadCostTable } from '../../../src/replay/engine/cost-table.js';
+import { replay } from '../../../src/replay/engine/replay.js';
+import { readSnapshotFile } from '../../../src/replay/read/load.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const folders = ['traces/h200', 'traces/h200-heldout'];

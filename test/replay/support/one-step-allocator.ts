@@ -10,7 +10,7 @@ import {
   type CachingAllocator,
 } from '../../../src/alloc/allocator.js';
 import { isVmmError } from '../../../src/core/errors.js';
-import type { AllocatorFactory } from '../../../src/replay/allocators.js';
+import type { AllocatorFactory } from '../../../src/replay/engine/allocators.js';
 
 class Stats implements AllocatorStats {
   reservedBytes = 0;

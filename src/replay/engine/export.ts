@@ -20,11 +20,11 @@
  * the segment as memory_viz expects. Frames are empty lists.
  */
 
-import type { PickleDict, PickleValue } from './pickle/value.js';
-import { PickleTuple } from './pickle/value.js';
+import type { PickleDict, PickleValue } from '../read/pickle/value.js';
+import { PickleTuple } from '../read/pickle/value.js';
+import { Action, type MemorySnapshot } from '../read/snapshot.js';
 import type { AllocatorRun, DeviceRun } from './replay.js';
 import { BlockState, ReplayError } from './replay.js';
-import { Action, type MemorySnapshot } from './snapshot.js';
 import type { DevicePlan, TracePlan } from './trace-plan.js';
 
 const SMALL_SEGMENT = 2 * 1024 * 1024;

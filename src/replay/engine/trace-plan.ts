@@ -46,8 +46,9 @@
  * empty_cache() that found nothing to free leaves no trace and cannot be
  * inferred.
  */
+
+import { Action, type DeviceTrace, type MemorySnapshot } from '../read/snapshot.js';
 import { beforePrivateRequest, type DevicePools, inferPrivatePools } from './private-pools.js';
-import { Action, type DeviceTrace, type MemorySnapshot } from './snapshot.js';
 import { type DeviceStartState, rebuildStartState } from './start-state.js';
 
 export interface DevicePlan {

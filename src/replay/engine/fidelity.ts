@@ -19,9 +19,9 @@
  * counted.
  */
 
-import { rangeHolding } from '../util/address-ranges.js';
+import { rangeHolding } from '../../util/address-ranges.js';
+import { ACTIONS, Action } from '../read/snapshot.js';
 import { BlockState, type DeviceRun, type ReplaySegmentEvent } from './replay.js';
-import { ACTIONS, Action } from './snapshot.js';
 import type { DevicePlan } from './trace-plan.js';
 
 export interface FidelityReport {

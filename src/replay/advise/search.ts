@@ -29,17 +29,17 @@
  * Strings whose effective settings were already replayed are not replayed
  * again; the simplest string of each is the one shown.
  */
-import { parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
-import { DEFAULT_PYTORCH_SETTINGS, type PytorchAllocatorSettings } from '../alloc/pytorch/settings.js';
+import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
+import { DEFAULT_PYTORCH_SETTINGS, type PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import {
   allocationSize,
   MiB,
   ROUNDUP_INTERVALS,
   roundSize,
   roundupInterval,
-} from '../alloc/pytorch/sizes.js';
-import { Action, type MemorySnapshot } from './snapshot.js';
-import type { TracePlan } from './trace-plan.js';
+} from '../../alloc/pytorch/sizes.js';
+import type { TracePlan } from '../engine/trace-plan.js';
+import { Action, type MemorySnapshot } from '../read/snapshot.js';
 
 /** max_split_size_mb values of round 1 (PyTorch's minimum is 20). */
 const MAX_SPLIT_GRID: readonly number[] = [20, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768];

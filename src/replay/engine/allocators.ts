@@ -4,14 +4,14 @@
  * settings of the replay (the trace's recorded allocator_settings, or those
  * a PYTORCH_CUDA_ALLOC_CONF string given to replay sets).
  */
-import type { AllocatorContext, CachingAllocator } from '../alloc/allocator.js';
+import type { AllocatorContext, CachingAllocator } from '../../alloc/allocator.js';
 import {
   type PytorchAllocatorSettings,
   PytorchExpandableAllocator,
   PytorchNativeAllocator,
-} from '../alloc/pytorch/index.js';
-import { VmmkitAllocator } from '../alloc/vmmkit/index.js';
-import { UnknownAllocatorError } from './errors.js';
+} from '../../alloc/pytorch/index.js';
+import { VmmkitAllocator } from '../../alloc/vmmkit/index.js';
+import { UnknownAllocatorError } from '../errors.js';
 
 export interface AllocatorFactory {
   readonly name: string;
@@ -56,7 +56,7 @@ export const ALLOCATOR_REGISTRY: AllocatorRegistry = [
 export const DEFAULT_ALLOCATORS: AllocatorRegistry = ALLOCATOR_REGISTRY.filter((a) => a.byDefault !== false);
 
 // UnknownAllocatorError lives in errors.ts; re-exported here, where it was.
-export { UnknownAllocatorError } from './errors.js';
+export { UnknownAllocatorError } from '../errors.js';
 
 /**
  * The entries named, in the order named (when none is, every entry replayed

@@ -13,8 +13,8 @@
  * performance.now only when measuring.
  */
 
-import type { CallOutcome, RuntimeCall, RuntimeObserver } from '../core/observer.js';
-import type { Runtime } from '../core/runtime.js';
+import type { CallOutcome, RuntimeCall, RuntimeObserver } from '../../core/observer.js';
+import type { Runtime } from '../../core/runtime.js';
 import { type CostTable, CostTableError, DRIVER_CALLS, type DriverCall } from './cost-table.js';
 
 const RESERVE = 0;

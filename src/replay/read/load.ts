@@ -11,7 +11,7 @@
 import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
 import { pipeline } from 'node:stream';
 import { createGunzip, gunzipSync } from 'node:zlib';
-import { SnapshotError } from './errors.js';
+import { SnapshotError } from '../errors.js';
 import { unpickle } from './pickle/reader.js';
 import type { PickleValue } from './pickle/value.js';
 import type { MemorySnapshot } from './snapshot.js';

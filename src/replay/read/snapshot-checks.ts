@@ -1,5 +1,5 @@
 /** The field checks a snapshot's reading shares, and the words its messages use for values. */
-import { SnapshotError } from './errors.js';
+import { SnapshotError } from '../errors.js';
 import { PickleTuple, type StackValue, Streamed } from './pickle/index.js';
 
 export function notSnapshot(message: string): SnapshotError {

@@ -10,16 +10,23 @@
  * more than their parts (Note [Traps]).
  */
 import { availableParallelism } from 'node:os';
-import { parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
-import { settingsFromSnapshot } from '../alloc/pytorch/settings.js';
-import { formatBytes } from '../util/format.js';
+import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
+import { settingsFromSnapshot } from '../../alloc/pytorch/settings.js';
+import { formatBytes } from '../../util/format.js';
+import { type MemoryBound, memoryBound } from '../engine/bound.js';
+import { recordedReserved } from '../engine/recorded.js';
+import type { AllocatorRun, OomVerdict } from '../engine/replay.js';
+import { ReplayError } from '../engine/replay.js';
+import { planReplay, type TracePlan } from '../engine/trace-plan.js';
+import { verdictOf } from '../engine/verdict.js';
+import type { MemorySnapshot } from '../read/snapshot.js';
 import {
   type JobOutcome,
   MIN_EVENTS_FOR_WORKERS,
   openPool,
   type ReplayJob,
   type ReplayPool,
-} from './advise-pool.js';
+} from './pool.js';
 import {
   type AxisBests,
   confText,
@@ -35,14 +42,7 @@ import {
   type TraceSizes,
   thirdRound,
   traceSizes,
-} from './advise-search.js';
-import { type MemoryBound, memoryBound } from './bound.js';
-import { recordedReserved } from './recorded.js';
-import type { AllocatorRun, OomVerdict } from './replay.js';
-import { ReplayError } from './replay.js';
-import type { MemorySnapshot } from './snapshot.js';
-import { planReplay, type TracePlan } from './trace-plan.js';
-import { verdictOf } from './verdict.js';
+} from './search.js';
 
 export interface AdviseOptions {
   /** Bytes each device may reserve (set_per_process_memory_fraction's cap); none by default. */

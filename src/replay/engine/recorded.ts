@@ -7,7 +7,7 @@
  * traces/h200); on a trace that starts mid-run it needs the bytes already
  * reserved at its first event (the rebuilt start state's segments).
  */
-import { Action } from './snapshot.js';
+import { Action } from '../read/snapshot.js';
 import type { DevicePlan } from './trace-plan.js';
 
 export interface RecordedReserved {

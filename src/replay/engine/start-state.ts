@@ -78,11 +78,17 @@
  * either, which is all a replay needs (a request that would have used such
  * pages would have mapped them, and the trace would show it).
  */
-import type { StartBlock, StartSegment, StartState } from '../alloc/allocator.js';
-import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../alloc/pytorch/settings.js';
-import { LARGE_BUFFER, MIN_BLOCK_SIZE, roundSize, SMALL_BUFFER, SMALL_SIZE } from '../alloc/pytorch/sizes.js';
-import { rangeHolding } from '../util/address-ranges.js';
-import { Action, type DeviceTrace, type MemorySnapshot, type SnapshotSegment } from './snapshot.js';
+import type { StartBlock, StartSegment, StartState } from '../../alloc/allocator.js';
+import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../../alloc/pytorch/settings.js';
+import {
+  LARGE_BUFFER,
+  MIN_BLOCK_SIZE,
+  roundSize,
+  SMALL_BUFFER,
+  SMALL_SIZE,
+} from '../../alloc/pytorch/sizes.js';
+import { rangeHolding } from '../../util/address-ranges.js';
+import { Action, type DeviceTrace, type MemorySnapshot, type SnapshotSegment } from '../read/snapshot.js';
 
 /** One device's rebuilt start, with how sure it is. */
 export interface DeviceStartState extends StartState {

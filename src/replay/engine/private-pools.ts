@@ -23,8 +23,8 @@
  * (older PyTorch). Each private pool seen gets a number, 1 upward, in the
  * order of its MempoolId_t; that number is what replay passes to malloc.
  */
-import { settingsFromSnapshot } from '../alloc/pytorch/settings.js';
-import { Action, type DeviceTrace, type MemorySnapshot } from './snapshot.js';
+import { settingsFromSnapshot } from '../../alloc/pytorch/settings.js';
+import { Action, type DeviceTrace, type MemorySnapshot } from '../read/snapshot.js';
 
 export interface DevicePools {
   /** The private pools this device's final segments show: pool number k is pools[k - 1]. */

@@ -13,7 +13,7 @@
  * makes the event dicts; both check each entry here, in the same order, with
  * the same messages.
  */
-import { SnapshotError } from './errors.js';
+import { SnapshotError } from '../errors.js';
 import {
   isPickleDict,
   ListSink,

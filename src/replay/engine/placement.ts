@@ -24,11 +24,11 @@
  * watches the runtime (a RuntimeObserver) to count the segments that landed
  * where the recording had them.
  */
-import type { SegmentPlacement } from '../alloc/allocator.js';
-import type { Reservation } from '../core/objects.js';
-import type { CallOutcome, RuntimeCall, RuntimeObserver } from '../core/observer.js';
-import type { Runtime } from '../core/runtime.js';
-import { Action } from './snapshot.js';
+import type { SegmentPlacement } from '../../alloc/allocator.js';
+import type { Reservation } from '../../core/objects.js';
+import type { CallOutcome, RuntimeCall, RuntimeObserver } from '../../core/observer.js';
+import type { Runtime } from '../../core/runtime.js';
+import { Action } from '../read/snapshot.js';
 import type { TracePlan } from './trace-plan.js';
 
 /** One device's recorded segment_alloc addresses and sizes, consumed in order. */

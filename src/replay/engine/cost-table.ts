@@ -10,7 +10,7 @@
  * smaller than the smallest size measured). Never negative.
  */
 import { readFileSync } from 'node:fs';
-import { CostTableError } from './errors.js';
+import { CostTableError } from '../errors.js';
 
 /** The driver calls replay counts, in the order results list them. */
 export const DRIVER_CALLS = [
@@ -28,7 +28,7 @@ export const DRIVER_CALLS = [
 export type DriverCall = (typeof DRIVER_CALLS)[number];
 
 // CostTableError lives in errors.ts; re-exported here, where it was.
-export { CostTableError } from './errors.js';
+export { CostTableError } from '../errors.js';
 
 export interface CostTableInfo {
   readonly script?: string;

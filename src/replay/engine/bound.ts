@@ -38,8 +38,8 @@
  * most one page per extra stream per device; an allocator that shares pages
  * between streams is possible, so the bound does not claim it.
  */
-import { ReplayError } from './errors.js';
-import { Action } from './snapshot.js';
+import { ReplayError } from '../errors.js';
+import { Action } from '../read/snapshot.js';
 import type { DevicePlan, TracePlan } from './trace-plan.js';
 
 const BOUND_PAGE_BYTES = 2 * 1024 * 1024;

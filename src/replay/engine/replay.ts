@@ -42,23 +42,27 @@
  * `stopAtOom` asks to end it there. Any other error ends that allocator's
  * run; the result carries the message and the other allocators still run.
  */
-import { AllocatorOutOfMemoryError, type CachingAllocator, type SegmentEvent } from '../alloc/allocator.js';
-import { parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
-import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../alloc/pytorch/settings.js';
+import {
+  AllocatorOutOfMemoryError,
+  type CachingAllocator,
+  type SegmentEvent,
+} from '../../alloc/allocator.js';
+import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
+import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../../alloc/pytorch/settings.js';
 import {
   createProcess,
   DEVICE_PRESETS,
   type DevicePreset,
   type DeviceSpec,
   type ProcessOptions,
-} from '../compose/create-runtime.js';
-import type { Runtime } from '../core/runtime.js';
+} from '../../compose/create-runtime.js';
+import type { Runtime } from '../../core/runtime.js';
+import { ReplayError } from '../errors.js';
+import { Action, type MemorySnapshot } from '../read/snapshot.js';
 import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
-import { ReplayError } from './errors.js';
 import { RecordedPlacement } from './placement.js';
-import { Action, type MemorySnapshot } from './snapshot.js';
 import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
 
 export interface ReplayOptions {
@@ -386,7 +390,7 @@ function runOne(
 }
 
 // ReplayError lives in errors.ts; re-exported here, where it was.
-export { ReplayError } from './errors.js';
+export { ReplayError } from '../errors.js';
 
 function message(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);

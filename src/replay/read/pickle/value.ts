@@ -47,4 +47,4 @@ export function isPickleDict(v: unknown): v is PickleDict {
 }
 
 // PickleError lives in replay's errors module; re-exported here, where it was.
-export { PickleError } from '../errors.js';
+export { PickleError } from '../../errors.js';

@@ -5,7 +5,7 @@
  * trace's own recorded OOM requests. The replay CLI prints these lines and
  * the report opens with them.
  */
-import { formatBytes } from '../util/format.js';
+import { formatBytes } from '../../util/format.js';
 import type { AllocatorRun, OomVerdict, ReplayResult } from './replay.js';
 
 /** One sentence per allocator: "pytorch-native runs out of memory at event 38,706: ...". */

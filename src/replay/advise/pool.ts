@@ -8,7 +8,7 @@
  * worker neither parses nor plans, and a million-event trace costs its
  * ~40 MB once, not once per worker. Each worker then replays the jobs it is
  * sent, one at a time, and answers with the run (its per-block arrays left
- * out). The worker is advise-worker.js beside this module: in the compiled
+ * out). The worker is worker.js beside this module: in the compiled
  * package (dist/) it is there; run from the TypeScript sources (vitest) it
  * is not, and the jobs run in this thread instead, in the same order with
  * the same results (replays are deterministic; only the wall time differs).
@@ -18,10 +18,10 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { selectAllocators } from './allocators.js';
-import { type AllocatorRun, replay } from './replay.js';
-import type { MemorySnapshot } from './snapshot.js';
-import type { TracePlan } from './trace-plan.js';
+import { selectAllocators } from '../engine/allocators.js';
+import { type AllocatorRun, replay } from '../engine/replay.js';
+import type { TracePlan } from '../engine/trace-plan.js';
+import type { MemorySnapshot } from '../read/snapshot.js';
 
 /** One replay: an allocator of the registry, and the configuration string (null: the snapshot's own settings). */
 export interface ReplayJob {
@@ -95,7 +95,7 @@ export const MIN_EVENTS_FOR_WORKERS = 50_000;
 
 /** The worker's module beside this one, when it is there (compiled), else undefined. */
 function workerModule(): URL | undefined {
-  const url = new URL('./advise-worker.js', import.meta.url);
+  const url = new URL('./worker.js', import.meta.url);
   return url.protocol === 'file:' && existsSync(fileURLToPath(url)) ? url : undefined;
 }
 
