@@ -7,3 +7,28 @@
 export class ByteSizeError extends Error {
   override readonly name = 'ByteSizeError';
 }
+
+/** A device name the device table (device-specs.ts) does not know; the message names those it does. */
+export class UnknownDeviceError extends Error {
+  override readonly name = 'UnknownDeviceError';
+}
+
+/**
+ * A memory limit that cannot be read as bytes (Note [Memory limits] in
+ * memory-limit.ts): `kind` says why, so a caller can add how to fix it in
+ * its own words (the command line names its options).
+ */
+export class MemoryLimitError extends Error {
+  override readonly name = 'MemoryLimitError';
+  constructor(
+    message: string,
+    readonly kind:
+      | 'not-a-size'
+      | 'no-memory'
+      | 'ambiguous-number'
+      | 'fraction-needs-device'
+      | 'over-device' = 'not-a-size',
+  ) {
+    super(message);
+  }
+}

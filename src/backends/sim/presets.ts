@@ -1,11 +1,14 @@
 /**
  * Device models for the simulated machine: the real parts' sizes and
- * granularities, and what their drivers answer about them, in one place. The
+ * granularities, read from the device table (src/util/device-specs.ts,
+ * which the command line and replay read too), and what their drivers
+ * answer about them. The
  * front ends answer a device's queries (cuDeviceGetAttribute,
  * hipGetDeviceProperties, hipDeviceGetAttribute) from the DeviceInfo the
  * runtime reports, which a simulated device builds from its spec.
  */
 import type { DeviceInfo, PublishedFacts } from '../../core/types.js';
+import { DEVICE_SPECS, type DeviceKey } from '../../util/device-specs.js';
 import { H200_ATTRIBUTES } from './h200-attributes.js';
 
 export interface DeviceSpec {
@@ -31,43 +34,35 @@ export interface DeviceSpec {
   readonly published?: PublishedFacts;
 }
 
-const KiB = 1024;
-const MiB = 1024 * KiB;
-const GiB = 1024 * MiB;
+/** A simulated part: the device table's sizes (src/util/device-specs.ts, written once there) and its facts here. */
+function preset<F extends Pick<DeviceSpec, 'driverAttributes' | 'published'>>(
+  key: DeviceKey,
+  facts: F = {} as F,
+): DeviceSpec & F {
+  const { name, totalMemory, minimumGranularity, recommendedGranularity } = DEVICE_SPECS[key];
+  return Object.freeze({ name, totalMemory, minimumGranularity, recommendedGranularity, ...facts });
+}
 
-export const DEVICE_PRESETS = {
+/**
+ * Every device of the device table, by its key; the sizes come from there
+ * (Note [Device memory figures] says where each figure is from).
+ */
+export const DEVICE_PRESETS = Object.freeze({
+  /** NVIDIA H200: every cuDeviceGetAttribute answer as the real part gave it. */
+  H200: preset('H200', { driverAttributes: H200_ATTRIBUTES }),
+  H100: preset('H100'),
+  'A100-80GB': preset('A100-80GB'),
+  'A100-40GB': preset('A100-40GB'),
+  L40S: preset('L40S'),
   /**
-   * NVIDIA H200: cuDeviceTotalMem on driver 580 reports 150,109,880,320
-   * bytes; 2 MiB granularity; every attribute as the real part answered.
+   * AMD Instinct MI300X: the data sheet gives 304 compute units; its LLVM
+   * target is gfx942, which HIP reports as major 9, minor 4 (not read from
+   * a ROCm driver).
    */
-  H200: {
-    name: 'NVIDIA H200',
-    totalMemory: 150_109_880_320,
-    minimumGranularity: 2 * MiB,
-    recommendedGranularity: 2 * MiB,
-    driverAttributes: H200_ATTRIBUTES,
-  },
-  /**
-   * AMD Instinct MI300X: 192 GiB HBM3; ROCm reports 4 KiB minimum and 2 MiB
-   * recommended granularity. The MI300X data sheet gives 304 compute units;
-   * its LLVM target is gfx942, which HIP reports as major 9, minor 4 (not
-   * read from a ROCm driver).
-   */
-  MI300X: {
-    name: 'AMD Instinct MI300X',
-    totalMemory: 192 * GiB,
-    minimumGranularity: 4 * KiB,
-    recommendedGranularity: 2 * MiB,
-    published: { multiProcessorCount: 304, major: 9, minor: 4 },
-  },
-  /** Huawei Ascend 910B: 64 GiB HBM; ACL's granularity is 2 MiB. */
-  Ascend910B: {
-    name: 'Ascend910B',
-    totalMemory: 64 * GiB,
-    minimumGranularity: 2 * MiB,
-    recommendedGranularity: 2 * MiB,
-  },
-} as const satisfies Record<string, DeviceSpec>;
+  MI300X: preset('MI300X', { published: { multiProcessorCount: 304, major: 9, minor: 4 } }),
+  MI250X: preset('MI250X'),
+  Ascend910B: preset('Ascend910B'),
+} satisfies Record<DeviceKey, DeviceSpec>);
 
 export type DevicePreset = keyof typeof DEVICE_PRESETS;
 

@@ -84,7 +84,7 @@ describe('Machine: devices', () => {
   it('refuses more than 16 devices, no devices and unknown presets', () => {
     expect(() => createMachine({ devices: Array(17).fill('H200') })).toThrow(RangeError);
     expect(() => createMachine({ devices: [] })).toThrow(RangeError);
-    expect(() => createMachine({ devices: ['H100' as 'H200'] })).toThrow(TypeError);
+    expect(() => createMachine({ devices: ['B200' as 'H200'] })).toThrow(TypeError);
     expect(createMachine({ devices: Array(16).fill('Ascend910B') }).devices).toHaveLength(16);
   });
 });
