@@ -103,8 +103,24 @@ export interface ReplayOptions {
    * AllocConfError when PyTorch would refuse it).
    */
   readonly allocConf?: string;
+  /** The PyTorch settings themselves, over allocConf (as-recorded.ts gives those the recording shows). */
+  readonly settings?: PytorchAllocatorSettings;
   /** Bytes each allocator may reserve on each device (set_per_process_memory_fraction's cap); none by default. */
   readonly memoryLimit?: number;
+  /**
+   * A cap of each device's own, by device index, where devices had different
+   * ones (cap.ts infers one per device); a device it leaves undefined takes
+   * memoryLimit.
+   */
+  readonly deviceMemoryLimits?: readonly (number | undefined)[];
+  /**
+   * Where a trace that started mid-run begins (Note [Started mid-run]):
+   * 'recorded' (default) gives an allocator that can restore it the recorded
+   * allocator's state at the first event; 'compacted' allocates only the live
+   * blocks, packed as the allocator places them. Under other settings than
+   * the recorded ones the two bound what the unrecorded past could have left.
+   */
+  readonly start?: 'recorded' | 'compacted';
   /** Told of every allocator call replay makes, after it returns (the report's recorder). */
   readonly onStep?: (step: ReplayStep) => void;
 }
@@ -252,10 +268,11 @@ export function replay(snapshot: MemorySnapshot, options: ReplayOptions): Replay
       deviceMemory: deviceMemory(options.device ?? 'H200'),
       memoryLimit: options.memoryLimit,
     });
-  const settings = replaySettings(snapshot, options.allocConf);
+  const settings = options.settings ?? replaySettings(snapshot, options.allocConf);
   const limit = options.memoryLimit;
-  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
-    throw new ReplayError(`the memory limit must be a positive whole number of bytes, not ${limit}`);
+  for (const l of [limit, ...(options.deviceMemoryLimits ?? [])])
+    if (l !== undefined && !(Number.isSafeInteger(l) && l > 0))
+      throw new ReplayError(`the memory limit must be a positive whole number of bytes, not ${l}`);
   const total = plan.events * options.allocators.length;
   const progress = { done: 0, total, report: options.onProgress };
   const allocators = options.allocators.map((f, i) => runOne(plan, f, i, settings, options, progress));
@@ -423,7 +440,7 @@ function runDevice(
           }
         : undefined,
       placement: run.placement?.forDevice(runtime, d.device),
-      memoryLimit: options.memoryLimit,
+      memoryLimit: options.deviceMemoryLimits?.[d.device] ?? options.memoryLimit,
     },
     run.settings,
   );
@@ -502,7 +519,9 @@ function runDevice(
     // live blocks it does not hold (or all, for one without restore) are allocated as before.
     const start = d.startState;
     const restored =
-      start.segments.length > 0 && allocator.restore !== undefined ? allocator.restore(start) : undefined;
+      start.segments.length > 0 && allocator.restore !== undefined && options.start !== 'compacted'
+        ? allocator.restore(start)
+        : undefined;
     if (restored !== undefined) {
       startRestored = true;
       let j = 0;

@@ -336,6 +336,30 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
   };
 }
 
+/**
+ * The plan with empty_cache() placed by what is known of the recorded cap
+ * (cap.ts) instead of by how full the device was: every run of segment
+ * frees is taken for empty_cache() except those that began at one of the
+ * device's `retries` (an OOM retry, N6 g/h, which the allocator replayed
+ * makes itself when it meets its cap). The plan's other parts are shared.
+ */
+export function withRetries(
+  snapshot: MemorySnapshot,
+  plan: TracePlan,
+  retries: (device: number) => ReadonlySet<number>,
+): TracePlan {
+  const devices = plan.devices.map((d) => {
+    const isRetry = retries(d.device);
+    const beforePrivate = beforePrivateRequest(snapshot, d.trace, d.blockOf, d.privatePools);
+    const all = inferEmptyCache(d.trace, snapshot, Number.POSITIVE_INFINITY, beforePrivate);
+    // A request under a capture releases nothing on its OOM path (P8): a run before one is empty_cache().
+    const emptyCacheBefore = all.filter((i) => !isRetry.has(i) || beforePrivate(i));
+    const counts = { ...d.counts, inferredEmptyCaches: emptyCacheBefore.length };
+    return { ...d, emptyCacheBefore, counts };
+  });
+  return { ...plan, devices };
+}
+
 /** The first event of each run of segment frees that empty_cache() explains (Note [Inferred empty_cache]). */
 function inferEmptyCache(
   trace: DeviceTrace,

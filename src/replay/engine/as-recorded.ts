@@ -1,0 +1,348 @@
+/**
+ * The recording reproduced: before any what-if, replay the snapshot through
+ * PyTorch's allocator as the recording ran it (its settings, its cap) and
+ * compare with what the recording itself says it did. Every answer starts
+ * here, because an answer about other settings is only as good as the
+ * model's answer about these.
+ *
+ * Note [As recorded]: the settings are the snapshot's allocator_settings;
+ * a snapshot without them (older PyTorch) ran with the defaults, except
+ * that segment_map events mean expandable segments were on. The cap is the
+ * interval the trace allows (cap.ts, Note [The recorded cap]): the run is
+ * replayed at the top of it (or with no cap where the trace shows none) and,
+ * when there is an interval, at its bottom too, since any cap inside is
+ * what the recording may have had. A device is reproduced when, at each
+ * cap tried:
+ *  - its peak reserved bytes equal the recording's (its own segment events,
+ *    from the start state's bytes);
+ *  - its segment events agree with the recorded ones in order, action and
+ *    size (fidelity.ts);
+ *  - each recorded oom fails at its request and no other request fails.
+ * Where it differs, the first difference says where and by how much.
+ */
+import {
+  DEFAULT_PYTORCH_SETTINGS,
+  type PytorchAllocatorSettings,
+  settingsFromSnapshot,
+} from '../../alloc/pytorch/settings.js';
+import { formatBytes } from '../../util/format.js';
+import { Action, type MemorySnapshot } from '../read/snapshot.js';
+import { ALLOCATOR_REGISTRY, type AllocatorFactory } from './allocators.js';
+import { type DeviceCap, inferDeviceCap, retriesUnder } from './cap.js';
+import { compareWithTrace } from './fidelity.js';
+import { recordedReserved } from './recorded.js';
+import { type AllocatorRun, type DeviceRun, type OomVerdict, type ReplayOptions, replay } from './replay.js';
+import { type DevicePlan, type TracePlan, withRetries } from './trace-plan.js';
+
+/** Where the settings replayed as recorded came from. */
+export type RecordedSettingsSource = 'allocator_settings' | 'segment_map events' | 'defaults';
+
+/** One recorded oom, and whether the replay as recorded failed it too. */
+export interface RecordedOomCheck {
+  readonly event: number;
+  readonly bytes: number;
+  readonly reproduced: boolean;
+}
+
+export interface AsRecordedDevice {
+  readonly device: number;
+  readonly reproduced: boolean;
+  /** The recording's peak reserved bytes (its segment events, from the start state's bytes). */
+  readonly recordedPeakBytes: number;
+  /** The replay's, at the top of the cap's interval (or with no cap). */
+  readonly replayedPeakBytes: number;
+  /** The cap's interval and what bounds it. */
+  readonly cap: DeviceCap;
+  readonly recordedOoms: readonly RecordedOomCheck[];
+  /** A request the replay failed that the recording served (the first), or null. */
+  readonly unexpectedOom: OomVerdict | null;
+  readonly segmentEvents: { readonly recorded: number; readonly replayed: number; readonly matched: number };
+  /** Each way the replay differs from the recording, in words; empty when reproduced. */
+  readonly differences: readonly string[];
+}
+
+export interface AsRecorded {
+  readonly reproduced: boolean;
+  /** The settings replayed and where they came from (Note [As recorded]). */
+  readonly settings: PytorchAllocatorSettings;
+  readonly settingsSource: RecordedSettingsSource;
+  /** The plan the recording was replayed with (empty_cache() placed for no cap, or the top of the interval). */
+  readonly plan: TracePlan;
+  /** Whether a recorded oom bounds the cap on any device. */
+  readonly capped: boolean;
+  readonly devices: readonly AsRecordedDevice[];
+  /** Replays this took. */
+  readonly replays: number;
+}
+
+export type AsRecordedOptions = Pick<ReplayOptions, 'device' | 'costs' | 'backend' | 'cuda'> & {
+  /** The snapshot's plan (planReplay); its empty_cache() calls are placed anew for each cap. */
+  readonly plan: TracePlan;
+};
+
+/** Page size of every cap decision: segments and mappings are whole 2 MiB pages, so caps differ only by them. */
+const PAGE = 2 * 1024 * 1024;
+
+/** Replay `snapshot` as it was recorded and compare with the recording (Note [As recorded]). */
+export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecordedOptions): AsRecorded {
+  const { settings, source } = recordedSettings(snapshot, options.plan);
+  let caps = options.plan.devices.map((d) => inferDeviceCap(d, settings));
+  const pytorch = ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory;
+  let replays = 0;
+  const at = (limits: readonly (number | undefined)[]) => {
+    replays++;
+    const plan = planUnder(snapshot, options.plan, caps, limits);
+    const run = replay(snapshot, {
+      ...options,
+      allocators: [pytorch],
+      plan,
+      settings,
+      keepEvents: true,
+      deviceMemoryLimits: limits,
+    }).allocators[0];
+    return { plan, run };
+  };
+  const byDevice = (f: (c: DeviceCap) => number | undefined) => {
+    const out: (number | undefined)[] = [];
+    for (const c of caps) out[c.device] = f(c);
+    return out;
+  };
+  let top = at(byDevice((c) => (Number.isFinite(c.highBytes) ? c.highBytes : undefined)));
+  // No oom bounds the cap, yet the run needs one: its retries or collections tell the cap to try.
+  const hinted = caps.filter(
+    (c) => !Number.isFinite(c.highBytes) && Number.isFinite(c.hintHighBytes) && !reproducedBy(top, c),
+  );
+  if (hinted.length > 0) {
+    caps = caps.map((c) => (hinted.includes(c) ? { ...c, highBytes: c.hintHighBytes } : c));
+    top = at(byDevice((c) => (Number.isFinite(c.highBytes) ? c.highBytes : undefined)));
+  }
+  const capped = caps.some((c) => Number.isFinite(c.highBytes));
+  const found = capped ? searchCaps(caps, top, at) : new Map<number, { low: number; high: number }>();
+  const bottom = capped
+    ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.low : undefined)))
+    : undefined;
+  const final = capped
+    ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.high : undefined)))
+    : top;
+
+  const devices: AsRecordedDevice[] = [];
+  for (const c of caps) {
+    const runTop = final.run.devices.find((r) => r.device === c.device);
+    if (runTop === undefined) continue; // a device slot with nothing to replay
+    const range = found.get(c.device);
+    const cap = { ...c, lowBytes: range?.low ?? c.lowBytes, highBytes: range?.high ?? c.highBytes };
+    const bounded = Number.isFinite(cap.highBytes);
+    const d = top.plan.devices[c.device];
+    const differences = differencesOf(
+      top.plan,
+      cap.device,
+      runTop,
+      cap.peakBytes,
+      bounded ? ' at the top of the cap' : '',
+    );
+    const runBottom = bottom?.run.devices.find((r) => r.device === c.device);
+    if (runBottom !== undefined && bounded && bottom !== undefined)
+      for (const x of differencesOf(
+        bottom.plan,
+        cap.device,
+        runBottom,
+        cap.peakBytes,
+        ' at the bottom of the cap',
+      ))
+        differences.push(x);
+    if (final.run.error !== undefined) differences.push(`the replay failed: ${final.run.error}`);
+    if (cap.highBytes < cap.peakBytes && !cap.deviceFull)
+      differences.push(
+        `the recording's own events disagree on its cap: it reserved ${cap.peakBytes} bytes, yet a request failed under ${cap.highBytes + 1}`,
+      );
+    const f = compareWithTrace(d, runTop);
+    devices.push({
+      device: cap.device,
+      reproduced: differences.length === 0,
+      recordedPeakBytes: recordedReserved(d, d.startState.reservedBytes).peakBytes,
+      replayedPeakBytes: runTop.peakReservedBytes,
+      cap,
+      recordedOoms: runTop.recordedOoms.map((o) => ({
+        event: o.event,
+        bytes: o.bytes,
+        reproduced: !o.served,
+      })),
+      unexpectedOom: runTop.firstOom !== null && !runTop.firstOom.recorded ? runTop.firstOom : null,
+      segmentEvents: {
+        recorded: f.segmentEventsRecorded,
+        replayed: f.segmentEventsReplayed,
+        matched: f.segmentEventsMatched,
+      },
+      differences,
+    });
+  }
+  return {
+    reproduced: devices.every((d) => d.reproduced),
+    settings,
+    settingsSource: source,
+    plan: final.plan,
+    capped,
+    devices,
+    replays,
+  };
+}
+
+/**
+ * The plan for a replay under `limits` (per device; undefined: no cap): the
+ * runs of segment frees that were retries under that cap are not
+ * empty_cache() calls (Note [The recorded cap]).
+ */
+export function planUnder(
+  snapshot: MemorySnapshot,
+  plan: TracePlan,
+  caps: readonly DeviceCap[],
+  limits: readonly (number | undefined)[],
+): TracePlan {
+  const none = new Set<number>();
+  return withRetries(snapshot, plan, (device) => {
+    const cap = caps.find((c) => c.device === device);
+    return cap === undefined ? none : retriesUnder(cap, limits[device]);
+  });
+}
+
+type Replayed = { plan: TracePlan; run: AllocatorRun };
+
+/** Whether a replay reproduced one device's recording. */
+function reproducedBy(r: Replayed, c: DeviceCap): boolean {
+  const d = r.run.devices.find((x) => x.device === c.device);
+  return d !== undefined && differencesOf(r.plan, c.device, d, c.peakBytes, '').length === 0;
+}
+
+/**
+ * Note [Searching the cap]: the caps under which the model reproduces the
+ * recording are taken to be one interval per device (a larger cap only
+ * lets more requests through). cap.ts gives its likely ends: the peak, and
+ * the last cap under which the recorded oom still fails. Both are checked
+ * with the model, because the trace alone cannot always place them: an
+ * expandable segment checks alloc_size against the cap but maps only the
+ * pages it lacks, so the smallest cap may lie above or below the peak; and
+ * a run of segment frees that max_split_size's partial release made (N6 g)
+ * is a retry, not empty_cache(), so caps above its retryBelowBytes do not
+ * reproduce. Where an end does not reproduce, halving between a cap that
+ * does and one that does not finds it to the page, all devices at once.
+ * The floor is the peak less the largest single growth: below it the
+ * growth that made the peak would have failed.
+ */
+function searchCaps(
+  caps: readonly DeviceCap[],
+  top: Replayed,
+  at: (limits: readonly (number | undefined)[]) => Replayed,
+): Map<number, { low: number; high: number }> {
+  const bounded = caps.filter((c) => Number.isFinite(c.highBytes));
+  const ok = reproducedBy;
+  /** One replay with each listed device at its cap (the others at their top); which of them reproduced. */
+  const probe = (limitOf: Map<number, number>): Map<number, boolean> => {
+    const limits: (number | undefined)[] = [];
+    for (const c of caps) limits[c.device] = Number.isFinite(c.highBytes) ? c.highBytes : undefined;
+    for (const [device, l] of limitOf) limits[device] = l;
+    const r = at(limits);
+    return new Map(bounded.filter((c) => limitOf.has(c.device)).map((c) => [c.device, ok(r, c)]));
+  };
+  /** Halve each bracket until its good and bad caps are a page apart; the good ones. */
+  const halve = (brackets: Map<number, { good: number; bad: number }>): Map<number, number> => {
+    for (;;) {
+      const mids = new Map<number, number>();
+      for (const [device, b] of brackets) {
+        const pages = Math.floor(Math.abs(b.good - b.bad) / PAGE);
+        if (pages > 1) mids.set(device, Math.min(b.good, b.bad) + Math.floor(pages / 2) * PAGE);
+      }
+      if (mids.size === 0) break;
+      for (const [device, good] of probe(mids)) {
+        const b = brackets.get(device) as { good: number; bad: number };
+        if (good) b.good = mids.get(device) as number;
+        else b.bad = mids.get(device) as number;
+      }
+    }
+    return new Map([...brackets].map(([device, b]) => [device, b.good]));
+  };
+
+  const out = new Map<number, { low: number; high: number }>();
+  for (const c of bounded) out.set(c.device, { low: c.lowBytes, high: c.highBytes });
+  // The top: where it fails, the largest cap that reproduces lies between the peak and it.
+  const topFails = bounded.filter((c) => !ok(top, c));
+  if (topFails.length > 0) {
+    const atPeak = probe(new Map(topFails.map((c) => [c.device, c.peakBytes])));
+    const brackets = new Map(
+      topFails
+        .filter((c) => atPeak.get(c.device))
+        .map((c) => [c.device, { good: c.peakBytes, bad: c.highBytes }]),
+    );
+    for (const [device, high] of halve(brackets)) (out.get(device) as { high: number }).high = high;
+  }
+  // The bottom, from a cap known to reproduce.
+  const good = bounded.filter((c) => ok(top, c) || (out.get(c.device)?.high ?? 0) < c.highBytes);
+  if (good.length > 0) {
+    const below = probe(new Map(good.map((c) => [c.device, c.peakBytes - PAGE])));
+    const atPeak = probe(new Map(good.map((c) => [c.device, c.peakBytes])));
+    const brackets = new Map<number, { good: number; bad: number }>();
+    for (const c of good) {
+      const range = out.get(c.device) as { low: number; high: number };
+      if (below.get(c.device))
+        brackets.set(c.device, { good: c.peakBytes - PAGE, bad: floorOf(c, top.plan) });
+      else if (!atPeak.get(c.device)) brackets.set(c.device, { good: range.high, bad: c.peakBytes });
+      else range.low = c.peakBytes;
+    }
+    for (const [device, low] of halve(brackets)) (out.get(device) as { low: number }).low = low;
+  }
+  return out;
+}
+
+/** The least cap worth trying: the peak less the largest growth (Note [Searching the cap]). */
+function floorOf(c: DeviceCap, plan: TracePlan): number {
+  return Math.max(0, c.peakBytes - largestGrowth(plan.devices[c.device]) - PAGE);
+}
+
+/** The largest single segment_alloc or segment_map of a device's trace. */
+function largestGrowth(d: DevicePlan): number {
+  const { action, size } = d.trace;
+  let most = 0;
+  for (let i = 0; i < d.trace.length; i++)
+    if ((action[i] === Action.segment_alloc || action[i] === Action.segment_map) && size[i] > most)
+      most = size[i];
+  return most;
+}
+
+/** The settings the recording ran with (Note [As recorded]). */
+export function recordedSettings(
+  snapshot: MemorySnapshot,
+  plan: TracePlan,
+): { settings: PytorchAllocatorSettings; source: RecordedSettingsSource } {
+  if (snapshot.allocatorSettings !== undefined && snapshot.allocatorSettings !== null)
+    return { settings: settingsFromSnapshot(snapshot.allocatorSettings), source: 'allocator_settings' };
+  const mapped = plan.devices.some(
+    (d) => d.counts.segmentMap > 0 || d.startState.segments.some((s) => s.mapped !== undefined),
+  );
+  return mapped
+    ? { settings: { ...DEFAULT_PYTORCH_SETTINGS, expandableSegments: true }, source: 'segment_map events' }
+    : { settings: DEFAULT_PYTORCH_SETTINGS, source: 'defaults' };
+}
+
+/** How one replay of one device differs from the recording, in words (empty: reproduced). */
+function differencesOf(
+  plan: TracePlan,
+  device: number,
+  run: DeviceRun,
+  recordedPeakBytes: number,
+  qualifier: string,
+): string[] {
+  const out: string[] = [];
+  if (run.peakReservedBytes !== recordedPeakBytes)
+    out.push(
+      `peak reserved ${formatBytes(run.peakReservedBytes)} where the recording reserved ${formatBytes(recordedPeakBytes)}${qualifier}`,
+    );
+  for (const o of run.recordedOoms)
+    if (o.served)
+      out.push(`the recorded OOM at event ${o.event} (${formatBytes(o.bytes)}) succeeded${qualifier}`);
+  if (run.firstOom !== null && !run.firstOom.recorded)
+    out.push(
+      `a request of ${formatBytes(run.firstOom.bytes)} at event ${run.firstOom.event} ran out of memory, where the recording served it${qualifier}`,
+    );
+  const f = compareWithTrace(plan.devices[device], run);
+  if (f.firstDifference?.kind === 'segment') out.push(`${f.firstDifference.message}${qualifier}`);
+  return out;
+}

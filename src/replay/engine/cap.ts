@@ -1,0 +1,191 @@
+/**
+ * The cap a recorded run had, read from its own trace. A snapshot does not
+ * say what set_per_process_memory_fraction was, nor how much of the device
+ * other processes held, but its events bound the cap from both sides.
+ *
+ * Note [The recorded cap]: PyTorch's malloc checks a new segment's
+ * alloc_size against the cap before it asks the driver (N6 f, Note [Memory
+ * limit]): it fails when reserved + alloc_size > cap. On failure it frees
+ * cached segments and tries again (N6 g, h), and records `oom` if that
+ * fails too. So, per device:
+ *
+ *  - below: every segment the run got fitted, so the cap is at least about
+ *    the most it ever reserved (the trace's running peak, from the start
+ *    state's bytes). Expandable segments may map a little past the cap (the
+ *    check is on alloc_size, the mapping on pages), so as-recorded.ts looks
+ *    below the peak with the model itself;
+ *  - above: at a recorded `oom` the request failed with R reserved after
+ *    the release, so cap < R + alloc_size.
+ *
+ * A run of segment frees followed directly by a new segment is either a
+ * retry (N6 g/h: the first try failed, so cap < R + alloc_size with R
+ * reserved before the frees) or an empty_cache() the program called just
+ * before a request that needed a segment. The trace cannot tell them
+ * apart; the cap can: under a cap below R + alloc_size it was a retry,
+ * under any other an empty_cache() (Note [Inferred empty_cache]). So each
+ * such run carries the cap below which it was a retry (`retryBelowBytes`),
+ * and a replay under a cap places empty_cache() by it (`retriesUnder`).
+ * A run directly before an `oom` is always that OOM's own release.
+ *
+ * An `oom` whose device_free is below the alloc_size means the device
+ * itself was full (no fraction needed): the cap was this process's
+ * reserved bytes plus what the driver had left, which other processes and
+ * the CUDA context shared, so it is an interval all the same.
+ */
+import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
+import { allocationSize, roundSize } from '../../alloc/pytorch/sizes.js';
+import { Action } from '../read/snapshot.js';
+import type { DevicePlan } from './trace-plan.js';
+
+/** A recorded oom: the request failed under the cap. */
+export interface OomEvidence {
+  /** The oom event. */
+  readonly event: number;
+  /** The rounded request (the oom's size). */
+  readonly requestBytes: number;
+  /** The segment bytes it needed (alloc_size, N4). */
+  readonly needBytes: number;
+  /** Reserved when it failed (after the release). */
+  readonly reservedBytes: number;
+  /** The oom's device_free (what the driver had left); null when the trace lacks it. */
+  readonly deviceFreeBytes: number | null;
+}
+
+/** A run of segment frees followed by a new segment or an oom: a retry under a cap below retryBelowBytes. */
+export interface FreeRun {
+  /** Its first segment free. */
+  readonly event: number;
+  /** Reserved before it. */
+  readonly reservedBytes: number;
+  /** A retry under any cap below this (Infinity: before an oom, always a retry). */
+  readonly retryBelowBytes: number;
+  /** Under garbage collection (N10), the cap below which these frees could be its work; 0 without it. */
+  readonly collectBelowBytes: number;
+}
+
+export interface DeviceCap {
+  readonly device: number;
+  /** The recorded allocator's peak reserved bytes (its own segment events). */
+  readonly peakBytes: number;
+  /** The smallest cap the trace allows, from its events alone (the peak; as-recorded.ts refines it). */
+  readonly lowBytes: number;
+  /** The largest cap the trace allows (inclusive); Infinity when no oom bounds it. */
+  readonly highBytes: number;
+  /**
+   * Where no oom bounds the cap: the largest cap under which every run of
+   * segment frees was a retry or garbage collection's (Infinity: none), the
+   * cap to try when the run does not reproduce without one.
+   */
+  readonly hintHighBytes: number;
+  readonly ooms: readonly OomEvidence[];
+  /** Runs of segment frees that were retries under some caps (Note [The recorded cap]). */
+  readonly runs: readonly FreeRun[];
+  /** An oom found the device itself with less free than the request needed. */
+  readonly deviceFull: boolean;
+}
+
+/** The cap's interval on one device, from its trace alone (Note [The recorded cap]). */
+export function inferDeviceCap(d: DevicePlan, settings: PytorchAllocatorSettings): DeviceCap {
+  const { action, size, addr } = d.trace;
+  const n = d.trace.length;
+  const divisions = settings.roundupPower2Divisions;
+  const anyDivisions = divisions.some((x) => x > 1);
+  const need = (request: number) => allocationSize(roundSize(request, divisions, anyDivisions));
+  // N10: collection runs, under a cap, when reserved passes threshold * cap before a new segment.
+  const threshold = settings.garbageCollectionThreshold;
+  const collects = threshold > 0;
+
+  let held = d.startState.reservedBytes;
+  let peak = held;
+  let high = Number.POSITIVE_INFINITY;
+  let deviceFull = false;
+  const ooms: OomEvidence[] = [];
+  const runs: FreeRun[] = [];
+  let runStart = -1;
+  let heldBeforeRun = 0;
+  for (let i = 0; i < n; i++) {
+    const a = action[i];
+    const frees = a === Action.segment_free || a === Action.segment_unmap;
+    if (frees) {
+      if (runStart < 0) {
+        runStart = i;
+        heldBeforeRun = held;
+      }
+      held -= size[i];
+      continue;
+    }
+    const ranBefore = runStart;
+    runStart = -1;
+    if (a === Action.segment_alloc || a === Action.segment_map) {
+      held += size[i];
+      if (held > peak) peak = held;
+      if (ranBefore >= 0) {
+        const request = nextRequest(d, i);
+        // A native segment is exactly the alloc_size; an expandable mapping is only the pages it lacked.
+        const needBytes =
+          a === Action.segment_alloc ? size[i] : request === undefined ? size[i] : need(request);
+        runs.push({
+          event: ranBefore,
+          reservedBytes: heldBeforeRun,
+          retryBelowBytes: heldBeforeRun + needBytes,
+          collectBelowBytes: collects ? Math.ceil(heldBeforeRun / threshold) : 0,
+        });
+      }
+    } else if (a === Action.oom) {
+      const needBytes = allocationSize(size[i]);
+      const free = addr[i];
+      if (ranBefore >= 0)
+        runs.push({
+          event: ranBefore,
+          reservedBytes: heldBeforeRun,
+          retryBelowBytes: Number.POSITIVE_INFINITY,
+          collectBelowBytes: 0,
+        });
+      ooms.push({
+        event: i,
+        requestBytes: size[i],
+        needBytes,
+        reservedBytes: held,
+        deviceFreeBytes: Number.isFinite(free) ? free : null,
+      });
+      high = Math.min(high, held + needBytes - 1);
+      if (Number.isFinite(free) && free < needBytes) deviceFull = true;
+    }
+  }
+  // A run is a retry or a collection only under caps below what it needed; the least of those above the peak.
+  let hint = Number.POSITIVE_INFINITY;
+  for (const r of runs) {
+    const below = Math.max(r.retryBelowBytes, r.collectBelowBytes);
+    if (below > peak) hint = Math.min(hint, below - 1);
+  }
+  return {
+    device: d.device,
+    peakBytes: peak,
+    lowBytes: peak,
+    highBytes: high,
+    hintHighBytes: hint,
+    ooms,
+    runs,
+    deviceFull,
+  };
+}
+
+/** The runs of segment frees that were retries under `cap` (undefined: no cap; only an oom's own release). */
+export function retriesUnder(cap: DeviceCap, limit: number | undefined): Set<number> {
+  const out = new Set<number>();
+  for (const r of cap.runs) if (r.retryBelowBytes > (limit ?? Number.MAX_VALUE)) out.add(r.event);
+  return out;
+}
+/** The request a new segment at event `i` was made for: the next alloc (a few events on, at most). */
+function nextRequest(d: DevicePlan, i: number): number | undefined {
+  const { action, size } = d.trace;
+  const end = Math.min(d.trace.length, i + 64);
+  for (let j = i + 1; j < end; j++) {
+    const a = action[j];
+    if (a === Action.alloc) return size[j];
+    // Another segment event or a free first: the segment is not one request's (expandable growth maps in steps).
+    if (a === Action.free_completed || a === Action.segment_free || a === Action.segment_unmap)
+      return undefined;
+  }
+  return undefined;
+}
