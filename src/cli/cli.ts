@@ -17,17 +17,26 @@
  */
 
 import { Tracer, traceToJson } from '../core/trace.js';
-import { ADVISE_USAGE, adviseCommand } from './advise.js';
-import { parseOptions, UsageError, usageLine } from './arguments.js';
+import { adviseCommand } from './advise.js';
+import { type CommandSpec, helpOf, parseCommand, UsageError, usageLine, usageOf } from './arguments.js';
+import {
+  ADVISE_SPEC,
+  DEMO_SPEC,
+  INSPECT_SPEC,
+  MAP_SPEC,
+  REPLAY_SPEC,
+  REPORT_SPEC,
+  TRACE_SPEC,
+} from './command-specs.js';
 import { aclDemo } from './demos/acl.js';
 import { cudaDemo } from './demos/cuda.js';
 import { hipDemo } from './demos/hip.js';
-import { INSPECT_USAGE, inspectCommand } from './inspect.js';
-import { MAP_USAGE, mapCommand } from './map.js';
+import { inspectCommand } from './inspect.js';
+import { mapCommand } from './map.js';
 import { packageVersion } from './package-files.js';
-import { REPLAY_USAGE, replayCommand } from './replay.js';
-import { REPORT_USAGE, reportCommand } from './report.js';
-import { printTree, TRACE_USAGE, traceCommand } from './trace.js';
+import { replayCommand } from './replay.js';
+import { reportCommand } from './report.js';
+import { printTree, traceCommand } from './trace.js';
 
 const DEMOS = {
   cuda: { title: 'CUDA driver API on a simulated H200 (seed 1, section 6)', run: cudaDemo },
@@ -36,20 +45,28 @@ const DEMOS = {
 } as const;
 type Flavor = keyof typeof DEMOS;
 
-const DEMO_USAGE = 'vmmkit demo [--flavor cuda|hip|acl] [--layers vendor|generic] [--json]';
+const DEMO_USAGE = usageOf(DEMO_SPEC);
 
-/** Each subcommand's usage line, for `vmmkit COMMAND --help` and the overall usage. */
-const USAGES: Readonly<Record<string, string>> = {
-  demo: DEMO_USAGE,
-  trace: TRACE_USAGE,
-  inspect: INSPECT_USAGE,
-  replay: REPLAY_USAGE,
-  advise: ADVISE_USAGE,
-  report: REPORT_USAGE,
-  map: MAP_USAGE,
-};
+/** A command: its description (options, help, usage) and what runs it. */
+interface Command {
+  readonly spec: CommandSpec;
+  readonly run: (io: CliOutput, argv: readonly string[]) => number | Promise<number>;
+}
 
-const USAGE = `usage: ${Object.values(USAGES).join('\n       ')}`;
+/** Every command by name: the one table runCli dispatches through, and the usage and --help come from. */
+const COMMANDS: Readonly<Record<string, Command>> = Object.freeze({
+  demo: { spec: DEMO_SPEC, run: demo },
+  trace: { spec: TRACE_SPEC, run: traceCommand },
+  inspect: { spec: INSPECT_SPEC, run: inspectCommand },
+  replay: { spec: REPLAY_SPEC, run: (io, argv) => replayCommand(io, argv) },
+  advise: { spec: ADVISE_SPEC, run: adviseCommand },
+  report: { spec: REPORT_SPEC, run: (io, argv) => reportCommand(io, argv) },
+  map: { spec: MAP_SPEC, run: mapCommand },
+});
+
+const USAGE = `usage: ${Object.values(COMMANDS)
+  .map((c) => usageOf(c.spec))
+  .join('\n       ')}`;
 
 /** Where the command line writes: lines to standard output and to standard error. */
 export interface CliOutput {
@@ -82,18 +99,13 @@ function demo(io: CliOutput, argv: readonly string[]): number {
   let only: Flavor | undefined;
   let layers: 'vendor' | 'generic';
   try {
-    const { values, positionals } = parseOptions(argv, {
-      flavor: { type: 'string' },
-      layers: { type: 'string' },
-      json: { type: 'boolean' },
-    });
+    const { values } = parseCommand(DEMO_SPEC, argv);
     const flavor = values.flavor;
     const asked = values.layers ?? 'vendor';
     if (flavor !== undefined && !Object.hasOwn(DEMOS, flavor))
       throw new UsageError(`unknown flavor '${flavor}' (cuda, hip or acl)`);
     if (asked !== 'generic' && asked !== 'vendor')
       throw new UsageError(`--layers is generic or vendor, not '${asked}'`);
-    if (positionals.length > 0) throw new UsageError(`demo takes no file, not '${positionals[0]}'`);
     json = values.json === true;
     only = flavor as Flavor | undefined;
     layers = asked;
@@ -140,19 +152,16 @@ export async function runCli(argv: readonly string[], io: CliOutput = CONSOLE): 
     io.out(USAGE);
     return 0;
   }
-  if (Object.hasOwn(USAGES, command) && (args.includes('--help') || args.includes('-h'))) {
-    io.out(`usage: ${USAGES[command]}`);
+  const found = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (found === undefined) {
+    io.err(
+      `vmmkit: unknown command '${command}' (usage: vmmkit ${Object.keys(COMMANDS).join('|')} ..., and vmmkit COMMAND --help)`,
+    );
+    return 2;
+  }
+  if (args.includes('--help') || args.includes('-h')) {
+    for (const line of helpOf(found.spec)) io.out(line);
     return 0;
   }
-  if (command === 'demo') return demo(io, args);
-  if (command === 'trace') return traceCommand(io, args);
-  if (command === 'replay') return replayCommand(io, args);
-  if (command === 'report') return reportCommand(io, args);
-  if (command === 'map') return mapCommand(io, args);
-  if (command === 'inspect') return inspectCommand(io, args);
-  if (command === 'advise') return adviseCommand(io, args);
-  io.err(
-    `vmmkit: unknown command '${command}' (usage: vmmkit ${Object.keys(USAGES).join('|')} ..., and vmmkit COMMAND --help)`,
-  );
-  return 2;
+  return found.run(io, args);
 }

@@ -13,11 +13,12 @@ import type { RuntimeDescription } from '../core/runtime.js';
 import { Tracer } from '../core/trace.js';
 import { hex } from '../flavors/common/layers.js';
 import { formatState } from '../flavors/inspect.js';
-import { parseOptions, UsageError, usageLine } from './arguments.js';
+import { parseCommand, UsageError, usageLine, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { INSPECT_SPEC } from './command-specs.js';
 import { runScript, ScriptError } from './script.js';
 
-export const INSPECT_USAGE = 'vmmkit inspect <script.mjs> [--at NAME] [--json]';
+export const INSPECT_USAGE = usageOf(INSPECT_SPEC);
 
 /** One process as `inspect` shows it. */
 export interface Inspection {
@@ -32,15 +33,10 @@ export async function inspectCommand(io: CliOutput, argv: readonly string[]): Pr
   let at: string | undefined;
   let script: string;
   try {
-    const { values, positionals } = parseOptions(argv, {
-      json: { type: 'boolean' },
-      at: { type: 'string' },
-    });
-    if (positionals.length !== 1)
-      throw new UsageError(positionals.length === 0 ? 'no script given' : 'give one script');
+    const { values, operands } = parseCommand(INSPECT_SPEC, argv);
     json = values.json === true;
     at = values.at;
-    script = positionals[0];
+    script = operands[0];
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(usageLine('inspect', e.message, INSPECT_USAGE));

@@ -16,27 +16,24 @@
  */
 import { Tracer } from '../core/trace.js';
 import { type MapCapture, renderMapPage, renderMapSvg } from '../report/map-page.js';
-import { parseOptions, UsageError } from './arguments.js';
+import { parseCommand, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
+import { MAP_SPEC } from './command-specs.js';
 import { checkOutName, checkWritable, writeOut } from './output-files.js';
 import { runScript } from './script.js';
 
-export const MAP_USAGE = 'vmmkit map <script.mjs> [--out map.html|map.svg] [--at NAME]';
+export const MAP_USAGE = usageOf(MAP_SPEC);
 
 /** Run `vmmkit map`; returns the exit code. */
 export function mapCommand(io: CliOutput, argv: readonly string[]): Promise<number> {
-  return runCommand(io, 'map', MAP_USAGE, () => run(io, [...argv]));
+  return runCommand(io, 'map', MAP_USAGE, () => run(io, argv));
 }
 
-async function run(io: CliOutput, argv: string[]): Promise<number> {
-  const { values, positionals: args } = parseOptions(argv, {
-    out: { type: 'string' },
-    at: { type: 'string' },
-  });
+async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
+  const { values, operands: args } = parseCommand(MAP_SPEC, argv);
   const out = values.out ?? 'map.html';
   const at = values.at;
-  if (args.length !== 1) throw new UsageError(args.length === 0 ? 'no script given' : 'give one script');
   const svg =
     checkOutName(out, ['.html', '.htm', '.svg'], 'a map is an HTML page or an SVG picture') === '.svg';
   checkWritable(out);

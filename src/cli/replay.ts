@@ -29,36 +29,34 @@
  */
 
 import { basename, join } from 'node:path';
-import { AllocConfError, parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
 import { recordedConfProblem } from '../alloc/pytorch/settings.js';
 import {
   ALLOCATOR_REGISTRY,
   type AllocatorFactory,
   type AllocatorRegistry,
-  DEFAULT_ALLOCATORS,
-  selectAllocators,
-  UnknownAllocatorError,
 } from '../replay/engine/allocators.js';
+import type { AsRecorded } from '../replay/engine/as-recorded.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import { exportRun } from '../replay/engine/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/engine/fidelity.js';
 import { recordedReserved } from '../replay/engine/recorded.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
-import { recordedOomLines, verdictLines } from '../replay/engine/verdict.js';
+import { answerLines, asRecordedLines, capLines, recordedOomLines } from '../replay/engine/verdict.js';
+import { answerWhatIf, type WhatIfAnswer } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
-import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
-import { flag, onlyArgument, option, UsageError } from './arguments.js';
+import { parseCommand, UsageError, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
+import { REPLAY_SPEC } from './command-specs.js';
 import { CommandError } from './errors.js';
 import { checkWritableFolder, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
+import { readWhatIf } from './what-if.js';
 
-export const REPLAY_USAGE =
-  'vmmkit replay <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE] [--backend sim|cuda] [--json] [--costs FILE] [--fidelity] [--stop-at-oom] [--no-empty-cache] [--sim-addresses] [--export DIR]';
+export const REPLAY_USAGE = usageOf(REPLAY_SPEC);
 
 export interface ReplayCliOptions {
   /** The allocators by name (default: DEFAULT_ALLOCATORS). */
@@ -73,37 +71,42 @@ export function replayCommand(
   argv: readonly string[],
   options: ReplayCliOptions = {},
 ): Promise<number> {
-  return runCommand(io, 'replay', REPLAY_USAGE, () => run(io, [...argv], options));
+  return runCommand(io, 'replay', REPLAY_USAGE, () => run(io, argv, options));
 }
 
-async function run(io: CliOutput, args: string[], options: ReplayCliOptions): Promise<number> {
-  const json = flag(args, '--json');
-  const fidelity = flag(args, '--fidelity');
-  const stopAtOom = flag(args, '--stop-at-oom');
-  const inferEmptyCache = !flag(args, '--no-empty-cache');
-  const recordedAddresses = !flag(args, '--sim-addresses');
-  const backend = option(args, '--backend') ?? 'sim';
+async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOptions): Promise<number> {
+  const { values, operands: args } = parseCommand(REPLAY_SPEC, argv);
+  const json = values.json === true;
+  const fidelity = values.fidelity === true;
+  const stopAtOom = values['stop-at-oom'] === true;
+  const inferEmptyCache = values['no-empty-cache'] !== true;
+  const recordedAddresses = values['sim-addresses'] !== true;
+  const backend = values.backend ?? 'sim';
   if (backend !== 'sim' && backend !== 'cuda')
     throw new UsageError(`unknown backend '${backend}' (sim or cuda)`);
-  const names: string[] = [];
-  for (let name = option(args, '--allocator'); name !== undefined; name = option(args, '--allocator'))
-    names.push(name);
-  const costsPath = option(args, '--costs');
-  const exportDir = option(args, '--export');
-  const allocConf = option(args, '--alloc-conf');
-  const limitText = option(args, '--memory-limit');
-  onlyArgument(args, 'snapshot file');
-  const { allocators, memoryLimit } = whatIf(names, allocConf, limitText, options.registry);
+  const costsPath = values.costs;
+  const exportDir = values.export;
+  const { allocators, allocConf, memoryLimit, device } = readWhatIf(
+    {
+      allocators: values.allocator,
+      allocConf: values['alloc-conf'],
+      memoryLimit: values['memory-limit'],
+      device: values.device,
+      deviceMemory: values['device-memory'],
+    },
+    options.registry,
+  );
 
   if (exportDir !== undefined) checkWritableFolder(exportDir);
   const costs = findCosts(costsPath, options.defaultCosts);
   if (costs === undefined && !json)
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
   const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
-  const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit });
+  const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
-  const result = replay(snapshot, {
+  const answer = answerWhatIf(snapshot, {
     allocators,
+    device,
     backend,
     costs,
     plan,
@@ -114,9 +117,10 @@ async function run(io: CliOutput, args: string[], options: ReplayCliOptions): Pr
     memoryLimit,
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
+  const result = answer.result;
   io.progress?.(-1);
   const fidelityReports = fidelity
-    ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(plan.devices[d.device], d)))
+    ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(result.plan.devices[d.device], d)))
     : undefined;
   const confProblem = allocConf === undefined ? recordedConfProblem(snapshot.allocatorSettings) : undefined;
   if (confProblem !== undefined) io.err(`note: ${confProblem}`);
@@ -129,8 +133,8 @@ async function run(io: CliOutput, args: string[], options: ReplayCliOptions): Pr
       io.err(`note: wrote ${path}`);
     }
   }
-  if (json) io.out(JSON.stringify(toJson(result, costs, fidelityReports)));
-  else for (const line of table(result, costs, fidelityReports)) io.out(line);
+  if (json) io.out(JSON.stringify(toJson(answer, costs, fidelityReports)));
+  else for (const line of table(answer, costs, fidelityReports)) io.out(line);
   return result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
 }
 
@@ -142,10 +146,8 @@ export function loadProgress(io: CliOutput): ((read: number, total: number) => v
 }
 
 /**
- * The allocators and limit of a what-if replay: the names given (or the
- * defaults, with `pytorch` first when a configuration string is given), the
- * string checked as PyTorch checks it, the limit read with its units. Every
- * refusal is a UsageError (one line, exit 2).
+ * The allocators and limit of a what-if replay (what-if.ts reads them; this
+ * is its older shape, which advise calls). Every refusal is a UsageError.
  */
 export function whatIf(
   names: readonly string[],
@@ -153,33 +155,8 @@ export function whatIf(
   limitText: string | undefined,
   registry: AllocatorRegistry = ALLOCATOR_REGISTRY,
 ): { allocators: AllocatorFactory[]; memoryLimit: number | undefined } {
-  let allocators: AllocatorFactory[];
-  try {
-    allocators =
-      names.length === 0 && allocConf !== undefined
-        ? selectAllocators(['pytorch', ...DEFAULT_ALLOCATORS.map((a) => a.name)], registry)
-        : selectAllocators(names, registry);
-  } catch (e) {
-    throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
-  }
-  if (allocators.length === 0) throw new CommandError('no allocators are registered');
-  if (allocConf !== undefined) {
-    try {
-      parseAllocConf(allocConf);
-    } catch (e) {
-      throw e instanceof AllocConfError ? new UsageError(`--alloc-conf: ${e.message}`) : e;
-    }
-  }
-  let memoryLimit: number | undefined;
-  if (limitText !== undefined) {
-    try {
-      memoryLimit = parseByteSize(limitText);
-    } catch (e) {
-      throw e instanceof ByteSizeError ? new UsageError(`--memory-limit: ${e.message}`) : e;
-    }
-    if (memoryLimit <= 0) throw new UsageError(`--memory-limit: ${limitText} is no memory at all`);
-  }
-  return { allocators, memoryLimit };
+  const w = readWhatIf({ allocators: names, allocConf, memoryLimit: limitText }, registry);
+  return { allocators: w.allocators, memoryLimit: w.memoryLimit };
 }
 
 function notes(r: ReplayResult): string[] {
@@ -235,10 +212,11 @@ export function devicesUsed(plan: TracePlan): number {
 }
 
 function toJson(
-  r: ReplayResult,
+  answer: WhatIfAnswer,
   costs: CostTable | undefined,
   fidelity: FidelityReport[][] | undefined,
 ): unknown {
+  const r = answer.result;
   const p = r.plan;
   const c = (f: (d: (typeof p.devices)[number]['counts']) => number) =>
     p.devices.reduce((s, d) => s + f(d.counts), 0);
@@ -266,12 +244,25 @@ function toJson(
       recordedSegmentEvents: c((x) => x.segmentAlloc + x.segmentFree + x.segmentMap + x.segmentUnmap),
       recordedPeakReservedBytes: recordedPeak(r),
     },
+    asRecorded: asRecordedJson(answer.asRecorded),
+    cap: {
+      kind: answer.cap.kind,
+      devices: answer.cap.devices.map((d) => ({
+        device: d.device,
+        lowBytes: finite(d.lowBytes),
+        highBytes: finite(d.highBytes),
+      })),
+    },
     allocConf: r.allocConf ?? null,
     memoryLimit: r.memoryLimit ?? null,
     settings: { ...r.settings, maxSplitSize: finite(r.settings.maxSplitSize) },
     costTable: costs === undefined ? null : { ...costs.info },
     allocators: r.allocators.map((a, i) => ({
       name: a.name,
+      verdict: answer.answers[i].verdict,
+      thresholdBytes: answer.answers[i].thresholdBytes,
+      peakRangeBytes: [answer.answers[i].peakLowBytes, answer.answers[i].peakHighBytes],
+      peakExact: answer.answers[i].exact,
       peakReservedBytes: a.peakReservedBytes,
       peakAllocatedBytes: a.peakAllocatedBytes,
       ratio: a.ratio,
@@ -337,19 +328,18 @@ export function recordedPeak(r: ReplayResult): number | null {
 }
 
 function table(
-  r: ReplayResult,
+  answer: WhatIfAnswer,
   costs: CostTable | undefined,
   fidelity: FidelityReport[][] | undefined,
 ): string[] {
+  const r = answer.result;
   const p = r.plan;
   const lines = [
+    ...asRecordedLines(answer.asRecorded),
+    ...capLines(answer.cap, answer.asRecorded),
     `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r.plan)} device(s) over ${(p.durationUs / 1e6).toFixed(1)} s; peak requested ${bytes(p.peakRequestedBytes)}`,
   ];
-  const recorded = recordedPeak(r);
-  if (recorded !== null)
-    lines.push(`recorded: PyTorch reserved ${formatBytes(recorded)} at its peak (its own segment events)`);
   if (r.allocConf !== undefined) lines.push(`settings: PYTORCH_CUDA_ALLOC_CONF=${r.allocConf}`);
-  if (r.memoryLimit !== undefined) lines.push(`memory limit: ${formatBytes(r.memoryLimit)} per device`);
   if (costs !== undefined)
     lines.push(`driver costs: ${costs.info.source}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`);
   const head = [
@@ -367,9 +357,7 @@ function table(
   const fmt = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   lines.push('', fmt(head), ...rows.map(fmt));
-  const recordedOoms = recordedOomLines(r);
-  if (r.memoryLimit !== undefined || r.allocators.some((a) => a.ooms > 0) || recordedOoms.length > 0)
-    lines.push('', ...verdictLines(r), ...recordedOoms);
+  lines.push('', ...answerLines(answer), ...recordedOomLines(r));
   if (fidelity !== undefined) {
     lines.push('');
     r.allocators.forEach((a, i) => {
@@ -402,4 +390,28 @@ function row(a: AllocatorRun): string[] {
     time,
     `${(a.replayMs / 1000).toFixed(2)} s`,
   ];
+}
+
+/** The recording reproduced, per device, as the JSON carries it (Note [As recorded]). */
+export function asRecordedJson(ar: AsRecorded): unknown {
+  return {
+    reproduced: ar.reproduced,
+    settingsSource: ar.settingsSource,
+    devices: ar.devices.map((d) => ({
+      device: d.device,
+      reproduced: d.reproduced,
+      recordedPeakBytes: d.recordedPeakBytes,
+      replayedPeakBytes: d.replayedPeakBytes,
+      cap: {
+        lowBytes: d.cap.lowBytes,
+        highBytes: finite(d.cap.highBytes),
+        deviceFull: d.cap.deviceFull,
+        ooms: d.cap.ooms,
+      },
+      recordedOoms: d.recordedOoms,
+      unexpectedOom: d.unexpectedOom,
+      segmentEvents: d.segmentEvents,
+      differences: d.differences,
+    })),
+  };
 }

@@ -24,15 +24,16 @@ import { pickle } from '../replay/read/pickle/writer.js';
 import { recordReplay } from '../report/collect.js';
 import { renderReportHtml } from '../report/html.js';
 import { reportData } from '../report/report-data.js';
-import { parseOptions, UsageError } from './arguments.js';
+import { parseCommand, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
+import { REPORT_SPEC } from './command-specs.js';
 import { checkOutName, checkWritable, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
-import { checkHistory, loadProgress, whatIf } from './replay.js';
+import { checkHistory, loadProgress } from './replay.js';
+import { readWhatIf } from './what-if.js';
 
-export const REPORT_USAGE =
-  'vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--alloc-conf CONF] [--memory-limit SIZE] [--out report.html] [--costs FILE] [--title TEXT] [--export-snapshot PATH] [--no-advice]';
+export const REPORT_USAGE = usageOf(REPORT_SPEC);
 
 export interface ReportCliOptions {
   readonly registry?: AllocatorRegistry;
@@ -46,31 +47,23 @@ export function reportCommand(
   argv: readonly string[],
   options: ReportCliOptions = {},
 ): Promise<number> {
-  return runCommand(io, 'report', REPORT_USAGE, () => run(io, [...argv], options));
+  return runCommand(io, 'report', REPORT_USAGE, () => run(io, argv, options));
 }
 
-async function run(io: CliOutput, argv: string[], options: ReportCliOptions): Promise<number> {
-  const { values, positionals: args } = parseOptions(argv, {
-    allocator: { type: 'string', multiple: true },
-    out: { type: 'string' },
-    costs: { type: 'string' },
-    title: { type: 'string' },
-    'export-snapshot': { type: 'string' },
-    'alloc-conf': { type: 'string' },
-    'memory-limit': { type: 'string' },
-    'no-advice': { type: 'boolean' },
-  });
-  const names = values.allocator ?? [];
+async function run(io: CliOutput, argv: readonly string[], options: ReportCliOptions): Promise<number> {
+  const { values, operands: args } = parseCommand(REPORT_SPEC, argv);
   const out = values.out ?? 'report.html';
   const costsPath = values.costs;
   const title = values.title;
   const exportPath = values['export-snapshot'];
-  if (args.length !== 1)
-    throw new UsageError(args.length === 0 ? 'no snapshot file given' : 'give one snapshot file');
-  const { allocators, memoryLimit } = whatIf(
-    names,
-    values['alloc-conf'],
-    values['memory-limit'],
+  const { allocators, allocConf, memoryLimit, device } = readWhatIf(
+    {
+      allocators: values.allocator,
+      allocConf: values['alloc-conf'],
+      memoryLimit: values['memory-limit'],
+      device: values.device,
+      deviceMemory: values['device-memory'],
+    },
     options.registry,
   );
   const exports =
@@ -85,13 +78,14 @@ async function run(io: CliOutput, argv: string[], options: ReportCliOptions): Pr
   const costs = findCosts(costsPath, options.defaultCosts);
 
   const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
-  const plan = planReplay(snapshot, { memoryLimit });
+  const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
   const recorded = recordReplay(snapshot, {
     plan,
     allocators,
-    allocConf: values['alloc-conf'],
+    allocConf,
     memoryLimit,
+    device,
     costs,
     keepEvents: exports.length > 0,
     onProgress: io.progress,

@@ -8,11 +8,12 @@
  */
 import { formatTrace, Tracer, traceToJson } from '../core/trace.js';
 import { formatBreak } from '../flavors/inspect.js';
-import { parseOptions, UsageError, usageLine } from './arguments.js';
+import { parseCommand, UsageError, usageLine, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
+import { TRACE_SPEC } from './command-specs.js';
 import { runScript, ScriptError } from './script.js';
 
-export const TRACE_USAGE = 'vmmkit trace [--layers vendor|generic] [--break NAME ...] <script.mjs> [--json]';
+export const TRACE_USAGE = usageOf(TRACE_SPEC);
 
 /** Print a tree of spans, as text or as JSON. */
 export function printTree(io: CliOutput, tracer: Tracer, json: boolean): void {
@@ -26,21 +27,15 @@ export async function traceCommand(io: CliOutput, argv: readonly string[]): Prom
   let json: boolean;
   let script: string;
   try {
-    const { values, positionals } = parseOptions(argv, {
-      layers: { type: 'string' },
-      break: { type: 'string', multiple: true },
-      json: { type: 'boolean' },
-    });
+    const { values, operands } = parseCommand(TRACE_SPEC, argv);
     // Vendor layers by default: breakpoints are named as the vendors name their functions.
     const asked = values.layers ?? 'vendor';
     if (asked !== 'generic' && asked !== 'vendor')
       throw new UsageError(`--layers is generic or vendor, not '${asked}'`);
-    if (positionals.length !== 1)
-      throw new UsageError(positionals.length === 0 ? 'no script given' : 'give one script');
     layers = asked;
     breaks = values.break ?? [];
     json = values.json === true;
-    script = positionals[0];
+    script = operands[0];
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(usageLine('trace', e.message, TRACE_USAGE));

@@ -53,8 +53,12 @@ export function parseAllocConf(text: string): AllocConf {
     ignored: new Map(),
     notModelled: undefined,
   };
-  deviceNeutralPass(tokens, s);
-  cudaPass(tokens, s);
+  try {
+    deviceNeutralPass(tokens, s);
+    cudaPass(tokens, s);
+  } catch (e) {
+    throw e instanceof AllocConfError ? withColonHint(e, text) : e;
+  }
   if (s.notModelled !== undefined) throw s.notModelled;
   const settings = validateSettings({
     maxSplitSize: s.maxSplitSize,
@@ -66,6 +70,54 @@ export function parseAllocConf(text: string): AllocConf {
   });
   const ignored = [...s.ignored].sort((a, b) => a[1] - b[1]).map(([key]) => key);
   return Object.freeze({ text, settings, ignored: Object.freeze(ignored) });
+}
+
+/*
+ * Note [Pasted configurations]
+ * People paste what they set in their shell or job file:
+ * `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`, with `export ` before
+ * it, quotes around the value or the whole, and PYTORCH_ALLOC_CONF,
+ * PYTORCH_HIP_ALLOC_CONF or torch_npu's PYTORCH_NPU_ALLOC_CONF as the name.
+ * PyTorch itself never sees the name or the quotes (the shell strips them),
+ * so allocConfFromPaste strips them too before the string is parsed as
+ * PyTorch parses it. A `key=value` inside the value is not stripped: PyTorch
+ * refuses it ("Unrecognized key 'expandable_segments=True'"), and so do we,
+ * in its words, adding the string with ':' where '=' was (withColonHint).
+ */
+
+const PASTED_NAME = /^(?:export\s+)?(PYTORCH_(?:CUDA_|HIP_|NPU_)?ALLOC_CONF)\s*=\s*/;
+
+/** The configuration string inside what was pasted (Note [Pasted configurations]). */
+export function allocConfFromPaste(text: string): string {
+  if (typeof text !== 'string') return text;
+  let s = unquote(text.trim());
+  const named = PASTED_NAME.exec(s);
+  if (named !== null) s = unquote(s.slice(named[0].length).trim());
+  return s;
+}
+
+/** The name a pasted configuration was set under, if any ('PYTORCH_CUDA_ALLOC_CONF'). */
+export function pastedConfName(text: string): string | undefined {
+  return typeof text === 'string' ? PASTED_NAME.exec(unquote(text.trim()))?.[1] : undefined;
+}
+
+function unquote(s: string): string {
+  return s.length >= 2 && (s[0] === '"' || s[0] === "'") && s.at(-1) === s[0] ? s.slice(1, -1) : s;
+}
+
+/** PyTorch's refusal, plus the string with `key:value` for each known `key=value` in it. */
+function withColonHint(e: AllocConfError, text: string): AllocConfError {
+  let changed = false;
+  const fixed = text.replace(/(^|[,\s])([A-Za-z_0-9]+)\s*=/g, (all, before: string, key: string) => {
+    if (!DEVICE_NEUTRAL_KEYS.has(key) && !CUDA_KEYS.has(key)) return all;
+    changed = true;
+    return `${before}${key}:`;
+  });
+  if (!changed) return e;
+  return new AllocConfError(`${e.message} (did you mean ${fixed}?)`, {
+    key: e.key,
+    notModelled: e.notModelled,
+  });
 }
 
 interface ParseState {

@@ -1,0 +1,126 @@
+/**
+ * The what-if options replay, advise and report share, read once: the
+ * allocators, the configuration string as people paste it, the device and
+ * the memory limit (bytes, or a fraction of that device). Every refusal is a
+ * UsageError: one line that names the forms that work, exit 2.
+ */
+import { AllocConfError, allocConfFromPaste, parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
+import type { DeviceSpec } from '../compose/create-runtime.js';
+import {
+  ALLOCATOR_REGISTRY,
+  type AllocatorFactory,
+  type AllocatorRegistry,
+  DEFAULT_ALLOCATORS,
+  selectAllocators,
+  UnknownAllocatorError,
+} from '../replay/engine/allocators.js';
+import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
+import { DEVICE_NAMES, type DeviceMemorySpec, findDevice } from '../util/device-specs.js';
+import { MemoryLimitError, UnknownDeviceError } from '../util/errors.js';
+import { formatBytes } from '../util/format.js';
+import { parseMemoryLimit } from '../util/memory-limit.js';
+import { CommandError, UsageError } from './errors.js';
+
+/** The what-if options as given on the command line (absent: not given). */
+export interface WhatIfArguments {
+  readonly allocators?: readonly string[];
+  readonly allocConf?: string;
+  readonly memoryLimit?: string;
+  readonly device?: string;
+  readonly deviceMemory?: string;
+}
+
+/** What they mean. */
+export interface WhatIf {
+  readonly allocators: AllocatorFactory[];
+  /** The configuration string itself, without the name, quotes or `export ` it was pasted with. */
+  readonly allocConf: string | undefined;
+  readonly memoryLimit: number | undefined;
+  /** The device to simulate (its memory is the physical cap where no limit applies); undefined: the default. */
+  readonly device: (DeviceSpec & { readonly key: string }) | undefined;
+}
+
+const DEVICE_FORMS = `--device ${DEVICE_NAMES.join('|')} or --device-memory SIZE (80GiB)`;
+
+/**
+ * Read the what-if options: the allocators named (or the defaults, with
+ * `pytorch` first when a configuration string is given), the string checked
+ * as PyTorch checks it, the device, and the limit with its units or as a
+ * fraction of that device.
+ */
+export function readWhatIf(args: WhatIfArguments, registry: AllocatorRegistry = ALLOCATOR_REGISTRY): WhatIf {
+  const allocConf = args.allocConf === undefined ? undefined : allocConfFromPaste(args.allocConf);
+  const names = args.allocators ?? [];
+  let allocators: AllocatorFactory[];
+  try {
+    allocators =
+      names.length === 0 && allocConf !== undefined
+        ? selectAllocators(['pytorch', ...DEFAULT_ALLOCATORS.map((a) => a.name)], registry)
+        : selectAllocators(names, registry);
+  } catch (e) {
+    throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
+  }
+  if (allocators.length === 0) throw new CommandError('no allocators are registered');
+  if (allocConf !== undefined) {
+    try {
+      parseAllocConf(allocConf);
+    } catch (e) {
+      throw e instanceof AllocConfError ? new UsageError(`--alloc-conf: ${e.message}`) : e;
+    }
+  }
+  const device = readDevice(args.device, args.deviceMemory);
+  let memoryLimit: number | undefined;
+  if (args.memoryLimit !== undefined) {
+    try {
+      memoryLimit = parseMemoryLimit(args.memoryLimit, device);
+    } catch (e) {
+      if (e instanceof MemoryLimitError && e.kind === 'fraction-needs-device')
+        throw new UsageError(
+          `--memory-limit: ${e.message}: add ${DEVICE_FORMS}, or give bytes (14000MiB, 13.7GiB, 14.7GB)`,
+        );
+      if (e instanceof MemoryLimitError) throw new UsageError(`--memory-limit: ${e.message}`);
+      throw e;
+    }
+  }
+  return { allocators, allocConf, memoryLimit, device };
+}
+
+/** The device from --device and --device-memory (its memory overriding the named one's). */
+function readDevice(
+  name: string | undefined,
+  memory: string | undefined,
+): (DeviceMemorySpec & DeviceSpec) | undefined {
+  let spec: DeviceMemorySpec | undefined;
+  if (name !== undefined) {
+    try {
+      spec = findDevice(name);
+    } catch (e) {
+      if (e instanceof UnknownDeviceError)
+        throw new UsageError(`--device: ${e.message}; or give its memory with --device-memory SIZE`);
+      throw e;
+    }
+  }
+  if (memory === undefined) return spec;
+  let bytes: number;
+  try {
+    bytes = parseByteSize(memory);
+  } catch (e) {
+    if (e instanceof ByteSizeError) throw new UsageError(`--device-memory: ${e.message}`);
+    throw e;
+  }
+  // Below a page nothing can be mapped; a unitless small number is a missing unit (Note [Memory limits]).
+  if (bytes < 2 ** 20)
+    throw new UsageError(
+      `--device-memory: ${memory} is less than 1 MiB; write it with a unit (80GiB, 81559MiB)`,
+    );
+  // A device not in the table gets the NVIDIA parts' 2 MiB granularity (the H200's, the default device).
+  const base = spec ?? findDevice('H200');
+  return Object.freeze({
+    ...base,
+    key: spec === undefined ? 'custom' : spec.key,
+    name: spec === undefined ? `a device of ${formatBytes(bytes)}` : spec.name,
+    totalMemory: bytes,
+    aliases: [],
+    memorySource: 'given with --device-memory',
+  });
+}
