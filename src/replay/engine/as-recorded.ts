@@ -30,6 +30,7 @@ import { Action, type MemorySnapshot } from '../read/snapshot.js';
 import { ALLOCATOR_REGISTRY, type AllocatorFactory } from './allocators.js';
 import { type DeviceCap, inferDeviceCap, retriesUnder } from './cap.js';
 import { compareWithTrace } from './fidelity.js';
+import { beforePrivateRequest } from './private-pools.js';
 import { recordedReserved } from './recorded.js';
 import { type AllocatorRun, type DeviceRun, type OomVerdict, type ReplayOptions, replay } from './replay.js';
 import { type DevicePlan, type TracePlan, withRetries } from './trace-plan.js';
@@ -75,7 +76,10 @@ export interface AsRecorded {
   readonly replays: number;
 }
 
-export type AsRecordedOptions = Pick<ReplayOptions, 'device' | 'costs' | 'backend' | 'cuda'> & {
+export type AsRecordedOptions = Pick<
+  ReplayOptions,
+  'device' | 'costs' | 'backend' | 'cuda' | 'memoryLimit'
+> & {
   /** The snapshot's plan (planReplay); its empty_cache() calls are placed anew for each cap. */
   readonly plan: TracePlan;
 };
@@ -86,7 +90,9 @@ const PAGE = 2 * 1024 * 1024;
 /** Replay `snapshot` as it was recorded and compare with the recording (Note [As recorded]). */
 export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecordedOptions): AsRecorded {
   const { settings, source } = recordedSettings(snapshot, options.plan);
-  let caps = options.plan.devices.map((d) => inferDeviceCap(d, settings));
+  let caps = options.plan.devices.map((d) =>
+    inferDeviceCap(d, settings, beforePrivateRequest(snapshot, d.trace, d.blockOf, d.privatePools)),
+  );
   const pytorch = ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory;
   let replays = 0;
   const at = (limits: readonly (number | undefined)[]) => {
@@ -107,6 +113,10 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     for (const c of caps) out[c.device] = f(c);
     return out;
   };
+  const given = options.memoryLimit;
+  // A cap given replaces the interval: the recording is checked under it alone.
+  if (given !== undefined)
+    caps = caps.map((c) => ({ ...c, lowBytes: given, highBytes: given, hintHighBytes: given }));
   let top = at(byDevice((c) => (Number.isFinite(c.highBytes) ? c.highBytes : undefined)));
   // No oom bounds the cap, yet the run needs one: its retries or collections tell the cap to try.
   const hinted = caps.filter(
@@ -117,13 +127,18 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     top = at(byDevice((c) => (Number.isFinite(c.highBytes) ? c.highBytes : undefined)));
   }
   const capped = caps.some((c) => Number.isFinite(c.highBytes));
-  const found = capped ? searchCaps(caps, top, at) : new Map<number, { low: number; high: number }>();
-  const bottom = capped
-    ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.low : undefined)))
-    : undefined;
-  const final = capped
-    ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.high : undefined)))
-    : top;
+  const found =
+    capped && given === undefined
+      ? searchCaps(caps, top, at)
+      : new Map<number, { low: number; high: number }>();
+  const bottom =
+    capped && given === undefined
+      ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.low : undefined)))
+      : undefined;
+  const final =
+    capped && given === undefined
+      ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.high : undefined)))
+      : top;
 
   const devices: AsRecordedDevice[] = [];
   for (const c of caps) {
@@ -131,7 +146,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     if (runTop === undefined) continue; // a device slot with nothing to replay
     const range = found.get(c.device);
     const cap = { ...c, lowBytes: range?.low ?? c.lowBytes, highBytes: range?.high ?? c.highBytes };
-    const bounded = Number.isFinite(cap.highBytes);
+    const bounded = Number.isFinite(cap.highBytes) && given === undefined;
     const d = top.plan.devices[c.device];
     const differences = differencesOf(
       top.plan,

@@ -25,7 +25,14 @@
  * under any other an empty_cache() (Note [Inferred empty_cache]). So each
  * such run carries the cap below which it was a retry (`retryBelowBytes`),
  * and a replay under a cap places empty_cache() by it (`retriesUnder`).
- * A run directly before an `oom` is always that OOM's own release.
+ * A run directly before an `oom` is always that OOM's own release. Where
+ * an oom shows that the run had a cap at all, every run that could have
+ * been a retry is taken for one (a program seldom empties its cache just
+ * when its next request would have failed), which bounds the cap from above
+ * as an oom does; without an oom the runs stay empty_cache() calls unless
+ * the run cannot be reproduced so (as-recorded.ts tries `hintHighBytes`).
+ * A run before a request in a CUDA graph's private pool is empty_cache()
+ * however full the device was (P8; torch.cuda.graph calls it).
  *
  * An `oom` whose device_free is below the alloc_size means the device
  * itself was full (no fraction needed): the cap was this process's
@@ -85,7 +92,11 @@ export interface DeviceCap {
 }
 
 /** The cap's interval on one device, from its trace alone (Note [The recorded cap]). */
-export function inferDeviceCap(d: DevicePlan, settings: PytorchAllocatorSettings): DeviceCap {
+export function inferDeviceCap(
+  d: DevicePlan,
+  settings: PytorchAllocatorSettings,
+  emptyCacheOnly: (event: number) => boolean = () => false,
+): DeviceCap {
   const { action, size, addr } = d.trace;
   const n = d.trace.length;
   const divisions = settings.roundupPower2Divisions;
@@ -119,7 +130,7 @@ export function inferDeviceCap(d: DevicePlan, settings: PytorchAllocatorSettings
     if (a === Action.segment_alloc || a === Action.segment_map) {
       held += size[i];
       if (held > peak) peak = held;
-      if (ranBefore >= 0) {
+      if (ranBefore >= 0 && !emptyCacheOnly(ranBefore)) {
         const request = nextRequest(d, i);
         // A native segment is exactly the alloc_size; an expandable mapping is only the pages it lacked.
         const needBytes =
@@ -158,6 +169,8 @@ export function inferDeviceCap(d: DevicePlan, settings: PytorchAllocatorSettings
     const below = Math.max(r.retryBelowBytes, r.collectBelowBytes);
     if (below > peak) hint = Math.min(hint, below - 1);
   }
+  // An oom shows the run had a cap: then every run that could have been a retry is taken for one.
+  if (ooms.length > 0) high = Math.min(high, hint);
   return {
     device: d.device,
     peakBytes: peak,

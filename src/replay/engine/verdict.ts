@@ -6,7 +6,9 @@
  * the report opens with them.
  */
 import { formatBytes } from '../../util/format.js';
+import type { AsRecorded, AsRecordedDevice } from './as-recorded.js';
 import type { AllocatorRun, OomVerdict, ReplayResult } from './replay.js';
+import type { CapInForce, WhatIfAnswer } from './what-if.js';
 
 /** One sentence per allocator: "pytorch-native runs out of memory at event 38,706: ...". */
 export function verdictLines(result: ReplayResult): string[] {
@@ -55,4 +57,90 @@ export function recordedOomLines(result: ReplayResult): string[] {
     }
   }
   return out;
+}
+
+/**
+ * The answer's first line: whether the recording was reproduced, and where
+ * it was not, the first difference (Note [As recorded]).
+ */
+export function asRecordedLines(ar: AsRecorded): string[] {
+  const several = ar.devices.length > 1;
+  const on = (d: AsRecordedDevice) => (several ? `device ${d.device}: ` : '');
+  const facts = (d: AsRecordedDevice) => {
+    const ooms = d.recordedOoms.map(
+      (o) => `OOM at event ${o.event.toLocaleString('en-US')}: ${formatBytes(o.bytes)}`,
+    );
+    return `${on(d)}peak ${formatBytes(d.recordedPeakBytes)}${ooms.length > 0 ? `, ${ooms.join(', ')}` : ''}`;
+  };
+  const source =
+    ar.settingsSource === 'allocator_settings'
+      ? ''
+      : ar.settingsSource === 'segment_map events'
+        ? ' (no settings recorded; expandable segments, as its segment_map events show)'
+        : ' (no settings recorded; the defaults)';
+  if (ar.reproduced) return [`as recorded: reproduced (${ar.devices.map(facts).join('; ')})${source}`];
+  const out = [
+    `as recorded: NOT reproduced on ${ar.devices
+      .filter((d) => !d.reproduced)
+      .map((d) => `device ${d.device}`)
+      .join(', ')}${source}; what-ifs below inherit the difference`,
+  ];
+  for (const d of ar.devices) {
+    if (d.reproduced) out.push(`  ${facts(d)}: reproduced`);
+    else out.push(`  ${facts(d)}: ${d.differences[0]}`);
+  }
+  return out;
+}
+
+/** The cap in force: given, inferred from the recording (with what bounds it), or none (Note [The recorded cap]). */
+export function capLines(cap: CapInForce, ar: AsRecorded): string[] {
+  if (cap.kind === 'given')
+    return [`memory limit: ${formatBytes(cap.devices[0]?.highBytes ?? 0)} per device (given)`];
+  if (cap.kind === 'none') return ['cap: none given, and the recording shows none (no OOM)'];
+  const out: string[] = [];
+  for (const d of ar.devices) {
+    if (!Number.isFinite(d.cap.highBytes)) continue;
+    const where = ar.devices.length > 1 ? ` on device ${d.device}` : '';
+    const oom = d.cap.ooms[0];
+    const why =
+      oom === undefined
+        ? 'its retries and the frees that made room'
+        : `the OOM at event ${oom.event.toLocaleString('en-US')} needed ${formatBytes(oom.needBytes)} with ${formatBytes(oom.reservedBytes)} reserved`;
+    const full =
+      oom !== undefined && d.cap.deviceFull && oom.deviceFreeBytes !== null
+        ? `; the device itself had ${formatBytes(oom.deviceFreeBytes)} free, so the cap was the device's memory less what others held`
+        : '';
+    out.push(
+      `cap${where}: inferred from the recording: ${formatBytes(d.cap.lowBytes)} to ${formatBytes(d.cap.highBytes + 1)} (${why}${full}); every answer below holds for any cap in it (--memory-limit sets one)`,
+    );
+  }
+  return out;
+}
+
+/** One sentence per allocator over the cap in force (Note [Answers over an interval], [Answers from a late start]). */
+export function answerLines(answer: WhatIfAnswer): string[] {
+  const inferred = answer.cap.kind === 'inferred';
+  return answer.answers.map((x, i) => {
+    const run = answer.result.allocators[i];
+    if (run.error !== undefined) return `${x.name} could not be replayed: ${run.error}`;
+    const peak = x.exact
+      ? `peak ${formatBytes(x.peakHighBytes)}`
+      : `peak between ${formatBytes(x.peakLowBytes)} and ${formatBytes(x.peakHighBytes)} (from a compacted start and from the recorded one: the snapshot starts mid-run)`;
+    if (x.verdict === 'fits') {
+      if (inferred) return `${x.name} fits under any cap in that interval, ${peak}`;
+      const limit = answer.cap.kind === 'given' ? ` of ${formatBytes(answer.cap.devices[0].highBytes)}` : '';
+      return `${x.name} fits, ${peak}${limit}`;
+    }
+    if (x.verdict === 'runs-out') {
+      const oom = run.firstOom;
+      const more =
+        run.ooms > 1 ? `; ${(run.ooms - 1).toLocaleString('en-US')} more request(s) failed after it` : '';
+      const what = oom === null ? '' : ` ${oomPlace(oom)}: ${oomState(oom)}${more}`;
+      return `${x.name} runs out of memory${inferred ? ' under any cap in that interval' : ''}${what}`;
+    }
+    const at = (x.thresholdBytes ?? []).map((t) =>
+      answer.cap.devices.length > 1 ? `${formatBytes(t.bytes)} on device ${t.device}` : formatBytes(t.bytes),
+    );
+    return `${x.name} fits only if the cap is at least ${at.join(', ')}; below that it runs out (${peak} at the top of the interval)`;
+  });
 }

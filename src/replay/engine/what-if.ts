@@ -1,0 +1,219 @@
+/**
+ * A what-if answered on the snapshot people have: first the recording
+ * reproduced (as-recorded.ts), then each allocator replayed under the cap
+ * the user gave or, where none is given, over the interval of caps the
+ * recording allows, and from both ends of what a late start leaves unknown.
+ *
+ * Note [Answers over an interval]: with no cap given and a recording that
+ * shows one (an oom), the true cap lies in [low, high] (Note [The recorded
+ * cap]). A larger cap only lets more through, so an allocator that fits at
+ * `low` fits under every cap in the interval, one that runs out at `high`
+ * runs out under every one, and otherwise the least cap at which it fits is
+ * found by halving, to the page: "fits if the cap is at least X". Each
+ * replay places empty_cache() for its own cap (planUnder).
+ *
+ * Note [Answers from a late start]: a trace that starts mid-run (a ring
+ * buffer that wrapped, history switched on late) does not say what other
+ * settings would have made of the unrecorded past. Two starts bound it:
+ * the recorded allocator's own state at the first event (what these
+ * settings inherit if the past left them the same segments), and a
+ * compacted one (only the live blocks, packed as the allocator places
+ * them: no cached or fragmented memory from the past). The answer is the
+ * range between the two peaks, and it is exact only for PyTorch's model
+ * under the recorded settings, whose start the snapshot gives.
+ */
+import type { MemorySnapshot } from '../read/snapshot.js';
+import type { AllocatorFactory } from './allocators.js';
+import { type AsRecorded, planUnder, reproduceRecording } from './as-recorded.js';
+import type { AllocatorRun, ReplayOptions, ReplayResult } from './replay.js';
+import { replay, replaySettings } from './replay.js';
+import type { TracePlan } from './trace-plan.js';
+
+const PAGE = 2 * 1024 * 1024;
+
+/** The cap each device replays under, and where it comes from. */
+export interface CapInForce {
+  /** given: the user's; inferred: the recording's interval; none: no cap given and none shown. */
+  readonly kind: 'given' | 'inferred' | 'none';
+  readonly devices: readonly {
+    readonly device: number;
+    readonly lowBytes: number;
+    readonly highBytes: number;
+  }[];
+}
+
+export type Verdict = 'fits' | 'runs-out' | 'fits-above';
+
+export interface AllocatorAnswer {
+  readonly name: string;
+  /**
+   * fits: under the cap (every cap of the interval); runs-out: under it
+   * (every one); fits-above: only from thresholdBytes up (Note [Answers over an interval]).
+   */
+  readonly verdict: Verdict;
+  /** For fits-above: the least cap, per device, under which it fits. */
+  readonly thresholdBytes: readonly { readonly device: number; readonly bytes: number }[] | null;
+  /** Peak reserved bytes (sums over devices) from the start that gives the least and the most. */
+  readonly peakLowBytes: number;
+  readonly peakHighBytes: number;
+  /** Whether the peak is one figure that holds (false: only the range does; Note [Answers from a late start]). */
+  readonly exact: boolean;
+}
+
+export interface WhatIfAnswer {
+  readonly asRecorded: AsRecorded;
+  readonly cap: CapInForce;
+  /** The allocators' runs at the top of the cap (or under the given one), from the recorded start. */
+  readonly result: ReplayResult;
+  readonly answers: readonly AllocatorAnswer[];
+  /** Replays made, the recording's own included. */
+  readonly replays: number;
+}
+
+export type WhatIfOptions = Omit<ReplayOptions, 'plan' | 'deviceMemoryLimits' | 'start' | 'settings'> & {
+  /** The snapshot's plan (planReplay). */
+  readonly plan: TracePlan;
+};
+
+/** Answer a what-if on `snapshot`, the recording reproduced first. */
+export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): WhatIfAnswer {
+  const asRecorded = reproduceRecording(snapshot, {
+    plan: options.plan,
+    device: options.device,
+    costs: options.costs,
+    memoryLimit: options.memoryLimit,
+  });
+  let replays = asRecorded.replays;
+  const caps = asRecorded.devices.map((d) => d.cap);
+  const cap = capInForce(asRecorded, options.memoryLimit);
+  const limitsAt = (pick: (c: { lowBytes: number; highBytes: number }) => number) => {
+    const out: (number | undefined)[] = [];
+    for (const d of cap.devices) out[d.device] = Number.isFinite(pick(d)) ? pick(d) : undefined;
+    return out;
+  };
+  const run = (
+    allocators: readonly AllocatorFactory[],
+    limits: readonly (number | undefined)[],
+    start: 'recorded' | 'compacted',
+    extra: Partial<ReplayOptions> = {},
+  ): ReplayResult => {
+    replays++;
+    const { memoryLimit: _given, plan: base, ...rest } = options;
+    return replay(snapshot, {
+      ...rest,
+      ...extra,
+      allocators,
+      plan: planUnder(snapshot, base, caps, limits),
+      deviceMemoryLimits: limits,
+      start,
+    });
+  };
+
+  const high = limitsAt((d) => d.highBytes);
+  const result = { ...run(options.allocators, high, 'recorded'), memoryLimit: options.memoryLimit };
+  const late = options.plan.startedMidRun;
+  const compacted = late
+    ? run(options.allocators, high, 'compacted', { keepEvents: false, onStep: undefined })
+    : undefined;
+  const interval = cap.kind === 'inferred';
+  const fitsAtHigh = result.allocators.map(fits);
+  const atLow = interval
+    ? run(
+        options.allocators,
+        limitsAt((d) => d.lowBytes),
+        'recorded',
+        { keepEvents: false, onStep: undefined },
+      )
+    : undefined;
+
+  const answers = options.allocators.map((factory, i): AllocatorAnswer => {
+    const a = result.allocators[i];
+    const peaks = [a.peakReservedBytes, compacted?.allocators[i].peakReservedBytes ?? a.peakReservedBytes];
+    const exact = !late || recordedStartIsExact(factory, asRecorded, options.allocConf, snapshot);
+    const base = {
+      name: a.name,
+      peakLowBytes: Math.min(...peaks),
+      peakHighBytes: exact ? a.peakReservedBytes : Math.max(...peaks),
+      exact: exact || peaks[0] === peaks[1],
+    };
+    if (!fitsAtHigh[i]) return { ...base, verdict: 'runs-out', thresholdBytes: null };
+    if (atLow === undefined || fits(atLow.allocators[i]))
+      return { ...base, verdict: 'fits', thresholdBytes: null };
+    // Between the ends: the least cap it fits under, to the page, all devices moved together.
+    let bad = 0;
+    let good = 1;
+    const at = (t: number) =>
+      limitsAt((d) => d.lowBytes + Math.floor(((d.highBytes - d.lowBytes) * t) / PAGE) * PAGE);
+    const pages = Math.max(...cap.devices.map((d) => (d.highBytes - d.lowBytes) / PAGE));
+    while ((good - bad) * pages > 1) {
+      const t = (bad + good) / 2;
+      if (fits(run([factory], at(t), 'recorded', { keepEvents: false, onStep: undefined }).allocators[0]))
+        good = t;
+      else bad = t;
+    }
+    const limits = at(good);
+    const thresholdBytes = cap.devices.map((d) => ({
+      device: d.device,
+      bytes: limits[d.device] ?? d.highBytes,
+    }));
+    return { ...base, verdict: 'fits-above', thresholdBytes };
+  });
+  return { asRecorded, cap, result, answers, replays };
+}
+
+/** Whether a run served every request (the recorded oom's included). */
+function fits(a: AllocatorRun): boolean {
+  return a.error === undefined && a.ooms === 0;
+}
+
+/** The cap a what-if replays under (Note [Answers over an interval]). */
+export function capInForce(asRecorded: AsRecorded, given: number | undefined): CapInForce {
+  if (given !== undefined)
+    return {
+      kind: 'given',
+      devices: asRecorded.devices.map((d) => ({ device: d.device, lowBytes: given, highBytes: given })),
+    };
+  const bounded = asRecorded.devices.filter((d) => Number.isFinite(d.cap.highBytes));
+  if (bounded.length === 0)
+    return {
+      kind: 'none',
+      devices: asRecorded.devices.map((d) => ({
+        device: d.device,
+        lowBytes: Number.POSITIVE_INFINITY,
+        highBytes: Number.POSITIVE_INFINITY,
+      })),
+    };
+  return {
+    kind: 'inferred',
+    devices: asRecorded.devices.map((d) => ({
+      device: d.device,
+      lowBytes: Number.isFinite(d.cap.highBytes) ? d.cap.lowBytes : Number.POSITIVE_INFINITY,
+      highBytes: d.cap.highBytes,
+    })),
+  };
+}
+
+/**
+ * Whether the recorded start is exactly this allocator's start: PyTorch's
+ * model (or its native or expandable one, when that is what the recording
+ * ran) under the recorded settings.
+ */
+function recordedStartIsExact(
+  factory: AllocatorFactory,
+  asRecorded: AsRecorded,
+  allocConf: string | undefined,
+  snapshot: MemorySnapshot,
+): boolean {
+  // JSON.stringify writes the settings' Infinity (no max_split_size) as null on both sides alike.
+  if (
+    allocConf !== undefined &&
+    JSON.stringify(replaySettings(snapshot, allocConf)) !== JSON.stringify(asRecorded.settings)
+  )
+    return false;
+  const expandable = asRecorded.settings.expandableSegments;
+  return (
+    factory.name === 'pytorch' ||
+    (factory.name === 'pytorch-native' && !expandable) ||
+    (factory.name === 'pytorch-expandable' && expandable)
+  );
+}
