@@ -1,5 +1,5 @@
 /**
- * `vmmkit advise <snapshot.pickle[.gz]> [--memory-limit SIZE] [--workers N] [--json]`
+ * `vmmkit advise <snapshot.pickle[.gz]>... [--memory-limit SIZE] [--tolerance PCT,SIZE] [--workers N] [--json]`
  *
  * Which PYTORCH_CUDA_ALLOC_CONF should this recorded workload run with? The
  * snapshot's trace is replayed through the exact model of PyTorch 2.11's
@@ -7,27 +7,31 @@
  * worker threads (--workers, default one per core), and the command prints
  * the ranked settings beside the recorded run's real peak, PyTorch under
  * the recorded settings, vmmkit's own allocator and the page bound no
- * allocator can go below; then the one line to use, with its predicted peak
- * and verdict; then warnings for combinations that blow up. With
- * --memory-limit every run is capped as set_per_process_memory_fraction
- * would cap it, a setting must fit to rank first, and
- * garbage_collection_threshold joins the search. With --json: exactly one
- * object on stdout.
+ * allocator can go below; then the one line to use (the simplest of the
+ * settings within --tolerance of the best, Note [Ranking]), with its
+ * predicted peak and its margin to the limit; then warnings for
+ * combinations that blow up on this snapshot. Several snapshots (the ranks
+ * of one job, or several runs of it) are advised together: every setting is
+ * replayed on each and ranked by its worst. With --memory-limit every run is
+ * capped as set_per_process_memory_fraction would cap it, a setting must fit
+ * to rank first, and garbage_collection_threshold joins the search. With
+ * --json: exactly one object on stdout.
  *
- * A usage mistake is one line with the usage, exit 2; bad input (a missing
- * or corrupt file, a pickle that is not a snapshot, one with no history)
- * one line, exit 1.
+ * Exit codes: 0 advice given; 1 bad input (a missing or corrupt file, a
+ * pickle that is not a snapshot, one with no history), one line; 2 a usage
+ * mistake, one line with the usage; 3 no setting fits under the limit: the
+ * verdict first, no line to paste, `recommended` null in the JSON.
  */
 import {
   type Advice,
   type AdviceBaseline,
   type AdviceCandidate,
   advise,
-  measuredTrapText,
-  NEAR_PEAK,
+  type Tolerance,
 } from '../replay/advise/advise.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
+import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
 import { flag, onlyArgument, option, UsageError } from './arguments.js';
 import type { CliOutput } from './cli.js';
@@ -35,7 +39,14 @@ import { runCommand } from './command.js';
 import { checkHistory, devicesUsed, loadProgress, whatIf } from './replay.js';
 
 export const ADVISE_USAGE =
-  'vmmkit advise <snapshot.pickle[.gz]> [--memory-limit SIZE] [--workers N] [--json]';
+  'vmmkit advise <snapshot.pickle[.gz]>... [--memory-limit SIZE] [--tolerance PCT,SIZE] [--workers N] [--json]';
+
+/** What each exit code means, for --help and the README. */
+export const ADVISE_EXIT_CODES =
+  'exit codes: 0 advice given; 1 bad input (one line); 2 a usage mistake (one line and the usage); 3 no setting fits under --memory-limit (the verdict, no line to paste)';
+
+/** Exit code when nothing fits (Note [Ranking]): a script must not paste a line that runs out. */
+export const NOTHING_FITS = 3;
 
 /** Rows of the ranked table (the rest are in --json). */
 const TOP = 10;
@@ -48,41 +59,84 @@ export function adviseCommand(io: CliOutput, argv: readonly string[]): Promise<n
 async function run(io: CliOutput, args: string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) {
     io.out(`usage: ${ADVISE_USAGE}`);
+    io.out(ADVISE_EXIT_CODES);
     return 0;
   }
   const json = flag(args, '--json');
   const limitText = option(args, '--memory-limit');
   const workersText = option(args, '--workers');
-  onlyArgument(args, 'snapshot file');
+  const toleranceText = option(args, '--tolerance');
+  // One snapshot file or several: onlyArgument says what is wrong with an option left over, or with none.
+  if (args.length === 0 || args.some((a) => a.startsWith('--'))) onlyArgument(args, 'snapshot file');
   const { memoryLimit } = whatIf(['pytorch'], undefined, limitText);
+  const tolerance = toleranceText === undefined ? undefined : parseTolerance(toleranceText);
   let workers: number | undefined;
   if (workersText !== undefined) {
     if (!/^\d+$/.test(workersText) || Number(workersText) > 256)
       throw new UsageError(`--workers: '${workersText}' is not a number of threads (0 to 256)`);
     workers = Number(workersText);
   }
-  const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
-  const plan = planReplay(snapshot, { memoryLimit });
-  checkHistory(args[0], plan);
-  const advice = await advise(snapshot, {
-    plan,
+  const snapshots = [];
+  const plans: TracePlan[] = [];
+  for (const file of args) {
+    const snapshot = await loadSnapshotFile(file, { onProgress: loadProgress(io) });
+    const plan = planReplay(snapshot, { memoryLimit });
+    checkHistory(file, plan);
+    snapshots.push(snapshot);
+    plans.push(plan);
+  }
+  const advice = await advise(snapshots, {
+    plans,
     memoryLimit,
+    tolerance,
     workers,
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
   io.progress?.(-1);
-  for (const line of notes(plan, advice)) io.err(`note: ${line}`);
-  if (json) io.out(JSON.stringify(toJson(advice)));
-  else for (const line of text(plan, advice)) io.out(line);
-  return 0;
+  for (const line of notes(plans, args, advice)) io.err(`note: ${line}`);
+  if (json) io.out(JSON.stringify(toJson(advice, args)));
+  else for (const line of text(plans, args, advice)) io.out(line);
+  return advice.recommended === null ? NOTHING_FITS : 0;
 }
 
-function notes(plan: TracePlan, a: Advice): string[] {
-  const out: string[] = [];
-  if (plan.startedMidRun)
-    out.push(
-      `the trace started mid-run: ${plan.reconstructedBlocks} block(s) live before its first event were allocated first`,
+/**
+ * `--tolerance 2%`, `--tolerance 128MiB`, or both (`2%,128MiB`: the larger
+ * of the two on the best peak); a part left out is 0 (Note [Ranking]).
+ */
+export function parseTolerance(text: string): Tolerance {
+  let fraction: number | undefined;
+  let bytes: number | undefined;
+  for (const part of text.split(',').map((p) => p.trim())) {
+    const pct = /^(\d+(?:\.\d+)?)%$/.exec(part);
+    if (pct !== null && fraction === undefined) {
+      fraction = Number(pct[1]) / 100;
+      if (!(fraction < 1))
+        throw new UsageError(`--tolerance: ${part} is all of the peak or more; give less than 100%`);
+      continue;
+    }
+    if (pct === null && bytes === undefined && part !== '') {
+      try {
+        bytes = parseByteSize(part);
+        continue;
+      } catch (e) {
+        if (!(e instanceof ByteSizeError)) throw e;
+      }
+    }
+    throw new UsageError(
+      `--tolerance: '${text}' is not a percentage, a size or both (write 2%, 128MiB or 2%,128MiB)`,
     );
+  }
+  return { fraction: fraction ?? 0, bytes: bytes ?? 0 };
+}
+
+function notes(plans: readonly TracePlan[], files: readonly string[], a: Advice): string[] {
+  const out: string[] = [];
+  plans.forEach((plan, k) => {
+    if (plan.startedMidRun)
+      out.push(
+        `${files.length > 1 ? `${files[k]}: ` : ''}the trace started mid-run: ${plan.reconstructedBlocks} block(s) live before its first event were allocated first`,
+      );
+  });
   const failed = a.candidates.filter((c) => c.error !== null);
   if (failed.length > 0)
     out.push(
@@ -91,27 +145,38 @@ function notes(plan: TracePlan, a: Advice): string[] {
   return out;
 }
 
-/** JSON has no Infinity or undefined; the document is Advice as it is. */
-function toJson(a: Advice): unknown {
+/** JSON has no Infinity or undefined; the document is Advice as it is, with the files in their order. */
+function toJson(a: Advice, files: readonly string[]): unknown {
   return {
+    verdict: a.verdict,
     recommended: a.recommended,
+    equals: a.equals,
+    lowest: a.lowest,
+    tolerance: a.tolerance,
     candidates: a.candidates,
     bound: a.bound,
+    boundSnapshot: a.boundSnapshot,
     recorded: a.recorded,
     vmmkit: a.vmmkit,
     memoryLimit: a.memoryLimit,
     peakRequestedBytes: a.peakRequestedBytes,
-    simplest: a.simplest,
+    snapshots: files,
     traps: a.traps,
     knownTrap: a.knownTrap,
     search: a.search,
   };
 }
 
-function text(plan: TracePlan, a: Advice): string[] {
-  const lines = [
-    `trace: ${plan.events.toLocaleString('en-US')} events (${plan.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(plan)} device(s); peak requested ${formatBytes(a.peakRequestedBytes)}`,
-  ];
+function text(plans: readonly TracePlan[], files: readonly string[], a: Advice): string[] {
+  // The verdict first: what to set and by how much it fits, or that nothing does.
+  const lines = [a.recommended === null ? a.verdict : `advice: ${a.verdict}`, ''];
+  plans.forEach((plan, k) => {
+    lines.push(
+      `${files.length > 1 ? `${files[k]}: ` : 'trace: '}${plan.events.toLocaleString('en-US')} events (${plan.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(plan)} device(s); peak requested ${formatBytes(plan.peakRequestedBytes)}`,
+    );
+  });
+  if (files.length > 1)
+    lines.push(`${files.length} snapshots: each setting replayed on every one and ranked by its worst`);
   const recordedConf = a.recorded.allocConf;
   if (a.recorded.peakReservedBytes !== null)
     lines.push(
@@ -170,36 +235,40 @@ function text(plan: TracePlan, a: Advice): string[] {
   lines.push('', ...baselines.map(fmt));
 
   const r = a.recommended;
-  lines.push(
-    '',
-    `PYTORCH_CUDA_ALLOC_CONF=${r.allocConf}${r.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}`,
-  );
-  const vs =
-    a.recorded.peakReservedBytes !== null && r.ratioToRecorded !== null
-      ? `, ${r.ratioToRecorded.toFixed(3)}x the recorded run's ${formatBytes(a.recorded.peakReservedBytes)}`
-      : '';
-  lines.push(`  predicted peak ${formatBytes(r.peakReservedBytes)}${vs}; ${r.verdict}`);
-  lines.push(
-    `  room left: ${formatBytes(r.peakReservedBytes - a.bound.peakBytes)} above the bound ${formatBytes(a.bound.peakBytes)}; vmmkit's own allocator reserves ${formatBytes(a.vmmkit.peakReservedBytes)}`,
-  );
-  if (a.simplest !== null) {
-    const more = (a.simplest.peakReservedBytes / r.peakReservedBytes - 1) * 100;
+  const tol = formatBytes(a.tolerance.toleranceBytes);
+  if (r === null) {
+    // Nothing to paste: the verdict heads the output, and here is why again under the table.
+    lines.push('', `no line to use: ${a.verdict}`);
+  } else {
     lines.push(
-      `  simpler, within ${NEAR_PEAK * 100}%: PYTORCH_CUDA_ALLOC_CONF=${a.simplest.allocConf}, ${formatBytes(a.simplest.peakReservedBytes)} (+${more.toFixed(1)}%; a tuned list of divisions fits this trace's shapes, a simpler setting the next run's too)`,
+      '',
+      `PYTORCH_CUDA_ALLOC_CONF=${r.allocConf}${r.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}`,
     );
-  }
-  // Expandable segments do not work with some features (NCCL buffer registration, MemPools): the best without them.
-  const native = a.candidates.find((c) => !c.expandableSegments);
-  if (r.expandableSegments && native !== undefined)
+    const vs =
+      a.recorded.peakReservedBytes !== null && r.ratioToRecorded !== null
+        ? `, ${r.ratioToRecorded.toFixed(3)}x the recorded run's ${formatBytes(a.recorded.peakReservedBytes)}`
+        : '';
+    lines.push(`  predicted peak ${formatBytes(r.peakReservedBytes)}${vs}; ${r.verdict}`);
+    if (a.memoryLimit !== null && r.headroomBytes !== null)
+      lines.push(
+        r.tight
+          ? `  margin: only ${formatBytes(r.headroomBytes)} under the limit ${formatBytes(a.memoryLimit)}, less than the tolerance ${tol}; no setting fits with more room, and a run with other shapes may not fit`
+          : `  margin: ${formatBytes(r.headroomBytes)} under the limit ${formatBytes(a.memoryLimit)} (${((r.headroomBytes / a.memoryLimit) * 100).toFixed(1)}%)`,
+      );
+    const equal = a.equals.length - 1;
+    if (!r.tight)
+      lines.push(
+        `  the simplest of ${equal + 1} setting(s) within the tolerance ${tol} of the best${a.lowest === null ? '' : `; the lowest, ${a.lowest.allocConf}, reserves ${formatBytes(a.lowest.peakReservedBytes)} (${formatBytes(r.peakReservedBytes - a.lowest.peakReservedBytes)} less, within the tolerance: a setting fitted to this run's shapes)`}`,
+      );
     lines.push(
-      `  without expandable segments: PYTORCH_CUDA_ALLOC_CONF=${native.allocConf}${native.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}; ${native.verdict}`,
+      `  room left: ${formatBytes(r.peakReservedBytes - a.bound.peakBytes)} above the bound ${formatBytes(a.bound.peakBytes)}; vmmkit's own allocator reserves ${formatBytes(a.vmmkit.peakReservedBytes)}`,
     );
-  if (a.memoryLimit !== null && !r.fits) {
-    lines.push(
-      a.bound.peakBytes > a.memoryLimit
-        ? `  no allocator on 2 MiB pages fits under ${formatBytes(a.memoryLimit)}: the live blocks alone need ${formatBytes(a.bound.peakBytes)}`
-        : `  no setting fits under ${formatBytes(a.memoryLimit)}; the bound (${formatBytes(a.bound.peakBytes)}) does not rule it out`,
-    );
+    // Expandable segments do not work with some features (NCCL buffer registration, MemPools): the best without them.
+    const native = a.candidates.find((c) => !c.expandableSegments && c.fits);
+    if (r.expandableSegments && native !== undefined)
+      lines.push(
+        `  without expandable segments: PYTORCH_CUDA_ALLOC_CONF=${native.allocConf}${native.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}; ${native.verdict}`,
+      );
   }
   for (const t of a.traps) lines.push('', `warning: ${t.message}`);
   const k = a.knownTrap;
@@ -208,10 +277,10 @@ function text(plan: TracePlan, a: Advice): string[] {
     const vs =
       es === undefined
         ? ''
-        : `, ${(k.peakReservedBytes / es.peakReservedBytes).toFixed(2)}x expandable segments alone`;
+        : `, ${(k.peakReservedBytes / es.peakReservedBytes).toFixed(2)}x what expandable segments alone would (${formatBytes(es.peakReservedBytes)})`;
     lines.push(
       '',
-      `note: the known trap ${k.allocConf} (${k.issue}) reserves ${formatBytes(k.peakReservedBytes)} on this trace${vs}; ${measuredTrapText()}`,
+      `note: the known trap ${k.allocConf} (${k.issue}) would reserve ${formatBytes(k.peakReservedBytes)} on this snapshot${vs}`,
     );
   }
   return lines;
@@ -240,10 +309,12 @@ function sameFigures(a: AdviceCandidate, b: AdviceCandidate): boolean {
   );
 }
 
-function figures(c: AdviceBaseline): string[] {
+function figures(c: AdviceBaseline & { stoppedAt?: number; tight?: boolean }): string[] {
   if (c.error !== null) return ['failed', '-', '-', '-'];
+  const stopped = c.stoppedAt !== undefined && c.stoppedAt >= 0;
   return [
-    formatBytes(c.peakReservedBytes),
+    // A stopped replay's peak is a lower bound (Note [Pruning]); a tight one fits by less than the tolerance.
+    `${stopped ? '> ' : ''}${formatBytes(c.peakReservedBytes)}${c.tight ? ' (tight)' : ''}`,
     c.ratioToRecorded === null ? '-' : c.ratioToRecorded.toFixed(3),
     String(c.ooms),
     c.driverCalls.toLocaleString('en-US'),

@@ -97,7 +97,8 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
   const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, {
     costs,
     advice:
-      advice === undefined
+      // Nothing fits: the page names no setting (advise says why).
+      advice?.recommended == null
         ? undefined
         : {
             allocConf: advice.recommended.allocConf,

@@ -9,7 +9,8 @@ export {
   type AdviceTrap,
   type AdviseOptions,
   advise,
-  MEASURED_TRAP,
+  DEFAULT_TOLERANCE,
+  type Tolerance,
 } from './advise/advise.js';
 export {
   ALLOCATOR_REGISTRY,

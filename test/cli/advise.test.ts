@@ -1,10 +1,16 @@
 /** `vmmkit advise` (src/cli/advise.ts): usage, the JSON document, the text, and one-line errors. */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ADVISE_USAGE, adviseCommand } from '../../src/cli/advise.js';
+import { ADVISE_EXIT_CODES, ADVISE_USAGE, adviseCommand, parseTolerance } from '../../src/cli/advise.js';
 import { capture } from '../support/capture.js';
 
 const TRACE = fileURLToPath(new URL('../../traces/h200/phases_streams-native.pickle.gz', import.meta.url));
+const TRACE2 = fileURLToPath(
+  new URL('../../traces/h200/phases_streams-expandable.pickle.gz', import.meta.url),
+);
+const GPT = fileURLToPath(
+  new URL('../../traces/h200-whatif/gpt_train--reference.pickle.gz', import.meta.url),
+);
 const FIXTURES = new URL('../replay/fixtures/', import.meta.url);
 
 async function advise(args: string[]) {
@@ -14,12 +20,15 @@ async function advise(args: string[]) {
 }
 
 describe('vmmkit advise', () => {
-  it('--help prints the usage on stdout', async () => {
+  it('--help prints the usage and the exit codes on stdout', async () => {
     const { code, out, err } = await advise(['--help']);
     expect(code).toBe(0);
     expect(err).toEqual([]);
-    expect(out).toEqual([`usage: ${ADVISE_USAGE}`]);
-    expect(ADVISE_USAGE).toContain('vmmkit advise <snapshot.pickle[.gz]> [--memory-limit SIZE]');
+    expect(out).toEqual([`usage: ${ADVISE_USAGE}`, ADVISE_EXIT_CODES]);
+    expect(ADVISE_USAGE).toContain(
+      'vmmkit advise <snapshot.pickle[.gz]>... [--memory-limit SIZE] [--tolerance PCT,SIZE]',
+    );
+    expect(ADVISE_EXIT_CODES).toMatch(/0 .*; 1 .*; 2 .*; 3 no setting fits under --memory-limit/);
   });
 
   it('--json prints exactly one document: the recommendation, the ranked candidates, the bound, the baselines', async () => {
@@ -74,7 +83,7 @@ describe('vmmkit advise', () => {
     const { code, out } = await advise([TRACE]);
     expect(code).toBe(0);
     const text = out.join('\n');
-    expect(text).toMatch(/^trace: 1,880 events/);
+    expect(out[2]).toMatch(/^trace: 1,880 events/);
     expect(text).toMatch(/recorded: PyTorch reserved .* at its peak, PYTORCH_CUDA_ALLOC_CONF unset/);
     expect(text).toMatch(/\n\s+1 {2}\S+/);
     expect(text).toContain("the recorded run (PyTorch's own segment events)");
@@ -83,6 +92,75 @@ describe('vmmkit advise', () => {
     const line = out.find((l) => l.startsWith('PYTORCH_CUDA_ALLOC_CONF='));
     expect(line).toMatch(/^PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True/);
     expect(text).toMatch(/predicted peak .*; fits, peak /);
+    // The verdict comes first; the trap note quotes this snapshot's replay only.
+    expect(out[0]).toMatch(/^advice: expandable_segments:True fits, peak .* \(no memory limit given\)$/);
+    expect(text).toMatch(
+      /note: the known trap expandable_segments:True,max_split_size_mb:128 \(pytorch\/pytorch#123548\) would reserve .* on this snapshot/,
+    );
+    expect(text).not.toMatch(/H200|GPT training/);
+  });
+
+  it('simplest among equals and headroom: the line to paste, its margin, and the tolerance', async () => {
+    const { code, out } = await advise([GPT, '--memory-limit', '5630853120']);
+    expect(code).toBe(0);
+    expect(out[0]).toMatch(
+      /^advice: max_split_size_mb:32,\S+ fits under 5\.24 GiB with 74\.0 MiB \(1\.4%\) to spare/,
+    );
+    expect(out).toContain('  margin: 74.0 MiB under the limit 5.24 GiB (1.4%)');
+    // Settings that fit by less than the tolerance are marked in the table, and come after those with room.
+    expect(out.some((l) => /^ +\d+ {2}\S+ +5\.\d\d GiB \(tight\)/.test(l))).toBe(true);
+    const j = JSON.parse((await advise([GPT, '--memory-limit', '5630853120', '--json'])).out[0]);
+    const mss32 = j.candidates.find((c: { allocConf: string }) => c.allocConf === 'max_split_size_mb:32');
+    expect(mss32).toMatchObject({ fits: true, tight: true, headroomBytes: 0 });
+    expect(j.recommended).toMatchObject({ tight: false, headroomBytes: 74 * 1024 ** 2 });
+    const plain = await advise([GPT, '--tolerance', '64MiB']);
+    expect(plain.out.find((l) => l.startsWith('PYTORCH_CUDA_ALLOC_CONF='))).toBe(
+      'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True',
+    );
+    expect(plain.out.join('\n')).toMatch(
+      /the simplest of \d+ setting\(s\) within the tolerance 64\.0 MiB of the best; the lowest, expandable_segments:True,roundup_power2_divisions:8, reserves 5\.21 GiB \(40\.0 MiB less/,
+    );
+    const tuned = await advise([GPT, '--tolerance', '0%']);
+    expect(tuned.out.find((l) => l.startsWith('PYTORCH_CUDA_ALLOC_CONF='))).toBe(
+      'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,roundup_power2_divisions:8',
+    );
+  });
+
+  it('--tolerance takes a percentage, a size, or both', () => {
+    expect(parseTolerance('2%')).toEqual({ fraction: 0.02, bytes: 0 });
+    expect(parseTolerance('128MiB')).toEqual({ fraction: 0, bytes: 128 * 1024 ** 2 });
+    expect(parseTolerance('1.5%,1GiB')).toEqual({ fraction: 0.015, bytes: 1024 ** 3 });
+    for (const bad of ['lots', '2%,3%', '100%', '', '5%,'])
+      expect(() => parseTolerance(bad), bad).toThrow(/--tolerance/);
+  });
+
+  it('nothing fits: the verdict first, no line to paste, null in the JSON, exit 3', async () => {
+    const { code, out, err } = await advise([GPT, '--memory-limit', '4962910208']);
+    expect(code).toBe(3);
+    expect(err).toEqual([]);
+    expect(out[0]).toMatch(
+      /^no PyTorch setting fits under 4\.62 GiB: the live blocks alone need 5\.14 GiB at event [\d,]+$/,
+    );
+    expect(out.some((l) => l.startsWith('PYTORCH_CUDA_ALLOC_CONF='))).toBe(false);
+    expect(out).toContain(`no line to use: ${out[0]}`);
+    const json = await advise([GPT, '--memory-limit', '4962910208', '--json']);
+    expect(json.code).toBe(3);
+    const j = JSON.parse(json.out[0]);
+    expect(j.recommended).toBeNull();
+    expect(j.verdict).toBe(out[0]);
+  });
+
+  it('several snapshots: each setting on every one, ranked by its worst', async () => {
+    const { code, out } = await advise([TRACE, TRACE2, '--json']);
+    expect(code).toBe(0);
+    const j = JSON.parse(out[0]);
+    expect(j.snapshots).toEqual([TRACE, TRACE2]);
+    expect(j.recommended.perSnapshot).toHaveLength(2);
+    expect(j.recommended.peakReservedBytes).toBe(
+      Math.max(...j.recommended.perSnapshot.map((p: { peakReservedBytes: number }) => p.peakReservedBytes)),
+    );
+    const text = await advise([TRACE, TRACE2]);
+    expect(text.out).toContain('2 snapshots: each setting replayed on every one and ranked by its worst');
   });
 
   it('usage mistakes are one line and the usage, exit 2', async () => {
@@ -91,6 +169,7 @@ describe('vmmkit advise', () => {
       [[TRACE, '--memory-limit'], /--memory-limit needs a value/],
       [[TRACE, '--memory-limit', '0'], /--memory-limit: 0 is no memory at all/],
       [[TRACE, '--workers', 'many'], /--workers: 'many'/],
+      [[TRACE, '--tolerance', 'lots'], /--tolerance: 'lots' is not a percentage/],
       [[TRACE, '--frobnicate'], /unknown option '--frobnicate'/],
       [[], /no snapshot file given/],
     ] as const) {

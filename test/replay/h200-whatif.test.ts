@@ -17,11 +17,13 @@
  *    wrapped, replay to their window's reserved peak (exactly for the native
  *    allocator, whose start state the snapshot's segments give whole).
  * 5. The stacks snapshot `_dump_snapshot` wrote, as users make it, parses.
- * 6. Advice, checked: what `vmmkit advise` recommends today for each
- *    reference (advise-all.mjs's advice.json) is what was run under PyTorch
- *    on the H200 (verified.json), and PyTorch reserved within 2% of the
- *    predicted peak, without running out. A change that alters the advice
- *    fails here until the new advice is verified on the GPU.
+ * 6. Advice, checked: what advise-all.mjs advised (advice.json) was run
+ *    under PyTorch on the H200 (verified.json), and PyTorch reserved within
+ *    2% of the predicted peak, without running out; and what `vmmkit advise`
+ *    recommends today is one of the settings PyTorch ran there (advised, or
+ *    a recorded setting run), with its prediction within 2%. A change that
+ *    alters the advice to anything else fails here until it is verified on
+ *    the GPU.
  *
  * Nothing here is loosened to pass: a miss is a fact about the model, and its
  * message says by how much.
@@ -247,7 +249,16 @@ describe.runIf(existsSync(`${dir}verified.json`))('advice checked under PyTorch 
     });
   }
 
-  it("is still what advise recommends today (else the new advice awaits the GPU's check)", async () => {
+  /**
+   * What advise recommends today was run under PyTorch on the H200 for the same workload and limit,
+   * fitted, and reserved within 2% of the predicted peak: an advised setting (verified.json), or,
+   * without a limit, one of the recorded settings runs (results.json). Since the ranking takes the
+   * simplest of the settings within its tolerance of the best (Note [Ranking]), the recommendation
+   * is at times one of these runs rather than the fitted setting advised before (gpt_train's
+   * `expandable_segments:True`, verified as the simplest; kv_decode's, the `expandable` run).
+   */
+  it("is still a setting PyTorch ran on the H200 (else the new advice awaits the GPU's check)", async () => {
+    const ran = runs.filter((r) => r.kind === 'setting' && r.allowedBytes === null);
     const workloads = [...new Set(advice.map((a) => a.workload))];
     for (const workload of workloads) {
       const snapshot = readSnapshotFile(`${dir}${workload}--reference.pickle.gz`);
@@ -255,12 +266,25 @@ describe.runIf(existsSync(`${dir}verified.json`))('advice checked under PyTorch 
         ...new Set(advice.filter((a) => a.workload === workload).map((a) => a.memoryLimit)),
       ]) {
         const now = await advise(snapshot, { memoryLimit: limit ?? undefined, workers: 1 });
-        const then = advice.filter((a) => a.workload === workload && a.memoryLimit === limit);
-        const recommended = then.find((a) => a.advised === 'recommended')!;
-        expect(now.recommended.allocConf, `${workload}, limit ${limit}`).toBe(recommended.allocConf);
-        expect(now.recommended.peakReservedBytes).toBe(recommended.predictedPeakReservedBytes);
-        const simplest = then.find((a) => a.advised === 'simplest');
-        expect(now.simplest?.allocConf ?? null).toBe(simplest?.allocConf ?? null);
+        const what = `${workload}, limit ${limit}: ${now.recommended?.allocConf}`;
+        expect(now.recommended, what).not.toBeNull();
+        const conf = now.recommended!.allocConf;
+        const predicted = now.recommended!.peakReservedBytes;
+        const checked = verified.find(
+          (v) => v.workload === workload && v.memoryLimit === limit && v.allocConf === conf,
+        );
+        const recorded = ran.find((r) => r.workload === workload && r.allocConf === conf && limit === null);
+        expect(checked !== undefined || recorded !== undefined, `${what} was never run under PyTorch`).toBe(
+          true,
+        );
+        if (checked !== undefined) {
+          expect(predicted, what).toBe(checked.predictedPeakReservedBytes);
+          expect(checked.ended, what).toBe('ok');
+        } else {
+          expect(recorded!.ended, what).toBe('ok');
+          const w = within(predicted, recorded!.maxMemoryReserved);
+          expect(w.ok, `${what}: ${w.text}`).toBe(true);
+        }
       }
     }
   }, 120_000);

@@ -1,13 +1,38 @@
 /**
  * advise: which PYTORCH_CUDA_ALLOC_CONF a recorded workload should run
- * with. The snapshot's trace is replayed through the exact model of
- * PyTorch 2.11's allocator under a search of settings (Note [Advice
- * search], advise-search.ts), in parallel (Note [Worker threads],
- * advise-pool.ts), and the settings are ranked (Note [Ranking]). Beside
+ * with. The snapshot's trace (or several: the ranks of one job, or several
+ * runs of it, each setting judged by its worst) is replayed through the
+ * exact model of PyTorch 2.11's allocator under a search of settings (Note
+ * [Advice search], search.ts), in parallel (Note [Worker threads],
+ * pool.ts), replays that can no longer change the answer stopped (Note
+ * [Pruning]), and the settings are ranked (Note [Ranking]): the simplest
+ * among those within a tolerance of the best, with room under the limit.
+ * When none fits, the answer says so first and recommends nothing. Beside
  * them: the recorded run's own peak, PyTorch under the recorded settings,
  * vmmkit's own allocator, and the page bound no allocator can beat (Note
  * [Page bound], bound.ts); and warnings for combinations that reserve far
- * more than their parts (Note [Traps]).
+ * more than their parts on this snapshot (Note [Traps]).
+ *
+ * Note [Pruning]: a replay whose OOMs so far pass the best finished
+ * setting's, or whose running peak passes that setting's peak by more
+ * than both the tolerance and REFINE_MARGIN, stops (Note [Stopping a
+ * replay], pool.ts): its OOMs and peak only grow, so it can be neither
+ * among the equals at the head of the ranking (Note [Ranking]: they lie
+ * within the tolerance of the best) nor a contender that rounds 2 and 3
+ * refine. Those rounds look only at contenders: finished settings with the
+ * best's OOMs and a peak within that same ceiling of the best's. Every
+ * contender of the unpruned search runs to its end in the pruned one too
+ * (the bar is set by a finished setting, never better than the best, so
+ * it is at or above the ceiling), so both propose the same settings and
+ * give the same head; what differs is only the figures below it, which a
+ * stopped replay gives as lower bounds. The known trap and its parts, the
+ * recorded settings and vmmkit's allocator are baselines the answer quotes
+ * and always run to the end. Under a memory limit nothing stops: a setting
+ * that runs out alone (more OOMs than the best) can be the part of a
+ * combination that fits with room (gpt_train under its expandable peak:
+ * max_split_size_mb:32 with a division list and a collection threshold),
+ * so rounds 2 and 3 refine every setting, as they did before pruning, and
+ * reserved memory under a cap seldom passes the best by the margin anyway.
  */
 import { availableParallelism } from 'node:os';
 import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
@@ -23,6 +48,7 @@ import type { MemorySnapshot } from '../read/snapshot.js';
 import {
   type JobOutcome,
   MIN_EVENTS_FOR_WORKERS,
+  openBar,
   openPool,
   type ReplayJob,
   type ReplayPool,
@@ -35,6 +61,7 @@ import {
   firstRound,
   KNOWN_TRAP,
   keyCount,
+  mergeSizes,
   partsOf,
   type Setting,
   secondRound,
@@ -47,15 +74,37 @@ import {
 export interface AdviseOptions {
   /** Bytes each device may reserve (set_per_process_memory_fraction's cap); none by default. */
   readonly memoryLimit?: number;
+  /**
+   * Peaks this close to the best are equal (Note [Ranking]): the larger of
+   * `fraction` of the best peak and `bytes`. Default 1% or 64 MiB; a part
+   * left out of a given tolerance is 0.
+   */
+  readonly tolerance?: Tolerance;
   /** Told how far the whole search is: replayed events so far, and the search's estimate of all it will replay. */
   readonly onProgress?: (done: number, total: number) => void;
   /** Worker threads (default: os.availableParallelism(), or none for a small trace; 0 or 1: this thread). */
   readonly workers?: number;
-  /** A plan already made for the snapshot. */
+  /** A plan already made for the snapshot (one snapshot). */
   readonly plan?: TracePlan;
+  /** Plans already made, one per snapshot, in their order (several). */
+  readonly plans?: readonly TracePlan[];
+  /**
+   * Stop a replay once it cannot change the answer (Note [Pruning]); default
+   * true. The answer is the same either way; false runs every replay to its end.
+   */
+  readonly prune?: boolean;
 }
 
-/** One run's figures: a setting's, or vmmkit's own allocator's. */
+export interface Tolerance {
+  /** Of the best peak (0.01 is 1%). */
+  readonly fraction?: number;
+  readonly bytes?: number;
+}
+
+/** Note [Ranking]: 1% of the best peak or 64 MiB, whichever is larger. */
+export const DEFAULT_TOLERANCE: Required<Tolerance> = { fraction: 0.01, bytes: 64 * 1024 * 1024 };
+
+/** One run's figures: a setting's, or vmmkit's own allocator's (the worst snapshot's, of several). */
 export interface AdviceBaseline {
   readonly peakReservedBytes: number;
   readonly peakAllocatedBytes: number;
@@ -84,12 +133,35 @@ export interface AdviceCandidate extends AdviceBaseline {
   readonly expandableSegments: boolean;
   /** Other strings tried that are the same replay (Note [Effective settings]). */
   readonly equivalent: readonly string[];
+  /** The limit less the most any device reserved; null without a limit. */
+  readonly headroomBytes: number | null;
+  /** It fits, by less than the tolerance (Note [Ranking]): not recommended over one with room. */
+  readonly tight: boolean;
+  /** Within the tolerance of the best of its tier (Note [Ranking]): equal to it. */
+  readonly equal: boolean;
+  /**
+   * The event its replay stopped at, once it could no longer change the
+   * answer (Note [Pruning]): its figures are then lower bounds. -1: replayed to the end.
+   */
+  readonly stoppedAt: number;
+  /** Each snapshot's own figures, in the order given (one entry for one snapshot). */
+  readonly perSnapshot: readonly SnapshotFigures[];
+}
+
+export interface SnapshotFigures {
+  readonly peakReservedBytes: number;
+  readonly ooms: number;
+  readonly fits: boolean;
+  readonly stoppedAt: number;
 }
 
 /** A combination that reserves far more than each of its parts alone (Note [Traps]). */
 export interface AdviceTrap {
   readonly allocConf: string;
+  /** What it reserves on this snapshot (at least this, when its replay stopped early). */
   readonly peakReservedBytes: number;
+  /** Its replay stopped past the best (Note [Pruning]): the peak and ratio are lower bounds. */
+  readonly atLeast: boolean;
   /** Its peak over the largest of its parts' peaks. */
   readonly ratio: number;
   readonly parts: readonly { readonly allocConf: string; readonly peakReservedBytes: number }[];
@@ -115,18 +187,25 @@ export interface KnownTrap {
 }
 
 export interface Advice {
-  /** The first of the ranking. */
-  readonly recommended: AdviceCandidate;
   /**
-   * The fewest keys that come within NEAR_PEAK of the recommended peak and
-   * fit as it does (a finely tuned list of divisions fits this trace; a
-   * simpler setting is safer on the next run's shapes); null when that is
-   * the recommended setting itself.
+   * The first of the ranking when it fits; null when no setting fits (then
+   * `verdict` says why, and there is no line to paste).
    */
-  readonly simplest: AdviceCandidate | null;
+  readonly recommended: AdviceCandidate | null;
+  /** The answer in one line, first: what fits and by how much, or why nothing does. */
+  readonly verdict: string;
+  /** The settings equal to the best of the first tier (within the tolerance), ranked: the recommended one first. */
+  readonly equals: readonly AdviceCandidate[];
+  /** The lowest peak among `equals` when that is not the recommended setting (a tuned one, say); else null. */
+  readonly lowest: AdviceCandidate | null;
+  /** The tolerance as asked, and in bytes on this trace. */
+  readonly tolerance: { readonly fraction: number; readonly bytes: number; readonly toleranceBytes: number };
   /** Every setting replayed, one per effective setting, ranked (Note [Ranking]). */
   readonly candidates: readonly AdviceCandidate[];
+  /** The page bound (of the snapshot whose bound is highest, of several). */
   readonly bound: MemoryBound;
+  /** Which snapshot `bound` is of (0 for one). */
+  readonly boundSnapshot: number;
   readonly recorded: {
     /** The PYTORCH_CUDA_ALLOC_CONF the snapshot records (null: none). */
     readonly allocConf: string | null;
@@ -139,6 +218,8 @@ export interface Advice {
   readonly vmmkit: AdviceBaseline;
   readonly memoryLimit: number | null;
   readonly peakRequestedBytes: number;
+  /** How many snapshots the advice is for (every candidate is ranked by its worst). */
+  readonly snapshots: number;
   /** Combinations that reserve TRAP_RATIO times their parts or more, the worst first (Note [Traps]). */
   readonly traps: readonly AdviceTrap[];
   /** KNOWN_TRAP's figures on this trace (null only when its replay failed). */
@@ -147,13 +228,15 @@ export interface Advice {
     /** Strings proposed, and the replays they needed (Note [Effective settings]). */
     readonly proposed: number;
     readonly replays: number;
+    /** Replays stopped early (Note [Pruning]). */
+    readonly stopped: number;
+    /** Replayed events, over what the same replays would have replayed to their ends. */
+    readonly eventsReplayed: number;
+    readonly eventsInFull: number;
     readonly workers: number;
     readonly wallMs: number;
   };
 }
-
-/** Advice.simplest: how much more peak a simpler setting may reserve and still be named. */
-export const NEAR_PEAK = 0.02;
 
 /** A combination is a trap when it reserves this many times the largest of its parts (Note [Traps]). */
 const TRAP_RATIO = 1.5;
@@ -161,58 +244,79 @@ const TRAP_RATIO = 1.5;
 /** Note [Traps] */
 const TRAP_ISSUE = 'pytorch/pytorch#123548';
 
-/** One workload's measured figures for KNOWN_TRAP (max_memory_reserved, bytes). */
-export interface TrapMeasurement {
-  readonly workload: string;
-  readonly trapBytes: number;
-  readonly expandableBytes: number;
-}
-
 /**
- * What PyTorch 2.11 itself reserved on the H200 under KNOWN_TRAP and under
- * expandable_segments:True alone, one fresh process per run
- * (traces/h200-whatif/results.json, max_memory_reserved; the test checks
- * these figures against the file). The exact model predicted both to the
- * byte on gpt_train, kv_decode and streams_pipeline (test/replay/h200-whatif.test.ts);
- * graphs_serve's CUDA-graph pools are not modelled.
+ * Note [Pruning]: how far above the best a setting may be and still be
+ * refined in the next round (its axis value crossed and varied): a round-1
+ * value more than this far behind is not made a winner by a neighbouring
+ * value. Above it a replay is of no use to the search, and stops.
  */
-export const MEASURED_TRAP: { readonly source: string; readonly runs: readonly TrapMeasurement[] } = {
-  source: 'traces/h200-whatif/results.json (H200, torch 2.11.0+cu130, 2026-12-01)',
-  runs: [
-    { workload: 'gpt_train', trapBytes: 7_434_403_840, expandableBytes: 5_630_853_120 },
-    { workload: 'graphs_serve', trapBytes: 7_402_946_560, expandableBytes: 4_928_307_200 },
-    { workload: 'streams_pipeline', trapBytes: 2_518_679_552, expandableBytes: 2_287_992_832 },
-    { workload: 'kv_decode', trapBytes: 589_299_712, expandableBytes: 589_299_712 },
-  ],
-};
+export const REFINE_MARGIN = 0.05;
 
-/** The measurement in words, for the warning and the known trap's line. */
-export function measuredTrapText(): string {
-  const g = MEASURED_TRAP.runs[0];
-  const worst = Math.max(...MEASURED_TRAP.runs.map((r) => r.trapBytes / r.expandableBytes));
-  const best = Math.min(...MEASURED_TRAP.runs.map((r) => r.trapBytes / r.expandableBytes));
-  return `on the H200, PyTorch 2.11 itself reserved ${formatBytes(g.trapBytes)} with it on a GPT training run against ${formatBytes(g.expandableBytes)} with expandable segments alone (${(g.trapBytes / g.expandableBytes).toFixed(2)}x; ${best.toFixed(2)}x to ${worst.toFixed(2)}x on four workloads, traces/h200-whatif), and the model predicted it to the byte`;
-}
-
-/** Search PyTorch's settings for `snapshot`'s workload (see the module's comment). */
-export async function advise(snapshot: MemorySnapshot, options: AdviseOptions = {}): Promise<Advice> {
+/** Search PyTorch's settings for the workload of `snapshots` (one, or several runs or ranks of one job). */
+export async function advise(
+  snapshots: MemorySnapshot | readonly MemorySnapshot[],
+  options: AdviseOptions = {},
+): Promise<Advice> {
   const start = performance.now();
+  const all = Array.isArray(snapshots)
+    ? (snapshots as readonly MemorySnapshot[])
+    : [snapshots as MemorySnapshot];
+  if (all.length === 0) throw new ReplayError('advise needs at least one snapshot');
   const limit = options.memoryLimit;
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
     throw new ReplayError(`the memory limit must be a positive whole number of bytes, not ${limit}`);
+  const tolerance = toleranceOf(options.tolerance);
+  if (options.plans !== undefined && options.plans.length !== all.length)
+    throw new ReplayError(`${options.plans.length} plans for ${all.length} snapshots`);
   // Planned as replay plans under a limit (Note [Inferred empty_cache]), so advise and replay agree.
-  const plan = options.plan ?? planReplay(snapshot, { memoryLimit: limit });
-  const sizes = traceSizes(snapshot, plan);
+  const plans = all.map(
+    (s, k) =>
+      options.plans?.[k] ??
+      (all.length === 1 ? options.plan : undefined) ??
+      planReplay(s, { memoryLimit: limit }),
+  );
+  const sizes = mergeSizes(all.map((s, k) => traceSizes(s, plans[k])));
+  const events = plans.reduce((n, p) => n + p.events, 0);
   // Unasked, a trace too small to repay starting workers runs here (Note [Worker threads]).
-  const workers = options.workers ?? (plan.events < MIN_EVENTS_FOR_WORKERS ? 0 : availableParallelism());
-  const pool = openPool({ snapshot, plan, memoryLimit: limit }, workers);
+  const workers = options.workers ?? (events < MIN_EVENTS_FOR_WORKERS ? 0 : availableParallelism());
+  const bar = openBar();
+  const pool = openPool({ snapshots: all, plans, memoryLimit: limit, bar }, workers);
   try {
-    const search = new Search(snapshot, plan, sizes, limit, pool, options.onProgress);
+    const search = new Search(
+      all,
+      plans,
+      sizes,
+      limit,
+      tolerance,
+      options.prune ?? true,
+      bar,
+      pool,
+      options.onProgress,
+    );
     await search.run();
     return search.advice(performance.now() - start);
   } finally {
     await pool.close();
   }
+}
+
+function toleranceOf(t: Tolerance | undefined): Required<Tolerance> {
+  if (t === undefined) return DEFAULT_TOLERANCE;
+  const fraction = t.fraction ?? 0;
+  const bytes = t.bytes ?? 0;
+  if (
+    !(Number.isFinite(fraction) && fraction >= 0 && fraction < 1) ||
+    !(Number.isSafeInteger(bytes) && bytes >= 0)
+  )
+    throw new ReplayError(
+      `the tolerance must be a fraction in [0, 1) and a whole number of bytes, not ${JSON.stringify(t)}`,
+    );
+  return { fraction, bytes };
+}
+
+/** The tolerance in bytes next to a peak (Note [Ranking]). */
+function toleranceAt(t: Required<Tolerance>, peak: number): number {
+  return Math.max(Math.ceil(t.fraction * peak), t.bytes);
 }
 
 /** One effective setting: its simplest string, the others, and its outcome once replayed. */
@@ -222,7 +326,24 @@ interface Entry {
   /** The setting of `conf`; undefined for the recorded settings when the search has no such point. */
   setting: Setting | undefined;
   readonly others: Set<string>;
-  outcome: JobOutcome | undefined;
+  /** One per snapshot, once replayed. */
+  outcomes: (JobOutcome | undefined)[];
+  /** Replayed to the end whatever the bar (a baseline, the known trap and its parts). */
+  pinned: boolean;
+  /** Its figures, once every snapshot's replay is back. */
+  figures: Figures | undefined;
+}
+
+/** An entry's figures over its snapshots: the worst of each. */
+interface Figures {
+  readonly failed: boolean;
+  /** Some replay stopped past the bar: the figures are lower bounds. */
+  readonly stopped: boolean;
+  readonly ooms: number;
+  readonly peak: number;
+  /** The most any one device reserved (headroom is the limit less this). */
+  readonly devicePeak: number;
+  readonly calls: number;
 }
 
 /** Replays per round beyond the first, at most (for the progress estimate). */
@@ -232,58 +353,100 @@ class Search {
   readonly #entries = new Map<string, Entry>();
   readonly #byConf = new Map<string, Entry>();
   readonly #limited: boolean;
+  readonly #traces: number;
   #nextId = 0;
   #done = 0;
   #proposed = 0;
-  #recorded: JobOutcome | undefined;
+  #jobs = 0;
+  #stopped = 0;
+  #eventsReplayed = 0;
+  #eventsInFull = 0;
+  /** The recorded settings' replays, one per snapshot, when no entry is them. */
+  #recorded: JobOutcome[] | undefined;
   #recordedEntry: Entry | undefined;
-  #vmmkit: JobOutcome | undefined;
+  #vmmkit: JobOutcome[] = [];
+  /** The best finished figures so far (Note [Pruning]). */
+  #best: Figures | undefined;
 
   constructor(
-    readonly snapshot: MemorySnapshot,
-    readonly plan: TracePlan,
+    readonly snapshots: readonly MemorySnapshot[],
+    readonly plans: readonly TracePlan[],
     readonly sizes: TraceSizes,
     readonly limit: number | undefined,
+    readonly tolerance: Required<Tolerance>,
+    readonly prune: boolean,
+    readonly bar: Float64Array,
     readonly pool: ReplayPool,
     readonly onProgress: ((done: number, total: number) => void) | undefined,
   ) {
     this.#limited = limit !== undefined;
+    this.#traces = snapshots.length;
   }
 
   async run(): Promise<void> {
     const first = this.#propose(firstRound(this.sizes, this.#limited));
+    // The known trap and its parts are replayed whole: the warning gives their figures (Note [Traps]).
+    for (const conf of [KNOWN_TRAP, ...partsOf(parseSetting(KNOWN_TRAP)).map(confText)]) {
+      const e = this.#byConf.get(conf);
+      if (e !== undefined) e.pinned = true;
+    }
     // The recorded settings are a candidate too; replayed from the snapshot's own dict when no string says them.
-    const recordedSettings = settingsFromSnapshot(this.snapshot.allocatorSettings);
+    const recordedSettings = settingsFromSnapshot(this.snapshots[0].allocatorSettings);
     const recordedKey = effectiveKey(recordedSettings, this.sizes, this.limit);
-    const extra: ReplayJob[] = [{ id: this.#nextId++, allocator: 'vmmkit', allocConf: null }];
+    const extra: ReplayJob[] = this.snapshots.map((_, t) => this.#job(t, 'vmmkit', null, false));
     const conf = settingsConf(recordedSettings);
     if (this.#entries.has(recordedKey)) this.#recordedEntry = this.#entries.get(recordedKey);
     else if (conf !== undefined) {
-      this.#recordedEntry = {
-        conf,
-        key: recordedKey,
-        setting: undefined,
-        others: new Set(),
-        outcome: undefined,
-      };
-      this.#entries.set(recordedKey, this.#recordedEntry);
+      this.#recordedEntry = this.#entry(conf, recordedKey, undefined);
       this.#byConf.set(conf, this.#recordedEntry);
       first.push(this.#recordedEntry);
-    } else extra.push({ id: this.#nextId++, allocator: 'pytorch', allocConf: null });
-    const [vmmkit, recorded] = await this.#round(extra, first, LATER_ROUNDS_BOUND);
-    this.#vmmkit = vmmkit;
-    this.#recorded = recorded ?? this.#recordedEntry?.outcome;
+    } else extra.push(...this.snapshots.map((_, t) => this.#job(t, 'pytorch', null, false)));
+    if (this.#recordedEntry !== undefined) this.#recordedEntry.pinned = true;
+    const done = await this.#round(extra, first, LATER_ROUNDS_BOUND);
+    this.#vmmkit = done.slice(0, this.#traces);
+    this.#recorded = done.length > this.#traces ? done.slice(this.#traces) : undefined;
     const second = this.#propose(
-      [false, true].flatMap((e) => secondRound(this.#bests(e), this.sizes, this.#limited)),
+      [false, true].flatMap((e) => {
+        const b = this.#bests(e);
+        return b === undefined ? [] : secondRound(b, this.sizes, this.#limited);
+      }),
     );
     await this.#round([], second, [LATER_ROUNDS_BOUND[1]]);
     const third = this.#propose(
       [false, true].flatMap((e) => {
         const top = this.#topTwo(e);
-        return thirdRound(e, top.maxSplit, top.divisions, top.gc);
+        return top === undefined ? [] : thirdRound(e, top.maxSplit, top.divisions, top.gc);
       }),
     );
     await this.#round([], third, []);
+  }
+
+  #entry(conf: string, key: string, setting: Setting | undefined): Entry {
+    const e: Entry = {
+      conf,
+      key,
+      setting,
+      others: new Set(),
+      outcomes: new Array(this.#traces).fill(undefined),
+      pinned: false,
+      figures: undefined,
+    };
+    this.#entries.set(key, e);
+    return e;
+  }
+
+  #job(
+    trace: number,
+    allocator: 'pytorch' | 'vmmkit',
+    allocConf: string | null,
+    prunable: boolean,
+  ): ReplayJob {
+    return { id: this.#nextId++, trace, allocator, allocConf, prunable: prunable && this.#pruning };
+  }
+
+  /** Replays stop past the bar only without a limit (Note [Pruning]). */
+  get #pruning(): boolean {
+    return this.prune && !this.#limited;
   }
 
   /** Entries for settings not yet replayed (Note [Effective settings]); a simpler string takes over an entry. */
@@ -296,8 +459,7 @@ class Search {
       const key = effectiveKey(parseAllocConf(conf).settings, this.sizes, this.limit);
       let e = this.#entries.get(key);
       if (e === undefined) {
-        e = { conf, key, setting, others: new Set(), outcome: undefined };
-        this.#entries.set(key, e);
+        e = this.#entry(conf, key, setting);
         fresh.push(e);
       } else if (simpler(conf, e.conf)) {
         e.others.add(e.conf);
@@ -309,78 +471,143 @@ class Search {
     return fresh;
   }
 
-  /** Run extra jobs and the entries' replays; returns the extra jobs' outcomes. */
+  /**
+   * Run extra jobs and the entries' replays; returns the extra jobs'
+   * outcomes. The plain settings go first, so that the bar is low early
+   * (Note [Pruning]); the order changes no figure.
+   */
   async #round(
     extra: ReplayJob[],
     entries: readonly Entry[],
     later: readonly number[],
   ): Promise<JobOutcome[]> {
-    const jobs = [...extra];
-    const of = new Map<number, Entry>();
-    for (const e of entries) {
-      const id = this.#nextId++;
-      of.set(id, e);
-      jobs.push({ id, allocator: 'pytorch', allocConf: e.conf });
-    }
-    const events = this.plan.events;
-    const total = this.#done + (jobs.length + later.reduce((s, n) => s + n, 0)) * events;
+    const order = [...entries].sort((a, b) => firstness(a) - firstness(b));
+    const jobs: ReplayJob[] = [];
+    const of = new Map<number, { entry: Entry; trace: number }>();
+    for (const e of order)
+      for (let t = 0; t < this.#traces; t++) {
+        const job = this.#job(t, 'pytorch', e.conf, !e.pinned);
+        of.set(job.id, { entry: e, trace: t });
+        jobs.push(job);
+      }
+    jobs.push(...extra);
+    const eventsOf = (j: ReplayJob) => this.plans[j.trace].events;
+    const total =
+      this.#done +
+      jobs.reduce((n, j) => n + eventsOf(j), 0) +
+      later.reduce((s, n) => s + n, 0) * this.plans.reduce((n, p) => n + p.events, 0);
     let done = this.#done;
-    const outcomes = await this.pool.run(jobs, (delta) => {
-      done += delta;
-      this.onProgress?.(done, Math.max(total, done));
-    });
-    this.#done += jobs.length * events;
+    const outcomes = await this.pool.run(
+      jobs,
+      (delta) => {
+        done += delta;
+        this.onProgress?.(done, Math.max(total, done));
+      },
+      (o) => {
+        const at = of.get(o.id);
+        if (at === undefined) return;
+        at.entry.outcomes[at.trace] = o;
+        if (at.entry.outcomes.every((x) => x !== undefined)) this.#finished(at.entry);
+      },
+    );
+    for (const j of jobs) {
+      this.#done += eventsOf(j);
+      this.#eventsInFull += eventsOf(j);
+    }
+    this.#jobs += jobs.length;
     const out: JobOutcome[] = [];
     for (const o of outcomes) {
-      const e = of.get(o.id);
-      if (e === undefined) out.push(o);
-      else e.outcome = o;
+      this.#eventsReplayed +=
+        o.stoppedAt >= 0 ? o.stoppedAt + 1 : this.plans[jobs.find((j) => j.id === o.id)!.trace].events;
+      if (o.stoppedAt >= 0) this.#stopped++;
+      if (!of.has(o.id)) out.push(o);
     }
     return out;
   }
 
-  /** Entries replayed so far, ranked. */
-  #ranked(filter: (e: Entry) => boolean = () => true): Entry[] {
-    return [...this.#entries.values()]
-      .filter((e) => e.outcome !== undefined && filter(e))
-      .sort((a, b) => compareEntries(a, b));
+  /** An entry's last replay is back: its figures, and the bar they set (Note [Pruning]). */
+  #finished(e: Entry): void {
+    const f = figuresOf(e.outcomes as JobOutcome[]);
+    e.figures = f;
+    if (f.failed || f.stopped) return;
+    if (
+      this.#best === undefined ||
+      f.ooms < this.#best.ooms ||
+      (f.ooms === this.#best.ooms && f.peak < this.#best.peak)
+    )
+      this.#best = f;
+    if (!this.#pruning) return;
+    const b = this.#best;
+    this.bar[0] = b.ooms;
+    this.bar[1] = this.#contenderCeiling(b.peak);
   }
 
-  /** The best value of each axis alone in one mode (for round 2). */
-  #bests(expandable: boolean): AxisBests {
-    const single = (pick: (s: Setting) => boolean) =>
-      this.#ranked(
-        (e) => e.setting !== undefined && e.setting.expandable === expandable && pick(e.setting),
-      )[0]?.setting;
+  /** The highest peak that is still refined (Note [Pruning]): REFINE_MARGIN above the best, or the tolerance. */
+  #contenderCeiling(best: number): number {
+    return Math.max(best * (1 + REFINE_MARGIN), best + toleranceAt(this.tolerance, best));
+  }
+
+  /**
+   * Finished, and close enough to the best to be refined (Note [Pruning]):
+   * the same with or without pruning. Under a limit every finished setting
+   * is (a setting that runs out alone may fit in a combination).
+   */
+  #contender(e: Entry): boolean {
+    const f = e.figures;
+    if (f === undefined) return false;
+    if (this.#limited) return true;
+    const b = this.#best;
+    if (f.failed || f.stopped || b === undefined) return false;
+    return f.ooms === b.ooms && f.peak <= this.#contenderCeiling(b.peak);
+  }
+
+  /** Contenders, ranked by their figures. */
+  #ranked(filter: (e: Entry) => boolean): Entry[] {
+    return [...this.#entries.values()]
+      .filter((e) => this.#contender(e) && filter(e))
+      .sort((a, b) => compareFigures(a.figures!, b.figures!) || compareConf(a.conf, b.conf));
+  }
+
+  /** The best value of each axis alone in one mode (for round 2); undefined when the mode has no contender. */
+  #bests(expandable: boolean): AxisBests | undefined {
+    const inMode = (s: Setting) => s.expandable === expandable;
     const plain = (s: Setting) =>
       s.maxSplitMb === undefined && s.divisions === undefined && s.gc === undefined;
-    const mss = single((s) => plain({ ...s, maxSplitMb: undefined }));
-    const div = single((s) => plain({ ...s, divisions: undefined }));
-    const gc = single((s) => plain({ ...s, gc: undefined }));
+    const group = (pick: (s: Setting) => boolean) =>
+      this.#ranked((e) => e.setting !== undefined && inMode(e.setting) && pick(e.setting));
+    if (group(() => true).length === 0) return undefined;
+    const mss = group((s) => plain({ ...s, maxSplitMb: undefined }))[0]?.setting;
+    const div = group((s) => plain({ ...s, divisions: undefined }))[0]?.setting;
+    const gc = group((s) => plain({ ...s, gc: undefined }))[0]?.setting;
     return {
       expandable,
       maxSplitMb: mss?.maxSplitMb,
+      // No contender on this axis: refine nothing (divisions undefined would refine from no rounding).
       divisions: div === undefined ? undefined : divisionsOf(div),
+      refineDivisions: div !== undefined,
       gc: gc?.gc,
     };
   }
 
-  /** The two best values of each axis alone (unset among them) in one mode, for round 3. */
-  #topTwo(expandable: boolean): {
-    maxSplit: (number | undefined)[];
-    divisions: (readonly number[] | undefined)[];
-    gc: (number | undefined)[];
-  } {
+  /** The two best values of each axis alone (unset among them) in one mode, for round 3; undefined: no contender. */
+  #topTwo(expandable: boolean):
+    | {
+        maxSplit: (number | undefined)[];
+        divisions: (readonly number[] | undefined)[];
+        gc: (number | undefined)[];
+      }
+    | undefined {
+    const inMode = (x: Entry) => x.setting !== undefined && x.setting.expandable === expandable;
+    if (this.#ranked(inMode).length === 0) return undefined;
     const top = <T>(axis: (s: Setting) => T, others: (s: Setting) => boolean): T[] => {
       const seen: T[] = [];
-      for (const e of this.#ranked(
-        (x) => x.setting !== undefined && x.setting.expandable === expandable && others(x.setting),
-      )) {
+      for (const e of this.#ranked((x) => inMode(x) && others(x.setting!))) {
         const v = axis(e.setting!);
         if (!seen.some((w) => JSON.stringify(w) === JSON.stringify(v))) seen.push(v);
         if (seen.length === 2) break;
       }
-      return seen;
+      // No contender on this axis: it stays unset in the combinations.
+      return seen.length === 0 ? [undefined as T] : seen;
     };
     return {
       maxSplit: top(
@@ -399,50 +626,86 @@ class Search {
   }
 
   advice(wallMs: number): Advice {
-    const recordedPeak = recordedPeakBytes(this.plan);
+    const recordedPeak = recordedPeakBytes(this.plans);
     const limit = this.limit;
-    const candidates = this.#ranked().map((e) => toCandidate(e, recordedPeak, limit));
-    const conf = this.snapshot.allocatorSettings?.PYTORCH_CUDA_ALLOC_CONF;
-    const recordedSettings = settingsFromSnapshot(this.snapshot.allocatorSettings);
+    const entries = [...this.#entries.values()].filter((e) => e.figures !== undefined);
+    const tol = this.#toleranceBytes(entries);
+    const ranked = rank(entries, tol, limit);
+    const candidates = ranked.map((r) => toCandidate(r.entry, recordedPeak, limit, r.tight, r.equal));
+    const head = candidates[0];
+    const fits = head?.fits === true && head.stoppedAt < 0;
+    // A tight head has no equals: it is there for its room alone.
+    const equals = !fits
+      ? []
+      : ranked[0].equal
+        ? candidates.filter((_, k) => ranked[k].equal && ranked[k].tier === ranked[0].tier)
+        : [head];
+    const lowest = equals.reduce<AdviceCandidate | null>(
+      (lo, c) => (lo === null || c.peakReservedBytes < lo.peakReservedBytes ? c : lo),
+      null,
+    );
+    const conf = this.snapshots[0].allocatorSettings?.PYTORCH_CUDA_ALLOC_CONF;
+    const recordedSettings = settingsFromSnapshot(this.snapshots[0].allocatorSettings);
     const recordedCandidate =
       this.#recordedEntry !== undefined
-        ? toCandidate(this.#recordedEntry, recordedPeak, limit)
+        ? (candidates.find((c) => c.allocConf === this.#recordedEntry!.conf) ??
+          toCandidate(this.#recordedEntry, recordedPeak, limit, false, false))
         : toCandidate(
-            { conf: typeof conf === 'string' ? conf : '', outcome: this.#recorded!, others: new Set() },
+            {
+              conf: typeof conf === 'string' ? conf : '',
+              outcomes: this.#recorded!,
+              others: new Set(),
+            },
             recordedPeak,
             limit,
+            false,
+            false,
             recordedSettings.expandableSegments,
           );
-    const rec = candidates[0];
-    const near = candidates.filter(
-      (c) =>
-        c.fits === rec.fits &&
-        c.ooms === rec.ooms &&
-        c.peakReservedBytes <= rec.peakReservedBytes * (1 + NEAR_PEAK),
-    );
-    const simplest = near.reduce((best, c) => (c.keys < best.keys ? c : best), rec);
+    const bounds = this.plans.map((p) => memoryBound(p));
+    const boundSnapshot = bounds.reduce((k, b, i) => (b.peakBytes > bounds[k].peakBytes ? i : k), 0);
+    const recommended = fits ? head : null;
     return {
-      recommended: rec,
-      simplest: simplest === rec ? null : simplest,
+      recommended,
+      verdict: verdictLine(recommended, candidates, bounds, limit, tol, this.#traces),
+      equals,
+      lowest: lowest === null || lowest === recommended ? null : lowest,
+      tolerance: { ...this.tolerance, toleranceBytes: tol },
       candidates,
-      bound: memoryBound(this.plan),
+      bound: bounds[boundSnapshot],
+      boundSnapshot,
       recorded: {
         allocConf: typeof conf === 'string' ? conf : null,
         peakReservedBytes: recordedPeak,
         replayed: recordedCandidate,
       },
-      vmmkit: baselineOf(this.#vmmkit!, recordedPeak, limit),
+      vmmkit: baselineOf(this.#vmmkit, recordedPeak, limit),
       memoryLimit: limit ?? null,
-      peakRequestedBytes: this.plan.peakRequestedBytes,
+      peakRequestedBytes: Math.max(...this.plans.map((p) => p.peakRequestedBytes)),
+      snapshots: this.#traces,
       traps: this.#traps(),
       knownTrap: this.knownTrap(),
       search: {
         proposed: this.#proposed,
-        replays: this.#entries.size + (this.#recordedEntry === undefined ? 2 : 1),
+        replays: this.#jobs,
+        stopped: this.#stopped,
+        eventsReplayed: this.#eventsReplayed,
+        eventsInFull: this.#eventsInFull,
         workers: this.pool.workers,
         wallMs,
       },
     };
+  }
+
+  /** The tolerance in bytes: next to the lowest peak of the fewest OOMs among finished replays. */
+  #toleranceBytes(entries: readonly Entry[]): number {
+    let best: Figures | undefined;
+    for (const e of entries) {
+      const f = e.figures!;
+      if (f.failed || f.stopped) continue;
+      if (best === undefined || f.ooms < best.ooms || (f.ooms === best.ooms && f.peak < best.peak)) best = f;
+    }
+    return toleranceAt(this.tolerance, best?.peak ?? 0);
   }
 
   /**
@@ -453,16 +716,18 @@ class Search {
    * request" (N5) to expandable segments, whose free blocks merge across
    * pages into ever larger ones; once the free block is past the limit,
    * smaller requests cannot use it and new pages are mapped beside it. The
-   * figure is not guessed: it is the exact model's replay of this trace
-   * under the combination (the search always replays it, and every part of
-   * every combination alone), and the model follows PyTorch 2.11's rules,
-   * as measured on the H200 (traces/h200-whatif). A combination whose peak
-   * is TRAP_RATIO times the largest of its parts' peaks is reported; one
-   * that only contains a reported one is not reported again.
+   * figures are this snapshot's own: the exact model's replay of it under
+   * the combination and under each of its parts (the search replays the
+   * known trap and its parts to the end whatever the bar, Note [Pruning]);
+   * no figure of another workload is quoted. A combination whose peak is
+   * TRAP_RATIO times the largest of its parts' peaks is reported (one whose
+   * replay stopped early, with "at least"); one that only contains a
+   * reported one is not reported again.
    */
   #traps(): AdviceTrap[] {
     const blown: Blowup[] = [];
-    for (const e of this.#ranked((x) => x.setting !== undefined && partsOf(x.setting).length > 1)) {
+    for (const e of this.#entries.values()) {
+      if (e.figures === undefined || e.setting === undefined || partsOf(e.setting).length <= 1) continue;
       const b = this.#blowup(e);
       if (b !== undefined && b.ratio >= TRAP_RATIO) blown.push(b);
     }
@@ -483,18 +748,24 @@ class Search {
     const out: AdviceTrap[] = [];
     for (const group of groups.values()) {
       group.sort((x, y) =>
-        x.allocConf === KNOWN_TRAP ? -1 : y.allocConf === KNOWN_TRAP ? 1 : y.ratio - x.ratio,
+        x.allocConf === KNOWN_TRAP
+          ? -1
+          : y.allocConf === KNOWN_TRAP
+            ? 1
+            : y.ratio - x.ratio || compareConf(x.allocConf, y.allocConf),
       );
       const [lead, ...rest] = group;
       const known = lead.expandable && lead.maxSplit;
       const partText = lead.parts.map((p) => `${p.allocConf} ${formatBytes(p.peakReservedBytes)}`).join(', ');
+      const atLeast = (b: Blowup) => (b.atLeast ? 'at least ' : '');
       const also =
         rest.length === 0
           ? ''
-          : `; so do ${rest.map((r) => `${r.allocConf} (${r.ratio.toFixed(1)}x)`).join(', ')}`;
+          : `; so do ${rest.map((r) => `${r.allocConf} (${atLeast(r)}${r.ratio.toFixed(1)}x)`).join(', ')}`;
       out.push({
         allocConf: lead.allocConf,
         peakReservedBytes: lead.peakReservedBytes,
+        atLeast: lead.atLeast,
         ratio: lead.ratio,
         parts: lead.parts,
         alsoAt: rest.map((r) => ({
@@ -504,23 +775,24 @@ class Search {
         })),
         issue: known ? TRAP_ISSUE : null,
         message:
-          `${lead.allocConf} reserves ${formatBytes(lead.peakReservedBytes)}, ${lead.ratio.toFixed(1)}x the most of its parts alone (${partText})${also}` +
-          (known ? `. ${KNOWN_TRAP_CAUSE}; ${measuredTrapText()}` : ''),
+          `${lead.allocConf} would reserve ${atLeast(lead)}${formatBytes(lead.peakReservedBytes)} on this snapshot, ${atLeast(lead)}${lead.ratio.toFixed(1)}x the most of its parts alone (${partText})${also}` +
+          (known ? `. ${KNOWN_TRAP_CAUSE}` : ''),
       });
     }
-    return out.sort((x, y) => y.ratio - x.ratio);
+    return out.sort((x, y) => y.ratio - x.ratio || compareConf(x.allocConf, y.allocConf));
   }
 
-  /** A combination's peak against its parts' (undefined when it or a part has no run). */
+  /** A combination's peak against its parts' (undefined when it or a part has no whole run). */
   #blowup(e: Entry): Blowup | undefined {
-    const run = e.outcome?.run;
+    const f = e.figures;
     const setting = e.setting;
-    if (run == null || setting === undefined) return undefined;
+    if (f === undefined || f.failed || setting === undefined) return undefined;
     const parts: { allocConf: string; peakReservedBytes: number }[] = [];
     for (const p of partsOf(setting)) {
-      const r = this.#byConf.get(confText(p))?.outcome?.run;
-      if (r == null) return undefined;
-      parts.push({ allocConf: confText(p), peakReservedBytes: r.peakReservedBytes });
+      const pf = this.#byConf.get(confText(p))?.figures;
+      // A part's figure must be whole: the ratio is over it.
+      if (pf === undefined || pf.failed || pf.stopped) return undefined;
+      parts.push({ allocConf: confText(p), peakReservedBytes: pf.peak });
     }
     const most = Math.max(...parts.map((p) => p.peakReservedBytes));
     if (!(most > 0)) return undefined;
@@ -529,8 +801,9 @@ class Search {
       keys: keyCount(e.conf),
       expandable: setting.expandable,
       maxSplit: setting.maxSplitMb !== undefined,
-      peakReservedBytes: run.peakReservedBytes,
-      ratio: run.peakReservedBytes / most,
+      peakReservedBytes: f.peak,
+      atLeast: f.stopped,
+      ratio: f.peak / most,
       parts,
     };
   }
@@ -539,7 +812,7 @@ class Search {
   knownTrap(): KnownTrap | null {
     const e = this.#byConf.get(KNOWN_TRAP);
     const b = e === undefined ? undefined : this.#blowup({ ...e, conf: KNOWN_TRAP });
-    return b === undefined
+    return b === undefined || b.atLeast
       ? null
       : {
           allocConf: KNOWN_TRAP,
@@ -557,6 +830,7 @@ interface Blowup {
   readonly expandable: boolean;
   readonly maxSplit: boolean;
   readonly peakReservedBytes: number;
+  readonly atLeast: boolean;
   readonly ratio: number;
   readonly parts: readonly { readonly allocConf: string; readonly peakReservedBytes: number }[];
 }
@@ -567,39 +841,129 @@ const KNOWN_TRAP_CAUSE = `PyTorch 2.11 applies max_split_size to expandable segm
 /** The trap combination the search always replays (Note [Traps]). */
 export { KNOWN_TRAP };
 
+function parseSetting(conf: string): Setting {
+  const s = parseAllocConf(conf).settings;
+  return {
+    expandable: s.expandableSegments,
+    maxSplitMb: s.maxSplitSize === Number.POSITIVE_INFINITY ? undefined : s.maxSplitSize / (1024 * 1024),
+  };
+}
+
+/** Which entries a round starts first: PyTorch's defaults and expandable segments alone set the bar soonest. */
+function firstness(e: Entry): number {
+  return e.conf === 'expandable_segments:True' ? 0 : e.conf === '' ? 1 : 2 + keyCount(e.conf);
+}
+
 /** "a,b:[1:2,>:4]" -> ["a", "b:[1:2,>:4]"] */
 function splitKeys(conf: string): string[] {
   return conf === '' ? [] : conf.split(/,(?![^[]*\])/);
 }
 
 function simpler(a: string, b: string): boolean {
+  return compareConf(a, b) < 0;
+}
+
+/** Fewer keys, then shorter, then in character order: a total order on strings. */
+function compareConf(a: string, b: string): number {
   const k = keyCount(a) - keyCount(b);
-  return k !== 0 ? k < 0 : a.length !== b.length ? a.length < b.length : a < b;
+  return k !== 0 ? k : a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**
- * Note [Ranking]: a setting that fits (no OOM under the limit; no failed
- * replay) comes before one that does not; then fewer OOMs, then the lower
- * peak reserved, then fewer driver calls (time spent in the driver, and what
- * the H200 charges per call, Note [Per-handle prices]); a tie goes to the
- * simpler string (fewer keys, then shorter).
+ * How tuned a string is, for Note [Ranking]: PyTorch's defaults and its own
+ * documented advice (expandable_segments:True, which its OOM message names)
+ * 0; single values 1; a roundup_power2_divisions list, fitted per size
+ * interval to this trace's shapes, 2.
  */
-function compareEntries(a: Entry, b: Entry): number {
-  return (
-    compareRuns(a.outcome!, b.outcome!) || (simpler(a.conf, b.conf) ? -1 : simpler(b.conf, a.conf) ? 1 : 0)
-  );
+function tuning(conf: string): number {
+  if (conf === '' || conf === 'expandable_segments:True') return 0;
+  return conf.includes('[') ? 2 : 1;
 }
 
-function compareRuns(a: JobOutcome, b: JobOutcome): number {
-  const ra = a.run;
-  const rb = b.run;
-  const failedA = ra === null || ra.error !== undefined;
-  const failedB = rb === null || rb.error !== undefined;
-  if (failedA !== failedB) return failedA ? 1 : -1;
-  if (ra === null || rb === null) return 0;
-  if (ra.ooms !== rb.ooms) return ra.ooms - rb.ooms;
-  if (ra.peakReservedBytes !== rb.peakReservedBytes) return ra.peakReservedBytes - rb.peakReservedBytes;
-  return totalCalls(ra) - totalCalls(rb);
+/** Lexicographic (failed, stopped, OOMs, peak, driver calls): the order of the runs themselves. */
+function compareFigures(a: Figures, b: Figures): number {
+  if (a.failed !== b.failed) return a.failed ? 1 : -1;
+  if (a.stopped !== b.stopped) return a.stopped ? 1 : -1;
+  if (a.ooms !== b.ooms) return a.ooms - b.ooms;
+  if (a.peak !== b.peak) return a.peak - b.peak;
+  return a.calls - b.calls;
+}
+
+/**
+ * Note [Ranking]: the candidates fall in tiers, in this order: replays that
+ * ran to the end before those stopped past the best (Note [Pruning]) before
+ * those that failed; fewer OOMs first; under a limit, a setting that fits
+ * with room (the limit less its highest device peak is at least the
+ * tolerance) before one that fits by less, which a run with other shapes
+ * may not fit. Within a tier (but the tight one, which goes by room
+ * alone), peaks within the tolerance of the tier's lowest are equal: measured peaks of the same job move by more than that
+ * between runs, and a line fitted to the last MiB of one run is not worth
+ * more keys. Among equals the fewest keys come first, then PyTorch's
+ * defaults and documented advice before single values before a tuned
+ * roundup list (tuning()), then the lower peak, then fewer driver calls
+ * (time in the driver, Note [Per-handle prices]), then the simpler string.
+ * Below the equals, the rest of the tier by peak, driver calls, string.
+ */
+function rank(
+  entries: readonly Entry[],
+  tol: number,
+  limit: number | undefined,
+): { entry: Entry; tier: string; tight: boolean; equal: boolean }[] {
+  const rows = entries.map((entry) => {
+    const f = entry.figures!;
+    const fits = !f.failed && !f.stopped && f.ooms === 0;
+    const tight = fits && limit !== undefined && limit - f.devicePeak < tol;
+    return { entry, f, tight, tier: `${f.failed ? 1 : 0}.${f.stopped ? 1 : 0}.${f.ooms}.${tight ? 1 : 0}` };
+  });
+  const tierOrder = (r: (typeof rows)[number]) => [
+    r.f.failed ? 1 : 0,
+    r.f.stopped ? 1 : 0,
+    r.f.ooms,
+    r.tight ? 1 : 0,
+  ];
+  const lowest = new Map<string, number>();
+  for (const r of rows)
+    lowest.set(r.tier, Math.min(lowest.get(r.tier) ?? Number.POSITIVE_INFINITY, r.f.peak));
+  const withEqual = rows.map((r) => ({
+    ...r,
+    // Failed and stopped runs have no figure to be equal by; among tight fits more room is worth more than fewer keys.
+    equal: !r.f.failed && !r.f.stopped && !r.tight && r.f.peak <= lowest.get(r.tier)! + tol,
+  }));
+  withEqual.sort((a, b) => {
+    const ta = tierOrder(a);
+    const tb = tierOrder(b);
+    for (let i = 0; i < ta.length; i++) if (ta[i] !== tb[i]) return ta[i] - tb[i];
+    if (a.equal !== b.equal) return a.equal ? -1 : 1;
+    if (a.equal) {
+      const byKeys = keyCount(a.entry.conf) - keyCount(b.entry.conf);
+      if (byKeys !== 0) return byKeys;
+      const byTuning = tuning(a.entry.conf) - tuning(b.entry.conf);
+      if (byTuning !== 0) return byTuning;
+    }
+    return a.f.peak - b.f.peak || a.f.calls - b.f.calls || compareConf(a.entry.conf, b.entry.conf);
+  });
+  return withEqual.map(({ entry, tier, tight, equal }) => ({ entry, tier, tight, equal }));
+}
+
+/** An entry's figures over its snapshots: each the worst (OOMs added up). */
+function figuresOf(outcomes: readonly JobOutcome[]): Figures {
+  let failed = false;
+  let stopped = false;
+  let ooms = 0;
+  let peak = 0;
+  let devicePeak = 0;
+  let calls = 0;
+  for (const o of outcomes) {
+    const r = o.run;
+    if (r === null || r.error !== undefined) failed = true;
+    if (o.stoppedAt >= 0) stopped = true;
+    if (r === null) continue;
+    ooms += r.ooms;
+    peak = Math.max(peak, r.peakReservedBytes);
+    for (const d of r.devices) devicePeak = Math.max(devicePeak, d.peakReservedBytes);
+    calls += totalCalls(r);
+  }
+  return { failed, stopped, ooms, peak, devicePeak, calls };
 }
 
 function totalCalls(r: AllocatorRun): number {
@@ -608,48 +972,144 @@ function totalCalls(r: AllocatorRun): number {
   return n;
 }
 
-function recordedPeakBytes(plan: TracePlan): number | null {
-  const runs = plan.devices.map((d) => recordedReserved(d));
-  if (!runs.some((x) => x.hasSegmentEvents)) return null;
-  return runs.reduce((s, x) => s + x.peakBytes, 0);
+/** The recorded run's real peak: the worst snapshot's (null when none has segment events). */
+function recordedPeakBytes(plans: readonly TracePlan[]): number | null {
+  let worst: number | null = null;
+  for (const plan of plans) {
+    const runs = plan.devices.map((d) => recordedReserved(d));
+    if (!runs.some((x) => x.hasSegmentEvents)) continue;
+    worst = Math.max(
+      worst ?? 0,
+      runs.reduce((s, x) => s + x.peakBytes, 0),
+    );
+  }
+  return worst;
 }
 
-/** What a baseline and a candidate share: one run, in numbers and in words. */
-function runFigures(o: JobOutcome, recordedPeak: number | null, limit: number | undefined): AdviceBaseline {
-  const r = o.run;
-  const error = r === null ? o.error : (r.error ?? null);
+/** The answer's first line (Advice.verdict). */
+function verdictLine(
+  recommended: AdviceCandidate | null,
+  candidates: readonly AdviceCandidate[],
+  bounds: readonly MemoryBound[],
+  limit: number | undefined,
+  tol: number,
+  traces: number,
+): string {
+  const of = (k: number) => (traces > 1 ? ` in snapshot ${k + 1}` : '');
+  if (recommended !== null) {
+    const name = display(recommended.allocConf);
+    if (limit === undefined || recommended.headroomBytes === null)
+      return `${name} fits, peak ${formatBytes(recommended.peakReservedBytes)} (no memory limit given)`;
+    const room = recommended.headroomBytes;
+    const pct = ((room / limit) * 100).toFixed(1);
+    return recommended.tight
+      ? `${name} fits under ${formatBytes(limit)}, but by only ${formatBytes(room)} (${pct}%), less than the tolerance ${formatBytes(tol)}: no setting leaves more room`
+      : `${name} fits under ${formatBytes(limit)} with ${formatBytes(room)} (${pct}%) to spare, peak ${formatBytes(recommended.peakReservedBytes)}`;
+  }
+  const ran = candidates.filter((c) => c.error === null);
+  if (ran.length === 0)
+    return `no PyTorch setting could be replayed: ${candidates[0]?.error ?? 'no setting was tried'}`;
+  if (limit === undefined)
+    return `no PyTorch setting fits: the closest, ${display(ran[0].allocConf)}, ${ran[0].verdict}`;
+  // The page bound, per device, against the per-device limit: past it, no allocator fits at all.
+  for (let k = 0; k < bounds.length; k++)
+    for (const d of bounds[k].devices)
+      if (d.peakBytes > limit) {
+        const at = d.event < 0 ? 'before the first event' : `at event ${d.event.toLocaleString('en-US')}`;
+        const dev = bounds[k].devices.length > 1 || d.device !== 0 ? ` of device ${d.device}` : '';
+        return `no PyTorch setting fits under ${formatBytes(limit)}: the live blocks alone need ${formatBytes(d.peakBytes)} ${at}${dev}${of(k)}`;
+      }
+  const closest = ran[0];
+  return `no PyTorch setting tried fits under ${formatBytes(limit)}: the closest, ${display(closest.allocConf)}, ${closest.verdict}; the live blocks alone need ${formatBytes(Math.max(...bounds.map((b) => Math.max(0, ...b.devices.map((d) => d.peakBytes)))))}, so some allocator might`;
+}
+
+function display(conf: string): string {
+  return conf === '' ? "PyTorch's defaults" : conf;
+}
+
+/** What a baseline and a candidate share: the worst snapshot's run, in numbers and in words. */
+function runFigures(
+  outcomes: readonly JobOutcome[],
+  recordedPeak: number | null,
+  limit: number | undefined,
+): AdviceBaseline {
+  // The worst: a failed run, else the most OOMs, else the highest peak.
+  const worst = outcomes.reduce((w, o) => {
+    const bad = (x: JobOutcome) => [
+      x.run === null || x.run.error !== undefined ? 1 : 0,
+      x.run?.ooms ?? 0,
+      x.run?.peakReservedBytes ?? 0,
+    ];
+    const a = bad(o);
+    const b = bad(w);
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] > b[i] ? o : w;
+    return w;
+  });
+  const r = worst.run;
+  const error = r === null ? worst.error : (r.error ?? null);
   const peak = r?.peakReservedBytes ?? 0;
+  const stopped = outcomes.some((o) => o.stoppedAt >= 0);
+  const ooms = outcomes.reduce((n, o) => n + (o.run?.ooms ?? 0), 0);
   return {
     peakReservedBytes: peak,
-    peakAllocatedBytes: r?.peakAllocatedBytes ?? 0,
-    ooms: r?.ooms ?? 0,
-    fits: error === null && r !== null && r.ooms === 0,
+    peakAllocatedBytes: Math.max(...outcomes.map((o) => o.run?.peakAllocatedBytes ?? 0)),
+    ooms,
+    fits: !stopped && outcomes.every((o) => o.run !== null && o.run.error === undefined && o.run.ooms === 0),
     firstOom: r?.firstOom ?? null,
-    driverCalls: r === null ? 0 : totalCalls(r),
-    wallMs: o.wallMs,
+    driverCalls: outcomes.reduce((n, o) => n + (o.run === null ? 0 : totalCalls(o.run)), 0),
+    wallMs: outcomes.reduce((n, o) => n + o.wallMs, 0),
     ratioToRecorded: recordedPeak !== null && recordedPeak > 0 && r !== null ? peak / recordedPeak : null,
     // The sentence without the allocator's name: "fits, peak 4.34 GiB of 8.00 GiB".
     verdict:
-      r === null ? `could not be replayed: ${o.error}` : verdictOf({ ...r, name: '' }, limit).trimStart(),
+      r === null
+        ? `could not be replayed: ${worst.error}`
+        : stopped
+          ? `stopped past the best at event ${Math.max(...outcomes.map((o) => o.stoppedAt)).toLocaleString('en-US')}, peak above ${formatBytes(peak)}`
+          : verdictOf({ ...r, name: '' }, limit).trimStart(),
     error,
   };
 }
 
-function baselineOf(o: JobOutcome, recordedPeak: number | null, limit: number | undefined): AdviceBaseline {
+function baselineOf(
+  o: readonly JobOutcome[],
+  recordedPeak: number | null,
+  limit: number | undefined,
+): AdviceBaseline {
   return runFigures(o, recordedPeak, limit);
 }
 
 function toCandidate(
-  e: { readonly conf: string; readonly outcome: JobOutcome | undefined; readonly others: Set<string> },
+  e: {
+    readonly conf: string;
+    readonly outcomes: readonly (JobOutcome | undefined)[];
+    readonly others: Set<string>;
+  },
   recordedPeak: number | null,
   limit: number | undefined,
+  tight: boolean,
+  equal: boolean,
   expandable?: boolean,
 ): AdviceCandidate {
+  const outcomes = e.outcomes as JobOutcome[];
+  const devicePeak = Math.max(
+    0,
+    ...outcomes.flatMap((o) => o.run?.devices.map((d) => d.peakReservedBytes) ?? []),
+  );
   return {
     allocConf: e.conf,
     keys: keyCount(e.conf),
     expandableSegments: expandable ?? parseAllocConf(e.conf).settings.expandableSegments,
-    ...runFigures(e.outcome!, recordedPeak, limit),
+    ...runFigures(outcomes, recordedPeak, limit),
     equivalent: [...e.others].sort(),
+    headroomBytes: limit === undefined ? null : limit - devicePeak,
+    tight,
+    equal,
+    stoppedAt: Math.max(-1, ...outcomes.map((o) => o.stoppedAt)),
+    perSnapshot: outcomes.map((o) => ({
+      peakReservedBytes: o.run?.peakReservedBytes ?? 0,
+      ooms: o.run?.ooms ?? 0,
+      fits: o.stoppedAt < 0 && o.run !== null && o.run.error === undefined && o.run.ooms === 0,
+      stoppedAt: o.stoppedAt,
+    })),
   };
 }

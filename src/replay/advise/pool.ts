@@ -13,21 +13,35 @@
  * is not, and the jobs run in this thread instead, in the same order with
  * the same results (replays are deterministic; only the wall time differs).
  * A trace too small to repay starting workers runs in this thread too
- * (MIN_EVENTS_FOR_WORKERS), unless workers are asked for.
+ * (MIN_EVENTS_FOR_WORKERS), unless workers are asked for. Several snapshots
+ * (the ranks of one job) are shared alike; a job names the one it replays.
+ *
+ * Note [Stopping a replay]: a job that may be pruned watches its own run
+ * through replay's onStep hook: its OOMs so far and its running peak (the
+ * finished devices' peaks plus the current device's peak so far) only grow,
+ * so once they pass the bar the search set (`bar`, shared by every thread:
+ * [OOMs, bytes]), its final figures would too, and it stops there by
+ * throwing from the hook (replay ends that run with the error; the outcome
+ * says `stoppedAt` instead). The search raises no bar a job could still
+ * pass to matter (Note [Pruning], advise.ts).
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { selectAllocators } from '../engine/allocators.js';
-import { type AllocatorRun, replay } from '../engine/replay.js';
+import { type AllocatorRun, type ReplayStep, replay } from '../engine/replay.js';
 import type { TracePlan } from '../engine/trace-plan.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 
 /** One replay: an allocator of the registry, and the configuration string (null: the snapshot's own settings). */
 export interface ReplayJob {
   readonly id: number;
+  /** Which of the advice's snapshots it replays. */
+  readonly trace: number;
   readonly allocator: 'pytorch' | 'vmmkit';
   readonly allocConf: string | null;
+  /** It may stop once past the bar (Note [Stopping a replay]); a baseline never does. */
+  readonly prunable: boolean;
 }
 
 export interface JobOutcome {
@@ -37,28 +51,71 @@ export interface JobOutcome {
   readonly error: string | null;
   /** Wall time of the replay, in the thread that ran it. */
   readonly wallMs: number;
+  /** The event it stopped at, past the bar (its figures are then lower bounds); -1: it ran to the end. */
+  readonly stoppedAt: number;
 }
 
 /** What every replay of one advice shares. */
 export interface ReplayInput {
-  readonly snapshot: MemorySnapshot;
-  readonly plan: TracePlan;
+  readonly snapshots: readonly MemorySnapshot[];
+  readonly plans: readonly TracePlan[];
   readonly memoryLimit: number | undefined;
+  /** [OOMs, bytes]: a prunable job whose OOMs pass the first, or equal it with a peak past the second, stops. */
+  readonly bar: Float64Array;
+}
+
+/** A bar no run passes (the unpruned search keeps it). */
+export function openBar(): Float64Array {
+  const bar = new Float64Array(new SharedArrayBuffer(16));
+  bar.fill(Number.POSITIVE_INFINITY);
+  return bar;
+}
+
+/** Thrown from onStep to end a run past the bar; never seen outside runJob. */
+class PastTheBar extends Error {}
+
+/** The onStep hook of a prunable job (Note [Stopping a replay]); `stopped` learns the event. */
+function watch(bar: Float64Array, stopped: (event: number) => void): (step: ReplayStep) => void {
+  let ooms = 0;
+  let device = -1;
+  let before = 0;
+  let current = 0;
+  return (step) => {
+    if (step.failed) ooms++;
+    else if (step.kind === 'free' || step.kind === 'empty-cache') return;
+    if (step.device !== device) {
+      before += current;
+      device = step.device;
+    }
+    current = step.allocator.stats.peakReservedBytes;
+    if (ooms > bar[0] || (ooms === bar[0] && before + current > bar[1])) {
+      stopped(step.event);
+      throw new PastTheBar();
+    }
+  };
 }
 
 /** Replay one job; `onEvents` is told how many of the trace's events are done, now and then. */
 export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: number) => void): JobOutcome {
   const start = performance.now();
+  let stoppedAt = -1;
   try {
-    const result = replay(input.snapshot, {
+    const result = replay(input.snapshots[job.trace], {
       allocators: selectAllocators([job.allocator]),
       allocConf: job.allocConf ?? undefined,
       memoryLimit: input.memoryLimit,
-      plan: input.plan,
+      plan: input.plans[job.trace],
       keepEvents: false,
       onProgress: onEvents,
+      onStep: job.prunable
+        ? watch(input.bar, (event) => {
+            stoppedAt = event;
+          })
+        : undefined,
     });
-    const run = result.allocators[0];
+    const stopped = result.allocators[0];
+    // A stop is no failure: the run's figures so far stand, as lower bounds.
+    const run = stoppedAt >= 0 ? { ...stopped, error: undefined } : stopped;
     // The per-block arrays are what a caller of advise never reads, and most of a run's bytes.
     const devices = run.devices.map((d) => ({
       ...d,
@@ -66,13 +123,20 @@ export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: num
       blockAddress: new Float64Array(0),
       blockState: new Uint8Array(0),
     }));
-    return { id: job.id, run: { ...run, devices }, error: null, wallMs: performance.now() - start };
+    return {
+      id: job.id,
+      run: { ...run, devices },
+      error: null,
+      wallMs: performance.now() - start,
+      stoppedAt,
+    };
   } catch (e) {
     return {
       id: job.id,
       run: null,
       error: e instanceof Error ? e.message : String(e),
       wallMs: performance.now() - start,
+      stoppedAt: -1,
     };
   }
 }
@@ -81,7 +145,12 @@ export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: num
 export interface ReplayPool {
   /** Worker threads (0: this thread). */
   readonly workers: number;
-  run(jobs: readonly ReplayJob[], onEvents: (delta: number) => void): Promise<JobOutcome[]>;
+  /** `onOutcome` hears of each job as it ends (the search raises the bar there). */
+  run(
+    jobs: readonly ReplayJob[],
+    onEvents: (delta: number) => void,
+    onOutcome?: (outcome: JobOutcome) => void,
+  ): Promise<JobOutcome[]>;
   close(): Promise<void>;
 }
 
@@ -104,21 +173,24 @@ export function openPool(input: ReplayInput, workers: number): ReplayPool {
   const module = workerModule();
   if (workers <= 1 || module === undefined) return inThread(input);
   // Replay never reads the stacks; a snapshot with frames holds hundreds of thousands of them.
-  const snapshot: MemorySnapshot = { ...input.snapshot, frames: [], stacks: [] };
-  return new WorkerPool(module, shareArrays({ ...input, snapshot }), workers);
+  const snapshots = input.snapshots.map((s) => ({ ...s, frames: [], stacks: [] }));
+  // The bar is shared as it is: shareArrays would copy it, and the workers would not see it move.
+  const shared = shareArrays({ ...input, snapshots, bar: new Float64Array(0) });
+  return new WorkerPool(module, { ...shared, bar: input.bar }, workers);
 }
 
 function inThread(input: ReplayInput): ReplayPool {
   return {
     workers: 0,
-    run: async (jobs, onEvents) =>
+    run: async (jobs, onEvents, onOutcome) =>
       jobs.map((job) => {
         let last = 0;
         const outcome = runJob(input, job, (done) => {
           onEvents(done - last);
           last = done;
         });
-        onEvents(input.plan.events - last);
+        onEvents(input.plans[job.trace].events - last);
+        onOutcome?.(outcome);
         return outcome;
       }),
     close: async () => {},
@@ -132,7 +204,7 @@ export type WorkerMessage =
 
 class WorkerPool implements ReplayPool {
   readonly #threads: Worker[];
-  readonly #events: number;
+  readonly #plans: readonly TracePlan[];
   /** Why a worker is gone, once one is (a later run is refused rather than left waiting). */
   #broken: Error | undefined;
   #closing = false;
@@ -142,7 +214,7 @@ class WorkerPool implements ReplayPool {
     input: ReplayInput,
     readonly workers: number,
   ) {
-    this.#events = input.plan.events;
+    this.#plans = input.plans;
     this.#threads = Array.from({ length: workers }, () => {
       const w = new Worker(module, { workerData: input });
       w.on('error', (e) => {
@@ -155,7 +227,11 @@ class WorkerPool implements ReplayPool {
     });
   }
 
-  run(jobs: readonly ReplayJob[], onEvents: (delta: number) => void): Promise<JobOutcome[]> {
+  run(
+    jobs: readonly ReplayJob[],
+    onEvents: (delta: number) => void,
+    onOutcome?: (outcome: JobOutcome) => void,
+  ): Promise<JobOutcome[]> {
     return new Promise((resolve, reject) => {
       if (this.#broken !== undefined) {
         reject(this.#broken);
@@ -180,11 +256,13 @@ class WorkerPool implements ReplayPool {
         const onMessage = (m: WorkerMessage) => {
           if (failed) return;
           const id = m.kind === 'progress' ? m.id : m.outcome.id;
-          const done = m.kind === 'progress' ? m.done : this.#events;
+          const k = index.get(id)!;
+          const done = m.kind === 'progress' ? m.done : this.#plans[jobs[k].trace].events;
           onEvents(done - (reported.get(id) ?? 0));
           reported.set(id, done);
           if (m.kind === 'progress') return;
-          outcomes[index.get(id)!] = m.outcome;
+          outcomes[k] = m.outcome;
+          onOutcome?.(m.outcome);
           if (++finished === jobs.length) settle();
           else feed(w);
         };

@@ -106,6 +106,28 @@ export function traceSizes(snapshot: MemorySnapshot, plan: TracePlan): TraceSize
   };
 }
 
+/**
+ * What several traces ask for together (the ranks of one job): a setting
+ * that rounds or splits no request of any of them differently from another
+ * is the same replay on each, so their sizes are pooled.
+ */
+export function mergeSizes(all: readonly TraceSizes[]): TraceSizes {
+  if (all.length === 1) return all[0];
+  const distinct = new Set<number>();
+  const perInterval = new Float64Array(ROUNDUP_INTERVALS);
+  let largestStartSegment = 0;
+  for (const t of all) {
+    for (const s of t.sizes) distinct.add(s);
+    for (let i = 0; i < ROUNDUP_INTERVALS; i++) perInterval[i] += t.bytesPerInterval[i];
+    largestStartSegment = Math.max(largestStartSegment, t.largestStartSegment);
+  }
+  return {
+    sizes: Float64Array.from([...distinct].sort((a, b) => a - b)),
+    bytesPerInterval: perInterval,
+    largestStartSegment,
+  };
+}
+
 /** The configuration string of a setting, keys in one order. */
 export function confText(s: Setting): string {
   const keys: string[] = [];
@@ -236,6 +258,8 @@ export interface AxisBests {
   readonly expandable: boolean;
   readonly maxSplitMb: number | undefined;
   readonly divisions: readonly number[] | undefined;
+  /** Whether any division setting of this mode is worth refining (default true). */
+  readonly refineDivisions?: boolean;
   readonly gc: number | undefined;
 }
 
@@ -250,7 +274,7 @@ export function secondRound(best: AxisBests, sizes: TraceSizes, limited: boolean
     }
   }
   const base = best.divisions ?? new Array<number>(ROUNDUP_INTERVALS).fill(0);
-  const intervals = [...sizes.bytesPerInterval.keys()]
+  const intervals = [...(best.refineDivisions === false ? [] : sizes.bytesPerInterval.keys())]
     .filter((i) => sizes.bytesPerInterval[i] > 0)
     .sort((a, b) => sizes.bytesPerInterval[b] - sizes.bytesPerInterval[a])
     .slice(0, REFINED_INTERVALS);
