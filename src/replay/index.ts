@@ -3,6 +3,11 @@
  * plan its events, drive allocators with them, count and price their driver
  * calls, compare their segment events with the recording.
  */
+
+// Devices and limits as replay() and the command line read them.
+export { DEVICE_SPECS, type DeviceMemorySpec, findDevice } from '../util/device-specs.js';
+export { MemoryLimitError, UnknownDeviceError } from '../util/errors.js';
+export { parseMemoryLimit } from '../util/memory-limit.js';
 export {
   type Advice,
   type AdviceCandidate,
@@ -48,6 +53,7 @@ export {
   replay,
   replaySettings,
 } from './engine/replay.js';
+export { type ReplayInput, replayOptions } from './engine/replay-options.js';
 export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './engine/trace-plan.js';
 export { oomState, recordedOomLines, verdictLines, verdictOf } from './engine/verdict.js';
 export { SnapshotError } from './errors.js';

@@ -18,7 +18,7 @@
  *   reading it so made every run end in OOMs with nothing said.
  */
 import { parseByteSize } from './byte-size.js';
-import { type DeviceMemorySpec, findDevice } from './device-specs.js';
+import { findDevice } from './device-specs.js';
 import { ByteSizeError, MemoryLimitError } from './errors.js';
 
 const MiB = 1024 * 1024;
@@ -28,7 +28,7 @@ export const MEMORY_LIMIT_FORMS =
   'write bytes with a unit (14000MiB, 13.7GiB, 14.7GB), whole bytes of at least 1 MiB, or a fraction of the device (0.9 or 90%)';
 
 /** A device's memory: its spec, its name in the device table, or its total in bytes. */
-export type DeviceMemory = DeviceMemorySpec | string | number;
+export type DeviceMemory = { readonly totalMemory: number } | string | number;
 
 /** Bytes of `device`'s memory as its driver reports them. Throws UnknownDeviceError for a name not in the table. */
 export function deviceTotalMemory(device: DeviceMemory): number {

@@ -63,6 +63,7 @@ import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
 import { RecordedPlacement } from './placement.js';
+import { type ReplayInput, replayOptions } from './replay-options.js';
 import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
 
 export interface ReplayOptions {
@@ -258,7 +259,9 @@ export interface ReplayResult {
 const PROGRESS_EVERY = 1 << 16;
 
 /** Replay `snapshot` through each allocator in turn. */
-export function replay(snapshot: MemorySnapshot, options: ReplayOptions): ReplayResult {
+export function replay(snapshot: MemorySnapshot, input: ReplayInput = {}): ReplayResult {
+  // Defaults, sizes and devices as people write them; a Promise or a path refused (Note [replay()'s arguments]).
+  const options = replayOptions(snapshot, input);
   const plan =
     options.plan ??
     planReplay(snapshot, {
