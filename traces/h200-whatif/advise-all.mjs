@@ -4,7 +4,8 @@
 //
 //   npm run build && node traces/h200-whatif/advise-all.mjs > traces/h200-whatif/advice.json
 //
-// Each entry: { workload, advised ('recommended', or 'simplest': the fewest keys within 2% of it),
+// Each entry: { workload, advised ('recommended'; or 'lowest': the lowest peak among the settings equal to it
+// within advise's tolerance, when that is another; advice.json's older entries say 'simplest': the fewest keys within 2%),
 // allocConf, memoryLimit, predictedPeakReservedBytes, predictedFits }.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -12,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const { advise } = await import(join(here, '../../dist/src/replay/advise/advise.js'));
-const { readSnapshotFile } = await import(join(here, '../../dist/src/replay/load.js'));
+const { readSnapshotFile } = await import(join(here, '../../dist/src/replay/read/load.js'));
 
 const results = JSON.parse(readFileSync(join(here, 'results.json'), 'utf8'));
 const limitOf = (workload, label) =>
@@ -25,8 +26,9 @@ for (const workload of Object.keys(results.workloads)) {
     const advice = await advise(snapshot, { memoryLimit: memoryLimit ?? undefined });
     for (const [advised, r] of [
       ['recommended', advice.recommended],
-      ['simplest', advice.simplest],
+      ['lowest', advice.lowest],
     ]) {
+      // Nothing fits: nothing to run.
       if (r === null) continue;
       out.push({
         workload,
