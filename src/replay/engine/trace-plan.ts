@@ -47,6 +47,7 @@
  * inferred.
  */
 
+import { DEVICE_SPECS } from '../../util/device-specs.js';
 import { Action, type DeviceTrace, type MemorySnapshot } from '../read/snapshot.js';
 import { beforePrivateRequest, type DevicePools, inferPrivatePools } from './private-pools.js';
 import { type DeviceStartState, rebuildStartState } from './start-state.js';
@@ -108,7 +109,8 @@ export interface PlanOptions {
   readonly memoryLimit?: number;
 }
 
-const H200_MEMORY = 150_109_880_320;
+/** The default device's memory, from the device table (the one place the figure is written). */
+const H200_MEMORY = DEVICE_SPECS.H200.totalMemory;
 
 export interface TracePlan {
   readonly devices: readonly DevicePlan[];
