@@ -7,6 +7,7 @@
  *   readSnapshotFile   the same, synchronously: a plain pickle in chunks, a
  *                      gzip one inflated whole first (Node has no
  *                      synchronous streaming inflate)
+ *   readSnapshotBytes  the same from bytes already in memory
  */
 import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
 import { pipeline } from 'node:stream';
@@ -32,6 +33,13 @@ export function isGzip(bytes: Uint8Array): boolean {
 /** Unpickle `bytes` as plain values, inflating them first when they are gzip. */
 export function readPickle(bytes: Uint8Array): PickleValue {
   return unpickle(isGzip(bytes) ? inflate(bytes) : bytes);
+}
+
+/** A snapshot from its file's bytes, gzip or not, through the streaming reader (what the files' readers give). */
+export function readSnapshotBytes(bytes: Uint8Array): MemorySnapshot {
+  const reader = new SnapshotReader();
+  reader.write(isGzip(bytes) ? inflate(bytes) : bytes);
+  return reader.end();
 }
 
 /** Read, inflate, unpickle and check a snapshot file, streaming it (the call for big files). */

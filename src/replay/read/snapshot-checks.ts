@@ -30,7 +30,7 @@ export function wrongType(v: StackValue | undefined, at: string, expected: strin
 export function describe(v: StackValue | undefined): string {
   if (v === undefined) return 'missing';
   if (v === null) return 'None';
-  if (typeof v === 'string') return `a string ('${v.length > 40 ? `${v.slice(0, 40)}...` : v}')`;
+  if (typeof v === 'string') return `a string ('${quoted(v)}')`;
   if (typeof v === 'number') return Number.isInteger(v) ? `the integer ${v}` : `the float ${v}`;
   if (typeof v === 'bigint') return `the integer ${v} (beyond 2^53)`;
   if (typeof v === 'boolean') return v ? 'True' : 'False';
@@ -40,4 +40,14 @@ export function describe(v: StackValue | undefined): string {
   if (v instanceof PickleTuple) return `a tuple of ${v.items.length}`;
   if (v instanceof Uint8Array) return `bytes (${v.length})`;
   return 'a dict';
+}
+
+/** A string as a message quotes it: its first 40 characters, control characters escaped. */
+export function quoted(s: string): string {
+  return printable(s.length > 40 ? `${s.slice(0, 40)}...` : s);
+}
+
+/** `s` with its control characters (a newline, a carriage return) escaped: a message stays one line. */
+function printable(s: string): string {
+  return s.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -10,6 +10,8 @@
  *     segment or block
  *   ...['frames'][k]        a FrameRecord, interned once (the memo keeps it)
  *   external_annotations    counted, not kept
+ *   an outer list           the old form, segments alone (Note [Segment
+ *                           lists]): read as the segments list is
  *
  * Everything else (segments and blocks but for their frames,
  * allocator_settings) is read as plain values.
@@ -27,6 +29,7 @@ import {
   type PickleValue,
   type Place,
   type StackValue,
+  Streamed,
 } from './pickle/index.js';
 import { type EntryFields, type MemorySnapshot, snapshotOf, TraceBuilder } from './snapshot.js';
 import { FrameRecord, FramesList, StackTable } from './stacks.js';
@@ -50,6 +53,14 @@ export class SnapshotReader {
   /** The snapshot, checked; a PickleError if the pickle stopped short, a SnapshotError if it is no snapshot. */
   end(): MemorySnapshot {
     const root = this.#pickle.end();
+    if (root instanceof Streamed) {
+      // A sink cannot be the whole value: a pickle that ends on one is not what Python wrote.
+      throw new PickleError(
+        'malformed',
+        `malformed pickle: its value is a part of a snapshot that the reader streams (${root.describe()}), not a snapshot`,
+        this.offset,
+      );
+    }
     const traces = this.#shape.traces;
     for (const sink of traces?.sinks ?? []) {
       if (sink.made !== sink.taken) {
@@ -77,6 +88,8 @@ export function readSnapshot(bytes: Uint8Array): MemorySnapshot {
 
 class SnapshotShape implements PickleShape {
   root: PickleDict | undefined;
+  /** The pickle's outer list, when it is one (a list of segments, Note [Segment lists]). */
+  rootList: PickleValue[] | undefined;
   traces: DeviceTraces | undefined;
   /** `segments` and each segment's `blocks`: lists of dicts that may hold frames. */
   readonly #framedLists = new WeakSet<object>();
@@ -86,7 +99,7 @@ class SnapshotShape implements PickleShape {
   constructor(readonly stacks: StackTable) {}
 
   dict(p: Place): StackValue {
-    if (this.root === undefined && p.top === undefined) {
+    if (this.root === undefined && this.rootList === undefined && p.top === undefined) {
       this.root = {};
       return this.root;
     }
@@ -102,6 +115,12 @@ class SnapshotShape implements PickleShape {
 
   list(p: Place): StackValue {
     if (p.key === undefined) {
+      if (p.top === undefined && this.root === undefined && this.rootList === undefined) {
+        // The old form, a list of segments (Note [Segment lists]): its items may hold frames.
+        this.rootList = [];
+        this.#framedLists.add(this.rootList);
+        return this.rootList;
+      }
       if (p.top instanceof DeviceTraces) return p.top.newTrace();
       if (p.owner instanceof DeviceTraces) return p.owner.newTrace();
       return [];

@@ -22,7 +22,7 @@ import {
   type PickleValue,
   type StackValue,
 } from './pickle/index.js';
-import { count, describe, fieldName, integer, notSnapshot, wrongType } from './snapshot-checks.js';
+import { count, describe, fieldName, integer, notSnapshot, quoted, wrongType } from './snapshot-checks.js';
 import { type SnapshotFrame, StackTable } from './stacks.js';
 
 export { describe } from './snapshot-checks.js';
@@ -118,6 +118,13 @@ export interface MemorySnapshot {
   readonly traceAllocOverflowed: boolean | undefined;
   /** How many entries `external_annotations` (record_function markers) holds; 0 when absent. */
   readonly externalAnnotations: number;
+  /**
+   * What the pickle held: `_dump_snapshot`'s dict, or the bare list of
+   * segments that `torch.cuda.memory_snapshot()` returns (then `traces` is
+   * empty: the allocator's state at one moment, no history). Optional so
+   * that snapshots made by hand need not say; the reader always does.
+   */
+  readonly form?: 'dict' | 'segment-list';
 }
 
 const CODES = new Map<string, number>(ACTIONS.map((a, i) => [a, i]));
@@ -247,7 +254,7 @@ function addEntry(out: TraceColumns, e: EntryFields, where: string, i: number, s
   if (code === undefined) {
     throw notSnapshot(
       typeof a === 'string'
-        ? `${where}[${i}] has unknown action '${a}' (known: ${ACTIONS.join(', ')})`
+        ? `${where}[${i}] has unknown action '${quoted(a)}' (known: ${ACTIONS.join(', ')})`
         : `${where}[${i}].action is ${describe(a)}, expected a string`,
     );
   }
@@ -274,8 +281,11 @@ export function parseSnapshot(value: PickleValue): MemorySnapshot {
  * filled, and its frames lists are settled or ready to be.
  */
 export function snapshotOf(value: StackValue, stacks: StackTable): MemorySnapshot {
+  if (Array.isArray(value) && value.every(isPickleDict)) return segmentList(value, stacks);
   if (!isPickleDict(value)) {
-    throw notSnapshot(`the pickle holds ${describe(value)}, not a dict`);
+    throw notSnapshot(
+      `the pickle holds ${describe(value)}, not a dict${Array.isArray(value) ? ' (nor a list of segment dicts)' : ''}`,
+    );
   }
   const traces = value.device_traces;
   if (traces === undefined) throw notSnapshot("the dict has no 'device_traces' (was history recorded?)");
@@ -286,6 +296,7 @@ export function snapshotOf(value: StackValue, stacks: StackTable): MemorySnapsho
   if (settings !== undefined && !isPickleDict(settings)) {
     throw notSnapshot(`'allocator_settings' is ${describe(settings)}, expected a dict`);
   }
+  if (settings !== undefined) checkTree(settings, 'allocator_settings');
   const parsedTraces = traces.map((t, device) => parseTrace(t as StackValue, device, stacks));
   const parsedSegments = segments.map((s, i) => parseSegment(s, `segments[${i}]`, stacks));
   const maxEntries = settings?.trace_alloc_max_entries;
@@ -307,6 +318,33 @@ export function snapshotOf(value: StackValue, stacks: StackTable): MemorySnapsho
     traceAllocOverflowed: overflowed,
     externalAnnotations:
       Array.isArray(annotations) || annotations instanceof ListSink ? annotations.length : 0,
+    form: 'dict',
+  };
+}
+
+/**
+ * The old form (Note [Segment lists]): what `torch.cuda.memory_snapshot()`
+ * returns, pickled by hand, is the segments alone.
+ *
+ * Note [Segment lists]: before `_dump_snapshot`, and still where people
+ * call `torch.cuda.memory_snapshot()`, a "snapshot" is the list that is the
+ * `segments` of today's dict: the allocator's state at one moment, with no
+ * trace and no settings. It reads as a snapshot with those segments and no
+ * device traces, so that what needs only segments (the state, its stacks)
+ * answers, and what needs a history says it has none.
+ */
+function segmentList(segments: readonly PickleValue[], stacks: StackTable): MemorySnapshot {
+  const parsed = segments.map((s, i) => parseSegment(s, `segments[${i}]`, stacks));
+  return {
+    traces: [],
+    segments: parsed,
+    allocatorSettings: undefined,
+    frames: stacks.frames,
+    stacks: stacks.stacks(),
+    traceAllocMaxEntries: undefined,
+    traceAllocOverflowed: undefined,
+    externalAnnotations: 0,
+    form: 'segment-list',
   };
 }
 
@@ -361,6 +399,37 @@ function parseSegment(s: PickleValue, where: string, stacks: StackTable): Snapsh
     stack: stacks.of(s.frames, where, -1),
     blocks,
   };
+}
+
+/**
+ * `allocator_settings` is handed on as it was read (PyTorch's are two
+ * levels deep), so it must be a tree that a walk, a copy or a JSON dump
+ * ends on soon: a pickle may make a container hold itself, share one many
+ * times, or nest thousands deep. Walked without recursion, so a deep one is
+ * refused, not a stack overflow.
+ */
+function checkTree(root: PickleValue, where: string): void {
+  const MAX_DEPTH = 16;
+  // Every container once: a shared one could make a copy exponentially big, and a cycle endless.
+  const seen = new Set<object>();
+  const work: { v: PickleValue; depth: number }[] = [{ v: root, depth: 0 }];
+  while (work.length > 0) {
+    const { v, depth } = work.pop()!;
+    if (typeof v !== 'object' || v === null || v instanceof Uint8Array) continue;
+    if (v instanceof PickleTuple && v.items.length === 0) continue; // the reader's one empty tuple
+    if (seen.has(v)) throw notSnapshot(`'${where}' holds the same container twice, or itself`);
+    if (depth >= MAX_DEPTH) throw notSnapshot(`'${where}' nests deeper than ${MAX_DEPTH} levels`);
+    seen.add(v);
+    const items =
+      v instanceof PickleTuple
+        ? v.items
+        : Array.isArray(v)
+          ? v
+          : v instanceof Map
+            ? [...v.keys(), ...v.values()]
+            : Object.values(v);
+    for (const item of items) work.push({ v: item, depth: depth + 1 });
+  }
 }
 
 function poolIdOf(v: PickleValue | undefined, where: string): readonly [number, number] | undefined {

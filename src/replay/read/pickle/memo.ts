@@ -67,7 +67,16 @@ export abstract class DictSink extends Streamed {
 export type StackValue = PickleValue | Streamed;
 
 export class Memo {
+  /**
+   * How far past the entries set so far an index may reach. Picklers number
+   * entries in order; a gap is legal but a wide one is a bad length field
+   * (a LONG_BINPUT of 2^32 - 1 would make a 16 GiB memo), so the memo grows
+   * with what was read, not with what an index claims.
+   */
+  static readonly REACH = 1 << 16;
   #codes = new Int32Array(1024).fill(EMPTY);
+  /** Dicts that became Maps (a key that is no string), and their Maps: see `replace`. */
+  #replaced: Map<StackValue, StackValue> | undefined;
   readonly #values: StackValue[] = [];
   readonly #strings = new Map<string, number>();
   /** Pending and shared values; freed pending slots are listed in #free. */
@@ -133,18 +142,22 @@ export class Memo {
   get(index: number): StackValue | undefined | typeof STREAMED {
     if (index >= this.#codes.length) return undefined;
     const code = this.#codes[index];
-    if (code >= 0) return this.#values[code];
-    if (code === EMPTY) return undefined;
-    if (code === NOT_KEPT) return STREAMED;
-    return this.#slots[SLOT - code];
+    const v =
+      code >= 0
+        ? this.#values[code]
+        : code === EMPTY
+          ? undefined
+          : code === NOT_KEPT
+            ? STREAMED
+            : this.#slots[SLOT - code];
+    if (this.#replaced === undefined || typeof v !== 'object' || v === null) return v;
+    return this.#replaced.get(v) ?? v;
   }
 
-  /** Point every kept entry holding `old` at `next` (a dict that became a Map). */
+  /** From now on, entries holding `old` give `next` (a dict that became a Map). */
   replace(old: StackValue, next: StackValue): void {
-    const values = this.#values;
-    for (let i = 0; i < values.length; i++) if (values[i] === old) values[i] = next;
-    const slots = this.#slots;
-    for (let i = 0; i < slots.length; i++) if (slots[i] === old) slots[i] = next;
+    // Looked up as entries are read, not rewritten in place: a rewrite would scan the whole memo per dict.
+    (this.#replaced ??= new Map()).set(old, next);
   }
 
   #set(index: number, code: number): void {

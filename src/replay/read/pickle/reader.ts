@@ -31,6 +31,7 @@
  * where a hand-made pickle proves one wrong (an item that lands elsewhere),
  * the sink that should have taken it, or the one that did, reports it.
  */
+import { constants } from 'node:buffer';
 import { DictSink, ListSink, Memo, STREAMED, type StackValue } from './memo.js';
 import { describeOpcode, Op } from './opcodes.js';
 import { type PickleDict, PickleError, PickleTuple, type PickleValue } from './value.js';
@@ -306,11 +307,15 @@ export class PickleReader {
           if (pos + 1 > end) return this.#suspend(buf, at, 2);
           memo.put(buf[pos++], top(at, op));
           break;
-        case Op.LONG_BINPUT:
+        case Op.LONG_BINPUT: {
           if (pos + 4 > end) return this.#suspend(buf, at, 5);
-          memo.put(view.getUint32(pos, true), top(at, op));
+          const index = view.getUint32(pos, true);
+          if (index > memo.count + Memo.REACH)
+            throw this.#malformed(at, op, `memo index ${index} is far past the ${memo.count} entries set`);
+          memo.put(index, top(at, op));
           pos += 4;
           break;
+        }
         case Op.BINGET:
           if (pos + 1 > end) return this.#suspend(buf, at, 2);
           stack.push(fromMemo(at, op, buf[pos++]));
@@ -342,9 +347,12 @@ export class PickleReader {
                 : Number(view.getBigUint64(pos, true));
           pos += w;
           if (n < 0) throw this.#malformed(at, op, `negative byte count ${n}`);
+          // No string or buffer could hold it: said now, not after buffering the bytes it claims.
+          if (n > MAX_STRING && (isString(op) || n > MAX_BYTES))
+            throw this.#malformed(at, op, `${n} bytes are more than a JavaScript value can hold`);
           if (pos + n > end) return this.#suspend(buf, at, 1 + w + n);
           stack.push(
-            op === Op.SHORT_BINUNICODE || op === Op.BINUNICODE || op === Op.BINUNICODE8
+            isString(op)
               ? strings.decode(buf, pos, n)
               : op === Op.LONG1 || op === Op.LONG4
                 ? readLong(buf, pos, n)
@@ -479,6 +487,13 @@ function copyBytes(buf: Buffer, pos: number, n: number): Uint8Array {
   return out;
 }
 
+const MAX_STRING = constants.MAX_STRING_LENGTH;
+const MAX_BYTES = constants.MAX_LENGTH;
+
+function isString(op: number): boolean {
+  return op === Op.SHORT_BINUNICODE || op === Op.BINUNICODE || op === Op.BINUNICODE8;
+}
+
 const TWO_32 = 2 ** 32;
 const TWO_21 = 2 ** 21;
 
@@ -525,12 +540,16 @@ export function readLong(buf: Uint8Array, pos: number, n: number): number | bigi
       if (Number.isSafeInteger(v)) return v;
     }
   }
-  let b = 0n;
-  for (let i = n - 1; i >= 0; i--) b = (b << 8n) | BigInt(buf[pos + i]);
+  // Through hex: shifting a bigint byte by byte would take time quadratic in n.
+  let hex = '0x';
+  for (let i = n - 1; i >= 0; i--) hex += HEX[buf[pos + i]];
+  let b = BigInt(hex);
   if (negative) b -= 1n << BigInt(8 * n);
   const asNumber = Number(b);
   return Number.isSafeInteger(asNumber) ? asNumber : b;
 }
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /**
  * Short ASCII strings by content: a hit gives back the string read before
