@@ -33,17 +33,17 @@ import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
-import { flag, onlyArgument, option, UsageError } from './arguments.js';
+import { parseCommand, UsageError, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
-import { checkHistory, devicesUsed, loadProgress, whatIf } from './replay.js';
+import { ADVISE_SPEC } from './command-specs.js';
+import { checkHistory, devicesUsed, loadProgress } from './replay.js';
+import { readWhatIf } from './what-if.js';
 
-export const ADVISE_USAGE =
-  'vmmkit advise <snapshot.pickle[.gz]>... [--memory-limit SIZE] [--tolerance PCT,SIZE] [--workers N] [--json]';
+export const ADVISE_USAGE = usageOf(ADVISE_SPEC);
 
 /** What each exit code means, for --help and the README. */
-export const ADVISE_EXIT_CODES =
-  'exit codes: 0 advice given; 1 bad input (one line); 2 a usage mistake (one line and the usage); 3 no setting fits under --memory-limit (the verdict, no line to paste)';
+export const ADVISE_EXIT_CODES = ADVISE_SPEC.exitCodes;
 
 /** Exit code when nothing fits (Note [Ranking]): a script must not paste a line that runs out. */
 export const NOTHING_FITS = 3;
@@ -53,22 +53,26 @@ const TOP = 10;
 
 /** Run `vmmkit advise` with its arguments; returns the exit code. */
 export function adviseCommand(io: CliOutput, argv: readonly string[]): Promise<number> {
-  return runCommand(io, 'advise', ADVISE_USAGE, () => run(io, [...argv]));
+  return runCommand(io, 'advise', ADVISE_USAGE, () => run(io, argv));
 }
 
-async function run(io: CliOutput, args: string[]): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
+async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
     io.out(`usage: ${ADVISE_USAGE}`);
     io.out(ADVISE_EXIT_CODES);
     return 0;
   }
-  const json = flag(args, '--json');
-  const limitText = option(args, '--memory-limit');
-  const workersText = option(args, '--workers');
-  const toleranceText = option(args, '--tolerance');
-  // One snapshot file or several: onlyArgument says what is wrong with an option left over, or with none.
-  if (args.length === 0 || args.some((a) => a.startsWith('--'))) onlyArgument(args, 'snapshot file');
-  const { memoryLimit } = whatIf(['pytorch'], undefined, limitText);
+  // One snapshot file or several (the ranks of one job, or several runs of it).
+  const { values, operands: args } = parseCommand(ADVISE_SPEC, argv);
+  const json = values.json === true;
+  const workersText = values.workers;
+  const toleranceText = values.tolerance;
+  const { memoryLimit, device } = readWhatIf({
+    allocators: ['pytorch'],
+    memoryLimit: values['memory-limit'],
+    device: values.device,
+    deviceMemory: values['device-memory'],
+  });
   const tolerance = toleranceText === undefined ? undefined : parseTolerance(toleranceText);
   let workers: number | undefined;
   if (workersText !== undefined) {
@@ -80,7 +84,7 @@ async function run(io: CliOutput, args: string[]): Promise<number> {
   const plans: TracePlan[] = [];
   for (const file of args) {
     const snapshot = await loadSnapshotFile(file, { onProgress: loadProgress(io) });
-    const plan = planReplay(snapshot, { memoryLimit });
+    const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
     checkHistory(file, plan);
     snapshots.push(snapshot);
     plans.push(plan);

@@ -169,33 +169,3 @@ export function helpOf(spec: CommandSpec): string[] {
 export function usageLine(command: string, message: string, usage: string): string {
   return `vmmkit ${command}: ${message} (usage: ${usage})`;
 }
-
-/*
- * The splice-style readers advise.ts still uses (it is being reworked beside
- * this change); it moves to parseCommand next, and these go with it.
- */
-
-/** The value after `name` (removed with it), or undefined when `name` is absent; a missing value is a usage error. */
-export function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const value = args[i + 1];
-  if (value === undefined || value.startsWith('--')) throw new UsageError(`${name} needs a value`);
-  args.splice(i, 2);
-  return value;
-}
-
-/** Whether `name` is present (removed). */
-export function flag(args: string[], name: string): boolean {
-  const i = args.indexOf(name);
-  if (i >= 0) args.splice(i, 1);
-  return i >= 0;
-}
-
-/** What is left once `option` and `flag` have read the options out must be one `what`. */
-export function onlyArgument(args: readonly string[], what: string): string {
-  const unknown = args.find((a) => a.startsWith('--'));
-  if (unknown !== undefined) throw new UsageError(`unknown option '${unknown}'`);
-  if (args.length !== 1) throw new UsageError(args.length === 0 ? `no ${what} given` : `give one ${what}`);
-  return args[0];
-}

@@ -159,7 +159,7 @@ export const ADVISE_SPEC = {
     'Which PYTORCH_CUDA_ALLOC_CONF this recorded workload should run with: settings searched by exact replay, ranked, the simplest of the best recommended.',
   operand: { ...SNAPSHOT, count: 'one-or-more' },
   options: {
-    ...LIMIT_OPTIONS,
+    'memory-limit': LIMIT_OPTIONS['memory-limit'],
     tolerance: {
       type: 'string',
       value: 'PCT,SIZE',
@@ -171,6 +171,8 @@ export const ADVISE_SPEC = {
       help: 'worker threads for the search (default: one per core; 0: none)',
     },
     json: JSON_OPTION,
+    device: LIMIT_OPTIONS.device,
+    'device-memory': LIMIT_OPTIONS['device-memory'],
   },
   examples: [`vmmkit advise ${TRACE} --device H100 --memory-limit 0.9`],
   exitCodes:

@@ -30,11 +30,7 @@
 
 import { basename, join } from 'node:path';
 import { recordedConfProblem } from '../alloc/pytorch/settings.js';
-import {
-  ALLOCATOR_REGISTRY,
-  type AllocatorFactory,
-  type AllocatorRegistry,
-} from '../replay/engine/allocators.js';
+import type { AllocatorRegistry } from '../replay/engine/allocators.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import { exportRun } from '../replay/engine/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/engine/fidelity.js';
@@ -140,20 +136,6 @@ export function loadProgress(io: CliOutput): ((read: number, total: number) => v
   const bar = io.progress;
   if (bar === undefined) return undefined;
   return (read, total) => (read >= total ? bar(-1) : bar(total > 0 ? read / total : 0));
-}
-
-/**
- * The allocators and limit of a what-if replay (what-if.ts reads them; this
- * is its older shape, which advise calls). Every refusal is a UsageError.
- */
-export function whatIf(
-  names: readonly string[],
-  allocConf: string | undefined,
-  limitText: string | undefined,
-  registry: AllocatorRegistry = ALLOCATOR_REGISTRY,
-): { allocators: AllocatorFactory[]; memoryLimit: number | undefined } {
-  const w = readWhatIf({ allocators: names, allocConf, memoryLimit: limitText }, registry);
-  return { allocators: w.allocators, memoryLimit: w.memoryLimit };
 }
 
 function notes(r: ReplayResult): string[] {
