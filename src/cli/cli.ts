@@ -1,14 +1,18 @@
 /**
  * The vmmkit command line (src/cli/main.ts runs it).
  *
- *   vmmkit demo [--flavor cuda|hip|acl] [--json]   the seeds' sequences with their call trees
- *   vmmkit trace [--layers vendor|generic] [--break NAME ...] <script.mjs> [--json]
- *                                                  run a script with tracing on, print its tree (trace.ts)
- *   vmmkit inspect <script.mjs> [--at NAME] [--json]
- *                                                  each process's state in its vendor's objects (inspect.ts)
- *   vmmkit replay <snapshot.pickle[.gz]> ...       a PyTorch memory trace through our allocators (replay.ts)
- *   vmmkit report <snapshot.pickle[.gz]> ...       the same as an HTML report with charts and maps (report.ts)
- *   vmmkit map <script.mjs> ...                    a script's address spaces as a picture (map.ts)
+ *   vmmkit demo       the seeds' sequences with their call trees
+ *   vmmkit trace      run a script with tracing on, print its tree (trace.ts)
+ *   vmmkit inspect    each process's state in its vendor's objects (inspect.ts)
+ *   vmmkit map        a script's address spaces as a picture (map.ts)
+ *   vmmkit replay     a PyTorch memory snapshot through exact models of its allocator (replay.ts)
+ *   vmmkit advise     the PYTORCH_CUDA_ALLOC_CONF to run it with (advise.ts)
+ *   vmmkit report     the replay as an HTML page with charts and maps (report.ts)
+ *
+ * Each command is described once (command-specs.ts): its options with a
+ * line of help each, an example, its exit codes. The one parser
+ * (arguments.ts), the usage lines and `vmmkit COMMAND --help` read that,
+ * and runCli dispatches through one table, COMMANDS.
  *
  * trace, inspect and map run a script: an ES module whose default export
  * receives one set of helpers, `export default ({ createHip }) => { ... }`

@@ -96,11 +96,6 @@ export function allocConfFromPaste(text: string): string {
   return s;
 }
 
-/** The name a pasted configuration was set under, if any ('PYTORCH_CUDA_ALLOC_CONF'). */
-export function pastedConfName(text: string): string | undefined {
-  return typeof text === 'string' ? PASTED_NAME.exec(unquote(text.trim()))?.[1] : undefined;
-}
-
 function unquote(s: string): string {
   return s.length >= 2 && (s[0] === '"' || s[0] === "'") && s.at(-1) === s[0] ? s.slice(1, -1) : s;
 }
