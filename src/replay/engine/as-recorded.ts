@@ -47,7 +47,10 @@ export interface RecordedOomCheck {
 
 export interface AsRecordedDevice {
   readonly device: number;
+  /** Whether the replay gave back the recording (true, too, where the trace shows no reserved memory to check). */
   readonly reproduced: boolean;
+  /** Whether there was anything to check: the trace shows reserved memory (segment events or a start state). */
+  readonly checked: boolean;
   /** The recording's peak reserved bytes (its segment events, from the start state's bytes). */
   readonly recordedPeakBytes: number;
   /** The replay's, at the top of the cap's interval (or with no cap). */
@@ -76,12 +79,11 @@ export interface AsRecorded {
   readonly replays: number;
 }
 
-export type AsRecordedOptions = Pick<
-  ReplayOptions,
-  'device' | 'costs' | 'backend' | 'cuda' | 'memoryLimit'
-> & {
+export type AsRecordedOptions = Pick<ReplayOptions, 'device' | 'costs' | 'backend' | 'cuda'> & {
   /** The snapshot's plan (planReplay); its empty_cache() calls are placed anew for each cap. */
   readonly plan: TracePlan;
+  /** The cap the recording ran under, where it is known: checked alone, instead of the interval its events allow. */
+  readonly recordedLimit?: number;
 };
 
 /** Page size of every cap decision: segments and mappings are whole 2 MiB pages, so caps differ only by them. */
@@ -97,7 +99,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   let replays = 0;
   const at = (limits: readonly (number | undefined)[]) => {
     replays++;
-    const plan = planUnder(snapshot, options.plan, caps, limits);
+    const plan = planUnder(snapshot, options.plan, caps, limits, true);
     const run = replay(snapshot, {
       ...options,
       allocators: [pytorch],
@@ -113,7 +115,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     for (const c of caps) out[c.device] = f(c);
     return out;
   };
-  const given = options.memoryLimit;
+  const given = options.recordedLimit;
   // A cap given replaces the interval: the recording is checked under it alone.
   if (given !== undefined)
     caps = caps.map((c) => ({ ...c, lowBytes: given, highBytes: given, hintHighBytes: given }));
@@ -148,13 +150,9 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     const cap = { ...c, lowBytes: range?.low ?? c.lowBytes, highBytes: range?.high ?? c.highBytes };
     const bounded = Number.isFinite(cap.highBytes) && given === undefined;
     const d = top.plan.devices[c.device];
-    const differences = differencesOf(
-      top.plan,
-      cap.device,
-      runTop,
-      cap.peakBytes,
-      bounded ? ' at the top of the cap' : '',
-    );
+    const differences = !cap.seen
+      ? []
+      : differencesOf(top.plan, cap.device, runTop, cap.peakBytes, bounded ? ' at the top of the cap' : '');
     const runBottom = bottom?.run.devices.find((r) => r.device === c.device);
     if (runBottom !== undefined && bounded && bottom !== undefined)
       for (const x of differencesOf(
@@ -174,6 +172,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     devices.push({
       device: cap.device,
       reproduced: differences.length === 0,
+      checked: cap.seen,
       recordedPeakBytes: recordedReserved(d, d.startState.reservedBytes).peakBytes,
       replayedPeakBytes: runTop.peakReservedBytes,
       cap,
@@ -212,12 +211,14 @@ export function planUnder(
   plan: TracePlan,
   caps: readonly DeviceCap[],
   limits: readonly (number | undefined)[],
+  inferEmptyCache = plan.emptyCacheInferred,
 ): TracePlan {
   const none = new Set<number>();
-  return withRetries(snapshot, plan, (device) => {
+  const retries = (device: number) => {
     const cap = caps.find((c) => c.device === device);
     return cap === undefined ? none : retriesUnder(cap, limits[device]);
-  });
+  };
+  return withRetries(snapshot, plan, retries, inferEmptyCache);
 }
 
 type Replayed = { plan: TracePlan; run: AllocatorRun };

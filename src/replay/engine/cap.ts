@@ -89,6 +89,8 @@ export interface DeviceCap {
   readonly runs: readonly FreeRun[];
   /** An oom found the device itself with less free than the request needed. */
   readonly deviceFull: boolean;
+  /** Whether the trace shows reserved memory at all (segment events, or segments at its start). */
+  readonly seen: boolean;
 }
 
 /** The cap's interval on one device, from its trace alone (Note [The recorded cap]). */
@@ -169,17 +171,22 @@ export function inferDeviceCap(
     const below = Math.max(r.retryBelowBytes, r.collectBelowBytes);
     if (below > peak) hint = Math.min(hint, below - 1);
   }
+  const c = d.counts;
+  const seen =
+    c.segmentAlloc + c.segmentFree + c.segmentMap + c.segmentUnmap > 0 || d.startState.reservedBytes > 0;
   // An oom shows the run had a cap: then every run that could have been a retry is taken for one.
   if (ooms.length > 0) high = Math.min(high, hint);
   return {
     device: d.device,
     peakBytes: peak,
     lowBytes: peak,
-    highBytes: high,
+    // A trace with no segment events says nothing of reserved memory, so nothing of a cap on it.
+    highBytes: seen ? high : Number.POSITIVE_INFINITY,
     hintHighBytes: hint,
     ooms,
     runs,
     deviceFull,
+    seen,
   };
 }
 

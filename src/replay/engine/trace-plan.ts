@@ -124,6 +124,8 @@ export interface TracePlan {
   /** Blocks allocated in private pools, and blocks whose pool the snapshot does not tell (private-pools.ts). */
   readonly privatePoolBlocks: number;
   readonly unknownPoolBlocks: number;
+  /** Whether empty_cache() calls were inferred at all (PlanOptions.inferEmptyCache). */
+  readonly emptyCacheInferred: boolean;
 }
 
 /** Plan the replay of every device's trace. */
@@ -151,6 +153,7 @@ export function planReplay(snapshot: MemorySnapshot, options: PlanOptions = {}):
     reconstructedBlocks,
     privatePoolBlocks: sum((d) => d.privatePools.privateBlocks),
     unknownPoolBlocks: sum((d) => d.privatePools.unknownPoolBlocks),
+    emptyCacheInferred: options.inferEmptyCache !== false,
   };
 }
 
@@ -344,12 +347,16 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
  * frees is taken for empty_cache() except those that began at one of the
  * device's `retries` (an OOM retry, N6 g/h, which the allocator replayed
  * makes itself when it meets its cap). The plan's other parts are shared.
+ * `infer` false places none (the recording's own replay infers
+ * them whatever a what-if asks: they are what the program did).
  */
 export function withRetries(
   snapshot: MemorySnapshot,
   plan: TracePlan,
   retries: (device: number) => ReadonlySet<number>,
+  infer = plan.emptyCacheInferred,
 ): TracePlan {
+  if (!infer) return { ...plan, devices: plan.devices.map(withoutEmptyCache) };
   const devices = plan.devices.map((d) => {
     const isRetry = retries(d.device);
     const beforePrivate = beforePrivateRequest(snapshot, d.trace, d.blockOf, d.privatePools);
@@ -360,6 +367,10 @@ export function withRetries(
     return { ...d, emptyCacheBefore, counts };
   });
   return { ...plan, devices };
+}
+
+function withoutEmptyCache(d: DevicePlan): DevicePlan {
+  return { ...d, emptyCacheBefore: new Int32Array(0), counts: { ...d.counts, inferredEmptyCaches: 0 } };
 }
 
 /** The first event of each run of segment frees that empty_cache() explains (Note [Inferred empty_cache]). */

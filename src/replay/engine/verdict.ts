@@ -78,6 +78,10 @@ export function asRecordedLines(ar: AsRecorded): string[] {
       : ar.settingsSource === 'segment_map events'
         ? ' (no settings recorded; expandable segments, as its segment_map events show)'
         : ' (no settings recorded; the defaults)';
+  if (ar.devices.every((d) => !d.checked))
+    return [
+      'as recorded: nothing to check (the trace has no segment events, so it says nothing of reserved memory)',
+    ];
   if (ar.reproduced) return [`as recorded: reproduced (${ar.devices.map(facts).join('; ')})${source}`];
   const out = [
     `as recorded: NOT reproduced on ${ar.devices

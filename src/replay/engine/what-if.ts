@@ -81,7 +81,6 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     plan: options.plan,
     device: options.device,
     costs: options.costs,
-    memoryLimit: options.memoryLimit,
   });
   let replays = asRecorded.replays;
   const caps = asRecorded.devices.map((d) => d.cap);
