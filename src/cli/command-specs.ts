@@ -133,7 +133,7 @@ export const REPLAY_SPEC = {
     costs: {
       type: 'string',
       value: 'FILE',
-      help: 'price driver calls with this cost table (default: the package's)',
+      help: "price driver calls with this cost table (default: the package's)",
     },
     fidelity: { type: 'boolean', help: "compare each run's segment events and offsets with the recording's" },
     'stop-at-oom': { type: 'boolean', help: "end each allocator's run at its first OOM" },
