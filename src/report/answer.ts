@@ -10,7 +10,14 @@
 
 import { recordedReserved } from '../replay/engine/recorded.js';
 import type { OomVerdict } from '../replay/engine/replay.js';
-import { oomPlace, oomState, recordedOomLines, verdictOf } from '../replay/engine/verdict.js';
+import {
+  answerLines,
+  asRecordedLines,
+  capLines,
+  oomPlace,
+  oomState,
+  recordedOomLines,
+} from '../replay/engine/verdict.js';
 import { Action } from '../replay/read/snapshot.js';
 import { layoutMap } from './address-map.js';
 import type { RecordedReplay } from './collect.js';
@@ -66,6 +73,10 @@ export interface OomMap {
 }
 
 export interface ReportAnswer {
+  /** The recording reproduced, in words: the answer's first line (Note [As recorded]). */
+  readonly asRecorded: readonly string[];
+  /** The cap in force: given, inferred from the recording, or none. */
+  readonly cap: readonly string[];
   readonly recordedPeakBytes: number | null;
   readonly memoryLimit: number | null;
   readonly allocConf: string | null;
@@ -127,21 +138,22 @@ export function reportAnswer(
   recorded: RecordedReplay,
   options: { readonly advice?: AnswerAdvice; readonly stackOf?: StackOf; readonly colors: readonly string[] },
 ): ReportAnswer {
-  const { result, runs, plan } = recorded;
+  const { result, runs, plan, answer } = recorded;
+  const words = answerLines(answer);
   const perDevice = plan.devices.map((d) => recordedReserved(d, d.startState.reservedBytes));
   const recordedPeakBytes = perDevice.some((r) => r.hasSegmentEvents)
     ? perDevice.reduce((s, r) => s + r.peakBytes, 0)
     : null;
   const limit = result.memoryLimit;
-  const rows = result.allocators.map((a): AnswerRow => {
+  const rows = result.allocators.map((a, i): AnswerRow => {
     const saving = recordedPeakBytes === null ? null : recordedPeakBytes - a.peakReservedBytes;
     return {
       name: a.name,
       peakReservedBytes: a.peakReservedBytes,
       savingBytes: saving,
       savingFraction: saving === null || recordedPeakBytes === 0 ? null : saving / (recordedPeakBytes ?? 1),
-      fits: a.error === undefined && a.firstOom === null,
-      verdict: verdictOf(a, limit),
+      fits: answer.answers[i].verdict !== 'runs-out' && a.error === undefined,
+      verdict: words[i],
     };
   });
   const oomMaps: OomMap[] = [];
@@ -156,6 +168,8 @@ export function reportAnswer(
     oomMaps.push(oomMap(run.name, oom, rec.oomLayout, options.colors[i % options.colors.length], stackOf));
   });
   return {
+    asRecorded: asRecordedLines(answer.asRecorded),
+    cap: capLines(answer.cap, answer.asRecorded),
     recordedPeakBytes,
     memoryLimit: limit ?? null,
     allocConf: result.allocConf ?? null,

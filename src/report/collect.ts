@@ -16,6 +16,7 @@ import type { AllocatorFactory } from '../replay/engine/allocators.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import { answerWhatIf, type WhatIfAnswer } from '../replay/engine/what-if.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
 import { type DeviceRecording, RecorderError, ReplayRecorder } from './recorder.js';
 
@@ -46,32 +47,41 @@ export interface RecordedRun {
 
 export interface RecordedReplay {
   readonly snapshot: MemorySnapshot;
+  /** The plan the allocators ran with (empty_cache() placed for the cap in force). */
   readonly plan: TracePlan;
+  /** The recording reproduced, the cap in force and each allocator's verdict (what-if.ts). */
+  readonly answer: WhatIfAnswer;
   readonly result: ReplayResult;
   readonly runs: readonly RecordedRun[];
 }
 
 /** Replay `snapshot` through each allocator, recording what the report draws. */
 export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): RecordedReplay {
-  const plan = options.plan ?? planReplay(snapshot, { memoryLimit: options.memoryLimit });
+  const base = options.plan ?? planReplay(snapshot, { memoryLimit: options.memoryLimit });
   const peakLayout = options.peakLayout ?? true;
   const passes = peakLayout ? 2 : 1;
   const report = options.onProgress;
-  const recorder = new ReplayRecorder(plan, { buckets: options.buckets });
-  const what = {
+  // The recorder needs the plan's blocks, which every cap's plan shares; only empty_cache() placement differs.
+  const recorder = new ReplayRecorder(base, { buckets: options.buckets });
+  const answer = answerWhatIf(snapshot, {
     allocConf: options.allocConf,
     memoryLimit: options.memoryLimit,
     device: options.device,
-    plan,
-  };
-  const result = replay(snapshot, {
-    ...what,
+    plan: base,
     allocators: options.allocators,
     costs: options.costs,
     keepEvents: options.keepEvents ?? false,
     onStep: recorder.onStep,
     onProgress: report === undefined ? undefined : (done, total) => report(done / total / passes),
   });
+  const result = answer.result;
+  const plan = result.plan;
+  const what = {
+    allocConf: options.allocConf,
+    device: options.device,
+    plan,
+    deviceMemoryLimits: answer.limits,
+  };
   const runs = result.allocators.map((run, i) => {
     const recordings = recorder.recordings(i);
     if (!peakLayout || run.error !== undefined) return { run, recordings };
@@ -99,5 +109,5 @@ export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): 
     };
   });
   report?.(1);
-  return { snapshot, plan, result, runs };
+  return { snapshot, plan, answer, result, runs };
 }

@@ -53,6 +53,9 @@ footer { color: #666; font-size: 12px; margin-top: 30px; border-top: 1px solid #
 
 /** The opening section: the answer to the snapshot's question (answer.ts). */
 function answerSection(a: ReportAnswer): string {
+  const first = [...a.asRecorded, ...a.cap]
+    .map((l, i) => `<p class="${i < a.asRecorded.length ? 'as-recorded' : 'cap'}">${escapeXml(l)}</p>`)
+    .join('\n');
   const recorded =
     a.recordedPeakBytes === null
       ? '<p class="recorded">The trace has no segment events of its own, so what PyTorch reserved is not known from it.</p>'
@@ -99,6 +102,7 @@ function answerSection(a: ReportAnswer): string {
     .join('\n');
   return `<section class="answer" id="answer">
 <h2>The answer</h2>
+${first}
 ${recorded}
 ${under}
 <table class="summary answer-table"><thead><tr><th>allocator</th><th>peak reserved</th><th>against the recorded run</th><th class="verdict">verdict</th></tr></thead>

@@ -68,6 +68,8 @@ export interface WhatIfAnswer {
   readonly answers: readonly AllocatorAnswer[];
   /** Replays made, the recording's own included. */
   readonly replays: number;
+  /** The caps `result` ran under, by device (undefined: none), to replay it again the same way. */
+  readonly limits: readonly (number | undefined)[];
 }
 
 export type WhatIfOptions = Omit<ReplayOptions, 'plan' | 'deviceMemoryLimits' | 'start' | 'settings'> & {
@@ -157,7 +159,7 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     }));
     return { ...base, verdict: 'fits-above', thresholdBytes };
   });
-  return { asRecorded, cap, result, answers, replays };
+  return { asRecorded, cap, result, answers, replays, limits: high };
 }
 
 /** Whether a run served every request (the recorded oom's included). */
