@@ -102,7 +102,7 @@ describe('the recording reproduced under that cap', () => {
     expect(ar.devices[0].cap.lowBytes).toBe(70 * MiB);
     expect(ar.devices[0].cap.highBytes).toBe(120 * MiB - 1);
     expect(asRecordedLines(ar)).toEqual([
-      'as recorded: reproduced (peak 70.0 MiB, OOM at event 4: 50.0 MiB)',
+      'as recorded: reproduced (peak 70.0 MiB, OOM at event 4: 50.0 MiB) (no settings recorded; the defaults)',
     ]);
     expect(capLines({ kind: 'inferred', devices: [] }, ar)[0]).toMatch(
       /^cap: inferred from the recording: 70.0 MiB to 120.0 MiB \(the OOM at event 4 needed 50.0 MiB with 70.0 MiB reserved\)/,
