@@ -31,13 +31,15 @@
 import { basename, join } from 'node:path';
 import { recordedConfProblem } from '../alloc/pytorch/settings.js';
 import type { AllocatorRegistry } from '../replay/engine/allocators.js';
+import type { AsRecorded } from '../replay/engine/as-recorded.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import { exportRun } from '../replay/engine/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/engine/fidelity.js';
 import { recordedReserved } from '../replay/engine/recorded.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
-import { recordedOomLines, verdictLines } from '../replay/engine/verdict.js';
+import { answerLines, asRecordedLines, capLines, recordedOomLines } from '../replay/engine/verdict.js';
+import { answerWhatIf, type WhatIfAnswer } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
 import { formatBytes } from '../util/format.js';
@@ -98,7 +100,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
   const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
   const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
-  const result = replay(snapshot, {
+  const answer = answerWhatIf(snapshot, {
     allocators,
     device,
     backend,
@@ -111,9 +113,10 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     memoryLimit,
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
+  const result = answer.result;
   io.progress?.(-1);
   const fidelityReports = fidelity
-    ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(plan.devices[d.device], d)))
+    ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(result.plan.devices[d.device], d)))
     : undefined;
   const confProblem = allocConf === undefined ? recordedConfProblem(snapshot.allocatorSettings) : undefined;
   if (confProblem !== undefined) io.err(`note: ${confProblem}`);
@@ -126,8 +129,8 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
       io.err(`note: wrote ${path}`);
     }
   }
-  if (json) io.out(JSON.stringify(toJson(result, costs, fidelityReports)));
-  else for (const line of table(result, costs, fidelityReports)) io.out(line);
+  if (json) io.out(JSON.stringify(toJson(answer, costs, fidelityReports)));
+  else for (const line of table(answer, costs, fidelityReports)) io.out(line);
   return result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
 }
 
@@ -191,10 +194,11 @@ export function devicesUsed(plan: TracePlan): number {
 }
 
 function toJson(
-  r: ReplayResult,
+  answer: WhatIfAnswer,
   costs: CostTable | undefined,
   fidelity: FidelityReport[][] | undefined,
 ): unknown {
+  const r = answer.result;
   const p = r.plan;
   const c = (f: (d: (typeof p.devices)[number]['counts']) => number) =>
     p.devices.reduce((s, d) => s + f(d.counts), 0);
@@ -222,12 +226,25 @@ function toJson(
       recordedSegmentEvents: c((x) => x.segmentAlloc + x.segmentFree + x.segmentMap + x.segmentUnmap),
       recordedPeakReservedBytes: recordedPeak(r),
     },
+    asRecorded: asRecordedJson(answer.asRecorded),
+    cap: {
+      kind: answer.cap.kind,
+      devices: answer.cap.devices.map((d) => ({
+        device: d.device,
+        lowBytes: finite(d.lowBytes),
+        highBytes: finite(d.highBytes),
+      })),
+    },
     allocConf: r.allocConf ?? null,
     memoryLimit: r.memoryLimit ?? null,
     settings: { ...r.settings, maxSplitSize: finite(r.settings.maxSplitSize) },
     costTable: costs === undefined ? null : { ...costs.info },
     allocators: r.allocators.map((a, i) => ({
       name: a.name,
+      verdict: answer.answers[i].verdict,
+      thresholdBytes: answer.answers[i].thresholdBytes,
+      peakRangeBytes: [answer.answers[i].peakLowBytes, answer.answers[i].peakHighBytes],
+      peakExact: answer.answers[i].exact,
       peakReservedBytes: a.peakReservedBytes,
       peakAllocatedBytes: a.peakAllocatedBytes,
       ratio: a.ratio,
@@ -293,19 +310,18 @@ export function recordedPeak(r: ReplayResult): number | null {
 }
 
 function table(
-  r: ReplayResult,
+  answer: WhatIfAnswer,
   costs: CostTable | undefined,
   fidelity: FidelityReport[][] | undefined,
 ): string[] {
+  const r = answer.result;
   const p = r.plan;
   const lines = [
+    ...asRecordedLines(answer.asRecorded),
+    ...capLines(answer.cap, answer.asRecorded),
     `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r.plan)} device(s) over ${(p.durationUs / 1e6).toFixed(1)} s; peak requested ${bytes(p.peakRequestedBytes)}`,
   ];
-  const recorded = recordedPeak(r);
-  if (recorded !== null)
-    lines.push(`recorded: PyTorch reserved ${formatBytes(recorded)} at its peak (its own segment events)`);
   if (r.allocConf !== undefined) lines.push(`settings: PYTORCH_CUDA_ALLOC_CONF=${r.allocConf}`);
-  if (r.memoryLimit !== undefined) lines.push(`memory limit: ${formatBytes(r.memoryLimit)} per device`);
   if (costs !== undefined)
     lines.push(`driver costs: ${costs.info.source}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`);
   const head = [
@@ -323,9 +339,7 @@ function table(
   const fmt = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   lines.push('', fmt(head), ...rows.map(fmt));
-  const recordedOoms = recordedOomLines(r);
-  if (r.memoryLimit !== undefined || r.allocators.some((a) => a.ooms > 0) || recordedOoms.length > 0)
-    lines.push('', ...verdictLines(r), ...recordedOoms);
+  lines.push('', ...answerLines(answer), ...recordedOomLines(r));
   if (fidelity !== undefined) {
     lines.push('');
     r.allocators.forEach((a, i) => {
@@ -358,4 +372,28 @@ function row(a: AllocatorRun): string[] {
     time,
     `${(a.replayMs / 1000).toFixed(2)} s`,
   ];
+}
+
+/** The recording reproduced, per device, as the JSON carries it (Note [As recorded]). */
+export function asRecordedJson(ar: AsRecorded): unknown {
+  return {
+    reproduced: ar.reproduced,
+    settingsSource: ar.settingsSource,
+    devices: ar.devices.map((d) => ({
+      device: d.device,
+      reproduced: d.reproduced,
+      recordedPeakBytes: d.recordedPeakBytes,
+      replayedPeakBytes: d.replayedPeakBytes,
+      cap: {
+        lowBytes: d.cap.lowBytes,
+        highBytes: finite(d.cap.highBytes),
+        deviceFull: d.cap.deviceFull,
+        ooms: d.cap.ooms,
+      },
+      recordedOoms: d.recordedOoms,
+      unexpectedOom: d.unexpectedOom,
+      segmentEvents: d.segmentEvents,
+      differences: d.differences,
+    })),
+  };
 }
