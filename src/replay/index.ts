@@ -25,7 +25,23 @@ export {
   selectAllocators,
   UnknownAllocatorError,
 } from './engine/allocators.js';
+export {
+  type AsRecorded,
+  type AsRecordedDevice,
+  type AsRecordedOptions,
+  planUnder,
+  type RecordedSettingsSource,
+  recordedSettings,
+  reproduceRecording,
+} from './engine/as-recorded.js';
 export { type MemoryBound, memoryBound } from './engine/bound.js';
+export {
+  type DeviceCap,
+  type FreeRun,
+  inferDeviceCap,
+  type OomEvidence,
+  retriesUnder,
+} from './engine/cap.js';
 export {
   CostTable,
   CostTableError,
@@ -55,7 +71,24 @@ export {
 } from './engine/replay.js';
 export { type ReplayInput, replayOptions } from './engine/replay-options.js';
 export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './engine/trace-plan.js';
-export { oomState, recordedOomLines, verdictLines, verdictOf } from './engine/verdict.js';
+export {
+  answerLines,
+  asRecordedLines,
+  capLines,
+  oomState,
+  recordedOomLines,
+  verdictLines,
+  verdictOf,
+} from './engine/verdict.js';
+export {
+  type AllocatorAnswer,
+  answerWhatIf,
+  type CapInForce,
+  capInForce,
+  type Verdict,
+  type WhatIfAnswer,
+  type WhatIfOptions,
+} from './engine/what-if.js';
 export { SnapshotError } from './errors.js';
 export { isGzip, type LoadOptions, loadSnapshotFile, readPickle, readSnapshotFile } from './read/load.js';
 export {
