@@ -48,7 +48,7 @@ import type { MemorySnapshot } from '../read/snapshot.js';
 import {
   type JobOutcome,
   MIN_EVENTS_FOR_WORKERS,
-  openBar,
+  openBars,
   openPool,
   type ReplayJob,
   type ReplayPool,
@@ -230,6 +230,8 @@ export interface Advice {
     readonly replays: number;
     /** Replays stopped early (Note [Pruning]). */
     readonly stopped: number;
+    /** Stopped settings replayed again to their end, once they could matter (Note [Pruning]). */
+    readonly reruns: number;
     /** Replayed events, over what the same replays would have replayed to their ends. */
     readonly eventsReplayed: number;
     readonly eventsInFull: number;
@@ -279,8 +281,8 @@ export async function advise(
   const events = plans.reduce((n, p) => n + p.events, 0);
   // Unasked, a trace too small to repay starting workers runs here (Note [Worker threads]).
   const workers = options.workers ?? (events < MIN_EVENTS_FOR_WORKERS ? 0 : availableParallelism());
-  const bar = openBar();
-  const pool = openPool({ snapshots: all, plans, memoryLimit: limit, bar }, workers);
+  const bars = openBars(MAX_JOBS);
+  const pool = openPool({ snapshots: all, plans, memoryLimit: limit, bars }, workers);
   try {
     const search = new Search(
       all,
@@ -289,7 +291,7 @@ export async function advise(
       limit,
       tolerance,
       options.prune ?? true,
-      bar,
+      bars,
       pool,
       options.onProgress,
     );
@@ -346,6 +348,9 @@ interface Figures {
   readonly calls: number;
 }
 
+/** Job ids with a bar of their own (Note [Stopping a replay]); later ones run to the end. */
+const MAX_JOBS = 8192;
+
 /** Replays per round beyond the first, at most (for the progress estimate). */
 const LATER_ROUNDS_BOUND = [2 * (2 + 3 * 4 + 2), 2 * 8 * 4];
 
@@ -359,7 +364,10 @@ class Search {
   #proposed = 0;
   #jobs = 0;
   #stopped = 0;
+  #reruns = 0;
   #eventsReplayed = 0;
+  /** The prunable jobs of the round in flight, not yet back: the bars to keep raised. */
+  readonly #pending = new Map<number, Entry>();
   #eventsInFull = 0;
   /** The recorded settings' replays, one per snapshot, when no entry is them. */
   #recorded: JobOutcome[] | undefined;
@@ -375,7 +383,7 @@ class Search {
     readonly limit: number | undefined,
     readonly tolerance: Required<Tolerance>,
     readonly prune: boolean,
-    readonly bar: Float64Array,
+    readonly bars: Float64Array,
     readonly pool: ReplayPool,
     readonly onProgress: ((done: number, total: number) => void) | undefined,
   ) {
@@ -419,6 +427,39 @@ class Search {
       }),
     );
     await this.#round([], third, []);
+    await this.#settle();
+  }
+
+  /**
+   * Note [Pruning]: a replay that stopped as one that could not be
+   * recommended may matter after all once the best has moved (a new best
+   * can leave the setting that was recommended outside the tolerance): each
+   * stopped setting that could now be among the equals and come before the
+   * recommended one is replayed again to its end, until none is left.
+   */
+  async #settle(): Promise<void> {
+    if (!this.#pruning) return;
+    for (;;) {
+      const done = [...this.#entries.values()].filter((e) => e.figures !== undefined);
+      const tol = this.#toleranceBytes(done);
+      const head = rank(done, tol, this.limit)[0]?.entry;
+      const best = this.#best;
+      if (head === undefined || best === undefined || head.figures!.stopped || head.figures!.failed) return;
+      const again = done.filter((e) => {
+        const f = e.figures!;
+        if (!f.stopped || f.ooms > best.ooms || f.peak > best.peak + tol) return false;
+        const c = comparePrefix(e.conf, head.conf);
+        return c < 0 || (c === 0 && f.peak <= head.figures!.peak);
+      });
+      if (again.length === 0) return;
+      for (const e of again) {
+        e.pinned = true;
+        e.figures = undefined;
+        e.outcomes = new Array(this.#traces).fill(undefined);
+      }
+      this.#reruns += again.length;
+      await this.#round([], again, []);
+    }
   }
 
   #entry(conf: string, key: string, setting: Setting | undefined): Entry {
@@ -488,8 +529,10 @@ class Search {
       for (let t = 0; t < this.#traces; t++) {
         const job = this.#job(t, 'pytorch', e.conf, !e.pinned);
         of.set(job.id, { entry: e, trace: t });
+        if (job.prunable) this.#pending.set(job.id, e);
         jobs.push(job);
       }
+    this.#raiseBars();
     jobs.push(...extra);
     const eventsOf = (j: ReplayJob) => this.plans[j.trace].events;
     const total =
@@ -506,6 +549,7 @@ class Search {
       (o) => {
         const at = of.get(o.id);
         if (at === undefined) return;
+        this.#pending.delete(o.id);
         at.entry.outcomes[at.trace] = o;
         if (at.entry.outcomes.every((x) => x !== undefined)) this.#finished(at.entry);
       },
@@ -536,10 +580,47 @@ class Search {
       (f.ooms === this.#best.ooms && f.peak < this.#best.peak)
     )
       this.#best = f;
-    if (!this.#pruning) return;
+    this.#raiseBars();
+  }
+
+  /**
+   * Each pending job's bar (Note [Pruning]): the lowest running peak past
+   * which its setting can be neither a contender of rounds 2 and 3 (past the
+   * ceiling, or past the second best of every axis it is alone on) nor the
+   * recommended one or the lowest (past the best, and ranked after the
+   * recommended one among equals by its keys and tuning, or by its peak).
+   */
+  #raiseBars(): void {
     const b = this.#best;
-    this.bar[0] = b.ooms;
-    this.bar[1] = this.#contenderCeiling(b.peak);
+    if (!this.#pruning || b === undefined) return;
+    const done = [...this.#entries.values()].filter((e) => e.figures !== undefined);
+    const head = rank(done, this.#toleranceBytes(done), this.limit)[0]?.entry;
+    const ceiling = this.#contenderCeiling(b.peak);
+    const second = new Map<string, number>();
+    const secondBest = (group: string): number => {
+      let v = second.get(group);
+      if (v === undefined) {
+        const peaks = this.#ranked((e) => e.setting !== undefined && groupsOf(e.setting).includes(group)).map(
+          (e) => e.figures!.peak,
+        );
+        v = peaks.length < 2 ? Number.POSITIVE_INFINITY : peaks[1];
+        second.set(group, v);
+      }
+      return v;
+    };
+    for (const [id, e] of this.#pending) {
+      let bar = ceiling;
+      if (head !== undefined && !head.figures!.stopped && !head.figures!.failed) {
+        const c = comparePrefix(e.conf, head.conf);
+        const headBar = c < 0 ? Number.POSITIVE_INFINITY : c === 0 ? head.figures!.peak : b.peak;
+        const groups = e.setting === undefined ? [] : groupsOf(e.setting);
+        const groupBar = Math.max(Number.NEGATIVE_INFINITY, ...groups.map(secondBest));
+        bar = Math.min(bar, Math.max(headBar, groupBar));
+      }
+      if (2 * id + 1 >= this.bars.length) continue;
+      this.bars[2 * id] = b.ooms;
+      this.bars[2 * id + 1] = bar;
+    }
   }
 
   /** The highest peak that is still refined (Note [Pruning]): REFINE_MARGIN above the best, or the tolerance. */
@@ -689,6 +770,7 @@ class Search {
         proposed: this.#proposed,
         replays: this.#jobs,
         stopped: this.#stopped,
+        reruns: this.#reruns,
         eventsReplayed: this.#eventsReplayed,
         eventsInFull: this.#eventsInFull,
         workers: this.pool.workers,
@@ -847,6 +929,21 @@ function parseSetting(conf: string): Setting {
     expandable: s.expandableSegments,
     maxSplitMb: s.maxSplitSize === Number.POSITIVE_INFINITY ? undefined : s.maxSplitSize / (1024 * 1024),
   };
+}
+
+/** The axis groups of rounds 2 and 3 a setting belongs to: its mode, and each axis it is alone on (or plain). */
+function groupsOf(s: Setting): string[] {
+  const m = s.expandable ? 'E' : 'N';
+  const out: string[] = [];
+  if (s.divisions === undefined && s.gc === undefined) out.push(`${m}.mss`);
+  if (s.maxSplitMb === undefined && s.gc === undefined) out.push(`${m}.div`);
+  if (s.maxSplitMb === undefined && s.divisions === undefined) out.push(`${m}.gc`);
+  return out;
+}
+
+/** Keys, then tuning (Note [Ranking]): how equals are ordered before their peaks. */
+function comparePrefix(a: string, b: string): number {
+  return keyCount(a) - keyCount(b) || tuning(a) - tuning(b);
 }
 
 /** Which entries a round starts first: PyTorch's defaults and expandable segments alone set the bar soonest. */

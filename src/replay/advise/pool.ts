@@ -19,8 +19,8 @@
  * Note [Stopping a replay]: a job that may be pruned watches its own run
  * through replay's onStep hook: its OOMs so far and its running peak (the
  * finished devices' peaks plus the current device's peak so far) only grow,
- * so once they pass the bar the search set (`bar`, shared by every thread:
- * [OOMs, bytes]), its final figures would too, and it stops there by
+ * so once they pass the bar the search set for that job (`bars`, shared by
+ * every thread: [OOMs, bytes] at 2 * job id), its final figures would too, and it stops there by
  * throwing from the hook (replay ends that run with the error; the outcome
  * says `stoppedAt` instead). The search raises no bar a job could still
  * pass to matter (Note [Pruning], advise.ts).
@@ -60,22 +60,28 @@ export interface ReplayInput {
   readonly snapshots: readonly MemorySnapshot[];
   readonly plans: readonly TracePlan[];
   readonly memoryLimit: number | undefined;
-  /** [OOMs, bytes]: a prunable job whose OOMs pass the first, or equal it with a peak past the second, stops. */
-  readonly bar: Float64Array;
+  /**
+   * Per job, at 2 * id: [OOMs, bytes]; a prunable job whose OOMs pass the
+   * first, or equal it with a peak past the second, stops (a job past the
+   * end of the array never does).
+   */
+  readonly bars: Float64Array;
 }
 
-/** A bar no run passes (the unpruned search keeps it). */
-export function openBar(): Float64Array {
-  const bar = new Float64Array(new SharedArrayBuffer(16));
-  bar.fill(Number.POSITIVE_INFINITY);
-  return bar;
+/** Bars no run passes (the unpruned search keeps them), for job ids below `jobs`. */
+export function openBars(jobs: number): Float64Array {
+  const bars = new Float64Array(new SharedArrayBuffer(16 * jobs));
+  bars.fill(Number.POSITIVE_INFINITY);
+  return bars;
 }
 
 /** Thrown from onStep to end a run past the bar; never seen outside runJob. */
 class PastTheBar extends Error {}
 
 /** The onStep hook of a prunable job (Note [Stopping a replay]); `stopped` learns the event. */
-function watch(bar: Float64Array, stopped: (event: number) => void): (step: ReplayStep) => void {
+function watch(bars: Float64Array, id: number, stopped: (event: number) => void): (step: ReplayStep) => void {
+  const at = 2 * id;
+  if (at + 1 >= bars.length) return () => {};
   let ooms = 0;
   let device = -1;
   let before = 0;
@@ -88,7 +94,7 @@ function watch(bar: Float64Array, stopped: (event: number) => void): (step: Repl
       device = step.device;
     }
     current = step.allocator.stats.peakReservedBytes;
-    if (ooms > bar[0] || (ooms === bar[0] && before + current > bar[1])) {
+    if (ooms > bars[at] || (ooms === bars[at] && before + current > bars[at + 1])) {
       stopped(step.event);
       throw new PastTheBar();
     }
@@ -108,7 +114,7 @@ export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: num
       keepEvents: false,
       onProgress: onEvents,
       onStep: job.prunable
-        ? watch(input.bar, (event) => {
+        ? watch(input.bars, job.id, (event) => {
             stoppedAt = event;
           })
         : undefined,
@@ -156,11 +162,15 @@ export interface ReplayPool {
 
 /**
  * Below this many events a trace replays in this thread unless workers are
- * asked for: each worker warms up its own JIT (about half a second of CPU
- * on the search of a 50,000-event trace, measured with bench/advise.ts),
- * which a smaller search does not win back on two cores.
+ * asked for: each worker warms up its own JIT, which the search of a
+ * smaller trace does not win back on two cores. Measured with
+ * bench/advise.ts on the 2-core machine: workers were slower or no faster
+ * on every committed trace (up to 158,022 events: 2145 ms on two workers,
+ * 2068 ms in one thread, bench/results/advise.json of 2026-12-02), and,
+ * once replays stop early (Note [Pruning], advise.ts), more so: in-thread
+ * the bar is set by each finished replay before the next starts.
  */
-export const MIN_EVENTS_FOR_WORKERS = 50_000;
+export const MIN_EVENTS_FOR_WORKERS = 500_000;
 
 /** The worker's module beside this one, when it is there (compiled), else undefined. */
 function workerModule(): URL | undefined {
@@ -174,9 +184,9 @@ export function openPool(input: ReplayInput, workers: number): ReplayPool {
   if (workers <= 1 || module === undefined) return inThread(input);
   // Replay never reads the stacks; a snapshot with frames holds hundreds of thousands of them.
   const snapshots = input.snapshots.map((s) => ({ ...s, frames: [], stacks: [] }));
-  // The bar is shared as it is: shareArrays would copy it, and the workers would not see it move.
-  const shared = shareArrays({ ...input, snapshots, bar: new Float64Array(0) });
-  return new WorkerPool(module, { ...shared, bar: input.bar }, workers);
+  // The bars are shared as they are: shareArrays would copy them, and the workers would not see them move.
+  const shared = shareArrays({ ...input, snapshots, bars: new Float64Array(0) });
+  return new WorkerPool(module, { ...shared, bars: input.bars }, workers);
 }
 
 function inThread(input: ReplayInput): ReplayPool {
