@@ -1,0 +1,233 @@
+#!/usr/bin/env node
+/**
+ * Writes docs/FIDELITY.md from the result files, so that no figure on that
+ * page is typed by hand: per suite, its cases, how many agree, how many are
+ * listed gaps (each list read from the file that keeps it), when the figure
+ * was recorded and the file that holds it.
+ *
+ *   node scripts/fidelity-page.mjs            write docs/FIDELITY.md
+ *   node scripts/fidelity-page.mjs --check    exit 1 when the committed page differs from what this writes
+ *
+ * test/package/fidelity-page.test.ts runs --check's comparison in `npm test`.
+ * Nothing here runs vmmkit: a suite whose figures are computed by a test on
+ * every run (no result file) names that test instead of a date.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const PAGE = 'docs/FIDELITY.md';
+
+const json = (path) => JSON.parse(readFileSync(join(root, path), 'utf8'));
+const text = (path) => readFileSync(join(root, path), 'utf8');
+const day = (iso) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+const link = (path) => `[\`${path}\`](../${path})`;
+
+/** The keys of one `export const NAME ... = { ... };` object literal of a TypeScript file. */
+function keysOf(source, name) {
+  const start = source.indexOf(`export const ${name}`);
+  if (start < 0) throw new Error(`${name} not found`);
+  const body = source.slice(source.indexOf('{', source.indexOf('=', start)), source.indexOf('\n};', start));
+  return [...body.matchAll(/^ {2}'([^']+)':/gm)].map((m) => m[1]);
+}
+
+/** The keys of `const NAME: Record<string, string> = { ... };` in a test file. */
+function recordKeys(source, name) {
+  const start = source.indexOf(`const ${name}`);
+  if (start < 0) throw new Error(`${name} not found`);
+  const body = source.slice(source.indexOf('{', source.indexOf('=', start)), source.indexOf('\n};', start));
+  return [...body.matchAll(/^ {2}'([^']+)':/gm)].map((m) => m[1]);
+}
+
+/** Counts of a vitest transcript's rows per test file: passed, skipped, failed. */
+function vitestRows(path) {
+  const rows = new Map();
+  const plain = text(path).replace(/\x1b\[[0-9;]*m/g, '');
+  for (const line of plain.split('\n')) {
+    const m = /^ +([✓↓×✗]) (test\/\S+)/.exec(line);
+    if (!m) continue;
+    const counts = rows.get(m[2]) ?? { passed: 0, skipped: 0, failed: 0 };
+    if (m[1] === '✓') counts.passed++;
+    else if (m[1] === '↓') counts.skipped++;
+    else counts.failed++;
+    rows.set(m[2], counts);
+  }
+  const start = /Start at +(\d\d:\d\d:\d\d)/.exec(plain)?.[1];
+  return { rows, start };
+}
+
+export function fidelityPage() {
+  const driver = json('conformance/results/h200-driver.json');
+  const prove = json('conformance/results/h200-vmmkit-prove.json');
+  const sharing = json('conformance/results/h200-sharing.json');
+  const whatif = json('traces/h200-whatif/results.json');
+  const verified = json('traces/h200-whatif/verified.json');
+  const divergences = text('conformance/cuda/known-divergences.ts');
+  const simList = keysOf(divergences, 'KNOWN_DIVERGENCES');
+  const backendList = keysOf(divergences, 'KNOWN_BACKEND_DIVERGENCES');
+  const flavors = vitestRows('conformance/results/h200-flavors.txt');
+  const asRecordedTest = text('test/replay/as-recorded.test.ts');
+  const notReproduced = recordKeys(asRecordedTest, 'KNOWN');
+  const snapshotDirs = ['h200', 'h200-heldout', 'h200-whatif'];
+  const snapshots = snapshotDirs.flatMap((d) =>
+    readdirSync(join(root, 'traces', d)).filter((f) => f.endsWith('.pickle.gz') || f.endsWith('.pickle')),
+  );
+
+  const cases = driver.caseCount;
+  const conf = prove.conformance;
+  const share = sharing.summary;
+  const runs = whatif.runs;
+  // The kinds test/replay/h200-whatif.test.ts predicts (its PREDICTED set).
+  const predictedKinds = /const PREDICTED[^=]*= new Set\(\[([^\]]*)\]/.exec(text('test/replay/h200-whatif.test.ts'))[1];
+  const kinds = [...predictedKinds.matchAll(/'(\w+)'/g)].map((m) => m[1]);
+  const predicted = runs.filter((r) => kinds.includes(r.kind));
+  const ooms = runs.filter((r) => r.ended !== 'ok').length;
+  const within = verified.verified.filter((v) => v.withinTwoPercent).length;
+  const exact = verified.verified.filter((v) => v.relativeError === 0).length;
+  const flavorRow = (file) => flavors.rows.get(file) ?? { passed: 0, skipped: 0, failed: 0 };
+  const hip = flavorRow('test/flavors/hip/conformance.test.ts');
+  const acl = flavorRow('test/flavors/acl/conformance.test.ts');
+  const proveDay = day(prove.date);
+
+  const rows = [
+    [
+      'CUDA driver cases: the simulated CUDA flavour against the H200 transcript',
+      cases,
+      cases - simList.length,
+      `${simList.length} (\`KNOWN_DIVERGENCES\`)`,
+      `${day(driver.recordedAt)} (last of ${driver.runs.length} runs)`,
+      `${link('conformance/results/h200-driver.json')}; ${link('conformance/cuda/known-divergences.ts')}`,
+    ],
+    [
+      'CUDA driver cases: vmmkit over the real driver against the raw driver',
+      conf.cases,
+      conf.agree,
+      `${Object.keys(conf.disagreeing).length} (${simList.length} + ${backendList.length} \`KNOWN_BACKEND_DIVERGENCES\`)`,
+      proveDay,
+      link('conformance/results/h200-vmmkit-prove.json'),
+    ],
+    [
+      'the backend contract on the H200',
+      prove.contract.total,
+      prove.contract.passed,
+      prove.contract.total - prove.contract.passed,
+      proveDay,
+      link('conformance/results/h200-vmmkit-prove.json'),
+    ],
+    [
+      `sharing between real processes (${share.scenarios} scenarios, three front ends)`,
+      share.checks,
+      share.passed,
+      share.checks - share.passed,
+      day(sharing.recordedAt),
+      link('conformance/results/h200-sharing.json'),
+    ],
+    [
+      'HIP conformance table over the real driver',
+      hip.passed + hip.skipped + hip.failed,
+      hip.passed,
+      `${hip.skipped} skipped with their reasons, ${hip.failed} failed`,
+      `started ${flavors.start} UTC (the transcript names no day)`,
+      link('conformance/results/h200-flavors.txt'),
+    ],
+    [
+      'ACL conformance table over the real driver',
+      acl.passed + acl.skipped + acl.failed,
+      acl.passed,
+      `${acl.skipped} skipped with their reasons, ${acl.failed} failed`,
+      `started ${flavors.start} UTC (the transcript names no day)`,
+      link('conformance/results/h200-flavors.txt'),
+    ],
+    [
+      "PyTorch's own runs under other settings and limits: each run's peak reserved and OOM verdict predicted from its workload's reference snapshot",
+      predicted.length,
+      `${predicted.length}, within 2% (asserted on every test run by \`test/replay/h200-whatif.test.ts\`)`,
+      0,
+      day(whatif.date),
+      link('traces/h200-whatif/results.json'),
+    ],
+    [
+      "advise's recommendations run under PyTorch 2.11 (reserved within 2% of the prediction)",
+      verified.verified.length,
+      `${within} (${exact} to the byte)`,
+      verified.verified.length - within,
+      day(verified.date),
+      link('traces/h200-whatif/verified.json'),
+    ],
+    [
+      'committed real snapshots replayed as recorded (peak, segment events, OOMs)',
+      snapshots.length,
+      snapshots.length - notReproduced.length,
+      `${notReproduced.length} (\`KNOWN\` in the test)`,
+      'every test run',
+      `${link('test/replay/as-recorded.test.ts')}, over ${snapshotDirs.map((d) => `\`traces/${d}\``).join(', ')}`,
+    ],
+  ];
+
+  const table = [
+    '| suite | cases | agree | listed gaps | recorded | result file |',
+    '|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ];
+
+  const byReason = new Map();
+  for (const name of backendList) {
+    const reason = /^ {2}'[^']+': (\w+),?$/m.exec(divergences.slice(divergences.indexOf(`'${name}':`) - 2))?.[1];
+    byReason.set(reason ?? 'its own reason', (byReason.get(reason ?? 'its own reason') ?? 0) + 1);
+  }
+
+  const lines = [
+    '# Fidelity',
+    '',
+    '<!-- Written by scripts/fidelity-page.mjs from the result files it names; do not edit by hand:',
+    '     run `node scripts/fidelity-page.mjs` after a result file changes. -->',
+    '',
+    "How closely vmmkit answers what the real thing answers, suite by suite. A case that differs is either a",
+    'failure or a listed gap with its reason; a listed gap that starts agreeing fails its test, so each list can',
+    'only shrink. Each figure is read from the file in its row, recorded on the date beside it.',
+    '',
+    ...table,
+    '',
+    '## The suites',
+    '',
+    `- **CUDA driver cases.** ${cases} edge cases of the driver API, recorded through a raw binding with no`,
+    `  vmmkit logic on an ${driver.gpu.name} (driver ${driver.gpu.driverVersion}) in ${driver.runs.length} runs, each case naming`,
+    `  its run. \`test/conformance/cuda-agreement.test.ts\` holds the simulator to every case not listed in`,
+    `  \`KNOWN_DIVERGENCES\` and fails when a listed one starts agreeing. Over the real driver`,
+    `  (\`conformance/gpu/prove.ts\`), the second list, \`KNOWN_BACKEND_DIVERGENCES\`, names where vmmkit's`,
+    `  answer differs from the raw driver's by design, grouped by reason: ${[...byReason.entries()]
+      .map(([reason, n]) => `${n} \`${reason}\``)
+      .join(', ')}.`,
+    `- **Sharing.** The scenarios of \`test/sharing/sim-sharing.test.ts\`, each peer a child process over the`,
+    `  CUDA backend, for CUDA, HIP and ACL; the simulator's answers to the same scenarios are held to this file`,
+    '  by the test.',
+    `- **HIP and ACL tables.** The rule-by-rule conformance tables of \`test/flavors/{hip,acl}\`, run with`,
+    '  `VMMKIT_TEST_BACKEND=cuda` on the H200; the skipped rows are facts of other parts (an MI300X\'s 4 KiB',
+    '  granularity, two devices, the simulator\'s own counters), each skipped with its reason.',
+    `- **What-if ground truth.** \`traces/h200-whatif/results.json\`: ${runs.length} runs of ${Object.keys(whatif.workloads).length} workloads under`,
+    `  PyTorch ${whatif.torch} on an ${whatif.gpu} (${day(whatif.date)}), ${ooms} of them ended in an OOM, each with its`,
+    '  `max_memory_reserved`. Replay\'s prediction for each is recomputed from the workload\'s reference snapshot by',
+    '  `test/replay/h200-whatif.test.ts` on every test run; the row above is the second step, advice run back',
+    '  under PyTorch.',
+    `- **As recorded.** Every answer starts by replaying the snapshot as it was recorded; the test does that on`,
+    `  each of the ${snapshots.length} committed real snapshots. Listed: ${notReproduced.length} garbage-collection runs under a cap`,
+    '  the recording does not state (the reason is in the test).',
+    '',
+  ];
+  return `${lines.join('\n')}`;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const page = fidelityPage();
+  if (process.argv.includes('--check')) {
+    const committed = readFileSync(join(root, PAGE), 'utf8');
+    if (committed !== page) {
+      console.error(`${PAGE} is not what scripts/fidelity-page.mjs writes now: run it`);
+      process.exit(1);
+    }
+  } else {
+    writeFileSync(join(root, PAGE), page);
+    console.log(`wrote ${PAGE}`);
+  }
+}
