@@ -331,7 +331,7 @@ export function recordedSettings(
   if (snapshot.allocatorSettings !== undefined && snapshot.allocatorSettings !== null)
     return { settings: settingsFromSnapshot(snapshot.allocatorSettings), source: 'allocator_settings' };
   const mapped = plan.devices.some(
-    (d) => d.counts.segmentMap > 0 || d.startState.segments.some((s) => s.mapped !== undefined),
+    (d) => d.counts.segmentMap > 0 || d.startState.segments.some((s) => s.expandable),
   );
   return mapped
     ? { settings: { ...DEFAULT_PYTORCH_SETTINGS, expandableSegments: true }, source: 'segment_map events' }
