@@ -13,19 +13,29 @@
  * [Page bound], bound.ts); and warnings for combinations that reserve far
  * more than their parts on this snapshot (Note [Traps]).
  *
- * Note [Pruning]: a replay whose OOMs so far pass the best finished
- * setting's, or whose running peak passes that setting's peak by more
- * than both the tolerance and REFINE_MARGIN, stops (Note [Stopping a
- * replay], pool.ts): its OOMs and peak only grow, so it can be neither
- * among the equals at the head of the ranking (Note [Ranking]: they lie
- * within the tolerance of the best) nor a contender that rounds 2 and 3
- * refine. Those rounds look only at contenders: finished settings with the
- * best's OOMs and a peak within that same ceiling of the best's. Every
- * contender of the unpruned search runs to its end in the pruned one too
- * (the bar is set by a finished setting, never better than the best, so
- * it is at or above the ceiling), so both propose the same settings and
- * give the same head; what differs is only the figures below it, which a
- * stopped replay gives as lower bounds. The known trap and its parts, the
+ * Note [Pruning]: each replay has a bar of its own (Note [Stopping a
+ * replay], pool.ts), set from the settings finished so far; its OOMs and
+ * running peak only grow, so once they pass the bar its final figures do
+ * too, and it stops. A finished setting B bounds the best from above, so
+ * past B's OOMs, or past B's peak by more than both the tolerance and
+ * REFINE_MARGIN (the ceiling), a setting is neither among the equals at
+ * the head of the ranking (Note [Ranking]: within the tolerance of the
+ * best) nor a contender that rounds 2 and 3 refine (finished settings with
+ * the best's OOMs and a peak under the ceiling). Below the ceiling a
+ * setting also stops once it is past the best peak, so cannot be the
+ * lowest, and cannot be recommended either: it ranks after the setting
+ * recommended among those finished by its keys and tuning, or by its peak;
+ * and it is past the second best of every axis it is alone on, the only
+ * figures of the others rounds 2 and 3 read. Every bar is at or above
+ * what the unpruned search's answer needs, since the best and the second
+ * bests only fall as settings finish; a recommended setting can change when
+ * the best falls, so at the end every stopped setting that could now be
+ * among the equals and before the recommended one is replayed again to its
+ * end (settle), until none is. So the pruned and unpruned searches propose
+ * the same settings and give the same head: the verdict, the recommended
+ * setting, the lowest of its equals; below it, a stopped replay's figures
+ * are lower bounds, and an equal setting of more keys may have stopped.
+ * The known trap and its parts, the
  * recorded settings and vmmkit's allocator are baselines the answer quotes
  * and always run to the end. Under a memory limit nothing stops: a setting
  * that runs out alone (more OOMs than the best) can be the part of a
