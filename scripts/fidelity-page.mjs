@@ -211,8 +211,8 @@ export function fidelityPage() {
     '  `test/replay/h200-whatif.test.ts` on every test run; the row above is the second step, advice run back',
     '  under PyTorch.',
     `- **As recorded.** Every answer starts by replaying the snapshot as it was recorded; the test does that on`,
-    `  each of the ${snapshots.length} committed real snapshots. Listed: ${notReproduced.length} garbage-collection runs under a cap`,
-    '  the recording does not state (the reason is in the test).',
+    `  each of the ${snapshots.length} committed real snapshots; the ${notReproduced.length} it lists as not reproduced carry their reasons`,
+    '  there, and one that starts reproducing fails the test.',
     '',
   ];
   return `${lines.join('\n')}`;
