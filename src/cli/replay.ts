@@ -38,7 +38,13 @@ import { compareWithTrace, type FidelityReport } from '../replay/engine/fidelity
 import { recordedReserved } from '../replay/engine/recorded.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
-import { answerLines, asRecordedLines, capLines, recordedOomLines } from '../replay/engine/verdict.js';
+import {
+  ambiguousRunLines,
+  answerLines,
+  asRecordedLines,
+  capLines,
+  recordedOomLines,
+} from '../replay/engine/verdict.js';
 import { answerWhatIf, type WhatIfAnswer } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
@@ -120,7 +126,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     : undefined;
   const confProblem = allocConf === undefined ? recordedConfProblem(snapshot.allocatorSettings) : undefined;
   if (confProblem !== undefined) io.err(`note: ${confProblem}`);
-  for (const line of notes(result)) io.err(`note: ${line}`);
+  for (const line of [...notes(result), ...ambiguousRunLines(answer)]) io.err(`note: ${line}`);
   if (exportDir !== undefined) {
     const stem = basename(args[0]).replace(/(\.pickle)?(\.gz)?$/, '');
     for (const a of result.allocators) {

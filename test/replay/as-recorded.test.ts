@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { ALLOCATOR_REGISTRY } from '../../src/replay/engine/allocators.js';
 import { reproduceRecording } from '../../src/replay/engine/as-recorded.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
-import { answerLines, asRecordedLines } from '../../src/replay/engine/verdict.js';
+import { ambiguousRunLines, answerLines, asRecordedLines } from '../../src/replay/engine/verdict.js';
 import { answerWhatIf } from '../../src/replay/engine/what-if.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 
@@ -132,6 +132,24 @@ describe("the issue's cases, answered as the recording says", () => {
     expect(d1.cap.deviceFull).toBe(true);
     expect(answer.answers[0].verdict).toBe('runs-out');
     expect(answer.result.allocators[0].firstOom?.device).toBe(1);
+  });
+
+  it('retries a recording cannot tell from empty_cache() are said to be taken for it, with the cap that would change that', () => {
+    // Three retries under set_per_process_memory_fraction and no OOM: without an OOM no cap is shown.
+    const snapshot = readSnapshotFile(new URL('streams_pipeline--limit-espeak.pickle.gz', whatif).pathname);
+    const answer = answerWhatIf(snapshot, { plan: planReplay(snapshot), allocators: pytorch });
+    expect(answer.cap.kind).toBe('none');
+    expect(ambiguousRunLines(answer)).toEqual([
+      '3 run(s) of segment frees before a new segment were taken for empty_cache() calls; under a cap below 2.28 GiB some would have been OOM retries instead (the trace cannot tell; --memory-limit decides)',
+    ]);
+    // Under the cap PyTorch was given they are retries, and the recording is reproduced so too.
+    const run = runs.find((r) => r.file === 'streams_pipeline--limit-espeak.pickle.gz') as Run;
+    const given = reproduceRecording(snapshot, {
+      plan: planReplay(snapshot),
+      recordedLimit: run.allowedBytes as number,
+    });
+    expect(given.reproduced).toBe(true);
+    expect(given.plan.devices[0].counts.inferredEmptyCaches).toBe(1);
   });
 
   it('a ring-wrapped snapshot says what PyTorch reserved over the whole run, not over the window', () => {

@@ -148,3 +148,24 @@ export function answerLines(answer: WhatIfAnswer): string[] {
     return `${x.name} fits only if the cap is at least ${at.join(', ')}; below that it runs out (${peak} at the top of the interval)`;
   });
 }
+
+/**
+ * Runs of segment frees taken for empty_cache() that were OOM retries had
+ * the cap been lower (Note [The recorded cap]): the trace cannot tell the
+ * two apart, so the answer says which it took and what would change it.
+ */
+export function ambiguousRunLines(answer: WhatIfAnswer): string[] {
+  const out: string[] = [];
+  for (const d of answer.asRecorded.devices) {
+    const limit = answer.limits[d.device] ?? Number.POSITIVE_INFINITY;
+    const taken = d.cap.runs.filter((r) => Number.isFinite(r.retryBelowBytes) && r.retryBelowBytes <= limit);
+    const could = taken.filter((r) => r.retryBelowBytes > d.cap.peakBytes);
+    if (could.length === 0) continue;
+    const below = Math.max(...could.map((r) => r.retryBelowBytes));
+    const where = answer.asRecorded.devices.length > 1 ? ` on device ${d.device}` : '';
+    out.push(
+      `${could.length} run(s) of segment frees${where} before a new segment were taken for empty_cache() calls; under a cap below ${formatBytes(below)} some would have been OOM retries instead (the trace cannot tell; --memory-limit decides)`,
+    );
+  }
+  return out;
+}
