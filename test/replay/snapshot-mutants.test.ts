@@ -7,12 +7,13 @@
  * A deeper run: VMMKIT_MUTANTS=20 (times as many mutants) and
  * VMMKIT_MUTANT_SEED=n (another seed) in the environment.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SnapshotError } from '../../src/replay/errors.js';
-import { readSnapshotBytes } from '../../src/replay/read/load.js';
+import { loadSnapshotFile, readSnapshotBytes, readSnapshotFile } from '../../src/replay/read/load.js';
 import {
   Op,
   PickleError,
@@ -23,6 +24,7 @@ import {
 } from '../../src/replay/read/pickle/index.js';
 import type { MemorySnapshot } from '../../src/replay/read/snapshot.js';
 import { SnapshotReader } from '../../src/replay/read/snapshot-reader.js';
+import { Random } from '../flavors/fuzz/random.js';
 import {
   type FuzzOptions,
   fuzzSnapshots,
@@ -30,6 +32,7 @@ import {
   type MutantBase,
   type MutantRule,
   mutantBase,
+  mutate,
   READERS,
   type SnapshotReaders,
 } from './snapshot-mutants.js';
@@ -156,6 +159,56 @@ function withAddress(s: MemorySnapshot, addr: number): MemorySnapshot {
   );
   return { ...s, traces };
 }
+
+describe('mutants as files', () => {
+  it('the three file readers agree on each: loaded by all, or refused by all with a typed error', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-mutants-'));
+    try {
+      const base = BASES.find((b) => b.name === 'sketchkv2-late-start.pickle.gz')!;
+      const seen = new Set<string>();
+      for (let seed = 1; seed <= 40; seed++) {
+        const { bytes } = mutate(base, new Random(seed), seed % 2 === 0);
+        const file = join(dir, `${seed}.pickle`);
+        writeFileSync(file, bytes);
+        const outcomes: string[] = [];
+        for (const read of [
+          () => readSnapshotBytes(bytes),
+          () => readSnapshotFile(file),
+          () => loadSnapshotFile(file),
+        ]) {
+          try {
+            await read();
+            outcomes.push('loaded');
+          } catch (e) {
+            expect(e instanceof SnapshotError || e instanceof PickleError, String(e)).toBe(true);
+            outcomes.push('refused');
+          }
+        }
+        // The streaming file reader meets a pickle's fault before a gzip one's, so only loaded-or-not must agree.
+        expect(new Set(outcomes).size, `seed ${seed}: ${outcomes}`).toBe(1);
+        seen.add(outcomes[0]);
+      }
+      expect([...seen].sort()).toEqual(['loaded', 'refused']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a gzip file whose CRC does not match is refused, though its pickle is whole', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-mutants-'));
+    try {
+      const bytes = Buffer.from(BASES.find((b) => b.name === 'code-location-4dev-oom.pickle.gz')!.gzip);
+      bytes[bytes.length - 8] ^= 0xff; // the trailer's CRC32
+      const file = join(dir, 'bad-crc.pickle.gz');
+      writeFileSync(file, bytes);
+      expect(() => readSnapshotBytes(bytes)).toThrow(/gzip data does not inflate/);
+      expect(() => readSnapshotFile(file)).toThrow(/gzip data does not inflate/);
+      await expect(loadSnapshotFile(file)).rejects.toThrow(/gzip data does not inflate/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('the fuzzer can fail', () => {
   it('the real readers keep every rule on the runs below, and some of their mutants load', () => {

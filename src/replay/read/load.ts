@@ -51,7 +51,8 @@ export async function loadSnapshotFile(path: string, options: LoadOptions = {}):
   const reader = new SnapshotReader();
   try {
     for await (const chunk of source) {
-      if (reader.write(chunk as Buffer)) break;
+      // Past the pickle's STOP a gzip file is still read to its end, so that its CRC is checked.
+      if (reader.write(chunk as Buffer) && !gzip) break;
       options.onProgress?.(file.bytesRead, size);
     }
   } catch (e) {
