@@ -24,7 +24,7 @@ const LIMIT_OPTIONS = {
   device: {
     type: 'string',
     value: 'NAME',
-    help: 'the device the run had: H100, H200, A100-80GB, A100-40GB, L40S, MI300X, MI250X, Ascend-910B (any case; spaces, hyphens, underscores as you like)',
+    help: 'the device the run had: H100, H200, A100-80GB, A100-40GB, L40S, MI300X, MI250X, Ascend-910B (any case; spaces, hyphens, underscores as you like), or its memory (80GiB)',
   },
   'device-memory': {
     type: 'string',

@@ -15,7 +15,7 @@ import {
   UnknownAllocatorError,
 } from '../replay/engine/allocators.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
-import { DEVICE_NAMES, type DeviceMemorySpec, findDevice } from '../util/device-specs.js';
+import { DEVICE_NAMES, type DeviceMemorySpec, deviceOfMemory, findDevice } from '../util/device-specs.js';
 import { MemoryLimitError, UnknownDeviceError } from '../util/errors.js';
 import { formatBytes } from '../util/format.js';
 import { parseMemoryLimit } from '../util/memory-limit.js';
@@ -85,7 +85,10 @@ export function readWhatIf(args: WhatIfArguments, registry: AllocatorRegistry = 
   return { allocators, allocConf, memoryLimit, device };
 }
 
-/** The device from --device and --device-memory (its memory overriding the named one's). */
+/**
+ * The device from --device (a name, or its memory: `--device 80GiB`) and
+ * --device-memory (its memory overriding the named one's).
+ */
 function readDevice(
   name: string | undefined,
   memory: string | undefined,
@@ -95,9 +98,11 @@ function readDevice(
     try {
       spec = findDevice(name);
     } catch (e) {
-      if (e instanceof UnknownDeviceError)
-        throw new UsageError(`--device: ${e.message}; or give its memory with --device-memory SIZE`);
-      throw e;
+      if (!(e instanceof UnknownDeviceError)) throw e;
+      // Not a name: a size of at least 1 MiB is the device's memory (`--device 80GiB`).
+      const bytes = sizeOf(name);
+      if (memory === undefined && bytes !== undefined && bytes >= 2 ** 20) return readDevice(undefined, name);
+      throw new UsageError(`--device: ${e.message}; or give its memory with --device-memory SIZE`);
     }
   }
   if (memory === undefined) return spec;
@@ -113,14 +118,15 @@ function readDevice(
     throw new UsageError(
       `--device-memory: ${memory} is less than 1 MiB; write it with a unit (80GiB, 81559MiB)`,
     );
-  // A device not in the table gets the NVIDIA parts' 2 MiB granularity (the H200's, the default device).
-  const base = spec ?? findDevice('H200');
-  return Object.freeze({
-    ...base,
-    key: spec === undefined ? 'custom' : spec.key,
-    name: spec === undefined ? `a device of ${formatBytes(bytes)}` : spec.name,
-    totalMemory: bytes,
-    aliases: [],
-    memorySource: 'given with --device-memory',
-  });
+  const device = deviceOfMemory(bytes, spec);
+  return spec === undefined ? { ...device, name: `a device of ${formatBytes(bytes)}` } : device;
+}
+
+/** The bytes `text` names, or undefined when it is no size. */
+function sizeOf(text: string): number | undefined {
+  try {
+    return parseByteSize(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -178,3 +178,20 @@ export function findDevice(name: string): DeviceMemorySpec {
     like.length > 1 ? `: which one, ${like.join(' or ')}?` : ` (known: ${DEVICE_NAMES.join(', ')})`;
   throw new UnknownDeviceError(`unknown device ${JSON.stringify(name)}${hint}`);
 }
+
+/**
+ * A device of `totalMemory` bytes that the table does not name (`--device-memory 80GiB`): the
+ * named device's granularity where one is given, else the NVIDIA parts' 2 MiB (the H200's, the
+ * default device's).
+ */
+export function deviceOfMemory(totalMemory: number, like?: DeviceMemorySpec): DeviceMemorySpec {
+  const base = like ?? DEVICE_SPECS.H200;
+  return spec({
+    ...base,
+    key: like === undefined ? 'custom' : like.key,
+    name: like === undefined ? `a device of ${totalMemory} bytes` : like.name,
+    totalMemory,
+    aliases: [],
+    memorySource: 'given',
+  });
+}

@@ -113,6 +113,8 @@ describe('--memory-limit, --device and --device-memory', () => {
     expect((await replayJson('--device-memory', '80GiB', '--memory-limit', '0.5')).memoryLimit).toBe(
       40 * GiB,
     );
+    // A device given by its memory rather than its name.
+    expect((await replayJson('--device', '80GiB', '--memory-limit', '0.5')).memoryLimit).toBe(40 * GiB);
     // --device-memory overrides the named device's memory.
     expect(
       (await replayJson('--device', 'MI300X', '--device-memory', '100GiB', '--memory-limit', '0.5'))

@@ -57,6 +57,7 @@ describe('replay(snapshot, options)', () => {
       }).memoryLimit,
     ).toBe(4 * GiB);
     expect(replay(snapshot, { memoryLimit: 3 * GiB }).memoryLimit).toBe(3 * GiB);
+    expect(replay(snapshot, { memoryLimit: 0.5, device: '80GiB' }).memoryLimit).toBe(40 * GiB);
   });
 
   it('refuses, with a ReplayError saying what works, a fraction without a device and a number that cannot be bytes', async () => {

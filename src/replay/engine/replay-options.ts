@@ -21,7 +21,8 @@
  */
 import { allocConfFromPaste } from '../../alloc/pytorch/alloc-conf.js';
 import { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from '../../compose/create-runtime.js';
-import { DEVICE_NAMES, findDevice } from '../../util/device-specs.js';
+import { parseByteSize } from '../../util/byte-size.js';
+import { DEVICE_NAMES, deviceOfMemory, findDevice } from '../../util/device-specs.js';
 import { MemoryLimitError, UnknownDeviceError } from '../../util/errors.js';
 import { parseMemoryLimit } from '../../util/memory-limit.js';
 import { ReplayError } from '../errors.js';
@@ -86,8 +87,17 @@ function readDevice(device: ReplayInput['device']): DevicePreset | DeviceSpec | 
     // Every key of the device table is a preset of the simulator.
     return findDevice(device).key as DevicePreset;
   } catch (e) {
+    // Not a name: a size of at least 1 MiB is the device's memory ('80GiB').
+    const bytes = sizeOf(device);
+    if (e instanceof UnknownDeviceError && bytes !== undefined && bytes >= 2 ** 20)
+      return deviceOfMemory(bytes);
     if (e instanceof UnknownDeviceError)
-      throw new ReplayError(`device: ${e.message}; or pass a spec { name, totalMemory, ... }`, { cause: e });
+      throw new ReplayError(
+        `device: ${e.message}; or give its memory ('80GiB') or a spec { name, totalMemory, ... }`,
+        {
+          cause: e,
+        },
+      );
     throw e;
   }
 }
@@ -112,6 +122,15 @@ function readLimit(
       );
     if (e instanceof MemoryLimitError) throw new ReplayError(`memoryLimit: ${e.message}`, { cause: e });
     throw e;
+  }
+}
+
+/** The bytes `text` names, or undefined when it is no size. */
+function sizeOf(text: string): number | undefined {
+  try {
+    return parseByteSize(text);
+  } catch {
+    return undefined;
   }
 }
 
