@@ -268,7 +268,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice):
       `  room left: ${formatBytes(r.peakReservedBytes - a.bound.peakBytes)} above the bound ${formatBytes(a.bound.peakBytes)}; vmmkit's own allocator reserves ${formatBytes(a.vmmkit.peakReservedBytes)}`,
     );
     // Expandable segments do not work with some features (NCCL buffer registration, MemPools): the best without them.
-    const native = a.candidates.find((c) => !c.expandableSegments && c.fits);
+    const native = a.withoutExpandableSegments ?? undefined;
     if (r.expandableSegments && native !== undefined)
       lines.push(
         `  without expandable segments: PYTORCH_CUDA_ALLOC_CONF=${native.allocConf}${native.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}; ${native.verdict}`,

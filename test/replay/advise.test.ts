@@ -407,6 +407,10 @@ describe('advise: pruning (Note [Pruning])', () => {
     verdict: a.verdict,
     recommended: a.recommended === null ? null : [a.recommended.allocConf, a.recommended.peakReservedBytes],
     lowest: a.lowest === null ? null : [a.lowest.allocConf, a.lowest.peakReservedBytes],
+    native:
+      a.withoutExpandableSegments === null
+        ? null
+        : [a.withoutExpandableSegments.allocConf, a.withoutExpandableSegments.peakReservedBytes],
     tolerance: a.tolerance,
     knownTrap: a.knownTrap,
     proposed: a.search.proposed,

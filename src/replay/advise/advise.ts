@@ -35,6 +35,8 @@
  * the same settings and give the same head: the verdict, the recommended
  * setting, the lowest of its equals; below it, a stopped replay's figures
  * are lower bounds, and an equal setting of more keys may have stopped.
+ * The best setting without expandable segments is an answer too: one
+ * without them stops only past the best such setting finished.
  * The known trap and its parts, the
  * recorded settings and vmmkit's allocator are baselines the answer quotes
  * and always run to the end. Under a memory limit nothing stops: a setting
@@ -208,6 +210,12 @@ export interface Advice {
   readonly equals: readonly AdviceCandidate[];
   /** The lowest peak among `equals` when that is not the recommended setting (a tuned one, say); else null. */
   readonly lowest: AdviceCandidate | null;
+  /**
+   * The first setting of the ranking without expandable segments that fits
+   * (some features refuse them: NCCL buffer registration, MemPools); null
+   * when none fits. Exact, pruned or not (Note [Pruning]).
+   */
+  readonly withoutExpandableSegments: AdviceCandidate | null;
   /** The tolerance as asked, and in bytes on this trace. */
   readonly tolerance: { readonly fraction: number; readonly bytes: number; readonly toleranceBytes: number };
   /** Every setting replayed, one per effective setting, ranked (Note [Ranking]). */
@@ -618,6 +626,12 @@ class Search {
       }
       return v;
     };
+    // The best setting without expandable segments is an answer too (some features refuse them).
+    let native = Number.POSITIVE_INFINITY;
+    for (const e of done) {
+      const f = e.figures!;
+      if (!f.failed && !f.stopped && f.ooms === b.ooms && !expandableOf(e)) native = Math.min(native, f.peak);
+    }
     for (const [id, e] of this.#pending) {
       let bar = ceiling;
       if (head !== undefined && !head.figures!.stopped && !head.figures!.failed) {
@@ -627,6 +641,7 @@ class Search {
         const groupBar = Math.max(Number.NEGATIVE_INFINITY, ...groups.map(secondBest));
         bar = Math.min(bar, Math.max(headBar, groupBar));
       }
+      if (!expandableOf(e)) bar = Math.max(bar, native);
       if (2 * id + 1 >= this.bars.length) continue;
       this.bars[2 * id] = b.ooms;
       this.bars[2 * id + 1] = bar;
@@ -761,6 +776,8 @@ class Search {
       verdict: verdictLine(recommended, candidates, bounds, limit, tol, this.#traces),
       equals,
       lowest: lowest === null || lowest === recommended ? null : lowest,
+      withoutExpandableSegments:
+        candidates.find((c) => !c.expandableSegments && c.fits && c.stoppedAt < 0) ?? null,
       tolerance: { ...this.tolerance, toleranceBytes: tol },
       candidates,
       bound: bounds[boundSnapshot],
@@ -949,6 +966,10 @@ function groupsOf(s: Setting): string[] {
   if (s.maxSplitMb === undefined && s.gc === undefined) out.push(`${m}.div`);
   if (s.maxSplitMb === undefined && s.divisions === undefined) out.push(`${m}.gc`);
   return out;
+}
+
+function expandableOf(e: Entry): boolean {
+  return e.setting?.expandable ?? parseAllocConf(e.conf).settings.expandableSegments;
 }
 
 /** Keys, then tuning (Note [Ranking]): how equals are ordered before their peaks. */
