@@ -13,9 +13,11 @@
  *   text    output or usage; each `$ vmmkit ...` session in it is run in the package folder and
  *           must print the lines shown: standard output, then standard error, as a terminal shows
  *           them when the notes come last. The package's folder is shown as nothing (a path
- *           relative to it), a duration (`0.03 s`) matches any duration, a line `...` any run of
- *           lines, and a last line `[exit N]` states the exit code (else 0). A `$ ` session of any
- *           other command fails, so none is left unrun
+ *           relative to it), a duration (`0.03 s`, `170.8 us`) matches any duration, a line `...`
+ *           any run of lines, and a last line `[exit N]` states the exit code (else 0). A `$ `
+ *           session of any other command fails, so none is left unrun. A usage line
+ *           (`vmmkit COMMAND [--option ...]`, continued on indented lines) may name only options
+ *           that `vmmkit COMMAND --help` lists
  *   sh      commands typed in a shell (npm, the examples: run by their own tests below)
  *   python  code for the user's PyTorch job
  *
@@ -109,8 +111,8 @@ function sessions(code: string): Session[] {
   });
 }
 
-/** Durations in output (`0.03 s`, `(in one thread, 2.9 s)`) differ from run to run: any matches any. */
-const duration = (line: string): string => line.replace(/\b\d+(\.\d+)? s\b/g, 'N s');
+/** Durations in output (`0.03 s`, `(in one thread, 2.9 s)`, `(170.8 us)`) differ from run to run: any matches any. */
+const duration = (line: string): string => line.replace(/\b\d+(\.\d+)? (s|ms|us)\b/g, 'N $2');
 
 /** Whether the lines printed are the lines shown, where a shown `...` stands for any run of lines. */
 function matches(printed: readonly string[], shownLines: readonly string[]): boolean {
@@ -123,6 +125,24 @@ function matches(printed: readonly string[], shownLines: readonly string[]): boo
     return i < printed.length && duration(printed[i]) === duration(shownLines[j]) && fits(i + 1, j + 1);
   };
   return fits(0, 0);
+}
+
+/** Usage lines of a text block outside sessions: each command and the options it names. */
+function usages(code: string): { command: string; options: string[] }[] {
+  const found: { command: string; options: string[] }[] = [];
+  let inSession = false;
+  for (const line of code.split('\n')) {
+    if (line.startsWith('$ ')) inSession = true;
+    if (inSession) continue;
+    const head = /^vmmkit ([a-z]+)\b/.exec(line);
+    if (head) found.push({ command: head[1], options: [] });
+    else if (!/^\s/.test(line)) {
+      found.push({ command: '', options: [] });
+      continue;
+    }
+    found.at(-1)?.options.push(...[...line.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)].map((m) => m[0]));
+  }
+  return found.filter((u) => u.command !== '');
 }
 
 const all = PAGES.flatMap((page) =>
@@ -189,6 +209,28 @@ describe('README.md and docs/ examples', () => {
   it('every `$ ` session shown is a vmmkit command, run below', () => {
     const others = shown.filter((s) => s.command[0] !== 'vmmkit').map((s) => `${s.b.page}:${s.b.line}`);
     expect(others).toEqual([]);
+  });
+
+  it('every usage line names only options its command takes', () => {
+    const unknown: string[] = [];
+    const helps = new Map<string, string>();
+    for (const b of all.filter((x) => x.lang === 'text'))
+      for (const { command, options } of usages(b.code)) {
+        if (!helps.has(command)) {
+          const run = spawnSync(process.execPath, [join(pkgDir, 'dist/src/cli/main.js'), command, '--help'], {
+            cwd: pkgDir,
+            encoding: 'utf8',
+          });
+          expect(run.status, `vmmkit ${command} --help`).toBe(0);
+          helps.set(command, run.stdout);
+        }
+        const help = helps.get(command) as string;
+        for (const option of options)
+          if (!new RegExp(`(?<![\\w-])${option}(?![\\w-])`).test(help))
+            unknown.push(`${b.page}:${b.line}: vmmkit ${command} ${option}`);
+      }
+    expect(unknown).toEqual([]);
+    expect(helps.size).toBeGreaterThanOrEqual(5);
   });
 
   it('the README walkthrough answers from the recording reproduced, first', () => {
