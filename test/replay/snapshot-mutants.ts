@@ -295,7 +295,7 @@ function untrusted(s: MemorySnapshot): string | undefined {
       if (!count(t.addr[i]) || !count(t.size[i]))
         return `trace ${d} event ${i}: addr ${t.addr[i]}, size ${t.size[i]}`;
       if (!Number.isSafeInteger(t.stream[i])) return `trace ${d} event ${i}: stream ${t.stream[i]}`;
-      if (!Number.isNaN(t.timeUs[i]) && !Number.isSafeInteger(t.timeUs[i]))
+      if (!Number.isNaN(t.timeUs[i]) && !Number.isFinite(t.timeUs[i]))
         return `trace ${d} event ${i}: time ${t.timeUs[i]}`;
       if (!stackOk(t.stack[i])) return `trace ${d} event ${i}: stack ${t.stack[i]}`;
     }

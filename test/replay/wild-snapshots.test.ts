@@ -18,6 +18,7 @@ import {
   readSnapshotBytes,
   readSnapshotFile,
 } from '../../src/replay/read/load.js';
+import { type PickleValue, pickle } from '../../src/replay/read/pickle/index.js';
 import { ACTIONS, Action, type MemorySnapshot, parseSnapshot } from '../../src/replay/read/snapshot.js';
 import { pythonMissing } from './python.js';
 import { asText } from './snapshot-mutants.js';
@@ -154,6 +155,61 @@ describe('snapshots from the wild', () => {
     expect(s.traces.map((t) => t.length)).toEqual([8132, 9700, 0, 0, 0, 0, 0, 0]);
     expect(s.traces.every((t) => t.timeUs.every(Number.isNaN))).toBe(true);
     expect(s.allocatorSettings).toBeUndefined();
+  });
+
+  it('what no allocator reads is not refused; what one reads still is, by both readers alike', () => {
+    const entry = (over: Record<string, PickleValue>): PickleValue => ({
+      action: 'alloc',
+      addr: 4096,
+      size: 512,
+      stream: 0,
+      time_us: 1_700_000_000_000_000,
+      frames: [{ filename: 'train.py', name: 'step', line: 2n ** 64n - 1n }],
+      compile_context: 'N/A',
+      user_metadata: { step: 3 },
+      ...over,
+    });
+    const both = (value: PickleValue) => {
+      const bytes = pickle(value);
+      const read = [() => readSnapshotBytes(bytes), () => parseSnapshot(readPickle(bytes))].map((f) => {
+        try {
+          return asText(f());
+        } catch (e) {
+          return `${(e as Error).name}: ${(e as Error).message}`;
+        }
+      });
+      expect(read[1]).toBe(read[0]);
+      return read[0];
+    };
+    const times = (value: PickleValue) => {
+      both(value);
+      return [...readSnapshotBytes(pickle(value)).traces[0].timeUs];
+    };
+    // A time beyond 2^53 or not whole dates nothing: dropped (NaN) or kept, never refused.
+    expect(times({ device_traces: [[entry({ time_us: 2n ** 64n - 1n }), entry({ time_us: 1.5 })]] })).toEqual(
+      [Number.NaN, 1.5],
+    );
+    expect(both({ device_traces: [[entry({})], []], external_annotations: [{ stage: 'START' }] })).toContain(
+      '"line":"18446744073709551615n"',
+    );
+    // Addresses, sizes and streams are what allocators read: beyond 2^53 they are refused.
+    for (const key of ['addr', 'size', 'stream']) {
+      expect(both({ device_traces: [[entry({ [key]: 2n ** 64n - 1n })]] }), key).toMatch(
+        new RegExp(
+          `SnapshotError: .*device_traces\\[0\\]\\[0\\]\\.${key} is the integer 18446744073709551615 \\(beyond 2\\^53\\)`,
+        ),
+      );
+    }
+  });
+
+  it('the old form: an empty list is an empty snapshot; a list of anything but dicts is refused', () => {
+    expect(readSnapshotBytes(pickle([]))).toMatchObject({ form: 'segment-list', traces: [], segments: [] });
+    expect(() => readSnapshotBytes(pickle([{ device: 0, address: 0, total_size: 1 }, 7]))).toThrow(
+      'not a memory snapshot: the pickle holds a list of 2, not a dict (nor a list of segment dicts)',
+    );
+    expect(() => parseSnapshot(readPickle(pickle([{ device: 0 }])))).toThrow(
+      'segments[0].address is missing',
+    );
   });
 
   it.skipIf(pythonMissing() !== undefined)('facts.json is what facts.py writes now', () => {

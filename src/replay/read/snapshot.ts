@@ -67,7 +67,7 @@ export interface DeviceTrace {
   readonly size: Float64Array;
   /** The raw stream handle (0: the default stream). */
   readonly stream: Float64Array;
-  /** Microseconds since the epoch; NaN where the entry has no time_us (older PyTorch). */
+  /** Microseconds since the epoch; NaN where the entry has no time_us (older PyTorch, torch_npu) or one beyond 2^53. */
   readonly timeUs: Float64Array;
   /** The entry's stack, an index into MemorySnapshot.stacks; -1 where it has no frames. */
   readonly stack: Int32Array;
@@ -266,7 +266,15 @@ function addEntry(out: TraceColumns, e: EntryFields, where: string, i: number, s
   const size = count(e.size, where, i, 'size');
   const stream = e.stream === undefined ? 0 : integer(e.stream, where, i, 'stream');
   const t = e.time_us;
-  const time = t === undefined || t === null ? Number.NaN : integer(t, where, i, 'time_us');
+  // Times only date the events (no allocator reads them): one no double holds is dropped, not refused.
+  const time =
+    typeof t === 'number'
+      ? Number.isFinite(t)
+        ? t
+        : Number.NaN
+      : t === undefined || t === null || typeof t === 'bigint'
+        ? Number.NaN
+        : integer(t, where, i, 'time_us');
   out.push(code, addr, size, stream, time, stacks.of(e.frames, where, i));
 }
 
