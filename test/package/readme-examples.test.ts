@@ -11,8 +11,8 @@
  *           Node process, importing 'vmmkit' by name; it must exit 0 with nothing on stderr, and
  *           print what its `// prints: ...` comments say, in order
  *   text    output or usage; each `$ vmmkit ...` session in it is run in the package folder and
- *           must print the lines shown: standard output, then standard error, as a terminal shows
- *           them when the notes come last. The package's folder is shown as nothing (a path
+ *           must print the lines shown: standard output and standard error in the order they
+ *           were written, as a terminal shows them. The package's folder is shown as nothing (a path
  *           relative to it), a duration (`0.03 s`, `170.8 us`) matches any duration, a line `...`
  *           any run of lines, and a last line `[exit N]` states the exit code (else 0). A `$ `
  *           session of any other command fails, so none is left unrun. A usage line
@@ -25,10 +25,12 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
+  closeSync,
   cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -235,8 +237,9 @@ describe('README.md and docs/ examples', () => {
 
   it('the README walkthrough answers from the recording reproduced, first', () => {
     const replay = shown.find((s) => s.b.page === 'README.md' && s.command[1] === 'replay');
-    expect(replay?.output[0]).toMatch(/^as recorded: reproduced \(peak .*, OOM at event [\d,]+: .*\)$/);
-    expect(replay?.output[1]).toMatch(/^cap: inferred from the recording: /);
+    const answer = (replay?.output ?? []).filter((l) => !l.startsWith('note: '));
+    expect(answer[0]).toMatch(/^as recorded: reproduced \(peak .*, OOM at event [\d,]+: .*\)$/);
+    expect(answer[1]).toMatch(/^cap: inferred from the recording: /);
     expect(shown.some((s) => s.b.page === 'README.md' && s.command[1] === 'advise')).toBe(true);
     expect(README).not.toMatch(/late start or a wrapped ring buffer is fine/);
   });
@@ -256,15 +259,18 @@ describe('README.md and docs/ examples', () => {
 
   for (const { command, output, exit, b } of shown.filter((s) => s.command[0] === 'vmmkit')) {
     it(`${b.page}:${b.line}: ${command.join(' ')} prints what the page shows`, () => {
+      // Standard output and standard error into one file, in the order written, as a terminal shows them.
       const main = join(pkgDir, 'dist/src/cli/main.js');
+      const both = join(work, `session-${b.page.replace(/\W/g, '-')}-${b.line}-${command[1]}.txt`);
+      const fd = openSync(both, 'w');
       const run = spawnSync(process.execPath, [main, ...command.slice(1)], {
         cwd: pkgDir,
-        encoding: 'utf8',
+        stdio: ['ignore', fd, fd],
         timeout: 120_000,
       });
-      const lines = (text: string): string[] =>
-        text === '' ? [] : text.trimEnd().replaceAll(`${pkgDir}/`, '').split('\n');
-      const printed = [...lines(run.stdout), ...lines(run.stderr)];
+      closeSync(fd);
+      const text = readFileSync(both, 'utf8');
+      const printed = text === '' ? [] : text.trimEnd().replaceAll(`${pkgDir}/`, '').split('\n');
       if (!matches(printed, output)) expect(printed.join('\n')).toBe(output.join('\n'));
       expect(run.status).toBe(exit);
     }, 150_000);

@@ -54,7 +54,13 @@ export async function snapshotDemo(io: CliOutput): Promise<boolean> {
     io.out(`(the package's ${DEMO_SNAPSHOT} was not found, so there is no snapshot to answer here)`);
     return false;
   }
-  const code = await replayCommand({ out: io.out, err: io.err }, [path, ...DEMO_REPLAY_ARGS.slice(1)]);
+  // The answer first; replay's notes (standard error) after it.
+  const notes: string[] = [];
+  const code = await replayCommand({ out: io.out, err: (l) => notes.push(l) }, [
+    path,
+    ...DEMO_REPLAY_ARGS.slice(1),
+  ]);
+  for (const note of notes) io.err(note);
   io.out('');
   io.out('Yours: record with torch.cuda.memory._record_memory_history(), dump with _dump_snapshot(),');
   io.out('then `vmmkit replay`, `vmmkit advise` (what to set) and `vmmkit report` (a page): README.md.');
