@@ -74,6 +74,20 @@ export function fidelityPage() {
     readdirSync(join(root, 'traces', d)).filter((f) => f.endsWith('.pickle.gz') || f.endsWith('.pickle')),
   );
 
+  // The recorded H200 traces replayed by the model of the allocator that recorded each (its file names the mode).
+  const replays = ['bench/results/h200-replay.json', 'bench/results/h200-replay-heldout.json'].map((path) => ({
+    path,
+    file: json(path),
+  }));
+  const traces = replays.flatMap(({ file }) => file.results);
+  const sameAsPytorch = traces.filter((t) => {
+    const mode = t.trace.includes('expandable') ? 'pytorch-expandable' : 'pytorch-native';
+    return t.allocators.find((a) => a.name === mode)?.simulator.peakReservedBytes === t.pytorchMaxMemoryReserved;
+  }).length;
+  const onGpu = traces.flatMap((t) => t.allocators.filter((a) => a.gpu));
+  const gpuExact = onGpu.filter((a) => a.gpu.peakReservedBytes === a.gpu.deviceUsedAtPeakBytes).length;
+  const replayDays = [...new Set(replays.map(({ file }) => day(file.date)))].join(', ');
+  const replayLinks = replays.map(({ path }) => link(path)).join(', ');
   const cases = driver.caseCount;
   const conf = prove.conformance;
   const share = sharing.summary;
@@ -138,6 +152,22 @@ export function fidelityPage() {
       `${acl.skipped} skipped with their reasons, ${acl.failed} failed`,
       `started ${flavors.start} UTC (the transcript names no day)`,
       link('conformance/results/h200-flavors.txt'),
+    ],
+    [
+      "PyTorch's peak reserved on the recorded H200 traces, replayed by the model of the allocator that recorded each",
+      traces.length,
+      sameAsPytorch,
+      traces.length - sameAsPytorch,
+      replayDays,
+      replayLinks,
+    ],
+    [
+      "each allocator's peak on the GPU against the device's own used memory then (cuMemGetInfo), to the byte",
+      onGpu.length,
+      gpuExact,
+      onGpu.length - gpuExact,
+      replayDays,
+      replayLinks,
     ],
     [
       "PyTorch's own runs under other settings and limits: each run's peak reserved and OOM verdict predicted from its workload's reference snapshot",
@@ -205,6 +235,10 @@ export function fidelityPage() {
     `- **HIP and ACL tables.** The rule-by-rule conformance tables of \`test/flavors/{hip,acl}\`, run with`,
     '  `VMMKIT_TEST_BACKEND=cuda` on the H200; the skipped rows are facts of other parts (an MI300X\'s 4 KiB',
     '  granularity, two devices, the simulator\'s own counters), each skipped with its reason.',
+    `- **Recorded traces.** ${traces.length} recordings of five workloads on the H200 (\`traces/h200\` and the held-out`,
+    '  `traces/h200-heldout`), each under the allocator it was recorded with, replayed by `bench/gpu-replay.ts` on',
+    "  the simulator and on the GPU in one run; PyTorch's own `max_memory_reserved` is each trace's",
+    '  `pytorch-reserved.json`.',
     `- **What-if ground truth.** \`traces/h200-whatif/results.json\`: ${runs.length} runs of ${Object.keys(whatif.workloads).length} workloads under`,
     `  PyTorch ${whatif.torch} on an ${whatif.gpu} (${day(whatif.date)}), ${ooms} of them ended in an OOM, each with its`,
     '  `max_memory_reserved`. Replay\'s prediction for each is recomputed from the workload\'s reference snapshot by',
