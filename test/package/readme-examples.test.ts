@@ -208,6 +208,14 @@ describe('README.md and docs/ examples', () => {
     expect(shown.filter((s) => s.b.page === 'README.md').length).toBeGreaterThanOrEqual(2);
   });
 
+  it('the README stays a page read in one sitting, its quick start the two commands CI runs', () => {
+    expect(Buffer.byteLength(README)).toBeLessThanOrEqual(15 * 1024);
+    const quick = README.slice(README.indexOf('\n## Quick start\n'));
+    const first = blocks(quick)[0];
+    expect(first.lang).toBe('sh');
+    expect(first.code).toBe('npm ci && npm run demo\nnpm ci && npm test');
+  });
+
   it('every `$ ` session shown is a vmmkit command, run below', () => {
     const others = shown.filter((s) => s.command[0] !== 'vmmkit').map((s) => `${s.b.page}:${s.b.line}`);
     expect(others).toEqual([]);
