@@ -610,22 +610,23 @@ class Search {
    */
   #raiseBars(): void {
     const b = this.#best;
-    if (!this.#pruning || b === undefined) return;
+    if (!this.#pruning || b === undefined || this.#pending.size === 0) return;
     const done = [...this.#entries.values()].filter((e) => e.figures !== undefined);
     const head = rank(done, this.#toleranceBytes(done), this.limit)[0]?.entry;
     const ceiling = this.#contenderCeiling(b.peak);
-    const second = new Map<string, number>();
-    const secondBest = (group: string): number => {
-      let v = second.get(group);
-      if (v === undefined) {
-        const peaks = this.#ranked((e) => e.setting !== undefined && groupsOf(e.setting).includes(group)).map(
-          (e) => e.figures!.peak,
-        );
-        v = peaks.length < 2 ? Number.POSITIVE_INFINITY : peaks[1];
-        second.set(group, v);
+    // The two lowest peaks of the contenders of each axis group, in one pass (what #ranked's top two hold).
+    const lowest = new Map<string, [number, number]>();
+    for (const e of done) {
+      if (e.setting === undefined || !this.#contender(e)) continue;
+      const p = e.figures!.peak;
+      for (const g of groupsOf(e.setting)) {
+        const two = lowest.get(g) ?? [Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY];
+        if (p < two[0]) lowest.set(g, [p, two[0]]);
+        else if (p < two[1]) lowest.set(g, [two[0], p]);
+        else lowest.set(g, two);
       }
-      return v;
-    };
+    }
+    const secondBest = (group: string): number => lowest.get(group)?.[1] ?? Number.POSITIVE_INFINITY;
     // The best setting without expandable segments is an answer too (some features refuse them).
     let native = Number.POSITIVE_INFINITY;
     for (const e of done) {
