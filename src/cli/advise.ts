@@ -156,6 +156,7 @@ function toJson(a: Advice, files: readonly string[]): unknown {
     recommended: a.recommended,
     equals: a.equals,
     lowest: a.lowest,
+    withoutExpandableSegments: a.withoutExpandableSegments,
     tolerance: a.tolerance,
     candidates: a.candidates,
     bound: a.bound,

@@ -147,6 +147,8 @@ describe('vmmkit advise', () => {
     expect(json.code).toBe(3);
     const j = JSON.parse(json.out[0]);
     expect(j.recommended).toBeNull();
+    expect(j.equals).toEqual([]);
+    expect(j.withoutExpandableSegments).toBeNull();
     expect(j.verdict).toBe(out[0]);
   });
 
