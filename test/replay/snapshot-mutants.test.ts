@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { replay } from '../../src/replay/engine/replay.js';
 import { SnapshotError } from '../../src/replay/errors.js';
 import { loadSnapshotFile, readSnapshotBytes, readSnapshotFile } from '../../src/replay/read/load.js';
 import {
@@ -159,6 +160,40 @@ function withAddress(s: MemorySnapshot, addr: number): MemorySnapshot {
   );
   return { ...s, traces };
 }
+
+describe('mutants that load, replayed', () => {
+  it("replay answers each, or ends in one of the project's named errors with a one-line message", () => {
+    // JavaScript's own errors are a bug's; the project's name what went wrong (the CLI prints them, exit 1).
+    const BUILT_IN = [
+      'Error',
+      'TypeError',
+      'RangeError',
+      'ReferenceError',
+      'SyntaxError',
+      'EvalError',
+      'URIError',
+    ];
+    const failures: string[] = [];
+    let replayed = 0;
+    fuzzSnapshots(SMALL, {
+      ...SMALL_RUN,
+      mutants: 24,
+      onLoaded: (snapshot, m) => {
+        replayed++;
+        try {
+          replay(snapshot);
+        } catch (e) {
+          const name = e instanceof Error ? e.name : typeof e;
+          const message = e instanceof Error ? e.message : String(e);
+          if (BUILT_IN.includes(name) || /[\r\n]/.test(message))
+            failures.push(`${m.fixture} seed ${m.seed} (${m.mutations}): ${name}: ${message.slice(0, 200)}`);
+        }
+      },
+    });
+    expect(failures).toEqual([]);
+    expect(replayed).toBeGreaterThan(5);
+  });
+});
 
 describe('mutants as files', () => {
   it('the three file readers agree on each: loaded by all, or refused by all with a typed error', async () => {

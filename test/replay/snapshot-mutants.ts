@@ -65,6 +65,11 @@ export interface FuzzOptions {
   readonly slowMs?: number;
   /** One reading may leave this much more memory in use than before it. */
   readonly memoryBytes?: number;
+  /** Given each snapshot the streaming reader loads, with what the fuzzer knows of it. */
+  readonly onLoaded?: (
+    snapshot: MemorySnapshot,
+    mutant: { fixture: string; seed: number; mutations: string },
+  ) => void;
 }
 
 export interface FuzzReport {
@@ -255,8 +260,10 @@ export function fuzzSnapshots(bases: readonly MutantBase[], options: FuzzOptions
       }
       const differs = disagreement(streaming, plain);
       if (differs !== undefined) report('disagree', differs);
-      if ('loaded' in streaming) loaded++;
-      else {
+      if ('loaded' in streaming) {
+        loaded++;
+        options.onLoaded?.(streaming.loaded, { fixture: base.name, seed, mutations });
+      } else {
         const e = streaming.error as { name?: string; kind?: string };
         const key = `${e.name}:${e.kind}`;
         refused[key] = (refused[key] ?? 0) + 1;
