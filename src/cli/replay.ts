@@ -36,7 +36,7 @@ import type { CostTable } from '../replay/engine/cost-table.js';
 import { exportRun } from '../replay/engine/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/engine/fidelity.js';
 import { recordedReserved } from '../replay/engine/recorded.js';
-import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
+import type { AllocatorRun, ReplayResult } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
 import {
   ambiguousRunLines,
