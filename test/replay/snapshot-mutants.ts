@@ -15,8 +15,9 @@
  *   memory    and bounded memory (a mutated length must not become a huge
  *             allocation);
  *   disagree  and the two readers agree: when both load, the same snapshot;
- *             and the streaming reader never loads what the plain one
- *             refuses (it may refuse more: Note [Streamed refusals]).
+ *             the streaming reader never loads what the plain one refuses,
+ *             and refuses more only as a malformed pickle (Note [Streamed
+ *             refusals]).
  *
  * Note [Streamed refusals]: the streaming reader keeps no trace entry and
  * no frames list it settled, and makes its own containers for the places a
@@ -337,6 +338,12 @@ function disagreement(streaming: Outcome, plain: Outcome): string | undefined {
   }
   if ('loaded' in streaming && 'error' in plain) {
     return `the streaming reader loaded what the plain one refused (${(plain.error as Error).message})`;
+  }
+  // Note [Streamed refusals]: what the streaming reader alone refuses is a pickle it cannot stream.
+  if ('error' in streaming && 'loaded' in plain) {
+    const e = streaming.error;
+    if (!(e instanceof PickleError && e.kind === 'malformed'))
+      return `the streaming reader alone refused, and not as a malformed pickle (${(e as Error).message})`;
   }
   return undefined;
 }
