@@ -126,6 +126,10 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     : undefined;
   const confProblem = allocConf === undefined ? recordedConfProblem(snapshot.allocatorSettings) : undefined;
   if (confProblem !== undefined) io.err(`note: ${confProblem}`);
+  if (snapshot.form === 'segment-list')
+    io.err(
+      "note: this is torch.cuda.memory_snapshot()'s segment list: one moment's state and no history, so the answers are what each allocator needs to hold its live blocks",
+    );
   for (const line of [...notes(result), ...ambiguousRunLines(answer)]) io.err(`note: ${line}`);
   if (exportDir !== undefined) {
     const stem = basename(args[0]).replace(/(\.pickle)?(\.gz)?$/, '');

@@ -152,6 +152,19 @@ describe("the issue's cases, answered as the recording says", () => {
     expect(given.plan.devices[0].counts.inferredEmptyCaches).toBe(1);
   });
 
+  it("torch.cuda.memory_snapshot()'s bare segment list answers what it can: what each allocator needs for its live blocks", () => {
+    const snapshot = readSnapshotFile(pathOf('wild/layoutediting-segment-list.pickle.gz'));
+    expect(snapshot.form).toBe('segment-list');
+    const answer = answerWhatIf(snapshot, { plan: planReplay(snapshot), allocators: ALLOCATOR_REGISTRY });
+    expect(answer.asRecorded.reproduced).toBe(true);
+    const reserved = snapshot.segments.reduce((s, x) => s + x.size, 0);
+    expect(answer.asRecorded.devices.map((d) => d.recordedPeakBytes)).toEqual([reserved]);
+    for (const a of answer.answers) {
+      expect(a.verdict).toBe('fits');
+      expect(a.peakHighBytes).toBeGreaterThanOrEqual(answer.result.plan.peakRequestedBytes);
+    }
+  });
+
   it('a ring-wrapped snapshot says what PyTorch reserved over the whole run, not over the window', () => {
     const snapshot = readSnapshotFile(new URL('gpt_train--ring-native.pickle.gz', whatif).pathname);
     const ar = reproduceRecording(snapshot, { plan: planReplay(snapshot) });

@@ -130,7 +130,7 @@ export interface TracePlan {
 
 /** Plan the replay of every device's trace. */
 export function planReplay(snapshot: MemorySnapshot, options: PlanOptions = {}): TracePlan {
-  const devices = snapshot.traces.map((t) => planDevice(snapshot, t, options));
+  const devices = tracesOf(snapshot).map((t) => planDevice(snapshot, t, options));
   let first = Number.POSITIVE_INFINITY;
   let last = Number.NEGATIVE_INFINITY;
   for (const t of snapshot.traces) {
@@ -155,6 +155,27 @@ export function planReplay(snapshot: MemorySnapshot, options: PlanOptions = {}):
     unknownPoolBlocks: sum((d) => d.privatePools.unknownPoolBlocks),
     emptyCacheInferred: options.inferEmptyCache !== false,
   };
+}
+
+/**
+ * The device traces to plan. A segment list (torch.cuda.memory_snapshot(),
+ * Note [Segment lists]) has none: each device its segments name gets an
+ * empty one, so its live blocks are the start and what can be answered
+ * without a history (what each allocator needs to hold them) is.
+ */
+function tracesOf(snapshot: MemorySnapshot): readonly DeviceTrace[] {
+  if (snapshot.traces.length > 0 || snapshot.segments.length === 0) return snapshot.traces;
+  const count = Math.max(...snapshot.segments.map((s) => s.device)) + 1;
+  return Array.from({ length: count }, (_, device) => ({
+    device,
+    length: 0,
+    action: new Uint8Array(0),
+    addr: new Float64Array(0),
+    size: new Float64Array(0),
+    stream: new Float64Array(0),
+    timeUs: new Float64Array(0),
+    stack: new Int32Array(0),
+  }));
 }
 
 /** Growable parallel arrays of block sizes and streams. */
