@@ -157,7 +157,7 @@ describe("the issue's cases, answered as the recording says", () => {
     expect(snapshot.form).toBe('segment-list');
     const answer = answerWhatIf(snapshot, { plan: planReplay(snapshot), allocators: ALLOCATOR_REGISTRY });
     expect(answer.asRecorded.reproduced).toBe(true);
-    const reserved = snapshot.segments.reduce((s, x) => s + x.size, 0);
+    const reserved = snapshot.segments.reduce((s, x) => s + x.totalSize, 0);
     expect(answer.asRecorded.devices.map((d) => d.recordedPeakBytes)).toEqual([reserved]);
     for (const a of answer.answers) {
       expect(a.verdict).toBe('fits');
