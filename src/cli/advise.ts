@@ -29,15 +29,21 @@ import {
   advise,
   type Tolerance,
 } from '../replay/advise/advise.js';
+import { ALLOCATOR_REGISTRY } from '../replay/engine/allocators.js';
+import { type AsRecorded, planUnder, reproduceRecording } from '../replay/engine/as-recorded.js';
+import { replay } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import { asRecordedLines, capLines } from '../replay/engine/verdict.js';
+import { capInForce } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
+import type { MemorySnapshot } from '../replay/read/snapshot.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
 import { parseCommand, UsageError, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
 import { ADVISE_SPEC } from './command-specs.js';
-import { checkHistory, devicesUsed, loadProgress } from './replay.js';
+import { asRecordedJson, checkHistory, devicesUsed, loadProgress } from './replay.js';
 import { readWhatIf } from './what-if.js';
 
 export const ADVISE_USAGE = usageOf(ADVISE_SPEC);
@@ -67,7 +73,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   const json = values.json === true;
   const workersText = values.workers;
   const toleranceText = values.tolerance;
-  const { memoryLimit, device } = readWhatIf({
+  const { memoryLimit: given, device } = readWhatIf({
     allocators: ['pytorch'],
     memoryLimit: values['memory-limit'],
     device: values.device,
@@ -81,14 +87,27 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
     workers = Number(workersText);
   }
   const snapshots = [];
-  const plans: TracePlan[] = [];
+  const recorded: AsRecorded[] = [];
   for (const file of args) {
     const snapshot = await loadSnapshotFile(file, { onProgress: loadProgress(io) });
-    const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
+    const plan = planReplay(snapshot, { memoryLimit: given, deviceMemory: device?.totalMemory });
     checkHistory(file, plan);
     snapshots.push(snapshot);
-    plans.push(plan);
+    // Every answer starts with the recording reproduced (Note [As recorded]).
+    recorded.push(reproduceRecording(snapshot, { plan, device }));
   }
+  // No cap given: advice must hold under any cap the recordings allow, so it is for the least of them.
+  const memoryLimit = given ?? inferredCap(recorded);
+  const plans = snapshots.map((snapshot, k) => {
+    const ar = recorded[k];
+    const limits = ar.devices.map(() => memoryLimit);
+    return planUnder(
+      snapshot,
+      ar.plan,
+      ar.devices.map((d) => d.cap),
+      limits,
+    );
+  });
   const advice = await advise(snapshots, {
     plans,
     memoryLimit,
@@ -98,9 +117,66 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   });
   io.progress?.(-1);
   for (const line of notes(plans, args, advice)) io.err(`note: ${line}`);
-  if (json) io.out(JSON.stringify(toJson(advice, args)));
-  else for (const line of text(plans, args, advice)) io.out(line);
+  for (const line of lateStartLines(snapshots, plans, args, advice, memoryLimit)) io.err(`note: ${line}`);
+  if (json)
+    io.out(JSON.stringify({ asRecorded: recorded.map(asRecordedJson), ...(toJson(advice, args) as object) }));
+  else {
+    for (const [k, ar] of recorded.entries())
+      for (const line of asRecordedLines(ar)) io.out(args.length > 1 ? `${args[k]}: ${line}` : line);
+    if (given === undefined && memoryLimit !== undefined)
+      for (const [k, ar] of recorded.entries())
+        for (const line of capLines(capInForce(ar, undefined), ar))
+          io.out(
+            `${args.length > 1 ? `${args[k]}: ` : ''}${line.replace(/; every answer below.*$/, '')}; the advice holds for the least of it`,
+          );
+    for (const line of text(plans, args, advice)) io.out(line);
+  }
   return advice.recommended === null ? NOTHING_FITS : 0;
+}
+
+/**
+ * A snapshot that starts mid-run says what the recorded settings inherited
+ * from the unrecorded past, not what the advised ones would have (Note
+ * [Answers from a late start]): the advice's peak is from the recorded
+ * start, so the compacted start's is said beside it.
+ */
+function lateStartLines(
+  snapshots: readonly MemorySnapshot[],
+  plans: readonly TracePlan[],
+  files: readonly string[],
+  a: Advice,
+  memoryLimit: number | undefined,
+): string[] {
+  const r = a.recommended;
+  if (r === null) return [];
+  const out: string[] = [];
+  snapshots.forEach((snapshot, k) => {
+    if (!plans[k].startedMidRun) return;
+    const pytorch = ALLOCATOR_REGISTRY.filter((f) => f.name === 'pytorch');
+    const at = (start: 'recorded' | 'compacted') =>
+      replay(snapshot, {
+        allocators: pytorch,
+        allocConf: r.allocConf,
+        plan: plans[k],
+        memoryLimit,
+        start,
+        keepEvents: false,
+      }).allocators[0].peakReservedBytes;
+    const [recorded, compacted] = [at('recorded'), at('compacted')];
+    if (recorded === compacted) return;
+    out.push(
+      `${files.length > 1 ? `${files[k]}: ` : ''}the snapshot starts mid-run, so what ${r.allocConf || 'the defaults'} would reserve is known only between ${formatBytes(Math.min(recorded, compacted))} and ${formatBytes(Math.max(recorded, compacted))} (from a compacted start and from the recorded one); the figures above are from the recorded start`,
+    );
+  });
+  return out;
+}
+
+/** The least cap any recording's events allow (Note [The recorded cap]); undefined where none shows one. */
+function inferredCap(recorded: readonly AsRecorded[]): number | undefined {
+  const lows = recorded.flatMap((ar) =>
+    ar.devices.filter((d) => Number.isFinite(d.cap.highBytes)).map((d) => d.cap.lowBytes),
+  );
+  return lows.length === 0 ? undefined : Math.min(...lows);
 }
 
 /**

@@ -19,6 +19,7 @@ import { advise } from '../replay/advise/advise.js';
 import type { AllocatorRegistry } from '../replay/engine/allocators.js';
 import { exportRun } from '../replay/engine/export.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
+import type { WhatIfAnswer } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
 import { recordReplay } from '../report/collect.js';
@@ -93,19 +94,26 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
   io.progress?.(-1);
   // The answer names the setting vmmkit advise recommends (a search of replays; --no-advice skips it).
   const advice =
-    values['no-advice'] === true ? undefined : await advise(snapshot, { memoryLimit, plan: recorded.plan });
+    values['no-advice'] === true
+      ? undefined
+      : await advise(snapshot, {
+          memoryLimit: memoryLimit ?? leastCap(recorded.answer),
+          plan: recorded.plan,
+        });
   const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, {
     costs,
     advice:
-      // Nothing fits: the page names no setting (advise says why).
-      advice?.recommended == null
+      advice === undefined
         ? undefined
-        : {
-            allocConf: advice.recommended.allocConf,
-            peakReservedBytes: advice.recommended.peakReservedBytes,
-            ooms: advice.recommended.ooms,
-            verdict: advice.recommended.verdict,
-          },
+        : // Nothing fits: the page names no setting, and says why.
+          advice.recommended === null
+          ? { allocConf: null, peakReservedBytes: 0, ooms: 0, verdict: advice.verdict }
+          : {
+              allocConf: advice.recommended.allocConf,
+              peakReservedBytes: advice.recommended.peakReservedBytes,
+              ooms: advice.recommended.ooms,
+              verdict: advice.recommended.verdict,
+            },
   });
   writeOut(out, renderReportHtml(data));
   io.out(`wrote ${out}`);
@@ -131,4 +139,10 @@ function withSuffix(path: string, name: string): string {
   const stem = dot <= 0 ? base : base.slice(0, dot);
   const ext = dot <= 0 ? extname(base) : base.slice(dot);
   return join(dir, `${stem}-${name}${ext}`);
+}
+
+/** With no cap given, the least of the interval the recording allows: advice must hold under any cap in it. */
+function leastCap(answer: WhatIfAnswer): number | undefined {
+  if (answer.cap.kind !== 'inferred') return undefined;
+  return Math.min(...answer.cap.devices.filter((d) => Number.isFinite(d.highBytes)).map((d) => d.lowBytes));
 }

@@ -38,7 +38,8 @@ export interface AnswerRow {
 
 /** The advised setting, from `vmmkit advise`, when the report ran it. */
 export interface AnswerAdvice {
-  readonly allocConf: string;
+  /** The setting to paste; null when no setting fits (the verdict says why). */
+  readonly allocConf: string | null;
   readonly peakReservedBytes: number;
   readonly ooms: number;
   readonly verdict: string;

@@ -77,7 +77,9 @@ function answerSection(a: ReportAnswer): string {
   const advice =
     a.advice === null
       ? ''
-      : `<p class="recommend" data-bytes="${a.advice.peakReservedBytes}">Advised: <code>PYTORCH_CUDA_ALLOC_CONF=${escapeXml(a.advice.allocConf)}</code>: ${escapeXml(a.advice.verdict)}.</p>`;
+      : a.advice.allocConf === null
+        ? `<p class="recommend none">Advice: ${escapeXml(a.advice.verdict)}.</p>`
+        : `<p class="recommend" data-bytes="${a.advice.peakReservedBytes}">Advised: <code>PYTORCH_CUDA_ALLOC_CONF=${escapeXml(a.advice.allocConf)}</code>: ${escapeXml(a.advice.verdict)}.</p>`;
   const recordedOoms = a.recordedOoms.map((l) => `<p class="recorded-oom">${escapeXml(l)}.</p>`).join('\n');
   const maps = a.oomMaps
     .map((m) => {

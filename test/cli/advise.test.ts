@@ -83,7 +83,9 @@ describe('vmmkit advise', () => {
     const { code, out } = await advise([TRACE]);
     expect(code).toBe(0);
     const text = out.join('\n');
-    expect(out[2]).toMatch(/^trace: 1,880 events/);
+    // Every answer starts with the recording reproduced; the verdict follows it.
+    expect(out[0]).toMatch(/^as recorded: reproduced \(peak [\d.]+ GiB\)$/);
+    expect(out[3]).toMatch(/^trace: 1,880 events/);
     expect(text).toMatch(/recorded: PyTorch reserved .* at its peak, PYTORCH_CUDA_ALLOC_CONF unset/);
     expect(text).toMatch(/\n\s+1 {2}\S+/);
     expect(text).toContain("the recorded run (PyTorch's own segment events)");
@@ -93,7 +95,7 @@ describe('vmmkit advise', () => {
     expect(line).toMatch(/^PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True/);
     expect(text).toMatch(/predicted peak .*; fits, peak /);
     // The verdict comes first; the trap note quotes this snapshot's replay only.
-    expect(out[0]).toMatch(/^advice: expandable_segments:True fits, peak .* \(no memory limit given\)$/);
+    expect(out[1]).toMatch(/^advice: expandable_segments:True fits, peak .* \(no memory limit given\)$/);
     expect(text).toMatch(
       /note: the known trap expandable_segments:True,max_split_size_mb:128 \(pytorch\/pytorch#123548\) would reserve .* on this snapshot/,
     );
@@ -103,7 +105,7 @@ describe('vmmkit advise', () => {
   it('simplest among equals and headroom: the line to paste, its margin, and the tolerance', async () => {
     const { code, out } = await advise([GPT, '--memory-limit', '5630853120']);
     expect(code).toBe(0);
-    expect(out[0]).toMatch(
+    expect(out[1]).toMatch(
       /^advice: max_split_size_mb:32,\S+ fits under 5\.24 GiB with 74\.0 MiB \(1\.4%\) to spare/,
     );
     expect(out).toContain('  margin: 74.0 MiB under the limit 5.24 GiB (1.4%)');
@@ -138,18 +140,19 @@ describe('vmmkit advise', () => {
     const { code, out, err } = await advise([GPT, '--memory-limit', '4962910208']);
     expect(code).toBe(3);
     expect(err).toEqual([]);
-    expect(out[0]).toMatch(
+    expect(out[1]).toMatch(
       /^no PyTorch setting fits under 4\.62 GiB: the live blocks alone need 5\.14 GiB at event [\d,]+$/,
     );
     expect(out.some((l) => l.startsWith('PYTORCH_CUDA_ALLOC_CONF='))).toBe(false);
-    expect(out).toContain(`no line to use: ${out[0]}`);
+    expect(out).toContain(`no line to use: ${out[1]}`);
     const json = await advise([GPT, '--memory-limit', '4962910208', '--json']);
     expect(json.code).toBe(3);
     const j = JSON.parse(json.out[0]);
     expect(j.recommended).toBeNull();
     expect(j.equals).toEqual([]);
     expect(j.withoutExpandableSegments).toBeNull();
-    expect(j.verdict).toBe(out[0]);
+    expect(j.verdict).toBe(out[1]);
+    expect(j.asRecorded[0].reproduced).toBe(true);
   });
 
   it('several snapshots: each setting on every one, ranked by its worst', async () => {

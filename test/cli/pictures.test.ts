@@ -42,7 +42,8 @@ describe('vmmkit report', () => {
     const c = capture();
     const out = join(dir, 'answer.html');
     const moe = join(root, 'traces/h200/moe_train-native.pickle.gz');
-    const code = await runCli(['report', moe, '--memory-limit', '3.1GiB', '--out', out], c.io);
+    // Under 3.2 GiB the native allocator runs out and expandable segments fit (advise recommends a setting).
+    const code = await runCli(['report', moe, '--memory-limit', '3.2GiB', '--out', out], c.io);
     expect(code, c.err.join('\n')).toBe(0);
     const html = readFileSync(out, 'utf8');
     const answer = html.slice(html.indexOf('<section class="answer"'), html.indexOf('</section>'));
@@ -56,7 +57,7 @@ describe('vmmkit report', () => {
     };
     // The recorded run's own peak: the running sum of its segment events (4554 MiB, traces/README.md).
     expect(data.answer.recordedPeakBytes).toBe(4554 * 1024 ** 2);
-    expect(data.answer.memoryLimit).toBe(Math.floor(3.1 * 1024 ** 3));
+    expect(data.answer.memoryLimit).toBe(Math.floor(3.2 * 1024 ** 3));
     expect(data.answer.rows.map((r) => r.name)).toEqual(['pytorch-native', 'pytorch-expandable', 'vmmkit']);
     expect(answer).toMatch(/pytorch-native runs out of memory at event [\d,]+: a 64\.0 MiB request/);
     expect(answer).toMatch(/Advised: <code>PYTORCH_CUDA_ALLOC_CONF=[^<]*<\/code>/);

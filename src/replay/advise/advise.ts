@@ -1105,7 +1105,7 @@ function totalCalls(r: AllocatorRun): number {
 function recordedPeakBytes(plans: readonly TracePlan[]): number | null {
   let worst: number | null = null;
   for (const plan of plans) {
-    const runs = plan.devices.map((d) => recordedReserved(d));
+    const runs = plan.devices.map((d) => recordedReserved(d, d.startState.reservedBytes));
     if (!runs.some((x) => x.hasSegmentEvents)) continue;
     worst = Math.max(
       worst ?? 0,
