@@ -128,6 +128,18 @@ describe('vmmkit advise', () => {
     );
   });
 
+  it('a ring-wrapped snapshot: the recorded peak is the whole run\'s (6.35 GiB), not the window\'s (1.50 GiB)', async () => {
+    const ring = GPT.replace('--reference', '--ring-native');
+    const { code, out } = await advise([ring]);
+    expect(code).toBe(0);
+    expect(out[0]).toBe('as recorded: reproduced (peak 6.35 GiB)');
+    expect(out).toContain('recorded: PyTorch reserved 6.35 GiB at its peak, PYTORCH_CUDA_ALLOC_CONF unset');
+    // Every setting ranked against the whole run's peak (against the window's, each came out 3.5x to 4.2x).
+    const ratios = out.flatMap((l) => /GiB +(\d\.\d{3}) /.exec(l)?.[1] ?? []).map(Number);
+    expect(ratios.length).toBeGreaterThan(3);
+    for (const r of ratios) expect(r).toBeLessThan(1.5);
+  });
+
   it('--tolerance takes a percentage, a size, or both', () => {
     expect(parseTolerance('2%')).toEqual({ fraction: 0.02, bytes: 0 });
     expect(parseTolerance('128MiB')).toEqual({ fraction: 0, bytes: 128 * 1024 ** 2 });
