@@ -134,10 +134,12 @@ describe('vmmkit advise', () => {
     expect(code).toBe(0);
     expect(out[0]).toBe('as recorded: reproduced (peak 6.35 GiB)');
     expect(out).toContain('recorded: PyTorch reserved 6.35 GiB at its peak, PYTORCH_CUDA_ALLOC_CONF unset');
-    // Every setting ranked against the whole run's peak (against the window's, each came out 3.5x to 4.2x).
+    // Ranked against the whole run's peak (against the window's, every setting came out 3.5x to 4.2x):
+    // the recorded settings replayed are exactly it, and the best setting is below it.
+    const row = out.find((l) => l.includes('PyTorch with the recorded settings'));
+    expect(row).toMatch(/6\.35 GiB +1\.000 /);
     const ratios = out.flatMap((l) => /GiB +(\d\.\d{3}) /.exec(l)?.[1] ?? []).map(Number);
-    expect(ratios.length).toBeGreaterThan(3);
-    for (const r of ratios) expect(r).toBeLessThan(1.5);
+    expect(Math.min(...ratios)).toBeLessThan(0.9);
   });
 
   it('--tolerance takes a percentage, a size, or both', () => {
