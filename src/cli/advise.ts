@@ -138,7 +138,8 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
  * A snapshot that starts mid-run says what the recorded settings inherited
  * from the unrecorded past, not what the advised ones would have (Note
  * [Answers from a late start]): the advice's peak is from the recorded
- * start, so the compacted start's is said beside it.
+ * start, an estimate, so the note says so beside the compacted start's
+ * estimate and the bound that holds.
  */
 function lateStartLines(
   snapshots: readonly MemorySnapshot[],
@@ -163,9 +164,12 @@ function lateStartLines(
         keepEvents: false,
       }).allocators[0].peakReservedBytes;
     const [recorded, compacted] = [at('recorded'), at('compacted')];
-    if (recorded === compacted) return;
+    const estimates =
+      recorded === compacted
+        ? `${formatBytes(recorded)} from both the recorded and a compacted start`
+        : `${formatBytes(recorded)} from the recorded start and ${formatBytes(compacted)} from a compacted one`;
     out.push(
-      `${files.length > 1 ? `${files[k]}: ` : ''}the snapshot starts mid-run, so what ${r.allocConf || 'the defaults'} would reserve is known only between ${formatBytes(Math.min(recorded, compacted))} and ${formatBytes(Math.max(recorded, compacted))} (from a compacted start and from the recorded one); the figures above are from the recorded start`,
+      `${files.length > 1 ? `${files[k]}: ` : ''}the snapshot starts mid-run, so the figures for ${r.allocConf || 'the defaults'} are estimates (${estimates}): what it would have made of the unrecorded past can raise them; no allocator needs less than ${formatBytes(a.bound.peakBytes)}`,
     );
   });
   return out;

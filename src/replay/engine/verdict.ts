@@ -127,9 +127,13 @@ export function answerLines(answer: WhatIfAnswer): string[] {
   return answer.answers.map((x, i) => {
     const run = answer.result.allocators[i];
     if (run.error !== undefined) return `${x.name} could not be replayed: ${run.error}`;
+    const estimates =
+      x.peakLowBytes === x.peakHighBytes
+        ? `${formatBytes(x.peakHighBytes)} from both the recorded and a compacted start`
+        : `${formatBytes(x.peakLowBytes)} to ${formatBytes(x.peakHighBytes)} from a compacted and from the recorded start`;
     const peak = x.exact
       ? `peak ${formatBytes(x.peakHighBytes)}`
-      : `peak between ${formatBytes(x.peakLowBytes)} and ${formatBytes(x.peakHighBytes)} (from a compacted start and from the recorded one: the snapshot starts mid-run)`;
+      : `peak at least ${formatBytes(x.atLeastBytes ?? 0)} (its live blocks on 2 MiB pages), estimated ${estimates}: the snapshot starts mid-run, and what these settings would have made of the unrecorded past can raise it`;
     if (x.verdict === 'fits') {
       if (inferred) return `${x.name} fits under any cap in that interval, ${peak}`;
       const limit = answer.cap.kind === 'given' ? ` of ${formatBytes(answer.cap.devices[0].highBytes)}` : '';

@@ -14,17 +14,23 @@
  *
  * Note [Answers from a late start]: a trace that starts mid-run (a ring
  * buffer that wrapped, history switched on late) does not say what other
- * settings would have made of the unrecorded past. Two starts bound it:
- * the recorded allocator's own state at the first event (what these
- * settings inherit if the past left them the same segments), and a
- * compacted one (only the live blocks, packed as the allocator places
- * them: no cached or fragmented memory from the past). The answer is the
- * range between the two peaks, and it is exact only for PyTorch's model
- * under the recorded settings, whose start the snapshot gives.
+ * settings would have made of the unrecorded past. The answer is exact
+ * only for PyTorch's model under the recorded settings, whose start the
+ * snapshot gives. For any other, two starts are replayed: the recorded
+ * allocator's own state at the first event (what these settings inherit if
+ * the past left them the same segments), and a compacted one (only the
+ * live blocks, packed as the allocator places them). They are estimates,
+ * not bounds: on the H200's wrapped ring of gpt_train, expandable segments
+ * with max_split_size_mb:128 came out at 6.20 and 6.22 GiB where PyTorch
+ * reserved 6.92 GiB over the whole run, the past's own fragmentation being
+ * what the window cannot see. The one bound that holds is from below: no
+ * allocator holds the window's live blocks on 2 MiB pages in less than
+ * memoryBound's figure (bound.ts). So such an answer is never one figure.
  */
 import type { MemorySnapshot } from '../read/snapshot.js';
 import type { AllocatorFactory } from './allocators.js';
 import { type AsRecorded, planUnder, reproduceRecording } from './as-recorded.js';
+import { memoryBound } from './bound.js';
 import type { AllocatorRun, ReplayOptions, ReplayResult } from './replay.js';
 import { replay, replaySettings } from './replay.js';
 import type { TracePlan } from './trace-plan.js';
@@ -56,8 +62,10 @@ export interface AllocatorAnswer {
   /** Peak reserved bytes (sums over devices) from the start that gives the least and the most. */
   readonly peakLowBytes: number;
   readonly peakHighBytes: number;
-  /** Whether the peak is one figure that holds (false: only the range does; Note [Answers from a late start]). */
+  /** Whether the peak is one figure that holds (false: a late start under other settings; Note [Answers from a late start]). */
   readonly exact: boolean;
+  /** Where not exact: what no allocator can reserve less than (the window's live blocks on 2 MiB pages). */
+  readonly atLeastBytes: number | null;
 }
 
 export interface WhatIfAnswer {
@@ -127,15 +135,17 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
       )
     : undefined;
 
+  let bound: number | undefined;
   const answers = options.allocators.map((factory, i): AllocatorAnswer => {
     const a = result.allocators[i];
     const peaks = [a.peakReservedBytes, compacted?.allocators[i].peakReservedBytes ?? a.peakReservedBytes];
     const exact = !late || recordedStartIsExact(factory, asRecorded, options.allocConf, snapshot);
     const base = {
       name: a.name,
-      peakLowBytes: Math.min(...peaks),
+      peakLowBytes: exact ? a.peakReservedBytes : Math.min(...peaks),
       peakHighBytes: exact ? a.peakReservedBytes : Math.max(...peaks),
-      exact: exact || peaks[0] === peaks[1],
+      exact,
+      atLeastBytes: exact ? null : (bound ??= memoryBound(result.plan).peakBytes),
     };
     if (!fitsAtHigh[i]) return { ...base, verdict: 'runs-out', thresholdBytes: null };
     if (atLow === undefined || fits(atLow.allocators[i]))
