@@ -49,3 +49,12 @@ export class UnknownAllocatorError extends Error {
 export class CostTableError extends Error {
   override readonly name = 'CostTableError';
 }
+
+/**
+ * Thrown from a replay's onStep to end a run that can no longer change
+ * advise's answer (advise/pool.ts, Note [Stopping a replay]); it never
+ * leaves the job that threw it.
+ */
+export class PastTheBar extends Error {
+  override readonly name = 'PastTheBar';
+}

@@ -349,7 +349,8 @@ describe.skipIf(missing !== undefined)('a report of a million events in chromium
 
 describe.skipIf(missing !== undefined)('the answer of a report under a memory limit, in chromium', () => {
   const MOE = fileURLToPath(new URL('../../traces/h200/moe_train-native.pickle.gz', import.meta.url));
-  const limit = Math.floor(3.1 * 1024 ** 3);
+  // Under 3.2 GiB the native allocator runs out and a setting fits (under 3.1 GiB nothing can: 3.13 GiB live).
+  const limit = Math.floor(3.2 * 1024 ** 3);
   let open: OpenBrowser;
   afterAll(async () => {
     await open?.close();

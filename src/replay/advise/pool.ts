@@ -25,12 +25,14 @@
  * says `stoppedAt` instead). The search raises no bar a job could still
  * pass to matter (Note [Pruning], advise.ts).
  */
+
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { selectAllocators } from '../engine/allocators.js';
 import { type AllocatorRun, type ReplayStep, replay } from '../engine/replay.js';
 import type { TracePlan } from '../engine/trace-plan.js';
+import { PastTheBar } from '../errors.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 
 /** One replay: an allocator of the registry, and the configuration string (null: the snapshot's own settings). */
@@ -74,9 +76,6 @@ export function openBars(jobs: number): Float64Array {
   bars.fill(Number.POSITIVE_INFINITY);
   return bars;
 }
-
-/** Thrown from onStep to end a run past the bar; never seen outside runJob. */
-class PastTheBar extends Error {}
 
 /** The onStep hook of a prunable job (Note [Stopping a replay]); `stopped` learns the event. */
 function watch(bars: Float64Array, id: number, stopped: (event: number) => void): (step: ReplayStep) => void {
