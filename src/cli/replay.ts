@@ -43,6 +43,7 @@ import {
   answerLines,
   asRecordedLines,
   capLines,
+  graphLines,
   recordedOomLines,
 } from '../replay/engine/verdict.js';
 import { answerWhatIf, type WhatIfAnswer } from '../replay/engine/what-if.js';
@@ -130,7 +131,8 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     io.err(
       "note: this is torch.cuda.memory_snapshot()'s segment list: one moment's state and no history, so the answers are what each allocator needs to hold its live blocks",
     );
-  for (const line of [...notes(result), ...ambiguousRunLines(answer)]) io.err(`note: ${line}`);
+  for (const line of [...notes(result), ...ambiguousRunLines(answer), ...graphLines(result.plan, snapshot)])
+    io.err(`note: ${line}`);
   if (exportDir !== undefined) {
     const stem = basename(args[0]).replace(/(\.pickle)?(\.gz)?$/, '');
     for (const a of result.allocators) {

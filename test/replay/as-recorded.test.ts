@@ -12,7 +12,12 @@ import { describe, expect, it } from 'vitest';
 import { ALLOCATOR_REGISTRY } from '../../src/replay/engine/allocators.js';
 import { reproduceRecording } from '../../src/replay/engine/as-recorded.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
-import { ambiguousRunLines, answerLines, asRecordedLines } from '../../src/replay/engine/verdict.js';
+import {
+  ambiguousRunLines,
+  answerLines,
+  asRecordedLines,
+  graphLines,
+} from '../../src/replay/engine/verdict.js';
 import { answerWhatIf } from '../../src/replay/engine/what-if.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 
@@ -182,6 +187,15 @@ describe("the issue's cases, answered as the recording says", () => {
       expect(a.atLeastBytes as number).toBeLessThanOrEqual(truth.maxMemoryReserved);
       expect(answerLines(answer)[0]).toMatch(/^pytorch fits, peak at least [\d.]+ GiB .*can raise it$/);
     }
+  });
+
+  it('a snapshot with CUDA graph pools says what the recording does and does not change', () => {
+    const graphs = readSnapshotFile(new URL('graphs_serve--reference.pickle.gz', whatif).pathname);
+    const lines = graphLines(planReplay(graphs), graphs);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^the snapshot shows CUDA graph pools \([\d,]+ block\(s\) allocated in them\)/);
+    const plain = readSnapshotFile(new URL('gpt_train--reference.pickle.gz', whatif).pathname);
+    expect(graphLines(planReplay(plain), plain)).toEqual([]);
   });
 
   it('a ring-wrapped snapshot says what PyTorch reserved over the whole run, not over the window', () => {

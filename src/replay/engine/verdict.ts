@@ -6,8 +6,10 @@
  * the report opens with them.
  */
 import { formatBytes } from '../../util/format.js';
+import type { MemorySnapshot } from '../read/snapshot.js';
 import type { AsRecorded, AsRecordedDevice } from './as-recorded.js';
 import type { AllocatorRun, OomVerdict, ReplayResult } from './replay.js';
+import type { TracePlan } from './trace-plan.js';
 import type { CapInForce, WhatIfAnswer } from './what-if.js';
 
 /** One sentence per allocator: "pytorch-native runs out of memory at event 38,706: ...". */
@@ -172,4 +174,30 @@ export function ambiguousRunLines(answer: WhatIfAnswer): string[] {
     );
   }
   return out;
+}
+
+/**
+ * Note [Recording CUDA graphs]: a snapshot with CUDA-graph private pools
+ * (torch.cuda.graph, torch.compile's reduce-overhead) is answered as any
+ * other, but its reader should know what the recording itself changes.
+ * PyTorch's allocator keeps history beside its decisions: recordHistory
+ * sets what is remembered, and malloc's search, rounding, splitting and
+ * merging read none of it; cudagraph trees read the history flag only to
+ * switch recording on around a warm-up or capture when asked to
+ * (traces/seeds/README.md cites the sources and an H100 run in which
+ * history on and off reserved the same). What does move a compiled model's
+ * memory is its compile run: which graphs were captured, in what order,
+ * with what shapes. So the answer is exact for the process recorded and
+ * only as good as that for the next one.
+ */
+export function graphLines(plan: TracePlan, snapshot: MemorySnapshot): string[] {
+  const pools = new Set(
+    snapshot.segments
+      .filter((s) => s.poolId !== undefined && (s.poolId[0] !== 0 || s.poolId[1] !== 0))
+      .map((s) => `${s.poolId?.[0]},${s.poolId?.[1]}`),
+  );
+  if (plan.privatePoolBlocks === 0 && pools.size === 0) return [];
+  return [
+    `the snapshot shows CUDA graph pools (${plan.privatePoolBlocks.toLocaleString('en-US')} block(s) allocated in them): recording history does not change PyTorch's allocation decisions, but a compiled or captured model's memory follows its compile and capture run, so these answers are exact for this process and only as good as that for the next`,
+  ];
 }
