@@ -437,7 +437,7 @@ def effect_specs(out_dir):
     return cold, warm
 
 
-def run_advice(path, refs_path, out_dir, n_jobs, deadline, child_timeout, effect):
+def run_advice(path, refs_path, out_dir, n_jobs, deadline, child_timeout, effect, labels=None):
     """Runs every entry of advice.json under its limit and writes results.json."""
     with open(path) as f:
         advice = json.load(f)
@@ -448,6 +448,8 @@ def run_advice(path, refs_path, out_dir, n_jobs, deadline, child_timeout, effect
     started = time.time()
     specs = []
     for e in advice["runs"]:
+        if labels and e["label"] not in labels:
+            continue
         specs.append({"name": f"{e['workload']}--seed{e['seed']}--{e['label']}", "workload": e["workload"],
                       "seed": e["seed"], "kind": "limit", "label": e["label"], "conf": e.get("allocConf"),
                       "limit": e.get("memoryLimit")})
@@ -479,6 +481,7 @@ def run_advice(path, refs_path, out_dir, n_jobs, deadline, child_timeout, effect
         s["heldOnEverySeed"] = s["heldOnEverySeed"] and r["ended"] == "ok"
     result = {
         "script": "traces/seeds/record.py --run", "argv": sys.argv[1:], **info,
+        "labels": labels,  # the advice's runs that were run (None: all)
         "torch": runs[0]["torch"] if runs else None, "cuda": runs[0]["cuda"] if runs else None,
         "deviceTotalBytes": runs[0]["deviceTotalBytes"] if runs else None,
         "wallSeconds": round(time.time() - started, 1),
@@ -536,6 +539,7 @@ def main():
     ap.add_argument("--references", default=os.path.join(HERE, "references.json"))
     ap.add_argument("--jobs", type=int, default=6)
     ap.add_argument("--effect", action="store_true", help="with --run: the recording-effect follow-up too")
+    ap.add_argument("--labels", help="with --run: only the advice's runs of these comma-separated labels")
     ap.add_argument("--repeats", type=int, default=2, help="runs of each recording-effect variant")
     ap.add_argument("--deadline", type=float, default=420)
     ap.add_argument("--child-timeout", type=float, default=300)
@@ -548,7 +552,8 @@ def main():
     if a.record:
         return record(a.out, a.jobs, a.deadline, a.child_timeout, a.repeats)
     if a.run:
-        return run_advice(a.run, a.references, a.out, a.jobs, a.deadline, a.child_timeout, a.effect)
+        labels = a.labels.split(",") if a.labels else None
+        return run_advice(a.run, a.references, a.out, a.jobs, a.deadline, a.child_timeout, a.effect, labels)
     ap.error("--record or --run ADVICE")
 
 
