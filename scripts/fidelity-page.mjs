@@ -88,6 +88,15 @@ export function fidelityPage() {
   const gpuExact = onGpu.filter((a) => a.gpu.peakReservedBytes === a.gpu.deviceUsedAtPeakBytes).length;
   const replayDays = [...new Set(replays.map(({ file }) => day(file.date)))].join(', ');
   const replayLinks = replays.map(({ path }) => link(path)).join(', ');
+  // Advice from one seed's snapshot, run under PyTorch on every seed (traces/seeds).
+  const seeds = json('traces/seeds/results.json');
+  const advisedRuns = seeds.summary
+    .filter((x) => x.label !== 'default')
+    .flatMap((x) => Object.values(x.seeds));
+  const advisedHeld = advisedRuns.filter((x) => x.ended === 'ok').length;
+  const seedPredictions = seeds.predictionsMatched;
+  const seedExact = seedPredictions.filter((x) => x.sameVerdict && x.relativeError === 0).length;
+  const seedWorst = Math.max(...seedPredictions.map((x) => Math.abs(x.relativeError)));
   const cases = driver.caseCount;
   const conf = prove.conformance;
   const share = sharing.summary;
@@ -186,6 +195,22 @@ export function fidelityPage() {
       link('traces/h200-whatif/verified.json'),
     ],
     [
+      `advice from one seed's snapshot, run under PyTorch on every seed of its workload (${seeds.gpu}): did not run out`,
+      advisedRuns.length,
+      advisedHeld,
+      advisedRuns.length - advisedHeld,
+      day(seeds.date),
+      link('traces/seeds/results.json'),
+    ],
+    [
+      "vmmkit's prediction of each of those runs, and of PyTorch's defaults, from that seed's own snapshot: the same verdict and peak",
+      seedPredictions.length,
+      `${seedPredictions.filter((x) => x.sameVerdict).length} verdicts, ${seedExact} peaks to the byte (the rest within ${(seedWorst * 100).toFixed(2)}%)`,
+      0,
+      day(seeds.date),
+      link('traces/seeds/results.json'),
+    ],
+    [
       'committed real snapshots replayed as recorded (peak, segment events, OOMs)',
       snapshots.length,
       snapshots.length - notReproduced.length,
@@ -244,6 +269,10 @@ export function fidelityPage() {
     '  `max_memory_reserved`. Replay\'s prediction for each is recomputed from the workload\'s reference snapshot by',
     '  `test/replay/h200-whatif.test.ts` on every test run; the row above is the second step, advice run back',
     '  under PyTorch.',
+    `- **Advice on the next run.** \`traces/seeds\`: three workloads whose shapes follow a data seed, recorded`,
+    `  under five seeds; \`vmmkit advise\` was asked about seed 0's snapshot alone, under a limit set from seed 0's`,
+    '  run, and its advice ran under PyTorch on every seed under that limit, beside PyTorch\'s defaults (its',
+    '  README has each run).',
     `- **As recorded.** Every answer starts by replaying the snapshot as it was recorded; the test does that on`,
     `  each of the ${snapshots.length} committed real snapshots; the ${notReproduced.length} it lists as not reproduced carry their reasons`,
     '  there, and one that starts reproducing fails the test.',
