@@ -1,7 +1,7 @@
 /**
  * The vmmkit command line (src/cli/main.ts runs it).
  *
- *   vmmkit demo       the seeds' sequences with their call trees
+ *   vmmkit demo       a committed OOM-ended snapshot answered, then the seeds' sequences with their call trees (demos/demo.ts)
  *   vmmkit trace      run a script with tracing on, print its tree (trace.ts)
  *   vmmkit inspect    each process's state in its vendor's objects (inspect.ts)
  *   vmmkit map        a script's address spaces as a picture (map.ts)
@@ -20,9 +20,8 @@
  * exit 2 in every command (usageLine); bad input one line and exit 1.
  */
 
-import { Tracer, traceToJson } from '../core/trace.js';
 import { adviseCommand } from './advise.js';
-import { type CommandSpec, helpOf, parseCommand, UsageError, usageLine, usageOf } from './arguments.js';
+import { type CommandSpec, helpOf, usageOf } from './arguments.js';
 import {
   ADVISE_SPEC,
   DEMO_SPEC,
@@ -32,24 +31,13 @@ import {
   REPORT_SPEC,
   TRACE_SPEC,
 } from './command-specs.js';
-import { aclDemo } from './demos/acl.js';
-import { cudaDemo } from './demos/cuda.js';
-import { hipDemo } from './demos/hip.js';
+import { demoCommand } from './demos/demo.js';
 import { inspectCommand } from './inspect.js';
 import { mapCommand } from './map.js';
 import { packageVersion } from './package-files.js';
 import { replayCommand } from './replay.js';
 import { reportCommand } from './report.js';
-import { printTree, traceCommand } from './trace.js';
-
-const DEMOS = {
-  cuda: { title: 'CUDA driver API on a simulated H200 (seed 1, section 6)', run: cudaDemo },
-  hip: { title: 'HIP on a simulated MI300X (seed 1, section 6)', run: hipDemo },
-  acl: { title: "Ascend ACL on a simulated Ascend 910B (seed 2's seven steps)", run: aclDemo },
-} as const;
-type Flavor = keyof typeof DEMOS;
-
-const DEMO_USAGE = usageOf(DEMO_SPEC);
+import { traceCommand } from './trace.js';
 
 /** A command: its description (options, help, usage) and what runs it. */
 interface Command {
@@ -59,7 +47,7 @@ interface Command {
 
 /** Every command by name: the one table runCli dispatches through, and the usage and --help come from. */
 const COMMANDS: Readonly<Record<string, Command>> = Object.freeze({
-  demo: { spec: DEMO_SPEC, run: demo },
+  demo: { spec: DEMO_SPEC, run: demoCommand },
   trace: { spec: TRACE_SPEC, run: traceCommand },
   inspect: { spec: INSPECT_SPEC, run: inspectCommand },
   replay: { spec: REPLAY_SPEC, run: (io, argv) => replayCommand(io, argv) },
@@ -96,52 +84,6 @@ function progressBar(fraction: number): void {
   process.stderr.write(
     `\r[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${Math.floor(fraction * 100)}%`,
   );
-}
-
-function demo(io: CliOutput, argv: readonly string[]): number {
-  let json: boolean;
-  let only: Flavor | undefined;
-  let layers: 'vendor' | 'generic';
-  try {
-    const { values } = parseCommand(DEMO_SPEC, argv);
-    const flavor = values.flavor;
-    const asked = values.layers ?? 'vendor';
-    if (flavor !== undefined && !Object.hasOwn(DEMOS, flavor))
-      throw new UsageError(`unknown flavor '${flavor}' (cuda, hip or acl)`);
-    if (asked !== 'generic' && asked !== 'vendor')
-      throw new UsageError(`--layers is generic or vendor, not '${asked}'`);
-    json = values.json === true;
-    only = flavor as Flavor | undefined;
-    layers = asked;
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    io.err(usageLine('demo', e.message, DEMO_USAGE));
-    return 2;
-  }
-  const flavors = only === undefined ? (Object.keys(DEMOS) as Flavor[]) : [only];
-  let ok = true;
-  // With --json: one document, each demo's printed lines and its call tree.
-  const documents: { flavor: Flavor; title: string; lines: string[]; trace: unknown }[] = [];
-  for (const f of flavors) {
-    const { title, run } = DEMOS[f];
-    const tracer = new Tracer({ layers });
-    if (json) {
-      const lines: string[] = [];
-      ok = run((line) => lines.push(line), tracer) && ok;
-      documents.push({ flavor: f, title, lines, trace: traceToJson(tracer.roots) });
-      continue;
-    }
-    io.out(`\n=== ${title} ===\n`);
-    ok = run((line) => io.out(line), tracer) && ok;
-    io.out(
-      layers === 'vendor'
-        ? `\n--- call tree through the vendor's own layers (--layers generic: vmmkit's) ---\n`
-        : `\n--- call tree: flavor -> core -> backend -> device ---\n`,
-    );
-    printTree(io, tracer, false);
-  }
-  if (json) io.out(JSON.stringify({ layers, demos: documents }, null, 2));
-  return ok ? 0 : 1;
 }
 
 /** Run the command line with `argv` (without node and the script); returns the exit code. */
