@@ -57,7 +57,7 @@ import { REPLAY_SPEC } from './command-specs.js';
 import { CommandError } from './errors.js';
 import { checkWritableFolder, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
-import { readWhatIf } from './what-if.js';
+import { whatIfOf } from './what-if.js';
 
 export const REPLAY_USAGE = usageOf(REPLAY_SPEC);
 
@@ -89,16 +89,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     throw new UsageError(`unknown backend '${backend}' (sim or cuda)`);
   const costsPath = values.costs;
   const exportDir = values.export;
-  const { allocators, allocConf, memoryLimit, device } = readWhatIf(
-    {
-      allocators: values.allocator,
-      allocConf: values['alloc-conf'],
-      memoryLimit: values['memory-limit'],
-      device: values.device,
-      deviceMemory: values['device-memory'],
-    },
-    options.registry,
-  );
+  const { allocators, allocConf, memoryLimit, device } = whatIfOf(values, options.registry);
 
   if (exportDir !== undefined) checkWritableFolder(exportDir);
   const costs = findCosts(costsPath, options.defaultCosts);

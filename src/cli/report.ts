@@ -32,7 +32,7 @@ import { REPORT_SPEC } from './command-specs.js';
 import { checkOutName, checkWritable, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
 import { checkHistory, loadProgress } from './replay.js';
-import { readWhatIf } from './what-if.js';
+import { whatIfOf } from './what-if.js';
 
 export const REPORT_USAGE = usageOf(REPORT_SPEC);
 
@@ -57,16 +57,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
   const costsPath = values.costs;
   const title = values.title;
   const exportPath = values['export-snapshot'];
-  const { allocators, allocConf, memoryLimit, device } = readWhatIf(
-    {
-      allocators: values.allocator,
-      allocConf: values['alloc-conf'],
-      memoryLimit: values['memory-limit'],
-      device: values.device,
-      deviceMemory: values['device-memory'],
-    },
-    options.registry,
-  );
+  const { allocators, allocConf, memoryLimit, device } = whatIfOf(values, options.registry);
   const exports =
     exportPath === undefined
       ? []

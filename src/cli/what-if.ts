@@ -42,6 +42,29 @@ export interface WhatIf {
 
 const DEVICE_FORMS = `--device ${DEVICE_NAMES.join('|')} or --device-memory SIZE (80GiB)`;
 
+/** The what-if options as parseCommand gives them (replay's and report's descriptions name them alike). */
+export function whatIfOf(
+  values: {
+    readonly allocator?: string[];
+    readonly 'alloc-conf'?: string;
+    readonly 'memory-limit'?: string;
+    readonly device?: string;
+    readonly 'device-memory'?: string;
+  },
+  registry?: AllocatorRegistry,
+): WhatIf {
+  return readWhatIf(
+    {
+      allocators: values.allocator,
+      allocConf: values['alloc-conf'],
+      memoryLimit: values['memory-limit'],
+      device: values.device,
+      deviceMemory: values['device-memory'],
+    },
+    registry,
+  );
+}
+
 /**
  * Read the what-if options: the allocators named (or the defaults, with
  * `pytorch` first when a configuration string is given), the string checked
