@@ -44,7 +44,7 @@ import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
 import { ADVISE_SPEC } from './command-specs.js';
 import { asRecordedJson, checkHistory, devicesUsed, loadProgress } from './replay.js';
-import { readWhatIf } from './what-if.js';
+import { readWhatIf } from './what-if-options.js';
 
 export const ADVISE_USAGE = usageOf(ADVISE_SPEC);
 

@@ -57,7 +57,7 @@ import { REPLAY_SPEC } from './command-specs.js';
 import { CommandError } from './errors.js';
 import { checkWritableFolder, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
-import { whatIfOf } from './what-if.js';
+import { whatIfOf } from './what-if-options.js';
 
 export const REPLAY_USAGE = usageOf(REPLAY_SPEC);
 

@@ -32,7 +32,7 @@ import { REPORT_SPEC } from './command-specs.js';
 import { checkOutName, checkWritable, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
 import { checkHistory, loadProgress } from './replay.js';
-import { whatIfOf } from './what-if.js';
+import { whatIfOf } from './what-if-options.js';
 
 export const REPORT_USAGE = usageOf(REPORT_SPEC);
 
