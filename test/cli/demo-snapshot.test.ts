@@ -3,18 +3,12 @@
  * PyTorch snapshot that ended in an OOM, answered as `vmmkit replay` answers
  * it, the recording reproduced first; the vendor sequences follow.
  */
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { DEMO_REPLAY_ARGS, DEMO_SNAPSHOT, demoCommand, SNAPSHOT_TITLE } from '../../src/cli/demos/demo.js';
 import { replayCommand } from '../../src/cli/replay.js';
 import { packagePath } from '../../src/util/package-path.js';
 import { capture } from '../support/capture.js';
-
-/** Whether the command table runs demoCommand (until it does, cli.ts keeps a demo of its own). */
-const wired = /run: demoCommand\b/.test(
-  readFileSync(new URL('../../src/cli/cli.ts', import.meta.url), 'utf8'),
-);
 
 describe('vmmkit demo opens with a snapshot answered', () => {
   it.skipIf(!wired)(
