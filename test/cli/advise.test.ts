@@ -128,7 +128,7 @@ describe('vmmkit advise', () => {
     );
   });
 
-  it('a ring-wrapped snapshot: the recorded peak is the whole run\'s (6.35 GiB), not the window\'s (1.50 GiB)', async () => {
+  it("a ring-wrapped snapshot: the recorded peak is the whole run's (6.35 GiB), not the window's (1.50 GiB)", async () => {
     const ring = GPT.replace('--reference', '--ring-native');
     const { code, out } = await advise([ring]);
     expect(code).toBe(0);

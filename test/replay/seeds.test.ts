@@ -54,7 +54,11 @@ interface Advice {
   limits: Record<string, number>;
   advice: Record<
     string,
-    { snapshot: string; memoryLimit: number; recommended: { allocConf: string; peakReservedBytes: number } | null }
+    {
+      snapshot: string;
+      memoryLimit: number;
+      recommended: { allocConf: string; peakReservedBytes: number } | null;
+    }
   >;
   runs: { workload: string; seed: number; label: string; allocConf: string | null; memoryLimit: number }[];
 }
@@ -66,7 +70,12 @@ interface Results {
   referenceRuns: Reference[];
   advice: Advice;
   runs: Run[];
-  summary: { workload: string; label: string; heldOnEverySeed: boolean; seeds: Record<string, { ended: string }> }[];
+  summary: {
+    workload: string;
+    label: string;
+    heldOnEverySeed: boolean;
+    seeds: Record<string, { ended: string }>;
+  }[];
   failures: unknown[];
 }
 
@@ -84,7 +93,8 @@ describe.skipIf(references.length === 0)('seeded runs: each snapshot reproduces 
   for (const r of references.filter((x) => x.file !== null)) {
     it(`${r.workload} seed ${r.seed}: replayed as recorded, peak ${(r.maxMemoryReserved / MIB).toFixed(0)} MiB`, () => {
       expect(r.tracePeakEqualsMaxReserved).toBe(true);
-      const a = replay(readSnapshotFile(dir + r.file!), { allocators: pytorch, keepEvents: false }).allocators[0];
+      const a = replay(readSnapshotFile(dir + r.file!), { allocators: pytorch, keepEvents: false })
+        .allocators[0];
       expect(a.error).toBeUndefined();
       expect(a.peakReservedBytes).toBe(r.maxMemoryReserved);
     });
@@ -92,20 +102,30 @@ describe.skipIf(references.length === 0)('seeded runs: each snapshot reproduces 
 });
 
 describe.runIf(results !== null)('seeded runs: advice from seed 0, run on every seed', () => {
-  const res = results ?? ({ advice: { advice: {}, limits: {}, runs: [] }, runs: [], summary: [], failures: [] } as unknown as Results);
+  const res =
+    results ??
+    ({
+      advice: { advice: {}, limits: {}, runs: [] },
+      runs: [],
+      summary: [],
+      failures: [],
+    } as unknown as Results);
 
   it('every planned run came back and asked for what its seed asked for', () => {
     expect(res.failures).toEqual([]);
     const planned = res.advice.runs
       .filter((p) => res.labels == null || res.labels.includes(p.label))
-      .map((p) => `${p.workload} ${p.seed} ${p.label}`).sort();
+      .map((p) => `${p.workload} ${p.seed} ${p.label}`)
+      .sort();
     expect(res.runs.map((r) => `${r.workload} ${r.seed} ${r.label}`).sort()).toEqual(planned);
     for (const r of res.runs) {
       const same = r.requests?.sameAsReference ?? r.requests?.sameAsReferenceBeforeOom;
       expect(same, `${r.workload} seed ${r.seed} ${r.label}: requests`).toBe(true);
       const limit = res.advice.limits[r.workload];
       expect(r.allowedBytes, `${r.workload} seed ${r.seed} ${r.label}: limit`).toBe(limit);
-      expect(r.ended === 'oom', `${r.workload} seed ${r.seed} ${r.label}: OOM and num_ooms`).toBe(r.numOoms > 0);
+      expect(r.ended === 'oom', `${r.workload} seed ${r.seed} ${r.label}: OOM and num_ooms`).toBe(
+        r.numOoms > 0,
+      );
     }
   });
 
