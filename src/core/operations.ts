@@ -1,6 +1,6 @@
 import { BACKEND_EVENT_OPERATIONS, BACKEND_SHARING_OPERATIONS } from '../backend/backend.js';
+import type { MethodsListed } from '../util/methods-listed.js';
 import type { Runtime } from './runtime.js';
-import type { MethodsListed } from './trace.js';
 
 /**
  * The operations that get a trace span when a tracer is given: every method

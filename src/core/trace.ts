@@ -543,20 +543,6 @@ export function instrument<T extends object>(
   return target;
 }
 
-/** The string-named methods of T. */
-export type MethodNames<T> = {
-  [K in Extract<keyof T, string>]: T[K] extends (...args: never[]) => unknown ? K : never;
-}[Extract<keyof T, string>];
-
-/**
- * `true` when every method of T is in Listed; otherwise a type naming the
- * missing ones, so `const ok: MethodsListed<T, L> = true` fails to compile
- * until a new method is traced or declared a query.
- */
-export type MethodsListed<T, Listed> = [Exclude<MethodNames<T>, Listed>] extends [never]
-  ? true
-  : { readonly missing: Exclude<MethodNames<T>, Listed> };
-
 /** Render spans as an indented tree, one call per line. */
 export function formatTrace(spans: readonly TraceSpan[], indent = ''): string {
   let out = '';

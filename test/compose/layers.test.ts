@@ -14,7 +14,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   'c-api': ['c-api'],
   util: ['util'],
   core: ['core', 'util', 'backend'],
-  backend: ['backend', 'core'],
+  backend: ['backend', 'core', 'util'],
   backends: ['backends', 'backend', 'core', 'util', 'c-api'],
   compose: ['compose', 'backends', 'backend', 'core'],
   flavors: ['flavors', 'core', 'compose', 'util', 'backend', 'c-api'],
