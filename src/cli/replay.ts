@@ -116,6 +116,9 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
   const fidelityReports = fidelity
     ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(result.plan.devices[d.device], d)))
     : undefined;
+  // The answer first (its first line says whether the recording was reproduced), the notes after it.
+  if (json) io.out(JSON.stringify(toJson(answer, costs, fidelityReports)));
+  else for (const line of table(answer, costs, fidelityReports)) io.out(line);
   const confProblem = allocConf === undefined ? recordedConfProblem(snapshot.allocatorSettings) : undefined;
   if (confProblem !== undefined) io.err(`note: ${confProblem}`);
   if (snapshot.form === 'segment-list')
@@ -132,8 +135,6 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
       io.err(`note: wrote ${path}`);
     }
   }
-  if (json) io.out(JSON.stringify(toJson(answer, costs, fidelityReports)));
-  else for (const line of table(answer, costs, fidelityReports)) io.out(line);
   return result.allocators.some((a) => a.error !== undefined) ? 1 : 0;
 }
 
