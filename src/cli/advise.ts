@@ -116,8 +116,6 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
   io.progress?.(-1);
-  for (const line of notes(plans, args, advice)) io.err(`note: ${line}`);
-  for (const line of lateStartLines(snapshots, plans, args, advice, memoryLimit)) io.err(`note: ${line}`);
   if (json)
     io.out(JSON.stringify({ asRecorded: recorded.map(asRecordedJson), ...(toJson(advice, args) as object) }));
   else {
@@ -131,6 +129,9 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
           );
     for (const line of text(plans, args, advice)) io.out(line);
   }
+  // The notes after the answer, whose first line is the recording reproduced.
+  for (const line of notes(plans, args, advice)) io.err(`note: ${line}`);
+  for (const line of lateStartLines(snapshots, plans, args, advice, memoryLimit)) io.err(`note: ${line}`);
   return advice.recommended === null ? NOTHING_FITS : 0;
 }
 
