@@ -118,12 +118,12 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     });
   };
 
+  // The runs beyond the first are watched by no one: no events kept, no steps or progress told.
+  const unwatched: Partial<ReplayOptions> = { keepEvents: false, onStep: undefined, onProgress: undefined };
   const high = limitsAt((d) => d.highBytes);
   const result = { ...run(options.allocators, high, 'recorded'), memoryLimit: options.memoryLimit };
   const late = options.plan.startedMidRun;
-  const compacted = late
-    ? run(options.allocators, high, 'compacted', { keepEvents: false, onStep: undefined })
-    : undefined;
+  const compacted = late ? run(options.allocators, high, 'compacted', unwatched) : undefined;
   const interval = cap.kind === 'inferred';
   const fitsAtHigh = result.allocators.map(fits);
   const atLow = interval
@@ -131,7 +131,7 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
         options.allocators,
         limitsAt((d) => d.lowBytes),
         'recorded',
-        { keepEvents: false, onStep: undefined },
+        unwatched,
       )
     : undefined;
 
@@ -158,8 +158,7 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     const pages = Math.max(...cap.devices.map((d) => (d.highBytes - d.lowBytes) / PAGE));
     while ((good - bad) * pages > 1) {
       const t = (bad + good) / 2;
-      if (fits(run([factory], at(t), 'recorded', { keepEvents: false, onStep: undefined }).allocators[0]))
-        good = t;
+      if (fits(run([factory], at(t), 'recorded', unwatched).allocators[0])) good = t;
       else bad = t;
     }
     const limits = at(good);
