@@ -97,11 +97,12 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   );
   const pytorch = ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory;
   let replays = 0;
+  const { plan: base, recordedLimit: given, ...where } = options;
   const at = (limits: readonly (number | undefined)[]) => {
     replays++;
-    const plan = planUnder(snapshot, options.plan, caps, limits, true);
+    const plan = planUnder(snapshot, base, caps, limits, true);
     const run = replay(snapshot, {
-      ...options,
+      ...where,
       allocators: [pytorch],
       plan,
       settings,
@@ -115,7 +116,6 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     for (const c of caps) out[c.device] = f(c);
     return out;
   };
-  const given = options.recordedLimit;
   // A cap given replaces the interval: the recording is checked under it alone.
   if (given !== undefined)
     caps = caps.map((c) => ({ ...c, lowBytes: given, highBytes: given, hintHighBytes: given }));
@@ -137,10 +137,11 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     capped && given === undefined
       ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.low : undefined)))
       : undefined;
-  const final =
-    capped && given === undefined
-      ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.high : undefined)))
-      : top;
+  // The top again only where the search moved it.
+  const moved = [...found].some(([device, r]) => r.high !== caps.find((c) => c.device === device)?.highBytes);
+  const final = moved
+    ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.high : undefined)))
+    : top;
 
   const devices: AsRecordedDevice[] = [];
   for (const c of caps) {
@@ -149,10 +150,10 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     const range = found.get(c.device);
     const cap = { ...c, lowBytes: range?.low ?? c.lowBytes, highBytes: range?.high ?? c.highBytes };
     const bounded = Number.isFinite(cap.highBytes) && given === undefined;
-    const d = top.plan.devices[c.device];
+    const d = final.plan.devices[c.device];
     const differences = !cap.seen
       ? []
-      : differencesOf(top.plan, cap.device, runTop, cap.peakBytes, bounded ? ' at the top of the cap' : '');
+      : differencesOf(final.plan, cap.device, runTop, cap.peakBytes, bounded ? ' at the top of the cap' : '');
     const runBottom = bottom?.run.devices.find((r) => r.device === c.device);
     if (runBottom !== undefined && bounded && bottom !== undefined)
       for (const x of differencesOf(
@@ -166,7 +167,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     if (final.run.error !== undefined) differences.push(`the replay failed: ${final.run.error}`);
     if (cap.highBytes < cap.peakBytes && !cap.deviceFull)
       differences.push(
-        `the recording's own events disagree on its cap: it reserved ${cap.peakBytes} bytes, yet a request failed under ${cap.highBytes + 1}`,
+        `the recording's own events disagree on its cap: it reserved ${formatBytes(cap.peakBytes)}, yet a request failed under ${formatBytes(cap.highBytes + 1)}`,
       );
     const f = compareWithTrace(d, runTop);
     devices.push({
