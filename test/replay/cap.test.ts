@@ -9,7 +9,7 @@ import { ALLOCATOR_REGISTRY } from '../../src/replay/engine/allocators.js';
 import { reproduceRecording } from '../../src/replay/engine/as-recorded.js';
 import { inferDeviceCap, retriesUnder } from '../../src/replay/engine/cap.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
-import { asRecordedLines, capLines } from '../../src/replay/engine/verdict.js';
+import { answerLines, asRecordedLines, capLines } from '../../src/replay/engine/verdict.js';
 import { answerWhatIf } from '../../src/replay/engine/what-if.js';
 import { type Event, snapshotOf } from './helpers.js';
 
@@ -169,7 +169,49 @@ describe('what-ifs over the interval', () => {
     for (const a of roomy.answers) expect(a.verdict).toBe('fits');
   });
 
-  it('finds the least cap a setting fits under, to the page', () => {
+  it('finds the least cap a setting fits under, to the page, on the device that ran out', () => {
+    // Native PyTorch puts a 4 MiB tensor in a 20 MiB segment (N4) whose 16 MiB rest fits neither the 17 MiB
+    // tensor after it (an 18 MiB segment) nor the 30 MiB request that fails with 38 MiB reserved: the cap was
+    // below 68 MiB.
+    const C4: Event[] = [
+      ['segment_alloc', A, 20 * MiB],
+      ['alloc', A, 4 * MiB],
+      ['segment_alloc', B, 18 * MiB],
+      ['alloc', B, 17 * MiB],
+      ['oom', 80 * GiB, 30 * MiB],
+    ];
+    const snapshot = snapshotOf(C4.slice(0, 4), C4);
+    const plan = planReplay(snapshot);
+    const answer = answerWhatIf(snapshot, { plan, allocators: ALLOCATOR_REGISTRY });
+    expect(answer.asRecorded.reproduced).toBe(true);
+    expect(answer.asRecorded.devices[1].cap).toMatchObject({ lowBytes: 38 * MiB, highBytes: 68 * MiB - 1 });
+    const by = new Map(answer.answers.map((a) => [a.name, a]));
+    expect(by.get('pytorch')?.verdict).toBe('runs-out');
+    // Some allocator holds the two tensors on fewer pages, so it fits from some cap on.
+    const es = answer.answers.find((a) => a.verdict === 'fits-above');
+    expect(answer.answers.map((a) => `${a.name} ${a.verdict}`)).toContain(`${es?.name} fits-above`);
+    // Only the device that shows a cap has a threshold; it is a whole page inside the interval...
+    const [t] = es?.thresholdBytes ?? [];
+    expect(es?.thresholdBytes).toHaveLength(1);
+    expect(t.device).toBe(1);
+    expect(t.bytes % (2 * MiB)).toBe(0);
+    expect(t.bytes).toBeGreaterThan(38 * MiB);
+    expect(t.bytes).toBeLessThan(68 * MiB);
+    // ...and the least: under it the setting fits, a page below it it runs out.
+    const under = (limit: number) =>
+      answerWhatIf(snapshot, {
+        plan,
+        allocators: ALLOCATOR_REGISTRY.filter((a) => a.name === es?.name),
+        memoryLimit: limit,
+      }).answers[0].verdict;
+    expect(under(t.bytes)).toBe('fits');
+    expect(under(t.bytes - 2 * MiB)).toBe('runs-out');
+    expect(answerLines(answer)).toContain(
+      `${es?.name} fits only if the cap is at least ${t.bytes / MiB}.0 MiB on device 1; below that it runs out (peak ${(es?.peakHighBytes as number) / MiB}.0 MiB at the top of the interval)`,
+    );
+  });
+
+  it('an OOM after the release of a cached segment bounds the cap by what was still held', () => {
     // Free the first tensor before the failing request: a setting that reuses its 30 MiB needs less.
     const freed: Event[] = [
       ...ranOut.slice(0, 4),

@@ -149,7 +149,9 @@ export function answerLines(answer: WhatIfAnswer): string[] {
       return `${x.name} runs out of memory${inferred ? ' under any cap in that interval' : ''}${what}`;
     }
     const at = (x.thresholdBytes ?? []).map((t) =>
-      answer.cap.devices.length > 1 ? `${formatBytes(t.bytes)} on device ${t.device}` : formatBytes(t.bytes),
+      answer.asRecorded.devices.length > 1
+        ? `${formatBytes(t.bytes)} on device ${t.device}`
+        : formatBytes(t.bytes),
     );
     return `${x.name} fits only if the cap is at least ${at.join(', ')}; below that it runs out (${peak} at the top of the interval)`;
   });

@@ -155,17 +155,15 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     let good = 1;
     const at = (t: number) =>
       limitsAt((d) => d.lowBytes + Math.floor(((d.highBytes - d.lowBytes) * t) / PAGE) * PAGE);
-    const pages = Math.max(...cap.devices.map((d) => (d.highBytes - d.lowBytes) / PAGE));
+    const bounded = cap.devices.filter((d) => Number.isFinite(d.highBytes));
+    const pages = Math.max(...bounded.map((d) => (d.highBytes - d.lowBytes) / PAGE));
     while ((good - bad) * pages > 1) {
       const t = (bad + good) / 2;
       if (fits(run([factory], at(t), 'recorded', unwatched).allocators[0])) good = t;
       else bad = t;
     }
     const limits = at(good);
-    const thresholdBytes = cap.devices.map((d) => ({
-      device: d.device,
-      bytes: limits[d.device] ?? d.highBytes,
-    }));
+    const thresholdBytes = bounded.map((d) => ({ device: d.device, bytes: limits[d.device] ?? d.highBytes }));
     return { ...base, verdict: 'fits-above', thresholdBytes };
   });
   return { asRecorded, cap, result, answers, replays, limits: high };
