@@ -34,7 +34,7 @@ import { type AsRecorded, planUnder, reproduceRecording } from '../replay/engine
 import { replay } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
 import { asRecordedLines, capLines } from '../replay/engine/verdict.js';
-import { capInForce } from '../replay/engine/what-if.js';
+import { capInForce, leastRecordedCap } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
@@ -97,7 +97,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
     recorded.push(reproduceRecording(snapshot, { plan, device }));
   }
   // No cap given: advice must hold under any cap the recordings allow, so it is for the least of them.
-  const memoryLimit = given ?? inferredCap(recorded);
+  const memoryLimit = given ?? leastRecordedCap(recorded);
   const plans = snapshots.map((snapshot, k) => {
     const ar = recorded[k];
     const limits = ar.devices.map(() => memoryLimit);
@@ -174,14 +174,6 @@ function lateStartLines(
     );
   });
   return out;
-}
-
-/** The least cap any recording's events allow (Note [The recorded cap]); undefined where none shows one. */
-function inferredCap(recorded: readonly AsRecorded[]): number | undefined {
-  const lows = recorded.flatMap((ar) =>
-    ar.devices.filter((d) => Number.isFinite(d.cap.highBytes)).map((d) => d.cap.lowBytes),
-  );
-  return lows.length === 0 ? undefined : Math.min(...lows);
 }
 
 /**

@@ -19,7 +19,7 @@ import { advise } from '../replay/advise/advise.js';
 import type { AllocatorRegistry } from '../replay/engine/allocators.js';
 import { exportRun } from '../replay/engine/export.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
-import type { WhatIfAnswer } from '../replay/engine/what-if.js';
+import { leastRecordedCap } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
 import { recordReplay } from '../report/collect.js';
@@ -88,7 +88,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
     values['no-advice'] === true
       ? undefined
       : await advise(snapshot, {
-          memoryLimit: memoryLimit ?? leastCap(recorded.answer),
+          memoryLimit: memoryLimit ?? leastRecordedCap([recorded.answer.asRecorded]),
           plan: recorded.plan,
         });
   const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, {
@@ -130,10 +130,4 @@ function withSuffix(path: string, name: string): string {
   const stem = dot <= 0 ? base : base.slice(0, dot);
   const ext = dot <= 0 ? extname(base) : base.slice(dot);
   return join(dir, `${stem}-${name}${ext}`);
-}
-
-/** With no cap given, the least of the interval the recording allows: advice must hold under any cap in it. */
-function leastCap(answer: WhatIfAnswer): number | undefined {
-  if (answer.cap.kind !== 'inferred') return undefined;
-  return Math.min(...answer.cap.devices.filter((d) => Number.isFinite(d.highBytes)).map((d) => d.lowBytes));
 }

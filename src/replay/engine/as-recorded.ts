@@ -29,9 +29,8 @@ import { formatBytes } from '../../util/format.js';
 import { Action, type MemorySnapshot } from '../read/snapshot.js';
 import { ALLOCATOR_REGISTRY, type AllocatorFactory } from './allocators.js';
 import { type DeviceCap, inferDeviceCap, retriesUnder } from './cap.js';
-import { compareWithTrace } from './fidelity.js';
+import { compareWithTrace, type FidelityReport } from './fidelity.js';
 import { beforePrivateRequest } from './private-pools.js';
-import { recordedReserved } from './recorded.js';
 import { type AllocatorRun, type DeviceRun, type OomVerdict, type ReplayOptions, replay } from './replay.js';
 import { type DevicePlan, type TracePlan, withRetries } from './trace-plan.js';
 
@@ -150,10 +149,11 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     const range = found.get(c.device);
     const cap = { ...c, lowBytes: range?.low ?? c.lowBytes, highBytes: range?.high ?? c.highBytes };
     const bounded = Number.isFinite(cap.highBytes) && given === undefined;
-    const d = final.plan.devices[c.device];
+    const f = compareWithTrace(final.plan.devices[c.device], runTop);
+    const where = bounded ? ' at the top of the cap' : '';
     const differences = !cap.seen
       ? []
-      : differencesOf(final.plan, cap.device, runTop, cap.peakBytes, bounded ? ' at the top of the cap' : '');
+      : differencesOf(final.plan, cap.device, runTop, cap.peakBytes, where, f);
     const runBottom = bottom?.run.devices.find((r) => r.device === c.device);
     if (runBottom !== undefined && bounded && bottom !== undefined)
       for (const x of differencesOf(
@@ -169,12 +169,11 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
       differences.push(
         `the recording's own events disagree on its cap: it reserved ${formatBytes(cap.peakBytes)}, yet a request failed under ${formatBytes(cap.highBytes + 1)}`,
       );
-    const f = compareWithTrace(d, runTop);
     devices.push({
       device: cap.device,
       reproduced: differences.length === 0,
       checked: cap.seen,
-      recordedPeakBytes: recordedReserved(d, d.startState.reservedBytes).peakBytes,
+      recordedPeakBytes: cap.peakBytes,
       replayedPeakBytes: runTop.peakReservedBytes,
       cap,
       recordedOoms: runTop.recordedOoms.map((o) => ({
@@ -346,6 +345,7 @@ function differencesOf(
   run: DeviceRun,
   recordedPeakBytes: number,
   qualifier: string,
+  fidelity: FidelityReport = compareWithTrace(plan.devices[device], run),
 ): string[] {
   const out: string[] = [];
   if (run.peakReservedBytes !== recordedPeakBytes)
@@ -359,7 +359,7 @@ function differencesOf(
     out.push(
       `a request of ${formatBytes(run.firstOom.bytes)} at event ${run.firstOom.event} ran out of memory, where the recording served it${qualifier}`,
     );
-  const f = compareWithTrace(plan.devices[device], run);
-  if (f.firstDifference?.kind === 'segment') out.push(`${f.firstDifference.message}${qualifier}`);
+  const first = fidelity.firstDifference;
+  if (first?.kind === 'segment') out.push(`${first.message}${qualifier}`);
   return out;
 }

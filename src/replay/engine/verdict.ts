@@ -196,12 +196,10 @@ export function ambiguousRunLines(answer: WhatIfAnswer): string[] {
  * the next one.
  */
 export function graphLines(plan: TracePlan, snapshot: MemorySnapshot): string[] {
-  const pools = new Set(
-    snapshot.segments
-      .filter((s) => s.poolId !== undefined && (s.poolId[0] !== 0 || s.poolId[1] !== 0))
-      .map((s) => `${s.poolId?.[0]},${s.poolId?.[1]}`),
+  const privateSegment = snapshot.segments.some(
+    (s) => s.poolId !== undefined && (s.poolId[0] !== 0 || s.poolId[1] !== 0),
   );
-  if (plan.privatePoolBlocks === 0 && pools.size === 0) return [];
+  if (plan.privatePoolBlocks === 0 && !privateSegment) return [];
   return [
     `the snapshot shows CUDA graph pools (${plan.privatePoolBlocks.toLocaleString('en-US')} block(s) allocated in them): recording history does not change PyTorch's allocation decisions, but a compiled model's memory follows its compile run (a cold compile cache tunes kernels inside the graphs' pool; a warm one does not), so these answers are exact for this process and only as good as that for the next`,
   ];

@@ -202,6 +202,18 @@ export function capInForce(asRecorded: AsRecorded, given: number | undefined): C
 }
 
 /**
+ * The least cap the recordings' events allow on any device that shows one
+ * (undefined: none shows one). Advice must hold under every cap a
+ * recording allows, so it is sought under this one.
+ */
+export function leastRecordedCap(recorded: readonly AsRecorded[]): number | undefined {
+  const lows = recorded.flatMap((ar) =>
+    ar.devices.filter((d) => Number.isFinite(d.cap.highBytes)).map((d) => d.cap.lowBytes),
+  );
+  return lows.length === 0 ? undefined : Math.min(...lows);
+}
+
+/**
  * Whether the recorded start is exactly this allocator's start: PyTorch's
  * model (or its native or expandable one, when that is what the recording
  * ran) under the recorded settings.
