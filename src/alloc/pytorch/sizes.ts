@@ -21,12 +21,14 @@ export const LARGE_BUFFER = 20 * MiB;
 /** N2: roundup_power2_divisions has one entry per power of two from 1 MiB to 32 GiB and above. */
 export const ROUNDUP_INTERVALS = 16;
 
-/** floor(log2(n)) for a positive safe integer, exact where Math.log2 rounds (near 2^k from below). */
+/**
+ * floor(log2(n)) for a positive safe integer, from the count of leading
+ * zero bits (Math.log2 rounds near 2^k from below, and is slower: this is
+ * on every request's rounding).
+ */
 export function floorLog2(n: number): number {
-  let e = Math.floor(Math.log2(n));
-  if (2 ** e > n) e--;
-  else if (2 ** (e + 1) <= n) e++;
-  return e;
+  // Dividing by 2^32 is exact, so the high word's floor is too.
+  return n < 0x100000000 ? 31 - Math.clz32(n) : 63 - Math.clz32(Math.floor(n / 0x100000000));
 }
 
 export function isPowerOfTwo(n: number): boolean {
