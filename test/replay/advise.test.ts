@@ -141,6 +141,31 @@ describe('advise: the search', () => {
       expect(c.peakReservedBytes).toBeGreaterThanOrEqual(a.bound.peakBytes);
   });
 
+  it('division entries that round every request of their interval alike are one replay (Note [Effective settings])', () => {
+    const snapshot = trace('phases_streams-native');
+    const sizes = traceSizes(snapshot, planReplay(snapshot));
+    const es = (list: string) => `expandable_segments:True,roundup_power2_divisions:${list}`;
+    const figures = (conf: string) => {
+      const r = replay(snapshot, {
+        allocators: selectAllocators(['pytorch']),
+        allocConf: conf,
+        keepEvents: false,
+      }).allocators[0];
+      return [r.peakReservedBytes, r.peakAllocatedBytes, r.ooms, r.driverCalls];
+    };
+    // 8 and 16 steps in [32, 64) MiB round this trace's requests there alike (neither as plain rounding does).
+    const [eight, sixteen, plain] = [
+      es('[16:0,32:8,>:0]'),
+      es('[16:0,32:16,>:0]'),
+      'expandable_segments:True',
+    ];
+    expect(confKey(eight, sizes, undefined)).toBe(confKey(sixteen, sizes, undefined));
+    expect(confKey(eight, sizes, undefined)).not.toBe(confKey(plain, sizes, undefined));
+    expect(figures(sixteen)).toEqual(figures(eight));
+    // Where 2 steps round a request otherwise than 8 do, the two stay apart.
+    expect(confKey(es('[16:0,32:2,>:0]'), sizes, undefined)).not.toBe(confKey(eight, sizes, undefined));
+  });
+
   it('under a memory limit: what fits ranks first, and garbage_collection_threshold is searched', async () => {
     // Two 30 MiB blocks in turn, then a 50 MiB one: native segments of 30 MiB cannot serve it.
     const snapshot = snapshotOf([

@@ -167,10 +167,12 @@ export function divisionsText(d: readonly number[] | undefined): string | undefi
  * Note [Effective settings]: replays are deterministic, so two strings whose
  * settings make the models do the same thing need one replay. Parsed
  * settings are brought to one form by what the trace can tell apart:
- * - divisions: an interval's entry matters only through round_size (N2),
- *   so an entry that rounds every request size of its interval as plain
- *   512-byte rounding does (no size there, 1, or sizes the steps already
- *   divide) is 0;
+ * - divisions: an interval's entry matters only through round_size (N2)
+ *   of the requests in that interval (the start state is laid out under the
+ *   recorded settings, whatever is asked), so two entries that round every
+ *   request size of the interval alike are one: the entry becomes the least
+ *   that does, 0 when plain 512-byte rounding does (no size there, 1, or
+ *   sizes the steps already divide), else the least power of two;
  * - max_split_size on the native allocator: a block is never larger than
  *   the segment it lies in, and a segment is get_allocation_size of a
  *   rounded request (N4) or a recorded start segment; with max_split_size
@@ -202,16 +204,36 @@ export function confKey(conf: string, sizes: TraceSizes, memoryLimit: number | u
   return effectiveKey(parseAllocConf(conf).settings, sizes, memoryLimit);
 }
 
+/**
+ * Each interval's entry brought to the least that rounds every request size
+ * of the interval as the entry does (Note [Effective settings]): 0 (plain
+ * rounding), else the least power of two that gives the same steps there.
+ */
 function effectiveDivisions(d: readonly number[], sizes: TraceSizes): number[] {
   const out = d.map((v) => (v > 1 ? v : 0));
-  const none = new Array<number>(ROUNDUP_INTERVALS).fill(0);
-  const differs = new Uint8Array(ROUNDUP_INTERVALS);
-  for (const s of sizes.sizes) {
-    const i = roundupInterval(s);
-    if (out[i] !== 0 && differs[i] === 0 && roundSize(s, out, true) !== roundSize(s, none, false))
-      differs[i] = 1;
+  const all = sizes.sizes;
+  // Sizes are ascending and intervals grow with size: each interval's sizes are one run.
+  let from = 0;
+  for (let i = 0; i < ROUNDUP_INTERVALS; i++) {
+    let to = from;
+    while (to < all.length && roundupInterval(all[to]) === i) to++;
+    const given = out[i];
+    if (given !== 0) {
+      const table = new Array<number>(ROUNDUP_INTERVALS).fill(0);
+      const rounded = (size: number, v: number) => {
+        table[i] = v;
+        return roundSize(size, table, v > 1);
+      };
+      const same = (v: number) => {
+        for (let k = from; k < to; k++) if (rounded(all[k], v) !== rounded(all[k], given)) return false;
+        return true;
+      };
+      let least = 0;
+      while (least < given && !same(least)) least = least === 0 ? 2 : least * 2;
+      out[i] = least;
+    }
+    from = to;
   }
-  for (let i = 0; i < ROUNDUP_INTERVALS; i++) if (differs[i] === 0) out[i] = 0;
   return out;
 }
 
