@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRawCuda, loadCudaDriver, type RawCuda } from '../../src/backends/cuda/driver.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
+import { createCuda } from '../../src/entry/processes.js';
 import {
   CU_MEM_ALLOC_GRANULARITY_MINIMUM,
   CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -208,7 +208,7 @@ function worker(first: number, logPath: string, names: readonly string[]): never
   process.exit(0);
 }
 
-function nvidiaSmi(cudaDriverVersion: number | null): GpuInfo | null {
+export function nvidiaSmi(cudaDriverVersion: number | null): GpuInfo | null {
   try {
     const out = execFileSync(
       'nvidia-smi',

@@ -30,10 +30,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CudaBackend } from '../../src/backends/cuda/backend.js';
-import { type CudaDriver, createRawCuda, loadCudaDriver } from '../../src/backends/cuda/driver.js';
-import { createAcl } from '../../src/flavors/acl/acl.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
+import {
+  type CudaDriver,
+  createRawCuda,
+  loadCudaDriver,
+  type RawCuda,
+} from '../../src/backends/cuda/driver.js';
+import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
 import { runBackendContract } from '../backend/contract.js';
 import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
 import { KNOWN_BACKEND_DIVERGENCES, KNOWN_DIVERGENCES } from '../cuda/known-divergences.js';
@@ -77,7 +80,7 @@ export function differences(want: CaseRecord, got: CaseRecord): string[] {
 
 // ------------------------------------------------------------------ cases, in a child
 
-interface CaseLine {
+export interface CaseLine {
   start?: number;
   index?: number;
   name?: string;
@@ -86,59 +89,79 @@ interface CaseLine {
   reports?: string[];
 }
 
-function casesWorker(first: number, logPath: string): never {
-  const driver = driverFor();
-  // Keep device 0's primary context alive across the cases, so each flavour's backend retains it cheaply.
+/**
+ * One case through vmmkit's CUDA flavour on the CUDA backend over `driver`, in a process whose device 0
+ * primary context `raw` keeps retained: the case's record (the context after it as the raw driver's
+ * cuCtxSynchronize answers), what it left alive in core or the backend, and what the flavour reported.
+ */
+export function backendCase(
+  driver: CudaDriver,
+  raw: RawCuda,
+  name: string,
+): CaseLine & { record: CaseRecord } {
+  const reports: string[] = [];
+  let record: CaseRecord;
+  let leaks: string | undefined;
+  const cu = createCuda({
+    backend: 'cuda',
+    cuda: { driver },
+    report: (m, e) => reports.push(`${m}: ${e instanceof Error ? e.message : String(e ?? '')}`),
+  });
+  try {
+    const { env } = prepareEnv(cu);
+    env.closeFd = (fd) => {
+      try {
+        closeSync(fd);
+      } catch {
+        // Already closed.
+      }
+    };
+    record = runCase(cu, env, name);
+    const s = cu.runtime.stats();
+    const b = (cu.runtime.backend as CudaBackend).stats();
+    if (
+      s.reservations +
+      s.mappings +
+      s.handles +
+      s.streams +
+      b.reservations +
+      b.mappings +
+      b.handles +
+      b.streams
+    )
+      leaks = JSON.stringify({ core: s, backend: b });
+  } catch (e) {
+    record = { steps: [], threw: e instanceof Error ? e.message : String(e) };
+  } finally {
+    cu.dispose();
+  }
+  const after = raw.cuCtxSynchronize();
+  if (after !== 0) record.contextAfter = after;
+  const line: CaseLine & { record: CaseRecord } = { name, record };
+  if (leaks) line.leaks = leaks;
+  if (reports.length) line.reports = reports;
+  return line;
+}
+
+/** A raw driver over `driver` with device 0's primary context retained, as prove's workers keep it. */
+export function retainedPrimary(driver: CudaDriver): RawCuda {
   const raw = createRawCuda(driver);
   raw.cuInit(0);
   raw.cuDevicePrimaryCtxRetain({ value: 0n }, 0);
+  return raw;
+}
+
+function casesWorker(first: number, logPath: string): never {
+  const driver = driverFor();
+  // Keep device 0's primary context alive across the cases, so each flavour's backend retains it cheaply.
+  const raw = retainedPrimary(driver);
   const names = caseNames();
   for (let i = first; i < names.length; i++) {
     const name = names[i]!;
     appendFileSync(logPath, `${JSON.stringify({ start: i, name } satisfies CaseLine)}\n`);
-    const reports: string[] = [];
-    let record: CaseRecord;
-    let leaks: string | undefined;
-    const cu = createCuda({
-      backend: 'cuda',
-      cuda: { driver },
-      report: (m, e) => reports.push(`${m}: ${e instanceof Error ? e.message : String(e ?? '')}`),
-    });
-    try {
-      const { env } = prepareEnv(cu);
-      env.closeFd = (fd) => {
-        try {
-          closeSync(fd);
-        } catch {
-          // Already closed.
-        }
-      };
-      record = runCase(cu, env, name);
-      const s = cu.runtime.stats();
-      const b = (cu.runtime.backend as CudaBackend).stats();
-      if (
-        s.reservations +
-        s.mappings +
-        s.handles +
-        s.streams +
-        b.reservations +
-        b.mappings +
-        b.handles +
-        b.streams
-      )
-        leaks = JSON.stringify({ core: s, backend: b });
-    } catch (e) {
-      record = { steps: [], threw: e instanceof Error ? e.message : String(e) };
-    } finally {
-      cu.dispose();
-    }
-    const after = raw.cuCtxSynchronize();
-    if (after !== 0) record.contextAfter = after;
-    const line: CaseLine = { index: i, name, record };
-    if (leaks) line.leaks = leaks;
-    if (reports.length) line.reports = reports;
+    const line = { index: i, ...backendCase(driver, raw, name) };
     appendFileSync(logPath, `${JSON.stringify(line)}\n`);
-    if (after !== 0) process.exit(3);
+    if (line.record.contextAfter !== undefined) process.exit(3);
   }
   process.exit(0);
 }
