@@ -36,7 +36,9 @@ import {
   loadCudaDriver,
   type RawCuda,
 } from '../../src/backends/cuda/driver.js';
-import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
+import { createAcl } from '../../src/flavors/acl/acl.js';
+import { createCuda } from '../../src/flavors/cuda/cuda.js';
+import { createHip } from '../../src/flavors/hip/hip.js';
 import { runBackendContract } from '../backend/contract.js';
 import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
 import { KNOWN_BACKEND_DIVERGENCES, KNOWN_DIVERGENCES } from '../cuda/known-divergences.js';
