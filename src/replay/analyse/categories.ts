@@ -1,0 +1,176 @@
+/**
+ * What a live block is for, told from the stack that allocated it and the
+ * pool it lives in.
+ *
+ * Note [Memory categories]: a block's category comes from where it lives and
+ * from its stack, never from its size or its lifetime alone. The rules, in
+ * the order they are tried:
+ *
+ *  1. A block in a private pool (a CUDA graph's or a MemPool's; private-
+ *     pools.ts tells the pool from the final segments) is `cuda-graph-pools`,
+ *     whatever allocated it: a graph's pool holds its whole capture.
+ *  2. A block without a stack is `unknown`: the snapshot was recorded
+ *     without stacks (`context=None`, as traces/h200 are), or the entry's
+ *     frames were dropped. Nothing about its size or time is taken for a
+ *     category.
+ *  3. Otherwise the frames are read from the innermost outwards, as Meta's
+ *     Mosaic reads them (its AllocationType.from_frame_stack); the first
+ *     frame that matches a rule decides:
+ *     - `optimizer-state`: a frame in torch/optim/ (the state its
+ *       `_init_group` makes, and what its `step` allocates), or a frame whose
+ *       function names an optimizer step we know outside torch.optim
+ *       (`custom_adamw`, `adam_step`, `zero_redundancy`);
+ *     - `gradients`: the autograd engine running a backward pass (C++ frames
+ *       `torch::autograd::Engine`, `PythonEngine`, `Node::operator()`,
+ *       `AccumulateGrad`), a Python function named `backward` (a custom
+ *       Function's or `Tensor.backward`'s), `_engine_run_backward`, or
+ *       gradient clipping (`clip_grad_norm_`, `clip_grad_value_`). This is
+ *       every block made while gradients are computed: the gradients kept in
+ *       `.grad` and the backward pass's own temporaries, which the stacks do
+ *       not tell apart;
+ *     - `parameters`: a module's parameters made or moved (`_apply` and its
+ *       `convert`, as `Module.to` and `.cuda()` run them; a module's
+ *       `__init__` or `reset_parameters` in torch/nn/modules/; loading a
+ *       state dict), or any function whose name holds `param` (Mosaic's rule:
+ *       `_all_gather_flat_param`, `init_params`);
+ *     - `activations`: a `forward` (a module's, or autograd recomputation's),
+ *       a frame in torch/nn/functional.py (the loss) or in the autocast
+ *       wrappers: the forward pass's outputs and what autograd saved of them
+ *       for backward, which the stacks do not tell apart either.
+ *  4. A stack no rule matches is `unknown`.
+ *
+ * So `unknown` is honest: it is the share of the peak whose stacks say
+ * nothing we can read. A snapshot's `external_annotations` (record_function
+ * markers) are counted by the reader but their names are not kept, so they
+ * do not take part. The allocator's own slack (reserved less allocated) is
+ * not a category of blocks; peak.ts splits it by cause.
+ */
+import type { MemorySnapshot, SnapshotFrame } from '../read/snapshot.js';
+
+export const MEMORY_CATEGORIES = [
+  'parameters',
+  'gradients',
+  'optimizer-state',
+  'activations',
+  'cuda-graph-pools',
+  'unknown',
+] as const;
+export type MemoryCategory = (typeof MEMORY_CATEGORIES)[number];
+
+/** How each category reads in a sentence. */
+export const CATEGORY_LABELS: Readonly<Record<MemoryCategory, string>> = {
+  parameters: 'parameters',
+  gradients: 'gradients and backward temporaries',
+  'optimizer-state': 'optimizer state',
+  activations: 'activations and autograd saved tensors',
+  'cuda-graph-pools': 'CUDA-graph and MemPool private pools',
+  unknown: 'unknown (the stacks do not say)',
+};
+
+type StackCategory = Exclude<MemoryCategory, 'cuda-graph-pools'>;
+
+const ENGINE =
+  /torch::autograd::(?:Engine::|python::PythonEngine|Node::operator\(\)|AccumulateGrad)|PythonEngine::thread_/;
+const OPTIMIZER_NAMES = new Set(['custom_adamw', 'adam_step', '_single_tensor_adamw', '_multi_tensor_adamw']);
+const BACKWARD_NAMES = new Set(['backward', '_engine_run_backward', 'clip_grad_norm_', 'clip_grad_value_']);
+const PARAMETER_NAMES = new Set([
+  '_apply',
+  'convert',
+  'reset_parameters',
+  'load_state_dict',
+  '_load_from_state_dict',
+]);
+
+/** The category one frame decides, or undefined when it says nothing (Note [Memory categories], rule 3). */
+export function frameCategory(frame: SnapshotFrame): StackCategory | undefined {
+  const { name, filename } = frame;
+  const file = filename.replaceAll('\\', '/');
+  if (file.includes('torch/optim/') || OPTIMIZER_NAMES.has(name) || name.includes('zero_redundancy'))
+    return 'optimizer-state';
+  if (ENGINE.test(name) || BACKWARD_NAMES.has(name)) return 'gradients';
+  // C++ signatures hold 'param' in template arguments: the substring rule reads Python functions only.
+  if (PARAMETER_NAMES.has(name) || (file.endsWith('.py') && name.includes('param'))) return 'parameters';
+  if (name === '__init__' && file.includes('torch/nn/modules/')) return 'parameters';
+  if (name === 'forward' || file.endsWith('torch/nn/functional.py') || name.startsWith('at::autocast::'))
+    return 'activations';
+  return undefined;
+}
+
+/**
+ * Categories of a snapshot's stacks, each worked out once (a long job's
+ * blocks share a few thousand stacks).
+ */
+export class StackCategories {
+  readonly #memo = new Map<number, StackCategory>();
+
+  constructor(readonly snapshot: MemorySnapshot) {}
+
+  /** The category of a block with stack `stack` (-1: none) in pool `pool` (0: the default pool). */
+  of(stack: number, pool: number): MemoryCategory {
+    if (pool > 0) return 'cuda-graph-pools';
+    if (stack < 0) return 'unknown';
+    let c = this.#memo.get(stack);
+    if (c === undefined) {
+      c = 'unknown';
+      const { frames } = this.snapshot;
+      for (const f of this.snapshot.stacks[stack] ?? []) {
+        const found = frameCategory(frames[f]);
+        if (found !== undefined) {
+          c = found;
+          break;
+        }
+      }
+      this.#memo.set(stack, c);
+    }
+    return c;
+  }
+}
+
+/** A stack as lines a person reads, innermost first: `name (file:line)`. */
+export function stackLines(snapshot: MemorySnapshot, stack: number, most = 64): string[] {
+  if (stack < 0) return [];
+  const ids = snapshot.stacks[stack] ?? [];
+  const out: string[] = [];
+  for (let i = 0; i < ids.length && out.length < most; i++) out.push(frameLine(snapshot.frames[ids[i]]));
+  return out;
+}
+
+function frameLine(f: SnapshotFrame): string {
+  return f.filename === '' || f.filename === '??' ? f.name : `${f.name} (${f.filename}:${String(f.line)})`;
+}
+
+/** Frames of the allocator and of the stack's own capture, which every stack shares. */
+const MACHINERY = /^(?:torch::unwind::|torch::CapturedTraceback|c10::|at::empty|at::native::empty|at::detail::empty|\?\?)/;
+
+/**
+ * The frames that say most about a stack in one line: the innermost Python
+ * frames outside torch itself, else the innermost Python frames, else the
+ * innermost C++ frames past the allocator's own.
+ */
+export function stackSummary(snapshot: MemorySnapshot, stack: number, most = 2): string {
+  if (stack < 0) return '(no stack recorded)';
+  const frames = Array.from(snapshot.stacks[stack] ?? [], (i) => snapshot.frames[i]);
+  const python = frames.filter((f) => f.filename.endsWith('.py'));
+  const own = python.filter((f) => !/\/torch\/|\/site-packages\//.test(f.filename.replaceAll('\\', '/')));
+  const native = frames.filter((f) => !MACHINERY.test(f.name));
+  const pick = own.length > 0 ? own : python.length > 0 ? python : native.length > 0 ? native : frames;
+  if (pick.length === 0) return '(empty stack)';
+  return pick
+    .slice(0, most)
+    .map((f) =>
+      f.filename.endsWith('.py') ? `${f.name} ${shortFile(f.filename)}:${String(f.line)}` : shortName(f.name),
+    )
+    .join(' < ');
+}
+
+/** A C++ frame's name without its argument list, and not past 80 characters. */
+function shortName(name: string): string {
+  const open = name.replaceAll('operator()', 'operator__').indexOf('(');
+  const bare = open > 0 ? name.slice(0, open) : name;
+  return bare.length > 80 ? `${bare.slice(0, 79)}…` : bare;
+}
+
+function shortFile(filename: string): string {
+  const parts = filename.replaceAll('\\', '/').split('/');
+  return parts.slice(-2).join('/');
+}
