@@ -7,7 +7,7 @@
  *   node dist/conformance/gpu/fresh-cases.js [--only a,b] [--times 3] [--out DIR] [--fake]
  *
  * Without --only: every startupHeap.* case (Note [Start-up heap cases in a
- * fresh process]). Writes DIR/<gpu>-fresh-cases.json (h200-fresh-cases.json
+ * fresh process] in conformance/cuda/cases/startup-heap.ts). Writes DIR/<gpu>-fresh-cases.json (h200-fresh-cases.json
  * on an H200): when, the commit built, the GPU and driver, and per case each
  * run's two records, the raw driver's against the committed transcript
  * (conformance/results/h200-driver.json) and vmmkit's against the raw
@@ -18,22 +18,11 @@ import { closeSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRawCuda, loadCudaDriver } from '../../src/backends/cuda/driver.js';
+import { wantsFreshProcess } from '../cuda/cases/startup-heap.js';
 import { type CaseRecord, caseNames } from '../cuda/cases.js';
 import { type DriverInfo, nvidiaSmi, prepareEnv, runCase } from '../cuda/record.js';
 import { createFakeDriver } from './fake-driver.js';
 import { backendCase, differences, retainedPrimary } from './prove.js';
-
-/*
- * Note [Start-up heap cases in a fresh process]
- * Where a small reservation lands depends on what the process reserved,
- * allocated and freed before (the start-up heap's 2 MiB hole: Note [Driver VA
- * placement] in src/backends/sim/driver-va.ts). prove.js runs every case one
- * after the other in one worker, so its startupHeap.* answers are the
- * worker's history as much as vmmkit's. Run first in a process of their own,
- * vmmkit's answers and the raw driver's can be compared as a user's process
- * would meet them, and the raw driver's own answers repeated to see which of
- * them are the driver's and which the process's.
- */
 
 type Via = 'raw' | 'vmmkit';
 
@@ -95,7 +84,7 @@ function main(args: readonly string[]): void {
     return i >= 0 ? args[i + 1] : undefined;
   };
   const all = caseNames();
-  const names = opt('--only')?.split(',') ?? all.filter((n) => n.startsWith('startupHeap.'));
+  const names = opt('--only')?.split(',') ?? all.filter(wantsFreshProcess);
   const unknown = names.filter((n) => !all.includes(n));
   if (unknown.length > 0) {
     console.error(`no such case(s): ${unknown.join(', ')}`);

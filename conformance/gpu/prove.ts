@@ -14,7 +14,8 @@
  *
  * Writes DIR/prove.json (summary, contract, sequences) and
  * DIR/h200-vmmkit-cases.json (every case's record). The cases run in child
- * processes, restarted after a crash, as record.ts does. `--fake` runs every
+ * processes, restarted after a crash, as record.ts does; the start-up heap's
+ * each first in a fresh one (Note [Start-up heap cases in a fresh process]). `--fake` runs every
  * code path on a simulated stand-in for libcuda (fake-driver.ts), for
  * debugging where there is no GPU.
  *
@@ -40,6 +41,7 @@ import { createAcl } from '../../src/flavors/acl/acl.js';
 import { createCuda } from '../../src/flavors/cuda/cuda.js';
 import { createHip } from '../../src/flavors/hip/hip.js';
 import { runBackendContract } from '../backend/contract.js';
+import { wantsFreshProcess } from '../cuda/cases/startup-heap.js';
 import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
 import { KNOWN_BACKEND_DIVERGENCES, KNOWN_DIVERGENCES } from '../cuda/known-divergences.js';
 import { prepareEnv, runCase, runSimulatedCase } from '../cuda/record.js';
@@ -153,6 +155,9 @@ export function retainedPrimary(driver: CudaDriver): RawCuda {
   return raw;
 }
 
+/** A worker's exit status when the next case is to run in a fresh process, or the last one ran in one. */
+const FRESH_PROCESS = 4;
+
 function casesWorker(first: number, logPath: string): never {
   const driver = driverFor();
   // Keep device 0's primary context alive across the cases, so each flavour's backend retains it cheaply.
@@ -160,10 +165,14 @@ function casesWorker(first: number, logPath: string): never {
   const names = caseNames();
   for (let i = first; i < names.length; i++) {
     const name = names[i]!;
+    // A case that runs first in a fresh process (Note [Start-up heap cases in a fresh process]) gets one.
+    const fresh = wantsFreshProcess(name);
+    if (fresh && i !== first) process.exit(FRESH_PROCESS);
     appendFileSync(logPath, `${JSON.stringify({ start: i, name } satisfies CaseLine)}\n`);
     const line = { index: i, ...backendCase(driver, raw, name) };
     appendFileSync(logPath, `${JSON.stringify(line)}\n`);
     if (line.record.contextAfter !== undefined) process.exit(3);
+    if (fresh) process.exit(FRESH_PROCESS);
   }
   process.exit(0);
 }
@@ -206,6 +215,7 @@ function runCasesInChildren(): {
       }
     }
     if (child.status === 0 && inFlight < 0) break;
+    if (child.status === FRESH_PROCESS && inFlight < 0) continue;
     const reason = child.signal ? `signal ${child.signal}` : `exit ${child.status}`;
     if (inFlight >= 0) {
       records[names[inFlight]!] = { steps: [], crashed: reason };
