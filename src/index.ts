@@ -50,6 +50,5 @@ export * from './entry/core.js';
 export * from './entry/cuda.js';
 export * from './entry/hip.js';
 export type { Box } from './flavors/common/args.js';
-export type { FlavorOptions } from './flavors/common/process.js';
 export { formatBreak, formatState, inspect } from './flavors/inspect.js';
 export { renderMap } from './report/address-map.js';

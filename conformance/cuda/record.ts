@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRawCuda, loadCudaDriver, type RawCuda } from '../../src/backends/cuda/driver.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
+import { createCuda } from '../../src/entry/processes.js';
 import {
   CU_MEM_ALLOC_GRANULARITY_MINIMUM,
   CU_MEM_ALLOCATION_TYPE_PINNED,

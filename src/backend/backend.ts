@@ -1,5 +1,5 @@
-import type { Access, AllocationProperties, DeviceInfo, Location, MemoryInfo } from '../core/types.js';
 import type { MethodsListed } from '../util/methods-listed.js';
+import type { Access, AllocationProperties, DeviceInfo, Location, MemoryInfo } from './types.js';
 
 /**
  * The driver primitives core is built on, one process's view of a machine,

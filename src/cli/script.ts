@@ -9,9 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { createMachine, createRuntime, type ProcessOptions } from '../compose/create-runtime.js';
 import type { Runtime, RuntimeDescription } from '../core/runtime.js';
 import type { Tracer } from '../core/trace.js';
-import { createAcl } from '../flavors/acl/acl.js';
-import { createCuda } from '../flavors/cuda/cuda.js';
-import { createHip } from '../flavors/hip/hip.js';
+import { createAcl, createCuda, createHip } from '../entry/processes.js';
 import { ScriptError } from './errors.js';
 
 /*

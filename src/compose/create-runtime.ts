@@ -37,6 +37,8 @@ export interface VmmProcess {
   /** The simulated machine the process runs on; undefined on real hardware or a caller's backend. */
   readonly machine: Machine | undefined;
   readonly report: (message: string, error?: unknown) => void;
+  /** The tracer the process's runtime and backend report to, for a front end to trace its own calls with. */
+  readonly tracer: Tracer | undefined;
 }
 
 /** A simulated machine that several processes join (`createRuntime({ machine })`, `createHip({ machine })`). */
@@ -54,19 +56,19 @@ export function createProcess(options: ProcessOptions = {}): VmmProcess {
     throw new TypeError('a simulated machine can be joined only with the simulated backend');
   if (typeof backend === 'object') {
     if (options.devices !== undefined) throw new TypeError('devices are the given backend’s own');
-    return { runtime: new Runtime(backend, runtimeOptions), machine: undefined, report };
+    return { runtime: new Runtime(backend, runtimeOptions), machine: undefined, report, tracer };
   }
   if (backend === 'cuda') {
     if (options.devices !== undefined) throw new TypeError("backend 'cuda' uses the machine's real devices");
     // Throws CudaDriverUnavailableError where there is no libcuda.
     const cuda = new CudaBackend({ ...options.cuda, tracer, report });
-    return { runtime: new Runtime(cuda, runtimeOptions), machine: undefined, report };
+    return { runtime: new Runtime(cuda, runtimeOptions), machine: undefined, report, tracer };
   }
   if (backend !== 'sim')
     throw new TypeError(`unknown backend ${String(backend)}: 'sim', 'cuda' or a Backend`);
   const machine = options.machine ?? new Machine({ devices: DEFAULT_DEVICES, ...options });
   const runtime = new Runtime(machine.spawn({ tracer }), runtimeOptions);
-  return { runtime, machine, report };
+  return { runtime, machine, report, tracer };
 }
 
 /** A Runtime on a fresh (or the given) machine: `createRuntime({ devices: ['H200', 'H200'] })`. */

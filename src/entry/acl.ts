@@ -2,11 +2,10 @@
 export {
   ACL_FUNCTIONS,
   AclFlavor,
-  type AclOptions,
   type aclrtMemAccessDesc,
   type aclrtMemLocation,
   type aclrtPhysicalMemProp,
-  createAcl,
 } from '../flavors/acl/acl.js';
 export * from '../flavors/acl/constants.js';
 export { ACL_ERROR_TABLE } from '../flavors/acl/error-table.js';
+export { type AclOptions, createAcl, type FlavorOptions } from './processes.js';

@@ -6,6 +6,6 @@ export {
   type CUmemAllocationProp,
   type CUmemLocation,
   CudaFlavor,
-  createCuda,
 } from '../flavors/cuda/cuda.js';
 export { CUDA_ERROR_TABLE } from '../flavors/cuda/error-table.js';
+export { createCuda, type FlavorOptions } from './processes.js';

@@ -2,10 +2,10 @@
 export * from '../flavors/hip/constants.js';
 export { HIP_ERROR_TABLE } from '../flavors/hip/error-table.js';
 export {
-  createHip,
   HIP_FUNCTIONS,
   HipFlavor,
   type hipMemAccessDesc,
   type hipMemAllocationProp,
   type hipMemLocation,
 } from '../flavors/hip/hip.js';
+export { createHip, type FlavorOptions } from './processes.js';

@@ -11,7 +11,7 @@ import type { CaseRecord, Step } from '../../conformance/cuda/cases.js';
 import { caseNames } from '../../conformance/cuda/cases.js';
 import { KNOWN_DIVERGENCES } from '../../conformance/cuda/known-divergences.js';
 import { prepareEnv, runSimulatedCase } from '../../conformance/cuda/record.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
+import { createCuda } from '../../src/entry/processes.js';
 
 interface Transcript {
   caseCount: number;

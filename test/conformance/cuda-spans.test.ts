@@ -4,8 +4,9 @@
  * driver accepts them; these check how the simulator holds them.
  */
 import { describe, expect, it } from 'vitest';
+import { createCuda } from '../../src/entry/processes.js';
 import * as C from '../../src/flavors/cuda/constants.js';
-import { type CudaFlavor, createCuda } from '../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../src/flavors/cuda/cuda.js';
 
 const G = 2 * 1024 * 1024;
 const g = BigInt(G);

@@ -5,10 +5,9 @@
  * export count falls with it. A second close, or a bad descriptor, is -1.
  */
 import { describe, expect, it } from 'vitest';
+import { createCuda, createHip } from '../../src/entry/processes.js';
 import * as CU from '../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
 
 const G = 2 * 1024 * 1024;
 

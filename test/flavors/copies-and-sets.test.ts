@@ -4,12 +4,10 @@
  * hipStreamCreateWithFlags, hipGetLastError and hipPeekAtLastError.
  */
 import { describe, expect, it } from 'vitest';
-import { createAcl } from '../../src/flavors/acl/acl.js';
+import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
 import * as A from '../../src/flavors/acl/constants.js';
 import * as CU from '../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
 
 const G = 2 * 1024 * 1024;
 const MiB = 1024 * 1024;

@@ -1,24 +1,44 @@
 /**
- * Each front end's two ways in agree: createX(options) and new XFlavor(options)
- * start the same process on the same machine, for the default options and
- * for the options that name a machine; a vendor's default devices are never
- * handed to a real backend (the composition root refuses devices there).
+ * Each front end's two ways in agree: createX(options), and new XFlavor over
+ * the process the composition root makes of the same options (with the
+ * vendor's default devices), start the same process on the same machine,
+ * for the default options and for the options that name a machine; a
+ * vendor's default devices are never handed to a real backend (the
+ * composition root refuses devices there). The flavor itself takes a process
+ * and makes none (issue 29: the composition root sits above the front ends).
  */
 import { describe, expect, it } from 'vitest';
 import { createFakeDriver } from '../../conformance/gpu/fake-driver.js';
 import { createMachine } from '../../src/backends/sim/machine.js';
 import { DEVICE_PRESETS } from '../../src/backends/sim/presets.js';
-import { AclFlavor, createAcl } from '../../src/flavors/acl/acl.js';
-import type { FlavorOptions } from '../../src/flavors/common/process.js';
-import { CudaFlavor, createCuda } from '../../src/flavors/cuda/cuda.js';
-import { createHip, HipFlavor } from '../../src/flavors/hip/hip.js';
+import type { FlavorOptions } from '../../src/entry/processes.js';
+import {
+  createAcl,
+  createCuda,
+  createHip,
+  frontEndProcess,
+  withDefaultDevices,
+} from '../../src/entry/processes.js';
+import { AclFlavor } from '../../src/flavors/acl/acl.js';
+import { CudaFlavor } from '../../src/flavors/cuda/cuda.js';
+import { HipFlavor } from '../../src/flavors/hip/hip.js';
 
 type Devices = { name: string; totalMemory: number; minimumGranularity: number }[];
 
 const pairs = [
-  ['CUDA', createCuda, (o?: FlavorOptions) => new CudaFlavor(o), 'H200'],
-  ['HIP', createHip, (o?: FlavorOptions) => new HipFlavor(o), 'MI300X'],
-  ['ACL', createAcl, (o?: FlavorOptions) => new AclFlavor(o), 'Ascend910B'],
+  ['CUDA', createCuda, (o: FlavorOptions = {}) => new CudaFlavor(frontEndProcess(o)), 'H200'],
+  [
+    'HIP',
+    createHip,
+    (o: FlavorOptions = {}) => new HipFlavor(frontEndProcess(withDefaultDevices(o, ['MI300X']))),
+    'MI300X',
+  ],
+  [
+    'ACL',
+    createAcl,
+    (o: FlavorOptions = {}) => new AclFlavor(frontEndProcess(withDefaultDevices(o, ['Ascend910B']))),
+    'Ascend910B',
+  ],
 ] as const;
 
 function devicesOf(p: { runtime: { devices: readonly Devices[number][] } }): Devices {

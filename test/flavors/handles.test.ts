@@ -14,12 +14,14 @@
  * CUDA_ERROR_INVALID_VALUE to all four.
  */
 import { describe, expect, it } from 'vitest';
-import { type AclFlavor, createAcl } from '../../src/flavors/acl/acl.js';
+import type { Machine } from '../../src/backends/sim/machine.js';
+import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
+import type { AclFlavor } from '../../src/flavors/acl/acl.js';
 import * as A from '../../src/flavors/acl/constants.js';
 import * as CU from '../../src/flavors/cuda/constants.js';
-import { type CudaFlavor, createCuda } from '../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../src/flavors/cuda/cuda.js';
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip, type HipFlavor } from '../../src/flavors/hip/hip.js';
+import type { HipFlavor } from '../../src/flavors/hip/hip.js';
 
 const G = 2 * 1024 * 1024;
 
@@ -67,7 +69,7 @@ function cuda(): HandleCalls {
     properties: (h) => cu.cuMemGetAllocationPropertiesFromHandle({ value: undefined as never }, h),
     exportHandle: (h) =>
       cu.cuMemExportToShareableHandle({ value: -1 }, h, CU.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-    stats: () => ({ core: cu.runtime.stats(), live: cu.machine!.liveAllocations }),
+    stats: () => ({ core: cu.runtime.stats(), live: (cu.machine as Machine).liveAllocations }),
     dispose: () => cu.dispose(),
   };
 }
@@ -97,7 +99,7 @@ function hip(): HandleCalls {
     properties: (h) => p.hipMemGetAllocationPropertiesFromHandle({ value: undefined as never }, h),
     exportHandle: (h) =>
       p.hipMemExportToShareableHandle({ value: -1 }, h, H.hipMemHandleTypePosixFileDescriptor, 0),
-    stats: () => ({ core: p.runtime.stats(), live: p.machine!.liveAllocations }),
+    stats: () => ({ core: p.runtime.stats(), live: (p.machine as Machine).liveAllocations }),
     dispose: () => p.dispose(),
   };
 }
@@ -129,7 +131,7 @@ function acl(): HandleCalls {
     unmap: (va) => p.aclrtUnmapMem(va),
     properties: (h) => p.aclrtMemGetAllocationPropertiesFromHandle(h, { value: undefined as never }),
     exportHandle: (h) => p.aclrtMemExportToShareableHandle(h, A.ACL_MEM_HANDLE_TYPE_NONE, 0, { value: 0n }),
-    stats: () => ({ core: p.runtime.stats(), live: p.machine!.liveAllocations }),
+    stats: () => ({ core: p.runtime.stats(), live: (p.machine as Machine).liveAllocations }),
     dispose: () => p.dispose(),
   };
 }

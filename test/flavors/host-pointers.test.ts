@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createFakeDriver } from '../../conformance/gpu/fake-driver.js';
+import { createHip } from '../../src/entry/processes.js';
 import * as C from '../../src/flavors/cuda/constants.js';
 import type { CudaFlavor } from '../../src/flavors/cuda/cuda.js';
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
 import { cudaWithContext } from './cuda/helpers.js';
 
 const G = 2 * 1024 * 1024;

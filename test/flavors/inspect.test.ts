@@ -1,8 +1,6 @@
 /** The inspection view from code (src/flavors/inspect.ts); `vmmkit inspect` prints it (test/cli/inspect.test.ts). */
 import { describe, expect, it } from 'vitest';
-import { createAcl } from '../../src/flavors/acl/acl.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
+import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
 import { inspect } from '../../src/flavors/inspect.js';
 import { cudaWithContext } from './cuda/helpers.js';
 

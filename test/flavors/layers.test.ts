@@ -1,14 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { createMachine } from '../../src/compose/create-runtime.js';
 import { Tracer, type TraceSpan } from '../../src/core/trace.js';
-import { createAcl } from '../../src/flavors/acl/acl.js';
+import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
 import * as A from '../../src/flavors/acl/constants.js';
 import { ACL_LAYERS } from '../../src/flavors/acl/layers.js';
 import { layersFor } from '../../src/flavors/common/layers.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
 import { CUDA_LAYERS } from '../../src/flavors/cuda/layers.js';
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip, type HipFlavor } from '../../src/flavors/hip/hip.js';
+import type { HipFlavor } from '../../src/flavors/hip/hip.js';
 import { formatHipState, HIP_LAYERS } from '../../src/flavors/hip/layers.js';
 import { FaultyBackend } from '../support/faulty-backend.js';
 

@@ -10,12 +10,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMachine, type Machine } from '../../src/backends/sim/machine.js';
-import { ACL_FUNCTIONS, type AclFlavor, createAcl } from '../../src/flavors/acl/acl.js';
+import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
+import { ACL_FUNCTIONS, type AclFlavor } from '../../src/flavors/acl/acl.js';
 import * as A from '../../src/flavors/acl/constants.js';
 import * as CU from '../../src/flavors/cuda/constants.js';
-import { CUDA_FUNCTIONS, type CudaFlavor, createCuda } from '../../src/flavors/cuda/cuda.js';
+import { CUDA_FUNCTIONS, type CudaFlavor } from '../../src/flavors/cuda/cuda.js';
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip, HIP_FUNCTIONS, type HipFlavor } from '../../src/flavors/hip/hip.js';
+import { HIP_FUNCTIONS, type HipFlavor } from '../../src/flavors/hip/hip.js';
 
 const G = 2 * 1024 * 1024;
 

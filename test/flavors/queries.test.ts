@@ -5,10 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMachine } from '../../src/backends/sim/machine.js';
+import { createCuda, createHip } from '../../src/entry/processes.js';
 import * as CU from '../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
 
 function initialised(devices?: NonNullable<Parameters<typeof createMachine>[0]>['devices']) {
   const cu = devices === undefined ? createCuda() : createCuda({ machine: createMachine({ devices }) });

@@ -3,7 +3,7 @@
  * internal problem, with the stack only when VMMKIT_STACKS asks for it.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
+import { createCuda } from '../../src/entry/processes.js';
 
 /** A CUDA process whose runtime's synchronize fails with a bug (not a VmmError). */
 function brokenProcess() {

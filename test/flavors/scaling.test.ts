@@ -10,10 +10,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Mapping } from '../../src/core/objects.js';
 import type { Runtime } from '../../src/core/runtime.js';
-import { createAcl } from '../../src/flavors/acl/acl.js';
+import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
 import * as A from '../../src/flavors/acl/constants.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
 
 const S = 2 * 1024 * 1024;
 

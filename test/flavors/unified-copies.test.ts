@@ -4,10 +4,9 @@
  * cuMemHostGetFlags, and HIP's hipHostGetFlags beside hipMemcpyDefault.
  */
 import { describe, expect, it } from 'vitest';
+import { createHip } from '../../src/entry/processes.js';
 import * as C from '../../src/flavors/cuda/constants.js';
-
 import * as H from '../../src/flavors/hip/constants.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
 import { cudaWithContext as cuda } from './cuda/helpers.js';
 
 const G = 2 * 1024 * 1024;

@@ -1,5 +1,5 @@
 import type { Tracer } from '../../core/trace.js';
-import { createAcl } from '../../flavors/acl/acl.js';
+import { createAcl } from '../../entry/processes.js';
 import * as C from '../../flavors/acl/constants.js';
 
 /**

@@ -1,6 +1,7 @@
 import { formatValue, type Tracer } from '../../core/trace.js';
+import { createCuda } from '../../entry/processes.js';
 import * as C from '../../flavors/cuda/constants.js';
-import { type CUmemAccessDesc, type CUmemAllocationProp, createCuda } from '../../flavors/cuda/cuda.js';
+import type { CUmemAccessDesc, CUmemAllocationProp } from '../../flavors/cuda/cuda.js';
 
 /**
  * The seeds' typical sequence (seed 1, section 6) through the CUDA flavor

@@ -1,6 +1,7 @@
 import { formatValue, type Tracer } from '../../core/trace.js';
+import { createHip } from '../../entry/processes.js';
 import * as C from '../../flavors/hip/constants.js';
-import { createHip, type hipMemAccessDesc, type hipMemAllocationProp } from '../../flavors/hip/hip.js';
+import type { hipMemAccessDesc, hipMemAllocationProp } from '../../flavors/hip/hip.js';
 
 /**
  * Seed 1, section 6: the four-step VMM sequence on a simulated MI300X,

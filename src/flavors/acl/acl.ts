@@ -1,6 +1,6 @@
 import { watchAnswers } from '../common/answers.js';
 import { type Box, isBox, type Size, show, toCount, toInt, writeBox } from '../common/args.js';
-import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
+import { type FlavorProcess, VendorProcess } from '../common/process.js';
 import type { AclCodes } from './codes.js';
 import * as C from './constants.js';
 import { AclCopies } from './copies.js';
@@ -87,12 +87,6 @@ export const ACL_FUNCTIONS = [
   'aclGetRecentErrMsg',
 ] as const;
 
-/** The simulated machine of an ACL process that names none. */
-const ACL_DEFAULT_DEVICES = ['Ascend910B'] as const;
-
-/** Options of createAcl: as every flavor's, with one Ascend 910B as the default machine. */
-export type AclOptions = FlavorOptions;
-
 /**
  * One process using Ascend's ACL runtime: every method has the C name and
  * argument order and returns the aclError. Each checks the process first
@@ -103,7 +97,7 @@ export type AclOptions = FlavorOptions;
  * runtime, then the runtime's with its 107xxx / 207xxx codes; the work is
  * done by core. Every refusal says why (codes.ts, aclGetRecentErrMsg).
  */
-export class AclFlavor extends VendorProcess {
+export class AclFlavor<M = unknown> extends VendorProcess<M> {
   /** The process's codes as ACL's factory, which keeps each failure's message (codes.ts). */
   readonly #aclCodes = this.codes as AclCodes;
   readonly #devices = new AclDevices(this.runtime, this.#aclCodes);
@@ -114,15 +108,16 @@ export class AclFlavor extends VendorProcess {
   readonly #streams = new AclStreams(this.runtime, this.#aclCodes, this.#devices, this.report);
   readonly #copies = new AclCopies(this.runtime, this.#aclCodes, this.#devices, this.#streams);
 
-  constructor(options: AclOptions = {}) {
-    super(withDefaultDevices(options, ACL_DEFAULT_DEVICES), ACL_ERRORS);
+  /** An ACL front end over `process` (createAcl in src/entry makes one, on one simulated Ascend 910B by default). */
+  constructor(process: FlavorProcess<M>) {
+    super(process, ACL_ERRORS);
     const codes = this.#aclCodes;
     watchAnswers(
       this,
       ACL_FUNCTIONS.filter((name) => name !== 'aclGetRecentErrMsg'),
       { before: () => codes.begin(), after: (name, answer) => codes.answered(name, answer) },
     );
-    this.traceCalls(options.tracer, ACL_FUNCTIONS, aclLayers);
+    this.traceCalls(process.tracer, ACL_FUNCTIONS, aclLayers);
   }
 
   /**
@@ -654,8 +649,3 @@ export class AclFlavor extends VendorProcess {
  * for a handle or key this process does not know). What the simulated part
  * lacks answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT: fabric handles.
  */
-
-/** A process using Ascend ACL, on a simulated machine (default: one Ascend 910B). */
-export function createAcl(options: AclOptions = {}): AclFlavor {
-  return new AclFlavor(options);
-}

@@ -1,36 +1,29 @@
 // The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
 /// <reference lib="esnext.disposable" preserve="true" />
-import { createProcess, type ProcessOptions, type VmmProcess } from '../../compose/create-runtime.js';
 import { vmmError } from '../../core/errors.js';
 import type { Runtime } from '../../core/runtime.js';
-import { instrument, type VendorLayers } from '../../core/trace.js';
+import { instrument, type Tracer, type VendorLayers } from '../../core/trace.js';
 import { toCount } from './args.js';
 import { type ErrorTable, VendorCodes } from './error-table.js';
 import { hostBytes } from './untrusted.js';
 
 /**
- * Options every flavor's create function takes: the composition root's
- * (backend 'sim' or 'cuda' or a Backend object, the devices or machine to
- * join, libcuda's paths, a tracer, a report hook). A flavor never makes a
- * backend itself; createProcess does.
+ * What a front end is built on: one process (a Runtime over a backend) that
+ * the composition root made. A flavor never makes its process, nor sees a
+ * backend: the package's createCuda / createHip / createAcl (src/entry) make
+ * the process with src/compose and hand it to the flavor's constructor, and
+ * so may any caller holding a runtime (`new HipFlavor({ runtime })`).
+ * `M` is the machine's type where the caller knows it (the simulated
+ * Machine, from the entry); the flavor only hands it back.
  */
-export type FlavorOptions = ProcessOptions;
-
-/**
- * A vendor's default simulated machine (HIP: an MI300X, ACL: an Ascend
- * 910B), applied only where options leave the machine open: a simulated
- * process that names no devices and joins no machine. So `createHip()` and
- * `new HipFlavor()` (and each other pair) start the same machine, and a real
- * backend is never handed devices it does not take.
- */
-export function withDefaultDevices(
-  options: FlavorOptions,
-  devices: NonNullable<FlavorOptions['devices']>,
-): FlavorOptions {
-  const simulated = options.backend === undefined || options.backend === 'sim';
-  return simulated && options.machine === undefined && options.devices === undefined
-    ? { ...options, devices }
-    : options;
+export interface FlavorProcess<M = unknown> {
+  readonly runtime: Runtime;
+  /** The simulated machine the process runs on; undefined on real hardware or a caller's backend. */
+  readonly machine?: M;
+  /** Where internal problems go (never thrown out of a vendor call); default: reportOneLine. */
+  readonly report?: (message: string, error?: unknown) => void;
+  /** Trace every call of the front end through its vendor's layers (the tracer the process's backend reports to). */
+  readonly tracer?: Tracer;
 }
 
 /** How a vendor spells success, failure it cannot name, and each core error kind (each vendor's error-table.ts). */
@@ -58,25 +51,25 @@ export function vendorErrors(
  * What every front end is: one process (a Runtime over a backend) speaking a
  * vendor's language. The vendor classes add the C-shaped calls.
  */
-export abstract class VendorProcess implements Disposable {
+export abstract class VendorProcess<M = unknown> implements Disposable {
   /** Whose language this process speaks: 'CUDA', 'HIP' or 'ACL' (its words in `inspect`, its trace layers). */
   readonly vendor: string;
   readonly runtime: Runtime;
   /** The simulated machine this process runs on (undefined on real hardware or a caller's backend). */
-  readonly machine: VmmProcess['machine'];
+  readonly machine: M | undefined;
   /** Where internal problems go (never thrown out of a vendor call). */
   protected readonly report: (message: string, error?: unknown) => void;
   /** The vendor's error factory. */
   protected readonly codes: VendorCodes;
 
-  constructor(options: FlavorOptions, errors: VendorErrors) {
-    const p = createProcess(options.report === undefined ? { ...options, report: reportOneLine } : options);
+  constructor(process: FlavorProcess<M>, errors: VendorErrors) {
+    const report = process.report ?? reportOneLine;
     this.vendor = errors.vendor;
-    this.runtime = p.runtime;
-    this.machine = p.machine;
-    this.report = p.report;
+    this.runtime = process.runtime;
+    this.machine = process.machine;
+    this.report = report;
     const Codes = errors.codes ?? VendorCodes;
-    this.codes = new Codes(errors.table, errors.success, errors.unknown, errors.vendor, p.report);
+    this.codes = new Codes(errors.table, errors.success, errors.unknown, errors.vendor, report);
   }
 
   /**
@@ -86,7 +79,7 @@ export abstract class VendorProcess implements Disposable {
    * constructor, so the tracer sees each call as the caller made it.
    */
   protected traceCalls(
-    tracer: FlavorOptions['tracer'],
+    tracer: Tracer | undefined,
     names: readonly string[],
     layers: (backend: Runtime['backend']['kind']) => VendorLayers,
   ): void {

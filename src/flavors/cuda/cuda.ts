@@ -16,7 +16,7 @@ import {
   writeBox,
 } from '../common/args.js';
 import { HostBuffers } from '../common/host-buffers.js';
-import { type FlavorOptions, VendorProcess } from '../common/process.js';
+import { type FlavorProcess, VendorProcess } from '../common/process.js';
 import { CudaCapture } from './capture.js';
 import type { CudaCodes } from './codes.js';
 import * as C from './constants.js';
@@ -54,7 +54,7 @@ import type { CUcontext, CUdeviceptr, CUevent, CUhandle, CUstream } from './hand
  * driver's order and answers with the driver's codes; the work is done by
  * core.
  */
-export class CudaFlavor extends VendorProcess {
+export class CudaFlavor<M = unknown> extends VendorProcess<M> {
   #initialized = false;
   /** Set by dispose(): the process is gone (Note [CUDA after dispose]). */
   #gone = false;
@@ -104,12 +104,13 @@ export class CudaFlavor extends VendorProcess {
   /** Peer access enabled from the current device (cuCtxEnablePeerAccess, Note [Peer access]). */
   readonly #peerAccess = new CudaPeerAccess(this.runtime, this.#contexts);
 
-  constructor(options: FlavorOptions = {}) {
-    super(options, CUDA_ERRORS);
+  /** A CUDA front end over `process` (createCuda in src/entry makes one on the simulator or the driver). */
+  constructor(process: FlavorProcess<M>) {
+    super(process, CUDA_ERRORS);
     // A fault the backend names no device for (the real driver's 719) is the current context's device's.
     // CUDA_ERRORS' factory is a CudaCodes, which tells of each device fault (Note [Faulted devices]).
     (this.codes as CudaCodes).onDeviceFault = (d) => this.#contexts.fault(d ?? this.#contexts.device);
-    this.traceCalls(options.tracer, CUDA_FUNCTIONS, cudaLayers);
+    this.traceCalls(process.tracer, CUDA_FUNCTIONS, cudaLayers);
   }
 
   /**
@@ -806,10 +807,5 @@ export class CudaFlavor extends VendorProcess {
  * initialisation: cuDriverGetVersion (documented to work before cuInit),
  * cuGetErrorName and cuGetErrorString (tables, no driver state).
  */
-
-/** A process using the CUDA driver API, on a simulated machine (default) or real NVIDIA hardware. */
-export function createCuda(options: FlavorOptions = {}): CudaFlavor {
-  return new CudaFlavor(options);
-}
 
 export { Access };

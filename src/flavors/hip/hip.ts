@@ -2,7 +2,7 @@ import { watchAnswers } from '../common/answers.js';
 import { type Box, isBox, type Size, toCount, toInt, writeBox } from '../common/args.js';
 import { HostBuffers } from '../common/host-buffers.js';
 import { answerCanAccessPeer, canReachPeer, PeerGrants } from '../common/peers.js';
-import { type FlavorOptions, VendorProcess, withDefaultDevices } from '../common/process.js';
+import { type FlavorProcess, VendorProcess } from '../common/process.js';
 import { HipAllocations } from './allocations.js';
 import { HIP_CAPTURE_FUNCTIONS, HipCapture } from './capture.js';
 import * as C from './constants.js';
@@ -32,9 +32,6 @@ export type {
   hipMemLocation,
   hipPointerAttribute_t,
 } from './structs.js';
-
-/** The simulated machine of a HIP process that names none. */
-const HIP_DEFAULT_DEVICES = ['MI300X'] as const;
 
 /** The function names of the HIP flavor (for tracing, parity and documentation). */
 export const HIP_FUNCTIONS = [
@@ -108,7 +105,7 @@ export const HIP_FUNCTIONS = [
  * of ROCm's hip_vm.cpp (and clr's), in its order and with its codes; the work
  * is done by core. Handles follow Note [HIP handle lifetime] (allocations.ts).
  */
-export class HipFlavor extends VendorProcess {
+export class HipFlavor<M = unknown> extends VendorProcess<M> {
   /** The calling thread's current device and last error (Note [HIP last error]). */
   readonly #thread = new HipThread();
   readonly #allocations = new HipAllocations(this.runtime);
@@ -123,15 +120,15 @@ export class HipFlavor extends VendorProcess {
   /** Peer access enabled from the current device (hipDeviceEnablePeerAccess, Note [Peer access]). */
   readonly #peers = new PeerGrants(this.runtime.devices.length);
 
-  /** On the simulator the machine is one AMD Instinct MI300X unless options name devices or a machine to join. */
-  constructor(options: FlavorOptions = {}) {
-    super(withDefaultDevices(options, HIP_DEFAULT_DEVICES), HIP_ERRORS);
+  /** A HIP front end over `process` (createHip in src/entry makes one, on one simulated MI300X by default). */
+  constructor(process: FlavorProcess<M>) {
+    super(process, HIP_ERRORS);
     const thread = this.#thread;
     const recorded = HIP_FUNCTIONS.filter(
       (name) => name !== 'hipGetLastError' && name !== 'hipPeekAtLastError',
     );
     watchAnswers(this, recorded, { after: (_name, answer) => thread.answered(answer) });
-    this.traceCalls(options.tracer, HIP_FUNCTIONS, hipLayers);
+    this.traceCalls(process.tracer, HIP_FUNCTIONS, hipLayers);
   }
 
   // --- initialisation and devices ------------------------------------------------------
@@ -637,11 +634,3 @@ export class HipFlavor extends VendorProcess {
  * writes the compile-time HIP_VERSION, so a runtime that cannot (or can no
  * longer) reach a device still answers it.
  */
-
-/**
- * A process using the HIP runtime API. On the simulator the machine is one
- * AMD Instinct MI300X unless options name devices or a machine to join.
- */
-export function createHip(options: FlavorOptions = {}): HipFlavor {
-  return new HipFlavor(options);
-}

@@ -10,8 +10,8 @@ import type { CaseRecord } from '../../../conformance/cuda/cases.js';
 import { prepareEnv, runCase } from '../../../conformance/cuda/record.js';
 import { BELOW_HOLE, CONTEXT_SPAN } from '../../../src/backends/sim/driver-va.js';
 import { vmmError } from '../../../src/core/errors.js';
+import { createCuda } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../../src/flavors/cuda/cuda.js';
 import { G, HOLE, MiB, space } from '../../support/driver-va-space.js';
 
 describe("DriverVaSpace: a created context's heap (Note [Created contexts' heaps])", () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Machine } from '../../../src/backends/sim/machine.js';
 import { createMachine } from '../../../src/backends/sim/machine.js';
 import { ERROR_KINDS } from '../../../src/core/errors.js';
 import { type AclFlavor, aclMallocSize } from '../../../src/flavors/acl/acl.js';
@@ -409,7 +410,7 @@ describe('aclrtFreePhysical while mapped defers the free to the unmap', () => {
   // simulated machine frees the memory.
   type Live = (acl: AclFlavor, n: number) => void;
   const apiOnly: Live = () => {};
-  const simLive: Live = (acl, n) => expect(acl.machine!.liveAllocations).toBe(n);
+  const simLive: Live = (acl, n) => expect((acl.machine as Machine).liveAllocations).toBe(n);
 
   function deferred(live: Live) {
     const acl = ready();

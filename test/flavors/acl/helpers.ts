@@ -16,9 +16,10 @@
  */
 import { createFakeDriver } from '../../../conformance/gpu/fake-driver.js';
 import { createMachine } from '../../../src/backends/sim/machine.js';
-import { type AclFlavor, type aclrtPhysicalMemProp, createAcl } from '../../../src/flavors/acl/acl.js';
+import type { FlavorOptions } from '../../../src/entry/processes.js';
+import { createAcl } from '../../../src/entry/processes.js';
+import type { AclFlavor, aclrtPhysicalMemProp } from '../../../src/flavors/acl/acl.js';
 import * as C from '../../../src/flavors/acl/constants.js';
-import type { FlavorOptions } from '../../../src/flavors/common/process.js';
 
 export const MiB = 1024 * 1024;
 /** ACL's 2 MiB granularity (an Ascend 910B's, and an H200's). */

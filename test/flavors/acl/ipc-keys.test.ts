@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createMachine, type Machine } from '../../../src/backends/sim/machine.js';
 import { formatTrace, Tracer } from '../../../src/core/trace.js';
-import { type AclFlavor, createAcl } from '../../../src/flavors/acl/acl.js';
+import { createAcl } from '../../../src/entry/processes.js';
+import type { AclFlavor } from '../../../src/flavors/acl/acl.js';
 import * as C from '../../../src/flavors/acl/constants.js';
 import { FaultyBackend } from '../../support/faulty-backend.js';
 import { G, pattern } from './helpers.js';

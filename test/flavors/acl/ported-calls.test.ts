@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMachine } from '../../../src/backends/sim/machine.js';
-import { type AclFlavor, createAcl } from '../../../src/flavors/acl/acl.js';
+import { createAcl } from '../../../src/entry/processes.js';
+import type { AclFlavor } from '../../../src/flavors/acl/acl.js';
 import * as C from '../../../src/flavors/acl/constants.js';
 import { G, pattern, prop } from './helpers.js';
 

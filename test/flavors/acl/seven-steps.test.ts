@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMachine } from '../../../src/backends/sim/machine.js';
-import { createAcl } from '../../../src/flavors/acl/acl.js';
+import { createAcl } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/acl/constants.js';
 import { snapshot } from '../../core/helpers.js';
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { Machine } from '../../../src/backends/sim/machine.js';
+import { createCuda } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { CUDA_FUNCTIONS, type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import { CUDA_FUNCTIONS, type CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 
 const MiB = 1024 * 1024;
 const G = 2 * MiB;
@@ -150,7 +152,7 @@ describe('CUDA flavor: cuMemAlloc, cuMemFree, cuMemGetInfo', () => {
     expect(free.value).toBe(start - G);
     expect(cuda.cuMemGetInfo(null as never, total)).toBe(1);
     cuda.dispose();
-    expect(cuda.machine!.devices[0].pool.used).toBe(0);
+    expect((cuda.machine as Machine).devices[0].pool.used).toBe(0);
   });
 });
 
@@ -302,7 +304,7 @@ describe('CUDA flavor: garbage arguments never throw', () => {
     callEverything(cuda);
     expect(cuda.lastInternalError).toBeUndefined();
     cuda.dispose();
-    expect(cuda.machine!.liveAllocations).toBe(0);
+    expect((cuda.machine as Machine).liveAllocations).toBe(0);
     // No internal error (a vmmkit bug answered with 999) was reported along the way.
     expect(reports).toEqual([]);
   });

@@ -5,9 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { H200_ATTRIBUTES } from '../../../src/backends/sim/h200-attributes.js';
+import { createCuda } from '../../../src/entry/processes.js';
 import { ANSWERED_ATTRIBUTES } from '../../../src/flavors/cuda/attributes.js';
 import * as CU from '../../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../../src/flavors/cuda/cuda.js';
 
 interface Recorded {
   devices: { name: string; values: Record<string, number> }[];

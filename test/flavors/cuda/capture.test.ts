@@ -11,8 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { caseNames } from '../../../conformance/cuda/cases.js';
 import { prepareEnv, runCase, runSimulatedCase } from '../../../conformance/cuda/record.js';
 import { createFakeDriver } from '../../../conformance/gpu/fake-driver.js';
+import { createCuda } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 import { cudaWithContext, DEVICE_PROP, RW0 } from './helpers.js';
 
 const G = 2 * 1024 * 1024;

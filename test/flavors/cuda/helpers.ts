@@ -1,7 +1,9 @@
 /** A CUDA process ready for memory calls, for the tests that need one on a backend of their own. */
-import type { FlavorOptions } from '../../../src/flavors/common/process.js';
+
+import type { FlavorOptions } from '../../../src/entry/processes.js';
+import { createCuda } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 
 /** After cuInit, with device 0's primary context current; throws if any step fails. */
 export function cudaWithContext(options: FlavorOptions = {}): CudaFlavor {

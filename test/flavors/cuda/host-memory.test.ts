@@ -1,9 +1,8 @@
 /** cuMemAllocHost / cuMemFreeHost and hipHostMalloc / hipHostFree (Note [Host buffers]). */
 import { describe, expect, it } from 'vitest';
+import { createCuda, createHip } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../../src/flavors/cuda/cuda.js';
 import * as H from '../../../src/flavors/hip/constants.js';
-import { createHip } from '../../../src/flavors/hip/hip.js';
 
 const G = 2 * 1024 * 1024;
 

@@ -7,8 +7,9 @@
  * reservation; unknown addresses get each call's code.
  */
 import { describe, expect, it } from 'vitest';
+import { createCuda } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 
 const G = 2 * 1024 * 1024;
 const prop = (id: number) => ({

@@ -6,8 +6,9 @@
  * answers as a destroyed context until a retain.
  */
 import { describe, expect, it } from 'vitest';
+import { createCuda } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 import { cudaWithContext, DEVICE_PROP, RW0 } from './helpers.js';
 
 const G = 2 * 1024 * 1024;

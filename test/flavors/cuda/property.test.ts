@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { createMachine, type Machine } from '../../../src/backends/sim/machine.js';
 import type { SimProcess } from '../../../src/backends/sim/process.js';
+import { createCuda } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
-import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 
 /**
  * Random sequences of valid and invalid CUDA VMM calls in two processes on

@@ -1,6 +1,7 @@
 /** The ACL flavor's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
 import type { Machine } from '../../../src/backends/sim/machine.js';
-import { type AclFlavor, createAcl } from '../../../src/flavors/acl/acl.js';
+import { createAcl } from '../../../src/entry/processes.js';
+import type { AclFlavor } from '../../../src/flavors/acl/acl.js';
 import * as C from '../../../src/flavors/acl/constants.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';

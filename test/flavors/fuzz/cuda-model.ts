@@ -1,9 +1,10 @@
 /** The CUDA flavor's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
 import type { Machine } from '../../../src/backends/sim/machine.js';
+import { createCuda } from '../../../src/entry/processes.js';
 import { toInt } from '../../../src/flavors/common/args.js';
 import * as C from '../../../src/flavors/cuda/constants.js';
 import { contextHandle } from '../../../src/flavors/cuda/contexts.js';
-import { type CudaFlavor, createCuda } from '../../../src/flavors/cuda/cuda.js';
+import type { CudaFlavor } from '../../../src/flavors/cuda/cuda.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';
 import { currentFaulted, settleCudaCalls } from './settle-calls.js';

@@ -1,7 +1,8 @@
 /** The HIP flavor's call table for the fuzzer (Note [Fuzzer checks], episode.ts). */
 import type { Machine } from '../../../src/backends/sim/machine.js';
+import { createHip } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/hip/constants.js';
-import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
+import type { HipFlavor } from '../../../src/flavors/hip/hip.js';
 import { FUZZ_GRANULE as G } from './cuda-model.js';
 import type { CallSpec, Episode, FlavorModel } from './episode.js';
 import { corrupt } from './garbage.js';

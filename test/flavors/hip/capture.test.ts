@@ -4,9 +4,10 @@
  * replays the same bytes through HIP as through CUDA.
  */
 import { describe, expect, it } from 'vitest';
+import { createHip } from '../../../src/entry/processes.js';
 import * as CU from '../../../src/flavors/cuda/constants.js';
 import * as H from '../../../src/flavors/hip/constants.js';
-import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
+import type { HipFlavor } from '../../../src/flavors/hip/hip.js';
 import { cudaWithContext, DEVICE_PROP, RW0 } from '../cuda/helpers.js';
 
 const SIZE = 1 << 20;

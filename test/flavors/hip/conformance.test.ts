@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import type { Machine } from '../../../src/backends/sim/machine.js';
 import { createMachine } from '../../../src/backends/sim/machine.js';
 import { ERROR_KINDS, VmmError } from '../../../src/core/errors.js';
 import { codeFor } from '../../../src/flavors/common/error-table.js';
@@ -500,7 +501,7 @@ describe('reference counting', () => {
   // on every backend), once also checking when the simulated machine frees the memory.
   type Live = (hip: HipFlavor, n: number) => void;
   const apiOnly: Live = () => {};
-  const simLive: Live = (hip, n) => expect(hip.machine!.liveAllocations).toBe(n);
+  const simLive: Live = (hip, n) => expect((hip.machine as Machine).liveAllocations).toBe(n);
 
   function mapTwice(live: Live) {
     const hip = makeHip();

@@ -16,8 +16,9 @@
  * device's granularity (G below), so one row states the same rule on both.
  */
 import { createFakeDriver } from '../../../conformance/gpu/fake-driver.js';
-import type { FlavorOptions } from '../../../src/flavors/common/process.js';
-import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
+import type { FlavorOptions } from '../../../src/entry/processes.js';
+import { createHip } from '../../../src/entry/processes.js';
+import type { HipFlavor } from '../../../src/flavors/hip/hip.js';
 
 export type TestBackend = 'sim' | 'cuda' | 'fake-cuda';
 

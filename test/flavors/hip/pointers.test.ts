@@ -4,8 +4,9 @@
  * hipMalloc allocation; unknown addresses get ROCm's codes.
  */
 import { describe, expect, it } from 'vitest';
+import { createHip } from '../../../src/entry/processes.js';
 import * as H from '../../../src/flavors/hip/constants.js';
-import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
+import type { HipFlavor } from '../../../src/flavors/hip/hip.js';
 
 const G = 2 * 1024 * 1024;
 const prop = (id: number) => ({

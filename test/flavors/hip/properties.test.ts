@@ -1,10 +1,9 @@
 /** hipGetDeviceProperties (Note [HIP device properties]). */
 import { describe, expect, it } from 'vitest';
 import { DEVICE_PRESETS } from '../../../src/backends/sim/presets.js';
+import { createCuda, createHip } from '../../../src/entry/processes.js';
 import * as CU from '../../../src/flavors/cuda/constants.js';
-import { createCuda } from '../../../src/flavors/cuda/cuda.js';
 import * as H from '../../../src/flavors/hip/constants.js';
-import { createHip } from '../../../src/flavors/hip/hip.js';
 
 const read = (hip: ReturnType<typeof createHip>, device: unknown) => {
   const box = { value: undefined as unknown };

@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
+import type { Machine } from '../../../src/backends/sim/machine.js';
+import { createHip } from '../../../src/entry/processes.js';
 import * as C from '../../../src/flavors/hip/constants.js';
-import { createHip, type HipFlavor } from '../../../src/flavors/hip/hip.js';
+import type { HipFlavor } from '../../../src/flavors/hip/hip.js';
 
 /**
  * Random sequences of valid and invalid HIP calls against a small shadow
@@ -306,7 +308,7 @@ function checkInvariants(hip: HipFlavor, model: Model): void {
     expect(m.va).toBeGreaterThanOrEqual(end);
     end = m.end;
   }
-  expect(hip.machine!.liveAllocations).toBe(model.memories.size);
+  expect((hip.machine as Machine).liveAllocations).toBe(model.memories.size);
 }
 
 it('random HIP call sequences agree with the shadow model and leak nothing', () => {
@@ -340,7 +342,7 @@ it('random HIP call sequences agree with the shadow model and leak nothing', () 
           model.drop(m);
         }
         expect(hip.runtime.stats()).toEqual({ reservations: 0, mappings: 0, handles: 0, streams: 0 });
-        expect(hip.machine!.liveAllocations).toBe(0);
+        expect((hip.machine as Machine).liveAllocations).toBe(0);
       } finally {
         hip.dispose();
       }
