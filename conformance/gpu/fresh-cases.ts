@@ -22,7 +22,7 @@ import { wantsFreshProcess } from '../cuda/cases/startup-heap.js';
 import { type CaseRecord, caseNames } from '../cuda/cases.js';
 import { type DriverInfo, nvidiaSmi, prepareEnv, runCase } from '../cuda/record.js';
 import { createFakeDriver } from './fake-driver.js';
-import { backendCase, differences, retainedPrimary } from './prove.js';
+import { backendCase, commitBuilt, differences, retainedPrimary } from './prove.js';
 
 type Via = 'raw' | 'vmmkit';
 
@@ -67,15 +67,6 @@ function inFreshProcess(via: Via, name: string, fake: boolean): ChildAnswer {
   const last = run.stdout.trim().split('\n').pop() ?? '';
   if (run.status === 0 && last.startsWith('{')) return JSON.parse(last) as ChildAnswer;
   return { record: { steps: [], crashed: run.signal ? `signal ${run.signal}` : `exit ${run.status}` } };
-}
-
-/** The commit `run-all.sh --prepare` built (dist/commit.txt), or null. */
-function commitBuilt(): string | null {
-  try {
-    return readFileSync(new URL('../../commit.txt', import.meta.url), 'utf8').trim();
-  } catch {
-    return null;
-  }
 }
 
 function main(args: readonly string[]): void {

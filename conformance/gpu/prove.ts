@@ -37,7 +37,9 @@ import {
   loadCudaDriver,
   type RawCuda,
 } from '../../src/backends/cuda/driver.js';
-import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
+import { createAcl } from '../../src/flavors/acl/acl.js';
+import { createCuda } from '../../src/flavors/cuda/cuda.js';
+import { createHip } from '../../src/flavors/hip/hip.js';
 import { runBackendContract } from '../backend/contract.js';
 import { wantsFreshProcess } from '../cuda/cases/startup-heap.js';
 import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
@@ -234,6 +236,15 @@ function simulatedCase(name: string): CaseRecord {
 
 // ------------------------------------------------------------------ main
 
+/** The commit `run-all.sh --prepare` built (dist/commit.txt; the GPU machine's .git may be stale), or null. */
+export function commitBuilt(): string | null {
+  try {
+    return readFileSync(new URL('../../commit.txt', import.meta.url), 'utf8').trim();
+  } catch {
+    return null;
+  }
+}
+
 function timed<T>(fn: () => T): { value: T; ms: number } {
   const t0 = performance.now();
   const value = fn();
@@ -353,6 +364,7 @@ function main(): void {
 
   const summary = {
     date: new Date().toISOString(),
+    commit: commitBuilt(),
     info,
     contract: {
       passed: contractPassed,
@@ -379,7 +391,7 @@ function main(): void {
   writeFileSync(join(outDir, 'prove.json'), `${JSON.stringify(summary, null, 1)}\n`);
   writeFileSync(
     join(outDir, 'h200-vmmkit-cases.json'),
-    `${JSON.stringify({ date: summary.date, info, transcript: transcriptIndex >= 0 ? transcriptPath : 'conformance/results/h200-driver.json', cases: perCase }, null, 1)}\n`,
+    `${JSON.stringify({ date: summary.date, commit: summary.commit, info, transcript: transcriptIndex >= 0 ? transcriptPath : 'conformance/results/h200-driver.json', cases: perCase }, null, 1)}\n`,
   );
   console.log(`wrote ${join(outDir, 'prove.json')}`);
 }
