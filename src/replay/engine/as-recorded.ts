@@ -130,7 +130,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   const capped = caps.some((c) => Number.isFinite(c.highBytes));
   const found =
     capped && given === undefined
-      ? searchCaps(caps, top, at)
+      ? searchCaps(caps, top, at, settings.garbageCollectionThreshold > 0)
       : new Map<number, { low: number; high: number }>();
   const bottom =
     capped && given === undefined
@@ -203,8 +203,8 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
 
 /**
  * The plan for a replay under `limits` (per device; undefined: no cap): the
- * runs of segment frees that were retries under that cap are not
- * empty_cache() calls (Note [The recorded cap]).
+ * runs of segment frees that were retries or garbage collection under that
+ * cap are not empty_cache() calls (Note [The recorded cap]).
  */
 export function planUnder(
   snapshot: MemorySnapshot,
@@ -216,7 +216,7 @@ export function planUnder(
   const none = new Set<number>();
   const retries = (device: number) => {
     const cap = caps.find((c) => c.device === device);
-    return cap === undefined ? none : retriesUnder(cap, limits[device]);
+    return cap === undefined ? none : allocatorRunsUnder(cap, limits[device]);
   };
   return withRetries(snapshot, plan, retries, inferEmptyCache);
 }
@@ -241,6 +241,9 @@ function reproducedBy(r: Replayed, c: DeviceCap): boolean {
  * is a retry, not empty_cache(), so caps above its retryBelowBytes do not
  * reproduce. Where an end does not reproduce, halving between a cap that
  * does and one that does not finds it to the page, all devices at once.
+ * Under garbage collection (N10) the cap also decides where collection
+ * runs, so both ends may fail; the replay's first difference then says
+ * which way to halve (steerToCap) until a cap reproduces.
  * The floor is the peak less the largest single growth: below it the
  * growth that made the peak would have failed.
  */
@@ -248,15 +251,20 @@ function searchCaps(
   caps: readonly DeviceCap[],
   top: Replayed,
   at: (limits: readonly (number | undefined)[]) => Replayed,
+  collects: boolean,
 ): Map<number, { low: number; high: number }> {
   const bounded = caps.filter((c) => Number.isFinite(c.highBytes));
   const ok = reproducedBy;
-  /** One replay with each listed device at its cap (the others at their top); which of them reproduced. */
-  const probe = (limitOf: Map<number, number>): Map<number, boolean> => {
+  /** One replay with each listed device at its cap (the others at their top). */
+  const replayAt = (limitOf: Map<number, number>): Replayed => {
     const limits: (number | undefined)[] = [];
     for (const c of caps) limits[c.device] = Number.isFinite(c.highBytes) ? c.highBytes : undefined;
     for (const [device, l] of limitOf) limits[device] = l;
-    const r = at(limits);
+    return at(limits);
+  };
+  /** Which of the listed devices reproduced under their caps. */
+  const probe = (limitOf: Map<number, number>): Map<number, boolean> => {
+    const r = replayAt(limitOf);
     return new Map(bounded.filter((c) => limitOf.has(c.device)).map((c) => [c.device, ok(r, c)]));
   };
   /** Halve each bracket until its good and bad caps are a page apart; the good ones. */
@@ -282,30 +290,85 @@ function searchCaps(
   // The top: where it fails, the largest cap that reproduces lies between the peak and it.
   const topFails = bounded.filter((c) => !ok(top, c));
   if (topFails.length > 0) {
-    const atPeak = probe(new Map(topFails.map((c) => [c.device, c.peakBytes])));
+    const atLow = probe(new Map(topFails.map((c) => [c.device, c.lowBytes])));
     const brackets = new Map(
       topFails
-        .filter((c) => atPeak.get(c.device))
-        .map((c) => [c.device, { good: c.peakBytes, bad: c.highBytes }]),
+        .filter((c) => atLow.get(c.device))
+        .map((c) => [c.device, { good: c.lowBytes, bad: c.highBytes }]),
     );
+    // Under collection both ends may fail; the first difference then says which way the cap lies.
+    const steer = collects ? topFails.filter((c) => !atLow.get(c.device)) : [];
+    for (const [device, good] of steerToCap(steer, replayAt))
+      brackets.set(device, { good, bad: caps.find((c) => c.device === device)?.highBytes as number });
     for (const [device, high] of halve(brackets)) (out.get(device) as { high: number }).high = high;
   }
   // The bottom, from a cap known to reproduce.
   const good = bounded.filter((c) => ok(top, c) || (out.get(c.device)?.high ?? 0) < c.highBytes);
   if (good.length > 0) {
-    const below = probe(new Map(good.map((c) => [c.device, c.peakBytes - PAGE])));
-    const atPeak = probe(new Map(good.map((c) => [c.device, c.peakBytes])));
+    const below = probe(new Map(good.map((c) => [c.device, c.lowBytes - PAGE])));
+    const atLow = probe(new Map(good.map((c) => [c.device, c.lowBytes])));
     const brackets = new Map<number, { good: number; bad: number }>();
     for (const c of good) {
       const range = out.get(c.device) as { low: number; high: number };
-      if (below.get(c.device))
-        brackets.set(c.device, { good: c.peakBytes - PAGE, bad: floorOf(c, top.plan) });
-      else if (!atPeak.get(c.device)) brackets.set(c.device, { good: range.high, bad: c.peakBytes });
-      else range.low = c.peakBytes;
+      if (below.get(c.device)) brackets.set(c.device, { good: c.lowBytes - PAGE, bad: floorOf(c, top.plan) });
+      else if (!atLow.get(c.device)) brackets.set(c.device, { good: range.high, bad: c.lowBytes });
+      else range.low = c.lowBytes;
     }
     for (const [device, low] of halve(brackets)) (out.get(device) as { low: number }).low = low;
   }
   return out;
+}
+
+/**
+ * Under garbage collection a cap too low collects where the recording did
+ * not (the replay frees a segment where the recording made one), and a cap
+ * too high leaves a segment the recording's collection freed: halving on
+ * that signal between the two failing ends finds a cap that reproduces,
+ * where there is one (Note [Searching the cap]). Returns those found.
+ */
+function steerToCap(
+  devices: readonly DeviceCap[],
+  replayAt: (limitOf: Map<number, number>) => Replayed,
+): Map<number, number> {
+  const found = new Map<number, number>();
+  const brackets = new Map(devices.map((c) => [c.device, { low: c.lowBytes, high: c.highBytes }]));
+  while (brackets.size > 0) {
+    const mids = new Map<number, number>();
+    for (const [device, b] of brackets) {
+      const pages = Math.floor((b.high - b.low) / PAGE);
+      if (pages > 1) mids.set(device, b.low + Math.floor(pages / 2) * PAGE);
+      else brackets.delete(device);
+    }
+    if (mids.size === 0) break;
+    const r = replayAt(mids);
+    for (const [device, mid] of mids) {
+      const c = devices.find((x) => x.device === device) as DeviceCap;
+      const b = brackets.get(device) as { low: number; high: number };
+      if (reproducedBy(r, c)) {
+        found.set(device, mid);
+        brackets.delete(device);
+        continue;
+      }
+      const way = collectedMore(r, device);
+      if (way === undefined) brackets.delete(device);
+      else if (way) b.low = mid;
+      else b.high = mid;
+    }
+  }
+  return found;
+}
+
+/** Whether the replay's first difference frees a segment where the recording made one (undefined: neither way). */
+function collectedMore(r: Replayed, device: number): boolean | undefined {
+  const run = r.run.devices.find((d) => d.device === device);
+  if (run === undefined) return undefined;
+  const first = compareWithTrace(r.plan.devices[device], run).firstDifference;
+  if (first === undefined || first.kind !== 'segment') return undefined;
+  const frees = (a: string | undefined) => a === 'segment_free' || a === 'segment_unmap';
+  const grows = (a: string | undefined) => a === 'segment_alloc' || a === 'segment_map';
+  if (frees(first.replayed?.action) && grows(first.recorded?.action)) return true;
+  if (grows(first.replayed?.action) && frees(first.recorded?.action)) return false;
+  return undefined;
 }
 
 /** The least cap worth trying: the peak less the largest growth (Note [Searching the cap]). */

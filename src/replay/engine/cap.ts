@@ -91,6 +91,13 @@ export interface DeviceCap {
   readonly deviceFull: boolean;
   /** Whether the trace shows reserved memory at all (segment events, or segments at its start). */
   readonly seen: boolean;
+  /**
+   * Under garbage collection (N10): the least cap under which collection
+   * would have left alone every new segment the recording made with no
+   * frees before it (Note [Collection bounds the cap from below]); 0 where
+   * collection is off or the trace cannot tell.
+   */
+  readonly collectAboveBytes: number;
 }
 
 /** The cap's interval on one device, from its trace alone (Note [The recorded cap]). */
@@ -108,6 +115,8 @@ export function inferDeviceCap(
   const threshold = settings.garbageCollectionThreshold;
   const collects = threshold > 0;
 
+  const cached = collects && !settings.expandableSegments ? cachedSegments(d) : undefined;
+  let collectAbove = 0;
   let held = d.startState.reservedBytes;
   let peak = held;
   let high = Number.POSITIVE_INFINITY;
@@ -118,6 +127,11 @@ export function inferDeviceCap(
   let heldBeforeRun = 0;
   for (let i = 0; i < n; i++) {
     const a = action[i];
+    if (cached !== undefined) {
+      if (a === Action.segment_alloc && runStart < 0 && cached.wholeFreeLarge() > 0)
+        collectAbove = Math.max(collectAbove, Math.ceil(held / threshold));
+      cached.step(i);
+    }
     const frees = a === Action.segment_free || a === Action.segment_unmap;
     if (frees) {
       if (runStart < 0) {
@@ -165,11 +179,12 @@ export function inferDeviceCap(
       if (Number.isFinite(free) && free < needBytes) deviceFull = true;
     }
   }
-  // A run is a retry or a collection only under caps below what it needed; the least of those above the peak.
+  // A run is a retry or a collection only under caps below what it needed; the least of those above the floor.
+  const low = Math.max(peak, collectAbove);
   let hint = Number.POSITIVE_INFINITY;
   for (const r of runs) {
     const below = Math.max(r.retryBelowBytes, r.collectBelowBytes);
-    if (below > peak) hint = Math.min(hint, below - 1);
+    if (below > low) hint = Math.min(hint, below - 1);
   }
   const c = d.counts;
   const seen =
@@ -179,7 +194,7 @@ export function inferDeviceCap(
   return {
     device: d.device,
     peakBytes: peak,
-    lowBytes: peak,
+    lowBytes: low,
     // A trace with no segment events says nothing of reserved memory, so nothing of a cap on it.
     highBytes: seen ? high : Number.POSITIVE_INFINITY,
     hintHighBytes: hint,
@@ -187,13 +202,125 @@ export function inferDeviceCap(
     runs,
     deviceFull,
     seen,
+    collectAboveBytes: collectAbove,
   };
+}
+
+/*
+ * Note [Collection bounds the cap from below]: garbage_collect_cached_blocks
+ * runs before every new segment (N10, after get_free_block failed) once the
+ * bytes held pass threshold * cap, and its first pass frees at least one
+ * block whenever the default large pool holds an unsplit native block (the
+ * oldest block is at least as old as their mean age). A whole free segment
+ * of more than 2 MiB outside every private pool is such a block (2 MiB
+ * segments are the small pool's, N4). So a new segment that the recording
+ * made with no segment freed before it, while such a segment was cached,
+ * says the bytes held were at most threshold * cap: the cap is at least
+ * held / threshold. Runs of frees are the other side (collectBelowBytes).
+ * The walk needs every block's segment, so it is made only for a trace that
+ * starts empty and maps no expandable segments; elsewhere the bound is 0.
+ */
+interface CachedSegments {
+  /** Cached whole segments collection could free. */
+  wholeFreeLarge(): number;
+  /** Take event i into account. */
+  step(i: number): void;
+}
+
+function cachedSegments(d: DevicePlan): CachedSegments | undefined {
+  if (d.startState.reservedBytes > 0 || d.startState.segments.length > 0) return undefined;
+  const { action, addr, size } = d.trace;
+  const { blockOf } = d;
+  const { blockPool } = d.privatePools;
+  /** Live segments in address order: start, end, live blocks, private pool. */
+  const starts: number[] = [];
+  const segments = new Map<number, { end: number; live: number; private: boolean; large: boolean }>();
+  const segmentOfBlock = new Float64Array(d.blockCount).fill(-1);
+  let freeable = 0;
+  const counts = (x: { live: number; private: boolean; large: boolean }) =>
+    x.live === 0 && x.large && !x.private;
+  const containing = (p: number): number => {
+    let lo = 0;
+    let hi = starts.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid] <= p) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found < 0 ? -1 : starts[found];
+  };
+  return {
+    wholeFreeLarge: () => freeable,
+    step(i) {
+      const a = action[i];
+      if (a === Action.segment_alloc) {
+        const at = lowerIndex(starts, addr[i]);
+        starts.splice(at, 0, addr[i]);
+        segments.set(addr[i], {
+          end: addr[i] + size[i],
+          live: 0,
+          private: false,
+          large: size[i] > 2 * 1024 * 1024,
+        });
+        if (size[i] > 2 * 1024 * 1024) freeable++;
+      } else if (a === Action.segment_free) {
+        const seg = segments.get(addr[i]);
+        if (seg === undefined) return;
+        if (counts(seg)) freeable--;
+        segments.delete(addr[i]);
+        starts.splice(lowerIndex(starts, addr[i]), 1);
+      } else if (a === Action.alloc) {
+        const b = blockOf[i];
+        const start = containing(addr[i]);
+        const seg = segments.get(start);
+        if (b < 0 || seg === undefined || addr[i] >= seg.end) return;
+        if (counts(seg)) freeable--;
+        seg.live++;
+        if (blockPool[b] > 0) seg.private = true;
+        segmentOfBlock[b] = start;
+      } else if (a === Action.free_completed) {
+        const b = blockOf[i];
+        const seg = b < 0 ? undefined : segments.get(segmentOfBlock[b]);
+        if (seg === undefined) return;
+        seg.live--;
+        segmentOfBlock[b] = -1;
+        if (counts(seg)) freeable++;
+      }
+    },
+  };
+}
+
+/** The first index of a sorted array whose value is at least x. */
+function lowerIndex(sorted: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** The runs of segment frees that were retries under `cap` (undefined: no cap; only an oom's own release). */
 export function retriesUnder(cap: DeviceCap, limit: number | undefined): Set<number> {
   const out = new Set<number>();
   for (const r of cap.runs) if (r.retryBelowBytes > (limit ?? Number.MAX_VALUE)) out.add(r.event);
+  return out;
+}
+
+/**
+ * The runs of segment frees the allocator made itself under `limit`: its
+ * retries, and garbage collection's (N10 runs only under a cap, and only
+ * once reserved passes threshold * cap, so a run that began below that was
+ * the program's empty_cache(), such as torch.cuda.graph's before a capture).
+ */
+export function allocatorRunsUnder(cap: DeviceCap, limit: number | undefined): Set<number> {
+  const out = retriesUnder(cap, limit);
+  if (limit !== undefined) for (const r of cap.runs) if (r.collectBelowBytes > limit) out.add(r.event);
   return out;
 }
 /** The request a new segment at event `i` was made for: the next alloc (a few events on, at most). */

@@ -366,8 +366,9 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
  * The plan with empty_cache() placed by what is known of the recorded cap
  * (cap.ts) instead of by how full the device was: every run of segment
  * frees is taken for empty_cache() except those that began at one of the
- * device's `retries` (an OOM retry, N6 g/h, which the allocator replayed
- * makes itself when it meets its cap). The plan's other parts are shared.
+ * device's `retries` (an OOM retry, N6 g/h, or garbage collection, N10:
+ * the allocator replayed makes both itself when it nears its cap). The
+ * plan's other parts are shared.
  * `infer` false places none (the recording's own replay infers
  * them whatever a what-if asks: they are what the program did).
  */
@@ -381,7 +382,8 @@ export function withRetries(
   const devices = plan.devices.map((d) => {
     const isRetry = retries(d.device);
     const beforePrivate = beforePrivateRequest(snapshot, d.trace, d.blockOf, d.privatePools);
-    const all = inferEmptyCache(d.trace, snapshot, Number.POSITIVE_INFINITY, beforePrivate);
+    // The cap decides which runs collection made, so none is set aside for it here.
+    const all = inferEmptyCache(d.trace, snapshot, Number.POSITIVE_INFINITY, beforePrivate, false);
     // A request under a capture releases nothing on its OOM path (P8): a run before one is empty_cache().
     const emptyCacheBefore = all.filter((i) => !isRetry.has(i) || beforePrivate(i));
     const counts = { ...d.counts, inferredEmptyCaches: emptyCacheBefore.length };
@@ -400,9 +402,10 @@ function inferEmptyCache(
   snapshot: MemorySnapshot,
   deviceMemory: number,
   beforePrivate: (i: number) => boolean,
+  mayCollect = true,
 ): Int32Array {
   const gc = snapshot.allocatorSettings?.garbage_collection_threshold;
-  const gcOn = typeof gc === 'number' && gc > 0;
+  const gcOn = mayCollect && typeof gc === 'number' && gc > 0;
   const { action, size } = trace;
   const out: number[] = [];
   let held = 0;
