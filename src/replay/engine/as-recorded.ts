@@ -28,7 +28,7 @@ import {
 import { formatBytes } from '../../util/format.js';
 import { Action, type MemorySnapshot } from '../read/snapshot.js';
 import { ALLOCATOR_REGISTRY, type AllocatorFactory } from './allocators.js';
-import { type DeviceCap, inferDeviceCap, retriesUnder } from './cap.js';
+import { allocatorRunsUnder, type DeviceCap, inferDeviceCap } from './cap.js';
 import { compareWithTrace, type FidelityReport } from './fidelity.js';
 import { beforePrivateRequest } from './private-pools.js';
 import { type AllocatorRun, type DeviceRun, type OomVerdict, type ReplayOptions, replay } from './replay.js';
