@@ -37,9 +37,7 @@ import {
   loadCudaDriver,
   type RawCuda,
 } from '../../src/backends/cuda/driver.js';
-import { createAcl } from '../../src/flavors/acl/acl.js';
-import { createCuda } from '../../src/flavors/cuda/cuda.js';
-import { createHip } from '../../src/flavors/hip/hip.js';
+import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
 import { runBackendContract } from '../backend/contract.js';
 import { wantsFreshProcess } from '../cuda/cases/startup-heap.js';
 import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
