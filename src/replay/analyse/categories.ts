@@ -140,7 +140,8 @@ function frameLine(f: SnapshotFrame): string {
 }
 
 /** Frames of the allocator and of the stack's own capture, which every stack shares. */
-const MACHINERY = /^(?:torch::unwind::|torch::CapturedTraceback|c10::|at::empty|at::native::empty|at::detail::empty|\?\?)/;
+const MACHINERY =
+  /^(?:torch::unwind::|torch::CapturedTraceback|c10::|at::empty|at::native::empty|at::detail::empty|\?\?)/;
 
 /**
  * The frames that say most about a stack in one line: the innermost Python

@@ -17,9 +17,10 @@
  * segment events, no segments at its start) has a peak of 0 reserved bytes;
  * its moment is then that of the most bytes live, and slack is not told.
  */
-import { type SegmentSnapshot } from '../../alloc/pytorch/snapshot.js';
-import { roundSize } from '../../alloc/pytorch/sizes.js';
+
 import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
+import { roundSize } from '../../alloc/pytorch/sizes.js';
+import type { SegmentSnapshot } from '../../alloc/pytorch/snapshot.js';
 import type { DevicePlan } from '../engine/trace-plan.js';
 import { Action, type MemorySnapshot } from '../read/snapshot.js';
 
@@ -68,7 +69,8 @@ export function blockStacks(snapshot: MemorySnapshot, d: DevicePlan): Int32Array
   if (d.initialBlocks.length > 0) {
     const byAddress = new Map<number, number>();
     for (const s of snapshot.segments)
-      if (s.device === d.device) for (const b of s.blocks) if (b.stack >= 0) byAddress.set(b.address, b.stack);
+      if (s.device === d.device)
+        for (const b of s.blocks) if (b.stack >= 0) byAddress.set(b.address, b.stack);
     for (let k = 0; k < d.initialBlocks.length; k++) {
       const found = byAddress.get(d.initialAddress[k]);
       if (found !== undefined) out[d.initialBlocks[k]] = found;
@@ -117,7 +119,6 @@ interface Range {
  * remainder reads as free space in its segment).
  */
 export function recordedHeld(
-  snapshot: MemorySnapshot,
   d: DevicePlan,
   event: number,
   settings: PytorchAllocatorSettings,

@@ -160,6 +160,7 @@ export interface PeakAnalysis {
   readonly whatIf: readonly HeldState[] | null;
   readonly categories: StackCategories;
   readonly stacks: readonly Int32Array[];
+  readonly plan: TracePlan;
 }
 
 export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOptions = {}): PeakAnalysis {
@@ -182,7 +183,9 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
       })
     : undefined;
   const asRecorded =
-    answer?.asRecorded ?? options.asRecorded ?? reproduceRecording(snapshot, { plan, device: options.device });
+    answer?.asRecorded ??
+    options.asRecorded ??
+    reproduceRecording(snapshot, { plan, device: options.device });
   const categories = new StackCategories(snapshot);
   const stacks = plan.devices.map((d) => blockStacks(snapshot, d));
   const recorded: HeldState[] = [];
@@ -190,7 +193,7 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
   for (const r of asRecorded.devices) {
     const d = plan.devices[r.device];
     const event = peakMoment(d, r.recordedPeakBytes);
-    const state = recordedHeld(snapshot, d, event, asRecorded.settings, stacks[r.device]);
+    const state = recordedHeld(d, event, asRecorded.settings, stacks[r.device]);
     recorded.push(state);
     devices.push(devicePeak(snapshot, state, r.checked, r.reproduced, categories, top));
   }
@@ -230,6 +233,7 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
     whatIf: whatIfStates,
     categories,
     stacks,
+    plan,
   };
 }
 
@@ -309,11 +313,7 @@ interface ModelRun {
  * takes the model's segments at that step. Taking them at every new peak
  * in one replay would cost a walk of every block per step of growth.
  */
-function modelPeaks(
-  snapshot: MemorySnapshot,
-  stacks: readonly Int32Array[],
-  m: ModelRun,
-): HeldState[] {
+function modelPeaks(snapshot: MemorySnapshot, stacks: readonly Int32Array[], m: ModelRun): HeldState[] {
   const plan = planUnder(snapshot, m.base, m.caps, m.limits);
   const once = (onStep: (s: ReplayStep) => void) =>
     replay(snapshot, {
@@ -356,7 +356,14 @@ function modelPeaks(
     if (b === undefined || b.step !== n || !(s.allocator instanceof PytorchCachingAllocator)) return;
     states.set(
       s.device,
-      modelHeld(s.device, s.event, s.allocator.stats.reservedBytes, s.allocator.snapshot(), at, stacks[s.device]),
+      modelHeld(
+        s.device,
+        s.event,
+        s.allocator.stats.reservedBytes,
+        s.allocator.snapshot(),
+        at,
+        stacks[s.device],
+      ),
     );
   });
   return plan.devices.map(
@@ -459,7 +466,8 @@ function whatIfDevice(
   const b = reservedByStack(mine);
   const keys = new Set([...a.keys(), ...b.keys()]);
   const categoryOf = new Map<number, MemoryCategory>();
-  for (const s of [recorded, mine]) for (const x of liveBlocks(s)) categoryOf.set(x.stack, categories.of(x.stack, x.pool));
+  for (const s of [recorded, mine])
+    for (const x of liveBlocks(s)) categoryOf.set(x.stack, categories.of(x.stack, x.pool));
   const rows: StackDifference[] = [...keys].map((k) => {
     const ra = Math.round(a.get(k) ?? 0);
     const rb = Math.round(b.get(k) ?? 0);
@@ -472,7 +480,9 @@ function whatIfDevice(
       differenceBytes: rb - ra,
     };
   });
-  rows.sort((x, y) => Math.abs(y.differenceBytes) - Math.abs(x.differenceBytes) || y.whatIfBytes - x.whatIfBytes);
+  rows.sort(
+    (x, y) => Math.abs(y.differenceBytes) - Math.abs(x.differenceBytes) || y.whatIfBytes - x.whatIfBytes,
+  );
   return {
     device: recorded.device,
     recordedPeakBytes: recorded.reservedBytes,
