@@ -23,7 +23,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   alloc: ['alloc', 'core', 'util'],
   replay: ['replay', 'alloc', 'core', 'compose', 'util'],
   report: ['report', 'replay', 'alloc', 'core', 'compose', 'util'],
-  entry: ['entry', 'flavors', 'alloc', 'core', 'compose', 'backend', 'backends'],
+  entry: ['entry', 'flavors', 'alloc', 'replay', 'core', 'compose', 'backend', 'backends'],
   cli: ['cli', 'entry', 'flavors', 'alloc', 'replay', 'report', 'core', 'compose', 'util'],
 };
 

@@ -63,6 +63,7 @@ import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
 import { RecordedPlacement } from './placement.js';
+import type { StartProcess } from './process-start.js';
 import { type ReplayInput, replayOptions } from './replay-options.js';
 import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
 
@@ -74,6 +75,13 @@ export interface ReplayOptions {
   readonly cuda?: ProcessOptions['cuda'];
   /** The simulated device model (default: H200). */
   readonly device?: DevicePreset | DeviceSpec;
+  /**
+   * Starts each allocator run's process (process-start.ts): the command
+   * line's or the entry's, such as a simulated Ascend 910B behind the ACL
+   * front end (Note [A runtime through a front end]). Given, it replaces
+   * backend, cuda and device as the way a process is made.
+   */
+  readonly startProcess?: StartProcess;
   /** Prices driver calls (driverTimeUs); without one driverTimeUs is null. */
   readonly costs?: CostTable;
   /** Keep each run's segment events and block addresses for fidelity.ts (default true). */
@@ -334,11 +342,13 @@ function runOne(
   const placement =
     backend === 'sim' && (options.recordedAddresses ?? true) ? new RecordedPlacement(plan) : undefined;
   const observers = placement === undefined ? [meter] : [meter, placement];
-  const proc =
-    backend === 'cuda'
-      ? createProcess({ backend: 'cuda', cuda: options.cuda, report, observers })
-      : createProcess({ devices: Array(deviceCount).fill(options.device ?? 'H200'), report, observers });
-  const runtime = proc.runtime;
+  const runtime =
+    options.startProcess !== undefined
+      ? options.startProcess({ devices: deviceCount, report, observers })
+      : backend === 'cuda'
+        ? createProcess({ backend: 'cuda', cuda: options.cuda, report, observers }).runtime
+        : createProcess({ devices: Array(deviceCount).fill(options.device ?? 'H200'), report, observers })
+            .runtime;
   const made: CachingAllocator[] = [];
   const run: RunContext = { runtime, factory, index, settings, options, progress, meter, placement, made };
   const devices: DeviceRun[] = [];
