@@ -8,6 +8,7 @@
  *   vmmkit replay     a PyTorch memory snapshot through exact models of its allocator (replay.ts)
  *   vmmkit advise     the PYTORCH_CUDA_ALLOC_CONF to run it with (advise.ts)
  *   vmmkit report     the replay as an HTML page with charts and maps (report.ts)
+ *   vmmkit compare    two snapshots at their peaks, as recorded and under a setting (compare.ts)
  *
  * Each command is described once (command-specs.ts): its options with a
  * line of help each, an example, its exit codes. The one parser
@@ -24,6 +25,7 @@ import { adviseCommand } from './advise.js';
 import { type CommandSpec, helpOf, usageOf } from './arguments.js';
 import {
   ADVISE_SPEC,
+  COMPARE_SPEC,
   DEMO_SPEC,
   INSPECT_SPEC,
   MAP_SPEC,
@@ -31,6 +33,7 @@ import {
   REPORT_SPEC,
   TRACE_SPEC,
 } from './command-specs.js';
+import { compareCommand } from './compare.js';
 import { demoCommand } from './demos/demo.js';
 import { inspectCommand } from './inspect.js';
 import { mapCommand } from './map.js';
@@ -53,6 +56,7 @@ const COMMANDS: Readonly<Record<string, Command>> = Object.freeze({
   replay: { spec: REPLAY_SPEC, run: (io, argv) => replayCommand(io, argv) },
   advise: { spec: ADVISE_SPEC, run: adviseCommand },
   report: { spec: REPORT_SPEC, run: (io, argv) => reportCommand(io, argv) },
+  compare: { spec: COMPARE_SPEC, run: compareCommand },
   map: { spec: MAP_SPEC, run: mapCommand },
 });
 

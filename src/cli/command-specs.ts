@@ -179,6 +179,27 @@ export const ADVISE_SPEC = {
     'exit codes: 0 advice given; 1 bad input (one line); 2 a usage mistake (one line and the usage); 3 no setting fits under --memory-limit (the verdict, no line to paste)',
 } as const satisfies CommandSpec;
 
+export const COMPARE_SPEC = {
+  name: 'compare',
+  summary:
+    'Two snapshots of one job, before and after a change, at their peaks: reserved and allocated, what holds memory by category and by stack, and both replayed under a setting.',
+  operand: { usage: '<before.pickle[.gz]> <after.pickle[.gz]>', what: 'snapshot file', count: 'one-or-more' },
+  options: {
+    'alloc-conf': {
+      type: 'string',
+      value: 'CONF',
+      help: 'also replay both as if PYTORCH_CUDA_ALLOC_CONF held CONF (pasted as you set it)',
+    },
+    ...LIMIT_OPTIONS,
+    json: JSON_OPTION,
+  },
+  examples: [
+    'vmmkit compare traces/h200-whatif/gpt_train--reference.pickle.gz traces/h200-whatif/gpt_train--expandable.pickle.gz --alloc-conf expandable_segments:True',
+  ],
+  exitCodes:
+    'exit codes: 0 compared; 1 bad input (one line); 2 a usage mistake, or not two files (one line and the usage)',
+} as const satisfies CommandSpec;
+
 export const REPORT_SPEC = {
   name: 'report',
   summary:

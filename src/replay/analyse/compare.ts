@@ -13,6 +13,7 @@
  * lines are counted together on that side.
  */
 import type { DevicePreset, DeviceSpec } from '../../compose/create-runtime.js';
+import type { TracePlan } from '../engine/trace-plan.js';
 import type { Verdict } from '../engine/what-if.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 import {
@@ -31,6 +32,8 @@ export interface CompareOptions {
   readonly device?: DevicePreset | DeviceSpec;
   /** How many stacks to list (default 10). */
   readonly topStacks?: number;
+  /** The two snapshots' plans (planReplay), when already made. */
+  readonly plans?: readonly [TracePlan, TracePlan];
 }
 
 /** One side's figures at a device's peak. */
@@ -105,15 +108,16 @@ export function compareSnapshots(
   options: CompareOptions = {},
 ): SnapshotComparison {
   const top = Math.max(0, options.topStacks ?? 10);
-  const analyse = (s: MemorySnapshot) =>
+  const analyse = (s: MemorySnapshot, plan: TracePlan | undefined) =>
     analyseWithStates(s, {
+      plan,
       allocConf: options.allocConf,
       memoryLimit: options.memoryLimit,
       device: options.device,
       topStacks: top,
     });
-  const x = analyse(a);
-  const y = analyse(b);
+  const x = analyse(a, options.plans?.[0]);
+  const y = analyse(b, options.plans?.[1]);
   const devicesA = x.breakdown.devices.map((d) => d.device);
   const devicesB = y.breakdown.devices.map((d) => d.device);
   const both = devicesA.filter((d) => devicesB.includes(d));

@@ -16,7 +16,7 @@
 import type { DevicePreset, DeviceSpec } from '../../compose/create-runtime.js';
 import { type Advice, advise } from '../advise/advise.js';
 import { ALLOCATOR_REGISTRY, type AllocatorFactory } from '../engine/allocators.js';
-import { reproduceRecording } from '../engine/as-recorded.js';
+import { type AsRecorded, reproduceRecording } from '../engine/as-recorded.js';
 import { planReplay, type TracePlan } from '../engine/trace-plan.js';
 import { answerWhatIf, type Verdict } from '../engine/what-if.js';
 import { ReplayError } from '../errors.js';
@@ -34,6 +34,12 @@ export interface RanksOptions {
   readonly advise?: boolean;
   /** advise's worker threads (its default where not given). */
   readonly workers?: number;
+  /** The snapshots' plans (planReplay), when already made. */
+  readonly plans?: readonly TracePlan[];
+  /** The recordings reproduced, when already done with those plans (used where no setting or limit is given). */
+  readonly asRecorded?: readonly AsRecorded[];
+  /** advise's answer for these snapshots, when already made: used instead of searching again. */
+  readonly advice?: Advice;
 }
 
 /** One rank: a snapshot's device. */
@@ -105,7 +111,9 @@ export async function summariseRanks(
   if (options.names !== undefined && options.names.length !== snapshots.length)
     throw new ReplayError(`${options.names.length} names for ${snapshots.length} snapshots`);
   const asked = options.allocConf !== undefined || options.memoryLimit !== undefined;
-  const plans = snapshots.map((s) => planReplay(s, { memoryLimit: options.memoryLimit }));
+  if (options.plans !== undefined && options.plans.length !== snapshots.length)
+    throw new ReplayError(`${options.plans.length} plans for ${snapshots.length} snapshots`);
+  const plans = options.plans ?? snapshots.map((s) => planReplay(s, { memoryLimit: options.memoryLimit }));
   const ranks: RankRow[] = [];
   const verdicts: Verdict[] = [];
   snapshots.forEach((s, k) => {
@@ -121,7 +129,10 @@ export async function summariseRanks(
         })
       : undefined;
     if (answer !== undefined) verdicts.push(answer.answers[0].verdict);
-    const asRecorded = answer?.asRecorded ?? reproduceRecording(s, { plan, device: options.device });
+    const asRecorded =
+      answer?.asRecorded ??
+      options.asRecorded?.[k] ??
+      reproduceRecording(s, { plan, device: options.device });
     const peak = analysePeak(s, { plan, asRecorded, device: options.device, topStacks: 0 });
     const several = peak.devices.length > 1;
     for (const d of peak.devices) {
@@ -167,7 +178,14 @@ export async function summariseRanks(
   let peakRank = 0;
   for (const r of ranks) if (r.peakReservedBytes > ranks[peakRank].peakReservedBytes) peakRank = r.rank;
   const peaks = ranks.map((r) => r.peakReservedBytes);
-  const advice = options.advise === false ? null : await adviceFor(snapshots, plans, options);
+  const advice =
+    options.advice !== undefined
+      ? rankAdviceOf(options.advice)
+      : options.advise === false
+        ? null
+        : rankAdviceOf(
+            await advise(snapshots, { memoryLimit: options.memoryLimit, plans, workers: options.workers }),
+          );
   return {
     ranks,
     peakRank,
@@ -194,16 +212,8 @@ function firstToRunOut(ranks: readonly RankRow[]): RankSummary['firstToRunOut'] 
   return { rank: first.rank, by: timed ? 'time' : 'progress' };
 }
 
-async function adviceFor(
-  snapshots: readonly MemorySnapshot[],
-  plans: readonly TracePlan[],
-  options: RanksOptions,
-): Promise<RankAdvice> {
-  const advice: Advice = await advise(snapshots, {
-    memoryLimit: options.memoryLimit,
-    plans,
-    workers: options.workers,
-  });
+/** The part of advise's answer a ranks summary shows. */
+export function rankAdviceOf(advice: Advice): RankAdvice {
   const r = advice.recommended;
   return {
     allocConf: r?.allocConf ?? null,
