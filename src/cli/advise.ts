@@ -117,7 +117,14 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   });
   io.progress?.(-1);
   if (json)
-    io.out(JSON.stringify({ asRecorded: recorded.map(asRecordedJson), ...(toJson(advice, args) as object) }));
+    io.out(
+      JSON.stringify({
+        asRecorded: recorded.map(asRecordedJson),
+        ...(toJson(advice, args) as object),
+        // Note [Answers from a late start]: other settings' figures from a mid-run window are estimates.
+        exact: !plans.some((p) => p.startedMidRun),
+      }),
+    );
   else {
     for (const [k, ar] of recorded.entries())
       for (const line of asRecordedLines(ar)) io.out(args.length > 1 ? `${args[k]}: ${line}` : line);
@@ -246,8 +253,18 @@ function toJson(a: Advice, files: readonly string[]): unknown {
 }
 
 function text(plans: readonly TracePlan[], files: readonly string[], a: Advice): string[] {
+  // A window that starts mid-run gives estimates for other settings, never a figure that holds
+  // (Note [Answers from a late start]): each is marked '~', and the notes give the bound that holds.
+  const estimated = plans.some((p) => p.startedMidRun);
+  const approx = estimated ? '~' : '';
+  const figures = (c: Parameters<typeof figuresOf>[0], exact = false) => figuresOf(c, exact ? '' : approx);
   // The verdict first: what to set and by how much it fits, or that nothing does.
-  const lines = [a.recommended === null ? a.verdict : `advice: ${a.verdict}`, ''];
+  const lines = [
+    a.recommended === null
+      ? a.verdict
+      : `${estimated ? 'advice, estimated from a window that starts mid-run' : 'advice'}: ${a.verdict}`,
+    '',
+  ];
   plans.forEach((plan, k) => {
     lines.push(
       `${files.length > 1 ? `${files[k]}: ` : 'trace: '}${plan.events.toLocaleString('en-US')} events (${plan.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(plan)} device(s); peak requested ${formatBytes(plan.peakRequestedBytes)}`,
@@ -271,7 +288,8 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice):
   const rows = top.map(({ c, same, rank }) => [
     String(rank),
     display(c.allocConf) + (same > 0 ? `  (+${same} the same)` : ''),
-    ...figures(c),
+    // The recorded settings' own row is the recording reproduced, exact from any start.
+    ...figures(c, c.allocConf === a.recorded.replayed.allocConf),
   ]);
   const rest = a.candidates.length - top.reduce((n, r) => n + 1 + r.same, 0);
   const baselines: string[][] = [];
@@ -287,7 +305,8 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice):
   baselines.push([
     '',
     `PyTorch with the recorded settings (${a.recorded.replayed.allocConf === '' ? 'defaults' : a.recorded.replayed.allocConf})`,
-    ...figures(a.recorded.replayed),
+    // The recording reproduced: exact from any start.
+    ...figures(a.recorded.replayed, true),
   ]);
   baselines.push(['', "vmmkit's own allocator", ...figures(a.vmmkit)]);
   const ratio = a.recorded.peakReservedBytes
@@ -326,7 +345,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice):
       a.recorded.peakReservedBytes !== null && r.ratioToRecorded !== null
         ? `, ${r.ratioToRecorded.toFixed(3)}x the recorded run's ${formatBytes(a.recorded.peakReservedBytes)}`
         : '';
-    lines.push(`  predicted peak ${formatBytes(r.peakReservedBytes)}${vs}; ${r.verdict}`);
+    lines.push(`  predicted peak ${approx}${formatBytes(r.peakReservedBytes)}${vs}; ${r.verdict}`);
     if (a.memoryLimit !== null && r.headroomBytes !== null)
       lines.push(
         r.tight
@@ -387,12 +406,13 @@ function sameFigures(a: AdviceCandidate, b: AdviceCandidate): boolean {
   );
 }
 
-function figures(c: AdviceBaseline & { stoppedAt?: number; tight?: boolean }): string[] {
+/** A table row's figures; `approx` marks an estimate ('~', Note [Answers from a late start]). */
+function figuresOf(c: AdviceBaseline & { stoppedAt?: number; tight?: boolean }, approx: string): string[] {
   if (c.error !== null) return ['failed', '-', '-', '-'];
   const stopped = c.stoppedAt !== undefined && c.stoppedAt >= 0;
   return [
     // A stopped replay's peak is a lower bound (Note [Pruning]); a tight one fits by less than the tolerance.
-    `${stopped ? '> ' : ''}${formatBytes(c.peakReservedBytes)}${c.tight ? ' (tight)' : ''}`,
+    `${stopped ? '> ' : approx}${formatBytes(c.peakReservedBytes)}${c.tight ? ' (tight)' : ''}`,
     c.ratioToRecorded === null ? '-' : c.ratioToRecorded.toFixed(3),
     String(c.ooms),
     c.driverCalls.toLocaleString('en-US'),

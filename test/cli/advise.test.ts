@@ -142,6 +142,25 @@ describe('vmmkit advise', () => {
     expect(Math.min(...ratios)).toBeLessThan(0.9);
   });
 
+  it('a window that starts mid-run: no figure for another setting is printed as if it held', async () => {
+    const ring = GPT.replace('--reference', '--ring-native');
+    const { out } = await advise([ring]);
+    expect(out[1]).toMatch(/^advice, estimated from a window that starts mid-run: expandable_segments:True/);
+    // Every other setting's figure is marked an estimate (or a lower bound, '>' where pruning stopped it);
+    // the recorded settings' rows are the recording reproduced, exact.
+    const table = out.filter((l) => /^ *\d+ {2}\S/.test(l) && / GiB /.test(l));
+    expect(table.length).toBeGreaterThan(5);
+    for (const row of table)
+      if (row.includes("(empty: PyTorch's defaults)")) expect(row).toMatch(/ 6\.35 GiB /);
+      else expect(row).toMatch(/ (~|> )[\d.]+ GiB /);
+    expect(out.find((l) => l.includes('PyTorch with the recorded settings'))).toMatch(/ 6\.35 GiB /);
+    expect(out.find((l) => l.includes("vmmkit's own allocator"))).toMatch(/ ~[\d.]+ GiB /);
+    expect(out.find((l) => l.startsWith('  predicted peak'))).toMatch(/^ {2}predicted peak ~[\d.]+ GiB/);
+    const json = JSON.parse((await advise([ring, '--json'])).out[0]);
+    expect(json.exact).toBe(false);
+    expect(JSON.parse((await advise([GPT, '--json'])).out[0]).exact).toBe(true);
+  });
+
   it('--tolerance takes a percentage, a size, or both', () => {
     expect(parseTolerance('2%')).toEqual({ fraction: 0.02, bytes: 0 });
     expect(parseTolerance('128MiB')).toEqual({ fraction: 0, bytes: 128 * 1024 ** 2 });
