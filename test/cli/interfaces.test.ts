@@ -249,7 +249,7 @@ describe('one parser (Note [Reading options])', () => {
     const r = await cli(['frobnicate']);
     expect(r.code).toBe(2);
     expect(r.err).toEqual([
-      "vmmkit: unknown command 'frobnicate' (usage: vmmkit demo|trace|inspect|replay|advise|report|compare|map ..., and vmmkit COMMAND --help)",
+      "vmmkit: unknown command 'frobnicate' (usage: vmmkit demo|trace|inspect|replay|advise|report|map ..., and vmmkit COMMAND --help)",
     ]);
   });
 });

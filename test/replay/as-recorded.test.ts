@@ -26,9 +26,6 @@ const whatif = new URL('h200-whatif/', root);
 
 /** Known not to reproduce, each with the reason; the list may only shrink. */
 const KNOWN: Record<string, string> = {
-  // torch_npu's NPUCachingAllocator differs from PyTorch's (issue 31 models it).
-  'wild/memsnapdump-empty-cache.pickle.gz': "torch_npu's allocator, not modelled yet",
-  'wild/memsnapdump-multi-devices.pickle.gz': "torch_npu's allocator, not modelled yet",
   // A test snapshot of Mosaic's, its addresses made up: expandable ranges that are not whole pages.
   'wild/mosaic-output.pickle.gz': 'addresses no device gives',
 };

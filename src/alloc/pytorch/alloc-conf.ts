@@ -523,7 +523,7 @@ function stoull(token: string): bigint | 'invalid' | 'range' {
   return m[1] === '-' && magnitude !== 0n ? SIZE_MAX + 1n - magnitude : magnitude;
 }
 
-function stod(token: string): number | 'invalid' | 'range' {
+export function stod(token: string): number | 'invalid' | 'range' {
   const hex = /^([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?\d+))?/.exec(token);
   const whole = hex?.[2] ?? '';
   const fraction = hex?.[3] ?? '';

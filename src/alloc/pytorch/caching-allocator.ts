@@ -16,6 +16,7 @@ import { BlockPool, tryMerge } from './block-pool.js';
 import { ExpandableBlocks } from './expandable-blocks.js';
 import { HeldMemory } from './held-memory.js';
 import { NativeSegments } from './native-segments.js';
+import { npuAlignmentOffset, npuRoundSize } from './npu-rules.js';
 import { PrivatePools } from './private-pool.js';
 import { checkStartSegment, layStartBlocks, makeStartSegment } from './restore.js';
 import { type PytorchAllocatorSettings, validateSettings } from './settings.js';
@@ -140,7 +141,10 @@ export class PytorchCachingAllocator implements CachingAllocator {
       throw new AllocatorArgumentError(`${this.name}: stream ${stream} is not a stream handle`);
     if (!Number.isSafeInteger(privatePool) || privatePool < 0)
       throw new AllocatorArgumentError(`${this.name}: pool ${privatePool} is not a pool number`);
-    const rounded = roundSize(size, this.#divisions, this.#anyDivisions);
+    const rounded =
+      this.settings.npu === undefined
+        ? roundSize(size, this.#divisions, this.#anyDivisions)
+        : npuRoundSize(size);
     // N3, P2: the request's pool's small or large BlockPool.
     const owner = privatePool === 0 ? undefined : this.#privatePools.route(privatePool);
     const pool = rounded <= SMALL_SIZE ? (owner?.small ?? this.#small) : (owner?.large ?? this.#large);
@@ -169,7 +173,19 @@ export class PytorchCachingAllocator implements CachingAllocator {
         );
       }
     }
+    if (this.settings.npu !== undefined && this.#expandable) block = this.#npuAlign(block, pool, rounded);
     return this.#allocFoundBlock(block, pool, stream, rounded, size);
+  }
+
+  /** NPU5: torch_npu starts a large block at the next base_addr_aligned_kb, the bytes before it left free. */
+  #npuAlign(b: Block, pool: BlockPool, size: number): Block {
+    const offset = npuAlignmentOffset(b.ptr, b.size, size, this.settings.npu?.baseAddrAlignedSize ?? 0);
+    if (offset === 0) return b;
+    const aligned = new Block(b.ptr + offset, b.size - offset, b.stream, pool, b.segment);
+    aligned.splice(b, b.next);
+    b.size = offset;
+    pool.insert(b);
+    return aligned;
   }
 
   /** N9: free_block at once (no recorded streams), merging with free neighbours. */

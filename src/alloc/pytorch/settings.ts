@@ -1,5 +1,6 @@
 import { AllocatorSettingsError, AllocConfError } from '../errors.js';
 import { parseAllocConf } from './alloc-conf.js';
+import { type NpuSettings, npuSettingsProblem } from './npu-rules.js';
 import { isPowerOfTwo, LARGE_BUFFER, ROUNDUP_INTERVALS } from './sizes.js';
 
 export { AllocatorSettingsError } from '../errors.js';
@@ -27,6 +28,8 @@ export interface PytorchAllocatorSettings {
   readonly expandableSegments: boolean;
   /** torch.cuda.set_per_process_memory_fraction (N6 f): 1 means no cap; GC needs it below 1. */
   readonly memoryFraction: number;
+  /** Present when the allocator is torch_npu's NPUCachingAllocator: its own rules (Note [torch_npu's allocator]). */
+  readonly npu?: NpuSettings;
 }
 
 export const DEFAULT_PYTORCH_SETTINGS: PytorchAllocatorSettings = Object.freeze({
@@ -142,6 +145,13 @@ export function validateSettings(s: PytorchAllocatorSettings): PytorchAllocatorS
     throw new AllocatorSettingsError(`memoryFraction ${f} must be in [0, 1]`);
   if (typeof s.expandableSegments !== 'boolean')
     throw new AllocatorSettingsError(`expandableSegments must be a boolean`);
+  if (s.npu !== undefined) {
+    const problem = npuSettingsProblem(s.npu);
+    if (problem !== undefined) throw new AllocatorSettingsError(problem);
+    if (d.some((v) => v > 1)) throw new AllocatorSettingsError('torch_npu has no roundup_power2_divisions');
+    if (s.maxNonSplitRoundingSize !== LARGE_BUFFER)
+      throw new AllocatorSettingsError('torch_npu has no max_non_split_rounding_mb (its limit is 20 MiB)');
+  }
   return Object.freeze({ ...s, roundupPower2Divisions: Object.freeze([...d]) });
 }
 

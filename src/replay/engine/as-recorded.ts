@@ -20,13 +20,10 @@
  *  - each recorded oom fails at its request and no other request fails.
  * Where it differs, the first difference says where and by how much.
  */
-import {
-  DEFAULT_PYTORCH_SETTINGS,
-  type PytorchAllocatorSettings,
-  settingsFromSnapshot,
-} from '../../alloc/pytorch/settings.js';
+import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import { formatBytes } from '../../util/format.js';
 import { Action, type MemorySnapshot } from '../read/snapshot.js';
+import { settingsOfSnapshot } from '../read/vendor.js';
 import { ALLOCATOR_REGISTRY, type AllocatorFactory } from './allocators.js';
 import { allocatorRunsUnder, type DeviceCap, inferDeviceCap } from './cap.js';
 import { compareWithTrace, type FidelityReport } from './fidelity.js';
@@ -94,7 +91,11 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   let caps = options.plan.devices.map((d) =>
     inferDeviceCap(d, settings, beforePrivateRequest(snapshot, d.trace, d.blockOf, d.privatePools)),
   );
-  const pytorch = ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory;
+  const pytorch = perDeviceMode(
+    ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory,
+    source,
+    options.plan,
+  );
   let replays = 0;
   const { plan: base, recordedLimit: given, ...where } = options;
   const at = (limits: readonly (number | undefined)[]) => {
@@ -392,13 +393,42 @@ export function recordedSettings(
   plan: TracePlan,
 ): { settings: PytorchAllocatorSettings; source: RecordedSettingsSource } {
   if (snapshot.allocatorSettings !== undefined && snapshot.allocatorSettings !== null)
-    return { settings: settingsFromSnapshot(snapshot.allocatorSettings), source: 'allocator_settings' };
+    return { settings: settingsOfSnapshot(snapshot), source: 'allocator_settings' };
   const mapped = plan.devices.some(
     (d) => d.counts.segmentMap > 0 || d.startState.segments.some((s) => s.expandable),
   );
+  const defaults = settingsOfSnapshot(snapshot); // PyTorch's, or torch_npu's on an NPU snapshot
   return mapped
-    ? { settings: { ...DEFAULT_PYTORCH_SETTINGS, expandableSegments: true }, source: 'segment_map events' }
-    : { settings: DEFAULT_PYTORCH_SETTINGS, source: 'defaults' };
+    ? { settings: { ...defaults, expandableSegments: true }, source: 'segment_map events' }
+    : { settings: defaults, source: 'defaults' };
+}
+
+/**
+ * Without recorded settings, each device's own segment events say its mode:
+ * where one device maps pages (segment_map) and another allocates whole
+ * segments (segment_alloc), as on fixture memsnapdump-multi-devices (a
+ * torch_npu recording; expandable_segments can be switched at run time with
+ * _set_allocator_settings), each is replayed in its own. Otherwise `pytorch`.
+ */
+function perDeviceMode(
+  pytorch: AllocatorFactory,
+  source: RecordedSettingsSource,
+  plan: TracePlan,
+): AllocatorFactory {
+  if (source === 'allocator_settings') return pytorch;
+  const maps = new Set<number>();
+  const allocs = new Set<number>();
+  for (const d of plan.devices) {
+    if (d.counts.segmentMap > 0 || d.startState.segments.some((s) => s.expandable)) maps.add(d.device);
+    if (d.counts.segmentAlloc > 0 || d.startState.segments.some((s) => !s.expandable)) allocs.add(d.device);
+  }
+  const mixed = [...maps].some((d) => !allocs.has(d)) && [...allocs].some((d) => !maps.has(d));
+  if (!mixed) return pytorch;
+  return {
+    ...pytorch,
+    create: (context, settings) =>
+      pytorch.create(context, { ...settings, expandableSegments: maps.has(context.device) }),
+  };
 }
 
 /** How one replay of one device differs from the recording, in words (empty: reproduced). */

@@ -48,7 +48,7 @@ import {
   type SegmentEvent,
 } from '../../alloc/allocator.js';
 import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
-import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../../alloc/pytorch/settings.js';
+import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import {
   createProcess,
   DEVICE_PRESETS,
@@ -59,6 +59,7 @@ import {
 import type { Runtime } from '../../core/runtime.js';
 import { ReplayError } from '../errors.js';
 import { Action, type MemorySnapshot } from '../read/snapshot.js';
+import { settingsOfConf, settingsOfSnapshot } from '../read/vendor.js';
 import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
@@ -297,8 +298,8 @@ export function replaySettings(
   allocConf: string | undefined,
 ): PytorchAllocatorSettings {
   return allocConf === undefined
-    ? settingsFromSnapshot(snapshot.allocatorSettings)
-    : parseAllocConf(allocConf).settings;
+    ? settingsOfSnapshot(snapshot)
+    : settingsOfConf(snapshot, allocConf, (c) => parseAllocConf(c).settings);
 }
 
 function deviceMemory(d: DevicePreset | DeviceSpec): number {

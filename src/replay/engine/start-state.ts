@@ -79,7 +79,8 @@
  * pages would have mapped them, and the trace would show it).
  */
 import type { StartBlock, StartSegment, StartState } from '../../alloc/allocator.js';
-import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../../alloc/pytorch/settings.js';
+import { npuRoundSize } from '../../alloc/pytorch/npu-rules.js';
+import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import {
   LARGE_BUFFER,
   MIN_BLOCK_SIZE,
@@ -89,6 +90,7 @@ import {
 } from '../../alloc/pytorch/sizes.js';
 import { rangeHolding } from '../../util/address-ranges.js';
 import { Action, type DeviceTrace, type MemorySnapshot, type SnapshotSegment } from '../read/snapshot.js';
+import { settingsOfSnapshot } from '../read/vendor.js';
 
 /** One device's rebuilt start, with how sure it is. */
 export interface DeviceStartState extends StartState {
@@ -132,7 +134,7 @@ export function rebuildStartState(
   const doubts = new Doubts();
   let settings: PytorchAllocatorSettings | undefined;
   try {
-    settings = settingsFromSnapshot(snapshot.allocatorSettings);
+    settings = settingsOfSnapshot(snapshot);
   } catch (e) {
     doubts.add(
       `allocator_settings unreadable (${e instanceof Error ? e.message : String(e)}): PyTorch's defaults assumed`,
@@ -141,6 +143,9 @@ export function rebuildStartState(
   }
   const divisions = settings?.roundupPower2Divisions ?? [];
   const anyDivisions = divisions.some((d) => d > 1);
+  // NPU2: torch_npu pads and rounds requests its own way.
+  const blockSize = (n: number) =>
+    settings?.npu === undefined ? roundSize(n, divisions, anyDivisions) : npuRoundSize(n);
   const maxSplit = settings?.maxSplitSize ?? Number.POSITIVE_INFINITY;
   const nonSplitRounding = settings?.maxNonSplitRoundingSize ?? LARGE_BUFFER;
 
@@ -176,20 +181,12 @@ export function rebuildStartState(
       address,
       requested,
       stream: initial.stream[id],
-      size: end ?? roundSize(requested, divisions, anyDivisions),
+      size: end ?? blockSize(requested),
       exactSize: end !== undefined,
     });
   }
 
-  const expandable = groupExpandable(
-    ranges,
-    live,
-    trace,
-    options.deviceMemory,
-    divisions,
-    anyDivisions,
-    doubts,
-  );
+  const expandable = groupExpandable(ranges, live, trace, options.deviceMemory, blockSize, doubts);
   const segments: StartSegment[] = [];
   const byAddress = [
     ...native.map((n) => ({
@@ -587,8 +584,7 @@ function groupExpandable(
   live: readonly LiveBlock[],
   trace: DeviceTrace,
   deviceMemory: number,
-  divisions: readonly number[],
-  anyDivisions: boolean,
+  blockSize: (size: number) => number,
   doubts: Doubts,
 ): Omit<StartSegment, 'blocks'>[] {
   const { mapped, owners } = rewound;
@@ -597,8 +593,7 @@ function groupExpandable(
     const page = pool === SMALL ? SMALL_BUFFER : LARGE_BUFFER;
     return page * Math.ceil((deviceMemory + Math.floor(deviceMemory / 8)) / page);
   };
-  const poolOf = (size: number): Pool =>
-    roundSize(size, divisions, anyDivisions) <= SMALL_SIZE ? SMALL : LARGE;
+  const poolOf = (size: number): Pool => (blockSize(size) <= SMALL_SIZE ? SMALL : LARGE);
   const unknown = () => mapped.filter((m) => owners.pool[owners.find(m.owner)] === undefined);
   const settle = (m: Mapped, pool: Pool) => {
     const o = owners.find(m.owner);

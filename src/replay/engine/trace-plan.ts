@@ -49,6 +49,7 @@
 
 import { DEVICE_SPECS } from '../../util/device-specs.js';
 import { Action, type DeviceTrace, type MemorySnapshot } from '../read/snapshot.js';
+import { inSimulatedAddressSpace } from '../read/vendor.js';
 import { beforePrivateRequest, type DevicePools, inferPrivatePools } from './private-pools.js';
 import { type DeviceStartState, rebuildStartState } from './start-state.js';
 
@@ -129,7 +130,8 @@ export interface TracePlan {
 }
 
 /** Plan the replay of every device's trace. */
-export function planReplay(snapshot: MemorySnapshot, options: PlanOptions = {}): TracePlan {
+export function planReplay(recorded: MemorySnapshot, options: PlanOptions = {}): TracePlan {
+  const snapshot = inSimulatedAddressSpace(recorded); // Note [torch_npu's addresses]
   const devices = tracesOf(snapshot).map((t) => planDevice(snapshot, t, options));
   let first = Number.POSITIVE_INFINITY;
   let last = Number.NEGATIVE_INFINITY;

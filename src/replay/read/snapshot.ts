@@ -24,6 +24,7 @@ import {
 } from './pickle/index.js';
 import { count, describe, fieldName, integer, notSnapshot, quoted, wrongType } from './snapshot-checks.js';
 import { type SnapshotFrame, StackTable } from './stacks.js';
+import type { SnapshotVendor } from './vendor.js';
 
 export { describe } from './snapshot-checks.js';
 export type { SnapshotFrame } from './stacks.js';
@@ -125,6 +126,8 @@ export interface MemorySnapshot {
    * that snapshots made by hand need not say; the reader always does.
    */
   readonly form?: 'dict' | 'segment-list';
+  /** The machine that made it, where a caller says (--vendor); absent, vendor.ts guesses (Note [Snapshot vendor]). */
+  readonly vendor?: SnapshotVendor;
 }
 
 const CODES = new Map<string, number>(ACTIONS.map((a, i) => [a, i]));

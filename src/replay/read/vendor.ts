@@ -30,7 +30,10 @@
  * together say NPU; anything else is taken for CUDA, and the evidence says
  * it was the default. `--vendor` overrides the guess.
  */
-import type { MemorySnapshot } from './snapshot.js';
+import { DEFAULT_NPU_ALLOCATOR_SETTINGS, parseNpuAllocConf } from '../../alloc/pytorch/npu-alloc-conf.js';
+import { DEFAULT_NPU_SETTINGS } from '../../alloc/pytorch/npu-rules.js';
+import { type PytorchAllocatorSettings, settingsFromSnapshot } from '../../alloc/pytorch/settings.js';
+import { Action, type MemorySnapshot } from './snapshot.js';
 
 export type SnapshotVendor = 'cuda' | 'rocm' | 'npu';
 
@@ -61,6 +64,40 @@ export function detectVendor(snapshot: MemorySnapshot): VendorGuess {
   const settings = settingsEvidence(snapshot);
   if (settings !== undefined) return settings;
   return shapeEvidence(snapshot);
+}
+
+/** The vendor a snapshot is replayed as: the one it was given (--vendor), else the guess. */
+export function vendorOf(snapshot: MemorySnapshot): SnapshotVendor {
+  return snapshot.vendor ?? detectVendor(snapshot).vendor;
+}
+
+/** The guess with its evidence, or the vendor given with what the file suggests. */
+export function vendorGuessOf(snapshot: MemorySnapshot): VendorGuess {
+  return snapshot.vendor === undefined ? detectVendor(snapshot) : vendorFromOption(snapshot.vendor, snapshot);
+}
+
+/**
+ * The allocator settings a snapshot records, for its vendor's allocator: a
+ * torch_npu snapshot records none (Note [Snapshot vendor]), so it gets
+ * torch_npu's defaults and rules (Note [torch_npu's allocator]); a CUDA or
+ * ROCm one its allocator_settings as settingsFromSnapshot reads them (ROCm's
+ * allocator is PyTorch's, hipified). Throws AllocatorSettingsError.
+ */
+export function settingsOfSnapshot(snapshot: MemorySnapshot): PytorchAllocatorSettings {
+  const settings = settingsFromSnapshot(snapshot.allocatorSettings);
+  if (vendorOf(snapshot) !== 'npu') return settings;
+  if (snapshot.allocatorSettings === undefined || snapshot.allocatorSettings === null)
+    return DEFAULT_NPU_ALLOCATOR_SETTINGS;
+  return { ...settings, npu: DEFAULT_NPU_SETTINGS };
+}
+
+/** A configuration string as the snapshot's vendor reads it: PYTORCH_NPU_ALLOC_CONF on torch_npu. */
+export function settingsOfConf(
+  snapshot: MemorySnapshot,
+  conf: string,
+  parseCuda: (conf: string) => PytorchAllocatorSettings,
+): PytorchAllocatorSettings {
+  return vendorOf(snapshot) === 'npu' ? parseNpuAllocConf(conf).settings : parseCuda(conf);
 }
 
 /** `vendor` as --vendor gives it, with what the file itself suggests kept as evidence. */
@@ -155,4 +192,60 @@ function shapeEvidence(snapshot: MemorySnapshot): VendorGuess {
 function frameText(f: { readonly filename: string; readonly name: string }): string {
   const file = f.filename.split(/[/\\]/).slice(-3).join('/');
   return f.name.length > 0 ? `${f.name} in ${file}` : file;
+}
+
+/*
+ * Note [torch_npu's addresses]: ACL hands out device addresses near
+ * 0x12C0_0000_0000, below the simulated address space (one-step chunks
+ * from 0x6000_0000_0000 up, as the H200's driver places them). Replay puts
+ * each recorded segment at its recorded address (Note [Recorded
+ * placement]), because best fit breaks ties between equal blocks by
+ * address; an address outside the simulated space is not honoured, the
+ * segment lands where the simulator chooses, and ties break otherwise (the
+ * torch_npu fixture memsnapdump-empty-cache peaked 2 MiB low so). So a
+ * torch_npu snapshot whose addresses lie below that space is moved up by a
+ * whole number of GiB, every address alike (trace entries, segments, blocks):
+ * order, offsets and alignment stay, which is all the allocator can see.
+ * The move is made when a replay is planned; what the snapshot says is not
+ * changed. CUDA snapshots are left alone: their low addresses are the
+ * driver's own chunks (0x302000000 up on the H200), which the simulator
+ * models as it models them.
+ */
+const SIMULATED_SPACE_START = 0x6000_0000_0000;
+const SIMULATED_SPACE_TARGET = 0x6800_0000_0000;
+const SIMULATED_SPACE_END = 0x7000_0000_0000;
+const GiB = 2 ** 30;
+
+/** The snapshot with its addresses moved into the simulated address space, where they lie below it (Note [torch_npu's addresses]). */
+export function inSimulatedAddressSpace(snapshot: MemorySnapshot): MemorySnapshot {
+  if (vendorOf(snapshot) !== 'npu') return snapshot;
+  let low = Number.POSITIVE_INFINITY;
+  let high = 0;
+  const see = (a: number, size: number) => {
+    if (a <= 0) return;
+    if (a < low) low = a;
+    if (a + size > high) high = a + size;
+  };
+  for (const t of snapshot.traces)
+    for (let i = 0; i < t.length; i++) if (movable(t.action[i])) see(t.addr[i], t.size[i]);
+  for (const s of snapshot.segments) see(s.address, s.totalSize);
+  if (!(low < SIMULATED_SPACE_START)) return snapshot;
+  const shift = SIMULATED_SPACE_TARGET - Math.floor(low / GiB) * GiB;
+  if (high + shift > SIMULATED_SPACE_END) return snapshot;
+  const traces = snapshot.traces.map((t) => {
+    const addr = Float64Array.from(t.addr);
+    for (let i = 0; i < t.length; i++) if (movable(t.action[i]) && addr[i] > 0) addr[i] += shift;
+    return { ...t, addr };
+  });
+  const segments = snapshot.segments.map((s) => ({
+    ...s,
+    address: s.address + shift,
+    blocks: s.blocks.map((b) => ({ ...b, address: b.address + shift })),
+  }));
+  return { ...snapshot, traces, segments };
+}
+
+/** Whether an event's addr is an address (an oom's is the device's free bytes, a snapshot marker's nothing). */
+function movable(action: number): boolean {
+  return action !== Action.oom && action !== Action.snapshot;
 }
