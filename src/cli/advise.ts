@@ -29,6 +29,8 @@ import {
   advise,
   type Tolerance,
 } from '../replay/advise/advise.js';
+import { rankLines } from '../replay/analyse/lines.js';
+import { summariseRanks } from '../replay/analyse/ranks.js';
 import { ALLOCATOR_REGISTRY } from '../replay/engine/allocators.js';
 import { type AsRecorded, planUnder, reproduceRecording } from '../replay/engine/as-recorded.js';
 import { replay } from '../replay/engine/replay.js';
@@ -116,11 +118,24 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
   io.progress?.(-1);
+  // Several ranks (files, or devices of one): which peaks, which runs out first, advise's one setting (analyse/ranks.ts).
+  const ranks =
+    args.length > 1 || recorded.some((ar) => ar.devices.length > 1)
+      ? await summariseRanks(snapshots, {
+          names: args,
+          plans: recorded.map((ar) => ar.plan),
+          asRecorded: recorded,
+          memoryLimit: given,
+          device,
+          advice,
+        })
+      : null;
   if (json)
     io.out(
       JSON.stringify({
         asRecorded: recorded.map(asRecordedJson),
         ...(toJson(advice, args) as object),
+        ranks,
         // Note [Answers from a late start]: other settings' figures from a mid-run window are estimates.
         exact: !plans.some((p) => p.startedMidRun),
       }),
@@ -135,6 +150,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
             `${args.length > 1 ? `${args[k]}: ` : ''}${line.replace(/; every answer below.*$/, '')}; the advice holds for the least of it`,
           );
     for (const line of text(plans, args, advice)) io.out(line);
+    if (ranks !== null) for (const line of ['', ...rankLines(ranks)]) io.out(line);
   }
   // The notes after the answer, whose first line is the recording reproduced.
   for (const line of notes(plans, args, advice)) io.err(`note: ${line}`);

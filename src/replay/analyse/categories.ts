@@ -141,7 +141,7 @@ function frameLine(f: SnapshotFrame): string {
 
 /** Frames of the allocator and of the stack's own capture, which every stack shares. */
 const MACHINERY =
-  /^(?:torch::unwind::|torch::CapturedTraceback|c10::|at::empty|at::native::empty|at::detail::empty|\?\?)/;
+  /^(?:torch::unwind::|torch::CapturedTraceback|torch::cuda::\(anonymous namespace\)::gather|c10::|at::detail::|at::empty|at::native::empty|at::\(anonymous namespace\)::create_out|\?\?)|set_output/;
 
 /**
  * The frames that say most about a stack in one line: the innermost Python
@@ -166,8 +166,9 @@ export function stackSummary(snapshot: MemorySnapshot, stack: number, most = 2):
 
 /** A C++ frame's name without its argument list, and not past 80 characters. */
 function shortName(name: string): string {
-  const open = name.replaceAll('operator()', 'operator__').indexOf('(');
-  const bare = open > 0 ? name.slice(0, open) : name;
+  const plain = name.replaceAll('(anonymous namespace)::', '');
+  const open = plain.replaceAll('operator()', 'operator__').indexOf('(');
+  const bare = open > 0 ? plain.slice(0, open) : plain;
   return bare.length > 80 ? `${bare.slice(0, 79)}…` : bare;
 }
 

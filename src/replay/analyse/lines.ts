@@ -29,6 +29,12 @@ function slackParts(s: Slack): string {
   return parts.join(', ');
 }
 
+/** A setting and a limit in words: `PYTORCH_CUDA_ALLOC_CONF=... under a limit of 8.00 GiB`. */
+function settingWords(allocConf: string | null, memoryLimit: number | null): string {
+  const conf = allocConf === null ? 'the recorded settings' : `PYTORCH_CUDA_ALLOC_CONF=${allocConf}`;
+  return memoryLimit === null ? conf : `${conf} under a limit of ${formatBytes(memoryLimit)}`;
+}
+
 /** What holds memory at the peak, per device, and under the setting where one was given. */
 export function peakLines(p: PeakBreakdown): string[] {
   const out: string[] = [];
@@ -63,12 +69,7 @@ export function peakLines(p: PeakBreakdown): string[] {
     );
   if (p.whatIf !== null) {
     const w = p.whatIf;
-    const setting = [
-      w.allocConf === null ? undefined : `PYTORCH_CUDA_ALLOC_CONF=${w.allocConf}`,
-      w.memoryLimit === null ? undefined : `a limit of ${formatBytes(w.memoryLimit)}`,
-    ]
-      .filter((x) => x !== undefined)
-      .join(' under ');
+    const setting = settingWords(w.allocConf, w.memoryLimit);
     for (const d of w.devices) {
       const where = w.devices.length > 1 ? ` on device ${d.device}` : '';
       out.push(
@@ -141,16 +142,17 @@ export function rankLines(r: RankSummary): string[] {
   const out = [
     `ranks: ${r.ranks.length}; the highest peak is ${top.name}'s, ${formatBytes(top.peakReservedBytes)} reserved (${formatBytes(r.spreadBytes)} above the lowest)`,
   ];
+  const under = r.setting === null ? '' : `under ${settingWords(r.setting.allocConf, r.setting.memoryLimit)}`;
   for (const k of r.ranks) {
     const largest = k.largestCategory === null ? '' : `; most in ${k.largestCategory.label}`;
-    const under =
+    const there =
       k.underSetting === null
         ? ''
         : k.underSetting.firstOom === null
-          ? `; under the setting: fits, peak ${formatBytes(k.underSetting.peakBytes)}`
-          : `; under the setting: runs out at event ${k.underSetting.firstOom.event.toLocaleString('en-US')} (${formatBytes(k.underSetting.firstOom.bytes)})`;
+          ? `; ${under}: fits, peak ${formatBytes(k.underSetting.peakBytes)}`
+          : `; ${under}: runs out at event ${k.underSetting.firstOom.event.toLocaleString('en-US')} (a request of ${formatBytes(k.underSetting.firstOom.bytes)})`;
     out.push(
-      `  ${k.name}: peak ${formatBytes(k.peakReservedBytes)}, ${formatBytes(k.allocatedAtPeakBytes)} live then${largest}${under}${k.reproduced ? '' : ' (not reproduced as recorded)'}`,
+      `  ${k.name}: peak ${formatBytes(k.peakReservedBytes)}, ${formatBytes(k.allocatedAtPeakBytes)} live then${largest}${there}${k.reproduced ? '' : ' (not reproduced as recorded)'}`,
     );
   }
   if (r.firstToRunOut !== null) {
@@ -158,7 +160,7 @@ export function rankLines(r: RankSummary): string[] {
     out.push(
       `first to run out: ${k.name} (${r.firstToRunOut.by === 'time' ? 'earliest in time' : 'earliest through its own trace: the traces have no times'})`,
     );
-  } else if (r.setting !== null) out.push('no rank runs out under the setting');
+  } else if (r.setting !== null) out.push(`no rank runs out ${under}`);
   if (r.advice !== null)
     out.push(
       r.advice.allocConf === null
