@@ -18,6 +18,32 @@ export {
   type Tolerance,
 } from './advise/advise.js';
 export {
+  CATEGORY_LABELS,
+  MEMORY_CATEGORIES,
+  type MemoryCategory,
+} from './analyse/categories.js';
+export {
+  type CategoryComparison,
+  type CompareOptions,
+  compareSnapshots,
+  type DeviceComparison,
+  type SnapshotComparison,
+  type StackComparison,
+} from './analyse/compare.js';
+export { compareLines, peakLines, rankLines } from './analyse/lines.js';
+export {
+  type AnalyseOptions,
+  analysePeak,
+  type CategoryBytes,
+  type DevicePeak,
+  type PeakBreakdown,
+  type Slack,
+  type StackBytes,
+  type WhatIfDevicePeak,
+  type WhatIfPeak,
+} from './analyse/peak.js';
+export { type RankRow, type RankSummary, type RanksOptions, summariseRanks } from './analyse/ranks.js';
+export {
   ALLOCATOR_REGISTRY,
   type AllocatorFactory,
   type AllocatorRegistry,

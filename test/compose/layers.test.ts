@@ -50,6 +50,7 @@ describe('layers import only what lies beneath them', () => {
       read: ['read'],
       engine: ['engine', 'read'],
       advise: ['advise', 'engine', 'read'],
+      analyse: ['analyse', 'advise', 'engine', 'read'],
     };
     const wrong: string[] = [];
     for (const file of sourceFiles('src/replay')) {
