@@ -77,7 +77,11 @@ export const TRACE_SPEC = {
     },
     json: { type: 'boolean', help: 'the tree as JSON' },
   },
-  examples: ['vmmkit trace examples/grow.mjs --break cuMemMap'],
+  examples: [
+    'vmmkit trace examples/grow.mjs --break cuMemMap',
+    // Note [A snapshot as a program]: a snapshot replays on its vendor's front end.
+    'vmmkit trace test/replay/fixtures/wild/memsnapdump-multi-devices.pickle.gz --break aclrtMapMem',
+  ],
   exitCodes: 'exit codes: 0 the script ran; 1 it could not load or it threw (one line); 2 a usage mistake',
 } as const satisfies CommandSpec;
 
@@ -93,7 +97,10 @@ export const INSPECT_SPEC = {
     },
     json: JSON_OPTION,
   },
-  examples: ['vmmkit inspect examples/grow.mjs --at grown'],
+  examples: [
+    'vmmkit inspect examples/grow.mjs --at grown',
+    'vmmkit inspect test/replay/fixtures/wild/memsnapdump-multi-devices.pickle.gz --at end',
+  ],
   exitCodes: 'exit codes: 0 the script ran; 1 it could not load or it threw (one line); 2 a usage mistake',
 } as const satisfies CommandSpec;
 

@@ -6,10 +6,22 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createMachine, createRuntime, type ProcessOptions } from '../compose/create-runtime.js';
+import {
+  createMachine,
+  createRuntime,
+  DEVICE_PRESETS,
+  type ProcessOptions,
+} from '../compose/create-runtime.js';
 import type { Runtime, RuntimeDescription } from '../core/runtime.js';
 import type { Tracer } from '../core/trace.js';
+import { FRONT_END_OF, startOnFrontEnd } from '../entry/front-end-process.js';
 import { createAcl, createCuda, createHip } from '../entry/processes.js';
+import { type AllocatorFactory, selectAllocators } from '../replay/engine/allocators.js';
+import { recordedSettings } from '../replay/engine/as-recorded.js';
+import { replay } from '../replay/engine/replay.js';
+import { planReplay } from '../replay/engine/trace-plan.js';
+import { loadSnapshotFile } from '../replay/read/load.js';
+import { detectVendor } from '../replay/read/vendor.js';
 import { ScriptError } from './errors.js';
 
 /*
@@ -32,6 +44,16 @@ import { ScriptError } from './errors.js';
  * at their end or, with `--at NAME`, every live process at mark NAME.
  * Before, each command made its own list: `mark` existed only in map and
  * `createRuntime` not in trace, so a script written for one failed in another.
+ *
+ * Note [A snapshot as a program]: where a script goes, a PyTorch memory
+ * snapshot (`.pickle`, `.pickle.gz`, `.pkl`) may go instead: the program is
+ * its replay on its vendor's front end (src/entry/front-end-process.ts), an
+ * NPU snapshot's on ACL over an Ascend 910B, a ROCm one's on HIP over an
+ * MI300X, a CUDA one's on core over an H200, under the settings the
+ * recording shows (as-recorded.ts's recordedSettings). Its processes are made
+ * with the helpers, so `trace --break aclrtMapMem`, `inspect` and `map` see
+ * them as any script's; it marks 'end' after the recording's last event,
+ * before the allocator lets its memory go (`inspect --at end`).
  */
 
 /** What a script's default export receives (Note [Script helpers]). */
@@ -68,7 +90,7 @@ export { ScriptError } from './errors.js';
  * marks `at` is a ScriptError).
  */
 export async function runScript(script: string, tracer: Tracer, at?: string): Promise<ProcessState[]> {
-  const main = await loadScript(script);
+  const main = SNAPSHOT_FILE.test(script) ? await snapshotProgram(script) : await loadScript(script);
   const live: { rt: Runtime; vendor: string | undefined }[] = [];
   const ended: ProcessState[] = [];
   const marked: ProcessState[] = [];
@@ -126,6 +148,57 @@ export async function runScript(script: string, tracer: Tracer, at?: string): Pr
   if (at !== undefined && !reached) throw new ScriptError(`the script never called mark('${at}')`);
   if (at !== undefined) return marked;
   return [...ended, ...live.map(({ rt, vendor }) => state(rt, vendor, 'when the script returned'))];
+}
+
+/** A file name that is a snapshot, not a script (Note [A snapshot as a program]). */
+const SNAPSHOT_FILE = /\.(pickle|pkl)(\.gz)?$/i;
+
+/** The replay of the snapshot at `path` on its vendor's front end, as a script (Note [A snapshot as a program]). */
+async function snapshotProgram(path: string): Promise<(helpers: ScriptHelpers) => unknown> {
+  if (!existsSync(resolve(path))) throw new ScriptError(`cannot load ${path}: no such file`);
+  let snapshot: Awaited<ReturnType<typeof loadSnapshotFile>>;
+  try {
+    snapshot = await loadSnapshotFile(path);
+  } catch (e) {
+    throw new ScriptError(
+      `cannot read ${path}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`,
+    );
+  }
+  const vendor = detectVendor(snapshot).vendor;
+  const device = FRONT_END_OF[vendor].device;
+  return (helpers) => {
+    const plan = planReplay(snapshot, { deviceMemory: DEVICE_PRESETS[device].totalMemory });
+    const pytorch = selectAllocators(['pytorch'])[0];
+    let ended = false;
+    // Replay disposes the allocators after the last event and before the process: 'end' is marked between.
+    const marking: AllocatorFactory = {
+      ...pytorch,
+      create: (context, settings) => {
+        const allocator = pytorch.create(context, settings);
+        const dispose = allocator.dispose.bind(allocator);
+        allocator.dispose = () => {
+          if (!ended) helpers.mark('end');
+          ended = true;
+          dispose();
+        };
+        return allocator;
+      },
+    };
+    const run = replay(snapshot, {
+      allocators: [marking],
+      device,
+      plan,
+      settings: recordedSettings(snapshot, plan).settings,
+      keepEvents: false,
+      startProcess: startOnFrontEnd({
+        vendor,
+        tracer: helpers.tracer,
+        createAcl: helpers.createAcl,
+        createHip: helpers.createHip,
+      }),
+    }).allocators[0];
+    if (run.error !== undefined) throw new Error(`the replay of ${path} ended early: ${run.error}`);
+  };
 }
 
 /** The script's default export; a ScriptError says in one line why there is none. */
