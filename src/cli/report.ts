@@ -2,9 +2,10 @@
  * `vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--out report.html] [--costs FILE]
  *                [--title TEXT] [--export-snapshot PATH]`
  *
- * The replay's answers as pictures: one self-contained HTML file with, per
- * allocator, memory over time, fragmentation, driver calls and the address
- * space at its peak (src/report). With --export-snapshot, each allocator's
+ * The replay's answers as pictures: the page `vmmkit open` serves (src/web),
+ * written as one self-contained HTML file with the answer embedded (Note
+ * [One page]): the answer first, then per allocator memory over time, the
+ * cached share, driver calls and the address space at its peak. With --export-snapshot, each allocator's
  * run is also written as a PyTorch snapshot pickle that memory_viz opens
  * (one allocator: PATH itself; several: PATH with -NAME before the
  * extension).
@@ -15,16 +16,13 @@
  */
 import { basename, dirname, extname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { advise } from '../replay/advise/advise.js';
 import type { AllocatorRegistry } from '../replay/engine/allocators.js';
 import { exportRun } from '../replay/engine/export.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
-import { leastRecordedCap } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
-import { recordReplay } from '../report/collect.js';
-import { renderReportHtml } from '../report/html.js';
-import { reportData } from '../report/report-data.js';
+import { pageHtml, renderReportHtml } from '../report/html.js';
+import { pageData } from '../report/page-data.js';
 import { parseCommand, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
@@ -69,10 +67,13 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
   for (const path of [out, ...exports.map((e) => e.path)]) checkWritable(path);
   const costs = findCosts(costsPath, options.defaultCosts);
 
+  // The page first: a report cannot be written without it, and that is known before the replay.
+  const page = pageHtml();
   const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
   const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
-  const recorded = recordReplay(snapshot, {
+  const { data, recorded } = await pageData(snapshot, args[0], {
+    title: title ?? `vmmkit report: ${basename(args[0])}`,
     plan,
     allocators,
     allocConf,
@@ -80,33 +81,11 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
     device,
     costs,
     keepEvents: exports.length > 0,
+    advise: values['no-advice'] !== true,
     onProgress: io.progress,
   });
   io.progress?.(-1);
-  // The answer names the setting vmmkit advise recommends (a search of replays; --no-advice skips it).
-  const advice =
-    values['no-advice'] === true
-      ? undefined
-      : await advise(snapshot, {
-          memoryLimit: memoryLimit ?? leastRecordedCap([recorded.answer.asRecorded]),
-          plan: recorded.plan,
-        });
-  const data = reportData(recorded, title ?? `vmmkit report: ${basename(args[0])}`, {
-    costs,
-    advice:
-      advice === undefined
-        ? undefined
-        : // Nothing fits: the page names no setting, and says why.
-          advice.recommended === null
-          ? { allocConf: null, peakReservedBytes: 0, ooms: 0, verdict: advice.verdict }
-          : {
-              allocConf: advice.recommended.allocConf,
-              peakReservedBytes: advice.recommended.peakReservedBytes,
-              ooms: advice.recommended.ooms,
-              verdict: advice.recommended.verdict,
-            },
-  });
-  writeOut(out, renderReportHtml(data));
+  writeOut(out, renderReportHtml(data, page));
   io.out(`wrote ${out}`);
   for (const [i, e] of exports.entries()) {
     const value = exportRun(recorded.snapshot, recorded.plan, recorded.result.allocators[i]);

@@ -129,7 +129,9 @@ export function layoutMap(
       const x = MARGIN + (a - row * rowBytes) * scale;
       const w = Math.max(0.5, (b - a) * scale);
       const y = HEADER + row * (ROW_HEIGHT + ROW_GAP) + (band?.top ?? 0);
-      out += `<rect class="${cls}" x="${x.toFixed(2)}" y="${y}" width="${w.toFixed(2)}" height="${band?.height ?? ROW_HEIGHT}"${extra}/>`;
+      // An `extra` with a title child ends in its own `</rect`: closed by `>`, not `/>` (the map must be well-formed XML).
+      const close = extra.endsWith('</rect') ? '>' : '/>';
+      out += `<rect class="${cls}" x="${x.toFixed(2)}" y="${y}" width="${w.toFixed(2)}" height="${band?.height ?? ROW_HEIGHT}"${extra}${close}`;
       a = b;
     }
     return out;

@@ -43,6 +43,10 @@ export interface AnswerAdvice {
   readonly peakReservedBytes: number;
   readonly ooms: number;
   readonly verdict: string;
+  /** The limit advise searched under (given, or the least the recording allows); null: none. */
+  readonly memoryLimit?: number | null;
+  /** The limit less the most any one device reserves under the setting; null without a limit. */
+  readonly headroomBytes?: number | null;
 }
 
 /** A free piece of the address space at a failed request, with the blocks on either side. */

@@ -13,3 +13,8 @@ export class RecorderError extends Error {
 export class ReportArgumentError extends RangeError {
   override readonly name = 'ReportArgumentError';
 }
+
+/** The page `vmmkit report` and `vmmkit open` write and serve is not built (dist/web/index.html). */
+export class ReportPageMissingError extends Error {
+  override readonly name = 'ReportPageMissingError';
+}

@@ -3,7 +3,6 @@
  * the shape the page's script draws (two points per bucket on a common x
  * axis, Note [Min-max buckets]), and the address map at each peak as SVG.
  */
-import { basename } from 'node:path';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import type { DevicePlan } from '../replay/engine/trace-plan.js';
 import { layoutMap, type MapSummary } from './address-map.js';
@@ -174,7 +173,7 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
     costs:
       costs === undefined
         ? null
-        : `${basename(costs.info.source)}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`,
+        : `${fileName(costs.info.source)}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`,
     answer: reportAnswer(recorded, {
       advice: extras.advice,
       stackOf: extras.stackOf,
@@ -205,4 +204,9 @@ function eventTime(d: DevicePlan): { unit: 'seconds' | 'events'; at(event: numbe
       return 0;
     },
   };
+}
+
+/** The last part of a path, / or \\ separated (no node:path: the page builds this too). */
+function fileName(path: string): string {
+  return path.slice(Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\')) + 1);
 }

@@ -189,6 +189,8 @@ describe.skipIf(missing !== undefined)('the report of phases_streams (native) in
   it('shows the peak in the tooltip when hovering over it', async () => {
     const { page } = loaded;
     const peak = plain.allocators[0].peakReservedBytes;
+    // The page opens with the drop zone and the answer: the chart is brought into view first.
+    await page.locator('.chart-memory').first().scrollIntoViewIfNeeded();
     // Zoom close around the native allocator's peak, then hover there.
     await page.evaluate(() => {
       const r = (globalThis as unknown as ReportWindow).vmmkitReport;
@@ -221,6 +223,7 @@ describe.skipIf(missing !== undefined)('the report of phases_streams (native) in
 
   it("reads each allocator's peak when hovering over its peak at full width", async () => {
     const { page } = loaded;
+    await page.locator('.chart-memory').first().scrollIntoViewIfNeeded();
     for (const [i, a] of plain.allocators.entries()) {
       const at = await page.evaluate((k) => {
         const r = (globalThis as unknown as ReportWindow).vmmkitReport;
@@ -240,6 +243,7 @@ describe.skipIf(missing !== undefined)('the report of phases_streams (native) in
   it('zooms by dragging, and the other charts follow; the wheel zooms too', async () => {
     const { page } = loaded;
     const full = (await charts(page))[0];
+    await page.locator('.chart-memory').first().scrollIntoViewIfNeeded();
     const box = (await page.locator('.chart-memory .u-over').boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
     await page.mouse.down();

@@ -1,0 +1,97 @@
+/**
+ * The page's data from a snapshot: the one path by which `vmmkit report`
+ * (in Node) and the page (in a Web Worker) answer a snapshot, so that the
+ * two show the same figures. It plans the trace, refuses one with nothing to
+ * replay, replays it through each allocator with a recorder (collect.ts),
+ * runs advise unless told not to, and shapes the result (report-data.ts).
+ * Nothing here touches a file: the caller reads the snapshot.
+ */
+
+import type { DeviceSpec } from '../compose/create-runtime.js';
+import { advise } from '../replay/advise/advise.js';
+import type { AllocatorFactory } from '../replay/engine/allocators.js';
+import type { CostTable } from '../replay/engine/cost-table.js';
+import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import { leastRecordedCap } from '../replay/engine/what-if.js';
+import type { MemorySnapshot } from '../replay/read/snapshot.js';
+import { type RecordedReplay, recordReplay } from './collect.js';
+import { ReportArgumentError } from './errors.js';
+import { type ReportData, reportData } from './report-data.js';
+
+export interface PageDataOptions {
+  readonly title: string;
+  readonly allocators: readonly AllocatorFactory[];
+  readonly allocConf?: string;
+  readonly memoryLimit?: number;
+  readonly device?: DeviceSpec;
+  readonly costs?: CostTable;
+  /** Run advise and name its setting in the answer (default true). */
+  readonly advise?: boolean;
+  /** Capture the address space at each peak (default true; a second replay). */
+  readonly peakLayout?: boolean;
+  readonly keepEvents?: boolean;
+  /** The plan, when the caller made it (planned under the limit and device otherwise). */
+  readonly plan?: TracePlan;
+  /** Told how far the replays are, 0 to 1. */
+  readonly onProgress?: (fraction: number) => void;
+}
+
+/** How to record a snapshot replay can use (said when one holds no events). */
+export const HISTORY_HINT =
+  '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
+
+/** The page's data for `snapshot` (`name`: the file's, for the refusal of an empty one). */
+export async function pageData(
+  snapshot: MemorySnapshot,
+  name: string,
+  options: PageDataOptions,
+): Promise<{ readonly data: ReportData; readonly recorded: RecordedReplay }> {
+  const { allocators, allocConf, memoryLimit, device, costs } = options;
+  const plan = options.plan ?? planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
+  if (plan.events === 0 && plan.reconstructedBlocks === 0)
+    throw new ReportArgumentError(`${name} holds no trace events: was history recorded? ${HISTORY_HINT}`);
+  const recorded = recordReplay(snapshot, {
+    plan,
+    allocators,
+    allocConf,
+    memoryLimit,
+    device,
+    costs,
+    peakLayout: options.peakLayout,
+    keepEvents: options.keepEvents ?? false,
+    onProgress: options.onProgress,
+  });
+  // The answer names the setting vmmkit advise recommends (a search of replays).
+  const advice =
+    options.advise === false
+      ? undefined
+      : await advise(snapshot, {
+          memoryLimit: memoryLimit ?? leastRecordedCap([recorded.answer.asRecorded]),
+          plan: recorded.plan,
+        });
+  const data = reportData(recorded, options.title, {
+    costs,
+    advice:
+      advice === undefined
+        ? undefined
+        : // Nothing fits: the page names no setting, and says why.
+          advice.recommended === null
+          ? {
+              allocConf: null,
+              peakReservedBytes: 0,
+              ooms: 0,
+              verdict: advice.verdict,
+              memoryLimit: advice.memoryLimit,
+              headroomBytes: null,
+            }
+          : {
+              allocConf: advice.recommended.allocConf,
+              peakReservedBytes: advice.recommended.peakReservedBytes,
+              ooms: advice.recommended.ooms,
+              verdict: advice.recommended.verdict,
+              memoryLimit: advice.memoryLimit,
+              headroomBytes: advice.recommended.headroomBytes,
+            },
+  });
+  return { data, recorded };
+}

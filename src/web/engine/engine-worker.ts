@@ -1,0 +1,146 @@
+/**
+ * The page's engine, in a Web Worker: it reads each dropped snapshot as a
+ * stream (read-stream.ts), answers it by the path `vmmkit report` takes
+ * (page-data.ts: replay, as recorded, the cap, verdicts, advise), and
+ * answers again under the settings box's values as the user types. The
+ * snapshots stay here; only the page's data goes to the page. Nothing is
+ * fetched: the files come from the page, the cost table is in the bundle.
+ */
+import costsJson from '../../../bench/results/h200-driver-costs.json' with { type: 'json' };
+import { AllocConfError } from '../../alloc/errors.js';
+import { readWhatIf } from '../../cli/what-if-options.js';
+import { parseCostTable } from '../../replay/engine/cost-table.js';
+import type { MemorySnapshot } from '../../replay/read/snapshot.js';
+import { pageData } from '../../report/page-data.js';
+import type { FromWorker, PageSettings, ServedFile, SnapshotPage, ToWorker } from '../protocol.js';
+import { PageBuffer } from './edges/page-buffer.js';
+import { readSnapshotStream } from './read-stream.js';
+
+interface WorkerScope {
+  postMessage(message: FromWorker): void;
+  onmessage: ((event: { data: ToWorker }) => void) | null;
+}
+const scope = globalThis as unknown as WorkerScope;
+
+// advise's bars live in a SharedArrayBuffer (pool.ts); a page that is not cross-origin isolated (a report opened
+// from a file) has none, and in this one thread a plain ArrayBuffer is the same thing (Note [Browser edges]).
+// The pickle reader works on Node's Buffer; the page has its own (edges/page-buffer.ts).
+const globals = globalThis as unknown as { SharedArrayBuffer?: unknown; Buffer?: unknown };
+if (typeof globals.SharedArrayBuffer === 'undefined') globals.SharedArrayBuffer = ArrayBuffer;
+globals.Buffer ??= PageBuffer;
+
+/** The package's cost table, as `vmmkit replay` and `report` use it by default. */
+const COSTS = parseCostTable(costsJson, 'h200-driver-costs.json');
+
+/** What the worker holds: the snapshots read, by name, in the order dropped. */
+interface Loaded {
+  readonly snapshots: { readonly name: string; readonly snapshot: MemorySnapshot }[];
+}
+
+function post(message: FromWorker): void {
+  scope.postMessage(message);
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** The page's data for each snapshot under `settings` (the what-if options, read as the CLI reads them). */
+async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Promise<SnapshotPage[]> {
+  const whatIf = readWhatIf({
+    allocConf: blankToUndefined(settings?.allocConf),
+    memoryLimit: blankToUndefined(settings?.memoryLimit),
+    device: blankToUndefined(settings?.device),
+  });
+  const pages: SnapshotPage[] = [];
+  for (const { name, snapshot } of loaded.snapshots) {
+    const { data } = await pageData(snapshot, name, {
+      title: name,
+      allocators: whatIf.allocators,
+      allocConf: whatIf.allocConf,
+      memoryLimit: whatIf.memoryLimit,
+      device: whatIf.device,
+      costs: COSTS,
+      onProgress: (fraction) => post({ kind: 'progress', file: name, phase: 'replaying', fraction }),
+    });
+    pages.push({ name, data });
+  }
+  return pages;
+}
+
+/** The bytes of a dropped file, or of one the `vmmkit open` server offers (fetched from it as a stream). */
+async function streamOf(file: File | ServedFile): Promise<ReadableStream<Uint8Array>> {
+  if (file instanceof File) return file.stream();
+  const response = await fetch(file.url);
+  if (!response.ok || response.body === null) throw new Error(`the server answered ${response.status}`);
+  return response.body;
+}
+
+function blankToUndefined(s: string | undefined): string | undefined {
+  return s === undefined || s.trim() === '' ? undefined : s;
+}
+
+/**
+ * Which field a refusal of the what-if options is about, and its message
+ * without the CLI's option name (the page shows it under the field).
+ */
+function refusal(e: unknown): { field: keyof PageSettings; message: string } | undefined {
+  if (e instanceof AllocConfError) return { field: 'allocConf', message: e.message };
+  if (!(e instanceof Error) || e.name !== 'UsageError') return undefined;
+  const m = /^--(alloc-conf|memory-limit|device|device-memory): ?(.*)$/s.exec(e.message);
+  if (m === null) return undefined;
+  const field = m[1] === 'alloc-conf' ? 'allocConf' : m[1] === 'memory-limit' ? 'memoryLimit' : 'device';
+  return { field, message: m[2] };
+}
+
+function startWorker(): void {
+  let loaded: Loaded = { snapshots: [] };
+  // Settings messages are answered in order; one typed while another runs waits, and only the newest is answered.
+  let queue: Promise<void> = Promise.resolve();
+  let newest = 0;
+  scope.onmessage = ({ data: message }) => {
+    if (message.kind === 'settings') newest = message.id;
+    queue = queue.then(async () => {
+      if (message.kind === 'load') {
+        const start = performance.now();
+        const snapshots: Loaded['snapshots'] = [];
+        for (const file of message.files) {
+          try {
+            const snapshot = await readSnapshotStream(await streamOf(file), file.size, (read, total) =>
+              post({
+                kind: 'progress',
+                file: file.name,
+                phase: 'reading',
+                fraction: total > 0 ? read / total : 1,
+              }),
+            );
+            snapshots.push({ name: file.name, snapshot });
+          } catch (e) {
+            post({ kind: 'failed', file: file.name, message: messageOf(e) });
+            return;
+          }
+        }
+        loaded = { snapshots };
+        try {
+          const pages = await answerAll(loaded, undefined);
+          post({ kind: 'loaded', pages, ms: performance.now() - start });
+        } catch (e) {
+          post({ kind: 'failed', file: null, message: messageOf(e) });
+        }
+        return;
+      }
+      if (message.id !== newest) return;
+      const start = performance.now();
+      try {
+        const pages = await answerAll(loaded, message.settings);
+        post({ kind: 'answered', id: message.id, pages, ms: performance.now() - start });
+      } catch (e) {
+        const r = refusal(e);
+        if (r !== undefined) post({ kind: 'refused', id: message.id, ...r });
+        else post({ kind: 'failed', file: null, message: messageOf(e) });
+      }
+    });
+  };
+}
+
+startWorker();

@@ -1,0 +1,285 @@
+/// <reference lib="dom" />
+/**
+ * The page: vmmkit's snapshot product in the browser (docs/web.md).
+ *
+ * Note [One page]: one page serves three ways. Opened alone (dist/web/
+ * index.html, or dropped files), it reads snapshots dropped on it or chosen
+ * with its file input; served by `vmmkit open`, it also reads the files
+ * named on that command line, listed in #vmmkit-files and fetched from the
+ * loopback server; written by `vmmkit report`, it holds the answer in
+ * #vmmkit-data and draws it without a worker. The same renderers draw all
+ * three. Parsing, replay, what-ifs and advise run in the engine worker
+ * (engine/engine-worker.ts); the page's Content-Security-Policy lets it
+ * connect to nothing but its own origin, so nothing leaves the machine.
+ */
+import type { ReportData } from '../report/report-data.js';
+import EngineWorker from './engine/engine-worker.ts?worker&inline';
+import type { FromWorker, PageSettings, ServedFile, SnapshotPage, ToWorker } from './protocol.js';
+import { renderAnswer } from './views/answer.js';
+import { drawDeviceCharts, fmtBytes, type PageChart } from './views/charts.js';
+import { el, svgOf } from './views/dom.js';
+
+/** What the page exposes for tests and scripts: the data drawn, its charts, and the last timing. */
+interface PageState {
+  data: ReportData | undefined;
+  pages: readonly SnapshotPage[];
+  charts: PageChart[];
+  formatBytes: (n: number) => string;
+  /** Milliseconds the engine took for the last load or settings answer. */
+  engineMs: number | null;
+  /** Increments each time the page draws new data. */
+  drawn: number;
+  /** The last refusal or failure shown, if any. */
+  error: string | null;
+}
+
+function jsonOf<T>(id: string): T | undefined {
+  const node = document.getElementById(id);
+  return node === null ? undefined : (JSON.parse(node.textContent ?? 'null') as T);
+}
+
+function start(): void {
+  const state: PageState = {
+    data: undefined,
+    pages: [],
+    charts: [],
+    formatBytes: fmtBytes,
+    engineMs: null,
+    drawn: 0,
+    error: null,
+  };
+  (globalThis as unknown as { vmmkitReport: PageState }).vmmkitReport = state;
+  const pagesRoot = document.getElementById('pages')!;
+  const status = document.getElementById('status')!;
+  const settingsForm = document.getElementById('settings') as HTMLFormElement;
+  const input = document.getElementById('file-input') as HTMLInputElement;
+  const drop = document.getElementById('drop')!;
+  let worker: Worker | undefined;
+  let settingsId = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const draw = (pages: readonly SnapshotPage[]) => {
+    for (const c of state.charts) c.chart.destroy();
+    state.charts = [];
+    pagesRoot.replaceChildren();
+    state.pages = pages;
+    state.data = pages[0]?.data;
+    for (const p of pages) {
+      const section = el('article', { class: 'snapshot', 'data-name': p.name });
+      pagesRoot.append(section);
+      state.charts.push(...renderSnapshot(section, p, pages.length > 1));
+    }
+    document.getElementById('compare-panel')!.hidden = pages.length !== 2;
+    document.getElementById('ranks-panel')!.hidden = pages.length < 3;
+    if (pages.length === 1) document.title = `vmmkit: ${pages[0].data.title}`;
+    state.drawn++;
+  };
+
+  const onMessage = (m: FromWorker) => {
+    if (m.kind === 'progress') {
+      const what = m.phase === 'reading' ? 'reading' : m.phase === 'replaying' ? 'replaying' : 'advising';
+      status.textContent = `${what} ${m.file}: ${(m.fraction * 100).toFixed(0)}%`;
+      return;
+    }
+    if (m.kind === 'failed') {
+      state.error = m.message;
+      status.textContent = m.file === null ? m.message : `${m.file}: ${m.message}`;
+      status.classList.add('error');
+      return;
+    }
+    if (m.kind === 'refused') {
+      if (m.id !== settingsId) return;
+      state.error = m.message;
+      showFieldError(m.field, m.message);
+      status.textContent = '';
+      return;
+    }
+    if (m.kind === 'answered' && m.id !== settingsId) return;
+    clearFieldErrors();
+    state.error = null;
+    state.engineMs = m.ms;
+    status.classList.remove('error');
+    status.textContent = `answered in ${(m.ms / 1000).toFixed(2)} s, in this page`;
+    settingsForm.hidden = false;
+    draw(m.pages);
+  };
+
+  const engine = (): Worker => {
+    if (worker === undefined) {
+      worker = new EngineWorker();
+      worker.onmessage = (e: MessageEvent<FromWorker>) => onMessage(e.data);
+      worker.onerror = (e) => {
+        state.error = e.message;
+        status.textContent = `the engine stopped: ${e.message}`;
+        status.classList.add('error');
+      };
+    }
+    return worker;
+  };
+
+  const load = (files: readonly (File | ServedFile)[]) => {
+    if (files.length === 0) return;
+    status.classList.remove('error');
+    status.textContent = `reading ${files.map((f) => f.name).join(', ')}`;
+    engine().postMessage({ kind: 'load', files } satisfies ToWorker);
+  };
+
+  input.addEventListener('change', () => load(Array.from(input.files ?? [])));
+  drop.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    drop.classList.add('over');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('over');
+    load(Array.from(e.dataTransfer?.files ?? []));
+  });
+  // Dropped anywhere else, a file would replace the page: it goes to the drop zone's handler instead.
+  window.addEventListener('dragover', (e) => e.preventDefault());
+  window.addEventListener('drop', (e) => {
+    e.preventDefault();
+    load(Array.from(e.dataTransfer?.files ?? []));
+  });
+
+  settingsForm.addEventListener('submit', (e) => e.preventDefault());
+  settingsForm.addEventListener('input', () => {
+    // Answered as the user types: the newest settings a quarter second after the last key.
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      settingsId++;
+      const settings: PageSettings = {
+        allocConf: (document.getElementById('alloc-conf') as HTMLInputElement).value,
+        memoryLimit: (document.getElementById('memory-limit') as HTMLInputElement).value,
+        device: (document.getElementById('device') as HTMLInputElement).value,
+      };
+      status.textContent = 'answering under these settings...';
+      engine().postMessage({ kind: 'settings', id: settingsId, settings } satisfies ToWorker);
+    }, 250);
+  });
+
+  const embedded = jsonOf<ReportData>('vmmkit-data');
+  if (embedded !== undefined) {
+    draw([{ name: embedded.title, data: embedded }]);
+    status.textContent = 'Drop the snapshot here to try other settings in this page.';
+  }
+  const served = jsonOf<ServedFile[]>('vmmkit-files');
+  // Absolute URLs: the worker runs from a blob URL, against which a relative one means nothing.
+  if (served !== undefined && served.length > 0)
+    load(served.map((f) => ({ ...f, url: new URL(f.url, location.href).href })));
+}
+
+function showFieldError(field: keyof PageSettings, message: string): void {
+  clearFieldErrors();
+  const id = field === 'allocConf' ? 'alloc-conf' : field === 'memoryLimit' ? 'memory-limit' : 'device';
+  document.getElementById(`${id}-error`)!.textContent = message;
+  document.getElementById(id)!.setAttribute('aria-invalid', 'true');
+}
+
+function clearFieldErrors(): void {
+  for (const id of ['alloc-conf', 'memory-limit', 'device']) {
+    document.getElementById(`${id}-error`)!.textContent = '';
+    document.getElementById(id)!.removeAttribute('aria-invalid');
+  }
+}
+
+/** One snapshot's answer, summary, charts per device and the address space at each peak. */
+function renderSnapshot(root: HTMLElement, page: SnapshotPage, named: boolean): PageChart[] {
+  const data = page.data;
+  if (named) root.append(el('h2', { class: 'snapshot-name' }, page.name));
+  root.append(renderAnswer(data.answer));
+  root.append(el('section', { class: 'panel peak-panel', 'data-mount': 'peak' }));
+  const t = data.trace;
+  root.append(
+    el(
+      'p',
+      { class: 'meta' },
+      `${t.events.toLocaleString('en-US')} events, ${t.allocs.toLocaleString('en-US')} allocations over ${(t.durationUs / 1e6).toFixed(1)} s; peak requested ${fmtBytes(t.peakRequestedBytes)}${t.startedMidRun ? '; the trace started mid-run (blocks live before it were allocated first)' : ''}. Driver time: ${data.costs === null ? 'not estimated (no cost table)' : `estimated from ${data.costs}`}.`,
+    ),
+  );
+  const rows = el('tbody');
+  for (const a of data.allocators) {
+    rows.append(
+      el(
+        'tr',
+        { 'data-allocator': a.name },
+        el(
+          'td',
+          {},
+          el('span', { class: 'swatch', style: `background:${a.color}` }),
+          a.name,
+          a.error === null ? '' : ' (failed)',
+        ),
+        el('td', {}, fmtBytes(t.peakRequestedBytes)),
+        el(
+          'td',
+          { class: 'peak-reserved', 'data-bytes': a.peakReservedBytes },
+          fmtBytes(a.peakReservedBytes),
+        ),
+        el('td', {}, a.ratio === null ? '-' : a.ratio.toFixed(3)),
+        el('td', {}, fmtBytes(a.peakAllocatedBytes)),
+        el('td', {}, a.utilization === null ? '-' : a.utilization.toFixed(3)),
+        el('td', {}, a.driverCalls.toLocaleString('en-US')),
+        el('td', {}, a.driverTimeUs === null ? '-' : micros(a.driverTimeUs)),
+        el('td', {}, String(a.ooms)),
+      ),
+    );
+  }
+  const head = [
+    'allocator',
+    'peak requested',
+    'peak reserved',
+    'reserved / requested',
+    'peak allocated',
+    'utilization',
+    'driver calls',
+    'driver time',
+    'OOMs',
+  ];
+  root.append(
+    el(
+      'table',
+      { class: 'summary' },
+      el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+      rows,
+    ),
+  );
+  const charts: PageChart[] = [];
+  for (const d of data.devices) {
+    const section = el(
+      'section',
+      { class: 'device', id: `device-${d.device}`, 'data-device': d.device },
+      el('h2', {}, `Device ${d.device}: ${d.events.toLocaleString('en-US')} events`),
+      el(
+        'p',
+        { class: 'hint' },
+        `Drag across a chart to zoom into a time range, use the wheel to zoom around the cursor, double-click to zoom out. The three charts share one time axis. Each point pair is the least and greatest value of ${d.bucketWidth.toLocaleString('en-US')} event${d.bucketWidth > 1 ? 's' : ''}, so no peak is lost.`,
+      ),
+      el('div', { class: 'chart chart-memory' }),
+      el('div', { class: 'chart chart-fragmentation' }),
+      el('div', { class: 'chart chart-calls' }),
+      el('h3', {}, "Address space at each allocator's peak of reserved bytes"),
+      el(
+        'p',
+        { class: 'hint' },
+        'Reservations end to end in address order, wrapped into rows (a black tick starts each). Long unmapped runs are drawn shortened; hover for sizes.',
+      ),
+    );
+    if (d.maps.length === 0)
+      section.append(el('p', { class: 'hint' }, 'No map: the run failed before its peak.'));
+    for (const m of d.maps) {
+      section.append(
+        el('div', { class: 'map', 'data-allocator': data.allocators[m.allocator].name }, svgOf(m.svg)),
+      );
+    }
+    root.append(section);
+    charts.push(...drawDeviceCharts(data, d, section));
+  }
+  return charts;
+}
+
+function micros(us: number): string {
+  return us >= 1e6 ? `${(us / 1e6).toFixed(2)} s` : `${(us / 1000).toFixed(1)} ms`;
+}
+
+start();

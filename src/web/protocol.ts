@@ -1,0 +1,57 @@
+/**
+ * What the page and its engine worker say to each other. The page sends
+ * files and settings; the worker answers with progress, the page's data
+ * (report-data.ts's shape, the same `vmmkit report` embeds) or one line
+ * saying what is wrong.
+ */
+import type { ReportData } from '../report/report-data.js';
+
+/** The settings box, as typed (empty: not given). */
+export interface PageSettings {
+  /** A PYTORCH_CUDA_ALLOC_CONF string, pasted as people paste it. */
+  readonly allocConf: string;
+  /** A size (14GiB) or a fraction of the device (0.8). */
+  readonly memoryLimit: string;
+  /** A device name (H100, H200, ...) or its memory (80GiB), for a fraction. */
+  readonly device: string;
+}
+
+/** A snapshot the `vmmkit open` server offers: its name, size and absolute URL on the loopback server. */
+export interface ServedFile {
+  readonly name: string;
+  readonly size: number;
+  readonly url: string;
+}
+
+export type ToWorker =
+  | { readonly kind: 'load'; readonly files: readonly (File | ServedFile)[] }
+  | { readonly kind: 'settings'; readonly id: number; readonly settings: PageSettings };
+
+/** One snapshot's answer. */
+export interface SnapshotPage {
+  readonly name: string;
+  readonly data: ReportData;
+}
+
+export type FromWorker =
+  | {
+      readonly kind: 'progress';
+      readonly file: string;
+      readonly phase: 'reading' | 'replaying' | 'advising';
+      readonly fraction: number;
+    }
+  | { readonly kind: 'loaded'; readonly pages: readonly SnapshotPage[]; readonly ms: number }
+  | {
+      readonly kind: 'answered';
+      readonly id: number;
+      readonly pages: readonly SnapshotPage[];
+      readonly ms: number;
+    }
+  /** A setting the engine refuses: which field, and the message (PyTorch's own for a configuration string). */
+  | {
+      readonly kind: 'refused';
+      readonly id: number;
+      readonly field: keyof PageSettings;
+      readonly message: string;
+    }
+  | { readonly kind: 'failed'; readonly file: string | null; readonly message: string };

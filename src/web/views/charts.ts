@@ -1,0 +1,327 @@
+/**
+ * Per device, three uPlot charts on one time axis (the trace's time_us, or
+ * its events when it has no times): memory (requested, each allocator's
+ * reserved and allocated), the cached share of reserved memory, and driver
+ * calls. They share cursor and zoom: drag to zoom into a time range, the
+ * wheel to zoom around the cursor, a double click to zoom out. The tooltip
+ * shows each series' greatest value among the points drawn within a pixel
+ * of the cursor (and its least, where they differ), so hovering over a
+ * peak reads it exactly (Note [Min-max buckets]).
+ */
+import uPlot from 'uplot';
+import type { ReportData, ReportDevice } from '../../report/report-data.js';
+
+const GiB = 1073741824;
+const MiB = 1048576;
+const KiB = 1024;
+
+export function fmtBytes(n: number): string {
+  const a = Math.abs(n);
+  if (a >= GiB) return `${(n / GiB).toFixed(2)} GiB`;
+  if (a >= MiB) return `${(n / MiB).toFixed(1)} MiB`;
+  if (a >= KiB) return `${(n / KiB).toFixed(0)} KiB`;
+  return `${n} B`;
+}
+
+function fmtX(dev: ReportDevice, v: number): string {
+  return dev.xUnit === 'seconds' ? `${v.toFixed(3)} s` : `event ${Math.round(v).toLocaleString('en-US')}`;
+}
+
+export interface PageChart {
+  readonly kind: 'memory' | 'fragmentation' | 'calls';
+  readonly device: number;
+  readonly chart: uPlot;
+}
+
+const NICE: number[] = [];
+for (let p = -3; p <= 6; p++) for (const m of [1, 2, 2.5, 5]) NICE.push(m * 10 ** p);
+
+export function chartWidth(): number {
+  return Math.max(480, Math.min(1400, document.documentElement.clientWidth - 48));
+}
+
+type Format = (v: number) => string;
+
+function tooltipPlugin(dev: ReportDevice, kind: PageChart['kind'], format: Format): uPlot.Plugin {
+  let tip: HTMLDivElement;
+  return {
+    hooks: {
+      init: (u) => {
+        tip = document.createElement('div');
+        tip.className = 'tooltip';
+        tip.dataset.chart = kind;
+        tip.style.display = 'none';
+        u.over.appendChild(tip);
+      },
+      setCursor: (u) => {
+        const idx = u.cursor.idx;
+        if (idx === null || idx === undefined || (u.cursor.left ?? -1) < 0) {
+          tip.style.display = 'none';
+          return;
+        }
+        const left = u.cursor.left ?? 0;
+        // Every point drawn within a pixel of the cursor counts (a pixel may hold many buckets, and events
+        // may share a time), and both points of each bucket: what is under the cursor is what it reads.
+        const xs = u.data[0] as number[];
+        let lo = idx;
+        let hi = idx;
+        const xl = Math.min(xs[idx], u.posToVal(left - 1, 'x'));
+        const xr = Math.max(xs[idx], u.posToVal(left + 1, 'x'));
+        while (lo > 0 && xs[lo - 1] >= xl) lo--;
+        while (hi < xs.length - 1 && xs[hi + 1] <= xr) hi++;
+        lo &= ~1;
+        hi |= 1;
+        const first = (lo >> 1) * dev.bucketWidth;
+        const last = Math.min(dev.events - 1, ((hi >> 1) + 1) * dev.bucketWidth - 1);
+        tip.replaceChildren();
+        const head = document.createElement('div');
+        head.className = 'tip-x';
+        const events = document.createElement('span');
+        events.className = 'tip-events';
+        events.textContent = ` (event${last > first ? `s ${first.toLocaleString('en-US')}\u2013${last.toLocaleString('en-US')}` : ` ${first.toLocaleString('en-US')}`})`;
+        head.append(fmtX(dev, xs[idx]), events);
+        tip.append(head);
+        for (let s = 1; s < u.series.length; s++) {
+          const series = u.series[s];
+          if (!series.show) continue;
+          const ys = u.data[s] as number[];
+          let top = Number.NEGATIVE_INFINITY;
+          let bottom = Number.POSITIVE_INFINITY;
+          for (let k = lo; k <= hi; k++) {
+            if (ys[k] > top) top = ys[k];
+            if (ys[k] < bottom) bottom = ys[k];
+          }
+          // Calls are counts per bucket: the buckets at this time add up.
+          if (kind === 'calls') {
+            top = 0;
+            for (let k = lo; k <= hi; k += 2) top += ys[k];
+          }
+          const label = String(series.label);
+          const row = document.createElement('div');
+          row.className = 'tip-row';
+          row.dataset.series = label;
+          row.dataset.value = String(top);
+          const swatch = document.createElement('span');
+          swatch.className = 'swatch';
+          swatch.style.background = String((series as { _stroke?: unknown })._stroke ?? series.stroke);
+          const value = document.createElement('b');
+          value.textContent = format(top);
+          row.append(swatch, `${label}: `, value);
+          if (bottom !== top && kind !== 'calls') {
+            const low = document.createElement('span');
+            low.className = 'tip-lo';
+            low.textContent = ` (low ${format(bottom)})`;
+            row.append(low);
+          }
+          tip.append(row);
+        }
+        tip.style.display = 'block';
+        let x = left + 14;
+        const y = Math.max(0, (u.cursor.top ?? 0) - 10);
+        if (x + tip.offsetWidth > u.over.clientWidth) x = left - tip.offsetWidth - 14;
+        tip.style.left = `${x}px`;
+        tip.style.top = `${y}px`;
+      },
+    },
+  };
+}
+
+function wheelZoomPlugin(): uPlot.Plugin {
+  return {
+    hooks: {
+      ready: (u) => {
+        u.over.addEventListener(
+          'wheel',
+          (e) => {
+            e.preventDefault();
+            const xs = u.data[0] as number[];
+            const lo0 = xs[0];
+            const hi0 = xs[xs.length - 1];
+            const min = u.scales.x.min ?? lo0;
+            const max = u.scales.x.max ?? hi0;
+            const at = u.posToVal(e.offsetX, 'x');
+            const f = e.deltaY < 0 ? 0.75 : 1 / 0.75;
+            const nmin = Math.max(lo0, at - (at - min) * f);
+            const nmax = Math.min(hi0, at + (max - at) * f);
+            if (nmax - nmin <= 0) return;
+            u.setScale('x', { min: nmin, max: nmax });
+          },
+          { passive: false },
+        );
+      },
+    },
+  };
+}
+
+function peakPlugin(data: ReportData, dev: ReportDevice): uPlot.Plugin {
+  return {
+    hooks: {
+      draw: (u) => {
+        const ctx = u.ctx;
+        const dpr = devicePixelRatio;
+        ctx.save();
+        ctx.font = `${Math.round(11 * dpr)}px system-ui, sans-serif`;
+        // Labels never overlap: each moves up until it clears the ones placed before it.
+        const placed: { x: number; y: number; w: number }[] = [];
+        const lh = 13 * dpr;
+        for (const s of dev.series) {
+          const a = data.allocators[s.allocator];
+          const x = u.valToPos(s.peakX, 'x', true);
+          const y = u.valToPos(s.peakReservedBytes, 'y', true);
+          if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+          ctx.fillStyle = a.color;
+          ctx.beginPath();
+          ctx.arc(x, y, 4 * dpr, 0, 2 * Math.PI);
+          ctx.fill();
+          const label = `peak ${fmtBytes(s.peakReservedBytes)}`;
+          const w = ctx.measureText(label).width;
+          let lx = x + 6 * dpr;
+          if (lx + w > u.bbox.left + u.bbox.width) lx = x - w - 6 * dpr;
+          let ly = y - 6 * dpr;
+          for (let moved = true; moved; ) {
+            moved = false;
+            for (const p of placed) {
+              if (lx < p.x + p.w && p.x < lx + w && ly > p.y - lh && ly - lh < p.y) {
+                ly = p.y - lh;
+                moved = true;
+              }
+            }
+          }
+          placed.push({ x: lx, y: ly, w });
+          ctx.fillText(label, lx, ly);
+        }
+        ctx.restore();
+      },
+    },
+  };
+}
+
+function syncZoom(group: uPlot[]): (u: uPlot, key: string) => void {
+  let busy = false;
+  return (u, key) => {
+    if (key !== 'x' || busy) return;
+    busy = true;
+    for (const o of group) {
+      if (o !== u && (o.scales.x.min !== u.scales.x.min || o.scales.x.max !== u.scales.x.max))
+        o.setScale('x', { min: u.scales.x.min ?? 0, max: u.scales.x.max ?? 0 });
+    }
+    busy = false;
+  };
+}
+
+/** Draw a device's three charts into `root` (which holds .chart-memory, .chart-fragmentation, .chart-calls). */
+export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTMLElement): PageChart[] {
+  const out: PageChart[] = [];
+  const group: uPlot[] = [];
+  const steps = uPlot.paths.stepped?.({ align: 1 });
+  const peak = Math.max(...dev.series.map((s) => s.peakReservedBytes), dev.peakRequestedBytes, 1);
+  const unit: [string, number] = peak >= GiB ? ['GiB', GiB] : ['MiB', MiB];
+  const xLabel = dev.xUnit === 'seconds' ? 'trace time (s)' : 'trace event';
+  const key = `device-${dev.device}-${Math.random().toString(36).slice(2)}`;
+  const make = (
+    kind: PageChart['kind'],
+    title: string,
+    yLabel: string,
+    yValue: (v: number) => string | number,
+    series: uPlot.Series[],
+    ys: number[][],
+    format: Format,
+    plugins: uPlot.Plugin[],
+    yRange: uPlot.Scale.Range,
+    yIncrs?: number[],
+  ) => {
+    // Memory holds between events: every line is drawn as steps.
+    for (const s of series) s.paths = steps;
+    const target = root.querySelector<HTMLElement>(`.chart-${kind}`)!;
+    const opts: uPlot.Options = {
+      title,
+      width: chartWidth(),
+      height: kind === 'memory' ? 360 : 220,
+      scales: { x: { time: false }, y: { range: yRange } },
+      axes: [
+        {
+          label: xLabel,
+          labelSize: 28,
+          size: 44,
+          values: (_u, vals) => {
+            // As many decimals as the tick spacing needs, so close ticks never read the same.
+            const step = vals.length > 1 ? Math.abs(vals[1] - vals[0]) : 1;
+            let digits = 0;
+            while (digits < 9 && Math.abs(Math.round(step * 10 ** digits) - step * 10 ** digits) > 1e-6)
+              digits++;
+            return vals.map((v) =>
+              dev.xUnit === 'seconds' ? v.toFixed(digits) : Math.round(v).toLocaleString('en-US'),
+            );
+          },
+        },
+        { label: yLabel, labelSize: 28, size: 70, incrs: yIncrs, values: (_u, vals) => vals.map(yValue) },
+      ],
+      series: [{ label: xLabel, value: (_u, v) => (v === null ? '' : fmtX(dev, v)) }, ...series],
+      cursor: {
+        y: false,
+        drag: { x: true, y: false, setScale: true },
+        sync: { key },
+        points: { show: false },
+      },
+      legend: { show: true, live: false },
+      plugins: [tooltipPlugin(dev, kind, format), wheelZoomPlugin(), ...plugins],
+      hooks: { setScale: [syncZoom(group)] },
+    };
+    const u = new uPlot(opts, [dev.x, ...ys] as uPlot.AlignedData, target);
+    group.push(u);
+    out.push({ kind, device: dev.device, chart: u });
+  };
+  const memSeries: uPlot.Series[] = [{ label: 'requested', stroke: '#444', width: 1.5 }];
+  const memYs = [dev.series[0].requested];
+  for (const s of dev.series) {
+    const a = data.allocators[s.allocator];
+    memSeries.push({ label: `${a.name} reserved`, stroke: a.color, width: 2 });
+    memYs.push(s.reserved);
+  }
+  for (const s of dev.series) {
+    const a = data.allocators[s.allocator];
+    memSeries.push({ label: `${a.name} allocated`, stroke: a.color, width: 1, dash: [5, 4] });
+    memYs.push(s.allocated);
+  }
+  make(
+    'memory',
+    'Memory over time: requested, reserved (solid) and allocated (dashed) bytes',
+    `memory (${unit[0]})`,
+    (v) => +(v / unit[1]).toFixed(2),
+    memSeries,
+    memYs,
+    fmtBytes,
+    [peakPlugin(data, dev)],
+    (_u, _min, max) => [0, Math.max(max, 1) * 1.08],
+    NICE.map((m) => m * unit[1]),
+  );
+  make(
+    'fragmentation',
+    'Cached: share of reserved bytes no live block holds (1 \u2212 allocated / reserved); cached memory is reusable, not lost',
+    'cached (%)',
+    (v) => +(v * 100).toFixed(1),
+    dev.series.map((s) => {
+      const a = data.allocators[s.allocator];
+      return { label: a.name, stroke: a.color, width: 1.5 };
+    }),
+    dev.series.map((s) => s.fragmentation),
+    (v) => `${(v * 100).toFixed(1)}%`,
+    [],
+    () => [0, 1],
+  );
+  make(
+    'calls',
+    `Driver calls per ${dev.bucketWidth.toLocaleString('en-US')} event${dev.bucketWidth > 1 ? 's' : ''}`,
+    'driver calls',
+    (v) => v.toLocaleString('en-US'),
+    dev.series.map((s) => {
+      const a = data.allocators[s.allocator];
+      return { label: a.name, stroke: a.color, width: 1.5, fill: `${a.color}22` };
+    }),
+    dev.series.map((s) => s.calls),
+    (v) => `${v.toLocaleString('en-US')} calls`,
+    [],
+    (_u, _min, max) => [0, Math.max(max, 1) * 1.1],
+  );
+  return out;
+}
