@@ -44,7 +44,10 @@ function percent(part: number, whole: number): string {
 /** A bar of the share, drawn by width only (no string from the data reaches the style). */
 function bar(part: number, whole: number): HTMLElement {
   const width = whole > 0 ? Math.max(0, Math.min(100, (100 * part) / whole)) : 0;
-  return el('span', { class: 'share-bar', style: `display:inline-block;height:0.8em;background:#4a7;width:${width.toFixed(1)}%` });
+  return el('span', {
+    class: 'share-bar',
+    style: `display:inline-block;height:0.8em;background:#4a7;width:${width.toFixed(1)}%`,
+  });
 }
 
 /** The slack's causes as rows; `every` keeps the row of blocks outside segments even at 0, so two tables align. */
@@ -54,7 +57,8 @@ export function slackRows(s: Slack, every = false): (string | { text: string; by
     ['free pieces in segments that hold live blocks', bytesCell(s.freeInSegmentsBytes)],
     ['cached segments with no live block', bytesCell(s.cachedSegmentsBytes)],
   ];
-  if (every || s.unexplainedBytes !== 0) rows.push(['live blocks outside any segment shown', bytesCell(s.unexplainedBytes)]);
+  if (every || s.unexplainedBytes !== 0)
+    rows.push(['live blocks outside any segment shown', bytesCell(s.unexplainedBytes)]);
   rows.push(['all slack', bytesCell(s.totalBytes)]);
   return rows;
 }
@@ -119,7 +123,11 @@ export function renderPeak(root: HTMLElement, data: PeakBreakdown): void {
       el(
         'table',
         { class: 'peak-categories' },
-        el('thead', {}, el('tr', {}, el('th', {}, 'category'), el('th', {}, 'bytes'), el('th', {}, 'share'), el('th', {}))),
+        el(
+          'thead',
+          {},
+          el('tr', {}, el('th', {}, 'category'), el('th', {}, 'bytes'), el('th', {}, 'share'), el('th', {})),
+        ),
         el('tbody', {}, ...rows),
       ),
     );
@@ -138,8 +146,16 @@ export function renderPeak(root: HTMLElement, data: PeakBreakdown): void {
             el(
               'details',
               {},
-              el('summary', {}, `${formatBytes(s.bytes)} in ${s.blocks} block(s), ${s.category}: ${s.summary}`),
-              el('pre', { class: 'frames' }, s.frames.length > 0 ? s.frames.join('\n') : '(no stack recorded)'),
+              el(
+                'summary',
+                {},
+                `${formatBytes(s.bytes)} in ${s.blocks} block(s), ${s.category}: ${s.summary}`,
+              ),
+              el(
+                'pre',
+                { class: 'frames' },
+                s.frames.length > 0 ? s.frames.join('\n') : '(no stack recorded)',
+              ),
             ),
           ),
         );
