@@ -31,6 +31,11 @@ const LIMIT_OPTIONS = {
     value: 'SIZE',
     help: "the device's memory, for a device not in the list (80GiB); overrides --device's",
   },
+  vendor: {
+    type: 'string',
+    value: 'cuda|rocm|npu',
+    help: "the machine that made the snapshot, over the guess from its frames, settings and streams (npu: torch_npu's allocator and PYTORCH_NPU_ALLOC_CONF)",
+  },
 } as const;
 
 const ALLOC_CONF = {
@@ -180,6 +185,7 @@ export const ADVISE_SPEC = {
     json: JSON_OPTION,
     device: LIMIT_OPTIONS.device,
     'device-memory': LIMIT_OPTIONS['device-memory'],
+    vendor: LIMIT_OPTIONS.vendor,
   },
   examples: [`vmmkit advise ${TRACE} --device H100 --memory-limit 0.9`],
   exitCodes:
@@ -205,6 +211,20 @@ export const COMPARE_SPEC = {
   ],
   exitCodes:
     'exit codes: 0 compared; 1 bad input (one line); 2 a usage mistake, or not two files (one line and the usage)',
+} as const satisfies CommandSpec;
+
+export const OPEN_SPEC = {
+  name: 'open',
+  summary:
+    'The page in a browser: served on 127.0.0.1 with the snapshots named (or none: drop them on it), each read, replayed and advised on in the page; nothing leaves this machine.',
+  operand: { usage: '[<snapshot.pickle[.gz]>]', what: 'snapshot file', count: 'one-or-more' },
+  options: {
+    port: { type: 'string', value: 'N', help: 'the port on 127.0.0.1 (default 0: any free one)' },
+    'no-browser': { type: 'boolean', help: 'print the URL and open no browser' },
+  },
+  examples: [`vmmkit open ${TRACE}`],
+  exitCodes:
+    'exit codes: 0 served until stopped (Ctrl-C); 1 bad input, a port in use or the page not built (one line); 2 a usage mistake (one line and the usage)',
 } as const satisfies CommandSpec;
 
 export const REPORT_SPEC = {

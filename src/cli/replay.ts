@@ -49,6 +49,13 @@ import {
 import { answerWhatIf, type WhatIfAnswer } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
+import {
+  allocConfName,
+  type VendorGuess,
+  vendorGuessOf,
+  vendorLines,
+  withVendor,
+} from '../replay/read/vendor.js';
 import { formatBytes } from '../util/format.js';
 import { parseCommand, UsageError, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
@@ -89,13 +96,14 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     throw new UsageError(`unknown backend '${backend}' (sim or cuda)`);
   const costsPath = values.costs;
   const exportDir = values.export;
-  const { allocators, allocConf, memoryLimit, device } = whatIfOf(values, options.registry);
+  const { allocators, allocConf, memoryLimit, device, vendor } = whatIfOf(values, options.registry);
 
   if (exportDir !== undefined) checkWritableFolder(exportDir);
   const costs = findCosts(costsPath, options.defaultCosts);
   if (costs === undefined && !json)
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
-  const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
+  const snapshot = withVendor(await loadSnapshotFile(args[0], { onProgress: loadProgress(io) }), vendor);
+  const guess = vendorGuessOf(snapshot);
   const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
   const answer = answerWhatIf(snapshot, {
@@ -117,8 +125,8 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(result.plan.devices[d.device], d)))
     : undefined;
   // The answer first (its first line says whether the recording was reproduced), the notes after it.
-  if (json) io.out(JSON.stringify(toJson(answer, costs, fidelityReports)));
-  else for (const line of table(answer, costs, fidelityReports)) io.out(line);
+  if (json) io.out(JSON.stringify(toJson(answer, costs, fidelityReports, guess)));
+  else for (const line of table(answer, costs, fidelityReports, guess)) io.out(line);
   const confProblem = allocConf === undefined ? recordedConfProblem(snapshot.allocatorSettings) : undefined;
   if (confProblem !== undefined) io.err(`note: ${confProblem}`);
   if (snapshot.form === 'segment-list')
@@ -201,12 +209,15 @@ function toJson(
   answer: WhatIfAnswer,
   costs: CostTable | undefined,
   fidelity: FidelityReport[][] | undefined,
+  guess: VendorGuess,
 ): unknown {
   const r = answer.result;
   const p = r.plan;
   const c = (f: (d: (typeof p.devices)[number]['counts']) => number) =>
     p.devices.reduce((s, d) => s + f(d.counts), 0);
   return {
+    vendor: guess.vendor,
+    vendorEvidence: guess.evidence,
     trace: {
       events: p.events,
       allocs: p.allocs,
@@ -317,15 +328,17 @@ function table(
   answer: WhatIfAnswer,
   costs: CostTable | undefined,
   fidelity: FidelityReport[][] | undefined,
+  guess: VendorGuess,
 ): string[] {
   const r = answer.result;
   const p = r.plan;
   const lines = [
     ...asRecordedLines(answer.asRecorded),
+    ...vendorLines(guess),
     ...capLines(answer.cap, answer.asRecorded),
     `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r.plan)} device(s) over ${(p.durationUs / 1e6).toFixed(1)} s; peak requested ${bytes(p.peakRequestedBytes)}`,
   ];
-  if (r.allocConf !== undefined) lines.push(`settings: PYTORCH_CUDA_ALLOC_CONF=${r.allocConf}`);
+  if (r.allocConf !== undefined) lines.push(`settings: ${allocConfName(guess.vendor)}=${r.allocConf}`);
   if (costs !== undefined)
     lines.push(`driver costs: ${costs.info.source}${costs.info.gpu ? ` (${costs.info.gpu})` : ''}`);
   const head = [

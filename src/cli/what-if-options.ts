@@ -5,6 +5,7 @@
  * UsageError: one line that names the forms that work, exit 2.
  */
 import { AllocConfError, allocConfFromPaste, parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
+import { parseNpuAllocConf } from '../alloc/pytorch/npu-alloc-conf.js';
 import type { DeviceSpec } from '../compose/create-runtime.js';
 import {
   ALLOCATOR_REGISTRY,
@@ -14,6 +15,7 @@ import {
   selectAllocators,
   UnknownAllocatorError,
 } from '../replay/engine/allocators.js';
+import { parseVendor, type SnapshotVendor } from '../replay/read/vendor.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { DEVICE_NAMES, type DeviceMemorySpec, deviceOfMemory, findDevice } from '../util/device-specs.js';
 import { MemoryLimitError, UnknownDeviceError } from '../util/errors.js';
@@ -28,6 +30,8 @@ export interface WhatIfArguments {
   readonly memoryLimit?: string;
   readonly device?: string;
   readonly deviceMemory?: string;
+  /** --vendor: cuda, rocm or npu (absent: guessed from the snapshot, Note [Snapshot vendor]). */
+  readonly vendor?: string;
 }
 
 /** What they mean. */
@@ -38,6 +42,8 @@ export interface WhatIf {
   readonly memoryLimit: number | undefined;
   /** The device to simulate (its memory is the physical cap where no limit applies); undefined: the default. */
   readonly device: (DeviceSpec & { readonly key: string }) | undefined;
+  /** The vendor --vendor names; undefined: the snapshot's own guess. */
+  readonly vendor: SnapshotVendor | undefined;
 }
 
 const DEVICE_FORMS = `--device ${DEVICE_NAMES.join('|')} or --device-memory SIZE (80GiB)`;
@@ -50,6 +56,7 @@ export function whatIfOf(
     readonly 'memory-limit'?: string;
     readonly device?: string;
     readonly 'device-memory'?: string;
+    readonly vendor?: string;
   },
   registry?: AllocatorRegistry,
 ): WhatIf {
@@ -60,6 +67,7 @@ export function whatIfOf(
       memoryLimit: values['memory-limit'],
       device: values.device,
       deviceMemory: values['device-memory'],
+      vendor: values.vendor,
     },
     registry,
   );
@@ -84,13 +92,10 @@ export function readWhatIf(args: WhatIfArguments, registry: AllocatorRegistry = 
     throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
   }
   if (allocators.length === 0) throw new CommandError('no allocators are registered');
-  if (allocConf !== undefined) {
-    try {
-      parseAllocConf(allocConf);
-    } catch (e) {
-      throw e instanceof AllocConfError ? new UsageError(`--alloc-conf: ${e.message}`) : e;
-    }
-  }
+  const vendor = args.vendor === undefined ? undefined : parseVendor(args.vendor);
+  if (args.vendor !== undefined && vendor === undefined)
+    throw new UsageError(`--vendor: '${args.vendor}' is not cuda, rocm or npu`);
+  if (allocConf !== undefined) checkAllocConf(args.allocConf ?? '', allocConf, vendor);
   const device = readDevice(args.device, args.deviceMemory);
   let memoryLimit: number | undefined;
   if (args.memoryLimit !== undefined) {
@@ -105,7 +110,38 @@ export function readWhatIf(args: WhatIfArguments, registry: AllocatorRegistry = 
       throw e;
     }
   }
-  return { allocators, allocConf, memoryLimit, device };
+  return { allocators, allocConf, memoryLimit, device, vendor };
+}
+
+/**
+ * The configuration string checked as its reader checks it: torch_npu's
+ * (parseNpuAllocConf) for --vendor npu or a PYTORCH_NPU_ALLOC_CONF= paste,
+ * PyTorch's for --vendor cuda or rocm; with neither said, the snapshot's
+ * vendor is not known yet, so a string either reads is let through and the
+ * replay reads it as its snapshot's vendor does.
+ */
+function checkAllocConf(pasted: string, allocConf: string, vendor: SnapshotVendor | undefined): void {
+  const npu = vendor === 'npu' || (vendor === undefined && /PYTORCH_NPU_ALLOC_CONF/.test(pasted));
+  try {
+    if (npu) parseNpuAllocConf(allocConf);
+    else parseAllocConf(allocConf);
+  } catch (e) {
+    if (!(e instanceof AllocConfError)) throw e;
+    if (vendor === undefined && !npu && readsAsNpu(allocConf)) return;
+    // A key only torch_npu knows, refused by both: torch_npu's words say why.
+    if (!npu && /\b(base_addr_aligned_kb|page_size)\b/.test(allocConf))
+      checkAllocConf(pasted, allocConf, 'npu');
+    throw new UsageError(`--alloc-conf: ${e.message}`);
+  }
+}
+
+function readsAsNpu(allocConf: string): boolean {
+  try {
+    parseNpuAllocConf(allocConf);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -249,3 +249,35 @@ export function inSimulatedAddressSpace(snapshot: MemorySnapshot): MemorySnapsho
 function movable(action: number): boolean {
   return action !== Action.oom && action !== Action.snapshot;
 }
+
+/** What each vendor is called in an answer's first lines. */
+export const VENDOR_NAMES: Readonly<Record<SnapshotVendor, string>> = {
+  cuda: 'CUDA (PyTorch on an NVIDIA GPU)',
+  rocm: 'ROCm (PyTorch on an AMD GPU)',
+  npu: 'torch_npu (Ascend NPU; its NPUCachingAllocator, docs/npu-allocator.md)',
+};
+
+/** The snapshot as --vendor names it (undefined: left to the guess). */
+export function withVendor(snapshot: MemorySnapshot, vendor: SnapshotVendor | undefined): MemorySnapshot {
+  return vendor === undefined || snapshot.vendor === vendor ? snapshot : { ...snapshot, vendor };
+}
+
+/** The line that says which machine made the snapshot, and why. */
+export function vendorLine(guess: VendorGuess): string {
+  return `made on: ${VENDOR_NAMES[guess.vendor]}; ${guess.evidence.join('; ')}`;
+}
+
+/**
+ * The vendor line where it tells something: a snapshot from ROCm or
+ * torch_npu, or a vendor given with --vendor. A CUDA snapshot taken for CUDA
+ * for want of other evidence says so only in JSON (`vendor`,
+ * `vendorEvidence`), so CUDA answers read as before.
+ */
+export function vendorLines(guess: VendorGuess): string[] {
+  return guess.vendor === 'cuda' && guess.basis === 'default' ? [] : [vendorLine(guess)];
+}
+
+/** The configuration variable a vendor's users set. */
+export function allocConfName(vendor: SnapshotVendor): string {
+  return vendor === 'npu' ? 'PYTORCH_NPU_ALLOC_CONF' : 'PYTORCH_CUDA_ALLOC_CONF';
+}
