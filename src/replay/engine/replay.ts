@@ -269,6 +269,24 @@ const PROGRESS_EVERY = 1 << 16;
 
 /** Replay `snapshot` through each allocator in turn. */
 export function replay(snapshot: MemorySnapshot, input: ReplayInput = {}): ReplayResult {
+  const steps = replayInSlices(snapshot, input);
+  for (;;) {
+    const next = steps.next();
+    if (next.done === true) return next.value;
+  }
+}
+
+/**
+ * replay, a slice at a time: each step replays up to `slice` more trace
+ * events and yields, and the generator returns replay's result (advise runs
+ * its replays side by side, the most promising first: Note [Best first] in
+ * advise/pool.ts). With no slice it never yields.
+ */
+export function* replayInSlices(
+  snapshot: MemorySnapshot,
+  input: ReplayInput = {},
+  slice = Number.POSITIVE_INFINITY,
+): Generator<void, ReplayResult, void> {
   // Defaults, sizes and devices as people write them; a Promise or a path refused (Note [replay()'s arguments]).
   const options = replayOptions(snapshot, input);
   const plan =
@@ -287,7 +305,9 @@ export function replay(snapshot: MemorySnapshot, input: ReplayInput = {}): Repla
       throw new ReplayError(`the memory limit must be a positive whole number of bytes, not ${l}`);
   const total = plan.events * options.allocators.length;
   const progress = { done: 0, total, report: options.onProgress };
-  const allocators = options.allocators.map((f, i) => runOne(plan, f, i, settings, options, progress));
+  const allocators: AllocatorRun[] = [];
+  for (let i = 0; i < options.allocators.length; i++)
+    allocators.push(yield* runOne(plan, options.allocators[i], i, settings, options, progress, slice));
   options.onProgress?.(total, total);
   return { plan, allocators, settings, allocConf: options.allocConf, memoryLimit: limit };
 }
@@ -325,14 +345,15 @@ interface RunContext {
   readonly made: CachingAllocator[];
 }
 
-function runOne(
+function* runOne(
   plan: TracePlan,
   factory: AllocatorFactory,
   index: number,
   settings: PytorchAllocatorSettings,
   options: ReplayOptions,
   progress: Progress,
-): AllocatorRun {
+  slice: number,
+): Generator<void, AllocatorRun, void> {
   const backend = options.backend ?? 'sim';
   const warnings: string[] = [];
   const report = (message: string, error?: unknown) =>
@@ -363,7 +384,7 @@ function runOne(
           `the trace uses device ${d.device}, and this machine has ${runtime.devices.length} device(s)`,
         );
       }
-      const outcome = runDevice(run, d);
+      const outcome = yield* runDevice(run, d, slice);
       devices.push(outcome.result);
       if (outcome.error !== undefined) {
         error = outcome.error;
@@ -427,10 +448,11 @@ function message(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
-function runDevice(
+function* runDevice(
   run: RunContext,
   d: DevicePlan,
-): { result: DeviceRun; error: string | undefined; stoppedAtOom: boolean } {
+  slice: number,
+): Generator<void, { result: DeviceRun; error: string | undefined; stoppedAtOom: boolean }, void> {
   const { runtime, options, progress, meter } = run;
   const keep = options.keepEvents ?? true;
   const segmentEvents: ReplaySegmentEvent[] = [];
@@ -561,7 +583,12 @@ function runDevice(
     const emptyCache = d.emptyCacheBefore;
     let nextEmpty = emptyCache.length > 0 ? emptyCache[0] : -1;
     let e = 0;
+    let budget = slice;
     for (let i = 0; i < n && !stoppedAtOom; i++) {
+      if (--budget < 0) {
+        budget = slice - 1;
+        yield;
+      }
       cursor = i;
       if (i === nextEmpty) {
         allocator.emptyCache();
