@@ -8,6 +8,7 @@
  *   vmmkit replay     a PyTorch memory snapshot through exact models of its allocator (replay.ts)
  *   vmmkit advise     the PYTORCH_CUDA_ALLOC_CONF to run it with (advise.ts)
  *   vmmkit report     the replay as an HTML page with charts and maps (report.ts)
+ *   vmmkit open       the page in a browser, served on 127.0.0.1 (open.ts)
  *   vmmkit compare    two snapshots at their peaks, as recorded and under a setting (compare.ts)
  *
  * Each command is described once (command-specs.ts): its options with a
@@ -29,6 +30,7 @@ import {
   DEMO_SPEC,
   INSPECT_SPEC,
   MAP_SPEC,
+  OPEN_SPEC,
   REPLAY_SPEC,
   REPORT_SPEC,
   TRACE_SPEC,
@@ -37,6 +39,7 @@ import { compareCommand } from './compare.js';
 import { demoCommand } from './demos/demo.js';
 import { inspectCommand } from './inspect.js';
 import { mapCommand } from './map.js';
+import { openCommand } from './open.js';
 import { packageVersion } from './package-files.js';
 import { replayCommand } from './replay.js';
 import { reportCommand } from './report.js';
@@ -56,6 +59,7 @@ const COMMANDS: Readonly<Record<string, Command>> = Object.freeze({
   replay: { spec: REPLAY_SPEC, run: (io, argv) => replayCommand(io, argv) },
   advise: { spec: ADVISE_SPEC, run: adviseCommand },
   report: { spec: REPORT_SPEC, run: (io, argv) => reportCommand(io, argv) },
+  open: { spec: OPEN_SPEC, run: (io, argv) => openCommand(io, argv) },
   compare: { spec: COMPARE_SPEC, run: compareCommand },
   map: { spec: MAP_SPEC, run: mapCommand },
 });

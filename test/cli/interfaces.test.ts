@@ -165,6 +165,7 @@ const COMMANDS = [
   SPECS.REPLAY_SPEC,
   SPECS.ADVISE_SPEC,
   SPECS.REPORT_SPEC,
+  SPECS.OPEN_SPEC,
 ];
 
 describe('--help: every option on a line, an example, the exit codes', () => {
@@ -249,7 +250,7 @@ describe('one parser (Note [Reading options])', () => {
     const r = await cli(['frobnicate']);
     expect(r.code).toBe(2);
     expect(r.err).toEqual([
-      "vmmkit: unknown command 'frobnicate' (usage: vmmkit demo|trace|inspect|replay|advise|report|map ..., and vmmkit COMMAND --help)",
+      "vmmkit: unknown command 'frobnicate' (usage: vmmkit demo|trace|inspect|replay|advise|report|open|compare|map ..., and vmmkit COMMAND --help)",
     ]);
   });
 });
