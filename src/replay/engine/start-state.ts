@@ -132,6 +132,45 @@ export function rebuildStartState(
   options: StartStateOptions,
 ): DeviceStartState {
   const doubts = new Doubts();
+  const rules = sizeRules(snapshot, doubts);
+  const own = snapshot.segments.filter((s) => s.device === trace.device);
+  const native = rewindNative(
+    own.filter((s) => !s.isExpandable),
+    trace,
+    doubts,
+  );
+  const ranges = rewindExpandable(
+    own.filter((s) => s.isExpandable),
+    trace,
+    doubts,
+  );
+  const live = liveBlocks(trace, own, initial, rules.blockSize);
+  const expandable = groupExpandable(ranges, live, trace, options.deviceMemory, rules.blockSize, doubts);
+  const byAddress = segmentsByAddress(native, expandable);
+  const laid = layOut(byAddress, holdersOf(byAddress, live, doubts), doubts);
+  addSlack(byAddress, laid, trace, rules, doubts);
+  const { segments, reservedBytes } = startSegments(byAddress, laid);
+  doubtCollection(rules.settings, segments, doubts);
+  return {
+    device: trace.device,
+    segments,
+    exact: doubts.reasons.length === 0,
+    uncertainBytes: doubts.bytes,
+    reasons: doubts.lines(),
+    reservedBytes,
+  };
+}
+
+/** What sizes blocks at the start: the snapshot's settings (PyTorch's defaults when unreadable, a doubt). */
+interface SizeRules {
+  readonly settings: PytorchAllocatorSettings | undefined;
+  /** A request's block size (N2, roundup_power2_divisions; torch_npu's own on an NPU snapshot). */
+  readonly blockSize: (requested: number) => number;
+  readonly maxSplit: number;
+  readonly nonSplitRounding: number;
+}
+
+function sizeRules(snapshot: MemorySnapshot, doubts: Doubts): SizeRules {
   let settings: PytorchAllocatorSettings | undefined;
   try {
     settings = settingsOfSnapshot(snapshot);
@@ -146,22 +185,21 @@ export function rebuildStartState(
   // NPU2: torch_npu pads and rounds requests its own way.
   const blockSize = (n: number) =>
     settings?.npu === undefined ? roundSize(n, divisions, anyDivisions) : npuRoundSize(n);
-  const maxSplit = settings?.maxSplitSize ?? Number.POSITIVE_INFINITY;
-  const nonSplitRounding = settings?.maxNonSplitRoundingSize ?? LARGE_BUFFER;
+  return {
+    settings,
+    blockSize,
+    maxSplit: settings?.maxSplitSize ?? Number.POSITIVE_INFINITY,
+    nonSplitRounding: settings?.maxNonSplitRoundingSize ?? LARGE_BUFFER,
+  };
+}
 
-  const own = snapshot.segments.filter((s) => s.device === trace.device);
-  const native = rewindNative(
-    own.filter((s) => !s.isExpandable),
-    trace,
-    doubts,
-  );
-  const ranges = rewindExpandable(
-    own.filter((s) => s.isExpandable),
-    trace,
-    doubts,
-  );
-
-  // The live blocks, each with its size and where it came from.
+/** The live blocks, each with its size and where it came from: the recorded block's where the trace never touched it. */
+function liveBlocks(
+  trace: DeviceTrace,
+  own: readonly SnapshotSegment[],
+  initial: InitialBlocks,
+  blockSize: (requested: number) => number,
+): LiveBlock[] {
   const touched = new Set<number>();
   for (let i = 0; i < trace.length; i++) {
     const a = trace.action[i];
@@ -185,10 +223,18 @@ export function rebuildStartState(
       exactSize: end !== undefined,
     });
   }
+  return live;
+}
 
-  const expandable = groupExpandable(ranges, live, trace, options.deviceMemory, blockSize, doubts);
-  const segments: StartSegment[] = [];
-  const byAddress = [
+/** A segment at the start, before its blocks are laid. */
+type StartShape = Omit<StartSegment, 'blocks'>;
+
+/** Native and expandable segments together, by address; a native segment is one mapped range. */
+function segmentsByAddress(
+  native: readonly NativeSegment[],
+  expandable: readonly StartShape[],
+): StartShape[] {
+  return [
     ...native.map((n) => ({
       address: n.address,
       size: n.size,
@@ -199,8 +245,14 @@ export function rebuildStartState(
     })),
     ...expandable,
   ].sort((a, b) => a.address - b.address);
+}
 
-  // Each live block to the segment (and mapped range) holding it.
+/** Each live block to the segment (and mapped range) holding it; one in none is a doubt. */
+function holdersOf(
+  byAddress: readonly StartShape[],
+  live: readonly LiveBlock[],
+  doubts: Doubts,
+): { blocks: LiveBlock[][] }[] {
   const holders: { blocks: LiveBlock[][] }[] = byAddress.map((s) => ({ blocks: s.mapped.map(() => []) }));
   const flat: { start: number; end: number; seg: number; range: number }[] = [];
   for (let i = 0; i < byAddress.length; i++) {
@@ -218,9 +270,23 @@ export function rebuildStartState(
     }
     holders[f.seg].blocks[f.range].push(b);
   }
+  return holders;
+}
 
-  // Each range's live blocks in order, sized; a native large-pool block known by its request may own slack (N7).
-  const laid: { start: number; end: number; blocks: Placed[] }[][] = byAddress.map((s, i) =>
+/** One mapped range with its live blocks laid in address order. */
+interface LaidRange {
+  readonly start: number;
+  readonly end: number;
+  readonly blocks: Placed[];
+}
+
+/** Each range's live blocks in order, sized; an overlap is a doubt. */
+function layOut(
+  byAddress: readonly StartShape[],
+  holders: readonly { blocks: LiveBlock[][] }[],
+  doubts: Doubts,
+): LaidRange[][] {
+  return byAddress.map((s, i) =>
     s.mapped.map((r, j) => {
       const blocks: Placed[] = [];
       let at = r.address;
@@ -235,6 +301,21 @@ export function rebuildStartState(
       return { start: r.address, end: r.address + r.size, blocks };
     }),
   );
+}
+
+/**
+ * A native large-pool block known by its request may own slack after it
+ * (N7): a gap of 1 MiB or less is its own; a larger one is resolved from the
+ * trace where it can be (resolveSlack), else its bytes are a doubt.
+ */
+function addSlack(
+  byAddress: readonly StartShape[],
+  laid: readonly LaidRange[][],
+  trace: DeviceTrace,
+  rules: SizeRules,
+  doubts: Doubts,
+): void {
+  const { maxSplit, nonSplitRounding } = rules;
   const open: Slack[] = [];
   byAddress.forEach((s, i) => {
     if (s.expandable || s.pool !== LARGE) return;
@@ -274,7 +355,14 @@ export function rebuildStartState(
         o.most,
       );
   }
+}
 
+/** The start's segments, each range's free gaps made free blocks, and the bytes they reserve. */
+function startSegments(
+  byAddress: readonly StartShape[],
+  laid: readonly LaidRange[][],
+): { segments: StartSegment[]; reservedBytes: number } {
+  const segments: StartSegment[] = [];
   let reservedBytes = 0;
   byAddress.forEach((s, i) => {
     const blocks: StartBlock[] = [];
@@ -299,24 +387,23 @@ export function rebuildStartState(
       blocks,
     });
   });
+  return { segments, reservedBytes };
+}
 
-  if (settings !== undefined && settings.garbageCollectionThreshold > 0) {
-    let collectable = 0;
-    for (const s of segments)
-      if (!s.expandable && s.pool === LARGE && s.blocks.length === 1 && s.blocks[0].blockId < 0)
-        collectable += s.size;
-    // Only whole free segments are collectable; a block freed later gets its age then.
-    if (collectable > 0)
-      doubts.add(`block ages for garbage collection (N10) are not in a snapshot`, collectable);
-  }
-  return {
-    device: trace.device,
-    segments,
-    exact: doubts.reasons.length === 0,
-    uncertainBytes: doubts.bytes,
-    reasons: doubts.lines(),
-    reservedBytes,
-  };
+/** Under garbage collection (N10), the free segments' ages are a doubt: a snapshot does not hold them. */
+function doubtCollection(
+  settings: PytorchAllocatorSettings | undefined,
+  segments: readonly StartSegment[],
+  doubts: Doubts,
+): void {
+  if (settings === undefined || !(settings.garbageCollectionThreshold > 0)) return;
+  let collectable = 0;
+  for (const s of segments)
+    if (!s.expandable && s.pool === LARGE && s.blocks.length === 1 && s.blocks[0].blockId < 0)
+      collectable += s.size;
+  // Only whole free segments are collectable; a block freed later gets its age then.
+  if (collectable > 0)
+    doubts.add(`block ages for garbage collection (N10) are not in a snapshot`, collectable);
 }
 
 interface LiveBlock {
