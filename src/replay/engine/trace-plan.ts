@@ -204,36 +204,105 @@ class BlockTable {
 const FREED = -1;
 
 function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanOptions): DevicePlan {
+  const walk = matchBlocks(trace);
+  addBlocksLiveThroughout(snapshot, trace, walk);
+  const { blocks, blockOf, counts } = walk;
+  const initial = [...walk.initial].sort((x, y) => x.address - y.address);
+  const initialBlocks = Int32Array.from(initial, (b) => b.id);
+  const initialAddress = Float64Array.from(initial, (b) => b.address);
+  const privatePools = inferPrivatePools(
+    snapshot,
+    trace,
+    blockOf,
+    blocks.count,
+    initialBlocks,
+    initialAddress,
+  );
+  const emptyCacheBefore =
+    options.inferEmptyCache === false
+      ? new Int32Array(0)
+      : inferEmptyCache(
+          trace,
+          snapshot,
+          options.memoryLimit ?? options.deviceMemory ?? H200_MEMORY,
+          beforePrivateRequest(snapshot, trace, blockOf, privatePools),
+        );
+  counts.inferredEmptyCaches = emptyCacheBefore.length;
+  return {
+    device: trace.device,
+    trace,
+    blockOf,
+    blockCount: blocks.count,
+    blockSize: blocks.size,
+    blockStream: blocks.stream,
+    initialBlocks,
+    initialAddress,
+    peakRequestedBytes: walk.initialBytes + walk.peakDelta,
+    counts,
+    durationUs: durationOf(trace),
+    emptyCacheBefore,
+    startState: rebuildStartState(
+      snapshot,
+      trace,
+      { ids: initialBlocks, address: initialAddress, requested: blocks.size, stream: blocks.stream },
+      { deviceMemory: options.deviceMemory ?? H200_MEMORY },
+    ),
+    privatePools,
+  };
+}
+
+/** One walk of a device's trace: its blocks matched by address, its actions counted, its requested peak. */
+interface BlockWalk {
+  readonly blockOf: Int32Array;
+  readonly blocks: BlockTable;
+  /** The block at each address, or FREED. */
+  readonly at: Map<number, number>;
+  /** Blocks live before the trace began (Note [Started mid-run]), in the order found. */
+  readonly initial: { id: number; address: number }[];
+  readonly counts: { -readonly [K in keyof TraceCounts]: TraceCounts[K] };
+  initialBytes: number;
+  /** Peak of (trace-live bytes - initial bytes freed so far); the initial total is added by the caller. */
+  peakDelta: number;
+}
+
+/**
+ * Each event's block (Note [Blocks, not addresses]): an alloc makes one; a
+ * free finds the block at its address, or, where none was allocated in the
+ * trace, one that was live before it began.
+ */
+function matchBlocks(trace: DeviceTrace): BlockWalk {
   const n = trace.length;
   const { action, addr, size, stream } = trace;
-  const blockOf = new Int32Array(n).fill(-1);
-  const blocks = new BlockTable();
-  const at = new Map<number, number>();
-  const initial: { id: number; address: number }[] = [];
-  const c = {
-    events: n,
-    allocs: 0,
-    freeRequested: 0,
-    freeCompleted: 0,
-    segmentAlloc: 0,
-    segmentFree: 0,
-    segmentMap: 0,
-    segmentUnmap: 0,
-    snapshots: 0,
-    ooms: 0,
-    unmatchedFrees: 0,
-    duplicateAllocs: 0,
-    inconsistentBlocks: 0,
-    inferredEmptyCaches: 0,
+  const walk: BlockWalk = {
+    blockOf: new Int32Array(n).fill(-1),
+    blocks: new BlockTable(),
+    at: new Map<number, number>(),
+    initial: [],
+    counts: {
+      events: n,
+      allocs: 0,
+      freeRequested: 0,
+      freeCompleted: 0,
+      segmentAlloc: 0,
+      segmentFree: 0,
+      segmentMap: 0,
+      segmentUnmap: 0,
+      snapshots: 0,
+      ooms: 0,
+      unmatchedFrees: 0,
+      duplicateAllocs: 0,
+      inconsistentBlocks: 0,
+      inferredEmptyCaches: 0,
+    },
+    initialBytes: 0,
+    peakDelta: 0,
   };
-  // Peak of (trace-live bytes - initial bytes freed so far); the initial total is added at the end.
+  const { blockOf, blocks, at, initial, counts: c } = walk;
   let delta = 0;
-  let peakDelta = 0;
-  let initialBytes = 0;
   const newInitial = (i: number) => {
     const id = blocks.add(size[i], stream[i]);
     initial.push({ id, address: addr[i] });
-    initialBytes += size[i];
+    walk.initialBytes += size[i];
     return id;
   };
   for (let i = 0; i < n; i++) {
@@ -246,7 +315,7 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
         at.set(addr[i], id);
         blockOf[i] = id;
         delta += size[i];
-        if (delta > peakDelta) peakDelta = delta;
+        if (delta > walk.peakDelta) walk.peakDelta = delta;
         break;
       }
       case Action.free_requested: {
@@ -298,70 +367,38 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
         break;
     }
   }
-  // Blocks active at the end that no event touched were live all along.
+  return walk;
+}
+
+/** Blocks active at the end that no event touched were live all along: initial blocks too. */
+function addBlocksLiveThroughout(snapshot: MemorySnapshot, trace: DeviceTrace, walk: BlockWalk): void {
+  const { at, blocks, initial, counts } = walk;
   for (const s of snapshot.segments) {
     if (s.device !== trace.device) continue;
     for (const b of s.blocks) {
       if (b.state === 'inactive') continue;
       const prior = at.get(b.address);
-      if (prior === FREED) c.inconsistentBlocks++;
+      if (prior === FREED) counts.inconsistentBlocks++;
       if (prior !== undefined) continue;
       const id = blocks.add(b.requestedSize, s.stream);
       initial.push({ id, address: b.address });
-      initialBytes += b.requestedSize;
+      walk.initialBytes += b.requestedSize;
       at.set(b.address, id);
     }
   }
-  initial.sort((x, y) => x.address - y.address);
-  const initialBlocks = Int32Array.from(initial, (b) => b.id);
-  const initialAddress = Float64Array.from(initial, (b) => b.address);
-  const privatePools = inferPrivatePools(
-    snapshot,
-    trace,
-    blockOf,
-    blocks.count,
-    initialBlocks,
-    initialAddress,
-  );
-  const emptyCacheBefore =
-    options.inferEmptyCache === false
-      ? new Int32Array(0)
-      : inferEmptyCache(
-          trace,
-          snapshot,
-          options.memoryLimit ?? options.deviceMemory ?? H200_MEMORY,
-          beforePrivateRequest(snapshot, trace, blockOf, privatePools),
-        );
-  c.inferredEmptyCaches = emptyCacheBefore.length;
+}
+
+/** Microseconds from the trace's first timed event to its last (0 without time_us). */
+function durationOf(trace: DeviceTrace): number {
   let first = Number.NaN;
   let last = Number.NaN;
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < trace.length; i++) {
     const t = trace.timeUs[i];
     if (Number.isNaN(t)) continue;
     if (!(t >= first)) first = t;
     if (!(t <= last)) last = t;
   }
-  return {
-    device: trace.device,
-    trace,
-    blockOf,
-    blockCount: blocks.count,
-    blockSize: blocks.size,
-    blockStream: blocks.stream,
-    initialBlocks,
-    initialAddress,
-    peakRequestedBytes: initialBytes + peakDelta,
-    counts: c,
-    durationUs: Number.isNaN(first) ? 0 : last - first,
-    emptyCacheBefore,
-    startState: rebuildStartState(
-      snapshot,
-      trace,
-      { ids: initialBlocks, address: initialAddress, requested: blocks.size, stream: blocks.stream },
-      { deviceMemory: options.deviceMemory ?? H200_MEMORY },
-    ),
-    privatePools,
-  };
+  return Number.isNaN(first) ? 0 : last - first;
 }
 
 /**
