@@ -156,17 +156,27 @@ export function stackSummary(snapshot: MemorySnapshot, stack: number, most = 2):
   const native = frames.filter((f) => !MACHINERY.test(f.name));
   const pick = own.length > 0 ? own : python.length > 0 ? python : native.length > 0 ? native : frames;
   if (pick.length === 0) return '(empty stack)';
-  return pick
+  const line = pick
     .slice(0, most)
     .map((f) =>
       f.filename.endsWith('.py') ? `${f.name} ${shortFile(f.filename)}:${String(f.line)}` : shortName(f.name),
     )
     .join(' < ');
+  // Python frames alone do not tell an autocast copy from the op's own output: the innermost C++ op does.
+  const op = python.length > 0 ? native.find((f) => !f.filename.endsWith('.py')) : undefined;
+  return op === undefined || frames.indexOf(op) > frames.indexOf(python[0])
+    ? line
+    : `${line} [${shortName(op.name)}]`;
 }
 
 /** A C++ frame's name without its argument list, and not past 80 characters. */
 function shortName(name: string): string {
-  const plain = name.replaceAll('(anonymous namespace)::', '');
+  let plain = name.replaceAll('(anonymous namespace)::', '');
+  // Template arguments, innermost first, until none is left (or the brackets do not pair).
+  for (let before = ''; before !== plain; ) {
+    before = plain;
+    plain = plain.replace(/<[^<>]*>/g, '');
+  }
   const open = plain.replaceAll('operator()', 'operator__').indexOf('(');
   const bare = open > 0 ? plain.slice(0, open) : plain;
   return bare.length > 80 ? `${bare.slice(0, 79)}…` : bare;
