@@ -20,9 +20,10 @@ import { fileURLToPath } from 'node:url';
 import { createRawCuda, loadCudaDriver } from '../../src/backends/cuda/driver.js';
 import { wantsFreshProcess } from '../cuda/cases/startup-heap.js';
 import { type CaseRecord, caseNames } from '../cuda/cases.js';
+import { differences } from '../cuda/known-divergences.js';
 import { type DriverInfo, nvidiaSmi, prepareEnv, runCase } from '../cuda/record.js';
 import { createFakeDriver } from './fake-driver.js';
-import { backendCase, commitBuilt, differences, retainedPrimary } from './prove.js';
+import { backendCase, commitBuilt, retainedPrimary } from './prove.js';
 
 type Via = 'raw' | 'vmmkit';
 
