@@ -40,7 +40,7 @@ import {
 import { createAcl, createCuda, createHip } from '../../src/entry/processes.js';
 import { runBackendContract } from '../backend/contract.js';
 import { wantsFreshProcess } from '../cuda/cases/startup-heap.js';
-import { type CaseRecord, caseNames, type Step } from '../cuda/cases.js';
+import { type CaseRecord, caseNames } from '../cuda/cases.js';
 import { departuresOverTheDriver, differences, listedReason } from '../cuda/known-divergences.js';
 import { prepareEnv, runCase, runSimulatedCase } from '../cuda/record.js';
 import { createFakeDriver } from './fake-driver.js';
