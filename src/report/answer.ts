@@ -19,6 +19,7 @@ import {
   recordedOomLines,
 } from '../replay/engine/verdict.js';
 import { Action } from '../replay/read/snapshot.js';
+import { allocConfName, vendorGuessOf, vendorLines, vendorOf } from '../replay/read/vendor.js';
 import { layoutMap } from './address-map.js';
 import type { RecordedReplay } from './collect.js';
 import type { LayoutCapture } from './recorder.js';
@@ -87,6 +88,8 @@ export interface ReportAnswer {
   readonly allocConf: string | null;
   readonly rows: readonly AnswerRow[];
   readonly advice: AnswerAdvice | null;
+  /** The variable its settings go in: PYTORCH_NPU_ALLOC_CONF on a torch_npu snapshot (Note [Snapshot vendor]). */
+  readonly allocConfName?: string;
   /** What became of the trace's own recorded OOM requests, in words. */
   readonly recordedOoms: readonly string[];
   readonly oomMaps: readonly OomMap[];
@@ -173,7 +176,8 @@ export function reportAnswer(
     oomMaps.push(oomMap(run.name, oom, rec.oomLayout, options.colors[i % options.colors.length], stackOf));
   });
   return {
-    asRecorded: asRecordedLines(answer.asRecorded),
+    asRecorded: [...asRecordedLines(answer.asRecorded), ...vendorLines(vendorGuessOf(recorded.snapshot))],
+    allocConfName: allocConfName(vendorOf(recorded.snapshot)),
     cap: capLines(answer.cap, answer.asRecorded),
     recordedPeakBytes,
     memoryLimit: limit ?? null,

@@ -3,12 +3,14 @@
  * (in Node) and the page (in a Web Worker) answer a snapshot, so that the
  * two show the same figures. It plans the trace, refuses one with nothing to
  * replay, replays it through each allocator with a recorder (collect.ts),
- * runs advise unless told not to, and shapes the result (report-data.ts).
+ * runs advise unless told not to, breaks the peak down by what holds it
+ * (analyse/peak.ts), and shapes the result (report-data.ts).
  * Nothing here touches a file: the caller reads the snapshot.
  */
 
 import type { DeviceSpec } from '../compose/create-runtime.js';
 import { advise } from '../replay/advise/advise.js';
+import { analysePeak } from '../replay/analyse/peak.js';
 import type { AllocatorFactory } from '../replay/engine/allocators.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
@@ -30,6 +32,8 @@ export interface PageDataOptions {
   /** Capture the address space at each peak (default true; a second replay). */
   readonly peakLayout?: boolean;
   readonly keepEvents?: boolean;
+  /** Add what holds memory at the peak (analysePeak; default true). */
+  readonly analyse?: boolean;
   /** The plan, when the caller made it (planned under the limit and device otherwise). */
   readonly plan?: TracePlan;
   /** Told how far the replays are, 0 to 1. */
@@ -45,7 +49,7 @@ export async function pageData(
   snapshot: MemorySnapshot,
   name: string,
   options: PageDataOptions,
-): Promise<{ readonly data: ReportData; readonly recorded: RecordedReplay }> {
+): Promise<{ readonly data: ReportData; readonly recorded: RecordedReplay; readonly plan: TracePlan }> {
   const { allocators, allocConf, memoryLimit, device, costs } = options;
   const plan = options.plan ?? planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
@@ -69,7 +73,19 @@ export async function pageData(
           memoryLimit: memoryLimit ?? leastRecordedCap([recorded.answer.asRecorded]),
           plan: recorded.plan,
         });
+  // A snapshot without history (a segment list) has no peak to break down: the panel is left out, not the page.
+  const peak =
+    options.analyse === false || snapshot.traces.length === 0
+      ? null
+      : analysePeak(snapshot, {
+          plan,
+          asRecorded: recorded.answer.asRecorded,
+          allocConf,
+          memoryLimit,
+          device,
+        });
   const data = reportData(recorded, options.title, {
+    peak,
     costs,
     advice:
       advice === undefined
@@ -93,5 +109,5 @@ export async function pageData(
               headroomBytes: advice.recommended.headroomBytes,
             },
   });
-  return { data, recorded };
+  return { data, recorded, plan };
 }

@@ -3,6 +3,7 @@
  * the shape the page's script draws (two points per bucket on a common x
  * axis, Note [Min-max buckets]), and the address map at each peak as SVG.
  */
+import type { PeakBreakdown } from '../replay/analyse/peak.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import type { DevicePlan } from '../replay/engine/trace-plan.js';
 import { layoutMap, type MapSummary } from './address-map.js';
@@ -77,6 +78,8 @@ export interface ReportData {
   readonly answer: ReportAnswer;
   readonly allocators: ReportAllocator[];
   readonly devices: ReportDevice[];
+  /** What holds memory at the peak (src/replay/analyse/peak.ts); null when not asked or the snapshot has no history. */
+  readonly peak: PeakBreakdown | null;
 }
 
 /** What the report adds to a recorded replay beyond its numbers. */
@@ -86,6 +89,8 @@ export interface ReportExtras {
   readonly advice?: AnswerAdvice;
   /** The allocating stack of a block, for the blocks that pin free pieces at an OOM. */
   readonly stackOf?: StackOf;
+  /** What holds memory at the peak, drawn by the page's peak panel. */
+  readonly peak?: PeakBreakdown | null;
 }
 
 /** The report's numbers from a recorded replay. */
@@ -181,6 +186,7 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
     }),
     allocators,
     devices,
+    peak: extras.peak ?? null,
   };
 }
 

@@ -14,10 +14,13 @@
  */
 import type { ReportData } from '../report/report-data.js';
 import EngineWorker from './engine/engine-worker.ts?worker&inline';
-import type { FromWorker, PageSettings, ServedFile, SnapshotPage, ToWorker } from './protocol.js';
+import type { Answers, FromWorker, PageSettings, ServedFile, SnapshotPage, ToWorker } from './protocol.js';
 import { renderAnswer } from './views/answer.js';
 import { drawDeviceCharts, fmtBytes, type PageChart } from './views/charts.js';
+import { renderCompare } from './views/compare.js';
 import { el, svgOf } from './views/dom.js';
+import { renderPeak } from './views/peak.js';
+import { renderRanks } from './views/ranks.js';
 
 /** What the page exposes for tests and scripts: the data drawn, its charts, and the last timing. */
 interface PageState {
@@ -58,7 +61,7 @@ function start(): void {
   let settingsId = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
-  const draw = (pages: readonly SnapshotPage[]) => {
+  const draw = ({ pages, compare, ranks }: Answers) => {
     for (const c of state.charts) c.chart.destroy();
     state.charts = [];
     pagesRoot.replaceChildren();
@@ -69,8 +72,14 @@ function start(): void {
       pagesRoot.append(section);
       state.charts.push(...renderSnapshot(section, p, pages.length > 1));
     }
-    document.getElementById('compare-panel')!.hidden = pages.length !== 2;
-    document.getElementById('ranks-panel')!.hidden = pages.length < 3;
+    const comparePanel = document.getElementById('compare-panel')!;
+    comparePanel.replaceChildren();
+    comparePanel.hidden = compare === null;
+    if (compare !== null) renderCompare(comparePanel, compare, [pages[0].name, pages[1].name]);
+    const ranksPanel = document.getElementById('ranks-panel')!;
+    ranksPanel.replaceChildren();
+    ranksPanel.hidden = ranks === null;
+    if (ranks !== null) renderRanks(ranksPanel, ranks);
     if (pages.length === 1) document.title = `vmmkit: ${pages[0].data.title}`;
     state.drawn++;
   };
@@ -101,7 +110,7 @@ function start(): void {
     status.classList.remove('error');
     status.textContent = `answered in ${(m.ms / 1000).toFixed(2)} s, in this page`;
     settingsForm.hidden = false;
-    draw(m.pages);
+    draw(m);
   };
 
   const engine = (): Worker => {
@@ -160,7 +169,7 @@ function start(): void {
 
   const embedded = jsonOf<ReportData>('vmmkit-data');
   if (embedded !== undefined) {
-    draw([{ name: embedded.title, data: embedded }]);
+    draw({ pages: [{ name: embedded.title, data: embedded }], compare: null, ranks: null });
     status.textContent = 'Drop the snapshot here to try other settings in this page.';
   }
   const served = jsonOf<ServedFile[]>('vmmkit-files');
@@ -188,7 +197,11 @@ function renderSnapshot(root: HTMLElement, page: SnapshotPage, named: boolean): 
   const data = page.data;
   if (named) root.append(el('h2', { class: 'snapshot-name' }, page.name));
   root.append(renderAnswer(data.answer));
-  root.append(el('section', { class: 'panel peak-panel', 'data-mount': 'peak' }));
+  if (data.peak !== null && data.peak !== undefined) {
+    const panel = el('section', { class: 'panel peak-panel' });
+    renderPeak(panel, data.peak);
+    root.append(panel);
+  }
   const t = data.trace;
   root.append(
     el(

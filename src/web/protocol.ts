@@ -4,6 +4,8 @@
  * (report-data.ts's shape, the same `vmmkit report` embeds) or one line
  * saying what is wrong.
  */
+import type { SnapshotComparison } from '../replay/analyse/compare.js';
+import type { RankSummary } from '../replay/analyse/ranks.js';
 import type { ReportData } from '../report/report-data.js';
 
 /** The settings box, as typed (empty: not given). */
@@ -33,6 +35,15 @@ export interface SnapshotPage {
   readonly data: ReportData;
 }
 
+/** Everything the page draws: each snapshot's answer, and two compared or several ranks side by side. */
+export interface Answers {
+  readonly pages: readonly SnapshotPage[];
+  /** Two snapshots: the first (before) against the second (after), at their peaks. */
+  readonly compare: SnapshotComparison | null;
+  /** Three or more: a job's ranks. */
+  readonly ranks: RankSummary | null;
+}
+
 export type FromWorker =
   | {
       readonly kind: 'progress';
@@ -40,13 +51,8 @@ export type FromWorker =
       readonly phase: 'reading' | 'replaying' | 'advising';
       readonly fraction: number;
     }
-  | { readonly kind: 'loaded'; readonly pages: readonly SnapshotPage[]; readonly ms: number }
-  | {
-      readonly kind: 'answered';
-      readonly id: number;
-      readonly pages: readonly SnapshotPage[];
-      readonly ms: number;
-    }
+  | ({ readonly kind: 'loaded'; readonly ms: number } & Answers)
+  | ({ readonly kind: 'answered'; readonly id: number; readonly ms: number } & Answers)
   /** A setting the engine refuses: which field, and the message (PyTorch's own for a configuration string). */
   | {
       readonly kind: 'refused';

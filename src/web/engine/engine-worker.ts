@@ -1,7 +1,9 @@
 /**
  * The page's engine, in a Web Worker: it reads each dropped snapshot as a
  * stream (read-stream.ts), answers it by the path `vmmkit report` takes
- * (page-data.ts: replay, as recorded, the cap, verdicts, advise), and
+ * (page-data.ts: replay, as recorded, the cap, verdicts, advise, what
+ * holds the peak), compares two or sums up a job's ranks (src/replay/
+ * analyse), and
  * answers again under the settings box's values as the user types. The
  * snapshots stay here; only the page's data goes to the page. Nothing is
  * fetched: the files come from the page, the cost table is in the bundle.
@@ -9,10 +11,12 @@
 import costsJson from '../../../bench/results/h200-driver-costs.json' with { type: 'json' };
 import { AllocConfError } from '../../alloc/errors.js';
 import { readWhatIf } from '../../cli/what-if-options.js';
+import { compareSnapshots } from '../../replay/analyse/compare.js';
+import { summariseRanks } from '../../replay/analyse/ranks.js';
 import { parseCostTable } from '../../replay/engine/cost-table.js';
 import type { MemorySnapshot } from '../../replay/read/snapshot.js';
 import { pageData } from '../../report/page-data.js';
-import type { FromWorker, PageSettings, ServedFile, SnapshotPage, ToWorker } from '../protocol.js';
+import type { Answers, FromWorker, PageSettings, ServedFile, SnapshotPage, ToWorker } from '../protocol.js';
 import { PageBuffer } from './edges/page-buffer.js';
 import { readSnapshotStream } from './read-stream.js';
 
@@ -46,7 +50,7 @@ function messageOf(e: unknown): string {
 }
 
 /** The page's data for each snapshot under `settings` (the what-if options, read as the CLI reads them). */
-async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Promise<SnapshotPage[]> {
+async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Promise<Answers> {
   const whatIf = readWhatIf({
     allocConf: blankToUndefined(settings?.allocConf),
     memoryLimit: blankToUndefined(settings?.memoryLimit),
@@ -65,7 +69,12 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
     });
     pages.push({ name, data });
   }
-  return pages;
+  const snapshots = loaded.snapshots.map((s) => s.snapshot);
+  const names = loaded.snapshots.map((s) => s.name);
+  const what = { allocConf: whatIf.allocConf, memoryLimit: whatIf.memoryLimit, device: whatIf.device };
+  const compare = snapshots.length === 2 ? compareSnapshots(snapshots[0], snapshots[1], what) : null;
+  const ranks = snapshots.length >= 3 ? await summariseRanks(snapshots, { ...what, names }) : null;
+  return { pages, compare, ranks };
 }
 
 /** The bytes of a dropped file, or of one the `vmmkit open` server offers (fetched from it as a stream). */
@@ -122,8 +131,8 @@ function startWorker(): void {
         }
         loaded = { snapshots };
         try {
-          const pages = await answerAll(loaded, undefined);
-          post({ kind: 'loaded', pages, ms: performance.now() - start });
+          const answers = await answerAll(loaded, undefined);
+          post({ kind: 'loaded', ...answers, ms: performance.now() - start });
         } catch (e) {
           post({ kind: 'failed', file: null, message: messageOf(e) });
         }
@@ -132,8 +141,8 @@ function startWorker(): void {
       if (message.id !== newest) return;
       const start = performance.now();
       try {
-        const pages = await answerAll(loaded, message.settings);
-        post({ kind: 'answered', id: message.id, pages, ms: performance.now() - start });
+        const answers = await answerAll(loaded, message.settings);
+        post({ kind: 'answered', id: message.id, ...answers, ms: performance.now() - start });
       } catch (e) {
         const r = refusal(e);
         if (r !== undefined) post({ kind: 'refused', id: message.id, ...r });

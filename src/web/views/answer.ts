@@ -31,7 +31,7 @@ export function renderAnswer(a: ReportAnswer): HTMLElement {
         ),
   );
   const setting = [
-    a.allocConf === null ? '' : `settings PYTORCH_CUDA_ALLOC_CONF=${a.allocConf}`,
+    a.allocConf === null ? '' : `settings ${a.allocConfName ?? 'PYTORCH_CUDA_ALLOC_CONF'}=${a.allocConf}`,
     a.memoryLimit === null ? '' : `a memory limit of ${formatBytes(a.memoryLimit)} per device`,
   ].filter((x) => x !== '');
   if (setting.length > 0)
@@ -72,7 +72,7 @@ export function renderAnswer(a: ReportAnswer): HTMLElement {
       body,
     ),
   );
-  if (a.advice !== null) section.append(adviceOf(a.advice));
+  if (a.advice !== null) section.append(adviceOf(a.advice, a.allocConfName ?? 'PYTORCH_CUDA_ALLOC_CONF'));
   for (const line of a.recordedOoms) section.append(el('p', { class: 'recorded-oom' }, `${line}.`));
   for (const m of a.oomMaps) {
     const pieces = el('ol', { class: 'pieces' });
@@ -112,9 +112,9 @@ export function renderAnswer(a: ReportAnswer): HTMLElement {
   return section;
 }
 
-function adviceOf(advice: NonNullable<ReportAnswer['advice']>): HTMLElement {
+function adviceOf(advice: NonNullable<ReportAnswer['advice']>, name: string): HTMLElement {
   if (advice.allocConf === null) return el('p', { class: 'recommend none' }, `Advice: ${advice.verdict}.`);
-  const line = `PYTORCH_CUDA_ALLOC_CONF=${advice.allocConf}`;
+  const line = `${name}=${advice.allocConf}`;
   const copy = el('button', { type: 'button', class: 'copy', title: 'copy the line to paste' }, 'copy');
   copy.addEventListener('click', () => {
     void navigator.clipboard?.writeText(line).then(

@@ -170,6 +170,8 @@ export function renderPeak(root: HTMLElement, data: PeakBreakdown): void {
       w.memoryLimit === null ? '' : ` under a limit of ${formatBytes(w.memoryLimit)}`,
     ].join('');
     section.append(el('h3', {}, `Under ${setting}: where the reserved memory goes (${w.verdict})`));
+    if (w.error !== null)
+      section.append(el('p', { class: 'peak-whatif-error' }, `The replay under it failed: ${w.error}`));
     for (const d of w.devices) section.append(whatIfDevice(d, w.devices.length > 1));
   }
   root.replaceChildren(section);
