@@ -39,6 +39,7 @@ import { asRecordedLines, capLines } from '../replay/engine/verdict.js';
 import { capInForce, leastRecordedCap } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
+import { allocConfName, vendorGuessOf, vendorLines, vendorOf, withVendor } from '../replay/read/vendor.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
 import { parseCommand, UsageError, usageOf } from './arguments.js';
@@ -75,11 +76,16 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   const json = values.json === true;
   const workersText = values.workers;
   const toleranceText = values.tolerance;
-  const { memoryLimit: given, device } = readWhatIf({
+  const {
+    memoryLimit: given,
+    device,
+    vendor,
+  } = readWhatIf({
     allocators: ['pytorch'],
     memoryLimit: values['memory-limit'],
     device: values.device,
     deviceMemory: values['device-memory'],
+    vendor: values.vendor,
   });
   const tolerance = toleranceText === undefined ? undefined : parseTolerance(toleranceText);
   let workers: number | undefined;
@@ -91,7 +97,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   const snapshots = [];
   const recorded: AsRecorded[] = [];
   for (const file of args) {
-    const snapshot = await loadSnapshotFile(file, { onProgress: loadProgress(io) });
+    const snapshot = withVendor(await loadSnapshotFile(file, { onProgress: loadProgress(io) }), vendor);
     const plan = planReplay(snapshot, { memoryLimit: given, deviceMemory: device?.totalMemory });
     checkHistory(file, plan);
     snapshots.push(snapshot);
@@ -133,6 +139,8 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   if (json)
     io.out(
       JSON.stringify({
+        vendor: vendorGuessOf(snapshots[0]).vendor,
+        vendorEvidence: vendorGuessOf(snapshots[0]).evidence,
         asRecorded: recorded.map(asRecordedJson),
         ...(toJson(advice, args) as object),
         ranks,
@@ -143,13 +151,14 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   else {
     for (const [k, ar] of recorded.entries())
       for (const line of asRecordedLines(ar)) io.out(args.length > 1 ? `${args[k]}: ${line}` : line);
+    for (const line of vendorLines(vendorGuessOf(snapshots[0]))) io.out(line);
     if (given === undefined && memoryLimit !== undefined)
       for (const [k, ar] of recorded.entries())
         for (const line of capLines(capInForce(ar, undefined), ar))
           io.out(
             `${args.length > 1 ? `${args[k]}: ` : ''}${line.replace(/; every answer below.*$/, '')}; the advice holds for the least of it`,
           );
-    for (const line of text(plans, args, advice)) io.out(line);
+    for (const line of text(plans, args, advice, allocConfName(vendorOf(snapshots[0])))) io.out(line);
     if (ranks !== null) for (const line of ['', ...rankLines(ranks)]) io.out(line);
   }
   // The notes after the answer, whose first line is the recording reproduced.
@@ -268,7 +277,7 @@ function toJson(a: Advice, files: readonly string[]): unknown {
   };
 }
 
-function text(plans: readonly TracePlan[], files: readonly string[], a: Advice): string[] {
+function text(plans: readonly TracePlan[], files: readonly string[], a: Advice, name: string): string[] {
   // A window that starts mid-run gives estimates for other settings, never a figure that holds
   // (Note [Answers from a late start]): each is marked '~', and the notes give the bound that holds.
   const estimated = plans.some((p) => p.startedMidRun);
@@ -291,7 +300,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice):
   const recordedConf = a.recorded.allocConf;
   if (a.recorded.peakReservedBytes !== null)
     lines.push(
-      `recorded: PyTorch reserved ${formatBytes(a.recorded.peakReservedBytes)} at its peak, ${recordedConf ? `PYTORCH_CUDA_ALLOC_CONF=${recordedConf}` : 'PYTORCH_CUDA_ALLOC_CONF unset'}`,
+      `recorded: PyTorch reserved ${formatBytes(a.recorded.peakReservedBytes)} at its peak, ${recordedConf ? `${name}=${recordedConf}` : `${name} unset`}`,
     );
   if (a.memoryLimit !== null) lines.push(`memory limit: ${formatBytes(a.memoryLimit)} per device`);
   const s = a.search;
@@ -299,7 +308,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice):
     `searched ${s.proposed} settings in ${s.replays} replays (${s.workers === 0 ? 'in one thread' : `${s.workers} worker threads`}, ${(s.wallMs / 1000).toFixed(1)} s)`,
   );
 
-  const head = ['', 'PYTORCH_CUDA_ALLOC_CONF', 'peak reserved', 'vs recorded', 'OOMs', 'driver calls'];
+  const head = ['', name, 'peak reserved', 'vs recorded', 'OOMs', 'driver calls'];
   const top = distinctTop(a.candidates, TOP);
   const rows = top.map(({ c, same, rank }) => [
     String(rank),
@@ -353,10 +362,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice):
     // Nothing to paste: the verdict heads the output, and here is why again under the table.
     lines.push('', `no line to use: ${a.verdict}`);
   } else {
-    lines.push(
-      '',
-      `PYTORCH_CUDA_ALLOC_CONF=${r.allocConf}${r.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}`,
-    );
+    lines.push('', `${name}=${r.allocConf}${r.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}`);
     const vs =
       a.recorded.peakReservedBytes !== null && r.ratioToRecorded !== null
         ? `, ${r.ratioToRecorded.toFixed(3)}x the recorded run's ${formatBytes(a.recorded.peakReservedBytes)}`
@@ -380,7 +386,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice):
     const native = a.withoutExpandableSegments ?? undefined;
     if (r.expandableSegments && native !== undefined)
       lines.push(
-        `  without expandable segments: PYTORCH_CUDA_ALLOC_CONF=${native.allocConf}${native.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}; ${native.verdict}`,
+        `  without expandable segments: ${name}=${native.allocConf}${native.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}; ${native.verdict}`,
       );
   }
   for (const t of a.traps) lines.push('', `warning: ${t.message}`);

@@ -18,6 +18,7 @@ import { compareSnapshots } from '../replay/analyse/compare.js';
 import { compareLines } from '../replay/analyse/lines.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
+import { withVendor } from '../replay/read/vendor.js';
 import { parseCommand, UsageError, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
@@ -36,11 +37,11 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   const { values, operands } = parseCommand(COMPARE_SPEC, argv);
   if (operands.length !== 2)
     throw new UsageError(`give two snapshot files, before and after (${operands.length} given)`);
-  const { allocConf, memoryLimit, device } = whatIfOf({ ...values, allocator: ['pytorch'] });
+  const { allocConf, memoryLimit, device, vendor } = whatIfOf({ ...values, allocator: ['pytorch'] });
   const snapshots = [];
   const plans = [];
   for (const file of operands) {
-    const snapshot = await loadSnapshotFile(file, { onProgress: loadProgress(io) });
+    const snapshot = withVendor(await loadSnapshotFile(file, { onProgress: loadProgress(io) }), vendor);
     const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
     checkHistory(file, plan);
     snapshots.push(snapshot);

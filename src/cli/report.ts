@@ -21,6 +21,7 @@ import { exportRun } from '../replay/engine/export.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
+import { withVendor } from '../replay/read/vendor.js';
 import { pageHtml, renderReportHtml } from '../report/html.js';
 import { pageData } from '../report/page-data.js';
 import { parseCommand, usageOf } from './arguments.js';
@@ -55,7 +56,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
   const costsPath = values.costs;
   const title = values.title;
   const exportPath = values['export-snapshot'];
-  const { allocators, allocConf, memoryLimit, device } = whatIfOf(values, options.registry);
+  const { allocators, allocConf, memoryLimit, device, vendor } = whatIfOf(values, options.registry);
   const exports =
     exportPath === undefined
       ? []
@@ -69,7 +70,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
 
   // The page first: a report cannot be written without it, and that is known before the replay.
   const page = pageHtml();
-  const snapshot = await loadSnapshotFile(args[0], { onProgress: loadProgress(io) });
+  const snapshot = withVendor(await loadSnapshotFile(args[0], { onProgress: loadProgress(io) }), vendor);
   const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
   const { data, recorded } = await pageData(snapshot, args[0], {

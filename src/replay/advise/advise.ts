@@ -48,7 +48,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
-import { settingsFromSnapshot } from '../../alloc/pytorch/settings.js';
+import { parseNpuAllocConf } from '../../alloc/pytorch/npu-alloc-conf.js';
 import { formatBytes } from '../../util/format.js';
 import { type MemoryBound, memoryBound } from '../engine/bound.js';
 import { recordedReserved } from '../engine/recorded.js';
@@ -57,6 +57,7 @@ import { ReplayError } from '../engine/replay.js';
 import { planReplay, type TracePlan } from '../engine/trace-plan.js';
 import { verdictOf } from '../engine/verdict.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
+import { settingsOfSnapshot, vendorOf, withVendor } from '../read/vendor.js';
 import {
   type JobOutcome,
   MIN_EVENTS_FOR_WORKERS,
@@ -278,9 +279,10 @@ export async function advise(
   options: AdviseOptions = {},
 ): Promise<Advice> {
   const start = performance.now();
-  const all = Array.isArray(snapshots)
-    ? (snapshots as readonly MemorySnapshot[])
-    : [snapshots as MemorySnapshot];
+  // Each snapshot's vendor fixed now: worker threads get them without their frames (Note [Snapshot vendor]).
+  const all = (
+    Array.isArray(snapshots) ? (snapshots as readonly MemorySnapshot[]) : [snapshots as MemorySnapshot]
+  ).map((s) => withVendor(s, vendorOf(s)));
   if (all.length === 0) throw new ReplayError('advise needs at least one snapshot');
   const limit = options.memoryLimit;
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
@@ -393,6 +395,8 @@ class Search {
   #vmmkit: JobOutcome[] = [];
   /** The best finished figures so far (Note [Pruning]). */
   #best: Figures | undefined;
+  /** The snapshots are torch_npu's: settings are PYTORCH_NPU_ALLOC_CONF strings. */
+  readonly #npu: boolean;
 
   constructor(
     readonly snapshots: readonly MemorySnapshot[],
@@ -407,6 +411,7 @@ class Search {
   ) {
     this.#limited = limit !== undefined;
     this.#traces = snapshots.length;
+    this.#npu = vendorOf(snapshots[0]) === 'npu';
   }
 
   async run(): Promise<void> {
@@ -417,7 +422,7 @@ class Search {
       if (e !== undefined) e.pinned = true;
     }
     // The recorded settings are a candidate too; replayed from the snapshot's own dict when no string says them.
-    const recordedSettings = settingsFromSnapshot(this.snapshots[0].allocatorSettings);
+    const recordedSettings = settingsOfSnapshot(this.snapshots[0]);
     const recordedKey = effectiveKey(recordedSettings, this.sizes, this.limit);
     const extra: ReplayJob[] = this.snapshots.map((_, t) => this.#job(t, 'vmmkit', null, false));
     const conf = settingsConf(recordedSettings);
@@ -515,7 +520,10 @@ class Search {
       const conf = confText(setting);
       this.#proposed++;
       if (this.#byConf.has(conf)) continue;
-      const key = effectiveKey(parseAllocConf(conf).settings, this.sizes, this.limit);
+      // On torch_npu only what PYTORCH_NPU_ALLOC_CONF reads (Note [PYTORCH_NPU_ALLOC_CONF]): no divisions, no traps it refuses.
+      const settings = this.#npu ? npuSettings(conf) : parseAllocConf(conf).settings;
+      if (settings === undefined) continue;
+      const key = effectiveKey(settings, this.sizes, this.limit);
       let e = this.#entries.get(key);
       if (e === undefined) {
         e = this.#entry(conf, key, setting);
@@ -752,7 +760,7 @@ class Search {
       null,
     );
     const conf = this.snapshots[0].allocatorSettings?.PYTORCH_CUDA_ALLOC_CONF;
-    const recordedSettings = settingsFromSnapshot(this.snapshots[0].allocatorSettings);
+    const recordedSettings = settingsOfSnapshot(this.snapshots[0]);
     const recordedCandidate =
       this.#recordedEntry !== undefined
         ? (candidates.find((c) => c.allocConf === this.#recordedEntry!.conf) ??
@@ -1241,4 +1249,13 @@ function toCandidate(
       stoppedAt: o.stoppedAt,
     })),
   };
+}
+
+/** torch_npu's reading of a configuration string; undefined where torch_npu refuses it. */
+function npuSettings(conf: string): ReturnType<typeof parseNpuAllocConf>['settings'] | undefined {
+  try {
+    return parseNpuAllocConf(conf).settings;
+  } catch {
+    return undefined;
+  }
 }
