@@ -453,200 +453,260 @@ function* runDevice(
   d: DevicePlan,
   slice: number,
 ): Generator<void, { result: DeviceRun; error: string | undefined; stoppedAtOom: boolean }, void> {
-  const { runtime, options, progress, meter } = run;
-  const keep = options.keepEvents ?? true;
-  const segmentEvents: ReplaySegmentEvent[] = [];
-  let cursor = -1;
-  // What the allocator does after the last event (its teardown) is not part of the run.
-  let recording = keep;
-  const allocator = run.factory.create(
-    {
-      runtime,
-      device: d.device,
-      onSegmentEvent: keep
-        ? (e) => {
-            if (recording)
-              segmentEvents.push({
-                action: e.action,
-                address: e.address,
-                size: e.size,
-                stream: e.stream,
-                eventIndex: cursor,
-              });
-          }
-        : undefined,
-      placement: run.placement?.forDevice(runtime, d.device),
-      memoryLimit: options.deviceMemoryLimits?.[d.device] ?? options.memoryLimit,
-    },
-    run.settings,
-  );
-  run.made.push(allocator);
-  const ours = new Float64Array(keep ? d.blockCount : 0).fill(Number.NaN);
-  const live = new Float64Array(d.blockCount);
-  const state = new Uint8Array(d.blockCount);
-  const recordedOoms: RecordedOomOutcome[] = [];
-  let ooms = 0;
-  let firstOom: OomVerdict | null = null;
+  const replaying = new DeviceReplay(run, d);
   let error: string | undefined;
-  let stoppedAtOom = false;
-  const stopAtOom = options.stopAtOom ?? false;
-  const onStep = options.onStep;
-  const step = (kind: ReplayStep['kind'], block: number, address: number, failed: boolean): void =>
-    onStep?.({
-      run: run.index,
-      device: d.device,
-      event: cursor,
-      kind,
-      block,
-      address,
-      failed,
-      allocator,
-      runtime,
-      driverCalls: meter.total,
-    });
+  try {
+    replaying.restoreStart();
+    replaying.allocateInitialBlocks();
+    yield* replaying.replayEvents(slice);
+  } catch (e) {
+    error = `${message(e)} (at event ${replaying.cursor} of device ${d.device})`;
+  }
+  return { result: replaying.finish(), error, stoppedAtOom: replaying.stoppedAtOom };
+}
+
+/**
+ * One allocator's replay of one device's plan, as steps: the recorded start
+ * restored (restoreStart), the blocks live before the trace allocated
+ * (allocateInitialBlocks), the events served (replayEvents, event by event),
+ * and the run's figures (finish).
+ */
+class DeviceReplay {
+  readonly allocator: CachingAllocator;
+  /** The trace event being served; -1 while rebuilding the start. */
+  cursor = -1;
+  stoppedAtOom = false;
+  /** What the allocator does after the last event (its teardown) is not part of the run. */
+  #recording: boolean;
+  readonly #keep: boolean;
+  readonly #stopAtOom: boolean;
+  readonly #segmentEvents: ReplaySegmentEvent[] = [];
+  /** Our address of each block, kept for fidelity (keepEvents). */
+  readonly #ours: Float64Array;
+  /** The address each live block has in this run. */
+  readonly #live: Float64Array;
+  readonly #state: Uint8Array;
+  readonly #recordedOoms: RecordedOomOutcome[] = [];
+  #ooms = 0;
+  #firstOom: OomVerdict | null = null;
+  #startRestored = false;
   // Note [Device memory at the peak]: the model's reserved bytes are its own
   // books; the driver's used memory is the ground truth. Sampling memoryInfo
   // at each new reserved peak (rare: only when the allocator takes memory)
   // shows whether the two agree, up to the driver's own overhead (page-table
   // and bookkeeping pages it may count as used).
-  const measure = options.measureDeviceMemory ?? options.backend === 'cuda';
-  const usedBefore = measure ? usedBytes(runtime, d.device) : 0;
-  let lastPeak = 0;
-  let deviceUsedAtPeak: number | null = measure ? 0 : null;
-  const samplePeak = (): void => {
-    const reserved = allocator.stats.reservedBytes;
-    if (reserved <= lastPeak) return;
-    lastPeak = reserved;
-    deviceUsedAtPeak = usedBytes(runtime, d.device) - usedBefore;
-  };
+  readonly #measure: boolean;
+  readonly #usedBefore: number;
+  #lastPeak = 0;
+  #deviceUsedAtPeak: number | null;
+  readonly #trace: DevicePlan['trace'];
+
+  constructor(
+    readonly run: RunContext,
+    readonly d: DevicePlan,
+  ) {
+    const { runtime, options } = run;
+    this.#keep = options.keepEvents ?? true;
+    this.#recording = this.#keep;
+    this.#stopAtOom = options.stopAtOom ?? false;
+    const events = this.#segmentEvents;
+    this.allocator = run.factory.create(
+      {
+        runtime,
+        device: d.device,
+        onSegmentEvent: this.#keep
+          ? (e) => {
+              if (this.#recording)
+                events.push({
+                  action: e.action,
+                  address: e.address,
+                  size: e.size,
+                  stream: e.stream,
+                  eventIndex: this.cursor,
+                });
+            }
+          : undefined,
+        placement: run.placement?.forDevice(runtime, d.device),
+        memoryLimit: options.deviceMemoryLimits?.[d.device] ?? options.memoryLimit,
+      },
+      run.settings,
+    );
+    run.made.push(this.allocator);
+    this.#ours = new Float64Array(this.#keep ? d.blockCount : 0).fill(Number.NaN);
+    this.#live = new Float64Array(d.blockCount);
+    this.#state = new Uint8Array(d.blockCount);
+    this.#measure = options.measureDeviceMemory ?? options.backend === 'cuda';
+    this.#usedBefore = this.#measure ? usedBytes(runtime, d.device) : 0;
+    this.#deviceUsedAtPeak = this.#measure ? 0 : null;
+    this.#trace = d.trace;
+  }
+
+  /** Tell onStep of one allocator call. */
+  #step(kind: ReplayStep['kind'], block: number, address: number, failed: boolean): void {
+    this.run.options.onStep?.({
+      run: this.run.index,
+      device: this.d.device,
+      event: this.cursor,
+      kind,
+      block,
+      address,
+      failed,
+      allocator: this.allocator,
+      runtime: this.run.runtime,
+      driverCalls: this.run.meter.total,
+    });
+  }
+
+  #samplePeak(): void {
+    const reserved = this.allocator.stats.reservedBytes;
+    if (reserved <= this.#lastPeak) return;
+    this.#lastPeak = reserved;
+    this.#deviceUsedAtPeak = usedBytes(this.run.runtime, this.d.device) - this.#usedBefore;
+  }
 
   /** malloc(size, stream, pool); the address, or NaN when it ran out of memory (counted, the first one kept). */
-  const request = (size: number, stream: number, recorded: boolean, pool = 0): number => {
+  #request(size: number, stream: number, recorded: boolean, pool = 0): number {
     try {
-      const a = allocator.malloc(size, stream, pool);
-      if (measure) samplePeak();
+      const a = this.allocator.malloc(size, stream, pool);
+      if (this.#measure) this.#samplePeak();
       return a;
     } catch (e) {
       if (!(e instanceof AllocatorOutOfMemoryError)) throw e;
-      ooms++;
-      firstOom ??= oomVerdict(e, d, cursor, size, recorded);
+      this.#ooms++;
+      this.#firstOom ??= oomVerdict(e, this.d, this.cursor, size, recorded);
       return Number.NaN;
     }
-  };
+  }
+
+  /** Block `id` is live at `address` in this run. */
+  #placed(id: number, address: number): void {
+    this.#live[id] = address;
+    if (this.#keep) this.#ours[id] = address;
+    this.#state[id] = BlockState.live;
+  }
 
   /** malloc for block `id`; false when the run must end (stopAtOom). */
-  const allocate = (id: number, kind: 'start' | 'alloc'): boolean => {
+  #allocate(id: number, kind: 'start' | 'alloc'): boolean {
+    const d = this.d;
     // The block's pool, default or private (private-pools.ts).
-    const a = request(d.blockSize[id], d.blockStream[id], false, d.privatePools.blockPool[id]);
+    const a = this.#request(d.blockSize[id], d.blockStream[id], false, d.privatePools.blockPool[id]);
     const failed = Number.isNaN(a);
-    if (failed) state[id] = BlockState.failed;
-    else {
-      live[id] = a;
-      if (keep) ours[id] = a;
-      state[id] = BlockState.live;
-    }
-    step(kind, id, a, failed);
-    return !(failed && stopAtOom);
-  };
+    if (failed) this.#state[id] = BlockState.failed;
+    else this.#placed(id, a);
+    this.#step(kind, id, a, failed);
+    return !(failed && this.#stopAtOom);
+  }
 
-  let startRestored = false;
-  try {
-    // The recorded allocator's state at the first event (start-state.ts), where the allocator can take it;
-    // live blocks it does not hold (or all, for one without restore) are allocated as before.
-    const start = d.startState;
+  /**
+   * The recorded allocator's state at the first event (start-state.ts), where
+   * the allocator can take it; live blocks it does not hold (or all, for one
+   * without restore) are allocated next.
+   */
+  restoreStart(): void {
+    const start = this.d.startState;
+    const allocator = this.allocator;
     const restored =
-      start.segments.length > 0 && allocator.restore !== undefined && options.start !== 'compacted'
+      start.segments.length > 0 && allocator.restore !== undefined && this.run.options.start !== 'compacted'
         ? allocator.restore(start)
         : undefined;
-    if (restored !== undefined) {
-      startRestored = true;
-      let j = 0;
-      for (const seg of start.segments) {
-        for (const b of seg.blocks) {
-          if (b.blockId < 0) continue;
-          const a = restored[j++];
-          live[b.blockId] = a;
-          if (keep) ours[b.blockId] = a;
-          state[b.blockId] = BlockState.live;
-          step('start', b.blockId, a, false);
-        }
+    if (restored === undefined) return;
+    this.#startRestored = true;
+    let j = 0;
+    for (const seg of start.segments) {
+      for (const b of seg.blocks) {
+        if (b.blockId < 0) continue;
+        const a = restored[j++];
+        this.#placed(b.blockId, a);
+        this.#step('start', b.blockId, a, false);
       }
-      if (measure) samplePeak();
     }
-    for (let k = 0; k < d.initialBlocks.length && !stoppedAtOom; k++) {
-      if (state[d.initialBlocks[k]] !== BlockState.live)
-        stoppedAtOom = !allocate(d.initialBlocks[k], 'start');
+    if (this.#measure) this.#samplePeak();
+  }
+
+  /** The blocks live before the trace began that the restored start does not hold (Note [Started mid-run]). */
+  allocateInitialBlocks(): void {
+    const initial = this.d.initialBlocks;
+    for (let k = 0; k < initial.length && !this.stoppedAtOom; k++) {
+      if (this.#state[initial[k]] !== BlockState.live)
+        this.stoppedAtOom = !this.#allocate(initial[k], 'start');
     }
-    const { action, size, stream } = d.trace;
-    const blockOf = d.blockOf;
+  }
+
+  /** Every event of the trace, yielding after each `slice` of them (replayInSlices). */
+  *replayEvents(slice: number): Generator<void, void, void> {
+    const d = this.d;
+    const progress = this.run.progress;
     const n = d.trace.length;
     const emptyCache = d.emptyCacheBefore;
     let nextEmpty = emptyCache.length > 0 ? emptyCache[0] : -1;
     let e = 0;
     let budget = slice;
-    for (let i = 0; i < n && !stoppedAtOom; i++) {
+    for (let i = 0; i < n && !this.stoppedAtOom; i++) {
       if (--budget < 0) {
         budget = slice - 1;
         yield;
       }
-      cursor = i;
+      this.cursor = i;
       if (i === nextEmpty) {
-        allocator.emptyCache();
-        step('empty-cache', -1, Number.NaN, false);
+        this.allocator.emptyCache();
+        this.#step('empty-cache', -1, Number.NaN, false);
         nextEmpty = ++e < emptyCache.length ? emptyCache[e] : -1;
       }
-      const a = action[i];
-      if (a === Action.alloc) {
-        stoppedAtOom = !allocate(blockOf[i], 'alloc');
-      } else if (a === Action.free_completed) {
-        const id = blockOf[i];
-        if (id >= 0 && state[id] === BlockState.live) {
-          allocator.free(live[id]);
-          state[id] = BlockState.freed;
-          step('free', id, live[id], false);
-        }
-      } else if (a === Action.oom) {
-        const got = request(size[i], stream[i], true);
-        const served = !Number.isNaN(got);
-        recordedOoms.push({ event: i, bytes: size[i], served });
-        step('oom-request', -1, got, !served);
-        if (served) allocator.free(got);
-        else if (stopAtOom) stoppedAtOom = true;
-      }
+      this.#event(i);
       if ((i & (PROGRESS_EVERY - 1)) === PROGRESS_EVERY - 1 && progress.report !== undefined) {
         progress.report(progress.done + i + 1, progress.total);
       }
     }
-  } catch (e) {
-    error = `${message(e)} (at event ${cursor} of device ${d.device})`;
   }
-  recording = false;
-  progress.done += d.trace.length;
-  const stats = allocator.stats;
-  const peakReservedBytes = stats.peakReservedBytes;
-  const peakAllocatedBytes = stats.peakAllocatedBytes;
-  const verdict = firstOom as OomVerdict | null;
-  return {
-    result: {
+
+  /** One trace event (the table at the top of this file). */
+  #event(i: number): void {
+    const { action, size, stream } = this.#trace;
+    const a = action[i];
+    if (a === Action.alloc) {
+      this.stoppedAtOom = !this.#allocate(this.d.blockOf[i], 'alloc');
+    } else if (a === Action.free_completed) {
+      const id = this.d.blockOf[i];
+      if (id >= 0 && this.#state[id] === BlockState.live) {
+        this.allocator.free(this.#live[id]);
+        this.#state[id] = BlockState.freed;
+        this.#step('free', id, this.#live[id], false);
+      }
+    } else if (a === Action.oom) {
+      const got = this.#request(size[i], stream[i], true);
+      const served = !Number.isNaN(got);
+      this.#recordedOoms.push({ event: i, bytes: size[i], served });
+      this.#step('oom-request', -1, got, !served);
+      if (served) this.allocator.free(got);
+      else if (this.#stopAtOom) this.stoppedAtOom = true;
+    }
+  }
+
+  /** The run's figures; what the allocator does from here on is no part of it. */
+  finish(): DeviceRun {
+    const d = this.d;
+    this.#recording = false;
+    this.run.progress.done += d.trace.length;
+    const { peakReservedBytes, peakAllocatedBytes } = this.allocator.stats;
+    const verdict = this.#firstOom;
+    return {
       device: d.device,
       peakReservedBytes,
       peakAllocatedBytes,
       peakRequestedBytes: d.peakRequestedBytes,
       ratio: d.peakRequestedBytes > 0 ? peakReservedBytes / d.peakRequestedBytes : null,
       utilization: peakReservedBytes > 0 ? peakAllocatedBytes / peakReservedBytes : null,
-      ooms,
+      ooms: this.#ooms,
       firstOomEvent: verdict === null ? -1 : verdict.event,
       firstOom: verdict,
-      recordedOoms,
-      segmentEvents,
-      blockAddress: ours,
-      blockState: state,
-      deviceUsedAtPeakBytes: deviceUsedAtPeak,
-      startRestored,
-    },
-    error,
-    stoppedAtOom,
-  };
+      recordedOoms: this.#recordedOoms,
+      segmentEvents: this.#segmentEvents,
+      blockAddress: this.#ours,
+      blockState: this.#state,
+      deviceUsedAtPeakBytes: this.#deviceUsedAtPeak,
+      startRestored: this.#startRestored,
+    };
+  }
 }
 
 /** The verdict of a failed request at trace event `event` of `d`. */
