@@ -30,10 +30,11 @@
  * `--fake` runs the vmmkit paths on the simulated stand-in for libcuda, without the native side
  * (quick round counts; `--fake --full` with the real ones).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
+import { proofFields } from '../conformance/gpu/proof-summary.js';
 import type { CudaBackend } from '../src/backends/cuda/backend.js';
 import { type CudaDriver, loadCudaDriver } from '../src/backends/cuda/driver.js';
 import type { CudaFlavor } from '../src/index.js';
@@ -503,36 +504,6 @@ function compareCopies(
   return out;
 }
 
-interface Proof {
-  date?: string;
-  contract: { passed: number; total: number };
-  conformance: { cases: number; agree: number; agreeWithSimulator: number; agreeOrKnownDivergence: number };
-  sequences: Record<string, { cuda: { pass: boolean }; sim: { pass: boolean }; sameCodes: boolean }>;
-}
-
-function readProof(path: string): Proof {
-  if (!existsSync(path)) throw new Error(`--prove ${path}: no such file`);
-  return JSON.parse(readFileSync(path, 'utf8')) as Proof;
-}
-
-/** The counts and failing rows of a vitest --reporter=verbose transcript of the HIP/ACL tables. */
-function readFlavourTables(path: string) {
-  const text = readFileSync(path, 'utf8').replace(
-    new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'),
-    '',
-  );
-  const summary = text.split('\n').find((l) => /^\s*Tests\s/.test(l)) ?? '';
-  const count = (word: string) => Number(new RegExp(`(\\d+) ${word}`).exec(summary)?.[1] ?? 0);
-  const failures = [...text.matchAll(/^\s*FAIL\s+(.+)$/gm)].map((m) => m[1]!.trim());
-  return {
-    transcript: path,
-    passed: count('passed'),
-    skipped: count('skipped'),
-    failed: count('failed'),
-    failures: [...new Set(failures)],
-  };
-}
-
 /** The previous result file's headline, and the runs it had merged before, newest first. */
 function earlierRuns(path: string): unknown[] {
   const prev = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
@@ -574,7 +545,7 @@ function main(): void {
   const stats = cu.runtime.stats();
   cu.dispose();
 
-  const prove = provePath ? readProof(provePath) : undefined;
+  const proof = proofFields(provePath, flavoursPath);
   const result = {
     ...runHeader('gpu', args),
     fake,
@@ -584,15 +555,7 @@ function main(): void {
     // Issue 17's target (issue 4's was 1.10).
     target_ratio: NATIVE_SPEED_TARGET,
     met: cycle2.ratio !== null && cycle2.ratio <= NATIVE_SPEED_TARGET,
-    conformance: prove
-      ? {
-          cases: prove.conformance.cases,
-          agree: prove.conformance.agree,
-          agreeWithSimulator: prove.conformance.agreeWithSimulator,
-          agreeOrKnownDivergence: prove.conformance.agreeOrKnownDivergence,
-          from: { file: provePath, date: prove.date ?? null },
-        }
-      : null,
+    conformance: proof.conformance,
     cycle_2MiB: cycle2,
     cycle_1GiB: cycle1g,
     per_call_2MiB: calls2,
@@ -608,16 +571,9 @@ function main(): void {
           ? r2(cycle2.raw_koffi_us - cycle2.raw_typed_us)
           : null,
     },
-    contract: prove ? prove.contract : null,
-    flavours_over_cuda: prove
-      ? Object.fromEntries(
-          Object.entries(prove.sequences).map(([k, s]) => [
-            k,
-            { gpu: s.cuda.pass, simulator: s.sim.pass, sameCodes: s.sameCodes },
-          ]),
-        )
-      : null,
-    flavour_tables: flavoursPath ? readFlavourTables(flavoursPath) : null,
+    contract: proof.contract,
+    flavours_over_cuda: proof.flavours_over_cuda,
+    flavour_tables: proof.flavour_tables,
     leftAfterBench: stats,
     method:
       'One Node process: the native C library (bench/native/vmm_bench.c, loaded through koffi) and vmmkit (createCuda({ backend: "cuda" })) share one primary context; rounds alternate sides; each figure is the median over rounds of the mean per cycle (or copy) in a round. raw_koffi_us: the same driver calls through the raw koffi functions, no vmmkit logic, koffi marshalling _Out_ arrays and struct objects; raw_typed_us: the same with reused typed arrays and encoded structs, as vmmkit passes them. per_call_2MiB: each call timed on its own (performance.now around it in JS, clock_gettime in C; timer is the cost of the JS timing around nothing, included in each JS figure), median over iterations, lower of two interleaved passes. interleaved_2MiB: one native cycle (timed in C) and one flavour cycle (performance.now around it, its timer included) after the other, the order swapped every pair, 4,000 pairs: the ratio of the medians and the median of the pairs\' ratios.',
