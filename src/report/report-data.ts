@@ -6,6 +6,7 @@
 import type { PeakBreakdown } from '../replay/analyse/peak.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import type { DevicePlan } from '../replay/engine/trace-plan.js';
+import { Action } from '../replay/read/snapshot.js';
 import { layoutMap, type MapSummary } from './address-map.js';
 import { type AnswerAdvice, type ReportAnswer, reportAnswer, type StackOf } from './answer.js';
 import type { RecordedReplay } from './collect.js';
@@ -61,6 +62,11 @@ export interface ReportDevice {
   readonly x: number[];
   readonly peakRequestedBytes: number;
   readonly series: ReportSeries[];
+  /**
+   * What the recorded allocator reserved, from its own segment events (recorded.ts), two values per
+   * bucket as the series have them; null when the trace has no segment events.
+   */
+  readonly recorded: number[] | null;
   readonly maps: ReportMap[];
 }
 
@@ -162,6 +168,7 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
       x,
       peakRequestedBytes: d.peakRequestedBytes,
       series,
+      recorded: recordedCurve(d, width, buckets),
       maps,
     });
   }
@@ -188,6 +195,40 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
     devices,
     peak: extras.peak ?? null,
   };
+}
+
+/**
+ * The recorded allocator's reserved bytes after each event (its segment events from the start state's
+ * bytes), as the series are bucketed: per bucket its least and greatest value, in the order they came
+ * (Note [Min-max buckets]).
+ */
+function recordedCurve(d: DevicePlan, width: number, buckets: number): number[] | null {
+  const { action, size } = d.trace;
+  let held = d.startState.reservedBytes;
+  let segmentEvents = 0;
+  const out: number[] = [];
+  for (let k = 0; k < buckets; k++) {
+    let lo = Number.POSITIVE_INFINITY;
+    let hi = Number.NEGATIVE_INFINITY;
+    let loAt = 0;
+    let hiAt = 0;
+    const end = Math.min(d.trace.length, (k + 1) * width);
+    for (let i = k * width; i < end; i++) {
+      const a = action[i];
+      if (a === Action.segment_alloc || a === Action.segment_map) {
+        held += size[i];
+        segmentEvents++;
+      } else if (a === Action.segment_free || a === Action.segment_unmap) {
+        held -= size[i];
+        segmentEvents++;
+      }
+      if (held < lo) [lo, loAt] = [held, i];
+      if (held > hi) [hi, hiAt] = [held, i];
+    }
+    if (lo === Number.POSITIVE_INFINITY) lo = hi = held;
+    out.push(...(loAt <= hiAt ? [lo, hi] : [hi, lo]));
+  }
+  return segmentEvents === 0 ? null : out;
 }
 
 function interleave(s: MinMaxSeries): number[] {

@@ -158,7 +158,10 @@ describe.skipIf(missing !== undefined)('the report of phases_streams (native) in
       'requested',
       ...names.map((n) => `${n} reserved`),
       ...names.map((n) => `${n} allocated`),
+      'recorded reserved',
     ]);
+    // The recorded run's curve peaks where its own segment events do: the native model reproduces it.
+    expect(memory.seriesMax[1 + 2 * names.length]).toBe(plain.allocators[0].peakReservedBytes);
     expect(memory.seriesMax[0]).toBe(plan.peakRequestedBytes);
     plain.allocators.forEach((a, i) => {
       expect(memory.seriesMax[1 + i], a.name).toBe(a.peakReservedBytes);

@@ -214,7 +214,13 @@ export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTML
   const out: PageChart[] = [];
   const group: uPlot[] = [];
   const steps = uPlot.paths.stepped?.({ align: 1 });
-  const peak = Math.max(...dev.series.map((s) => s.peakReservedBytes), dev.peakRequestedBytes, 1);
+  const recordedPeak = dev.recorded === null || dev.recorded === undefined ? 0 : Math.max(...dev.recorded);
+  const peak = Math.max(
+    ...dev.series.map((s) => s.peakReservedBytes),
+    dev.peakRequestedBytes,
+    recordedPeak,
+    1,
+  );
   const unit: [string, number] = peak >= GiB ? ['GiB', GiB] : ['MiB', MiB];
   const xLabel = dev.xUnit === 'seconds' ? 'trace time (s)' : 'trace event';
   const key = `device-${dev.device}-${Math.random().toString(36).slice(2)}`;
@@ -283,9 +289,14 @@ export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTML
     memSeries.push({ label: `${a.name} allocated`, stroke: a.color, width: 1, dash: [5, 4] });
     memYs.push(s.allocated);
   }
+  // The recorded run's own curve, on the same axis: what each model is set against.
+  if (dev.recorded !== null && dev.recorded !== undefined) {
+    memSeries.push({ label: 'recorded reserved', stroke: '#000', width: 2.5, dash: [2, 3] });
+    memYs.push(dev.recorded);
+  }
   make(
     'memory',
-    'Memory over time: requested, reserved (solid) and allocated (dashed) bytes',
+    'Memory over time: requested, reserved (solid), allocated (dashed) and what the recorded run reserved (dotted, black)',
     `memory (${unit[0]})`,
     (v) => +(v / unit[1]).toFixed(2),
     memSeries,
