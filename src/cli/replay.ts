@@ -30,6 +30,8 @@
 
 import { basename, join } from 'node:path';
 import { recordedConfProblem } from '../alloc/pytorch/settings.js';
+import { peakLines } from '../replay/analyse/lines.js';
+import { analysePeak } from '../replay/analyse/peak.js';
 import type { AllocatorRegistry } from '../replay/engine/allocators.js';
 import type { AsRecorded } from '../replay/engine/as-recorded.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
@@ -124,9 +126,24 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
   const fidelityReports = fidelity
     ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(result.plan.devices[d.device], d)))
     : undefined;
+  // What holds memory at the peak (analyse/peak.ts); under --alloc-conf, where its reserved bytes go.
+  const peak =
+    snapshot.traces.length === 0
+      ? null
+      : analysePeak(snapshot, {
+          plan,
+          asRecorded: answer.asRecorded,
+          device,
+          ...(allocConf !== undefined && backend === 'sim' ? { allocConf, memoryLimit, whatIf: answer } : {}),
+        });
   // The answer first (its first line says whether the recording was reproduced), the notes after it.
-  if (json) io.out(JSON.stringify(toJson(answer, costs, fidelityReports, guess)));
-  else for (const line of table(answer, costs, fidelityReports, guess)) io.out(line);
+  if (json) io.out(JSON.stringify({ ...(toJson(answer, costs, fidelityReports, guess) as object), peak }));
+  else
+    for (const line of [
+      ...table(answer, costs, fidelityReports, guess),
+      ...(peak === null ? [] : ['', ...peakLines(peak)]),
+    ])
+      io.out(line);
   const confProblem = allocConf === undefined ? recordedConfProblem(snapshot.allocatorSettings) : undefined;
   if (confProblem !== undefined) io.err(`note: ${confProblem}`);
   if (snapshot.form === 'segment-list')

@@ -161,7 +161,7 @@ describe.skipIf(missing !== undefined)('the analysis panels in chromium', () => 
 
   it('shows the figures of the data it was given', () => {
     const d = peak.devices[0];
-    const want = d.categories.map((c) => ({
+    const want: { category: string; bytes: number; text: string }[] = d.categories.map((c) => ({
       category: c.category,
       bytes: c.bytes,
       text: formatBytes(c.bytes),

@@ -70,6 +70,8 @@ export function peakLines(p: PeakBreakdown): string[] {
   if (p.whatIf !== null) {
     const w = p.whatIf;
     const setting = settingWords(w.allocConf, w.memoryLimit);
+    if (w.error !== null)
+      out.push(`under ${setting}: the replay failed (${w.error}), so where its memory goes is not told`);
     for (const d of w.devices) {
       const where = w.devices.length > 1 ? ` on device ${d.device}` : '';
       out.push(

@@ -13,7 +13,7 @@ import { ALLOCATOR_REGISTRY, type AllocatorFactory } from '../engine/allocators.
 import { type AsRecorded, planUnder, reproduceRecording } from '../engine/as-recorded.js';
 import { type ReplayStep, replay } from '../engine/replay.js';
 import { planReplay, type TracePlan } from '../engine/trace-plan.js';
-import { answerWhatIf, type Verdict } from '../engine/what-if.js';
+import { answerWhatIf, type Verdict, type WhatIfAnswer } from '../engine/what-if.js';
 import { ReplayError } from '../errors.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 import {
@@ -42,6 +42,11 @@ export interface AnalyseOptions {
   readonly plan?: TracePlan;
   /** The recording reproduced (reproduceRecording), when already done with this plan. */
   readonly asRecorded?: AsRecorded;
+  /**
+   * answerWhatIf already made with this plan, allocConf and memoryLimit: its run of PyTorch's model
+   * ('pytorch') is used instead of replaying again (where it has none, the what-if is answered here).
+   */
+  readonly whatIf?: WhatIfAnswer;
   /** A PYTORCH_CUDA_ALLOC_CONF to replay the snapshot under (the what-if). */
   readonly allocConf?: string;
   /** A cap in bytes to replay the snapshot under (the what-if). */
@@ -133,6 +138,8 @@ export interface WhatIfPeak {
   readonly allocConf: string | null;
   readonly memoryLimit: number | null;
   readonly verdict: Verdict;
+  /** Why the model could not replay it under the setting (then `devices` is empty), or null. */
+  readonly error: string | null;
   readonly devices: readonly WhatIfDevicePeak[];
 }
 
@@ -171,17 +178,22 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
   const plan = options.plan ?? planReplay(snapshot, { memoryLimit: options.memoryLimit });
   const top = Math.max(0, options.topStacks ?? 10);
   const asked = options.allocConf !== undefined || options.memoryLimit !== undefined;
-  const answer = asked
-    ? answerWhatIf(snapshot, {
-        plan,
-        allocators: [PYTORCH],
-        allocConf: options.allocConf,
-        memoryLimit: options.memoryLimit,
-        device: options.device,
-        keepEvents: false,
-        onStep: undefined,
-      })
-    : undefined;
+  // A what-if already answered with PyTorch's model among its allocators is used, not answered again.
+  const given = options.whatIf?.result.allocators.findIndex((a) => a.name === PYTORCH.name) ?? -1;
+  const answer = !asked
+    ? undefined
+    : options.whatIf !== undefined && given >= 0
+      ? options.whatIf
+      : answerWhatIf(snapshot, {
+          plan,
+          allocators: [PYTORCH],
+          allocConf: options.allocConf,
+          memoryLimit: options.memoryLimit,
+          device: options.device,
+          keepEvents: false,
+          onStep: undefined,
+        });
+  const index = answer === options.whatIf ? given : 0;
   const asRecorded =
     answer?.asRecorded ??
     options.asRecorded ??
@@ -200,9 +212,17 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
   const stacksRecorded = recorded.some((s) => liveBlocks(s).some((b) => b.stack >= 0));
   let whatIf: WhatIfPeak | null = null;
   let whatIfStates: HeldState[] | null = null;
-  if (answer !== undefined) {
-    const run = answer.result.allocators[0];
-    if (run.error !== undefined) throw new ReplayError(`the replay under the setting failed: ${run.error}`);
+  if (answer !== undefined && answer.result.allocators[index].error !== undefined) {
+    // The model could not replay it (a setting it refuses at run time): said, with no breakdown.
+    whatIf = {
+      allocConf: options.allocConf ?? null,
+      memoryLimit: options.memoryLimit ?? null,
+      verdict: answer.answers[index].verdict,
+      error: answer.result.allocators[index].error ?? null,
+      devices: [],
+    };
+  } else if (answer !== undefined) {
+    const run = answer.result.allocators[index];
     whatIfStates = modelPeaks(snapshot, stacks, {
       allocConf: options.allocConf,
       limits: answer.limits,
@@ -213,7 +233,8 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
     whatIf = {
       allocConf: options.allocConf ?? null,
       memoryLimit: options.memoryLimit ?? null,
-      verdict: answer.answers[0].verdict,
+      verdict: answer.answers[index].verdict,
+      error: null,
       devices: recorded.map((rec) => {
         const mine = (whatIfStates as HeldState[]).find((s) => s.device === rec.device) as HeldState;
         const dr = run.devices.find((x) => x.device === rec.device);
