@@ -11,19 +11,19 @@
  * number of the call that reached the peak, and the second captures right
  * after that call. Its other results are dropped.
  */
-import type { DevicePreset, DeviceSpec } from '../compose/create-runtime.js';
 import type { AllocatorFactory } from '../replay/engine/allocators.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
 import { answerWhatIf, type WhatIfAnswer } from '../replay/engine/what-if.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
+import type { DeviceChoice } from '../util/device-specs.js';
 import { type DeviceRecording, RecorderError, ReplayRecorder } from './recorder.js';
 
 export interface RecordOptions {
   readonly allocators: readonly AllocatorFactory[];
   readonly costs?: CostTable;
-  readonly device?: DevicePreset | DeviceSpec;
+  readonly device?: DeviceChoice;
   readonly plan?: TracePlan;
   /** A PYTORCH_CUDA_ALLOC_CONF string replacing the recorded settings (ReplayOptions.allocConf). */
   readonly allocConf?: string;

@@ -141,6 +141,27 @@ export const DEVICE_SPECS = Object.freeze({
 
 export type DeviceKey = keyof typeof DEVICE_SPECS;
 
+/**
+ * A device as replay and the simulator take one: a key of the table, or its
+ * sizes (a spec of the simulator's, or a device of given memory). Written
+ * here, beneath both, so the snapshot wing names devices without the
+ * simulator's types.
+ */
+export type DeviceChoice = DeviceKey | DeviceSizes;
+
+/** A device's sizes: what every device spec has. */
+export interface DeviceSizes {
+  readonly name: string;
+  readonly totalMemory: number;
+  readonly minimumGranularity: number;
+  readonly recommendedGranularity: number;
+}
+
+/** The sizes of `device`: the table's for a key. */
+export function deviceSizes(device: DeviceChoice): DeviceSizes {
+  return typeof device === 'string' ? DEVICE_SPECS[device] : device;
+}
+
 /** What a name becomes before matching: lower case, letters and digits alone ("A100_80gb" -> "a10080gb"). */
 function normalise(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]/g, '');

@@ -21,11 +21,35 @@ const ALLOWED: Record<string, readonly string[]> = {
   // A front end takes the process it is given (issue 29): it never makes one, so never sees compose.
   flavors: ['flavors', 'core', 'util', 'backend', 'c-api'],
   alloc: ['alloc', 'core', 'util'],
-  replay: ['replay', 'alloc', 'core', 'compose', 'util'],
-  report: ['report', 'replay', 'alloc', 'core', 'compose', 'util'],
+  // The snapshot wing and the report take a way to start a process from the top (issue 29): no compose,
+  // but for the arrows listed in COMPOSE_ARROWS_LEFT.
+  replay: ['replay', 'alloc', 'core', 'util'],
+  report: ['report', 'replay', 'alloc', 'core', 'util'],
   entry: ['entry', 'flavors', 'alloc', 'replay', 'core', 'compose', 'backend', 'backends'],
   cli: ['cli', 'entry', 'flavors', 'alloc', 'replay', 'report', 'core', 'compose', 'util'],
 };
+
+/**
+ * Imports of src/compose from beneath the top that are still there, each with
+ * why; the list only shrinks (a test below fails when a listed file no
+ * longer needs its arrow, so it is taken off).
+ */
+const COMPOSE_ARROWS_LEFT: Readonly<Record<string, string>> = {
+  'src/replay/engine/replay.ts':
+    "the default process of a replay given no startProcess (its library callers, advise's workers and the tests call replay() without one)",
+  // Type-only arrows for a device's type, which util/device-specs.ts's DeviceChoice now serves.
+  'src/replay/analyse/compare.ts': 'the device type (DeviceChoice serves)',
+  'src/replay/analyse/peak.ts': 'the device type (DeviceChoice serves)',
+  'src/replay/analyse/ranks.ts': 'the device type (DeviceChoice serves)',
+  'src/report/page-data.ts': 'the device type (DeviceChoice serves)',
+};
+
+function importsCompose(file: string): boolean {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/from '(\.[^']+)'/g)].some(
+    ([, spec]) => relative('src', join(file, '..', spec)).split('/')[0] === 'compose',
+  );
+}
 
 describe('layers import only what lies beneath them', () => {
   it('no folder of src reaches past its layer', () => {
@@ -37,10 +61,15 @@ describe('layers import only what lies beneath them', () => {
       const text = readFileSync(file, 'utf8');
       for (const [, spec] of text.matchAll(/from '(\.[^']+)'/g)) {
         const target = relative('src', join(file, '..', spec)).split('/')[0];
+        if (target === 'compose' && Object.hasOwn(COMPOSE_ARROWS_LEFT, file)) continue;
         if (!allowed.includes(target)) wrong.push(`${file} imports ${spec} (${layer} -> ${target})`);
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it('every arrow into compose still left is still there (the list only shrinks)', () => {
+    for (const file of Object.keys(COMPOSE_ARROWS_LEFT)) expect(importsCompose(file), file).toBe(true);
   });
 
   // The snapshot wing's rooms: reading knows nothing of replay, the engine

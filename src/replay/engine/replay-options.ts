@@ -20,9 +20,16 @@
  * UnknownAllocatorError), thrown before anything runs.
  */
 import { allocConfFromPaste } from '../../alloc/pytorch/alloc-conf.js';
-import { DEVICE_PRESETS, type DevicePreset, type DeviceSpec } from '../../compose/create-runtime.js';
 import { parseByteSize } from '../../util/byte-size.js';
-import { DEVICE_NAMES, deviceOfMemory, findDevice } from '../../util/device-specs.js';
+import {
+  DEVICE_NAMES,
+  DEVICE_SPECS,
+  type DeviceChoice,
+  type DeviceKey,
+  deviceOfMemory,
+  deviceSizes,
+  findDevice,
+} from '../../util/device-specs.js';
 import { MemoryLimitError, UnknownDeviceError } from '../../util/errors.js';
 import { parseMemoryLimit } from '../../util/memory-limit.js';
 import { ReplayError } from '../errors.js';
@@ -37,7 +44,7 @@ export interface ReplayInput extends Omit<ReplayOptions, 'allocators' | 'memoryL
   /** Bytes, '2900MiB', '13.7GiB', or a fraction of `device` (0.9, '90%'). */
   readonly memoryLimit?: number | string;
   /** The simulated device: a preset, a spec, or a name ('H100', 'a100_80gb'); default H200. */
-  readonly device?: DevicePreset | DeviceSpec | string;
+  readonly device?: DeviceChoice | string;
 }
 
 /** The options replay() runs with; throws ReplayError (Note [replay()'s arguments]). */
@@ -78,14 +85,14 @@ export function checkSnapshot(snapshot: unknown): asserts snapshot is MemorySnap
     );
 }
 
-function readDevice(device: ReplayInput['device']): DevicePreset | DeviceSpec | undefined {
+function readDevice(device: ReplayInput['device']): DeviceChoice | undefined {
   if (device === undefined || typeof device === 'object') return device;
   if (typeof device !== 'string')
     throw new ReplayError(`device is a name or a spec, not ${describe(device)}`);
-  if (Object.hasOwn(DEVICE_PRESETS, device)) return device as DevicePreset;
+  if (Object.hasOwn(DEVICE_SPECS, device)) return device as DeviceKey;
   try {
     // Every key of the device table is a preset of the simulator.
-    return findDevice(device).key as DevicePreset;
+    return findDevice(device).key as DeviceKey;
   } catch (e) {
     // Not a name: a size of at least 1 MiB is the device's memory ('80GiB').
     const bytes = sizeOf(device);
@@ -102,16 +109,10 @@ function readDevice(device: ReplayInput['device']): DevicePreset | DeviceSpec | 
   }
 }
 
-function readLimit(
-  limit: number | string | undefined,
-  device: DevicePreset | DeviceSpec | undefined,
-): number | undefined {
+function readLimit(limit: number | string | undefined, device: DeviceChoice | undefined): number | undefined {
   if (limit === undefined) return undefined;
   try {
-    return parseMemoryLimit(
-      limit,
-      device === undefined ? undefined : typeof device === 'string' ? DEVICE_PRESETS[device] : device,
-    );
+    return parseMemoryLimit(limit, device === undefined ? undefined : deviceSizes(device));
   } catch (e) {
     if (e instanceof MemoryLimitError && e.kind === 'fraction-needs-device')
       throw new ReplayError(

@@ -49,14 +49,11 @@ import {
 } from '../../alloc/allocator.js';
 import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
 import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
-import {
-  createProcess,
-  DEVICE_PRESETS,
-  type DevicePreset,
-  type DeviceSpec,
-  type ProcessOptions,
-} from '../../compose/create-runtime.js';
+// The one arrow left from the snapshot wing into the composition root: the default process, where the
+// caller gives no startProcess (process-start.ts). The command line and the entry compose their own.
+import { createProcess, type ProcessOptions } from '../../compose/create-runtime.js';
 import type { Runtime } from '../../core/runtime.js';
+import { type DeviceChoice, deviceSizes } from '../../util/device-specs.js';
 import { ReplayError } from '../errors.js';
 import { Action, type MemorySnapshot } from '../read/snapshot.js';
 import { settingsOfConf, settingsOfSnapshot } from '../read/vendor.js';
@@ -75,7 +72,7 @@ export interface ReplayOptions {
   /** With backend 'cuda': the driver to use or the libcuda paths to try (a stand-in driver rehearses a GPU run). */
   readonly cuda?: ProcessOptions['cuda'];
   /** The simulated device model (default: H200). */
-  readonly device?: DevicePreset | DeviceSpec;
+  readonly device?: DeviceChoice;
   /**
    * Starts each allocator run's process (process-start.ts): the command
    * line's or the entry's, such as a simulated Ascend 910B behind the ACL
@@ -322,8 +319,8 @@ export function replaySettings(
     : settingsOfConf(snapshot, allocConf, (c) => parseAllocConf(c).settings);
 }
 
-function deviceMemory(d: DevicePreset | DeviceSpec): number {
-  return typeof d === 'string' ? DEVICE_PRESETS[d].totalMemory : d.totalMemory;
+function deviceMemory(d: DeviceChoice): number {
+  return deviceSizes(d).totalMemory;
 }
 
 interface Progress {
