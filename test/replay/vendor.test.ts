@@ -21,6 +21,11 @@ describe('detectVendor', () => {
     },
   );
 
+  it("tells torch_npu by its streams and missing time_us where no frame is torch_npu's: memsnapdump-expandable", () => {
+    const guess = detectVendor(readSnapshotFile(wild('memsnapdump-expandable.pickle.gz')));
+    expect(guess).toMatchObject({ vendor: 'npu', basis: 'shape' });
+  });
+
   it('tells torch_npu by its streams and missing time_us when the frames are gone', () => {
     const s = readSnapshotFile(wild('memsnapdump-empty-cache.pickle.gz'));
     const bare: MemorySnapshot = { ...s, frames: [] };
