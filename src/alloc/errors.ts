@@ -1,3 +1,4 @@
+import { errorClass } from '../util/error-class.js';
 import type { FreeMemory } from './allocator.js';
 
 /**
@@ -5,7 +6,8 @@ import type { FreeMemory } from './allocator.js';
  * throws one of these, or core's VmmError where core would refuse the same
  * thing (GrowableBuffer's and vmmkit's malformed sizes and options are
  * invalid-value, as core's own are; a failed driver step comes up as core
- * threw it). Each has a `name` and a one-line message meant for a person.
+ * threw it). Each has a `name` and a one-line message meant for a person,
+ * made by errorClass (Note [One error factory per layer] in util/error-class.ts).
  *
  * The argument errors are RangeErrors, as the bare RangeErrors they replace
  * were, so a caller that caught those still catches these.
@@ -19,8 +21,7 @@ const NO_FREE_MEMORY: FreeMemory = Object.freeze({ freeBytes: 0, freePieces: 0, 
  * gone): what it held, how much of that was unused and in how many pieces,
  * and the cap it ran under.
  */
-export class AllocatorOutOfMemoryError extends Error {
-  override readonly name = 'AllocatorOutOfMemoryError';
+export class AllocatorOutOfMemoryError extends errorClass('AllocatorOutOfMemoryError') {
   /** Bytes held that no live block uses (FreeMemory.freeBytes). */
   readonly freeBytes: number;
   readonly freePieces: number;
@@ -45,9 +46,7 @@ export class AllocatorOutOfMemoryError extends Error {
 }
 
 /** A snapshot's allocator_settings (or settings given directly) that PyTorch would refuse. */
-export class AllocatorSettingsError extends Error {
-  override readonly name = 'AllocatorSettingsError';
-}
+export class AllocatorSettingsError extends errorClass('AllocatorSettingsError') {}
 
 /**
  * A configuration string PyTorch 2.11 refuses (notModelled false; the
@@ -55,8 +54,7 @@ export class AllocatorSettingsError extends Error {
  * cannot model (notModelled true: backend:cudaMallocAsync and the rest of
  * Note [Not modelled] in pytorch/alloc-conf.ts). `key` names the key at fault.
  */
-export class AllocConfError extends Error {
-  override readonly name = 'AllocConfError';
+export class AllocConfError extends errorClass('AllocConfError') {
   readonly notModelled: boolean;
   readonly key: string | undefined;
   constructor(message: string, options: { readonly key?: string; readonly notModelled?: boolean } = {}) {
@@ -71,17 +69,14 @@ export class AllocConfError extends Error {
  * does not know, an option out of range, a start state it cannot hold.
  * Nothing changed.
  */
-export class AllocatorArgumentError extends RangeError {
-  override readonly name: string = 'AllocatorArgumentError';
-}
+export class AllocatorArgumentError extends errorClass('AllocatorArgumentError', RangeError) {}
 
 /**
  * GrowableBuffer.grow past the buffer's maxSize: the reservation behind its
  * pointer ends there, so the buffer cannot hold `size` bytes without moving
  * (a caller may copy into a larger buffer). Nothing changed.
  */
-export class GrowPastMaximumError extends AllocatorArgumentError {
-  override readonly name = 'GrowPastMaximumError';
+export class GrowPastMaximumError extends errorClass('GrowPastMaximumError', AllocatorArgumentError) {
   constructor(
     readonly size: number,
     readonly maxSize: number,
@@ -95,15 +90,11 @@ export class GrowPastMaximumError extends AllocatorArgumentError {
  * allocator already used, a private pool named after its last graph let it
  * go (the assertion PyTorch makes there). Nothing changed.
  */
-export class AllocatorStateError extends Error {
-  override readonly name = 'AllocatorStateError';
-}
+export class AllocatorStateError extends errorClass('AllocatorStateError') {}
 
 /**
  * An allocator's own books disagree with themselves (a block missing from
  * the pool it should be in; PyTorch's internal assertions): a bug here, not
  * the caller's mistake.
  */
-export class AllocatorInternalError extends Error {
-  override readonly name = 'AllocatorInternalError';
-}
+export class AllocatorInternalError extends errorClass('AllocatorInternalError') {}
