@@ -178,7 +178,8 @@ function readDevice(
       `--device-memory: ${memory} is less than 1 MiB; write it with a unit (80GiB, 81559MiB)`,
     );
   const device = deviceOfMemory(bytes, spec);
-  return spec === undefined ? { ...device, name: `a device of ${formatBytes(bytes)}` } : device;
+  // A memory the table's own device has is that device (deviceOfMemory); any other is named by its size.
+  return device.key === 'custom' ? { ...device, name: `a device of ${formatBytes(bytes)}` } : device;
 }
 
 /** The bytes `text` names, or undefined when it is no size. */

@@ -201,11 +201,17 @@ export function findDevice(name: string): DeviceMemorySpec {
 }
 
 /**
- * A device of `totalMemory` bytes that the table does not name (`--device-memory 80GiB`): the
- * named device's granularity where one is given, else the NVIDIA parts' 2 MiB (the H200's, the
- * default device's).
+ * A device by its memory (`--device 192GiB`, `--device-memory 80GiB`): with `like` (a device named
+ * beside it), that device with this much memory; else the table's one device of exactly this many
+ * bytes, where there is one (192GiB is the MI300X, 64GiB the Ascend 910B: their granularities
+ * come with them); else a device the table does not name, with the NVIDIA parts' 2 MiB (the
+ * H200's, the default device's).
  */
 export function deviceOfMemory(totalMemory: number, like?: DeviceMemorySpec): DeviceMemorySpec {
+  if (like === undefined) {
+    const same = Object.values(DEVICE_SPECS).filter((s) => s.totalMemory === totalMemory);
+    if (same.length === 1) return same[0];
+  }
   const base = like ?? DEVICE_SPECS.H200;
   return spec({
     ...base,
