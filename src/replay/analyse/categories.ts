@@ -139,9 +139,9 @@ function frameLine(f: SnapshotFrame): string {
   return f.filename === '' || f.filename === '??' ? f.name : `${f.name} (${f.filename}:${String(f.line)})`;
 }
 
-/** Frames of the allocator and of the stack's own capture, which every stack shares. */
+/** Frames of the allocator and of the stack's own capture, as cppFunction names them, which every stack shares. */
 const MACHINERY =
-  /^(?:torch::unwind::|torch::CapturedTraceback|torch::cuda::\(anonymous namespace\)::gather|c10::|at::detail::|at::empty|at::native::empty|at::\(anonymous namespace\)::create_out|\?\?)|set_output/;
+  /^(?:torch::unwind::|torch::CapturedTraceback|torch::cuda::gather|c10::|at::detail::|at::empty|at::native::empty|at::create_out|\?\?)|set_output/;
 
 /**
  * The frames that say most about a stack in one line: the innermost Python
@@ -153,7 +153,7 @@ export function stackSummary(snapshot: MemorySnapshot, stack: number, most = 2):
   const frames = Array.from(snapshot.stacks[stack] ?? [], (i) => snapshot.frames[i]);
   const python = frames.filter((f) => f.filename.endsWith('.py'));
   const own = python.filter((f) => !/\/torch\/|\/site-packages\//.test(f.filename.replaceAll('\\', '/')));
-  const native = frames.filter((f) => !MACHINERY.test(f.name));
+  const native = frames.filter((f) => !MACHINERY.test(cppFunction(f.name)));
   const pick = own.length > 0 ? own : python.length > 0 ? python : native.length > 0 ? native : frames;
   if (pick.length === 0) return '(empty stack)';
   const line = pick
@@ -169,8 +169,13 @@ export function stackSummary(snapshot: MemorySnapshot, stack: number, most = 2):
     : `${line} [${shortName(op.name)}]`;
 }
 
-/** A C++ frame's name without its argument list, and not past 80 characters. */
+/** A C++ frame's function: no template arguments, argument list or return type, and not past 80 characters. */
 function shortName(name: string): string {
+  const bare = cppFunction(name);
+  return bare.length > 80 ? `${bare.slice(0, 79)}…` : bare;
+}
+
+function cppFunction(name: string): string {
   let plain = name.replaceAll('(anonymous namespace)::', '');
   // Template arguments, innermost first, until none is left (or the brackets do not pair).
   for (let before = ''; before !== plain; ) {
@@ -178,8 +183,9 @@ function shortName(name: string): string {
     plain = plain.replace(/<[^<>]*>/g, '');
   }
   const open = plain.replaceAll('operator()', 'operator__').indexOf('(');
-  const bare = open > 0 ? plain.slice(0, open) : plain;
-  return bare.length > 80 ? `${bare.slice(0, 79)}…` : bare;
+  const head = open > 0 ? plain.slice(0, open) : plain;
+  // A return type before the name: `at::TensorBase at::detail::_empty_generic`.
+  return head.slice(head.lastIndexOf(' ') + 1);
 }
 
 function shortFile(filename: string): string {
