@@ -154,8 +154,39 @@ describe('a CUDA-shaped snapshot as ROCm, on the HIP front end over an MI300X', 
       startProcess: startOnFrontEnd({ vendor: 'rocm', tracer }),
     });
     // PyTorch reserves 1 1/8 of the device's memory per segment (E3), here of the MI300X's 192 GiB.
-    const reserved = tracer.roots.filter((r) => r.name === 'hipMemAddressReserve').map((r) => Number(r.args[1]));
+    const reserved = tracer.roots
+      .filter((r) => r.name === 'hipMemAddressReserve')
+      .map((r) => Number(r.args[1]));
     const total = 192 * 2 ** 30;
     for (const size of reserved) expect(size).toBeGreaterThanOrEqual(total + total / 8);
+  });
+});
+
+describe("a front end's refusal reaches the allocator as core's would", () => {
+  const snapshot = readSnapshotFile(`${WILD}/memsnapdump-multi-devices.pickle.gz`);
+  // An Ascend part too small for the recording's peak (it holds the start): the front end runs out where core does.
+  const small = {
+    name: 'Ascend910B (320 MiB)',
+    totalMemory: 320 * 2 ** 20,
+    minimumGranularity: 2 * 2 ** 20,
+    recommendedGranularity: 2 * 2 ** 20,
+  };
+
+  it('out of device memory through aclrtMallocPhysical is an allocator OOM, counted as on core', () => {
+    const tracer = new Tracer({ layers: 'vendor' });
+    const options = { allocConf: 'expandable_segments:True', device: small };
+    const onAcl = replay(snapshot, {
+      ...options,
+      startProcess: startOnFrontEnd({ vendor: 'npu', device: small, tracer }),
+    }).allocators[0];
+    const onCore = replay(snapshot, options).allocators[0];
+    expect(onAcl.error).toBeUndefined();
+    expect(onCore.ooms).toBeGreaterThan(0);
+    expect(onAcl.ooms).toBe(onCore.ooms);
+    expect(onAcl.firstOom).toEqual(onCore.firstOom);
+    // The refusal is ACL's own code for the allocation that failed (ACL_ERROR_RT_MEMORY_ALLOCATION).
+    const refused = tracer.roots.filter((r) => r.name === 'aclrtMallocPhysical' && r.result !== 0);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((r) => r.result === 207001)).toBe(true);
   });
 });
