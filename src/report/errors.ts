@@ -1,20 +1,16 @@
 /**
  * The report's errors, all in one place. Each has a `name` and a one-line
- * message meant for a person; replay's errors (src/replay/errors.ts) come
+ * message meant for a person, made by errorClass (Note [One error factory per
+ * layer] in util/error-class.ts); replay's errors (src/replay/errors.ts) come
  * up through the report as they are.
  */
+import { errorClass } from '../util/error-class.js';
 
 /** Replay told the recorder something that cannot be (a free of an address the block does not have). */
-export class RecorderError extends Error {
-  override readonly name = 'RecorderError';
-}
+export class RecorderError extends errorClass('RecorderError') {}
 
 /** An argument the report's parts cannot take (a count of events or buckets); a RangeError, as before. */
-export class ReportArgumentError extends RangeError {
-  override readonly name = 'ReportArgumentError';
-}
+export class ReportArgumentError extends errorClass('ReportArgumentError', RangeError) {}
 
 /** The page `vmmkit report` and `vmmkit open` write and serve is not built (dist/web/index.html). */
-export class ReportPageMissingError extends Error {
-  override readonly name = 'ReportPageMissingError';
-}
+export class ReportPageMissingError extends errorClass('ReportPageMissingError') {}
