@@ -56,6 +56,22 @@ describe('one errors module per layer', () => {
     },
   );
 
+  // Note [One error factory per layer]: each class is made by errorClass under its own name, or extends
+  // another class of its module (which is).
+  it.each(Object.keys(MODULES))('%s: every class comes from the one factory', (layer) => {
+    const text = readFileSync(join('src', layer, 'errors.ts'), 'utf8');
+    const classes = [...text.matchAll(/^export class (\w+) extends (.+?) \{/gm)];
+    expect(classes.map(([, name]) => name).sort()).toEqual(Object.keys(MODULES[layer]).sort());
+    for (const [, name, base] of classes) {
+      const fromFactory = base === `errorClass('${name}')` || base === `errorClass('${name}', RangeError)`;
+      const fromSibling = new RegExp(`^errorClass\\('${name}', (\\w+)\\)$`).exec(base ?? '')?.[1];
+      expect(
+        fromFactory || (fromSibling !== undefined && fromSibling in MODULES[layer]),
+        `${name} extends ${base}`,
+      ).toBe(true);
+    }
+  });
+
   it.each(Object.keys(MODULES))(
     '%s: error classes are defined only in its errors module, and nothing throws a bare one',
     (layer) => {
