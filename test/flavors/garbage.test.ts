@@ -7,9 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Machine } from '../../src/backends/sim/machine.js';
-import * as A from '../../src/flavors/acl/constants.js';
 import * as H from '../../src/flavors/hip/constants.js';
 import { ACL_FUNCTIONS, createAcl, createHip, HIP_FUNCTIONS } from '../../src/index.js';
+import { prop as aclProp } from './acl/helpers.js';
 
 const GARBAGE: readonly unknown[][] = [
   [],
@@ -55,19 +55,12 @@ const LIVE: Readonly<Record<'HIP' | 'ACL', (api: Flavor) => void>> = {
     expect(api.hipStreamCreate!(stream)).toBe(0);
   },
   ACL: (api) => {
-    const prop = {
-      handleType: A.ACL_MEM_HANDLE_TYPE_NONE,
-      allocationType: A.ACL_MEM_ALLOCATION_TYPE_PINNED,
-      memAttr: A.ACL_HBM_MEM_HUGE,
-      location: { id: 0, type: A.ACL_MEM_LOCATION_TYPE_DEVICE },
-      reserve: 0,
-    };
     const va = { value: 0n };
     const h = { value: 0n };
     const stream = { value: 0n };
     expect(api.aclrtSetDevice!(0)).toBe(0);
     expect(api.aclrtReserveMemAddress!(va, 2 * MiB2, 0, null, 0)).toBe(0);
-    expect(api.aclrtMallocPhysical!(h, MiB2, prop, 0)).toBe(0);
+    expect(api.aclrtMallocPhysical!(h, MiB2, aclProp(), 0)).toBe(0);
     expect(api.aclrtMapMem!(va.value, MiB2, 0, h.value, 0)).toBe(0);
     expect(api.aclrtCreateStream!(stream)).toBe(0);
   },
