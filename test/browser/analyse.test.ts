@@ -129,6 +129,9 @@ describe.skipIf(missing !== undefined)('the analysis panels in chromium', () => 
     );
     // An <img onerror> would have fired by now.
     await page.waitForTimeout(200);
+    // Kept for a look where VMMKIT_SCREENSHOTS names a folder (as the report's tests do).
+    const keep = process.env.VMMKIT_SCREENSHOTS;
+    if (keep !== undefined) await page.screenshot({ path: join(keep, 'analysis-panels.png'), fullPage: true });
     shown = (await page.evaluate(() => {
       const d = (globalThis as unknown as { document: Document }).document;
       const all = (sel: string) => Array.from(d.querySelectorAll(sel));

@@ -29,10 +29,13 @@ function slackParts(s: Slack): string {
   return parts.join(', ');
 }
 
-/** A setting and a limit in words: `PYTORCH_CUDA_ALLOC_CONF=... under a limit of 8.00 GiB`. */
-function settingWords(allocConf: string | null, memoryLimit: number | null): string {
-  const conf = allocConf === null ? 'the recorded settings' : `PYTORCH_CUDA_ALLOC_CONF=${allocConf}`;
-  return memoryLimit === null ? conf : `${conf} under a limit of ${formatBytes(memoryLimit)}`;
+/** A setting and a limit in words: `PYTORCH_CUDA_ALLOC_CONF=... under a limit of 8.00 GiB`, `a limit of 8.00 GiB`. */
+export function settingWords(allocConf: string | null, memoryLimit: number | null): string {
+  const limit = memoryLimit === null ? undefined : `a limit of ${formatBytes(memoryLimit)}`;
+  if (allocConf === null) return limit ?? 'the recorded settings';
+  return limit === undefined
+    ? `PYTORCH_CUDA_ALLOC_CONF=${allocConf}`
+    : `PYTORCH_CUDA_ALLOC_CONF=${allocConf} under ${limit}`;
 }
 
 /** What holds memory at the peak, per device, and under the setting where one was given. */
@@ -122,13 +125,8 @@ export function compareLines(c: SnapshotComparison, names: readonly [string, str
       );
     const u = d.underSetting;
     if (u !== null && c.setting !== null) {
-      const conf =
-        c.setting.allocConf === null
-          ? 'the recorded settings'
-          : `PYTORCH_CUDA_ALLOC_CONF=${c.setting.allocConf}`;
-      const limit = c.setting.memoryLimit === null ? '' : ` under ${formatBytes(c.setting.memoryLimit)}`;
       out.push(
-        `under ${conf}${limit}${where}: peak ${formatBytes(u.aPeakBytes)} -> ${formatBytes(u.bPeakBytes)} (${signed(u.differenceBytes)})${c.verdicts === null ? '' : `; ${a} ${c.verdicts.a}, ${b} ${c.verdicts.b}`}`,
+        `under ${settingWords(c.setting.allocConf, c.setting.memoryLimit)}${where}: peak ${formatBytes(u.aPeakBytes)} -> ${formatBytes(u.bPeakBytes)} (${signed(u.differenceBytes)})${c.verdicts === null ? '' : `; ${a} ${c.verdicts.a}, ${b} ${c.verdicts.b}`}`,
       );
     }
   }

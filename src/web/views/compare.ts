@@ -7,6 +7,7 @@
  * string from the snapshots goes in as text (dom.ts).
  */
 import type { SnapshotComparison } from '../../replay/analyse/compare.js';
+import { settingWords } from '../../replay/analyse/lines.js';
 import { formatBytes } from '../../util/format.js';
 import { el } from './dom.js';
 import { bytesCell, signedBytes, table } from './peak.js';
@@ -62,7 +63,7 @@ export function renderCompare(
         rows.push([c.label, bytesCell(c.aBytes), bytesCell(c.bBytes), diff(c.differenceBytes)]);
     const u = d.underSetting;
     if (u !== null && data.setting !== null) {
-      const setting = `${data.setting.allocConf === null ? 'the recorded settings' : `PYTORCH_CUDA_ALLOC_CONF=${data.setting.allocConf}`}${data.setting.memoryLimit === null ? '' : ` under ${formatBytes(data.setting.memoryLimit)}`}`;
+      const setting = settingWords(data.setting.allocConf, data.setting.memoryLimit);
       rows.push([
         `peak reserved under ${setting}`,
         bytesCell(u.aPeakBytes),

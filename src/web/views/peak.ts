@@ -7,6 +7,7 @@
  * from the snapshot goes in as text (dom.ts), so a stack that carries HTML
  * shows as text.
  */
+import { settingWords } from '../../replay/analyse/lines.js';
 import type { PeakBreakdown, Slack, WhatIfDevicePeak } from '../../replay/analyse/peak.js';
 import { formatBytes } from '../../util/format.js';
 import { el } from './dom.js';
@@ -165,10 +166,7 @@ export function renderPeak(root: HTMLElement, data: PeakBreakdown): void {
   }
   if (data.whatIf !== null) {
     const w = data.whatIf;
-    const setting = [
-      w.allocConf === null ? 'the recorded settings' : `PYTORCH_CUDA_ALLOC_CONF=${w.allocConf}`,
-      w.memoryLimit === null ? '' : ` under a limit of ${formatBytes(w.memoryLimit)}`,
-    ].join('');
+    const setting = settingWords(w.allocConf, w.memoryLimit);
     section.append(el('h3', {}, `Under ${setting}: where the reserved memory goes (${w.verdict})`));
     if (w.error !== null)
       section.append(el('p', { class: 'peak-whatif-error' }, `The replay under it failed: ${w.error}`));

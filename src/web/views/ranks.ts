@@ -6,6 +6,8 @@
  * setting for every rank, with a button that copies the line to paste.
  * Every string from the snapshots goes in as text (dom.ts).
  */
+
+import { settingWords } from '../../replay/analyse/lines.js';
 import type { RankSummary } from '../../replay/analyse/ranks.js';
 import { formatBytes } from '../../util/format.js';
 import { el } from './dom.js';
@@ -15,9 +17,7 @@ export function renderRanks(root: HTMLElement, data: RankSummary): void {
   const section = el('section', { class: 'ranks' }, el('h2', {}, `${data.ranks.length} ranks`));
   const first = data.firstToRunOut?.rank;
   const setting =
-    data.setting === null
-      ? null
-      : `${data.setting.allocConf === null ? 'the recorded settings' : `PYTORCH_CUDA_ALLOC_CONF=${data.setting.allocConf}`}${data.setting.memoryLimit === null ? '' : ` under ${formatBytes(data.setting.memoryLimit)}`}`;
+    data.setting === null ? null : settingWords(data.setting.allocConf, data.setting.memoryLimit);
   const head = ['rank', 'peak reserved', 'live at the peak', 'holds most'];
   if (setting !== null) head.push(`under ${setting}`);
   const body = el('tbody');
