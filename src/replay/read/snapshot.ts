@@ -128,6 +128,8 @@ export interface MemorySnapshot {
   readonly form?: 'dict' | 'segment-list';
   /** The machine that made it, where a caller says (--vendor); absent, vendor.ts guesses (Note [Snapshot vendor]). */
   readonly vendor?: SnapshotVendor;
+  /** torch_npu's workspace blocks the file held, left out of traces and segments (Note [Workspace entries]); absent: none. */
+  readonly workspace?: { readonly blocks: number; readonly bytes: number };
 }
 
 const CODES = new Map<string, number>(ACTIONS.map((a, i) => [a, i]));
@@ -144,9 +146,30 @@ export interface EntryFields {
   readonly frames?: StackValue;
 }
 
+/*
+ * Note [Workspace entries]: torch_npu's snapshot holds, beside its caching
+ * allocator's, the blocks of its workspace allocator (the scratch memory of
+ * ACL operators, one block per stream, allocated outside the caching
+ * allocator): each block is appended to `segments` (large, not expandable,
+ * one block) and put at the head of its device's trace as three entries, a
+ * `workspace_snapshot`, a `segment_alloc` and an `alloc` of the block's size
+ * at its address (torch_npu/csrc/npu/Module.cpp at v7.1.0-pytorch2.6.0,
+ * 1137-1145; NPUWorkspaceAllocator.cpp get_trace, 275-303). They describe
+ * memory at the moment of the dump, not events, and no model of the caching
+ * allocator made them, so the reader leaves them out: the
+ * `workspace_snapshot` entry, the `segment_alloc` and `alloc` at its address
+ * that follow it, and the segment there; MemorySnapshot.workspace counts
+ * what was left out (docs/npu-allocator.md, NPU14).
+ */
+
 /** One device's columns while they are filled: they grow by half as rows come. */
 export class TraceColumns {
   length = 0;
+  /** Workspace blocks met (Note [Workspace entries]): their addresses and bytes. */
+  readonly workspace: number[] = [];
+  workspaceBytes = 0;
+  /** Workspace addresses whose segment_alloc (bit 1) and alloc (bit 2) are still to be left out. */
+  readonly #workspacePending = new Map<number, number>();
   action: Uint8Array;
   addr: Float64Array;
   size: Float64Array;
@@ -173,6 +196,23 @@ export class TraceColumns {
     this.timeUs[i] = timeUs;
     this.stack[i] = stack;
     this.length = i + 1;
+  }
+
+  /** A workspace_snapshot entry: its block, and the two entries at its address to leave out. */
+  workspaceBlock(addr: number, size: number): void {
+    this.workspace.push(addr);
+    this.workspaceBytes += size;
+    this.#workspacePending.set(addr, 3);
+  }
+
+  /** Whether a segment_alloc or alloc at `addr` is a workspace block's (then it is left out). */
+  isWorkspaceEntry(code: number, addr: number): boolean {
+    const pending = this.#workspacePending.get(addr);
+    const bit = code === Action.segment_alloc ? 1 : code === Action.alloc ? 2 : 0;
+    if (pending === undefined || (pending & bit) === 0) return false;
+    if (pending === bit) this.#workspacePending.delete(addr);
+    else this.#workspacePending.set(addr, pending & ~bit);
+    return true;
   }
 
   /** The trace, its columns cut to length. */
@@ -253,6 +293,10 @@ export class TraceBuilder {
 /** Check entry i of a device's trace and add it as a row (Note [Compact traces]). */
 function addEntry(out: TraceColumns, e: EntryFields, where: string, i: number, stacks: StackTable): void {
   const a = e.action;
+  if (a === 'workspace_snapshot') {
+    out.workspaceBlock(count(e.addr, where, i, 'addr'), count(e.size, where, i, 'size'));
+    return;
+  }
   const code = typeof a === 'string' ? CODES.get(a) : undefined;
   if (code === undefined) {
     throw notSnapshot(
@@ -267,6 +311,7 @@ function addEntry(out: TraceColumns, e: EntryFields, where: string, i: number, s
       ? count(e.device_free ?? e.addr ?? 0, where, i, 'device_free')
       : count(e.addr, where, i, 'addr');
   const size = count(e.size, where, i, 'size');
+  if (out.isWorkspaceEntry(code, addr)) return;
   const stream = e.stream === undefined ? 0 : integer(e.stream, where, i, 'stream');
   const t = e.time_us;
   // Times only date the events (no allocator reads them): one no double holds is dropped, not refused.
@@ -308,8 +353,19 @@ export function snapshotOf(value: StackValue, stacks: StackTable): MemorySnapsho
     throw notSnapshot(`'allocator_settings' is ${describe(settings)}, expected a dict`);
   }
   if (settings !== undefined) checkTree(settings, 'allocator_settings');
-  const parsedTraces = traces.map((t, device) => parseTrace(t as StackValue, device, stacks));
-  const parsedSegments = segments.map((s, i) => parseSegment(s, `segments[${i}]`, stacks));
+  const workspace = new Map<number, Set<number>>();
+  let workspaceBytes = 0;
+  const parsedTraces = traces.map((t, device) => {
+    const parsed = parseTrace(t as StackValue, device, stacks);
+    if (parsed.workspace.length > 0) workspace.set(device, new Set(parsed.workspace));
+    workspaceBytes += parsed.workspaceBytes;
+    return parsed.trace;
+  });
+  // Note [Workspace entries]: the workspace blocks' segments go with their entries.
+  const parsedSegments = segments
+    .map((s, i) => parseSegment(s, `segments[${i}]`, stacks))
+    .filter((seg) => workspace.get(seg.device)?.has(seg.address) !== true);
+  const workspaceBlocks = [...workspace.values()].reduce((n, set) => n + set.size, 0);
   const maxEntries = settings?.trace_alloc_max_entries;
   const overflowed = settings?.trace_alloc_overflowed;
   if (overflowed !== undefined && typeof overflowed !== 'boolean') {
@@ -330,6 +386,7 @@ export function snapshotOf(value: StackValue, stacks: StackTable): MemorySnapsho
     externalAnnotations:
       Array.isArray(annotations) || annotations instanceof ListSink ? annotations.length : 0,
     form: 'dict',
+    ...(workspaceBlocks > 0 ? { workspace: { blocks: workspaceBlocks, bytes: workspaceBytes } } : {}),
   };
 }
 
@@ -359,8 +416,15 @@ function segmentList(segments: readonly PickleValue[], stacks: StackTable): Memo
   };
 }
 
-function parseTrace(list: StackValue, device: number, stacks: StackTable): DeviceTrace {
-  if (list instanceof TraceBuilder) return list.finish(device);
+function parseTrace(
+  list: StackValue,
+  device: number,
+  stacks: StackTable,
+): { trace: DeviceTrace; workspace: readonly number[]; workspaceBytes: number } {
+  if (list instanceof TraceBuilder) {
+    const trace = list.finish(device);
+    return { trace, workspace: list.columns.workspace, workspaceBytes: list.columns.workspaceBytes };
+  }
   const where = `device_traces[${device}]`;
   if (!Array.isArray(list)) throw notSnapshot(`${where} is ${describe(list)}, expected a list`);
   const out = new TraceColumns(list.length);
@@ -369,7 +433,7 @@ function parseTrace(list: StackValue, device: number, stacks: StackTable): Devic
     if (!isPickleDict(e)) throw notSnapshot(`${where}[${i}] is ${describe(e)}, expected a dict`);
     addEntry(out, e, where, i, stacks);
   }
-  return out.finish(device);
+  return { trace: out.finish(device), workspace: out.workspace, workspaceBytes: out.workspaceBytes };
 }
 
 function parseSegment(s: PickleValue, where: string, stacks: StackTable): SnapshotSegment {

@@ -24,6 +24,8 @@
  * - no `time_us`: torch_npu's trace entries have none (Module.cpp writes
  *   action, addr, size, stream); PyTorch's have had one since 2.1, though
  *   older PyTorch lacks it too, so this only supports the stream evidence.
+ * - `workspace_snapshot` entries, which only torch_npu writes (Note
+ *   [Workspace entries]), decide before the frames.
  * - device names: neither PyTorch's nor torch_npu's snapshot records one
  *   (a segment has only its device index), so there are none to read.
  * Without frames or settings, pointer-like streams and no time_us
@@ -44,8 +46,8 @@ export interface VendorGuess {
   readonly vendor: SnapshotVendor;
   /** What decided it, strongest first; empty never (the default says so). */
   readonly evidence: readonly string[];
-  /** 'frames' and 'settings' are read from the file; 'shape' from streams and time_us; 'default' is CUDA for want of any; 'option' is --vendor. */
-  readonly basis: 'frames' | 'settings' | 'shape' | 'default' | 'option';
+  /** 'frames', 'workspace' (torch_npu's workspace entries) and 'settings' are read from the file; 'shape' from streams and time_us; 'default' is CUDA for want of any; 'option' is --vendor. */
+  readonly basis: 'frames' | 'workspace' | 'settings' | 'shape' | 'default' | 'option';
 }
 
 /** A filename or function name that only torch_npu's stacks hold. */
@@ -59,6 +61,15 @@ const POINTER_FLOOR = 0x10000;
 
 /** The vendor that `snapshot` was most likely recorded on, and the evidence. */
 export function detectVendor(snapshot: MemorySnapshot): VendorGuess {
+  // Only torch_npu writes workspace_snapshot entries (Note [Workspace entries]).
+  if (snapshot.workspace !== undefined)
+    return {
+      vendor: 'npu',
+      basis: 'workspace',
+      evidence: [
+        `${snapshot.workspace.blocks} workspace_snapshot entries (torch_npu's workspace allocator, ${snapshot.workspace.bytes} bytes, left out of the replay)`,
+      ],
+    };
   const frames = frameEvidence(snapshot);
   if (frames !== undefined) return frames;
   const settings = settingsEvidence(snapshot);
