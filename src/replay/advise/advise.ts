@@ -5,7 +5,8 @@
  * exact model of PyTorch 2.11's allocator under a search of settings (Note
  * [Advice search], search.ts), in parallel (Note [Worker threads],
  * pool.ts), replays that can no longer change the answer stopped (Note
- * [Pruning]), and the settings are ranked (Note [Ranking]): the simplest
+ * [Pruning]), the most promising run first (Note [Best first], pool.ts),
+ * and the settings are ranked (Note [Ranking]): the simplest
  * among those within a tolerance of the best, with room under the limit.
  * When none fits, the answer says so first and recommends nothing. Beside
  * them: the recorded run's own peak, PyTorch under the recorded settings,

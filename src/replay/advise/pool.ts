@@ -7,8 +7,8 @@
  * frames and stacks, which replay never reads, are left out), so a
  * worker neither parses nor plans, and a million-event trace costs its
  * ~40 MB once, not once per worker. Each worker then replays the jobs it is
- * sent, one at a time, and answers with the run (its per-block arrays left
- * out). The worker is worker.js beside this module: in the compiled
+ * sent, side by side (Note [Best first]), and answers with each run (its
+ * per-block arrays left out) as it ends. The worker is worker.js beside this module: in the compiled
  * package (dist/) it is there; run from the TypeScript sources (vitest) it
  * is not, and the jobs run in this thread instead, in the same order with
  * the same results (replays are deterministic; only the wall time differs).
@@ -24,13 +24,25 @@
  * throwing from the hook (replay ends that run with the error; the outcome
  * says `stoppedAt` instead). The search raises no bar a job could still
  * pass to matter (Note [Pruning], advise.ts).
+ *
+ * Note [Best first]: a bar comes from settings that finished, so the sooner
+ * the best settings finish, the sooner the others stop. Which are best is
+ * not known beforehand, but a replay's running peak only grows: so each
+ * thread keeps up to OPEN_JOBS replays under way at once (replayInSlices)
+ * and always runs a slice of the one with the fewest OOMs and the lowest
+ * running peak so far. The lowest ones run ahead and finish first, and a
+ * setting that ends past the bar they set stops about where its running
+ * peak crosses it, not wherever it had got to when the bar fell. The order
+ * changes which replays stop and where, never a figure the answer gives
+ * (Note [Pruning]); a job's wall time is the time its own slices took. A
+ * baseline, which runs to its end whatever its peak, goes first, unwatched.
  */
 
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { selectAllocators } from '../engine/allocators.js';
-import { type AllocatorRun, type ReplayStep, replay } from '../engine/replay.js';
+import { type AllocatorRun, type ReplayResult, type ReplayStep, replayInSlices } from '../engine/replay.js';
 import type { TracePlan } from '../engine/trace-plan.js';
 import { PastTheBar } from '../errors.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
@@ -77,50 +89,127 @@ export function openBars(jobs: number): Float64Array {
   return bars;
 }
 
-/** The onStep hook of a prunable job (Note [Stopping a replay]); `stopped` learns the event. */
-function watch(bars: Float64Array, id: number, stopped: (event: number) => void): (step: ReplayStep) => void {
-  const at = 2 * id;
-  if (at + 1 >= bars.length) return () => {};
-  let ooms = 0;
-  let device = -1;
-  let before = 0;
-  let current = 0;
-  return (step) => {
-    if (step.failed) ooms++;
+/**
+ * A job's OOMs and running peak so far (the finished devices' peaks plus the
+ * current device's peak so far), as its replay's onStep hook sees them; a
+ * prunable job stops past its bar (Note [Stopping a replay]).
+ */
+class Watch {
+  ooms = 0;
+  peak = 0;
+  /** The event it stopped at, past the bar; -1 while it has not. */
+  stoppedAt = -1;
+  #device = -1;
+  #before = 0;
+  readonly #at: number;
+
+  constructor(
+    readonly bars: Float64Array,
+    id: number,
+    prunable: boolean,
+  ) {
+    // A job past the end of the bars never stops.
+    this.#at = prunable && 2 * id + 1 < bars.length ? 2 * id : -1;
+  }
+
+  readonly hook = (step: ReplayStep): void => {
+    if (step.failed) this.ooms++;
     else if (step.kind === 'free' || step.kind === 'empty-cache') return;
-    if (step.device !== device) {
-      before += current;
-      device = step.device;
+    if (step.device !== this.#device) {
+      this.#before = this.peak;
+      this.#device = step.device;
     }
-    current = step.allocator.stats.peakReservedBytes;
-    if (ooms > bars[at] || (ooms === bars[at] && before + current > bars[at + 1])) {
-      stopped(step.event);
+    this.peak = this.#before + step.allocator.stats.peakReservedBytes;
+    const at = this.#at;
+    if (at < 0) return;
+    const bars = this.bars;
+    if (this.ooms > bars[at] || (this.ooms === bars[at] && this.peak > bars[at + 1])) {
+      // A stop among the blocks live before the trace (event -1) is a stop before its first event.
+      this.stoppedAt = Math.max(0, step.event);
       throw new PastTheBar();
     }
   };
 }
 
-/** Replay one job; `onEvents` is told how many of the trace's events are done, now and then. */
-export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: number) => void): JobOutcome {
-  const start = performance.now();
-  let stoppedAt = -1;
-  try {
-    const result = replay(input.snapshots[job.trace], {
-      allocators: selectAllocators([job.allocator]),
-      allocConf: job.allocConf ?? undefined,
-      memoryLimit: input.memoryLimit,
-      plan: input.plans[job.trace],
-      keepEvents: false,
-      onProgress: onEvents,
-      onStep: job.prunable
-        ? watch(input.bars, job.id, (event) => {
-            stoppedAt = event;
-          })
-        : undefined,
-    });
-    const stopped = result.allocators[0];
+/** Trace events per slice of a replay run side by side with others (Note [Best first]). */
+function sliceOf(events: number): number {
+  return Math.max(MIN_SLICE, Math.ceil(events / SLICES_PER_REPLAY));
+}
+const MIN_SLICE = 256;
+const SLICES_PER_REPLAY = 8;
+
+/** Replays under way at once in one thread (Note [Best first]): each holds its allocator's state. */
+export const OPEN_JOBS = 4;
+
+/** One job's replay under way, a slice at a time (Note [Best first]). */
+export class OpenJob {
+  readonly #watch: Watch;
+  readonly #steps: Generator<void, ReplayResult, void> | undefined;
+  #ms = 0;
+  /** Set once the replay is over. */
+  outcome: JobOutcome | undefined;
+
+  constructor(
+    readonly input: ReplayInput,
+    readonly job: ReplayJob,
+    onEvents?: (done: number) => void,
+  ) {
+    this.#watch = new Watch(input.bars, job.id, job.prunable);
+    const plan = input.plans[job.trace];
+    try {
+      this.#steps = replayInSlices(
+        input.snapshots[job.trace],
+        {
+          allocators: selectAllocators([job.allocator]),
+          allocConf: job.allocConf ?? undefined,
+          memoryLimit: input.memoryLimit,
+          plan,
+          keepEvents: false,
+          onProgress: onEvents,
+          // A baseline runs to its end whatever its peak: nothing to watch.
+          onStep: job.prunable ? this.#watch.hook : undefined,
+        },
+        sliceOf(plan.events),
+      );
+    } catch (e) {
+      this.#fail(e);
+    }
+  }
+
+  /** A baseline (never stopped): it runs before the others, to its end (Note [Best first]). */
+  get first(): boolean {
+    return !this.job.prunable;
+  }
+
+  /** OOMs so far: the first key of which job runs next. */
+  get ooms(): number {
+    return this.#watch.ooms;
+  }
+
+  /** The running peak: the second key. */
+  get peak(): number {
+    return this.#watch.peak;
+  }
+
+  /** Replay one more slice; true once the replay is over (`outcome` is set). */
+  advance(): boolean {
+    if (this.outcome !== undefined) return true;
+    const start = performance.now();
+    try {
+      const next = this.#steps!.next();
+      this.#ms += performance.now() - start;
+      if (next.done === true) this.#finish(next.value.allocators[0]);
+    } catch (e) {
+      this.#ms += performance.now() - start;
+      this.#fail(e);
+    }
+    return this.outcome !== undefined;
+  }
+
+  #finish(result: AllocatorRun): void {
+    const stoppedAt = this.#watch.stoppedAt;
     // A stop is no failure: the run's figures so far stand, as lower bounds.
-    const run = stoppedAt >= 0 ? { ...stopped, error: undefined } : stopped;
+    const run = stoppedAt >= 0 ? { ...result, error: undefined } : result;
     // The per-block arrays are what a caller of advise never reads, and most of a run's bytes.
     const devices = run.devices.map((d) => ({
       ...d,
@@ -128,22 +217,58 @@ export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: num
       blockAddress: new Float64Array(0),
       blockState: new Uint8Array(0),
     }));
-    return {
-      id: job.id,
-      run: { ...run, devices },
-      error: null,
-      wallMs: performance.now() - start,
-      stoppedAt,
-    };
-  } catch (e) {
-    return {
-      id: job.id,
+    this.outcome = { id: this.job.id, run: { ...run, devices }, error: null, wallMs: this.#ms, stoppedAt };
+  }
+
+  #fail(e: unknown): void {
+    this.outcome = {
+      id: this.job.id,
       run: null,
       error: e instanceof Error ? e.message : String(e),
-      wallMs: performance.now() - start,
+      wallMs: this.#ms,
       stoppedAt: -1,
     };
   }
+}
+
+/**
+ * Replays side by side (Note [Best first]): `add` opens a job, `step` runs a
+ * slice of the open job with the fewest OOMs and the lowest running peak
+ * (the earliest opened among equals) and gives its outcome once it is over.
+ */
+export class BestFirst {
+  readonly #open: OpenJob[] = [];
+
+  get size(): number {
+    return this.#open.length;
+  }
+
+  add(job: OpenJob): void {
+    this.#open.push(job);
+  }
+
+  step(): JobOutcome | undefined {
+    const open = this.#open;
+    if (open.length === 0) return undefined;
+    let k = open.findIndex((j) => j.first);
+    if (k < 0) {
+      k = 0;
+      for (let j = 1; j < open.length; j++)
+        if (open[j].ooms < open[k].ooms || (open[j].ooms === open[k].ooms && open[j].peak < open[k].peak))
+          k = j;
+    }
+    const job = open[k];
+    if (!job.advance()) return undefined;
+    open.splice(k, 1);
+    return job.outcome;
+  }
+}
+
+/** Replay one job to its end; `onEvents` is told how many of the trace's events are done, now and then. */
+export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: number) => void): JobOutcome {
+  const open = new OpenJob(input, job, onEvents);
+  while (!open.advance()) {}
+  return open.outcome!;
 }
 
 /** Replays jobs; `run` resolves with one outcome per job, in the jobs' order. */
@@ -191,17 +316,32 @@ export function openPool(input: ReplayInput, workers: number): ReplayPool {
 function inThread(input: ReplayInput): ReplayPool {
   return {
     workers: 0,
-    run: async (jobs, onEvents, onOutcome) =>
-      jobs.map((job) => {
-        let last = 0;
-        const outcome = runJob(input, job, (done) => {
-          onEvents(done - last);
-          last = done;
-        });
-        onEvents(input.plans[job.trace].events - last);
-        onOutcome?.(outcome);
-        return outcome;
-      }),
+    run: async (jobs, onEvents, onOutcome) => {
+      const outcomes = new Array<JobOutcome>(jobs.length);
+      const index = new Map(jobs.map((j, k) => [j.id, k]));
+      const reported = new Map<number, number>();
+      const told = (id: number, done: number) => {
+        onEvents(done - (reported.get(id) ?? 0));
+        reported.set(id, done);
+      };
+      const running = new BestFirst();
+      let next = 0;
+      const open = () => {
+        const job = jobs[next++];
+        running.add(new OpenJob(input, job, (done) => told(job.id, done)));
+      };
+      while (next < jobs.length && running.size < OPEN_JOBS) open();
+      while (running.size > 0) {
+        const o = running.step();
+        if (o === undefined) continue;
+        const k = index.get(o.id)!;
+        told(o.id, input.plans[jobs[k].trace].events);
+        outcomes[k] = o;
+        onOutcome?.(o);
+        if (next < jobs.length) open();
+      }
+      return outcomes;
+    },
     close: async () => {},
   };
 }
@@ -292,8 +432,9 @@ class WorkerPool implements ReplayPool {
           w.off('exit', onExit);
         });
       }
+      // Each thread runs up to OPEN_JOBS side by side (Note [Best first]), dealt in turn; one more as each ends.
       if (jobs.length === 0) settle();
-      else for (const w of this.#threads) feed(w);
+      else for (let k = 0; k < OPEN_JOBS; k++) for (const w of this.#threads) feed(w);
     });
   }
 
