@@ -35,6 +35,8 @@ export interface MapOptions {
   readonly idPrefix?: string;
   /** Data attributes on the root element (the report names the allocator and device). */
   readonly attributes?: Readonly<Record<string, string>>;
+  /** The frames that allocated a block (its plan id), shown when hovering over it; none: its address and size only. */
+  readonly stackOf?: (block: number) => readonly string[] | undefined;
 }
 
 /** What the map counted, beside the picture. */
@@ -214,7 +216,7 @@ export function layoutMap(
           place(last, blk.address + blk.size),
           'block-part',
           // A thin light edge keeps neighbouring blocks apart.
-          ` fill="${color ?? '#3465a4'}" stroke="#ffffff" stroke-opacity="0.7" stroke-width="0.6"><title>${escapeXml(`block ${hex(blk.address)}, ${formatBytes(blk.size)}`)}</title></rect`,
+          ` fill="${color ?? '#3465a4'}" stroke="#ffffff" stroke-opacity="0.7" stroke-width="0.6"><title>${escapeXml(`block ${hex(blk.address)}, ${formatBytes(blk.size)}${stackLines(blk.block === undefined ? undefined : options.stackOf?.(blk.block))}`)}</title></rect`,
         )}</g>`;
       }
       // Untouched pages in runs (one rectangle per run, not per page), across touching mappings.
@@ -344,4 +346,9 @@ function handleColor(i: number): string {
 
 function withOpacity(color: string): string {
   return color.startsWith('#') && color.length === 7 ? `${color}2e` : color;
+}
+
+/** A block's frames under its title, one a line (none: nothing). */
+function stackLines(stack: readonly string[] | undefined): string {
+  return stack === undefined || stack.length === 0 ? '' : `\n${stack.join('\n')}`;
 }

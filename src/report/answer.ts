@@ -110,7 +110,7 @@ const STACK_FRAMES = 8;
  * address. Python frames are shown (where the program allocated it); a
  * stack of C++ frames alone shows those with a file.
  */
-function snapshotStacks(recorded: RecordedReplay): StackOf {
+export function snapshotStacks(recorded: Pick<RecordedReplay, 'snapshot' | 'plan'>): StackOf {
   const { snapshot, plan } = recorded;
   const byDevice = new Map<number, (block: number) => number>();
   for (const d of plan.devices) {

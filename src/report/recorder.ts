@@ -67,6 +67,11 @@ export interface RecorderOptions {
   readonly captureAfterCall?: ReadonlyMap<string, number>;
   /** Capture the layout at each run's first failed request (default true). */
   readonly captureFirstOom?: boolean;
+  /**
+   * Per run and device (`${run}:${device}`): capture the layout right after the first step that serves
+   * this event or a later one (the state at a point chosen on the page's timeline), as `layout`.
+   */
+  readonly captureAtEvent?: ReadonlyMap<string, number>;
 }
 
 /** Records a replay: pass `onStep` in replay's options, then read `recordings(run)`. */
@@ -99,6 +104,7 @@ export class ReplayRecorder {
       step.runtime,
       this.#buckets,
       this.#options.captureAfterCall?.get(`${step.run}:${step.device}`) ?? -2,
+      this.#options.captureAtEvent?.get(`${step.run}:${step.device}`) ?? -1,
       this.#options.captureFirstOom ?? true,
       // The run's driver calls at its last step, where this device's count starts.
       last?.callsSeen ?? 0,
@@ -118,6 +124,7 @@ class DeviceRecorder {
   readonly #plan: DevicePlan;
   readonly #runtime: Runtime;
   readonly #captureAfter: number;
+  readonly #captureAtEvent: number;
   readonly #captureOom: boolean;
   readonly #callsAtStart: number;
   /** The run's driver calls at this device's last step so far. */
@@ -144,6 +151,7 @@ class DeviceRecorder {
     runtime: Runtime,
     buckets: number,
     captureAfter: number,
+    captureAtEvent: number,
     captureOom: boolean,
     callsAtStart: number,
   ) {
@@ -151,6 +159,7 @@ class DeviceRecorder {
     this.#plan = plan;
     this.#runtime = runtime;
     this.#captureAfter = captureAfter;
+    this.#captureAtEvent = captureAtEvent;
     this.#captureOom = captureOom;
     this.#callsAtStart = callsAtStart;
     this.#callsSeen = callsAtStart;
@@ -218,6 +227,8 @@ class DeviceRecorder {
       this.#peakCall = this.#call;
     }
     if (this.#call === this.#captureAfter) this.#layout = this.#capture(event, s);
+    else if (this.#captureAtEvent >= 0 && this.#layout === undefined && event >= this.#captureAtEvent)
+      this.#layout = this.#capture(event, s);
     if (step.failed && this.#captureOom && this.#oomLayout === undefined)
       this.#oomLayout = this.#capture(event, s);
     this.#call++;

@@ -8,7 +8,13 @@ import type { CostTable } from '../replay/engine/cost-table.js';
 import type { DevicePlan } from '../replay/engine/trace-plan.js';
 import { Action } from '../replay/read/snapshot.js';
 import { layoutMap, type MapSummary } from './address-map.js';
-import { type AnswerAdvice, type ReportAnswer, reportAnswer, type StackOf } from './answer.js';
+import {
+  type AnswerAdvice,
+  type ReportAnswer,
+  reportAnswer,
+  type StackOf,
+  snapshotStacks,
+} from './answer.js';
 import type { RecordedReplay } from './collect.js';
 import type { MinMaxSeries } from './downsample.js';
 
@@ -118,6 +124,8 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
     }),
   );
   const devices: ReportDevice[] = [];
+  // Hovering over a block of a map shows the frames that allocated it.
+  const stackOf = extras.stackOf ?? snapshotStacks(recorded);
   for (const d of plan.devices) {
     const recs = runs.flatMap(({ recordings }, i) =>
       recordings.filter((r) => r.device === d.device).map((r) => ({ i, r })),
@@ -152,6 +160,7 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
       if (r.layout === undefined) return [];
       const { svg, summary } = layoutMap(r.layout.description, {
         blocks: r.layout.blocks,
+        stackOf: (block) => stackOf(d.device, block),
         color: allocators[i].color,
         title: `${allocators[i].name}, device ${d.device}, after event ${r.layout.event.toLocaleString('en-US')} (the peak of reserved bytes)`,
         attributes: { allocator: allocators[i].name, device: String(d.device) },

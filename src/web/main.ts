@@ -14,7 +14,15 @@
  */
 import type { ReportData } from '../report/report-data.js';
 import EngineWorker from './engine/engine-worker.ts?worker&inline';
-import type { Answers, FromWorker, PageSettings, ServedFile, SnapshotPage, ToWorker } from './protocol.js';
+import type {
+  Answers,
+  FromWorker,
+  PageSettings,
+  ServedFile,
+  SnapshotPage,
+  StateAt,
+  ToWorker,
+} from './protocol.js';
 import { renderAnswer } from './views/answer.js';
 import { drawDeviceCharts, fmtBytes, type PageChart } from './views/charts.js';
 import { renderCompare } from './views/compare.js';
@@ -34,6 +42,8 @@ interface PageState {
   drawn: number;
   /** The last refusal or failure shown, if any. */
   error: string | null;
+  /** Increments each time an allocator state at a chosen point is drawn. */
+  stateShown: number;
 }
 
 function jsonOf<T>(id: string): T | undefined {
@@ -50,6 +60,7 @@ function start(): void {
     engineMs: null,
     drawn: 0,
     error: null,
+    stateShown: 0,
   };
   (globalThis as unknown as { vmmkitReport: PageState }).vmmkitReport = state;
   const pagesRoot = document.getElementById('pages')!;
@@ -67,10 +78,14 @@ function start(): void {
     pagesRoot.replaceChildren();
     state.pages = pages;
     state.data = pages[0]?.data;
-    for (const p of pages) {
-      const section = el('article', { class: 'snapshot', 'data-name': p.name });
+    for (const [k, p] of pages.entries()) {
+      const section = el('article', { class: 'snapshot', 'data-name': p.name, 'data-index': k });
       pagesRoot.append(section);
-      state.charts.push(...renderSnapshot(section, p, pages.length > 1));
+      state.charts.push(
+        ...renderSnapshot(section, p, pages.length > 1, (device, allocator, event) =>
+          ask(k, device, allocator, event),
+        ),
+      );
     }
     const comparePanel = document.getElementById('compare-panel')!;
     comparePanel.replaceChildren();
@@ -103,6 +118,10 @@ function start(): void {
       status.textContent = '';
       return;
     }
+    if (m.kind === 'state') {
+      showState(m);
+      return;
+    }
     if (m.kind === 'answered' && m.id !== settingsId) return;
     clearFieldErrors();
     state.error = null;
@@ -124,6 +143,38 @@ function start(): void {
       };
     }
     return worker;
+  };
+
+  let stateId = 0;
+  /** Ask the engine for a model's state at an event (only a snapshot the engine holds: not an embedded report's). */
+  const ask = (snapshot: number, device: number, allocator: string, event: number) => {
+    const target = stateBox(snapshot, device);
+    if (worker === undefined || target === null) {
+      if (target !== null)
+        target.replaceChildren(
+          el('p', { class: 'hint' }, 'Drop the snapshot on this page to see its state at a point.'),
+        );
+      return;
+    }
+    stateId++;
+    target.replaceChildren(
+      el('p', { class: 'hint' }, `replaying ${allocator} to event ${event.toLocaleString('en-US')}...`),
+    );
+    worker.postMessage({ kind: 'state', id: stateId, snapshot, device, allocator, event } satisfies ToWorker);
+  };
+  const showState = (m: StateAt & { id: number }) => {
+    if (m.id !== stateId) return;
+    const target = stateBox(m.snapshot, m.device);
+    if (target === null) return;
+    target.replaceChildren(
+      el(
+        'h3',
+        {},
+        `${m.allocator} right after event ${m.event.toLocaleString('en-US')}: ${fmtBytes(m.reservedBytes)} reserved, ${fmtBytes(m.allocatedBytes)} allocated`,
+      ),
+      el('div', { class: 'map state-map', 'data-event': m.event }, svgOf(m.svg)),
+    );
+    state.stateShown++;
   };
 
   const load = (files: readonly (File | ServedFile)[]) => {
@@ -192,8 +243,22 @@ function clearFieldErrors(): void {
   }
 }
 
+/** The box under a device's charts where the state at a chosen point is drawn. */
+function stateBox(snapshot: number, device: number): HTMLElement | null {
+  return document.querySelector<HTMLElement>(
+    `article.snapshot[data-index="${snapshot}"] section.device[data-device="${device}"] .state-at`,
+  );
+}
+
+type AskState = (device: number, allocator: string, event: number) => void;
+
 /** One snapshot's answer, summary, charts per device and the address space at each peak. */
-function renderSnapshot(root: HTMLElement, page: SnapshotPage, named: boolean): PageChart[] {
+function renderSnapshot(
+  root: HTMLElement,
+  page: SnapshotPage,
+  named: boolean,
+  askState: AskState,
+): PageChart[] {
   const data = page.data;
   if (named) root.append(el('h2', { class: 'snapshot-name' }, page.name));
   root.append(renderAnswer(data.answer));
@@ -259,6 +324,8 @@ function renderSnapshot(root: HTMLElement, page: SnapshotPage, named: boolean): 
   );
   const charts: PageChart[] = [];
   for (const d of data.devices) {
+    const pick = el('select', { class: 'state-allocator' });
+    for (const a of data.allocators) pick.append(el('option', { value: a.name }, a.name));
     const section = el(
       'section',
       { class: 'device', id: `device-${d.device}`, 'data-device': d.device },
@@ -269,6 +336,14 @@ function renderSnapshot(root: HTMLElement, page: SnapshotPage, named: boolean): 
         `Drag across a chart to zoom into a time range, use the wheel to zoom around the cursor, double-click to zoom out. The three charts share one time axis. Each point pair is the least and greatest value of ${d.bucketWidth.toLocaleString('en-US')} event${d.bucketWidth > 1 ? 's' : ''}, so no peak is lost.`,
       ),
       el('div', { class: 'chart chart-memory' }),
+      el(
+        'p',
+        { class: 'hint state-hint' },
+        'Click on the memory chart for the segments and blocks of ',
+        pick,
+        ' right after that moment (hover over a block for the stack that allocated it).',
+      ),
+      el('div', { class: 'state-at' }),
       el('div', { class: 'chart chart-fragmentation' }),
       el('div', { class: 'chart chart-calls' }),
       el('h3', {}, "Address space at each allocator's peak of reserved bytes"),
@@ -286,7 +361,24 @@ function renderSnapshot(root: HTMLElement, page: SnapshotPage, named: boolean): 
       );
     }
     root.append(section);
-    charts.push(...drawDeviceCharts(data, d, section));
+    const drawnCharts = drawDeviceCharts(data, d, section);
+    charts.push(...drawnCharts);
+    const memory = drawnCharts.find((c) => c.kind === 'memory')?.chart;
+    let down: { x: number; y: number } | undefined;
+    // A click (not a drag, which zooms) chooses the point: the bucket under the cursor, its first event.
+    memory?.over.addEventListener('mousedown', (e) => {
+      down = { x: e.clientX, y: e.clientY };
+    });
+    memory?.over.addEventListener('mouseup', (e) => {
+      const moved = down === undefined || Math.abs(e.clientX - down.x) + Math.abs(e.clientY - down.y) > 3;
+      down = undefined;
+      const idx = memory.cursor.idx;
+      if (moved || idx === null || idx === undefined) return;
+      const bucket = idx >> 1;
+      const event =
+        idx % 2 === 0 ? bucket * d.bucketWidth : Math.min(d.events - 1, (bucket + 1) * d.bucketWidth - 1);
+      askState(d.device, pick.value, event);
+    });
   }
   return charts;
 }

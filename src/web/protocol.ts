@@ -27,7 +27,16 @@ export interface ServedFile {
 
 export type ToWorker =
   | { readonly kind: 'load'; readonly files: readonly (File | ServedFile)[] }
-  | { readonly kind: 'settings'; readonly id: number; readonly settings: PageSettings };
+  | { readonly kind: 'settings'; readonly id: number; readonly settings: PageSettings }
+  /** The allocator state (segments and blocks) of one model at a point chosen on the timeline. */
+  | {
+      readonly kind: 'state';
+      readonly id: number;
+      readonly snapshot: number;
+      readonly device: number;
+      readonly allocator: string;
+      readonly event: number;
+    };
 
 /** One snapshot's answer. */
 export interface SnapshotPage {
@@ -60,4 +69,17 @@ export type FromWorker =
       readonly field: keyof PageSettings;
       readonly message: string;
     }
-  | { readonly kind: 'failed'; readonly file: string | null; readonly message: string };
+  | { readonly kind: 'failed'; readonly file: string | null; readonly message: string }
+  | ({ readonly kind: 'state'; readonly id: number } & StateAt);
+
+/** A model's address space right after an event: drawn by address-map.ts, with each block's stack on hover. */
+export interface StateAt {
+  readonly snapshot: number;
+  readonly device: number;
+  readonly allocator: string;
+  /** The event the state follows (the first served at or after the one asked for). */
+  readonly event: number;
+  readonly reservedBytes: number;
+  readonly allocatedBytes: number;
+  readonly svg: string;
+}

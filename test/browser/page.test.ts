@@ -20,9 +20,11 @@ import { AllocConfError } from '../../src/alloc/errors.js';
 import { parseAllocConf } from '../../src/alloc/pytorch/alloc-conf.js';
 import { runCli } from '../../src/cli/cli.js';
 import { offeredFiles, startOpenServer } from '../../src/cli/open.js';
-import { readPickle } from '../../src/replay/read/load.js';
+import { planReplay } from '../../src/replay/engine/trace-plan.js';
+import { readPickle, readSnapshotFile } from '../../src/replay/read/load.js';
 import { isPickleDict, type PickleValue } from '../../src/replay/read/pickle/value.js';
 import { pickle } from '../../src/replay/read/pickle/writer.js';
+import { Action } from '../../src/replay/read/snapshot.js';
 import { chromiumMissing, launchChromium, type OpenBrowser } from './chromium.js';
 
 const trace = (name: string) =>
@@ -51,7 +53,7 @@ interface Opened {
 }
 
 interface PageWindow {
-  vmmkitReport: { drawn: number; error: string | null; engineMs: number | null };
+  vmmkitReport: { drawn: number; error: string | null; engineMs: number | null; stateShown: number };
   __pwned?: unknown;
 }
 
@@ -161,6 +163,34 @@ describe.skipIf(missing !== undefined)('the page in chromium, opened from its fi
     expect(await o.page.locator('.chart-memory .u-over').count()).toBe(1);
     expect(await o.page.locator('.peak-panel').count()).toBe(1);
     await o.page.screenshot({ path: join(OUT, 'page-answer.png') });
+
+    // A click on the memory chart draws the chosen model's segments and blocks right after that event: as
+    // many blocks as the trace has live there (the native model serves every request of this recording).
+    await o.page.locator('.chart-memory').first().scrollIntoViewIfNeeded();
+    const box = (await o.page.locator('.chart-memory .u-over').first().boundingBox())!;
+    await o.page.mouse.click(box.x + box.width * 0.6, box.y + box.height / 2);
+    await o.page.waitForFunction(
+      () => (globalThis as unknown as PageWindow).vmmkitReport.stateShown > 0,
+      null,
+      {
+        timeout: 60_000,
+      },
+    );
+    const shownAt = await o.page.evaluate(() => ({
+      event: Number(document.querySelector('.state-map')?.getAttribute('data-event')),
+      blocks: document.querySelectorAll('.state-map g.block').length,
+      allocator: document.querySelector('.state-map svg')?.getAttribute('data-allocator'),
+    }));
+    expect(shownAt.allocator).toBe('pytorch-native');
+    const snapshot = readSnapshotFile(PHASES);
+    const d = planReplay(snapshot).devices[0];
+    let live = d.initialBlocks.length;
+    for (let e = 0; e <= shownAt.event; e++) {
+      if (d.blockOf[e] < 0) continue;
+      if (d.trace.action[e] === Action.alloc) live++;
+      else if (d.trace.action[e] === Action.free_completed) live--;
+    }
+    expect(shownAt.blocks).toBe(live);
     expectPrivate(o, fromFile);
     await o.page.close();
   }, 120_000);
@@ -267,6 +297,21 @@ describe.skipIf(missing !== undefined)('the page in chromium, opened from its fi
     // Nothing of it became markup, and nothing ran.
     expect(await o.page.locator('article.snapshot img').count()).toBe(0);
     expect(await o.page.locator('article.snapshot script').count()).toBe(0);
+    // The state at a point shows each block's stack on hover: as text in the SVG's title.
+    await o.page.locator('.chart-memory').first().scrollIntoViewIfNeeded();
+    const box = (await o.page.locator('.chart-memory .u-over').first().boundingBox())!;
+    await o.page.mouse.click(box.x + box.width * 0.5, box.y + box.height / 2);
+    await o.page.waitForFunction(
+      () => (globalThis as unknown as PageWindow).vmmkitReport.stateShown > 0,
+      null,
+      {
+        timeout: 60_000,
+      },
+    );
+    const titles = await o.page.locator('.state-map g.block title').allTextContents();
+    expect(titles.length).toBeGreaterThan(0);
+    expect(titles.join('\n')).toContain(`${IMG}forward (${SCRIPT}train.py:`);
+    expect(await o.page.locator('.state-map img, .state-map script').count()).toBe(0);
     expect(await o.page.evaluate(() => (globalThis as unknown as PageWindow).__pwned)).toBeUndefined();
     expectPrivate(o, fromFile);
     await o.page.close();

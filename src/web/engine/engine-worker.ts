@@ -10,13 +10,26 @@
  */
 import costsJson from '../../../bench/results/h200-driver-costs.json' with { type: 'json' };
 import { AllocConfError } from '../../alloc/errors.js';
-import { readWhatIf } from '../../cli/what-if-options.js';
+import { readWhatIf, type WhatIf } from '../../cli/what-if-options.js';
 import { compareSnapshots } from '../../replay/analyse/compare.js';
 import { summariseRanks } from '../../replay/analyse/ranks.js';
 import { parseCostTable } from '../../replay/engine/cost-table.js';
+import { replay } from '../../replay/engine/replay.js';
+import type { TracePlan } from '../../replay/engine/trace-plan.js';
 import type { MemorySnapshot } from '../../replay/read/snapshot.js';
+import { layoutMap } from '../../report/address-map.js';
+import { snapshotStacks } from '../../report/answer.js';
 import { pageData } from '../../report/page-data.js';
-import type { Answers, FromWorker, PageSettings, ServedFile, SnapshotPage, ToWorker } from '../protocol.js';
+import { ReplayRecorder } from '../../report/recorder.js';
+import type {
+  Answers,
+  FromWorker,
+  PageSettings,
+  ServedFile,
+  SnapshotPage,
+  StateAt,
+  ToWorker,
+} from '../protocol.js';
 import { PageBuffer } from './edges/page-buffer.js';
 import { readSnapshotStream } from './read-stream.js';
 
@@ -36,9 +49,15 @@ globals.Buffer ??= PageBuffer;
 /** The package's cost table, as `vmmkit replay` and `report` use it by default. */
 const COSTS = parseCostTable(costsJson, 'h200-driver-costs.json');
 
-/** What the worker holds: the snapshots read, by name, in the order dropped. */
+/** What the worker holds: the snapshots read, by name, in the order dropped, and how each was last answered. */
 interface Loaded {
   readonly snapshots: { readonly name: string; readonly snapshot: MemorySnapshot }[];
+  /** Per snapshot, what its last answer replayed with: a state at a point replays the same way. */
+  runs: {
+    readonly whatIf: WhatIf;
+    readonly plan: TracePlan;
+    readonly limits: readonly (number | undefined)[];
+  }[];
 }
 
 function post(message: FromWorker): void {
@@ -57,8 +76,9 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
     device: blankToUndefined(settings?.device),
   });
   const pages: SnapshotPage[] = [];
+  const runs: Loaded['runs'] = [];
   for (const { name, snapshot } of loaded.snapshots) {
-    const { data } = await pageData(snapshot, name, {
+    const { data, recorded } = await pageData(snapshot, name, {
       title: name,
       allocators: whatIf.allocators,
       allocConf: whatIf.allocConf,
@@ -68,7 +88,9 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
       onProgress: (fraction) => post({ kind: 'progress', file: name, phase: 'replaying', fraction }),
     });
     pages.push({ name, data });
+    runs.push({ whatIf, plan: recorded.plan, limits: recorded.answer.limits });
   }
+  loaded.runs = runs;
   const snapshots = loaded.snapshots.map((s) => s.snapshot);
   const names = loaded.snapshots.map((s) => s.name);
   const what = { allocConf: whatIf.allocConf, memoryLimit: whatIf.memoryLimit, device: whatIf.device };
@@ -83,6 +105,50 @@ async function streamOf(file: File | ServedFile): Promise<ReadableStream<Uint8Ar
   const response = await fetch(file.url);
   if (!response.ok || response.body === null) throw new Error(`the server answered ${response.status}`);
   return response.body;
+}
+
+/** One model's allocator state right after `event`: replayed as its last answer was, captured there. */
+function stateAt(
+  loaded: Loaded,
+  ask: { snapshot: number; device: number; allocator: string; event: number },
+): StateAt {
+  const source = loaded.snapshots[ask.snapshot];
+  const run = loaded.runs[ask.snapshot];
+  if (source === undefined || run === undefined) throw new Error('no such snapshot is loaded');
+  const factory = run.whatIf.allocators.find((a) => a.name === ask.allocator);
+  if (factory === undefined) throw new Error(`no allocator ${ask.allocator} in the last answer`);
+  const recorder = new ReplayRecorder(run.plan, {
+    buckets: 1,
+    captureFirstOom: false,
+    captureAtEvent: new Map([[`0:${ask.device}`, ask.event]]),
+  });
+  replay(source.snapshot, {
+    allocators: [factory],
+    allocConf: run.whatIf.allocConf,
+    device: run.whatIf.device,
+    plan: run.plan,
+    deviceMemoryLimits: run.limits,
+    keepEvents: false,
+    onStep: recorder.onStep,
+  });
+  const layout = recorder.recordings(0).find((r) => r.device === ask.device)?.layout;
+  if (layout === undefined) throw new Error(`${ask.allocator} served no event from ${ask.event} on`);
+  const stackOf = snapshotStacks({ snapshot: source.snapshot, plan: run.plan });
+  const { svg } = layoutMap(layout.description, {
+    blocks: layout.blocks,
+    stackOf: (block) => stackOf(ask.device, block),
+    title: `${ask.allocator}, device ${ask.device}, right after event ${layout.event.toLocaleString('en-US')}: hover over a block for its stack`,
+    attributes: { allocator: ask.allocator, device: String(ask.device), event: String(layout.event) },
+    idPrefix: `state-${ask.snapshot}-${ask.device}`,
+    width: 1200,
+  });
+  return {
+    ...ask,
+    event: layout.event,
+    reservedBytes: layout.reservedBytes,
+    allocatedBytes: layout.allocatedBytes,
+    svg,
+  };
 }
 
 function blankToUndefined(s: string | undefined): string | undefined {
@@ -103,7 +169,7 @@ function refusal(e: unknown): { field: keyof PageSettings; message: string } | u
 }
 
 function startWorker(): void {
-  let loaded: Loaded = { snapshots: [] };
+  let loaded: Loaded = { snapshots: [], runs: [] };
   // Settings messages are answered in order; one typed while another runs waits, and only the newest is answered.
   let queue: Promise<void> = Promise.resolve();
   let newest = 0;
@@ -129,10 +195,18 @@ function startWorker(): void {
             return;
           }
         }
-        loaded = { snapshots };
+        loaded = { snapshots, runs: [] };
         try {
           const answers = await answerAll(loaded, undefined);
           post({ kind: 'loaded', ...answers, ms: performance.now() - start });
+        } catch (e) {
+          post({ kind: 'failed', file: null, message: messageOf(e) });
+        }
+        return;
+      }
+      if (message.kind === 'state') {
+        try {
+          post({ kind: 'state', id: message.id, ...stateAt(loaded, message) });
         } catch (e) {
           post({ kind: 'failed', file: null, message: messageOf(e) });
         }

@@ -1,0 +1,281 @@
+/**
+ * The page's speed and memory in headless Chromium (issue 30, section 4),
+ * against the command line on the same file in the same run:
+ *
+ *   1M events   a made-up snapshot of a million events (test/support/bench-snapshot.ts), answered by the
+ *               page (file input to the answer drawn: read, replay, as recorded, advise, the peak's
+ *               breakdown) and by `vmmkit report` on the same file in a fresh Node process (the same
+ *               answer, by the same path, page-data.ts); target: the page within 1.5x the CLI's time
+ *   --big       the 1 GiB snapshot with stacks (test/support/big-snapshot.ts, made once into the temp
+ *               folder): the page loads it without a crash, with the peak RSS of Chromium's processes
+ *               sampled (target: under 2 GiB), and `vmmkit report` of it is timed against replaying it
+ *               through the same allocators (parse, plan, replay every default allocator) in a fresh
+ *               Node process (target: within 1.5x)
+ *
+ * Memory is the resident set of the browser's process tree, summed, sampled every 200 ms from /proc
+ * (Linux), less what it held before the file was chosen. Writes bench/results/web.json only when asked
+ * (--write), with the date, commit and machine.
+ *
+ *   npm run build && node dist/bench/web-page.js [--events 1000000] [--big] [--write]
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+import { DEFAULT_ALLOCATORS } from '../src/replay/engine/allocators.js';
+import { replay } from '../src/replay/engine/replay.js';
+import { planReplay } from '../src/replay/engine/trace-plan.js';
+import { loadSnapshotFile } from '../src/replay/read/load.js';
+import { pickle } from '../src/replay/read/pickle/writer.js';
+import { makeBenchSnapshot } from '../test/support/bench-snapshot.js';
+import { writeBigSnapshot } from '../test/support/big-snapshot.js';
+import { defaultSource } from './big-snapshot.js';
+import { runFacts, writeResult } from './result-file.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const PAGE = join(root, 'dist/web/index.html');
+const CLI = join(root, 'dist/src/cli/main.js');
+const CHROMIUM = '/usr/bin/chromium';
+const MiB = 1024 * 1024;
+const TARGET = { pageOverCli: 1.5, bigRssMiB: 2048, reportOverReplay: 1.5 };
+
+/** Resident bytes of `pid` and every process below it (Linux /proc). */
+function treeRss(pid: number): number {
+  const parent = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(name), Number(fields[1]));
+    } catch {
+      // gone
+    }
+  }
+  const inTree = (p: number): boolean => {
+    for (let q: number | undefined = p, hops = 0; q !== undefined && hops < 64; q = parent.get(q), hops++)
+      if (q === pid) return true;
+    return false;
+  };
+  let bytes = 0;
+  for (const p of parent.keys()) {
+    if (!inTree(p)) continue;
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (m !== null) bytes += Number(m[1]) * 1024;
+    } catch {
+      // gone
+    }
+  }
+  return bytes;
+}
+
+/** The browser process playwright started: this process's child running chromium. */
+function browserPid(): number | undefined {
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('chrom'))
+        return Number(name);
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
+}
+
+interface PageRun {
+  readonly ms: number;
+  /** The engine's own time, from its worker's first byte read to the answer posted. */
+  readonly engineMs: number | null;
+  readonly baselineRssMiB: number;
+  readonly peakRssMiB: number;
+  /** peakRssMiB less the baseline: what the file cost. */
+  readonly addedRssMiB: number;
+  readonly error: string | null;
+  readonly peakReservedBytes: number[] | null;
+}
+
+/** Choose `file` in the page's file input and time until the answer is drawn. */
+async function pageRun(file: string, timeoutMs: number): Promise<PageRun> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+    ],
+  });
+  const pid = browserPid();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(pathToFileURL(PAGE).href);
+    await page.waitForFunction(() => (globalThis as { vmmkitReport?: unknown }).vmmkitReport !== undefined);
+    const baseline = pid === undefined ? 0 : treeRss(pid);
+    let peak = baseline;
+    const sampler = setInterval(() => {
+      if (pid !== undefined) peak = Math.max(peak, treeRss(pid));
+    }, 200);
+    const t0 = performance.now();
+    await page.setInputFiles('#file-input', file);
+    let error: string | null = null;
+    try {
+      await page.waitForFunction(
+        () => {
+          const r = (globalThis as { vmmkitReport?: { drawn: number; error: string | null } }).vmmkitReport!;
+          return r.drawn > 0 || r.error !== null;
+        },
+        null,
+        { timeout: timeoutMs, polling: 250 },
+      );
+    } catch (e) {
+      error = e instanceof Error ? e.message.split('\n')[0] : String(e);
+    }
+    const ms = performance.now() - t0;
+    clearInterval(sampler);
+    if (pid !== undefined) peak = Math.max(peak, treeRss(pid));
+    const state = await page
+      .evaluate(() => {
+        const r = (
+          globalThis as {
+            vmmkitReport?: {
+              error: string | null;
+              engineMs: number | null;
+              data?: { allocators: { peakReservedBytes: number }[] };
+            };
+          }
+        ).vmmkitReport!;
+        return {
+          error: r.error,
+          engineMs: r.engineMs,
+          peaks: r.data?.allocators.map((a) => a.peakReservedBytes) ?? null,
+        };
+      })
+      .catch((e: unknown) => ({ error: `the page died: ${String(e)}`, engineMs: null, peaks: null }));
+    return {
+      ms: Math.round(ms),
+      engineMs: state.engineMs === null ? null : Math.round(state.engineMs),
+      baselineRssMiB: Math.round(baseline / MiB),
+      peakRssMiB: Math.round(peak / MiB),
+      addedRssMiB: Math.round((peak - baseline) / MiB),
+      error: error ?? state.error,
+      peakReservedBytes: state.peaks,
+    };
+  } finally {
+    await browser.close();
+  }
+}
+
+/** `vmmkit report FILE` in a fresh Node process: its wall time. */
+function cliReport(file: string, out: string): { ms: number; exit: number | null } {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, [CLI, 'report', file, '--out', out], { encoding: 'utf8' });
+  const ms = performance.now() - t0;
+  if (r.status !== 0) process.stderr.write(r.stderr);
+  return { ms: Math.round(ms), exit: r.status };
+}
+
+/** In a child: parse, plan and replay every default allocator; prints {ms}. */
+async function measureReplayAll(file: string): Promise<void> {
+  const t0 = performance.now();
+  const snapshot = await loadSnapshotFile(file);
+  replay(snapshot, { allocators: DEFAULT_ALLOCATORS, plan: planReplay(snapshot), keepEvents: false });
+  process.stdout.write(`${JSON.stringify({ ms: Math.round(performance.now() - t0) })}\n`);
+}
+
+function replayAllInChild(file: string): number {
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--replay-all', file], {
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`the replay run failed: ${r.stderr}`);
+  return (JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { ms: number }).ms;
+}
+
+function commit(): string {
+  try {
+    return execFileSync('git', ['-C', root, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  if (argv[0] === '--replay-all') return measureReplayAll(argv[1]);
+  if (!existsSync(PAGE)) throw new Error('the page is not built: npm run build');
+  const at = argv.indexOf('--events');
+  const events = at >= 0 ? Number(argv[at + 1]) : 1_000_000;
+  const dir = mkdtempSync(join(tmpdir(), 'vmmkit-web-bench-'));
+  try {
+    const file = join(dir, `bench-${events}.pickle`);
+    writeFileSync(file, pickle(makeBenchSnapshot(events)));
+    const cli = cliReport(file, join(dir, 'report.html'));
+    const page = await pageRun(file, 20 * 60_000);
+    const million = {
+      events,
+      fileBytes: readFileSync(file).length,
+      cliReportMs: cli.ms,
+      page,
+      pageOverCli: +(page.ms / cli.ms).toFixed(3),
+      target: TARGET.pageOverCli,
+      met: page.error === null && page.ms <= TARGET.pageOverCli * cli.ms,
+    };
+    console.log(JSON.stringify(million, null, 2));
+    let big: unknown = null;
+    if (argv.includes('--big')) {
+      const bigDir = join(tmpdir(), 'vmmkit-web-bench');
+      mkdirSync(bigDir, { recursive: true });
+      const bigFile = join(bigDir, 'big-1GiB.pickle');
+      let info: unknown = null;
+      if (!existsSync(bigFile)) {
+        info = writeBigSnapshot({ source: defaultSource(), bytes: 1024 * MiB, out: `${bigFile}.partial` });
+        execFileSync('mv', [`${bigFile}.partial`, bigFile]);
+      }
+      const bigPage = await pageRun(bigFile, 40 * 60_000);
+      const replayAllMs = replayAllInChild(bigFile);
+      const report = cliReport(bigFile, join(dir, 'big-report.html'));
+      big = {
+        source: defaultSource().slice(root.length),
+        generated: info,
+        fileBytes: readFileSync(bigFile).length,
+        page: bigPage,
+        rssTargetMiB: TARGET.bigRssMiB,
+        rssMet: bigPage.error === null && bigPage.addedRssMiB <= TARGET.bigRssMiB,
+        cliReportMs: report.ms,
+        replayAllMs,
+        reportOverReplay: +(report.ms / replayAllMs).toFixed(3),
+        reportTarget: TARGET.reportOverReplay,
+        reportMet: report.ms <= TARGET.reportOverReplay * replayAllMs,
+      };
+      console.log(JSON.stringify(big, null, 2));
+    }
+    if (argv.includes('--write'))
+      writeResult('web', {
+        ...runFacts('bench/web-page.ts'),
+        commit: commit(),
+        loadAverage: loadavg().map((x) => +x.toFixed(2)),
+        browser: execFileSync(CHROMIUM, ['--version'], { encoding: 'utf8' }).trim(),
+        million,
+        big,
+      });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
