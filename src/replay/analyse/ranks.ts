@@ -81,7 +81,7 @@ export interface RankSummary {
   /** Highest peak less the lowest. */
   readonly spreadBytes: number;
   readonly setting: { readonly allocConf: string | null; readonly memoryLimit: number | null } | null;
-  /** Each snapshot's verdict under the setting (answerWhatIf's, over its devices), in order. */
+  /** Each snapshot's verdict under the setting (answerWhatIf's, over its devices), in order; none for a segment list. */
   readonly verdicts: readonly Verdict[] | null;
   /** The rank that runs out first (Note [Which rank runs out first]), or null when none does or none was asked. */
   readonly firstToRunOut: { readonly rank: number; readonly by: 'time' | 'progress' } | null;
@@ -117,6 +117,8 @@ export async function summariseRanks(
   const ranks: RankRow[] = [];
   const verdicts: Verdict[] = [];
   snapshots.forEach((s, k) => {
+    // A segment list (one moment, no history) has no peak to set beside the others: it gives no row.
+    if (s.traces.length === 0) return;
     const plan = plans[k];
     const answer = asked
       ? answerWhatIf(s, {

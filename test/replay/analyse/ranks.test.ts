@@ -85,3 +85,16 @@ describe('summariseRanks', () => {
     await expect(summariseRanks([two], { names: ['a', 'b'] })).rejects.toThrow(ReplayError);
   });
 });
+
+describe('summariseRanks beside a segment list', () => {
+  it('gives the snapshot with no history no row, and the others theirs', async () => {
+    const two = readSnapshotFile(`${wild}memsnapdump-multi-devices.pickle.gz`);
+    const list = readSnapshotFile(`${wild}layoutediting-segment-list.pickle.gz`);
+    const r = await summariseRanks([list, two], { names: ['list', 'job'], advise: false });
+    expect(r.ranks.map((k) => [k.snapshot, k.name])).toEqual([
+      [1, 'job device 0'],
+      [1, 'job device 1'],
+    ]);
+    expect(r.ranks.map((k) => k.rank)).toEqual([0, 1]);
+  });
+});
