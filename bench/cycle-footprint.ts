@@ -21,8 +21,11 @@
  * The stand-in's own thrash writes are the same in every layer and left
  * out (reads only). Beside them, `simulator` counts `npm run bench`'s 2 MiB
  * cycle (the flavour over the simulated machine, warm) in instructions, which
- * no machine's speed moves. Needs valgrind with its headers and a C compiler; says
- * so and writes nothing without them. Writes DIR/cycle-footprint.json.
+ * no machine's speed moves, and `bookkeeping_floor` the least any simulator of
+ * the cycle must do (Note [The bookkeeping floor]), in the same run: the
+ * simulator's figure is `simulator_over_floor`, their ratio. Needs valgrind
+ * with its headers and a C compiler; says so and writes nothing without them.
+ * Writes DIR/cycle-footprint.json.
  *
  * `--functions` also names where each side's counts went: node runs with
  * --perf-basic-prof, which names V8's compiled code for callgrind
@@ -64,14 +67,50 @@ type Side = (typeof SIDES)[number];
 const CACHES = ['--I1=4096,4,64', '--D1=4096,4,64', '--LL=1048576,16,64'];
 
 /**
+ * Note [The bookkeeping floor]
+ * A simulator of the 2 MiB cycle has at least to remember what each call made
+ * and forget it again: a reserved range, a handle, the mapping between them
+ * and its access, each one entry of a Map keyed by an integer, with no check
+ * of an argument, no address placement, no pages and no device. That is the
+ * floor: no simulator that answers the cycle's calls does less. How long a
+ * cycle takes on a given day measures the machine; the simulator's
+ * instructions over the floor's, counted in one run, measure what its checks,
+ * placement and books cost on top, and no machine's speed moves that ratio.
+ */
+function bookkeepingFloorCycle(size: number): () => void {
+  const ranges = new Map<number, number>();
+  const handles = new Map<number, number>();
+  const mappings = new Map<number, { handle: number; access: number }>();
+  let next = 0;
+  return () => {
+    next = (next + 2) & 0xffff;
+    const va = next;
+    const handle = next + 1;
+    ranges.set(va, size);
+    handles.set(handle, size);
+    mappings.set(va, { handle, access: 0 });
+    mappings.get(va)!.access = 3;
+    mappings.delete(va);
+    handles.delete(handle);
+    ranges.delete(va);
+  };
+}
+
+/** The warm sides: no driver under them, so no thrash. */
+const WARM_SIDES = ['simulator', 'floor'] as const;
+type WarmSide = (typeof WARM_SIDES)[number];
+
+/**
  * A child: warm the side's cycle, turn the thrash on, count `cycles` cycles.
  * The simulator's side is the flavour over the simulated machine, counted
- * warm (it calls no driver): `npm run bench`'s 2 MiB cycle, in instructions.
+ * warm (it calls no driver): `npm run bench`'s 2 MiB cycle, in instructions;
+ * the floor's, the least bookkeeping of that cycle (Note [The bookkeeping floor]).
  */
-function child(side: Side | 'simulator', standIn: string, toggleLib: string): void {
+function child(side: Side | WarmSide, standIn: string, toggleLib: string): void {
   const toggle = koffi.load(toggleLib).func('void footprint_toggle(void)') as () => void;
-  if (side === 'simulator') {
-    const cycle = flavourCycleOf(simulatedFlavour(), SIZE);
+  if (side === 'simulator' || side === 'floor') {
+    const cycle =
+      side === 'simulator' ? flavourCycleOf(simulatedFlavour(), SIZE) : bookkeepingFloorCycle(SIZE);
     for (let i = 0; i < WARM; i++) cycle();
     collectGarbage();
     toggle();
@@ -148,8 +187,8 @@ async function parent(): Promise<void> {
       console.log("cycle-footprint: valgrind's headers (valgrind/callgrind.h) are missing; nothing measured");
       return;
     }
-    const functions: Partial<Record<Side | 'simulator', FunctionCost[]>> = {};
-    const measure = async (side: Side | 'simulator'): Promise<Counts> => {
+    const functions: Partial<Record<Side | WarmSide, FunctionCost[]>> = {};
+    const measure = async (side: Side | WarmSide): Promise<Counts> => {
       const out = join(dir, `${side}.callgrind`);
       const pid = await runValgrind([
         '--tool=callgrind',
@@ -188,7 +227,7 @@ async function parent(): Promise<void> {
         counts[side] = got[k];
       });
     }
-    const simulator = await measure('simulator');
+    const [simulator, floor] = await Promise.all(WARM_SIDES.map(measure));
     const rows = SIDES.map((side, i) => {
       const c = counts[side]!;
       const below = i === 0 ? undefined : counts[SIDES[i - 1]]!;
@@ -218,20 +257,22 @@ async function parent(): Promise<void> {
       caches: CACHES.join(' '),
       sides: rows,
       simulator,
+      bookkeeping_floor: floor,
+      simulator_over_floor: Math.round((simulator.ir / floor.ir) * 100) / 100,
       ...(byFunction ? { functions } : {}),
       method:
-        'Per cycle, each side in a process of its own under callgrind: ir is every instruction (the stand-in thrash included, the same on every side), code_lines and data_lines the instruction and data lines read from beyond the last-level cache (the thrash empties it at every driver call). over_below is the difference from the side before: the fast-call floor, then the backend, core and the flavour, each built on the one before. simulator is the cycle through the CUDA flavour over the simulated machine (the 2 MiB cycle of npm run bench), counted warm: no driver call, no thrash.' +
+        'Per cycle, each side in a process of its own under callgrind: ir is every instruction (the stand-in thrash included, the same on every side), code_lines and data_lines the instruction and data lines read from beyond the last-level cache (the thrash empties it at every driver call). over_below is the difference from the side before: the fast-call floor, then the backend, core and the flavour, each built on the one before. simulator is the cycle through the CUDA flavour over the simulated machine (the 2 MiB cycle of npm run bench), counted warm: no driver call, no thrash. bookkeeping_floor is the least any simulator of that cycle must do (a Map entry made and dropped for the range, the handle and the mapping, its access set: Note [The bookkeeping floor] in bench/cycle-footprint.ts), counted the same way in the same run; simulator_over_floor is simulator.ir over its ir, a figure the speed of the machine does not move.' +
         (byFunction
           ? " functions: each side's 25 costliest functions, their self cost per cycle (what V8 inlined counts in its caller), V8's compiled code named through node's --perf-basic-prof map."
           : ''),
     };
     const outDir = opt('--out') ?? 'bench/results';
     writeFileSync(join(outDir, 'cycle-footprint.json'), `${JSON.stringify(result, null, 1)}\n`);
-    console.log(JSON.stringify({ sides: rows, simulator }));
+    console.log(JSON.stringify({ sides: rows, simulator, bookkeeping_floor: floor }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-if (args[0] === '--measure') child(args[1] as Side | 'simulator', args[2], args[3]);
+if (args[0] === '--measure') child(args[1] as Side | WarmSide, args[2], args[3]);
 else await parent();
