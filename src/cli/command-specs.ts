@@ -80,6 +80,11 @@ export const TRACE_SPEC = {
       multiple: true,
       help: 'stop at each call NAME (cuMemMap, mark, ...) and print the process there; repeat for several',
     },
+    vendor: {
+      type: 'string',
+      value: 'cuda|rocm|npu',
+      help: 'with a snapshot: whose front end it replays on (npu: ACL over Ascend 910Bs; rocm: HIP over MI300Xs; cuda: core over H200s), over the guess from the snapshot',
+    },
     json: { type: 'boolean', help: 'the tree as JSON' },
   },
   examples: [
@@ -99,6 +104,11 @@ export const INSPECT_SPEC = {
       type: 'string',
       value: 'NAME',
       help: "every process live at the script's mark(NAME) (default: each at its end)",
+    },
+    vendor: {
+      type: 'string',
+      value: 'cuda|rocm|npu',
+      help: 'with a snapshot: whose front end it replays on (npu: ACL over Ascend 910Bs; rocm: HIP over MI300Xs; cuda: core over H200s), over the guess from the snapshot',
     },
     json: JSON_OPTION,
   },

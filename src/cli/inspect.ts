@@ -13,10 +13,11 @@ import type { RuntimeDescription } from '../core/runtime.js';
 import { Tracer } from '../core/trace.js';
 import { hex } from '../flavors/common/layers.js';
 import { formatState } from '../flavors/inspect.js';
+import type { SnapshotVendor } from '../replay/read/vendor.js';
 import { parseCommand, UsageError, usageLine, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { INSPECT_SPEC } from './command-specs.js';
-import { runScript, ScriptError } from './script.js';
+import { readVendor, runScript, ScriptError } from './script.js';
 
 export const INSPECT_USAGE = usageOf(INSPECT_SPEC);
 
@@ -32,11 +33,13 @@ export async function inspectCommand(io: CliOutput, argv: readonly string[]): Pr
   let json: boolean;
   let at: string | undefined;
   let script: string;
+  let vendor: SnapshotVendor | undefined;
   try {
     const { values, operands } = parseCommand(INSPECT_SPEC, argv);
     json = values.json === true;
     at = values.at;
     script = operands[0];
+    vendor = readVendor(values.vendor);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(usageLine('inspect', e.message, INSPECT_USAGE));
@@ -44,7 +47,7 @@ export async function inspectCommand(io: CliOutput, argv: readonly string[]): Pr
   }
   let seen: Inspection[];
   try {
-    seen = await inspectScript(script, at);
+    seen = await inspectScript(script, at, vendor);
   } catch (e) {
     if (!(e instanceof ScriptError)) throw e;
     io.err(`vmmkit inspect: ${e.message}`);
@@ -61,8 +64,8 @@ export async function inspectCommand(io: CliOutput, argv: readonly string[]): Pr
 }
 
 /** Run `script` and describe each process it made at its end (or, with `at`, at each mark `at`). */
-async function inspectScript(script: string, at?: string): Promise<Inspection[]> {
-  const states = await runScript(script, new Tracer({ keep: false }), at);
+async function inspectScript(script: string, at?: string, vendor?: SnapshotVendor): Promise<Inspection[]> {
+  const states = await runScript(script, new Tracer({ keep: false }), at, vendor);
   return states.map((s) => ({
     label: `${s.vendor ?? 'core'} process ${s.pid} ${s.when}`,
     vendor: s.vendor,

@@ -21,8 +21,8 @@ import { recordedSettings } from '../replay/engine/as-recorded.js';
 import { replay } from '../replay/engine/replay.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
-import { detectVendor } from '../replay/read/vendor.js';
-import { ScriptError } from './errors.js';
+import { detectVendor, parseVendor, type SnapshotVendor } from '../replay/read/vendor.js';
+import { ScriptError, UsageError } from './errors.js';
 
 /*
  * Note [Script helpers]: the three commands that run a script hand its
@@ -89,8 +89,15 @@ export { ScriptError } from './errors.js';
  * or with `at`, every process live at each `mark(at)` (a script that never
  * marks `at` is a ScriptError).
  */
-export async function runScript(script: string, tracer: Tracer, at?: string): Promise<ProcessState[]> {
-  const main = SNAPSHOT_FILE.test(script) ? await snapshotProgram(script) : await loadScript(script);
+export async function runScript(
+  script: string,
+  tracer: Tracer,
+  at?: string,
+  vendor?: SnapshotVendor,
+): Promise<ProcessState[]> {
+  if (vendor !== undefined && !SNAPSHOT_FILE.test(script))
+    throw new ScriptError(`--vendor is for a snapshot (.pickle, .pickle.gz, .pkl), not the script ${script}`);
+  const main = SNAPSHOT_FILE.test(script) ? await snapshotProgram(script, vendor) : await loadScript(script);
   const live: { rt: Runtime; vendor: string | undefined }[] = [];
   const ended: ProcessState[] = [];
   const marked: ProcessState[] = [];
@@ -150,11 +157,22 @@ export async function runScript(script: string, tracer: Tracer, at?: string): Pr
   return [...ended, ...live.map(({ rt, vendor }) => state(rt, vendor, 'when the script returned'))];
 }
 
+/** --vendor's value for a snapshot run as a program; a UsageError unless cuda, rocm or npu. */
+export function readVendor(text: string | undefined): SnapshotVendor | undefined {
+  if (text === undefined) return undefined;
+  const vendor = parseVendor(text);
+  if (vendor === undefined) throw new UsageError(`--vendor is cuda, rocm or npu, not '${text}'`);
+  return vendor;
+}
+
 /** A file name that is a snapshot, not a script (Note [A snapshot as a program]). */
 const SNAPSHOT_FILE = /\.(pickle|pkl)(\.gz)?$/i;
 
 /** The replay of the snapshot at `path` on its vendor's front end, as a script (Note [A snapshot as a program]). */
-async function snapshotProgram(path: string): Promise<(helpers: ScriptHelpers) => unknown> {
+async function snapshotProgram(
+  path: string,
+  given: SnapshotVendor | undefined,
+): Promise<(helpers: ScriptHelpers) => unknown> {
   if (!existsSync(resolve(path))) throw new ScriptError(`cannot load ${path}: no such file`);
   let snapshot: Awaited<ReturnType<typeof loadSnapshotFile>>;
   try {
@@ -164,7 +182,7 @@ async function snapshotProgram(path: string): Promise<(helpers: ScriptHelpers) =
       `cannot read ${path}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`,
     );
   }
-  const vendor = detectVendor(snapshot).vendor;
+  const vendor = given ?? detectVendor(snapshot).vendor;
   const device = FRONT_END_OF[vendor].device;
   return (helpers) => {
     const plan = planReplay(snapshot, { deviceMemory: DEVICE_PRESETS[device].totalMemory });

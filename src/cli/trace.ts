@@ -8,10 +8,11 @@
  */
 import { formatTrace, Tracer, traceToJson } from '../core/trace.js';
 import { formatBreak } from '../flavors/inspect.js';
+import type { SnapshotVendor } from '../replay/read/vendor.js';
 import { parseCommand, UsageError, usageLine, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { TRACE_SPEC } from './command-specs.js';
-import { runScript, ScriptError } from './script.js';
+import { readVendor, runScript, ScriptError } from './script.js';
 
 export const TRACE_USAGE = usageOf(TRACE_SPEC);
 
@@ -26,6 +27,7 @@ export async function traceCommand(io: CliOutput, argv: readonly string[]): Prom
   let breaks: string[];
   let json: boolean;
   let script: string;
+  let vendor: SnapshotVendor | undefined;
   try {
     const { values, operands } = parseCommand(TRACE_SPEC, argv);
     // Vendor layers by default: breakpoints are named as the vendors name their functions.
@@ -36,6 +38,7 @@ export async function traceCommand(io: CliOutput, argv: readonly string[]): Prom
     breaks = values.break ?? [];
     json = values.json === true;
     script = operands[0];
+    vendor = readVendor(values.vendor);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(usageLine('trace', e.message, TRACE_USAGE));
@@ -49,7 +52,7 @@ export async function traceCommand(io: CliOutput, argv: readonly string[]): Prom
       io.out(formatBreak(context));
     });
   try {
-    await runScript(script, tracer);
+    await runScript(script, tracer, undefined, vendor);
   } catch (e) {
     if (!(e instanceof ScriptError)) throw e;
     // What ran before a throw is what its tree is for; a script that never loaded has none.

@@ -48,3 +48,31 @@ describe('a torch_npu snapshot run as a program', () => {
     expect(c.err).toEqual(['vmmkit trace: cannot load no-such-snapshot.pickle.gz: no such file']);
   });
 });
+
+describe('--vendor: whose front end a snapshot runs on', () => {
+  const CUDA_SHAPED = 'test/replay/fixtures/wild/cs336-ctx128-forward.pickle.gz';
+
+  it('a CUDA-shaped snapshot as ROCm: hipMem* calls over seed 1 layers, on MI300Xs', async () => {
+    const c = capture();
+    expect(await runCli(['trace', CUDA_SHAPED, '--vendor', 'rocm', '--json'], c.io)).toBe(0);
+    const tree = JSON.parse(c.out.at(-1) as string) as { layer: string; name: string }[];
+    const names = new Set(tree.map((s) => s.name));
+    // The recording's own settings: native segments, so the one-step path, as ROCm's PyTorch calls it.
+    expect(names.has('hipMalloc') || names.has('hipMemCreate')).toBe(true);
+    expect(tree.filter((s) => s.name.startsWith('hip')).every((s) => s.layer === 'hip')).toBe(true);
+    const inspected = capture();
+    expect(await runCli(['inspect', CUDA_SHAPED, '--vendor', 'rocm', '--at', 'end'], inspected.io)).toBe(0);
+    expect(inspected.out.join('\n')).toMatch(/HIP process \d+ \(1 x AMD Instinct MI300X\)/);
+  });
+
+  it('is refused for a script, and must be one of the three', async () => {
+    const bad = capture();
+    expect(await runCli(['trace', NPU, '--vendor', 'tpu'], bad.io)).toBe(2);
+    expect(bad.err[0]).toMatch(/^vmmkit trace: --vendor is cuda, rocm or npu, not 'tpu' \(usage: vmmkit trace /);
+    const script = capture();
+    expect(await runCli(['trace', 'examples/grow.mjs', '--vendor', 'npu'], script.io)).toBe(1);
+    expect(script.err).toEqual([
+      'vmmkit trace: --vendor is for a snapshot (.pickle, .pickle.gz, .pkl), not the script examples/grow.mjs',
+    ]);
+  });
+});
