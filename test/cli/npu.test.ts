@@ -29,7 +29,9 @@ describe('vmmkit replay on torch_npu snapshots', () => {
   it('reproduces the recording and says it came from torch_npu, with the frame that tells', async () => {
     const { code, out } = await cli(['replay', EMPTY_CACHE, '--allocator', 'pytorch']);
     expect(code).toBe(0);
-    expect(out[0]).toBe('as recorded: reproduced (peak 632.0 MiB) (no settings recorded; the defaults)');
+    expect(out[0]).toBe(
+      "as recorded: reproduced (peak 632.0 MiB) (no settings recorded; torch_npu's defaults)",
+    );
     expect(out[1]).toMatch(
       /^made on: torch_npu \(Ascend NPU.*a frame in torch_npu \(.*torch_npu\/npu\/memory\.py\)$/,
     );

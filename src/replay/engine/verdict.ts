@@ -78,8 +78,8 @@ export function asRecordedLines(ar: AsRecorded): string[] {
     ar.settingsSource === 'allocator_settings'
       ? ''
       : ar.settingsSource === 'segment_map events'
-        ? ' (no settings recorded; expandable segments, as its segment_map events show)'
-        : ' (no settings recorded; the defaults)';
+        ? ` (no settings recorded; ${ar.settings.npu === undefined ? '' : "torch_npu's defaults, "}expandable segments, as its segment_map events show)`
+        : ` (no settings recorded; ${ar.settings.npu === undefined ? 'the defaults' : "torch_npu's defaults"})`;
   if (ar.devices.every((d) => !d.checked))
     return [
       'as recorded: nothing to check (the trace has no segment events, so it says nothing of reserved memory)',
