@@ -46,6 +46,16 @@ describe('compareSnapshots', () => {
     expect(c.onlyInB).toEqual([]);
   });
 
+  it("and under max_split_size_mb:256, whose peak is 1.56 times the reference run's", () => {
+    const mss = readSnapshotFile(`${whatif}gpt_train--mss256.pickle.gz`);
+    const c = compareSnapshots(reference, mss, { allocConf: 'max_split_size_mb:256' });
+    const d = c.devices[0];
+    expect(d.b.reservedBytes).toBe(reserved('gpt_train--mss256'));
+    expect(d.underSetting?.aPeakBytes).toBe(reserved('gpt_train--mss256'));
+    expect(d.underSetting?.bPeakBytes).toBe(reserved('gpt_train--mss256'));
+    expect(d.b.reservedBytes / d.a.reservedBytes).toBeCloseTo(1.56, 2);
+  });
+
   it('without a setting, compares the recordings only', () => {
     const mss = readSnapshotFile(`${whatif}gpt_train--mss256.pickle.gz`);
     const c = compareSnapshots(reference, mss);
