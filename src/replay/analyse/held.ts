@@ -249,7 +249,10 @@ export function modelHeld(
 export interface Slack {
   /** Reserved less the live blocks' requested bytes: the sum of the parts below. */
   readonly totalBytes: number;
-  /** Live blocks' size over their request (PyTorch rounds every request up). */
+  /**
+   * Live blocks' size over their request: PyTorch's rounding (N2); in a model's state the block's own size,
+   * so also a remainder the allocator left unsplit in it (N7, N8), which a recording's state cannot see.
+   */
   readonly roundingBytes: number;
   /** Free pieces of segments that hold a live block (a split block's rest, an unsplit remainder). */
   readonly freeInSegmentsBytes: number;
