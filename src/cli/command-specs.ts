@@ -83,7 +83,7 @@ export const TRACE_SPEC = {
     vendor: {
       type: 'string',
       value: 'cuda|rocm|npu',
-      help: 'with a snapshot: whose front end it replays on (npu: ACL over Ascend 910Bs; rocm: HIP over MI300Xs; cuda: core over H200s), over the guess from the snapshot',
+      help: 'with a snapshot: whose front end it replays on (npu: ACL over Ascend 910Bs; rocm: HIP over MI300Xs; cuda: CUDA over H200s), over the guess from the snapshot',
     },
     json: { type: 'boolean', help: 'the tree as JSON' },
   },
@@ -108,7 +108,7 @@ export const INSPECT_SPEC = {
     vendor: {
       type: 'string',
       value: 'cuda|rocm|npu',
-      help: 'with a snapshot: whose front end it replays on (npu: ACL over Ascend 910Bs; rocm: HIP over MI300Xs; cuda: core over H200s), over the guess from the snapshot',
+      help: 'with a snapshot: whose front end it replays on (npu: ACL over Ascend 910Bs; rocm: HIP over MI300Xs; cuda: CUDA over H200s), over the guess from the snapshot',
     },
     json: JSON_OPTION,
   },

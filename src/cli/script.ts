@@ -49,7 +49,7 @@ import { ScriptError, UsageError } from './errors.js';
  * snapshot (`.pickle`, `.pickle.gz`, `.pkl`) may go instead: the program is
  * its replay on its vendor's front end (src/entry/front-end-process.ts), an
  * NPU snapshot's on ACL over an Ascend 910B, a ROCm one's on HIP over an
- * MI300X, a CUDA one's on core over an H200, under the settings the
+ * MI300X, a CUDA one's on CUDA over an H200, under the settings the
  * recording shows (as-recorded.ts's recordedSettings). Its processes are made
  * with the helpers, so `trace --break aclrtMapMem`, `inspect` and `map` see
  * them as any script's; it marks 'end' after the recording's last event,
@@ -213,6 +213,7 @@ async function snapshotProgram(
         tracer: helpers.tracer,
         createAcl: helpers.createAcl,
         createHip: helpers.createHip,
+        createCuda: helpers.createCuda,
       }),
     }).allocators[0];
     if (run.error !== undefined) throw new Error(`the replay of ${path} ended early: ${run.error}`);

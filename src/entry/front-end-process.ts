@@ -9,27 +9,30 @@
  * aclrtReleaseMemAddress); a ROCm snapshot on HIP over an MI300X, with seed
  * 1's layers (roc::Device, hsa_amd_vmem_*, hsaKmt*). Each device's
  * granularity and size are its simulated spec's (src/util/device-specs.ts).
- * A CUDA snapshot keeps core's own calls: its front end's route is not
- * written, and the replay it gets is the one it always had.
+ * A CUDA snapshot runs on the CUDA front end over an H200, its trace the
+ * driver calls PyTorch's allocator makes (cuMemCreate, cuMemMap, ...,
+ * cuMemAlloc for native segments).
  */
-import { createProcess, type DevicePreset, type DeviceSpec } from '../compose/create-runtime.js';
+import type { DevicePreset, DeviceSpec } from '../compose/create-runtime.js';
 import type { Tracer } from '../core/trace.js';
 import type { AclFlavor } from '../flavors/acl/acl.js';
 import { aclRoute } from '../flavors/acl/runtime-route.js';
 import { routeThrough } from '../flavors/common/routed-runtime.js';
+import type { CudaFlavor } from '../flavors/cuda/cuda.js';
+import { cudaRoute } from '../flavors/cuda/runtime-route.js';
 import type { HipFlavor } from '../flavors/hip/hip.js';
 import { hipRoute } from '../flavors/hip/runtime-route.js';
 import type { StartProcess } from '../replay/engine/process-start.js';
 import type { SnapshotVendor } from '../replay/read/vendor.js';
-import { createAcl, createHip, type FlavorOptions } from './processes.js';
+import { createAcl, createCuda, createHip, type FlavorOptions } from './processes.js';
 
 /** The front end and the simulated device each vendor's snapshots replay on. */
 export const FRONT_END_OF: Readonly<
-  Record<SnapshotVendor, { readonly frontEnd: 'ACL' | 'HIP' | 'core'; readonly device: DevicePreset }>
+  Record<SnapshotVendor, { readonly frontEnd: 'ACL' | 'HIP' | 'CUDA'; readonly device: DevicePreset }>
 > = Object.freeze({
   npu: { frontEnd: 'ACL', device: 'Ascend910B' },
   rocm: { frontEnd: 'HIP', device: 'MI300X' },
-  cuda: { frontEnd: 'core', device: 'H200' },
+  cuda: { frontEnd: 'CUDA', device: 'H200' },
 });
 
 export interface FrontEndStartOptions {
@@ -46,6 +49,7 @@ export interface FrontEndStartOptions {
    */
   readonly createAcl?: (options: FlavorOptions) => AclFlavor;
   readonly createHip?: (options: FlavorOptions) => HipFlavor;
+  readonly createCuda?: (options: FlavorOptions) => CudaFlavor;
 }
 
 /** Starts each run's process on `options.vendor`'s front end and device. */
@@ -54,6 +58,7 @@ export function startOnFrontEnd(options: FrontEndStartOptions): StartProcess {
   const device = options.device ?? own;
   const makeAcl = options.createAcl ?? createAcl;
   const makeHip = options.createHip ?? createHip;
+  const makeCuda = options.createCuda ?? createCuda;
   return ({ devices, report, observers }) => {
     const made: FlavorOptions = {
       devices: Array(Math.max(1, devices)).fill(device),
@@ -69,7 +74,7 @@ export function startOnFrontEnd(options: FrontEndStartOptions): StartProcess {
       const hip = makeHip(made);
       return routeThrough(hip.runtime, hipRoute(hip));
     }
-    // Core's own calls on the simulated device, as replay has always made them.
-    return createProcess(made).runtime;
+    const cuda = makeCuda(made);
+    return routeThrough(cuda.runtime, cudaRoute(cuda));
   };
 }

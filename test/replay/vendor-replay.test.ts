@@ -190,3 +190,35 @@ describe("a front end's refusal reaches the allocator as core's would", () => {
     expect(refused.every((r) => r.result === 207001)).toBe(true);
   });
 });
+
+describe('a CUDA snapshot on the CUDA front end over an H200', () => {
+  const snapshot = readSnapshotFile(`${WILD}/cs336-ctx128-forward.pickle.gz`);
+
+  it("shows PyTorch's segments as the driver calls it makes, answering as core does", () => {
+    for (const conf of ['expandable_segments:True', 'expandable_segments:False']) {
+      const tracer = new Tracer({ layers: 'vendor' });
+      const options = { allocConf: conf, device: 'H200' as const };
+      const onCuda = replay(snapshot, {
+        ...options,
+        startProcess: startOnFrontEnd({ vendor: 'cuda', tracer }),
+      });
+      const onCore = replay(snapshot, options);
+      const run = onCuda.allocators[0];
+      expect(run.error, conf).toBeUndefined();
+      expect(run.peakReservedBytes, conf).toBe(onCore.allocators[0].peakReservedBytes);
+      const n = counts(tracer.roots);
+      const calls =
+        conf === 'expandable_segments:True'
+          ? [
+              'cuMemAddressReserve',
+              'cuMemCreate',
+              'cuMemMap',
+              'cuMemSetAccess',
+              'cuMemRelease',
+              'cuMemAddressFree',
+            ]
+          : ['cuMemAlloc', 'cuMemFree'];
+      for (const call of calls) expect(n.get(call), `${conf} ${call}`).toBeGreaterThan(0);
+    }
+  });
+});
