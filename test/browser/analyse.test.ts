@@ -131,7 +131,8 @@ describe.skipIf(missing !== undefined)('the analysis panels in chromium', () => 
     await page.waitForTimeout(200);
     // Kept for a look where VMMKIT_SCREENSHOTS names a folder (as the report's tests do).
     const keep = process.env.VMMKIT_SCREENSHOTS;
-    if (keep !== undefined) await page.screenshot({ path: join(keep, 'analysis-panels.png'), fullPage: true });
+    if (keep !== undefined)
+      await page.screenshot({ path: join(keep, 'analysis-panels.png'), fullPage: true });
     shown = (await page.evaluate(() => {
       const d = (globalThis as unknown as { document: Document }).document;
       const all = (sel: string) => Array.from(d.querySelectorAll(sel));
