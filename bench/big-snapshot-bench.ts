@@ -2,18 +2,22 @@
  * The big-snapshot benchmark: a 1 GiB `_dump_snapshot`-shaped pickle with
  * stacks (test/support/big-snapshot.ts, made once and kept in the temp folder under
  * a name from its source's bytes, the size and the generator's version),
- * then, each in a fresh Node process so that its peak RSS is its own:
+ * then, each in a fresh process so that its peak RSS is its own:
  *
- *   parse            loadSnapshotFile (the streaming reader the CLI calls)
+ *   pickle.load      Python's own unpickler on the same file (python3)
  *   replay native    parse, plan, and replay through pytorch-native
+ *   parse            loadSnapshotFile (the streaming reader the CLI calls)
  *   replay all       parse, plan, and replay through every default allocator
  *
- * Target: parse + replay (one allocator) within 30 s and 2 GiB peak RSS, on
- * the 2-core machine this was written for. Writes bench/results/big-snapshot.json
- * only when asked (--write).
+ * pickle.load and replay native take turns, --rounds times (default 2), and
+ * the best round of each is compared (on a shared machine noise only adds
+ * time). Target (issue 28): parse + replay through pytorch-native in at most
+ * a quarter of pickle.load's time, at most 1 GiB peak RSS. Writes
+ * bench/results/big-snapshot.json only when asked (--write).
  *
- *   node dist/bench/big-snapshot-bench.js [--size 1GiB] [--source SNAPSHOT] [--write]
+ *   node dist/bench/big-snapshot-bench.js [--size 1GiB] [--source SNAPSHOT] [--rounds N] [--write]
  */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -31,7 +35,8 @@ import { runFacts, writeResult } from './result-file.js';
 const MiB = 1024 * 1024;
 /** Bump when the generator writes something else for the same source and size. */
 const GENERATOR_VERSION = 1;
-const TARGET = { ms: 30_000, maxRssMiB: 2048 };
+/** Issue 28: parse + native replay within this share of pickle.load's time, in this much peak RSS. */
+const TARGET = { ratio: 0.25, maxRssMiB: 1024 };
 
 type Mode = 'parse' | 'replay-native' | 'replay-all';
 
@@ -90,6 +95,37 @@ async function measure(file: string, mode: Mode): Promise<void> {
 
 const child = (file: string, mode: Mode) => measureInChild<Measurement>(import.meta.url, [file, mode], mode);
 
+/** Python's pickle.load of one file, in a fresh python3: its wall time (the file opened and read) and peak RSS. */
+interface PickleLoad {
+  ms: number;
+  maxRssMiB: number;
+  python: string;
+}
+
+const PICKLE_LOAD = `
+import json, pickle, resource, sys, time
+t = time.perf_counter()
+with open(sys.argv[1], "rb") as f:
+    pickle.load(f)
+ms = (time.perf_counter() - t) * 1000
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"ms": round(ms), "maxRssMiB": round(rss), "python": sys.version.split()[0]}))
+`;
+
+/** pickle.load's run, or why there is none (no python3). */
+function pickleLoad(file: string): PickleLoad | string {
+  const r = spawnSync('python3', ['-c', PICKLE_LOAD, file], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  if (r.error !== undefined) return `python3 did not run: ${r.error.message}`;
+  if (r.status !== 0) return `pickle.load failed (exit ${r.status}): ${r.stderr.trim().split('\n').at(-1)}`;
+  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as PickleLoad;
+}
+
+/** What the bench found: whether the target was met, and parse + native replay over pickle.load (null: no python3). */
+export interface BigSnapshotOutcome {
+  readonly met: boolean;
+  readonly ratio: number | null;
+}
+
 /** The generated file for this source and size, made if the temp folder does not have it yet. */
 function bigSnapshot(source: string, bytes: number): { file: string; madeMs: number | null; info: unknown } {
   const key = createHash('sha256')
@@ -113,29 +149,50 @@ function bigSnapshot(source: string, bytes: number): { file: string; madeMs: num
 }
 
 export function runBigSnapshotBench(
-  options: { size?: number; source?: string; write?: boolean } = {},
-): boolean {
+  options: { size?: number; source?: string; write?: boolean; rounds?: number } = {},
+): BigSnapshotOutcome {
   const source = options.source ?? defaultSource();
   const { file, madeMs, info } = bigSnapshot(source, options.size ?? 1024 * MiB);
+  const rounds = Math.max(1, options.rounds ?? 2);
+  // pickle.load and parse + native replay take turns, so a noisy spell lands on each alike.
+  const loads: (PickleLoad | string)[] = [];
+  const natives: Measurement[] = [];
+  for (let r = 0; r < rounds; r++) {
+    loads.push(pickleLoad(file));
+    natives.push(child(file, 'replay-native'));
+  }
   const parse = child(file, 'parse');
-  const native = child(file, 'replay-native');
   const all = child(file, 'replay-all');
-  const ok = (m: Measurement) =>
-    m.ms <= TARGET.ms &&
-    m.maxRssMiB <= TARGET.maxRssMiB &&
-    (m.allocators ?? []).every((a) => a.error === null);
-  const met = ok(native);
+  const loaded = loads.filter((l): l is PickleLoad => typeof l !== 'string');
+  const fastest = <T extends { ms: number }>(xs: readonly T[]): T | undefined =>
+    xs.reduce<T | undefined>((b, x) => (b === undefined || x.ms < b.ms ? x : b), undefined);
+  const load = fastest(loaded);
+  const native = fastest(natives)!;
+  const maxRssMiB = Math.max(...natives.map((m) => m.maxRssMiB));
+  const ratio = load === undefined ? null : native.ms / load.ms;
+  const met =
+    ratio !== null &&
+    ratio <= TARGET.ratio &&
+    maxRssMiB <= TARGET.maxRssMiB &&
+    natives.every((m) => (m.allocators ?? []).every((a) => a.error === null));
   const size = statSync(file).size;
   const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  const each = (xs: readonly { ms: number }[]) => xs.map((x) => s(x.ms)).join(', ');
   console.log(
     `big snapshot bench: ${(size / MiB).toFixed(0)} MiB pickle with stacks, ${parse.events.toLocaleString('en-US')} events, ${parse.frames} frames, ${parse.stacks} stacks (${madeMs === null ? 'cached' : `made in ${s(madeMs)}`}; from ${source})`,
   );
-  console.log(`  parse:                              ${s(parse.ms)}, peak RSS ${parse.maxRssMiB} MiB`);
   console.log(
-    `  parse + replay (pytorch-native):    ${s(native.ms)}, peak RSS ${native.maxRssMiB} MiB  (target <= ${TARGET.ms / 1000} s, <= ${TARGET.maxRssMiB} MiB: ${met ? 'met' : 'NOT MET'})`,
+    `  Python's pickle.load:               ${load === undefined ? `none (${loads[0]})` : `${s(load.ms)}, peak RSS ${load.maxRssMiB} MiB (rounds: ${each(loaded)}; Python ${load.python})`}`,
   );
   console.log(
-    `  parse + replay (${all.allocators!.length} allocators):       ${s(all.ms)}, peak RSS ${all.maxRssMiB} MiB${ok(all) ? '' : '  (past the target)'}`,
+    `  parse + replay (pytorch-native):    ${s(native.ms)}, peak RSS ${maxRssMiB} MiB (rounds: ${each(natives)})`,
+  );
+  console.log(
+    `    over pickle.load:                 ${ratio === null ? '-' : ratio.toFixed(3)}  (target <= ${TARGET.ratio}, <= ${TARGET.maxRssMiB} MiB: ${met ? 'met' : 'NOT MET'})`,
+  );
+  console.log(`  parse:                              ${s(parse.ms)}, peak RSS ${parse.maxRssMiB} MiB`);
+  console.log(
+    `  parse + replay (${all.allocators!.length} allocators):       ${s(all.ms)}, peak RSS ${all.maxRssMiB} MiB`,
   );
   for (const a of all.allocators!) {
     console.log(
@@ -151,15 +208,18 @@ export function runBigSnapshotBench(
       source: source.replace(repo, ''),
       generated: { ...(info as object), source: source.replace(repo, '') },
       pickleBytes: size,
+      rounds,
+      pickleLoad: { best: load ?? null, rounds: loads },
+      replayNative: { ...native, maxRssMiB, rounds: natives.map((m) => m.ms) },
+      ratio,
       parse,
-      replayNative: native,
       replayAll: all,
       target: TARGET,
       met,
     };
     writeResult('big-snapshot', result);
   }
-  return met;
+  return { met, ratio };
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
@@ -171,9 +231,11 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       return i >= 0 ? args[i + 1] : undefined;
     };
     const size = at('--size');
-    const met = runBigSnapshotBench({
+    const rounds = at('--rounds');
+    const { met } = runBigSnapshotBench({
       size: size === undefined ? undefined : parseSize(size),
       source: at('--source'),
+      rounds: rounds === undefined ? undefined : Number(rounds),
       write: args.includes('--write'),
     });
     if (!met) process.exitCode = 1;
