@@ -132,7 +132,8 @@ export function parseVendor(text: string): SnapshotVendor | undefined {
 function frameEvidence(snapshot: MemorySnapshot): VendorGuess | undefined {
   let npu: string | undefined;
   let rocm: string | undefined;
-  for (const f of snapshot.frames) {
+  // Snapshots made by hand (tests, callers of the library) may leave out what they do not use.
+  for (const f of snapshot.frames ?? []) {
     if (npu === undefined && (NPU_FRAME.test(f.filename) || NPU_FRAME.test(f.name))) npu = frameText(f);
     if (rocm === undefined && (ROCM_FRAME.test(f.filename) || ROCM_FRAME.test(f.name))) rocm = frameText(f);
     if (npu !== undefined && rocm !== undefined) break;
@@ -168,7 +169,7 @@ function shapeEvidence(snapshot: MemorySnapshot): VendorGuess {
   let small = 0;
   let timed = 0;
   let example = 0;
-  for (const t of snapshot.traces) {
+  for (const t of snapshot.traces ?? []) {
     for (let i = 0; i < t.length; i++) {
       const s = t.stream[i];
       events++;
@@ -178,7 +179,7 @@ function shapeEvidence(snapshot: MemorySnapshot): VendorGuess {
       if (!Number.isNaN(t.timeUs[i])) timed++;
     }
   }
-  for (const seg of snapshot.segments) {
+  for (const seg of snapshot.segments ?? []) {
     if (seg.stream === 0) onZero++;
     else if (Math.abs(seg.stream) < POINTER_FLOOR) small++;
   }
