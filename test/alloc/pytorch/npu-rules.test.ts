@@ -45,6 +45,15 @@ describe('NPU2: round_size pads every request by 32 bytes before rounding to 512
     const npu = harness('native', NPU, smallDevice(256 * MiB));
     npu.alloc.malloc(MiB, 0);
     expect(npu.events.map((e) => [e.action, e.size / MiB])).toEqual([['segment_alloc', 20]]);
+    // The boundary: 1 MiB - 32 bytes pads to exactly 1 MiB, the small pool; one byte more is large.
+    for (const [size, segment] of [
+      [MiB - 32, 2],
+      [MiB - 31, 20],
+    ] as const) {
+      const h = harness('native', NPU, smallDevice(256 * MiB));
+      h.alloc.malloc(size, 0);
+      expect(h.events.map((e) => e.size / MiB)).toEqual([segment]);
+    }
     const cuda = harness('native', {}, smallDevice(256 * MiB));
     cuda.alloc.malloc(MiB, 0);
     expect(cuda.events.map((e) => [e.action, e.size / MiB])).toEqual([['segment_alloc', 2]]);
