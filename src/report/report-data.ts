@@ -7,6 +7,7 @@ import type { PeakBreakdown } from '../replay/analyse/peak.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import type { DevicePlan } from '../replay/engine/trace-plan.js';
 import { Action } from '../replay/read/snapshot.js';
+import { type ActiveTimeline, activeTimeline } from './active-timeline.js';
 import { layoutMap, type MapSummary } from './address-map.js';
 import {
   type AnswerAdvice,
@@ -73,6 +74,8 @@ export interface ReportDevice {
    * bucket as the series have them; null when the trace has no segment events.
    */
   readonly recorded: number[] | null;
+  /** The recording's live blocks over time, memory_viz's active memory timeline (active-timeline.ts). */
+  readonly timeline: ActiveTimeline;
   readonly maps: ReportMap[];
 }
 
@@ -178,6 +181,7 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
       peakRequestedBytes: d.peakRequestedBytes,
       series,
       recorded: recordedCurve(d, width, buckets),
+      timeline: activeTimeline(d, (block) => stackOf(d.device, block)),
       maps,
     });
   }

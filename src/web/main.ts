@@ -29,6 +29,7 @@ import { renderCompare } from './views/compare.js';
 import { el, svgOf } from './views/dom.js';
 import { renderPeak } from './views/peak.js';
 import { renderRanks } from './views/ranks.js';
+import { renderTimeline } from './views/timeline.js';
 
 /** What the page exposes for tests and scripts: the data drawn, its charts, and the last timing. */
 interface PageState {
@@ -346,6 +347,7 @@ function renderSnapshot(
       el('div', { class: 'state-at' }),
       el('div', { class: 'chart chart-fragmentation' }),
       el('div', { class: 'chart chart-calls' }),
+      d.timeline === undefined ? null : renderTimeline(d.timeline),
       el('h3', {}, "Address space at each allocator's peak of reserved bytes"),
       el(
         'p',

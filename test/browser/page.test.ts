@@ -32,6 +32,15 @@ const trace = (name: string) =>
 const PHASES = trace('phases_streams-native');
 const PHASES_EXPANDABLE = trace('phases_streams-expandable');
 const MOE = trace('moe_train-native');
+const STACKS = fileURLToPath(new URL('../../traces/h200-whatif/gpt_train--stacks.pickle', import.meta.url));
+
+interface TimelineData {
+  timeline: {
+    events: number;
+    maxBytes: number;
+    bands: { block: number; size: number; allocEvent: number; freeEvent: number; moves: number[] }[];
+  };
+}
 const PAGE = fileURLToPath(new URL('../../dist/web/index.html', import.meta.url));
 const missing = chromiumMissing() ?? (existsSync(PAGE) ? undefined : 'the page is not built (npm run build)');
 const CI = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
@@ -191,6 +200,48 @@ describe.skipIf(missing !== undefined)('the page in chromium, opened from its fi
       else if (d.trace.action[e] === Action.free_completed) live--;
     }
     expect(shownAt.blocks).toBe(live);
+    expectPrivate(o, fromFile);
+    await o.page.close();
+  }, 120_000);
+
+  it("draws memory_viz's active memory timeline, with the stack of the block under the cursor", async () => {
+    const o = await openPage(open, pathToFileURL(PAGE).href);
+    await o.page.setInputFiles('#file-input', STACKS);
+    await drawnAfter(o.page, 0);
+    const canvas = o.page.locator('.timeline-canvas').first();
+    await canvas.scrollIntoViewIfNeeded();
+    // The largest band, halfway through its life, halfway up its height.
+    const target = await o.page.evaluate(() => {
+      const r = (globalThis as unknown as { vmmkitReport: { data: { devices: TimelineData[] } } })
+        .vmmkitReport;
+      const tl = r.data.devices[0].timeline;
+      const band = [...tl.bands].sort((a, b) => b.size - a.size)[0];
+      const end = band.freeEvent < 0 ? tl.events : band.freeEvent;
+      const event = Math.floor((Math.max(0, band.allocEvent) + end) / 2);
+      let offset = band.moves[1];
+      for (let k = 0; k < band.moves.length && band.moves[k] <= event; k += 2) offset = band.moves[k + 1];
+      const c = document.querySelector('.timeline-canvas') as HTMLCanvasElement;
+      const g = (k: string) => Number(c.dataset[k]);
+      return {
+        block: band.block,
+        allocEvent: band.allocEvent,
+        x: g('left') + ((event + 1.5) / tl.events) * g('width'),
+        y: g('top') + g('height') - ((offset + band.size / 2) / tl.maxBytes) * g('height'),
+      };
+    });
+    const box = (await canvas.boundingBox())!;
+    await o.page.mouse.move(box.x + target.x, box.y + target.y);
+    const tip = o.page.locator('.timeline-tip').first();
+    await expect.poll(() => tip.getAttribute('data-block')).toBe(String(target.block));
+    // Its frames are the snapshot's own for the event that allocated it (Python frames, innermost first).
+    const snapshot = readSnapshotFile(STACKS);
+    const frames = [...snapshot.stacks![snapshot.traces[0].stack![target.allocEvent]]]
+      .map((f) => snapshot.frames[f])
+      .filter((f) => f.filename.endsWith('.py'));
+    expect(frames.length).toBeGreaterThan(0);
+    expect(await tip.locator('.stack').textContent()).toContain(
+      `${frames[0].name} (${frames[0].filename}:${frames[0].line})`,
+    );
     expectPrivate(o, fromFile);
     await o.page.close();
   }, 120_000);
