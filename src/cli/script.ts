@@ -216,7 +216,7 @@ async function snapshotProgram(
         createCuda: helpers.createCuda,
       }),
     }).allocators[0];
-    if (run.error !== undefined) throw new Error(`the replay of ${path} ended early: ${run.error}`);
+    if (run.error !== undefined) throw new ScriptError(`the replay of ${path} ended early: ${run.error}`);
   };
 }
 

@@ -12,6 +12,7 @@
  */
 import type { AccessDescriptor } from '../../core/runtime.js';
 import type { Access } from '../../core/types.js';
+import { internalError } from '../common/error-table.js';
 import type { VendorRoute } from '../common/routed-runtime.js';
 import type { AclFlavor } from './acl.js';
 import * as C from './constants.js';
@@ -21,7 +22,7 @@ import { ACL_ERROR_TABLE } from './error-table.js';
 export function aclRoute(acl: AclFlavor): VendorRoute {
   const rt = acl.runtime;
   const started = acl.aclInit(null);
-  if (started !== C.ACL_SUCCESS) throw new Error(`aclInit answered ${started}`);
+  if (started !== C.ACL_SUCCESS) throw internalError(`aclInit answered ${started}`);
   let current = -1;
   const onDevice = (device: number): number => {
     if (device === current) return C.ACL_SUCCESS;
@@ -30,7 +31,7 @@ export function aclRoute(acl: AclFlavor): VendorRoute {
     return code;
   };
   const set = onDevice(0);
-  if (set !== C.ACL_SUCCESS) throw new Error(`aclrtSetDevice(0) answered ${set}`);
+  if (set !== C.ACL_SUCCESS) throw internalError(`aclrtSetDevice(0) answered ${set}`);
   /** Whether the device already has `access` over the whole range (what aclrtMapMem granted). */
   const granted = (va: number, size: number, descriptors: readonly AccessDescriptor[], host?: Access) =>
     host === undefined &&

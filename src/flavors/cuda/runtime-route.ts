@@ -7,6 +7,7 @@
  * cuMemAlloc / cuMemFree, each in the primary context of its device, as the
  * CUDA runtime under PyTorch makes them.
  */
+import { internalError } from '../common/error-table.js';
 import type { VendorRoute } from '../common/routed-runtime.js';
 import * as C from './constants.js';
 import type { CudaFlavor } from './cuda.js';
@@ -15,7 +16,7 @@ import { CUDA_ERROR_TABLE } from './error-table.js';
 /** The route of `cuda`, which it initialises (cuInit, device 0's primary context current) as the CUDA runtime would. */
 export function cudaRoute(cuda: CudaFlavor): VendorRoute {
   const started = cuda.cuInit(0);
-  if (started !== C.CUDA_SUCCESS) throw new Error(`cuInit answered ${started}`);
+  if (started !== C.CUDA_SUCCESS) throw internalError(`cuInit answered ${started}`);
   const contexts = new Map<number, bigint>();
   let current = -1;
   /** Device `device`'s primary context made current (retained once). */
@@ -34,7 +35,7 @@ export function cudaRoute(cuda: CudaFlavor): VendorRoute {
     return code;
   };
   const set = onDevice(0);
-  if (set !== C.CUDA_SUCCESS) throw new Error(`device 0's primary context answered ${set}`);
+  if (set !== C.CUDA_SUCCESS) throw internalError(`device 0's primary context answered ${set}`);
   return {
     vendor: 'CUDA',
     table: CUDA_ERROR_TABLE,
