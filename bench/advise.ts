@@ -15,7 +15,7 @@
  *   node dist/bench/advise.js [--write] [--unpruned] [--events N] [--rounds N]
  */
 import { readdirSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { advise } from '../src/replay/advise/advise.js';
 import { DEFAULT_ALLOCATORS, selectAllocators } from '../src/replay/engine/allocators.js';
@@ -155,7 +155,12 @@ export async function runAdviseBench(
     `  worst ratio ${worst.toFixed(1)}x (${worst <= ADVISE_TARGET ? 'within' : 'over'} the ${ADVISE_TARGET}x target)`,
   );
   if (options.write) {
-    writeResult('advise', { ...runFacts('bench/advise.ts', availableParallelism()), rows });
+    writeResult('advise', {
+      ...runFacts('bench/advise.ts', availableParallelism()),
+      // Other work on the machine adds wall time to both sides: its load when the runs ended.
+      loadAverage: loadavg().map((x) => Math.round(x * 100) / 100),
+      rows,
+    });
   }
   return rows;
 }
