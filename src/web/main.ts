@@ -124,7 +124,8 @@ function start(): void {
       return;
     }
     if (m.kind === 'answered' && m.id !== settingsId) return;
-    clearFieldErrors();
+    // A load's refusal of the settings came just before it, and stands.
+    if (m.kind === 'answered') clearFieldErrors();
     state.error = null;
     state.engineMs = m.ms;
     status.classList.remove('error');
@@ -182,7 +183,13 @@ function start(): void {
     if (files.length === 0) return;
     status.classList.remove('error');
     status.textContent = `reading ${files.map((f) => f.name).join(', ')}`;
-    engine().postMessage({ kind: 'load', files } satisfies ToWorker);
+    // Answered under what the settings box holds now.
+    engine().postMessage({
+      kind: 'load',
+      files,
+      id: settingsId,
+      settings: typedSettings(),
+    } satisfies ToWorker);
   };
 
   input.addEventListener('change', () => load(Array.from(input.files ?? [])));
@@ -209,11 +216,7 @@ function start(): void {
     clearTimeout(timer);
     timer = setTimeout(() => {
       settingsId++;
-      const settings: PageSettings = {
-        allocConf: (document.getElementById('alloc-conf') as HTMLInputElement).value,
-        memoryLimit: (document.getElementById('memory-limit') as HTMLInputElement).value,
-        device: (document.getElementById('device') as HTMLInputElement).value,
-      };
+      const settings = typedSettings();
       status.textContent = 'answering under these settings...';
       engine().postMessage({ kind: 'settings', id: settingsId, settings } satisfies ToWorker);
     }, 250);
@@ -228,6 +231,12 @@ function start(): void {
   // Absolute URLs: the worker runs from a blob URL, against which a relative one means nothing.
   if (served !== undefined && served.length > 0)
     load(served.map((f) => ({ ...f, url: new URL(f.url, location.href).href })));
+}
+
+/** The settings box as typed. */
+function typedSettings(): PageSettings {
+  const value = (id: string) => (document.getElementById(id) as HTMLInputElement).value;
+  return { allocConf: value('alloc-conf'), memoryLimit: value('memory-limit'), device: value('device') };
 }
 
 function showFieldError(field: keyof PageSettings, message: string): void {

@@ -26,7 +26,13 @@ export interface ServedFile {
 }
 
 export type ToWorker =
-  | { readonly kind: 'load'; readonly files: readonly (File | ServedFile)[] }
+  /** Files to read, answered under the settings the box holds (`id`: theirs, for a refusal). */
+  | {
+      readonly kind: 'load';
+      readonly files: readonly (File | ServedFile)[];
+      readonly id: number;
+      readonly settings: PageSettings;
+    }
   | { readonly kind: 'settings'; readonly id: number; readonly settings: PageSettings }
   /** The allocator state (segments and blocks) of one model at a point chosen on the timeline. */
   | {

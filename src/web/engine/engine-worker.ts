@@ -197,7 +197,16 @@ function startWorker(): void {
         }
         loaded = { snapshots, runs: [] };
         try {
-          const answers = await answerAll(loaded, undefined);
+          let answers: Answers;
+          try {
+            answers = await answerAll(loaded, message.settings);
+          } catch (e) {
+            // Settings the engine refuses are said under their field; the files are answered without them.
+            const r = refusal(e);
+            if (r === undefined) throw e;
+            post({ kind: 'refused', id: message.id, ...r });
+            answers = await answerAll(loaded, undefined);
+          }
           post({ kind: 'loaded', ...answers, ms: performance.now() - start });
         } catch (e) {
           post({ kind: 'failed', file: null, message: messageOf(e) });
