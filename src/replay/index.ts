@@ -18,6 +18,8 @@ export {
   type Tolerance,
 } from './advise/advise.js';
 export {
+  type Annotation,
+  annotationsOf,
   CATEGORY_LABELS,
   MEMORY_CATEGORIES,
   type MemoryCategory,
@@ -95,6 +97,7 @@ export {
   replay,
   replaySettings,
 } from './engine/replay.js';
+export type { ProcessRequest, StartProcess } from './engine/process-start.js';
 export { type ReplayInput, replayOptions } from './engine/replay-options.js';
 export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './engine/trace-plan.js';
 export {

@@ -9,10 +9,10 @@
  *  1. A block in a private pool (a CUDA graph's or a MemPool's; private-
  *     pools.ts tells the pool from the final segments) is `cuda-graph-pools`,
  *     whatever allocated it: a graph's pool holds its whole capture.
- *  2. A block without a stack is `unknown`: the snapshot was recorded
+ *  2. A block without a stack goes to rule 4: the snapshot was recorded
  *     without stacks (`context=None`, as traces/h200 are), or the entry's
- *     frames were dropped. Nothing about its size or time is taken for a
- *     category.
+ *     frames were dropped. Nothing about its size or lifetime is taken for
+ *     a category.
  *  3. Otherwise the frames are read from the innermost outwards, as Meta's
  *     Mosaic reads them (its AllocationType.from_frame_stack); the first
  *     frame that matches a rule decides:
@@ -37,14 +37,22 @@
  *       a frame in torch/nn/functional.py (the loss) or in the autocast
  *       wrappers: the forward pass's outputs and what autograd saved of them
  *       for backward, which the stacks do not tell apart either.
- *  4. A stack no rule matches is `unknown`.
+ *  4. Where the stack says nothing (none recorded, or no rule matched), the
+ *     annotations (`external_annotations`, record_function markers) open
+ *     on the block's device when it was allocated decide, the innermost
+ *     (latest opened) first: torch.optim's own `Optimizer.step#...` is
+ *     `optimizer-state` (a block made in a step and live at the peak is the
+ *     state the step keeps), a name holding `backward` is `gradients`, one
+ *     holding `forward` is `activations`; other names decide nothing.
+ *  5. Anything else is `unknown`.
  *
- * So `unknown` is honest: it is the share of the peak whose stacks say
- * nothing we can read. A snapshot's `external_annotations` (record_function
- * markers) are counted by the reader but their names are not kept, so they
- * do not take part. The allocator's own slack (reserved less allocated) is
- * not a category of blocks; peak.ts splits it by cause.
+ * So `unknown` is honest: it is the share of the peak whose stacks and
+ * annotations say nothing we can read. The annotations are given by the
+ * caller (AnalyseOptions.annotations): the snapshot reader counts them but
+ * does not keep them yet. The allocator's own slack (reserved less
+ * allocated) is not a category of blocks; peak.ts splits it by cause.
  */
+import { isPickleDict, type PickleValue } from '../read/pickle/index.js';
 import type { MemorySnapshot, SnapshotFrame } from '../read/snapshot.js';
 
 export const MEMORY_CATEGORIES = [
@@ -97,15 +105,112 @@ export function frameCategory(frame: SnapshotFrame): StackCategory | undefined {
 }
 
 /**
- * Categories of a snapshot's stacks, each worked out once (a long job's
- * blocks share a few thousand stacks).
+ * One `external_annotations` entry: a record_function marker (torch.optim
+ * marks every `Optimizer.step#AdamW.step` and `Optimizer.zero_grad#...`;
+ * a program marks its own phases), opened and closed on a device.
+ */
+export interface Annotation {
+  readonly stage: 'START' | 'END';
+  readonly name: string;
+  readonly device: number;
+  readonly timeUs: number;
+}
+
+/**
+ * The annotations of an unpickled snapshot (`_dump_snapshot`'s dict), for
+ * a caller that holds it whole: entries that are not a START or END with a
+ * name, a device and a time are left out (they only ever help a category).
+ */
+export function annotationsOf(value: PickleValue): Annotation[] {
+  const list = isPickleDict(value) ? value.external_annotations : undefined;
+  if (!Array.isArray(list)) return [];
+  const out: Annotation[] = [];
+  for (const e of list) {
+    if (!isPickleDict(e)) continue;
+    const { stage, name, device, time_us: time } = e;
+    if ((stage !== 'START' && stage !== 'END') || typeof name !== 'string') continue;
+    if (typeof device !== 'number' || typeof time !== 'number' || !Number.isFinite(time)) continue;
+    out.push({ stage, name, device, timeUs: time });
+  }
+  return out;
+}
+
+/** A stretch between an annotation's START and its END. */
+interface Window {
+  readonly name: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** The category an annotation's name decides (Note [Memory categories], rule 4), or undefined. */
+export function annotationCategory(name: string): StackCategory | undefined {
+  if (name.startsWith('Optimizer.step#')) return 'optimizer-state';
+  const lower = name.toLowerCase();
+  if (lower.includes('backward')) return 'gradients';
+  if (lower.includes('forward')) return 'activations';
+  return undefined;
+}
+
+/** Each device's annotation windows that decide a category, START to its END (one left open runs on). */
+function windowsOf(annotations: readonly Annotation[]): Map<number, Window[]> {
+  const out = new Map<number, Window[]>();
+  const open = new Map<string, number[]>();
+  const sorted = [...annotations].sort((a, b) => a.timeUs - b.timeUs);
+  for (const a of sorted) {
+    if (annotationCategory(a.name) === undefined || !Number.isFinite(a.timeUs)) continue;
+    const key = `${a.device}\u0000${a.name}`;
+    const starts = open.get(key) ?? [];
+    if (a.stage === 'START') {
+      starts.push(a.timeUs);
+      open.set(key, starts);
+      continue;
+    }
+    const start = starts.pop();
+    if (start === undefined) continue; // an END whose START fell before the ring's window
+    const list = out.get(a.device) ?? [];
+    list.push({ name: a.name, start, end: a.timeUs });
+    out.set(a.device, list);
+  }
+  for (const [key, starts] of open) {
+    const [device, name] = key.split('\u0000');
+    for (const start of starts) {
+      const list = out.get(Number(device)) ?? [];
+      list.push({ name, start, end: Number.POSITIVE_INFINITY });
+      out.set(Number(device), list);
+    }
+  }
+  return out;
+}
+
+/** A live block as categories read it: its stack, its pool, and when it was allocated (NaN: not known). */
+export interface CategorisedBlock {
+  readonly stack: number;
+  readonly pool: number;
+  readonly timeUs: number;
+}
+
+/**
+ * Categories of a snapshot's blocks (Note [Memory categories]): each stack
+ * worked out once (a long job's blocks share a few thousand stacks), the
+ * annotation windows read where the stack says nothing.
  */
 export class StackCategories {
   readonly #memo = new Map<number, StackCategory>();
+  readonly #windows: Map<number, Window[]>;
 
-  constructor(readonly snapshot: MemorySnapshot) {}
+  constructor(
+    readonly snapshot: MemorySnapshot,
+    annotations: readonly Annotation[] = [],
+  ) {
+    this.#windows = windowsOf(annotations);
+  }
 
-  /** The category of a block with stack `stack` (-1: none) in pool `pool` (0: the default pool). */
+  /** Whether any annotation window decides a category. */
+  get annotated(): boolean {
+    return this.#windows.size > 0;
+  }
+
+  /** The category of a block with stack `stack` (-1: none) in pool `pool` (0: the default pool), by its stack. */
   of(stack: number, pool: number): MemoryCategory {
     if (pool > 0) return 'cuda-graph-pools';
     if (stack < 0) return 'unknown';
@@ -123,6 +228,17 @@ export class StackCategories {
       this.#memo.set(stack, c);
     }
     return c;
+  }
+
+  /** The category of a live block on `device`: its pool, its stack, then the innermost annotation open at its allocation. */
+  ofBlock(b: CategorisedBlock, device: number): MemoryCategory {
+    const byStack = this.of(b.stack, b.pool);
+    if (byStack !== 'unknown' || !Number.isFinite(b.timeUs)) return byStack;
+    let inner: Window | undefined;
+    for (const w of this.#windows.get(device) ?? [])
+      if (w.start <= b.timeUs && b.timeUs <= w.end && (inner === undefined || w.start > inner.start))
+        inner = w;
+    return inner === undefined ? 'unknown' : (annotationCategory(inner.name) ?? 'unknown');
   }
 }
 

@@ -229,10 +229,11 @@ function stackRows(
   const add = (s: MemorySnapshot, state: HeldState | null, p: PeakAnalysis, isA: boolean) => {
     if (state === null) return;
     for (const k of liveBlocks(state)) {
-      const key = `${k.pool > 0 ? 'pool' : ''}|${stackKey(s, k.stack)}`;
+      const category = p.categories.ofBlock(k, state.device);
+      const key = `${category}|${stackKey(s, k.stack)}`;
       let r = rows.get(key);
       if (r === undefined) {
-        r = { aBytes: 0, bBytes: 0, stack: k.stack, from: s, category: p.categories.of(k.stack, k.pool) };
+        r = { aBytes: 0, bBytes: 0, stack: k.stack, from: s, category };
         rows.set(key, r);
       }
       if (isA) r.aBytes += k.requestedBytes;

@@ -37,6 +37,8 @@ export interface HeldBlock {
   readonly stack: number;
   /** Its pool: 0 the default one, else a private one (private-pools.ts). */
   readonly pool: number;
+  /** When it was allocated (its alloc event's time_us); NaN for a block live before the trace or without times. */
+  readonly timeUs: number;
 }
 
 /** One segment (native) or run of mapped pages (expandable) at the peak, with the live blocks in it. */
@@ -75,6 +77,17 @@ export function blockStacks(snapshot: MemorySnapshot, d: DevicePlan): Int32Array
       const found = byAddress.get(d.initialAddress[k]);
       if (found !== undefined) out[d.initialBlocks[k]] = found;
     }
+  }
+  return out;
+}
+
+/** When each of a device's blocks was allocated, by the plan's block id (NaN: before the trace, or no time). */
+export function blockTimes(d: DevicePlan): Float64Array {
+  const out = new Float64Array(d.blockCount).fill(Number.NaN);
+  const { action, timeUs } = d.trace;
+  for (let i = 0; i < d.trace.length; i++) {
+    const b = d.blockOf[i];
+    if (b >= 0 && action[i] === Action.alloc) out[b] = timeUs[i];
   }
   return out;
 }
@@ -123,6 +136,7 @@ export function recordedHeld(
   event: number,
   settings: PytorchAllocatorSettings,
   stacks: Int32Array,
+  times: Float64Array,
 ): HeldState {
   const ranges: Range[] = [];
   for (const s of d.startState.segments)
@@ -161,6 +175,7 @@ export function recordedHeld(
       sizeBytes: roundSize(requested, divisions, anyDivisions),
       stack: stacks[b],
       pool: d.privatePools.blockPool[b] ?? 0,
+      timeUs: times[b],
     });
   }
   return { device: d.device, event, reservedBytes: reserved, ...place(runsOf(ranges), blocks) };
@@ -218,6 +233,7 @@ export function modelHeld(
   segments: readonly SegmentSnapshot[],
   blockAt: ReadonlyMap<number, number>,
   stacks: Int32Array,
+  times: Float64Array,
 ): HeldState {
   return {
     device,
@@ -239,6 +255,7 @@ export function modelHeld(
             sizeBytes: b.size,
             stack: block >= 0 ? stacks[block] : -1,
             pool: s.pool,
+            timeUs: block >= 0 ? times[block] : Number.NaN,
           };
         }),
     })),

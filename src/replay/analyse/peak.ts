@@ -17,6 +17,7 @@ import { answerWhatIf, type Verdict, type WhatIfAnswer } from '../engine/what-if
 import { ReplayError } from '../errors.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 import {
+  type Annotation,
   CATEGORY_LABELS,
   MEMORY_CATEGORIES,
   type MemoryCategory,
@@ -26,6 +27,7 @@ import {
 } from './categories.js';
 import {
   blockStacks,
+  blockTimes,
   type HeldState,
   liveBlocks,
   modelHeld,
@@ -55,6 +57,11 @@ export interface AnalyseOptions {
   readonly device?: DevicePreset | DeviceSpec;
   /** How many stacks to list (default 10). */
   readonly topStacks?: number;
+  /**
+   * The snapshot's `external_annotations`, where the caller has them: they decide the category of a block
+   * whose stack says nothing (Note [Memory categories], rule 4).
+   */
+  readonly annotations?: readonly Annotation[];
 }
 
 export interface CategoryBytes {
@@ -198,14 +205,15 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
     answer?.asRecorded ??
     options.asRecorded ??
     reproduceRecording(snapshot, { plan, device: options.device });
-  const categories = new StackCategories(snapshot);
+  const categories = new StackCategories(snapshot, options.annotations);
   const stacks = plan.devices.map((d) => blockStacks(snapshot, d));
+  const times = plan.devices.map((d) => blockTimes(d));
   const recorded: HeldState[] = [];
   const devices: DevicePeak[] = [];
   for (const r of asRecorded.devices) {
     const d = plan.devices[r.device];
     const event = peakMoment(d, r.recordedPeakBytes);
-    const state = recordedHeld(d, event, asRecorded.settings, stacks[r.device]);
+    const state = recordedHeld(d, event, asRecorded.settings, stacks[r.device], times[r.device]);
     recorded.push(state);
     devices.push(devicePeak(snapshot, state, r.checked, r.reproduced, categories, top));
   }
@@ -223,7 +231,7 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
     };
   } else if (answer !== undefined) {
     const run = answer.result.allocators[index];
-    whatIfStates = modelPeaks(snapshot, stacks, {
+    whatIfStates = modelPeaks(snapshot, stacks, times, {
       allocConf: options.allocConf,
       limits: answer.limits,
       caps: asRecorded.devices.map((x) => x.cap),
@@ -270,17 +278,20 @@ function devicePeak(
   const byCategory = new Map<MemoryCategory, { bytes: number; blocks: number }>(
     MEMORY_CATEGORIES.map((c) => [c, { bytes: 0, blocks: 0 }]),
   );
-  const byStack = new Map<number, { bytes: number; blocks: number; category: MemoryCategory }>();
+  // By stack and category: a stack's blocks in a private pool, or told apart by annotations, are rows of their own.
+  const byStack = new Map<
+    string,
+    { stack: number; bytes: number; blocks: number; category: MemoryCategory }
+  >();
   let allocated = 0;
   for (const b of blocks) {
-    const category = categories.of(b.stack, b.pool);
+    const category = categories.ofBlock(b, state.device);
     const c = byCategory.get(category) as { bytes: number; blocks: number };
     c.bytes += b.requestedBytes;
     c.blocks++;
     allocated += b.requestedBytes;
-    // Blocks of the same stack in different pools are told apart by category too.
-    const key = b.pool > 0 ? -2 - b.stack : b.stack;
-    const s = byStack.get(key) ?? { bytes: 0, blocks: 0, category };
+    const key = `${b.stack}|${category}`;
+    const s = byStack.get(key) ?? { stack: b.stack, bytes: 0, blocks: 0, category };
     s.bytes += b.requestedBytes;
     s.blocks++;
     byStack.set(key, s);
@@ -303,19 +314,16 @@ function devicePeak(
       ...(byCategory.get(category) as { bytes: number; blocks: number }),
     })),
     slack: reservedKnown ? slackOf(state) : null,
-    topStacks: [...byStack]
-      .sort((x, y) => y[1].bytes - x[1].bytes || x[0] - y[0])
+    topStacks: [...byStack.values()]
+      .sort((x, y) => y.bytes - x.bytes || x.stack - y.stack || x.category.localeCompare(y.category))
       .slice(0, top)
-      .map(([key, s]) => {
-        const stack = key <= -2 ? -2 - key : key;
-        return {
-          summary: stackSummary(snapshot, stack),
-          frames: stackLines(snapshot, stack),
-          category: s.category,
-          bytes: s.bytes,
-          blocks: s.blocks,
-        };
-      }),
+      .map((s) => ({
+        summary: stackSummary(snapshot, s.stack),
+        frames: stackLines(snapshot, s.stack),
+        category: s.category,
+        bytes: s.bytes,
+        blocks: s.blocks,
+      })),
   };
 }
 
@@ -334,7 +342,12 @@ interface ModelRun {
  * takes the model's segments at that step. Taking them at every new peak
  * in one replay would cost a walk of every block per step of growth.
  */
-function modelPeaks(snapshot: MemorySnapshot, stacks: readonly Int32Array[], m: ModelRun): HeldState[] {
+function modelPeaks(
+  snapshot: MemorySnapshot,
+  stacks: readonly Int32Array[],
+  times: readonly Float64Array[],
+  m: ModelRun,
+): HeldState[] {
   const plan = planUnder(snapshot, m.base, m.caps, m.limits);
   const once = (onStep: (s: ReplayStep) => void) =>
     replay(snapshot, {
@@ -384,6 +397,7 @@ function modelPeaks(snapshot: MemorySnapshot, stacks: readonly Int32Array[], m: 
         s.allocator.snapshot(),
         at,
         stacks[s.device],
+        times[s.device],
       ),
     );
   });
@@ -488,7 +502,7 @@ function whatIfDevice(
   const keys = new Set([...a.keys(), ...b.keys()]);
   const categoryOf = new Map<number, MemoryCategory>();
   for (const s of [recorded, mine])
-    for (const x of liveBlocks(s)) categoryOf.set(x.stack, categories.of(x.stack, x.pool));
+    for (const x of liveBlocks(s)) categoryOf.set(x.stack, categories.ofBlock(x, s.device));
   const rows: StackDifference[] = [...keys].map((k) => {
     const ra = Math.round(a.get(k) ?? 0);
     const rb = Math.round(b.get(k) ?? 0);

@@ -120,3 +120,43 @@ describe('memory categories', () => {
     expect(stackLines(s, 0).at(-1)).toBe('step (/home/me/train.py:40)');
   });
 });
+
+describe('categories from annotations', () => {
+  const s = snapshotOf([[ALLOC, USER]]);
+  const at = (stage: 'START' | 'END', name: string, timeUs: number, device = 0) => ({
+    stage,
+    name,
+    timeUs,
+    device,
+  });
+  const categories = new StackCategories(s, [
+    at('START', '## forward ##', 100),
+    at('START', 'Optimizer.step#AdamW.step', 150),
+    at('END', 'Optimizer.step#AdamW.step', 160),
+    at('END', '## forward ##', 200),
+    at('START', 'model.backward', 300, 1),
+    at('END', 'dataloader', 50),
+    at('START', 'unrelated', 10),
+  ]);
+
+  it('the innermost window open at the allocation decides, on its own device', () => {
+    expect(categories.ofBlock({ stack: -1, pool: 0, timeUs: 120 }, 0)).toBe('activations');
+    expect(categories.ofBlock({ stack: -1, pool: 0, timeUs: 155 }, 0)).toBe('optimizer-state');
+    expect(categories.ofBlock({ stack: -1, pool: 0, timeUs: 155 }, 1)).toBe('unknown');
+    // A window never closed runs on to the end of the trace.
+    expect(categories.ofBlock({ stack: -1, pool: 0, timeUs: 1e9 }, 1)).toBe('gradients');
+    expect(categories.ofBlock({ stack: -1, pool: 0, timeUs: 250 }, 0)).toBe('unknown');
+    expect(categories.ofBlock({ stack: -1, pool: 0, timeUs: Number.NaN }, 0)).toBe('unknown');
+  });
+
+  it('a stack that decides wins over the annotations, and a private pool over both', () => {
+    const withStack = new StackCategories(
+      snapshotOf([[ALLOC, py('_init_group', `${TORCH}/optim/adam.py`)]]),
+      [at('START', '## forward ##', 100)],
+    );
+    expect(withStack.ofBlock({ stack: 0, pool: 0, timeUs: 120 }, 0)).toBe('optimizer-state');
+    expect(withStack.ofBlock({ stack: 0, pool: 3, timeUs: 120 }, 0)).toBe('cuda-graph-pools');
+    // A stack no rule matches leaves the block to the annotations.
+    expect(categories.ofBlock({ stack: 0, pool: 0, timeUs: 120 }, 0)).toBe('activations');
+  });
+});

@@ -6,12 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { annotationsOf } from '../../../src/replay/analyse/categories.js';
 import { analysePeak, type PeakBreakdown } from '../../../src/replay/analyse/peak.js';
 import { ALLOCATOR_REGISTRY } from '../../../src/replay/engine/allocators.js';
 import { reproduceRecording } from '../../../src/replay/engine/as-recorded.js';
 import { planReplay } from '../../../src/replay/engine/trace-plan.js';
 import { answerWhatIf } from '../../../src/replay/engine/what-if.js';
-import { readSnapshotFile } from '../../../src/replay/read/load.js';
+import { readPickle, readSnapshotFile } from '../../../src/replay/read/load.js';
 import type { MemorySnapshot } from '../../../src/replay/read/snapshot.js';
 
 const whatif = fileURLToPath(new URL('../../../traces/h200-whatif/', import.meta.url));
@@ -119,6 +120,25 @@ describe('the peak by category', () => {
     expect(native.allocatedBytes + (native.slack?.roundingBytes ?? Number.NaN)).toBeLessThanOrEqual(
       run('gpt_train--reference').maxMemoryAllocated,
     );
+  });
+
+  it("without stacks, torch.optim's Optimizer.step annotations find AdamW's state: the same bytes the stacks show", () => {
+    const file = `${whatif}gpt_train--reference.pickle.gz`;
+    const annotations = annotationsOf(readPickle(readFileSync(file)));
+    expect(annotations.filter((a) => a.name === 'Optimizer.step#AdamW.step')).toHaveLength(28);
+    const p = analysePeak(readSnapshotFile(file), { annotations });
+    const model = gptParameters(8192, 768, 6);
+    expect(category(p, 'optimizer-state')).toMatchObject({
+      bytes: 2 * model.count * 4,
+      blocks: 2 * model.tensors,
+    });
+    // Nothing else is annotated: the rest stays unknown, and the sums hold.
+    expect(category(p, 'unknown').bytes).toBe(p.devices[0].allocatedBytes - 2 * model.count * 4);
+    checkSums(p);
+    // Stacks decide first: with both, the stacks file's categories are unchanged.
+    const stacksFile = `${whatif}gpt_train--stacks.pickle`;
+    const both = analysePeak(stacks, { annotations: annotationsOf(readPickle(readFileSync(stacksFile))) });
+    expect(both.devices[0].categories).toEqual(analysePeak(stacks).devices[0].categories);
   });
 
   it("CUDA graphs' private pools are a category of their own", () => {
