@@ -48,6 +48,8 @@ export * from './entry/acl.js';
 export * from './entry/alloc.js';
 export * from './entry/core.js';
 export * from './entry/cuda.js';
+// Replay on a vendor's front end: a startProcess for replay() (vmmkit/replay).
+export { FRONT_END_OF, type FrontEndStartOptions, startOnFrontEnd } from './entry/front-end-process.js';
 export * from './entry/hip.js';
 export type { Box } from './flavors/common/args.js';
 export { formatBreak, formatState, inspect } from './flavors/inspect.js';

@@ -18,8 +18,6 @@ export {
   type Tolerance,
 } from './advise/advise.js';
 export {
-  type Annotation,
-  annotationsOf,
   CATEGORY_LABELS,
   MEMORY_CATEGORIES,
   type MemoryCategory,
@@ -83,6 +81,7 @@ export { DriverMeter, type DriverUse } from './engine/driver-meter.js';
 export { exportRun } from './engine/export.js';
 export { compareWithTrace, type FidelityDifference, type FidelityReport } from './engine/fidelity.js';
 export { RecordedPlacement } from './engine/placement.js';
+export type { ProcessRequest, StartProcess } from './engine/process-start.js';
 export { type RecordedReserved, recordedReserved } from './engine/recorded.js';
 export {
   type AllocatorRun,
@@ -97,7 +96,6 @@ export {
   replay,
   replaySettings,
 } from './engine/replay.js';
-export type { ProcessRequest, StartProcess } from './engine/process-start.js';
 export { type ReplayInput, replayOptions } from './engine/replay-options.js';
 export { type DevicePlan, planReplay, type TraceCounts, type TracePlan } from './engine/trace-plan.js';
 export {
