@@ -132,7 +132,7 @@ describe('a usage mistake is one line with the usage, exit 2, in every command',
     const r = await cli(['frobnicate']);
     expect(r.code).toBe(2);
     expect(r.err).toEqual([
-      "vmmkit: unknown command 'frobnicate' (usage: vmmkit demo|trace|inspect|replay|advise|report|map ..., and vmmkit COMMAND --help)",
+      "vmmkit: unknown command 'frobnicate' (usage: vmmkit demo|trace|inspect|replay|advise|report|open|compare|map ..., and vmmkit COMMAND --help)",
     ]);
   });
 
