@@ -18,6 +18,8 @@ export {
   type Tolerance,
 } from './advise/advise.js';
 export {
+  type Annotation,
+  annotationsOf,
   CATEGORY_LABELS,
   MEMORY_CATEGORIES,
   type MemoryCategory,
