@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { createFakeDriver } from '../../conformance/gpu/fake-driver.js';
 import { createMachine } from '../../src/backends/sim/machine.js';
 import { DEVICE_PRESETS } from '../../src/backends/sim/presets.js';
+import { createRuntime } from '../../src/compose/create-runtime.js';
 import type { FlavorOptions } from '../../src/entry/processes.js';
 import {
   createAcl,
@@ -79,5 +80,22 @@ describe.each(pairs)('%s: create function and constructor', (_vendor, create, co
     expect(a.machine).toBeUndefined();
     expect(a.runtime.devices).toHaveLength(1);
     a.dispose();
+  });
+});
+
+describe('a flavor over a runtime it is given', () => {
+  it('speaks its vendor over any runtime, and reports through the hook given with it', () => {
+    const reports: string[] = [];
+    const runtime = createRuntime({ devices: ['MI300X'] });
+    const hip = new HipFlavor({ runtime, report: (m) => reports.push(m) });
+    expect(hip.machine).toBeUndefined();
+    expect(hip.runtime).toBe(runtime);
+    const ptr = { value: 0n };
+    expect(hip.hipMalloc(ptr, 4096)).toBe(0);
+    expect(runtime.reservationContaining(Number(ptr.value))).toBeDefined();
+    expect(hip.hipFree(ptr.value)).toBe(0);
+    hip.dispose();
+    expect(runtime.disposed).toBe(true);
+    expect(reports).toEqual([]);
   });
 });
