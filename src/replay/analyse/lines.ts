@@ -68,7 +68,7 @@ export function peakLines(p: PeakBreakdown): string[] {
   }
   if (!p.stacksRecorded && p.devices.some((d) => d.liveBlocks > 0))
     out.push(
-      '  the snapshot has no stacks, so categories are unknown (record with torch.cuda.memory._record_memory_history(), whose default keeps them)',
+      '  the snapshot has no stacks, so a block no private pool or annotation places is unknown (record with torch.cuda.memory._record_memory_history(), whose default keeps them)',
     );
   if (p.whatIf !== null) {
     const w = p.whatIf;

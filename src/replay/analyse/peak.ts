@@ -154,7 +154,7 @@ export interface PeakBreakdown {
   /** Whether the replay as recorded reproduced the recording (every device). */
   readonly reproduced: boolean;
   readonly settingsSource: string;
-  /** Whether any live block at any peak has a stack (else every category but the pools' is unknown). */
+  /** Whether any live block at any peak has a stack (else categories come from pools and annotations alone). */
   readonly stacksRecorded: boolean;
   readonly devices: readonly DevicePeak[];
   readonly whatIf: WhatIfPeak | null;

@@ -81,7 +81,7 @@ export function renderPeak(root: HTMLElement, data: PeakBreakdown): void {
       el(
         'p',
         { class: 'peak-no-stacks' },
-        'This snapshot has no stacks, so the categories cannot be told: record with torch.cuda.memory._record_memory_history(), whose default keeps them.',
+        'This snapshot has no stacks, so a block no private pool or annotation places is unknown: record with torch.cuda.memory._record_memory_history(), whose default keeps them.',
       ),
     );
   for (const d of data.devices) {
