@@ -7,11 +7,14 @@
  *   node dist/conformance/gpu/fresh-cases.js [--only a,b] [--times 3] [--out DIR] [--fake]
  *
  * Without --only: every startupHeap.* case (Note [Start-up heap cases in a
- * fresh process] in conformance/cuda/cases/startup-heap.ts). Writes DIR/<gpu>-fresh-cases.json (h200-fresh-cases.json
- * on an H200): when, the commit built, the GPU and driver, and per case each
- * run's two records, the raw driver's against the committed transcript
+ * fresh process] in conformance/cuda/cases/startup-heap.ts). Writes
+ * DIR/<gpu>-fresh-cases.json (h200-fresh-cases.json on an H200): when, the
+ * commit built, the GPU and driver, and per case each run's two records, the
+ * raw driver's against the committed transcript
  * (conformance/results/h200-driver.json) and vmmkit's against the raw
- * driver's of the same round. `--fake` rehearses it over fake-driver.ts.
+ * driver's of the same round. `--fake` rehearses the plumbing over
+ * fake-driver.ts (a harness for the backend: its raw side answers no case as
+ * a driver would).
  */
 import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
