@@ -17,7 +17,7 @@
 #     0. the raw driver records the cases named in conformance/cuda/to-record.txt (new ones, and
 #        ones whose recording changed) into $OUT/h200-driver.json, merged with the committed
 #        transcript (record.js --only ... --merge); copy it to conformance/results/ after the run;
-#     1. node dist/conformance/gpu/prove.js: the backend contract, the 212 CUDA cases, the HIP/ACL
+#     1. node dist/conformance/gpu/prove.js: the backend contract, every CUDA case, the HIP/ACL
 #        sequences (and two GPUs where there are two) -> $OUT/prove.json, $OUT/h200-vmmkit-cases.json;
 #     1b. node dist/conformance/gpu/share.js: sharing between child processes -> $OUT/h200-sharing.json;
 #     2. the HIP and ACL conformance tables (vitest) against the real driver
