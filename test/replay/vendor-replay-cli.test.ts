@@ -4,6 +4,9 @@
  * its vendor's front end, so breakpoints and inspection work as on any
  * program (issue 31, section 3).
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { capture } from '../support/capture.js';
@@ -42,6 +45,20 @@ describe('a torch_npu snapshot run as a program', () => {
     expect(end.out.join('\n')).not.toContain('mapped 0x');
   });
 
+  it('vmmkit map --at end draws the Ascend address space the replay left', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vmmkit-vendor-map-'));
+    try {
+      const out = join(dir, 'map.svg');
+      const c = capture();
+      expect(await runCli(['map', NPU, '--at', 'end', '--out', out], c.io)).toBe(0);
+      const svg = readFileSync(out, 'utf8');
+      expect(svg).toContain('at mark &#39;end&#39;');
+      expect(svg).toMatch(/<title>mapping 0x[0-9a-f]+, 2\.0 MiB, handle \d+; device 0 read-write/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a snapshot that is not there is one line and exit 1', async () => {
     const c = capture();
     expect(await runCli(['trace', 'no-such-snapshot.pickle.gz'], c.io)).toBe(1);
@@ -68,7 +85,9 @@ describe('--vendor: whose front end a snapshot runs on', () => {
   it('is refused for a script, and must be one of the three', async () => {
     const bad = capture();
     expect(await runCli(['trace', NPU, '--vendor', 'tpu'], bad.io)).toBe(2);
-    expect(bad.err[0]).toMatch(/^vmmkit trace: --vendor is cuda, rocm or npu, not 'tpu' \(usage: vmmkit trace /);
+    expect(bad.err[0]).toMatch(
+      /^vmmkit trace: --vendor is cuda, rocm or npu, not 'tpu' \(usage: vmmkit trace /,
+    );
     const script = capture();
     expect(await runCli(['trace', 'examples/grow.mjs', '--vendor', 'npu'], script.io)).toBe(1);
     expect(script.err).toEqual([
