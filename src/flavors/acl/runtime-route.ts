@@ -41,6 +41,8 @@ export function aclRoute(acl: AclFlavor): VendorRoute {
     vendor: 'ACL',
     table: ACL_ERROR_TABLE,
     success: C.ACL_SUCCESS,
+    // A hint is ACL's expectPtr, which CANN takes exactly or refuses (Note [ACL expectPtr], vmm.ts),
+    // where core would place the range elsewhere: a start restored at the recorded addresses gets them.
     reserve: (base, size, options) =>
       acl.aclrtReserveMemAddress(base, size, options.alignment ?? 0, options.hint ?? 0, 0),
     create: (handle, size, props) =>
