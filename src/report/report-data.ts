@@ -6,7 +6,7 @@
 import type { PeakBreakdown } from '../replay/analyse/peak.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import type { DevicePlan } from '../replay/engine/trace-plan.js';
-import { Action } from '../replay/read/snapshot.js';
+import { Action, type MemorySnapshot } from '../replay/read/snapshot.js';
 import { type ActiveTimeline, activeTimeline } from './active-timeline.js';
 import { layoutMap, type MapSummary } from './address-map.js';
 import {
@@ -76,6 +76,8 @@ export interface ReportDevice {
   readonly recorded: number[] | null;
   /** The recording's live blocks over time, memory_viz's active memory timeline (active-timeline.ts). */
   readonly timeline: ActiveTimeline;
+  /** The event each optimizer step starts at, and its x (Note [Steps from the optimizer's frames]). */
+  readonly steps: { readonly event: number; readonly x: number }[];
   readonly maps: ReportMap[];
 }
 
@@ -182,6 +184,7 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
       series,
       recorded: recordedCurve(d, width, buckets),
       timeline: activeTimeline(d, (block) => stackOf(d.device, block)),
+      steps: optimizerSteps(recorded.snapshot, d).map((event) => ({ event, x: time.at(event) })),
       maps,
     });
   }
@@ -208,6 +211,32 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
     devices,
     peak: extras.peak ?? null,
   };
+}
+
+/**
+ * Note [Steps from the optimizer's frames]: a training step ends in
+ * `optimizer.step()`, whose allocations (Adam's state on the first step,
+ * the foreach kernels' temporaries after it) carry frames in torch/optim/.
+ * A step starts where a run of allocations with such a frame starts, after
+ * an allocation without one; the page marks those events. A snapshot
+ * without stacks, or an optimizer that allocates nothing, has no marks
+ * (external_annotations are counted by the reader, not kept).
+ */
+function optimizerSteps(snapshot: MemorySnapshot, d: DevicePlan): number[] {
+  const { stack, action } = d.trace;
+  if (stack === undefined || snapshot.stacks.length === 0) return [];
+  const inOptimizer = snapshot.stacks.map((frames) =>
+    Array.from(frames).some((f) => /torch[\\/]optim[\\/]/.test(snapshot.frames[f]?.filename ?? '')),
+  );
+  const starts: number[] = [];
+  let before = false;
+  for (let i = 0; i < d.trace.length; i++) {
+    if (action[i] !== Action.alloc || stack[i] < 0) continue;
+    const now = inOptimizer[stack[i]] === true;
+    if (now && !before) starts.push(i);
+    before = now;
+  }
+  return starts;
 }
 
 /**

@@ -356,7 +356,7 @@ function renderSnapshot(
       el('div', { class: 'state-at' }),
       el('div', { class: 'chart chart-fragmentation' }),
       el('div', { class: 'chart chart-calls' }),
-      d.timeline === undefined ? null : renderTimeline(d.timeline),
+      d.timeline === undefined ? null : renderTimeline(d.timeline, d.steps ?? []),
       el('h3', {}, "Address space at each allocator's peak of reserved bytes"),
       el(
         'p',

@@ -196,6 +196,72 @@ function peakPlugin(data: ReportData, dev: ReportDevice): uPlot.Plugin {
   };
 }
 
+/** A dashed line and a label at each optimizer step's start (Note [Steps from the optimizer's frames]). */
+function stepsPlugin(steps: readonly { event: number; x: number }[]): uPlot.Plugin {
+  return {
+    hooks: {
+      draw: (u) => {
+        if (steps.length === 0) return;
+        const ctx = u.ctx;
+        const dpr = devicePixelRatio;
+        ctx.save();
+        ctx.strokeStyle = 'rgba(80,80,80,0.5)';
+        ctx.fillStyle = '#555';
+        ctx.setLineDash([3 * dpr, 3 * dpr]);
+        ctx.font = `${Math.round(10 * dpr)}px system-ui, sans-serif`;
+        let lastLabel = Number.NEGATIVE_INFINITY;
+        steps.forEach((s, k) => {
+          const x = u.valToPos(s.x, 'x', true);
+          if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+          ctx.beginPath();
+          ctx.moveTo(x, u.bbox.top);
+          ctx.lineTo(x, u.bbox.top + u.bbox.height);
+          ctx.stroke();
+          // Labels only where they do not run into the one before.
+          if (x - lastLabel > 48 * dpr) {
+            ctx.fillText(`step ${k + 1}`, x + 2 * dpr, u.bbox.top + 10 * dpr);
+            lastLabel = x;
+          }
+        });
+        ctx.restore();
+      },
+    },
+  };
+}
+
+/**
+ * The x scale: linear, or, where the optimizer's steps are known and the stretch before the first
+ * takes more than a fifth of the trace (loading, warm-up), with that stretch drawn in a tenth of the
+ * width, so the steps are not squeezed into the end.
+ */
+function stepScale(dev: ReportDevice): Partial<uPlot.Scale> {
+  const steps = dev.steps ?? [];
+  const t0 = dev.x[0];
+  const t = dev.x[dev.x.length - 1];
+  if (steps.length === 0 || !(t > t0)) return {};
+  const t1 = steps[0].x;
+  if (t1 - t0 <= 0.2 * (t - t0)) return {};
+  const c = (0.1 * (t - t1)) / (0.9 * (t1 - t0));
+  return {
+    distr: 100,
+    fwd: (v) => (v < t1 ? t0 + (v - t0) * c : t0 + (t1 - t0) * c + (v - t1)),
+    bwd: (v) => {
+      const knee = t0 + (t1 - t0) * c;
+      return v < knee ? t0 + (v - t0) / c : t1 + (v - knee);
+    },
+  };
+}
+
+/** Ticks of a compressed axis in view: its left end, the first step where in view, and six after it. */
+function compressedSplits(u: uPlot, firstStep: number): number[] {
+  const min = u.scales.x.min ?? 0;
+  const max = u.scales.x.max ?? 0;
+  const from = Math.max(min, firstStep);
+  const out = min < firstStep ? [min] : [];
+  for (let k = 0; k <= 6; k++) out.push(from + ((max - from) * k) / 6);
+  return out;
+}
+
 function syncZoom(group: uPlot[]): (u: uPlot, key: string) => void {
   let busy = false;
   return (u, key) => {
@@ -224,6 +290,8 @@ export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTML
   const unit: [string, number] = peak >= GiB ? ['GiB', GiB] : ['MiB', MiB];
   const xLabel = dev.xUnit === 'seconds' ? 'trace time (s)' : 'trace event';
   const key = `device-${dev.device}-${Math.random().toString(36).slice(2)}`;
+  const stepMarks = dev.steps ?? [];
+  const xScale = stepScale(dev);
   const make = (
     kind: PageChart['kind'],
     title: string,
@@ -243,20 +311,33 @@ export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTML
       title,
       width: chartWidth(),
       height: kind === 'memory' ? 360 : 220,
-      scales: { x: { time: false }, y: { range: yRange } },
+      scales: { x: { time: false, ...xScale }, y: { range: yRange } },
       axes: [
         {
           label: xLabel,
           labelSize: 28,
           size: 44,
+          // A compressed axis (stepScale) gets its ticks where the eye needs them: the start, the first step, and
+          // evenly after it.
+          splits: xScale.distr === 100 ? (u) => compressedSplits(u, stepMarks[0].x) : undefined,
+          // uPlot's default tick filter for distributions past 2 keeps powers of ten only (a log axis).
+          filter: (_u, splits) => splits,
           values: (_u, vals) => {
             // As many decimals as the tick spacing needs, so close ticks never read the same.
-            const step = vals.length > 1 ? Math.abs(vals[1] - vals[0]) : 1;
+            const shown = vals.filter((v) => v !== null && v !== undefined);
+            const step = shown.length > 1 ? Math.abs(shown[shown.length - 1] - shown[shown.length - 2]) : 1;
             let digits = 0;
-            while (digits < 9 && Math.abs(Math.round(step * 10 ** digits) - step * 10 ** digits) > 1e-6)
-              digits++;
+            // A compressed axis's ticks are not round numbers: enough digits to tell them apart.
+            if (xScale.distr === 100) digits = Math.min(6, Math.max(0, Math.ceil(-Math.log10(step)) + 1));
+            else
+              while (digits < 9 && Math.abs(Math.round(step * 10 ** digits) - step * 10 ** digits) > 1e-6)
+                digits++;
             return vals.map((v) =>
-              dev.xUnit === 'seconds' ? v.toFixed(digits) : Math.round(v).toLocaleString('en-US'),
+              v === null || v === undefined
+                ? ''
+                : dev.xUnit === 'seconds'
+                  ? v.toFixed(digits)
+                  : Math.round(v).toLocaleString('en-US'),
             );
           },
         },
@@ -302,7 +383,7 @@ export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTML
     memSeries,
     memYs,
     fmtBytes,
-    [peakPlugin(data, dev)],
+    [peakPlugin(data, dev), stepsPlugin(stepMarks)],
     (_u, _min, max) => [0, Math.max(max, 1) * 1.08],
     NICE.map((m) => m * unit[1]),
   );
