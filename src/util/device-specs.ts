@@ -130,12 +130,12 @@ export const DEVICE_SPECS = Object.freeze({
     key: 'Ascend910B',
     name: 'Ascend910B',
     vendor: 'Huawei',
-    totalMemory: 64 * GiB,
+    totalMemory: 62_423 * MiB,
     minimumGranularity: 2 * MiB,
     recommendedGranularity: 2 * MiB,
     aliases: ['Ascend-910B', 'Ascend 910B', '910B'],
     memorySource:
-      "not measured: the 64 GB of HBM Huawei's product pages give the 910B, which the simulator has always modelled as 64 GiB; aclrtGetMemInfo's total on a real part is not published. Granularity: ACL's 2 MiB",
+      'not documented exactly: Huawei publishes 64 GB of HBM and no aclrtGetMemInfo total; torch_npu\'s OOM messages on 910B parts, whose "total capacity" is that total, give "60.96 GiB total capacity" (on a 910B2 of 64 GB: github.com/vllm-project/vllm-ascend issue 1127; also issue 1670 and github.com/xingchensong/TouchNet issue 100; 60.97 GiB on other drivers, github.com/zai-org/CogVideo issue 63), so the total is 62,423 MiB to within 5 MiB. Granularity: ACL\'s 2 MiB',
   }),
 });
 

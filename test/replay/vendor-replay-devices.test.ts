@@ -56,7 +56,7 @@ describe('the device table', () => {
     }
     expect(deviceOfMemory(192 * GiB).key).toBe('MI300X');
     expect(deviceOfMemory(192 * GiB).minimumGranularity).toBe(4096);
-    expect(deviceOfMemory(64 * GiB).key).toBe('Ascend910B');
+    expect(deviceOfMemory(62_423 * 2 ** 20).key).toBe('Ascend910B');
     // A memory no device has is a device of its own, with the NVIDIA parts' 2 MiB.
     const other = deviceOfMemory(80 * GiB);
     expect([other.key, other.totalMemory, other.minimumGranularity]).toEqual(['custom', 80 * GiB, 2 ** 21]);

@@ -52,7 +52,7 @@ describe('parseMemoryLimit', () => {
     expect(parseMemoryLimit('0.5', 'H100')).toBe(42_508_746_752);
     expect(parseMemoryLimit('1', 'A100-80GB')).toBe(DEVICE_SPECS['A100-80GB'].totalMemory);
     expect(parseMemoryLimit('.25', 80 * GiB)).toBe(20 * GiB);
-    expect(parseMemoryLimit('0.3', 'Ascend-910B')).toBe(Math.floor(0.3 * 64 * GiB));
+    expect(parseMemoryLimit('0.3', 'Ascend-910B')).toBe(Math.floor(0.3 * 62_423 * MiB));
   });
 
   it('a fraction without a device is refused; an unknown device is named', () => {

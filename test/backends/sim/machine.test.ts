@@ -39,11 +39,11 @@ describe('Machine: devices', () => {
     });
     expect(ascend).toMatchObject({
       ordinal: 2,
-      totalMemory: 64 * GiB,
+      totalMemory: 62_423 * MiB,
       minimumGranularity: 2 * MiB,
       recommendedGranularity: 2 * MiB,
     });
-    expect(m.devices.map((d) => d.pool.capacity)).toEqual([150_109_880_320, 192 * GiB, 64 * GiB]);
+    expect(m.devices.map((d) => d.pool.capacity)).toEqual([150_109_880_320, 192 * GiB, 62_423 * MiB]);
     expect(m.devices.map((d) => d.pool.used)).toEqual([0, 0, 0]);
     expect(DEVICE_PRESETS.H200.totalMemory).toBe(150_109_880_320);
   });

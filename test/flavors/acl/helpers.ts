@@ -97,7 +97,7 @@ export const SKIP = {
   tokens:
     'the CUDA backend has no machine-wide shareable tokens (an Ascend feature; NVIDIA shares by fd): export answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT',
   internals: 'simulator-only: machine.liveAllocations (the driver does not show when memory is freed)',
-  accounting: "simulator-only: aclrtGetMemInfo's exact accounting of aclrtMalloc on a 910B (64 GiB)",
+  accounting: "simulator-only: aclrtGetMemInfo's exact accounting of aclrtMalloc on a 910B",
 } as const;
 
 export function prop(over: Partial<aclrtPhysicalMemProp> = {}, device = 0): aclrtPhysicalMemProp {
