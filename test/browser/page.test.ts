@@ -34,6 +34,17 @@ const PHASES_EXPANDABLE = trace('phases_streams-expandable');
 const MOE = trace('moe_train-native');
 const STACKS = fileURLToPath(new URL('../../traces/h200-whatif/gpt_train--stacks.pickle', import.meta.url));
 
+interface ReportWindowCharts {
+  vmmkitReport: {
+    charts: {
+      chart: {
+        valToPos(v: number, key: string): number;
+        over: { getBoundingClientRect(): { width: number } };
+      };
+    }[];
+  };
+}
+
 interface TimelineData {
   timeline: {
     events: number;
@@ -242,6 +253,33 @@ describe.skipIf(missing !== undefined)('the page in chromium, opened from its fi
     expect(await tip.locator('.stack').textContent()).toContain(
       `${frames[0].name} (${frames[0].filename}:${frames[0].line})`,
     );
+
+    // The optimizer's steps: each starts at an allocation inside torch/optim/ after one outside it.
+    const steps = await o.page.evaluate(
+      () =>
+        (
+          globalThis as unknown as {
+            vmmkitReport: { data: { devices: { steps: { event: number; x: number }[] }[] } };
+          }
+        ).vmmkitReport.data.devices[0].steps,
+    );
+    expect(steps.length).toBeGreaterThan(1);
+    const inOptimizer = (e: number) =>
+      [...snapshot.stacks![snapshot.traces[0].stack![e]]].some((f) =>
+        snapshot.frames[f].filename.includes('torch/optim/'),
+      );
+    const allocs: number[] = [];
+    for (let e = 0; e < snapshot.traces[0].length; e++)
+      if (snapshot.traces[0].action[e] === Action.alloc && snapshot.traces[0].stack![e] >= 0) allocs.push(e);
+    const starts = allocs.filter((e, k) => inOptimizer(e) && (k === 0 || !inOptimizer(allocs[k - 1])));
+    expect(steps.map((s) => s.event)).toEqual(starts);
+    // The stretch before the first step (most of this recording) is drawn in a tenth of the width.
+    const at = await o.page.evaluate((x) => {
+      const r = (globalThis as unknown as ReportWindowCharts).vmmkitReport;
+      const u = r.charts[0].chart;
+      return u.valToPos(x, 'x') / u.over.getBoundingClientRect().width;
+    }, steps[0].x);
+    expect(at).toBeCloseTo(0.1, 2);
     expectPrivate(o, fromFile);
     await o.page.close();
   }, 120_000);
