@@ -19,6 +19,7 @@
  *   npm run build && node dist/bench/web-page.js [--events 1000000] [--big] [--write]
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -218,6 +219,12 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--replay-all') return measureReplayAll(argv[1]);
   if (!existsSync(PAGE)) throw new Error('the page is not built: npm run build');
+  // What is measured: the commit and the built page as they are now, at the start (a rebuild during the run
+  // would not change the page already loaded, but would change a figure read at the end).
+  const measured = {
+    commit: commit(),
+    pageSha256: createHash('sha256').update(readFileSync(PAGE)).digest('hex').slice(0, 16),
+  };
   const at = argv.indexOf('--events');
   const events = at >= 0 ? Number(argv[at + 1]) : 1_000_000;
   const dir = mkdtempSync(join(tmpdir(), 'vmmkit-web-bench-'));
@@ -267,7 +274,7 @@ async function main(): Promise<void> {
     if (argv.includes('--write'))
       writeResult('web', {
         ...runFacts('bench/web-page.ts'),
-        commit: commit(),
+        ...measured,
         loadAverage: loadavg().map((x) => +x.toFixed(2)),
         browser: execFileSync(CHROMIUM, ['--version'], { encoding: 'utf8' }).trim(),
         million,
