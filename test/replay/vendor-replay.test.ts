@@ -75,8 +75,14 @@ describe('an NPU snapshot on the ACL front end over an Ascend 910B', () => {
     expect(all).toContain('rts:rtMallocPhysical');
     expect(all).toContain('hal:halMemCreate');
     expect(all).toContain('svm:vmm_mmap');
+    // Reserved as torch_npu's ExpandableSegment reserves: expectPtr NULL, flags 1.
+    const reserves = tracer.roots.filter((x) => x.name === 'aclrtReserveMemAddress' && x.args[3] === 0);
+    expect(reserves.length).toBeGreaterThan(0);
+    for (const r of reserves) expect(r.args[4]).toBe(1);
     // Every page is ACL_HBM_MEM_HUGE on its device, 2 MiB or 20 MiB (E2).
     const sizes = new Set(tracer.roots.filter((r) => r.name === 'aclrtMallocPhysical').map((r) => r.args[1]));
+    const props = tracer.roots.filter((r) => r.name === 'aclrtMallocPhysical').map((r) => r.args[2]);
+    expect(props.every((p) => (p as { memAttr: number }).memAttr === 4)).toBe(true); // ACL_HBM_MEM_HUGE
     expect([...sizes].every((s) => s === 2 * 2 ** 20 || s === 20 * 2 ** 20)).toBe(true);
   });
 

@@ -4,7 +4,9 @@
  * writes and torch_npu's expandable segments make (issue 31):
  * aclrtReserveMemAddress, aclrtMallocPhysical (ACL_HBM_MEM_HUGE pages of the
  * device), aclrtMapMem, aclrtUnmapMem, aclrtFreePhysical and
- * aclrtReleaseMemAddress; the one-step path is aclrtMalloc / aclrtFree.
+ * aclrtReleaseMemAddress, with the arguments torch_npu's ExpandableSegment
+ * passes (Ascend/pytorch, torch_npu/csrc/core/npu/NPUCachingAllocator.cpp);
+ * the one-step path is aclrtMalloc / aclrtFree.
  * aclrtMapMem already grants the memory's own device read-write (Note [ACL
  * map grants access], vmm.ts), and torch_npu's segments call no
  * aclrtMemSetAccess, so a grant the map made is no call here; any other is
@@ -43,8 +45,9 @@ export function aclRoute(acl: AclFlavor): VendorRoute {
     success: C.ACL_SUCCESS,
     // A hint is ACL's expectPtr, which CANN takes exactly or refuses (Note [ACL expectPtr], vmm.ts),
     // where core would place the range elsewhere: a start restored at the recorded addresses gets them.
+    // Flags 1, as torch_npu's ExpandableSegment reserves (NPUCachingAllocator.cpp: expectPtr NULL, flags 1).
     reserve: (base, size, options) =>
-      acl.aclrtReserveMemAddress(base, size, options.alignment ?? 0, options.hint ?? 0, 0),
+      acl.aclrtReserveMemAddress(base, size, options.alignment ?? 0, options.hint ?? 0, 1),
     create: (handle, size, props) =>
       acl.aclrtMallocPhysical(
         handle,
