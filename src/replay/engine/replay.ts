@@ -61,7 +61,7 @@ import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
 import { RecordedPlacement } from './placement.js';
-import type { StartProcess } from './process-start.js';
+import type { ProcessRequest, StartProcess } from './process-start.js';
 import { type ReplayInput, replayOptions } from './replay-options.js';
 import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
 
@@ -361,13 +361,7 @@ function* runOne(
   const placement =
     backend === 'sim' && (options.recordedAddresses ?? true) ? new RecordedPlacement(plan) : undefined;
   const observers = placement === undefined ? [meter] : [meter, placement];
-  const runtime =
-    options.startProcess !== undefined
-      ? options.startProcess({ devices: deviceCount, report, observers })
-      : backend === 'cuda'
-        ? createProcess({ backend: 'cuda', cuda: options.cuda, report, observers }).runtime
-        : createProcess({ devices: Array(deviceCount).fill(options.device ?? 'H200'), report, observers })
-            .runtime;
+  const runtime = startRun(options, { devices: deviceCount, report, observers });
   const made: CachingAllocator[] = [];
   const run: RunContext = { runtime, factory, index, settings, options, progress, meter, placement, made };
   const devices: DeviceRun[] = [];
@@ -440,6 +434,20 @@ function* runOne(
 
 // ReplayError lives in errors.ts; re-exported here, where it was.
 export { ReplayError } from '../errors.js';
+
+/**
+ * The run's process: the caller's startProcess (process-start.ts), else the
+ * default one, a simulated machine of options.device (or the real GPUs with
+ * backend 'cuda'): the engine's one arrow into the composition root, kept
+ * for callers that give no startProcess (test/compose/layers.test.ts lists it).
+ */
+function startRun(options: ReplayOptions, request: ProcessRequest): Runtime {
+  if (options.startProcess !== undefined) return options.startProcess(request);
+  const { devices, report, observers } = request;
+  if (options.backend === 'cuda')
+    return createProcess({ backend: 'cuda', cuda: options.cuda, report, observers }).runtime;
+  return createProcess({ devices: Array(devices).fill(options.device ?? 'H200'), report, observers }).runtime;
+}
 
 function message(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
