@@ -45,6 +45,8 @@ interface PageState {
   error: string | null;
   /** Increments each time an allocator state at a chosen point is drawn. */
   stateShown: number;
+  /** Files sent to the engine to read, as many times as they were sent. */
+  loads: number;
 }
 
 function jsonOf<T>(id: string): T | undefined {
@@ -62,6 +64,7 @@ function start(): void {
     drawn: 0,
     error: null,
     stateShown: 0,
+    loads: 0,
   };
   (globalThis as unknown as { vmmkitReport: PageState }).vmmkitReport = state;
   const pagesRoot = document.getElementById('pages')!;
@@ -181,6 +184,7 @@ function start(): void {
 
   const load = (files: readonly (File | ServedFile)[]) => {
     if (files.length === 0) return;
+    state.loads++;
     status.classList.remove('error');
     status.textContent = `reading ${files.map((f) => f.name).join(', ')}`;
     // Answered under what the settings box holds now.
@@ -200,10 +204,12 @@ function start(): void {
   drop.addEventListener('dragleave', () => drop.classList.remove('over'));
   drop.addEventListener('drop', (e) => {
     e.preventDefault();
+    // The window's handler below would read the same files again.
+    e.stopPropagation();
     drop.classList.remove('over');
     load(Array.from(e.dataTransfer?.files ?? []));
   });
-  // Dropped anywhere else, a file would replace the page: it goes to the drop zone's handler instead.
+  // Dropped anywhere else, a file would replace the page: it is read as if dropped on the drop zone.
   window.addEventListener('dragover', (e) => e.preventDefault());
   window.addEventListener('drop', (e) => {
     e.preventDefault();

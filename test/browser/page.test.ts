@@ -215,6 +215,37 @@ describe.skipIf(missing !== undefined)('the page in chromium, opened from its fi
     await o.page.close();
   }, 120_000);
 
+  it('reads a file dropped on it once', async () => {
+    const o = await openPage(open, pathToFileURL(PAGE).href);
+    const bytes = readFileSync(PHASES).toString('base64');
+    // A drop as the browser makes it: a DataTransfer holding the file, on the drop zone.
+    await o.page.evaluate(
+      ({ b64, name }) => {
+        const data = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+        const transfer = new DataTransfer();
+        transfer.items.add(new File([data], name));
+        const zone = document.getElementById('drop')!;
+        zone.dispatchEvent(
+          new DragEvent('dragover', { dataTransfer: transfer, bubbles: true, cancelable: true }),
+        );
+        zone.dispatchEvent(
+          new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }),
+        );
+      },
+      { b64: bytes, name: 'phases_streams-native.pickle.gz' },
+    );
+    // Read once: the drop zone's handler and the window's would each send it.
+    expect(
+      await o.page.evaluate(
+        () => (globalThis as unknown as { vmmkitReport: { loads: number } }).vmmkitReport.loads,
+      ),
+    ).toBe(1);
+    await drawnAfter(o.page, 0);
+    expectSameAnswer(await answerOf(o.page), await cliReplay(PHASES));
+    expectPrivate(o, fromFile);
+    await o.page.close();
+  }, 120_000);
+
   it("draws memory_viz's active memory timeline, with the stack of the block under the cursor", async () => {
     const o = await openPage(open, pathToFileURL(PAGE).href);
     await o.page.setInputFiles('#file-input', STACKS);
