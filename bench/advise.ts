@@ -9,7 +9,9 @@
  * search's wall time over the replay's, each the best of its rounds (noise
  * only adds time); the target is at most 5x (issue 28). With --unpruned,
  * the search with every replay run to its end (Note [Pruning]) beside it.
- * The big snapshot gets two rounds at most.
+ * The big snapshot gets two rounds at most; a trace of fewer than
+ * SMALL_TRACE events at least SMALL_ROUNDS (its sides take milliseconds, and
+ * one busy moment of the machine would otherwise be its figure).
  * Prints a table; with --write, also bench/results/advise.json.
  *
  *   node dist/bench/advise.js [--write] [--unpruned] [--events N] [--rounds N]
@@ -29,6 +31,9 @@ import { runFacts, writeResult } from './result-file.js';
 
 const MiB = 1024 * 1024;
 const TRACES = new URL('../../traces/h200/', import.meta.url);
+const SMALL_TRACE = 10_000;
+const SMALL_ROUNDS = 10;
+
 /** Issue 28: the whole search at most this many times one replay. */
 export const ADVISE_TARGET = 5;
 
@@ -68,6 +73,7 @@ async function measure(
   unpruned: boolean,
 ): Promise<AdviseRow> {
   const plan = planReplay(snapshot);
+  const turns = plan.events < SMALL_TRACE ? Math.max(rounds, SMALL_ROUNDS) : rounds;
   const pytorch = selectAllocators(['pytorch']);
   const replays: number[] = [];
   const ones: number[] = [];
@@ -75,7 +81,7 @@ async function measure(
   const full: number[] = [];
   let a: Awaited<ReturnType<typeof advise>> | undefined;
   // The sides take turns in every round, so a noisy spell lands on each alike.
-  for (let r = 0; r < rounds; r++) {
+  for (let r = 0; r < turns; r++) {
     let t = performance.now();
     replay(snapshot, { allocators: DEFAULT_ALLOCATORS, plan, keepEvents: false });
     replays.push(performance.now() - t);
@@ -140,7 +146,7 @@ export async function runAdviseBench(
 
   const w = Math.max(...rows.map((r) => r.trace.length));
   console.log(
-    `advise bench: the whole search against one replay of the same snapshot, wall ms (best of ${rounds} rounds; of ${Math.min(rounds, 2)} for the big one), ${availableParallelism()} cores; target <= ${ADVISE_TARGET}x`,
+    `advise bench: the whole search against one replay of the same snapshot, wall ms (best of ${rounds} rounds, ${Math.max(rounds, SMALL_ROUNDS)} under ${SMALL_TRACE.toLocaleString('en-US')} events, ${Math.min(rounds, 2)} for the big one), ${availableParallelism()} cores; target <= ${ADVISE_TARGET}x`,
   );
   console.log(
     `  ${'trace'.padEnd(w)}  ${'events'.padStart(9)}  ${'replay'.padStart(6)}  ${'pytorch'.padStart(7)}  ${'advise'.padStart(6)}  ${'ratio'.padStart(5)}  ${'vs one'.padStart(6)}${unpruned ? '  unpruned' : ''}  replays (stopped)  events  recommended`,
