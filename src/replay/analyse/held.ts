@@ -22,6 +22,7 @@ import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import { roundSize } from '../../alloc/pytorch/sizes.js';
 import type { SegmentSnapshot } from '../../alloc/pytorch/snapshot.js';
 import type { DevicePlan } from '../engine/trace-plan.js';
+import { ReplayError } from '../errors.js';
 import { Action, type MemorySnapshot } from '../read/snapshot.js';
 
 /** One live block at the peak. */
@@ -113,7 +114,7 @@ export function peakMoment(d: DevicePlan, peakBytes: number): number {
     }
   }
   // The peak is the walk's own maximum, so some moment reaches it; -2 would mean another figure was given.
-  if (best === -2) throw new RangeError(`device ${d.device} never held ${peakBytes} reserved bytes`);
+  if (best === -2) throw new ReplayError(`device ${d.device} never held ${peakBytes} reserved bytes`);
   return best;
 }
 
