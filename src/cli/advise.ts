@@ -47,7 +47,7 @@ import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
 import { ADVISE_SPEC } from './command-specs.js';
 import { asRecordedJson, checkHistory, devicesUsed, loadProgress } from './replay.js';
-import { readWhatIf } from './what-if-options.js';
+import { deviceFor, readWhatIf } from './what-if-options.js';
 
 export const ADVISE_USAGE = usageOf(ADVISE_SPEC);
 
@@ -78,7 +78,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   const toleranceText = values.tolerance;
   const {
     memoryLimit: given,
-    device,
+    device: named,
     vendor,
   } = readWhatIf({
     allocators: ['pytorch'],
@@ -98,6 +98,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   const recorded: AsRecorded[] = [];
   for (const file of args) {
     const snapshot = withVendor(await loadSnapshotFile(file, { onProgress: loadProgress(io) }), vendor);
+    const device = deviceFor(named, snapshot);
     const plan = planReplay(snapshot, { memoryLimit: given, deviceMemory: device?.totalMemory });
     checkHistory(file, plan);
     snapshots.push(snapshot);
@@ -132,7 +133,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
           plans: recorded.map((ar) => ar.plan),
           asRecorded: recorded,
           memoryLimit: given,
-          device,
+          device: deviceFor(named, snapshots[0]),
           advice,
         })
       : null;

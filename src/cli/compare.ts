@@ -24,7 +24,7 @@ import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
 import { COMPARE_SPEC } from './command-specs.js';
 import { checkHistory, loadProgress } from './replay.js';
-import { whatIfOf } from './what-if-options.js';
+import { deviceFor, whatIfOf } from './what-if-options.js';
 
 export const COMPARE_USAGE = usageOf(COMPARE_SPEC);
 
@@ -37,11 +37,14 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   const { values, operands } = parseCommand(COMPARE_SPEC, argv);
   if (operands.length !== 2)
     throw new UsageError(`give two snapshot files, before and after (${operands.length} given)`);
-  const { allocConf, memoryLimit, device, vendor } = whatIfOf({ ...values, allocator: ['pytorch'] });
+  const { allocConf, memoryLimit, device: named, vendor } = whatIfOf({ ...values, allocator: ['pytorch'] });
   const snapshots = [];
   const plans = [];
+  // The first snapshot's vendor chooses the device both are replayed on, unless --device names one.
+  let device: typeof named;
   for (const file of operands) {
     const snapshot = withVendor(await loadSnapshotFile(file, { onProgress: loadProgress(io) }), vendor);
+    device ??= deviceFor(named, snapshot);
     const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
     checkHistory(file, plan);
     snapshots.push(snapshot);

@@ -66,7 +66,7 @@ import { REPLAY_SPEC } from './command-specs.js';
 import { CommandError } from './errors.js';
 import { checkWritableFolder, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
-import { whatIfOf } from './what-if-options.js';
+import { deviceFor, whatIfOf } from './what-if-options.js';
 
 export const REPLAY_USAGE = usageOf(REPLAY_SPEC);
 
@@ -98,7 +98,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     throw new UsageError(`unknown backend '${backend}' (sim or cuda)`);
   const costsPath = values.costs;
   const exportDir = values.export;
-  const { allocators, allocConf, memoryLimit, device, vendor } = whatIfOf(values, options.registry);
+  const { allocators, allocConf, memoryLimit, device: named, vendor } = whatIfOf(values, options.registry);
 
   if (exportDir !== undefined) checkWritableFolder(exportDir);
   const costs = findCosts(costsPath, options.defaultCosts);
@@ -106,6 +106,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
     io.err('note: no driver cost table; driver time is not estimated (see --costs)');
   const snapshot = withVendor(await loadSnapshotFile(args[0], { onProgress: loadProgress(io) }), vendor);
   const guess = vendorGuessOf(snapshot);
+  const device = deviceFor(named, snapshot);
   const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
   const answer = answerWhatIf(snapshot, {

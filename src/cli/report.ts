@@ -31,7 +31,7 @@ import { REPORT_SPEC } from './command-specs.js';
 import { checkOutName, checkWritable, writeOut } from './output-files.js';
 import { findCosts } from './package-files.js';
 import { checkHistory, loadProgress } from './replay.js';
-import { whatIfOf } from './what-if-options.js';
+import { deviceFor, whatIfOf } from './what-if-options.js';
 
 export const REPORT_USAGE = usageOf(REPORT_SPEC);
 
@@ -56,7 +56,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
   const costsPath = values.costs;
   const title = values.title;
   const exportPath = values['export-snapshot'];
-  const { allocators, allocConf, memoryLimit, device, vendor } = whatIfOf(values, options.registry);
+  const { allocators, allocConf, memoryLimit, device: named, vendor } = whatIfOf(values, options.registry);
   const exports =
     exportPath === undefined
       ? []
@@ -71,6 +71,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
   // The page first: a report cannot be written without it, and that is known before the replay.
   const page = pageHtml();
   const snapshot = withVendor(await loadSnapshotFile(args[0], { onProgress: loadProgress(io) }), vendor);
+  const device = deviceFor(named, snapshot);
   const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
   const { data, recorded } = await pageData(snapshot, args[0], {

@@ -7,6 +7,7 @@
 import { AllocConfError, allocConfFromPaste, parseAllocConf } from '../alloc/pytorch/alloc-conf.js';
 import { parseNpuAllocConf } from '../alloc/pytorch/npu-alloc-conf.js';
 import type { DeviceSpec } from '../compose/create-runtime.js';
+import { FRONT_END_OF } from '../entry/front-end-process.js';
 import {
   ALLOCATOR_REGISTRY,
   type AllocatorFactory,
@@ -15,7 +16,8 @@ import {
   selectAllocators,
   UnknownAllocatorError,
 } from '../replay/engine/allocators.js';
-import { parseVendor, type SnapshotVendor } from '../replay/read/vendor.js';
+import type { MemorySnapshot } from '../replay/read/snapshot.js';
+import { parseVendor, type SnapshotVendor, vendorGuessOf } from '../replay/read/vendor.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { DEVICE_NAMES, type DeviceMemorySpec, deviceOfMemory, findDevice } from '../util/device-specs.js';
 import { MemoryLimitError, UnknownDeviceError } from '../util/errors.js';
@@ -142,6 +144,18 @@ function readsAsNpu(allocConf: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The device a snapshot is replayed on: the one --device named, else its
+ * vendor's (an Ascend 910B for torch_npu, an MI300X for ROCm: the devices
+ * their front ends run on, FRONT_END_OF); a CUDA snapshot keeps the
+ * engine's default, the H200 the project's recordings were made on.
+ */
+export function deviceFor(device: WhatIf['device'], snapshot: MemorySnapshot): WhatIf['device'] {
+  if (device !== undefined) return device;
+  const vendor = vendorGuessOf(snapshot).vendor;
+  return vendor === 'cuda' ? undefined : (findDevice(FRONT_END_OF[vendor].device) as WhatIf['device']);
 }
 
 /**

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
+import { deviceFor, whatIfOf } from '../../src/cli/what-if-options.js';
+import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { capture } from '../support/capture.js';
 
 const wild = (f: string) => fileURLToPath(new URL(`../replay/fixtures/wild/${f}`, import.meta.url));
@@ -153,5 +155,16 @@ describe('vmmkit compare and report on torch_npu snapshots', () => {
     expect(data.answer.asRecorded[1]).toMatch(/^made on: torch_npu/);
     expect(data.answer.allocConfName).toBe('PYTORCH_NPU_ALLOC_CONF');
     expect(data.answer.advice?.allocConf).not.toMatch(/roundup_power2_divisions/);
+  });
+});
+
+describe('the device a snapshot is replayed on', () => {
+  it("is its vendor's where --device names none: an Ascend 910B for torch_npu, the engine's H200 for CUDA", () => {
+    const none = whatIfOf({ allocator: ['pytorch'] }).device;
+    expect(deviceFor(none, readSnapshotFile(EMPTY_CACHE))?.key).toBe('Ascend910B');
+    expect(deviceFor(none, readSnapshotFile(CUDA))).toBeUndefined();
+    // A device named wins over the vendor's.
+    const named = whatIfOf({ allocator: ['pytorch'], device: 'H100' }).device;
+    expect(deviceFor(named, readSnapshotFile(EMPTY_CACHE))?.key).toBe('H100');
   });
 });
