@@ -101,11 +101,13 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
   const { allocators, allocConf, memoryLimit, device: named, vendor } = whatIfOf(values, options.registry);
 
   if (exportDir !== undefined) checkWritableFolder(exportDir);
-  const costs = findCosts(costsPath, options.defaultCosts);
-  if (costs === undefined && !json)
-    io.err('note: no driver cost table; driver time is not estimated (see --costs)');
+  // A table given is read before the snapshot, so a bad one fails at once.
+  const givenCosts = costsPath === undefined ? undefined : findCosts(costsPath, null);
   const snapshot = withVendor(await loadSnapshotFile(args[0], { onProgress: loadProgress(io) }), vendor);
   const guess = vendorGuessOf(snapshot);
+  // The package's cost table was measured on an H200: a torch_npu or ROCm driver's costs are not it.
+  const costs =
+    givenCosts ?? (guess.vendor === 'cuda' ? findCosts(undefined, options.defaultCosts) : undefined);
   const device = deviceFor(named, snapshot);
   const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
@@ -124,6 +126,10 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
   });
   const result = answer.result;
   io.progress?.(-1);
+  if (costs === undefined && !json)
+    io.err(
+      `note: no driver cost table${guess.vendor === 'cuda' ? '' : ` for ${guess.vendor === 'npu' ? 'an Ascend NPU' : 'an AMD GPU'}`}; driver time is not estimated (see --costs)`,
+    );
   const fidelityReports = fidelity
     ? result.allocators.map((a) => a.devices.map((d) => compareWithTrace(result.plan.devices[d.device], d)))
     : undefined;
@@ -354,7 +360,7 @@ function table(
     ...asRecordedLines(answer.asRecorded),
     ...vendorLines(guess),
     ...capLines(answer.cap, answer.asRecorded),
-    `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r.plan)} device(s) over ${(p.durationUs / 1e6).toFixed(1)} s; peak requested ${bytes(p.peakRequestedBytes)}`,
+    `trace: ${p.events.toLocaleString('en-US')} events (${p.allocs.toLocaleString('en-US')} allocs) on ${devicesUsed(r.plan)} device(s)${p.durationUs > 0 ? ` over ${(p.durationUs / 1e6).toFixed(1)} s` : ''}; peak requested ${bytes(p.peakRequestedBytes)}`,
   ];
   if (r.allocConf !== undefined) lines.push(`settings: ${allocConfName(guess.vendor)}=${r.allocConf}`);
   if (costs !== undefined)

@@ -159,6 +159,15 @@ describe('vmmkit compare and report on torch_npu snapshots', () => {
 });
 
 describe('the device a snapshot is replayed on', () => {
+  it("costs no driver time with the H200's table, and names no duration the snapshot lacks", async () => {
+    const { code, out, err } = await cli(['replay', EMPTY_CACHE, '--allocator', 'pytorch']);
+    expect(code).toBe(0);
+    expect(err).toContain(
+      'note: no driver cost table for an Ascend NPU; driver time is not estimated (see --costs)',
+    );
+    expect(out.find((l) => l.startsWith('trace: '))).toMatch(/on 1 device\(s\); peak requested/);
+  });
+
   it("is its vendor's where --device names none: an Ascend 910B for torch_npu, the engine's H200 for CUDA", () => {
     const none = whatIfOf({ allocator: ['pytorch'] }).device;
     expect(deviceFor(none, readSnapshotFile(EMPTY_CACHE))?.key).toBe('Ascend910B');
