@@ -17,7 +17,7 @@ import type { Block } from './block.js';
 import { ChunkStore } from './chunk-store.js';
 import { Growth } from './growth.js';
 import { describeLayout, type MemoryLayout } from './layout.js';
-import { mappedFit, mappedRuns } from './mapped-fit.js';
+import { mappedFit } from './mapped-fit.js';
 import { resolveOptions, type VmmkitOptions, type VmmkitSettings } from './options.js';
 
 /**
@@ -171,13 +171,14 @@ export class VmmkitAllocator implements CachingAllocator {
     return s;
   }
 
-  /** Driver work so far, for reports: chunks created and released. */
+  /** Driver work so far, for reports: chunks created and released; bookSteps: steps over the page books (Note [Page books by range]). */
   get chunkCounts(): {
     created: number;
     released: number;
     held: number;
     idleBytes: number;
     poolBytes: number;
+    bookSteps: number;
   } {
     const st = this.#store;
     return {
@@ -186,6 +187,7 @@ export class VmmkitAllocator implements CachingAllocator {
       held: st.all.size,
       idleBytes: st.idleBytes,
       poolBytes: st.poolBytes,
+      bookSteps: st.bookSteps,
     };
   }
 
@@ -249,7 +251,7 @@ export class VmmkitAllocator implements CachingAllocator {
       (settings.mappedFirst === 'miss' || this.#growth.wouldGrow(arena, offset, offset + rounded, size))
     ) {
       // Point 5 of the Note: growth is the last resort; free space already mapped comes first.
-      const m = mappedFit(arena, this.#nextUp(stream, arena), rounded, this.#store);
+      const m = mappedFit(arena, this.#nextUp(stream, arena), rounded);
       if (m !== undefined) {
         arena = m.arena;
         fit = m.block;
@@ -308,7 +310,7 @@ export class VmmkitAllocator implements CachingAllocator {
     for (const list of this.#arenas.values()) {
       for (const a of list) {
         if (a === undefined || a.mappedChunks === 0) continue;
-        const runs = mappedRuns(a, this.#store);
+        const runs = a.mappedRuns();
         for (let b: Block | undefined = a.firstBlock; b !== undefined; b = b.next) {
           if (b.live) continue;
           for (let k = 0; k < runs.length; k += 2) {
@@ -338,7 +340,7 @@ export class VmmkitAllocator implements CachingAllocator {
         throw this.#oom(size, e);
       }
       const maxPages = kind === SMALL ? 1 : kind === MEDIUM ? Math.min(4, s.maxChunkPages) : s.maxChunkPages;
-      const a = new Arena(this.#runtime, r, s.pageSize, stream, kind, maxPages);
+      const a = new Arena(this.#runtime, r, s.pageSize, stream, kind, maxPages, this.#store);
       let arenas = this.#arenas.get(stream);
       if (arenas === undefined) {
         arenas = [undefined, undefined, undefined];

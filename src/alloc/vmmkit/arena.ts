@@ -1,5 +1,6 @@
 import type { Reservation } from '../../core/objects.js';
 import type { AccessDescriptor, Runtime } from '../../core/runtime.js';
+import { OrderedMap } from '../../util/ordered-map.js';
 import { Block, FreeIndex } from './block.js';
 import type { Chunk } from './chunk-store.js';
 
@@ -8,16 +9,33 @@ export const SMALL = 0;
 export const MEDIUM = 1;
 export const LARGE = 2;
 
+/** Pages [start, end) of an arena mapped without a gap (one or more adjacent chunks). */
+export interface PageRun {
+  readonly start: number;
+  readonly end: number;
+}
+
 /**
  * One stream's address range for one size class of blocks (small, medium or large):
  * a reservation tiled by blocks, with physical chunks mapped behind the
- * pages that need them. Which chunk backs each page is one array lookup
- * (`pages`), so finding the chunks under a block costs one step per chunk.
+ * pages that need them. Note [Page books by range]: the arena keeps its
+ * mapped chunks and its mapped runs as ranges of pages in ordered maps, never
+ * an entry per page. An arena spans the device's memory, which is 48 million
+ * pages on a 4 KiB-granularity MI300X, so anything per page (an array of
+ * pages, a loop over a block's pages) costs seconds and gigabytes there that
+ * the H200's 2 MiB pages hide. Finding the chunks under a block costs one
+ * lookup per chunk, and whether a block is wholly mapped one lookup; the
+ * store's `bookSteps` counts these steps (test/alloc/vmmkit/page-books.test.ts).
  */
 export class Arena {
   readonly base: number;
   readonly size: number;
-  readonly pages: (Chunk | undefined)[];
+  /** Pages in the arena's range. */
+  readonly pageCount: number;
+  /** Mapped chunks by first page, each the range [firstPage, firstPage + pages). */
+  readonly #chunks = new OrderedMap<Chunk>();
+  /** Mapped runs by first page: adjacent chunks merged. */
+  readonly #runs = new OrderedMap<PageRun>();
   readonly free = new FreeIndex();
   /** Live blocks in the arena. */
   liveBlocks = 0;
@@ -35,10 +53,12 @@ export class Arena {
     readonly kind: number,
     /** The most pages one of its chunks has. */
     readonly maxChunkPages: number,
+    /** Counts the steps over the page books (ChunkStore.bookSteps). */
+    readonly books: { bookSteps: number },
   ) {
     this.base = reservation.base;
     this.size = reservation.size;
-    this.pages = new Array(Math.floor(this.size / pageSize)).fill(undefined);
+    this.pageCount = Math.floor(this.size / pageSize);
     const all = new Block(this, 0, this.size);
     this.firstBlock = all;
     this.free.add(all);
@@ -47,7 +67,15 @@ export class Arena {
   /** Map `c` at page `page` (no access yet: the caller grants a whole run at once). */
   map(c: Chunk, page: number): void {
     this.runtime.map(this.base + page * this.pageSize, c.bytes, c.allocation, 0);
-    for (let p = page; p < page + c.pages; p++) this.pages[p] = c;
+    const end = page + c.pages;
+    this.#chunks.set(page, c, end);
+    // Join the runs that end where it starts and start where it ends.
+    const before = page > 0 ? this.#runs.containing(page - 1) : undefined;
+    const after = this.#runs.get(end);
+    this.books.bookSteps += 3;
+    if (after !== undefined) this.#runs.delete(end);
+    const run = { start: before?.start ?? page, end: after?.end ?? end };
+    this.#runs.set(run.start, run, run.end);
     c.arena = this;
     c.firstPage = page;
     this.mappedChunks++;
@@ -55,7 +83,15 @@ export class Arena {
 
   unmap(c: Chunk): void {
     this.runtime.unmap(this.base + c.firstPage * this.pageSize, c.bytes);
-    for (let p = c.firstPage; p < c.firstPage + c.pages; p++) this.pages[p] = undefined;
+    const page = c.firstPage;
+    const end = page + c.pages;
+    this.#chunks.delete(page);
+    // Split its run into what lies before it and what lies after it.
+    const run = this.#runs.containing(page)!;
+    this.books.bookSteps += 2;
+    if (run.start < page) this.#runs.set(run.start, { start: run.start, end: page }, page);
+    else this.#runs.delete(run.start);
+    if (end < run.end) this.#runs.set(end, { start: end, end: run.end }, run.end);
     c.arena = undefined;
     c.firstPage = -1;
     this.mappedChunks--;
@@ -69,24 +105,73 @@ export class Arena {
     );
   }
 
-  /** Whether every page [offset, end) touches is mapped (the cache-hit test: one step per chunk). */
-  mappedAll(offset: number, end: number): boolean {
-    const pages = this.pages;
-    const last = this.endPage(end);
-    for (let p = this.firstPage(offset); p < last; ) {
-      const c = pages[p];
-      if (c === undefined) return false;
-      p = c.firstPage + c.pages;
+  /** The chunk mapped over page `page`, or undefined (one lookup). */
+  chunkAt(page: number): Chunk | undefined {
+    this.books.bookSteps++;
+    return this.#chunks.containing(page);
+  }
+
+  /** The first page at or after `page` where a chunk starts (pageCount if none). */
+  nextChunkStart(page: number): number {
+    this.books.bookSteps++;
+    return this.#chunks.ceiling(page)?.firstPage ?? this.pageCount;
+  }
+
+  /** Mapped chunks in page order. */
+  chunks(): IterableIterator<Chunk> {
+    return this.#chunks.values();
+  }
+
+  /** The mapped run over page `page`, or undefined. */
+  runAt(page: number): PageRun | undefined {
+    this.books.bookSteps++;
+    return this.#runs.containing(page);
+  }
+
+  /** The first mapped run starting at or after `page`, or undefined. */
+  runFrom(page: number): PageRun | undefined {
+    this.books.bookSteps++;
+    return this.#runs.ceiling(page);
+  }
+
+  /** The arena's mapped pages as [first, end) page pairs in order (a run may span several chunks). */
+  mappedRuns(): number[] {
+    const out: number[] = [];
+    for (const r of this.#runs.values()) out.push(r.start, r.end);
+    this.books.bookSteps += out.length / 2;
+    return out;
+  }
+
+  /** How many pages of [p0, p1) no chunk backs (one step per run). */
+  unmappedPages(p0: number, p1: number): number {
+    let n = 0;
+    for (let p = p0; p < p1; ) {
+      const r = this.runAt(p);
+      if (r !== undefined) {
+        p = r.end;
+        continue;
+      }
+      const q = Math.min(p1, this.runFrom(p)?.start ?? p1);
+      n += q - p;
+      p = q;
     }
-    return true;
+    return n;
+  }
+
+  /** Whether every page [offset, end) touches is mapped (the cache-hit test: one lookup). */
+  mappedAll(offset: number, end: number): boolean {
+    const p0 = this.firstPage(offset);
+    const p1 = this.endPage(end);
+    if (p0 >= p1) return true;
+    const r = this.runAt(p0);
+    return r !== undefined && r.end >= p1;
   }
 
   /** Whether every page [offset, end) touches is mapped and already under a live block. */
   pinnedAll(offset: number, end: number): boolean {
-    const pages = this.pages;
     const last = this.endPage(end);
     for (let p = this.firstPage(offset); p < last; ) {
-      const c = pages[p];
+      const c = this.chunkAt(p);
       if (c === undefined || c.live === 0) return false;
       p = c.firstPage + c.pages;
     }

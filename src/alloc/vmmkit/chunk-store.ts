@@ -52,6 +52,12 @@ export class ChunkStore {
   /** Creates and releases done, for reports. */
   creates = 0;
   releases = 0;
+  /**
+   * Steps over the arenas' page books: chunk and run lookups, and runs
+   * walked (Note [Page books by range] in arena.ts). Bounded by handles and
+   * blocks touched, never by pages; the tests read it.
+   */
+  bookSteps = 0;
   readonly #pool: Chunk[] = [];
   #oldest: Chunk | undefined;
   #newest: Chunk | undefined;
@@ -134,10 +140,9 @@ export class ChunkStore {
 
   /** Count a new live block over every chunk under [offset, end) of `arena` (all mapped). */
   activate(arena: Arena, offset: number, end: number): void {
-    const pages = arena.pages;
     const last = arena.endPage(end);
     for (let p = arena.firstPage(offset); p < last; ) {
-      const c = pages[p]!;
+      const c = arena.chunkAt(p)!;
       if (c.live++ === 0) this.unmarkIdle(c);
       p = c.firstPage + c.pages;
     }
@@ -145,10 +150,9 @@ export class ChunkStore {
 
   /** Count a live block gone from every chunk under [offset, end) of `arena`. */
   deactivate(arena: Arena, offset: number, end: number): void {
-    const pages = arena.pages;
     const last = arena.endPage(end);
     for (let p = arena.firstPage(offset); p < last; ) {
-      const c = pages[p]!;
+      const c = arena.chunkAt(p)!;
       if (--c.live === 0) this.markIdle(c);
       p = c.firstPage + c.pages;
     }

@@ -48,10 +48,7 @@ export class Growth {
 
   /** Whether mapping [offset, end) would create memory past the budget (no pooled chunk covers its unmapped pages). */
   wouldGrow(arena: Arena, offset: number, end: number, requested: number): boolean {
-    let need = 0;
-    const pages = arena.pages;
-    const last = arena.endPage(end);
-    for (let p = arena.firstPage(offset); p < last; p++) if (pages[p] === undefined) need++;
+    const need = arena.unmappedPages(arena.firstPage(offset), arena.endPage(end));
     const bytes = need * this.settings.pageSize;
     return this.store.poolBytes < bytes && this.store.held + bytes > this.budget(requested);
   }
@@ -81,7 +78,7 @@ export class Growth {
       const runs: number[] = [];
       // Chunks already mapped under the block are counted first, so that no reclaim below can take them.
       for (let p = p0; p < p1; ) {
-        const c = arena.pages[p];
+        const c = arena.chunkAt(p);
         if (c !== undefined) {
           if (c.live++ === 0) store.unmarkIdle(c);
           tx.undo(() => {
@@ -89,8 +86,7 @@ export class Growth {
           });
           p = c.firstPage + c.pages;
         } else {
-          let q = p + 1;
-          while (q < p1 && arena.pages[q] === undefined) q++;
+          const q = Math.min(p1, arena.nextChunkStart(p + 1));
           runs.push(p, q);
           p = q;
         }
@@ -104,7 +100,8 @@ export class Growth {
           const extra = (ahead - p) * pageSize;
           if (store.held + extra > Math.min(budget * this.settings.prefetchFactor, this.settings.limit))
             ahead = q;
-          while (q < ahead && q < arena.pages.length && arena.pages[q] === undefined) q++;
+          // Up to the next mapped chunk: none covers page q without starting there, since the run before q is unmapped.
+          if (q < ahead) q = Math.max(q, Math.min(ahead, arena.pageCount, arena.nextChunkStart(q)));
         }
         let page = p;
         while (page < q) {

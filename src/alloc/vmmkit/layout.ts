@@ -35,18 +35,16 @@ export function describeLayout(
         blocks.push({ address: a.base + b.offset, size: b.size, requested: b.requested, live: b.live });
       const page = pageSize;
       const chunks: { address: number; pages: number; live: number; idleFor: number }[] = [];
-      for (let p = 0; p < a.pages.length; p++) {
-        const c = a.pages[p];
-        if (c === undefined || c.firstPage !== p) continue;
+      for (const c of a.chunks()) {
         const idleFor = c.idle ? store.clock - c.idleSince : -1;
-        chunks.push({ address: a.base + p * page, pages: c.pages, live: c.live, idleFor });
+        chunks.push({ address: a.base + c.firstPage * page, pages: c.pages, live: c.live, idleFor });
       }
       arenas.push({
         chunks,
         stream,
         kind: a.kind === SMALL ? 'small' : a.kind === MEDIUM ? 'medium' : 'large',
         blocks,
-        mappedPage: (address) => a.pages[Math.floor((address - a.base) / page)] !== undefined,
+        mappedPage: (address) => a.chunkAt(Math.floor((address - a.base) / page)) !== undefined,
       });
     }
   }

@@ -1,6 +1,5 @@
 import type { Arena } from './arena.js';
 import type { Block } from './block.js';
-import type { ChunkStore } from './chunk-store.js';
 
 /** Where a block can go on mapped pages: an arena, a free block in it, and the offset to place at. */
 export interface MappedFit {
@@ -17,27 +16,24 @@ export interface MappedFit {
  * place at. Walks every block of those arenas, so it runs only on a miss,
  * which costs driver calls anyway.
  */
-export function mappedFit(
-  own: Arena,
-  up: Arena | undefined,
-  size: number,
-  store: ChunkStore,
-): MappedFit | undefined {
+export function mappedFit(own: Arena, up: Arena | undefined, size: number): MappedFit | undefined {
   let best: MappedFit | undefined;
   let bestSize = Number.POSITIVE_INFINITY;
   const page = own.pageSize;
   for (const a of up === undefined ? [own] : [own, up]) {
     if (a.mappedChunks === 0) continue;
-    // Mapped runs of the arena, in page order.
-    const runs = mappedRuns(a, store);
-    let r = 0;
-    for (let b: Block | undefined = a.firstBlock; b !== undefined && r < runs.length; b = b.next) {
+    for (let b: Block | undefined = a.firstBlock; b !== undefined; b = b.next) {
       if (b.live || b.size < size) continue;
       const end = b.end;
-      while (r < runs.length && runs[r + 1] * page <= b.offset) r += 2;
-      for (let k = r; k < runs.length && runs[k] * page < end; k += 2) {
-        const lo = Math.max(b.offset, runs[k] * page);
-        const hi = Math.min(end, runs[k + 1] * page);
+      // The mapped runs that meet the block, in page order: the one over its first page, else the next one.
+      const first = a.firstPage(b.offset);
+      for (
+        let r = a.runAt(first) ?? a.runFrom(first);
+        r !== undefined && r.start * page < end;
+        r = a.runFrom(r.end)
+      ) {
+        const lo = Math.max(b.offset, r.start * page);
+        const hi = Math.min(end, r.end * page);
         const n = hi - lo;
         if (n >= size && n < bestSize) {
           bestSize = n;
@@ -48,18 +44,4 @@ export function mappedFit(
     }
   }
   return best;
-}
-
-/** The arena's mapped pages as [first, end) page pairs in order (a run may span several chunks). */
-export function mappedRuns(a: Arena, store: ChunkStore): number[] {
-  const starts: number[] = [];
-  for (const c of store.all) if (c.arena === a) starts.push(c.firstPage);
-  starts.sort((x, y) => x - y);
-  const runs: number[] = [];
-  for (const p of starts) {
-    const end = p + a.pages[p]!.pages;
-    if (runs.length > 0 && runs[runs.length - 1] === p) runs[runs.length - 1] = end;
-    else runs.push(p, end);
-  }
-  return runs;
 }
