@@ -8,17 +8,26 @@
  * the figures; writes the tracked bench/results/replay.json only when asked
  * (--write).
  *
+ * With --granularity it times instead vmmkit's allocator replaying committed
+ * H200 traces on a simulated MI300X (4 KiB VMM granularity) and on the H200
+ * (2 MiB), turn about in one process, and writes the ratio of the medians,
+ * MI300X over H200, per trace to bench/results/replay-granularity.json
+ * (--write): Note [Page books by range] in src/alloc/vmmkit/arena.ts says
+ * why it stays near 1 however many pages the device has.
+ *
  *   node dist/bench/replay.js [--events N] [--keep FILE] [--write]
+ *   node dist/bench/replay.js --granularity [--rounds N] [--write]
  *
  * The workload is makeBenchSnapshot's (Note [Bench workload] in
  * test/support/bench-snapshot.ts), which the browser test of a
  * million-event report reads too.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { DEFAULT_ALLOCATORS } from '../src/replay/engine/allocators.js';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ALLOCATOR_REGISTRY, DEFAULT_ALLOCATORS } from '../src/replay/engine/allocators.js';
 import { replay } from '../src/replay/engine/replay.js';
 import { planReplay } from '../src/replay/engine/trace-plan.js';
 import { readSnapshotFile } from '../src/replay/read/load.js';
@@ -126,10 +135,95 @@ export function runReplayBench(options: { events?: number; keep?: string; write?
   }
 }
 
+/** Committed traces the granularity ratio is measured on: the most events, and the most driver calls on 4 KiB pages. */
+const GRANULARITY_TRACES = [
+  'traces/h200/kv_cache_decode-native.pickle.gz',
+  'traces/h200/transformer_train-native.pickle.gz',
+];
+
+/** The repository's root, from dist/bench/ or bench/. */
+function repoRoot(): string {
+  const here = fileURLToPath(new URL('.', import.meta.url));
+  return join(here, here.includes('/dist/') ? '../..' : '..');
+}
+
+function commitOf(root: string): string {
+  try {
+    return execFileSync('git', ['-C', root, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/**
+ * vmmkit's replay of the same snapshot on the MI300X (4 KiB pages) and on the H200 (2 MiB), in turns
+ * (H200 first, then MI300X, each round), after one unmeasured round of each: the ratio of the medians.
+ */
+export function runGranularityBench(options: { rounds?: number; write?: boolean } = {}): void {
+  const rounds = options.rounds ?? 5;
+  const root = repoRoot();
+  const vmmkit = ALLOCATOR_REGISTRY.filter((a) => a.name === 'vmmkit');
+  const devices = ['H200', 'MI300X'] as const;
+  const traces = GRANULARITY_TRACES.map((file) => {
+    const snapshot = readSnapshotFile(join(root, file));
+    const plan = planReplay(snapshot);
+    const ms: Record<(typeof devices)[number], number[]> = { H200: [], MI300X: [] };
+    const runs: Record<string, { peakReservedBytes: number; driverCalls: number }> = {};
+    for (let round = -1; round < rounds; round++) {
+      for (const device of devices) {
+        const t0 = performance.now();
+        const r = replay(snapshot, { allocators: vmmkit, plan, device, keepEvents: false });
+        const t = performance.now() - t0;
+        const run = r.allocators[0];
+        if (run.error !== undefined) throw new Error(`${file} on ${device}: ${run.error}`);
+        if (round >= 0) ms[device].push(t);
+        runs[device] = {
+          peakReservedBytes: run.peakReservedBytes,
+          driverCalls: Object.values(run.driverCalls).reduce((a, b) => a + b, 0),
+        };
+      }
+    }
+    const h200Ms = median(ms.H200);
+    const mi300xMs = median(ms.MI300X);
+    const row = {
+      trace: file,
+      events: plan.events,
+      h200: { medianMs: Math.round(h200Ms * 10) / 10, ...runs.H200 },
+      mi300x: { medianMs: Math.round(mi300xMs * 10) / 10, ...runs.MI300X },
+      mi300xOverH200: Math.round((mi300xMs / h200Ms) * 100) / 100,
+    };
+    console.log(
+      `  ${file}: vmmkit on MI300X ${mi300xMs.toFixed(0)} ms (${row.mi300x.driverCalls} driver calls), on H200 ${h200Ms.toFixed(0)} ms (${row.h200.driverCalls}): ratio ${row.mi300xOverH200}`,
+    );
+    return row;
+  });
+  const result = {
+    ...runFacts('bench/replay.ts --granularity'),
+    commit: commitOf(root),
+    loadAverage: loadavg().map((x) => Math.round(x * 100) / 100),
+    rounds,
+    method:
+      'each trace parsed and planned once, then replayed through vmmkit on the H200 and on the MI300X in turns, one unmeasured round first; medians of the rounds; the ratio is MI300X over H200',
+    traces,
+  };
+  if (options.write === true) writeResult('replay-granularity', result);
+}
+
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = process.argv.slice(2);
   if (args[0] === '--measure') measure(args[1], args[2] as 'parse' | 'replay');
-  else {
+  else if (args.includes('--granularity')) {
+    const i = args.indexOf('--rounds');
+    runGranularityBench({
+      rounds: i >= 0 ? Number(args[i + 1]) : undefined,
+      write: args.includes('--write'),
+    });
+  } else {
     const at = (name: string) => {
       const i = args.indexOf(name);
       return i >= 0 ? args[i + 1] : undefined;
