@@ -24,7 +24,8 @@ export interface PageRun {
  * pages on a 4 KiB-granularity MI300X, so anything per page (an array of
  * pages, a loop over a block's pages) costs seconds and gigabytes there that
  * the H200's 2 MiB pages hide. Finding the chunks under a block costs one
- * lookup per chunk, and whether a block is wholly mapped one lookup; the
+ * lookup, then a step per chunk along `Chunk.after` (the chunk mapped on the
+ * next page), and whether a block is wholly mapped one lookup; the
  * store's `bookSteps` counts these steps (test/alloc/vmmkit/page-books.test.ts).
  */
 export class Arena {
@@ -69,10 +70,14 @@ export class Arena {
     this.runtime.map(this.base + page * this.pageSize, c.bytes, c.allocation, 0);
     const end = page + c.pages;
     this.#chunks.set(page, c, end);
+    // Link it with the chunks mapped right before and after it.
+    const prev = page > 0 ? this.#chunks.containing(page - 1) : undefined;
+    if (prev !== undefined) prev.after = c;
+    c.after = this.#chunks.get(end);
     // Join the runs that end where it starts and start where it ends.
     const before = page > 0 ? this.#runs.containing(page - 1) : undefined;
     const after = this.#runs.get(end);
-    this.books.bookSteps += 3;
+    this.books.bookSteps += 5;
     if (after !== undefined) this.#runs.delete(end);
     const run = { start: before?.start ?? page, end: after?.end ?? end };
     this.#runs.set(run.start, run, run.end);
@@ -86,9 +91,12 @@ export class Arena {
     const page = c.firstPage;
     const end = page + c.pages;
     this.#chunks.delete(page);
+    const prev = page > 0 ? this.#chunks.containing(page - 1) : undefined;
+    if (prev !== undefined) prev.after = undefined;
+    c.after = undefined;
     // Split its run into what lies before it and what lies after it.
     const run = this.#runs.containing(page)!;
-    this.books.bookSteps += 2;
+    this.books.bookSteps += 3;
     if (run.start < page) this.#runs.set(run.start, { start: run.start, end: page }, page);
     else this.#runs.delete(run.start);
     if (end < run.end) this.#runs.set(end, { start: end, end: run.end }, run.end);

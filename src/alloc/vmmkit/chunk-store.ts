@@ -13,6 +13,8 @@ export class Chunk {
   arena: Arena | undefined;
   /** Its first page in that arena. */
   firstPage = -1;
+  /** The chunk mapped on the page right after its last, if any: a block's chunks are walked without a lookup each. */
+  after: Chunk | undefined;
   /** Live blocks overlapping its pages. */
   live = 0;
   /** The store's clock when it last became idle. */
@@ -141,20 +143,20 @@ export class ChunkStore {
   /** Count a new live block over every chunk under [offset, end) of `arena` (all mapped). */
   activate(arena: Arena, offset: number, end: number): void {
     const last = arena.endPage(end);
-    for (let p = arena.firstPage(offset); p < last; ) {
-      const c = arena.chunkAt(p)!;
+    for (let c = arena.chunkAt(arena.firstPage(offset))!; ; c = c.after!) {
       if (c.live++ === 0) this.unmarkIdle(c);
-      p = c.firstPage + c.pages;
+      if (c.firstPage + c.pages >= last) return;
+      this.bookSteps++;
     }
   }
 
   /** Count a live block gone from every chunk under [offset, end) of `arena`. */
   deactivate(arena: Arena, offset: number, end: number): void {
     const last = arena.endPage(end);
-    for (let p = arena.firstPage(offset); p < last; ) {
-      const c = arena.chunkAt(p)!;
+    for (let c = arena.chunkAt(arena.firstPage(offset))!; ; c = c.after!) {
       if (--c.live === 0) this.markIdle(c);
-      p = c.firstPage + c.pages;
+      if (c.firstPage + c.pages >= last) return;
+      this.bookSteps++;
     }
   }
 
