@@ -39,7 +39,15 @@ import { asRecordedLines, capLines } from '../replay/engine/verdict.js';
 import { capInForce, leastRecordedCap } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
-import { allocConfName, vendorGuessOf, vendorLines, vendorOf, withVendor } from '../replay/read/vendor.js';
+import {
+  allocConfName,
+  defaultsName,
+  type SnapshotVendor,
+  vendorGuessOf,
+  vendorLines,
+  vendorOf,
+  withVendor,
+} from '../replay/read/vendor.js';
 import { ByteSizeError, parseByteSize } from '../util/byte-size.js';
 import { formatBytes } from '../util/format.js';
 import { parseCommand, UsageError, usageOf } from './arguments.js';
@@ -159,7 +167,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
           io.out(
             `${args.length > 1 ? `${args[k]}: ` : ''}${line.replace(/; every answer below.*$/, '')}; the advice holds for the least of it`,
           );
-    for (const line of text(plans, args, advice, allocConfName(vendorOf(snapshots[0])))) io.out(line);
+    for (const line of text(plans, args, advice, vendorOf(snapshots[0]))) io.out(line);
     if (ranks !== null) for (const line of ['', ...rankLines(ranks)]) io.out(line);
   }
   // The notes after the answer, whose first line is the recording reproduced.
@@ -278,7 +286,15 @@ function toJson(a: Advice, files: readonly string[]): unknown {
   };
 }
 
-function text(plans: readonly TracePlan[], files: readonly string[], a: Advice, name: string): string[] {
+function text(
+  plans: readonly TracePlan[],
+  files: readonly string[],
+  a: Advice,
+  vendor: SnapshotVendor,
+): string[] {
+  const name = allocConfName(vendor);
+  const display = (conf: string) => (conf === '' ? `(empty: ${defaultsName(vendor)})` : conf);
+  const whose = vendor === 'npu' ? 'torch_npu' : 'PyTorch';
   // A window that starts mid-run gives estimates for other settings, never a figure that holds
   // (Note [Answers from a late start]): each is marked '~', and the notes give the bound that holds.
   const estimated = plans.some((p) => p.startedMidRun);
@@ -301,7 +317,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice, 
   const recordedConf = a.recorded.allocConf;
   if (a.recorded.peakReservedBytes !== null)
     lines.push(
-      `recorded: PyTorch reserved ${formatBytes(a.recorded.peakReservedBytes)} at its peak, ${recordedConf ? `${name}=${recordedConf}` : `${name} unset`}`,
+      `recorded: ${whose} reserved ${formatBytes(a.recorded.peakReservedBytes)} at its peak, ${recordedConf ? `${name}=${recordedConf}` : `${name} unset`}`,
     );
   if (a.memoryLimit !== null) lines.push(`memory limit: ${formatBytes(a.memoryLimit)} per device`);
   const s = a.search;
@@ -330,7 +346,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice, 
     ]);
   baselines.push([
     '',
-    `PyTorch with the recorded settings (${a.recorded.replayed.allocConf === '' ? 'defaults' : a.recorded.replayed.allocConf})`,
+    `${whose} with the recorded settings (${a.recorded.replayed.allocConf === '' ? 'defaults' : a.recorded.replayed.allocConf})`,
     // The recording reproduced: exact from any start.
     ...figures(a.recorded.replayed, true),
   ]);
@@ -363,7 +379,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice, 
     // Nothing to paste: the verdict heads the output, and here is why again under the table.
     lines.push('', `no line to use: ${a.verdict}`);
   } else {
-    lines.push('', `${name}=${r.allocConf}${r.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}`);
+    lines.push('', `${name}=${r.allocConf}${r.allocConf === '' ? `   ${display('')}` : ''}`);
     const vs =
       a.recorded.peakReservedBytes !== null && r.ratioToRecorded !== null
         ? `, ${r.ratioToRecorded.toFixed(3)}x the recorded run's ${formatBytes(a.recorded.peakReservedBytes)}`
@@ -387,7 +403,7 @@ function text(plans: readonly TracePlan[], files: readonly string[], a: Advice, 
     const native = a.withoutExpandableSegments ?? undefined;
     if (r.expandableSegments && native !== undefined)
       lines.push(
-        `  without expandable segments: ${name}=${native.allocConf}${native.allocConf === '' ? "   (empty: PyTorch's defaults)" : ''}; ${native.verdict}`,
+        `  without expandable segments: ${name}=${native.allocConf}${native.allocConf === '' ? `   ${display('')}` : ''}; ${native.verdict}`,
       );
   }
   for (const t of a.traps) lines.push('', `warning: ${t.message}`);
@@ -440,8 +456,4 @@ function figuresOf(c: AdviceBaseline & { stoppedAt?: number; tight?: boolean }, 
     String(c.ooms),
     c.driverCalls.toLocaleString('en-US'),
   ];
-}
-
-function display(conf: string): string {
-  return conf === '' ? "(empty: PyTorch's defaults)" : conf;
 }

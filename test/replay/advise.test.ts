@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllocConf } from '../../src/alloc/pytorch/alloc-conf.js';
+import { parseNpuAllocConf } from '../../src/alloc/pytorch/npu-alloc-conf.js';
 import {
   type Advice,
   type AdviceCandidate,
@@ -18,6 +19,7 @@ import {
 import {
   confKey,
   divisionsText,
+  effectiveKey,
   firstRound,
   keyCount,
   settingsConf,
@@ -164,6 +166,23 @@ describe('advise: the search', () => {
     expect(figures(sixteen)).toEqual(figures(eight));
     // Where 2 steps round a request otherwise than 8 do, the two stay apart.
     expect(confKey(es('[16:0,32:2,>:0]'), sizes, undefined)).not.toBe(confKey(eight, sizes, undefined));
+  });
+
+  it("torch_npu's settings keep apart what its own rules tell apart (NPU2's padding, NPU5's alignment)", () => {
+    // A 40 MiB request: PyTorch's segment is 40 MiB, torch_npu's 42 MiB (40 MiB + 32 bytes, rounded).
+    const sizes = {
+      sizes: Float64Array.of(40 * 2 ** 20),
+      bytesPerInterval: new Float64Array(16),
+      largestStartSegment: 0,
+    };
+    const npu = (conf: string) => effectiveKey(parseNpuAllocConf(conf).settings, sizes, undefined);
+    const cuda = (conf: string) => effectiveKey(parseAllocConf(conf).settings, sizes, undefined);
+    // max_split_size_mb:41 splits no block PyTorch makes here, but torch_npu's 42 MiB one it does.
+    expect(cuda('max_split_size_mb:41')).toBe(cuda(''));
+    expect(npu('max_split_size_mb:41')).not.toBe(npu(''));
+    expect(npu('max_split_size_mb:43')).toBe(npu(''));
+    // The base address alignment moves expandable blocks: two alignments are two replays.
+    expect(npu('expandable_segments:True,base_addr_aligned_kb:4')).not.toBe(npu('expandable_segments:True'));
   });
 
   it('under a memory limit: what fits ranks first, and garbage_collection_threshold is searched', async () => {

@@ -783,7 +783,7 @@ class Search {
     const recommended = fits ? head : null;
     return {
       recommended,
-      verdict: verdictLine(recommended, candidates, bounds, limit, tol, this.#traces),
+      verdict: verdictLine(recommended, candidates, bounds, limit, tol, this.#traces, this.#npu),
       equals,
       lowest: lowest === null || lowest === recommended ? null : lowest,
       withoutExpandableSegments:
@@ -1132,8 +1132,12 @@ function verdictLine(
   limit: number | undefined,
   tol: number,
   traces: number,
+  npu: boolean,
 ): string {
   const of = (k: number) => (traces > 1 ? ` in snapshot ${k + 1}` : '');
+  // Whose settings they are: torch_npu's on an NPU snapshot (PYTORCH_NPU_ALLOC_CONF).
+  const whose = npu ? 'torch_npu' : 'PyTorch';
+  const display = (conf: string) => (conf === '' ? `${whose}'s defaults` : conf);
   if (recommended !== null) {
     const name = display(recommended.allocConf);
     if (limit === undefined || recommended.headroomBytes === null)
@@ -1146,23 +1150,19 @@ function verdictLine(
   }
   const ran = candidates.filter((c) => c.error === null);
   if (ran.length === 0)
-    return `no PyTorch setting could be replayed: ${candidates[0]?.error ?? 'no setting was tried'}`;
+    return `no ${whose} setting could be replayed: ${candidates[0]?.error ?? 'no setting was tried'}`;
   if (limit === undefined)
-    return `no PyTorch setting fits: the closest, ${display(ran[0].allocConf)}, ${ran[0].verdict}`;
+    return `no ${whose} setting fits: the closest, ${display(ran[0].allocConf)}, ${ran[0].verdict}`;
   // The page bound, per device, against the per-device limit: past it, no allocator fits at all.
   for (let k = 0; k < bounds.length; k++)
     for (const d of bounds[k].devices)
       if (d.peakBytes > limit) {
         const at = d.event < 0 ? 'before the first event' : `at event ${d.event.toLocaleString('en-US')}`;
         const dev = bounds[k].devices.length > 1 || d.device !== 0 ? ` of device ${d.device}` : '';
-        return `no PyTorch setting fits under ${formatBytes(limit)}: the live blocks alone need ${formatBytes(d.peakBytes)} ${at}${dev}${of(k)}`;
+        return `no ${whose} setting fits under ${formatBytes(limit)}: the live blocks alone need ${formatBytes(d.peakBytes)} ${at}${dev}${of(k)}`;
       }
   const closest = ran[0];
-  return `no PyTorch setting tried fits under ${formatBytes(limit)}: the closest, ${display(closest.allocConf)}, ${closest.verdict}; the live blocks alone need ${formatBytes(Math.max(...bounds.map((b) => Math.max(0, ...b.devices.map((d) => d.peakBytes)))))}, so some allocator might`;
-}
-
-function display(conf: string): string {
-  return conf === '' ? "PyTorch's defaults" : conf;
+  return `no ${whose} setting tried fits under ${formatBytes(limit)}: the closest, ${display(closest.allocConf)}, ${closest.verdict}; the live blocks alone need ${formatBytes(Math.max(...bounds.map((b) => Math.max(0, ...b.devices.map((d) => d.peakBytes)))))}, so some allocator might`;
 }
 
 /** What a baseline and a candidate share: the worst snapshot's run, in numbers and in words. */

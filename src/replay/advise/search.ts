@@ -30,6 +30,7 @@
  * again; the simplest string of each is the one shown.
  */
 import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
+import { npuRoundSize } from '../../alloc/pytorch/npu-rules.js';
 import { DEFAULT_PYTORCH_SETTINGS, type PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import {
   allocationSize,
@@ -190,13 +191,22 @@ export function effectiveKey(
 ): string {
   const divisions = effectiveDivisions(s.roundupPower2Divisions, sizes);
   let mss = s.maxSplitSize;
-  if (!s.expandableSegments && mss > largestNativeBlock(divisions, sizes)) mss = Number.POSITIVE_INFINITY;
+  if (!s.expandableSegments && mss > largestNativeBlock(divisions, sizes, s.npu !== undefined))
+    mss = Number.POSITIVE_INFINITY;
   const nonSplit = mss === Number.POSITIVE_INFINITY ? 0 : s.maxNonSplitRoundingSize;
   const limited = memoryLimit !== undefined || s.memoryFraction < 1;
   const gc = s.expandableSegments || !limited ? 0 : s.garbageCollectionThreshold;
-  return [s.expandableSegments ? 'E' : 'N', mss, nonSplit, divisions.join('.'), gc, s.memoryFraction].join(
-    '|',
-  );
+  // torch_npu's own rules (NPU2, NPU5): its block alignment decides where expandable blocks start.
+  const npu = s.npu === undefined ? '' : `npu${s.npu.baseAddrAlignedSize}`;
+  return [
+    s.expandableSegments ? 'E' : 'N',
+    mss,
+    nonSplit,
+    divisions.join('.'),
+    gc,
+    s.memoryFraction,
+    npu,
+  ].join('|');
 }
 
 /** The effective key of a configuration string (throws AllocConfError as parseAllocConf does). */
@@ -237,13 +247,16 @@ function effectiveDivisions(d: readonly number[], sizes: TraceSizes): number[] {
   return out;
 }
 
-/** The largest block the native allocator can hold on this trace with these divisions. */
-function largestNativeBlock(divisions: readonly number[], sizes: TraceSizes): number {
+/** The largest block the native allocator can hold on this trace with these divisions (`npu`: torch_npu's padded rounding, NPU2). */
+function largestNativeBlock(divisions: readonly number[], sizes: TraceSizes, npu = false): number {
   const any = divisions.some((v) => v > 1);
   let largest = sizes.largestStartSegment;
   // allocationSize(roundSize(s)) grows with s, so the largest size decides.
   const n = sizes.sizes.length;
-  if (n > 0) largest = Math.max(largest, allocationSize(roundSize(sizes.sizes[n - 1], divisions, any)));
+  if (n > 0) {
+    const last = sizes.sizes[n - 1];
+    largest = Math.max(largest, allocationSize(npu ? npuRoundSize(last) : roundSize(last, divisions, any)));
+  }
   return largest;
 }
 

@@ -293,3 +293,8 @@ export function vendorLines(guess: VendorGuess): string[] {
 export function allocConfName(vendor: SnapshotVendor): string {
   return vendor === 'npu' ? 'PYTORCH_NPU_ALLOC_CONF' : 'PYTORCH_CUDA_ALLOC_CONF';
 }
+
+/** Whose allocator an empty configuration string leaves at its defaults, in words. */
+export function defaultsName(vendor: SnapshotVendor): string {
+  return vendor === 'npu' ? "torch_npu's defaults" : "PyTorch's defaults";
+}
