@@ -9,6 +9,7 @@
  * console error or page error happened and that no request left the page's
  * own file, blobs, or (served) its loopback server.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,6 +66,20 @@ afterAll(() => {
 it.runIf(CI)('chromium is installed and the page built where CI runs', () => {
   expect(missing).toBeUndefined();
 });
+
+// Where the page is built (npm ci's prepare builds it; CI always has it).
+it.skipIf(!existsSync(PAGE) && !CI)(
+  'the package ships the built page (package.json files), as vmmkit open and vmmkit report read it',
+  () => {
+    const [packed] = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+        encoding: 'utf8',
+        cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      }),
+    ) as [{ files: { path: string }[] }];
+    expect(packed.files.map((f) => f.path)).toContain('dist/web/index.html');
+  },
+);
 
 interface Opened {
   readonly page: Page;
