@@ -7,6 +7,8 @@
  *   pickle.load      Python's own unpickler on the same file (python3)
  *   replay native    parse, plan, and replay through pytorch-native
  *   parse            loadSnapshotFile (the streaming reader the CLI calls)
+ *   parse-turns      parse alone, the entry decoder (Note [Trace entries from
+ *                    the bytes]) off and on in turns, in one process
  *   replay all       parse, plan, and replay through every default allocator
  *
  * pickle.load and replay native take turns, --rounds times (default 2), and
@@ -37,8 +39,19 @@ const MiB = 1024 * 1024;
 const GENERATOR_VERSION = 1;
 /** Issue 28: parse + native replay within this share of pickle.load's time, in this much peak RSS. */
 const TARGET = { ratio: 0.25, maxRssMiB: 1024 };
+/** Rounds of parse-turns: each parses the file once without the entry decoder and once with it. */
+const PARSE_TURNS = 2;
 
-type Mode = 'parse' | 'replay-native' | 'replay-all';
+type Mode = 'parse' | 'replay-native' | 'replay-all' | 'parse-turns';
+
+/** Parse alone, the entry decoder off and on in turns in one process (Note [Trace entries from the bytes]). */
+interface ParseTurns {
+  mode: 'parse-turns';
+  generalMs: number[];
+  fastMs: number[];
+  /** Best with the decoder over best without. */
+  ratio: number;
+}
 
 interface Measurement {
   mode: Mode;
@@ -59,6 +72,19 @@ interface Measurement {
 
 /** In the child: time one mode on the file and print a Measurement. */
 async function measure(file: string, mode: Mode): Promise<void> {
+  if (mode === 'parse-turns') {
+    const out: ParseTurns = { mode, generalMs: [], fastMs: [], ratio: 0 };
+    for (let r = 0; r < PARSE_TURNS; r++) {
+      for (const fastEntries of [false, true]) {
+        const t = performance.now();
+        await loadSnapshotFile(file, { fastEntries });
+        (fastEntries ? out.fastMs : out.generalMs).push(Math.round(performance.now() - t));
+      }
+    }
+    out.ratio = Math.min(...out.fastMs) / Math.min(...out.generalMs);
+    console.log(JSON.stringify(out));
+    return;
+  }
   const t0 = performance.now();
   const snapshot = await loadSnapshotFile(file);
   const parseMs = performance.now() - t0;
@@ -93,7 +119,8 @@ async function measure(file: string, mode: Mode): Promise<void> {
   console.log(JSON.stringify(out));
 }
 
-const child = (file: string, mode: Mode) => measureInChild<Measurement>(import.meta.url, [file, mode], mode);
+const child = (file: string, mode: Exclude<Mode, 'parse-turns'>) =>
+  measureInChild<Measurement>(import.meta.url, [file, mode], mode);
 
 /** Python's pickle.load of one file, in a fresh python3: its wall time (the file opened and read) and peak RSS. */
 interface PickleLoad {
@@ -162,6 +189,7 @@ export function runBigSnapshotBench(
     natives.push(child(file, 'replay-native'));
   }
   const parse = child(file, 'parse');
+  const turns = measureInChild<ParseTurns>(import.meta.url, [file, 'parse-turns'], 'parse-turns');
   const all = child(file, 'replay-all');
   const loaded = loads.filter((l): l is PickleLoad => typeof l !== 'string');
   const fastest = <T extends { ms: number }>(xs: readonly T[]): T | undefined =>
@@ -192,6 +220,9 @@ export function runBigSnapshotBench(
   );
   console.log(`  parse:                              ${s(parse.ms)}, peak RSS ${parse.maxRssMiB} MiB`);
   console.log(
+    `  parse, entry decoder off / on:      ${each(turns.generalMs.map((ms) => ({ ms })))} / ${each(turns.fastMs.map((ms) => ({ ms })))} (in turns, one process): ${turns.ratio.toFixed(3)}`,
+  );
+  console.log(
     `  parse + replay (${all.allocators!.length} allocators):       ${s(all.ms)}, peak RSS ${all.maxRssMiB} MiB`,
   );
   for (const a of all.allocators!) {
@@ -213,6 +244,7 @@ export function runBigSnapshotBench(
       replayNative: { ...native, maxRssMiB, rounds: natives.map((m) => m.ms) },
       ratio,
       parse,
+      parseTurns: turns,
       replayAll: all,
       target: TARGET,
       met,

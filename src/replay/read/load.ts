@@ -23,6 +23,8 @@ const CHUNK = 1 << 20;
 export interface LoadOptions {
   /** Called as the file is read: bytes of the file so far, and its size. */
   readonly onProgress?: (bytesRead: number, totalBytes: number) => void;
+  /** Read trace entries straight from the bytes (Note [Trace entries from the bytes]); on unless false. */
+  readonly fastEntries?: boolean;
 }
 
 /** True when `bytes` starts with gzip's magic number (1f 8b). */
@@ -48,7 +50,7 @@ export async function loadSnapshotFile(path: string, options: LoadOptions = {}):
   const file = createReadStream('', { fd, highWaterMark: CHUNK, start: 0 });
   // pipeline passes an error of either stream to the other, so iterating the inflater sees a read error too.
   const source = gzip ? pipeline(file, createGunzip({ chunkSize: CHUNK }), () => {}) : file;
-  const reader = new SnapshotReader();
+  const reader = new SnapshotReader({ fastEntries: options.fastEntries });
   try {
     for await (const chunk of source) {
       // Past the pickle's STOP a gzip file is still read to its end, so that its CRC is checked.

@@ -18,6 +18,8 @@
  * The result is checked by the same code as an unpickled snapshot
  * (snapshot.ts), and equals it.
  */
+
+import { EntryDecoder, type EntryTarget } from './entry-decoder.js';
 import {
   DictSink,
   isPickleDict,
@@ -34,11 +36,26 @@ import {
 import { type EntryFields, type MemorySnapshot, snapshotOf, TraceBuilder } from './snapshot.js';
 import { FrameRecord, FramesList, StackTable } from './stacks.js';
 
+export interface SnapshotReaderOptions {
+  /**
+   * Read trace entries straight from the bytes where they have the shape
+   * Python's pickler gives them (Note [Trace entries from the bytes]); on by
+   * default. Off, every entry is read opcode by opcode: the same snapshot,
+   * more slowly (the tests compare the two).
+   */
+  readonly fastEntries?: boolean;
+}
+
 /** A snapshot read from bytes that come in chunks: `write` each, then `end`. */
 export class SnapshotReader {
   readonly #stacks = new StackTable();
-  readonly #shape = new SnapshotShape(this.#stacks);
-  readonly #pickle = new PickleReader(this.#shape);
+  readonly #shape: SnapshotShape;
+  readonly #pickle: PickleReader;
+
+  constructor(options: SnapshotReaderOptions = {}) {
+    this.#shape = new SnapshotShape(this.#stacks, options.fastEntries !== false);
+    this.#pickle = new PickleReader(this.#shape);
+  }
 
   /** Take the next bytes of the (inflated) pickle; true once it is complete. */
   write(chunk: Uint8Array): boolean {
@@ -48,6 +65,11 @@ export class SnapshotReader {
   /** Bytes of pickle taken so far. */
   get offset(): number {
     return this.#pickle.offset;
+  }
+
+  /** Trace entries read straight from the bytes (Note [Trace entries from the bytes]). */
+  get fastEntries(): number {
+    return this.#shape.fastEntries;
   }
 
   /** The snapshot, checked; a PickleError if the pickle stopped short, a SnapshotError if it is no snapshot. */
@@ -80,8 +102,8 @@ export class SnapshotReader {
 }
 
 /** Read a snapshot from the whole (inflated) pickle. */
-export function readSnapshot(bytes: Uint8Array): MemorySnapshot {
-  const reader = new SnapshotReader();
+export function readSnapshot(bytes: Uint8Array, options: SnapshotReaderOptions = {}): MemorySnapshot {
+  const reader = new SnapshotReader(options);
   reader.write(bytes);
   return reader.end();
 }
@@ -96,7 +118,46 @@ class SnapshotShape implements PickleShape {
   /** Segments and blocks: the plain dicts whose 'frames' is a FramesList. */
   readonly #framedDicts = new WeakSet<object>();
 
-  constructor(readonly stacks: StackTable) {}
+  readonly #decoder: EntryDecoder | undefined;
+
+  constructor(
+    readonly stacks: StackTable,
+    fastEntries: boolean,
+  ) {
+    this.#decoder = fastEntries ? new EntryDecoder(stacks) : undefined;
+  }
+
+  /**
+   * The entry decoder, where the dict an EMPTY_DICT starts is the next item
+   * of a device's trace, all before it in its batch read by the decoder too
+   * (so rows are added in the order the list takes them): the batch's list
+   * below the MARK and nothing after the MARK but the decoder's entries, or
+   * the list on top (APPEND). Not once the trace has an error, nor while a
+   * workspace block's entries are to come (Note [Trace entries from the bytes]).
+   */
+  get fastEntries(): number {
+    return this.#decoder?.entries ?? 0;
+  }
+
+  fastDict(stack: readonly StackValue[], marks: readonly number[]): EntryDecoder | undefined {
+    const decoder = this.#decoder;
+    const len = stack.length;
+    if (decoder === undefined || len === 0) return undefined;
+    const top = stack[len - 1];
+    let sink: TraceSink;
+    if (top instanceof TraceSink) sink = top;
+    else {
+      const m = marks.length > 0 ? marks[marks.length - 1] : -1;
+      if (m < 1) return undefined;
+      const owner = stack[m - 1];
+      if (!(owner instanceof TraceSink)) return undefined;
+      if (m !== len && !(top instanceof FastEntry && top.sink === owner)) return undefined;
+      sink = owner;
+    }
+    if (sink.builder.error !== undefined || sink.builder.columns.workspacePending) return undefined;
+    decoder.target = sink;
+    return decoder;
+  }
 
   dict(p: Place): StackValue {
     if (this.root === undefined && this.rootList === undefined && p.top === undefined) {
@@ -180,14 +241,17 @@ class DeviceTraces extends ListSink {
 }
 
 /** One device's trace: each item it takes is checked and becomes a row. */
-class TraceSink extends ListSink {
+class TraceSink extends ListSink implements EntryTarget {
   #length = 0;
   /** Entries made for this list, and those it took: an entry that went elsewhere would be lost. */
   made = 0;
   taken = 0;
+  /** What stands for an entry the decoder read (its row added already). */
+  readonly marker: FastEntry;
 
   constructor(readonly builder: TraceBuilder) {
     super();
+    this.marker = new FastEntry(this);
   }
 
   newEntry(): TraceEntry {
@@ -197,7 +261,8 @@ class TraceSink extends ListSink {
 
   append(value: StackValue): void {
     const i = this.#length++;
-    if (value instanceof TraceEntry) {
+    if (value === this.marker) this.taken++;
+    else if (value instanceof TraceEntry) {
       this.taken++;
       // A key that is no string would make a plain reading's dict a Map, which is no entry.
       if (value.odd) this.builder.notDict(value, i);
@@ -248,6 +313,17 @@ class TraceEntry extends DictSink implements EntryFields {
       default:
         if (typeof key !== 'string') this.odd = true;
     }
+  }
+}
+
+/** An entry of `sink` that the entry decoder read: its row is in the columns already. */
+class FastEntry extends Streamed {
+  constructor(readonly sink: TraceSink) {
+    super();
+  }
+
+  describe(): string {
+    return 'a dict';
   }
 }
 

@@ -133,6 +133,11 @@ export interface MemorySnapshot {
 }
 
 const CODES = new Map<string, number>(ACTIONS.map((a, i) => [a, i]));
+
+/** The code of a trace entry's action (Action), undefined for one not known. */
+export function actionCode(action: string): number | undefined {
+  return CODES.get(action);
+}
 const BLOCK_STATES: readonly string[] = ['active_allocated', 'active_pending_free', 'inactive'];
 
 /** The fields of a trace entry replay reads: an unpickled dict, or the streaming reader's entry. */
@@ -203,6 +208,11 @@ export class TraceColumns {
     this.workspace.push(addr);
     this.workspaceBytes += size;
     this.#workspacePending.set(addr, 3);
+  }
+
+  /** Whether a workspace block's entries are still to come (Note [Workspace entries]). */
+  get workspacePending(): boolean {
+    return this.#workspacePending.size > 0;
   }
 
   /** Whether a segment_alloc or alloc at `addr` is a workspace block's (then it is left out). */

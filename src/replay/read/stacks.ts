@@ -70,6 +70,11 @@ export class StackRef extends Streamed {
  * the memo entries that named it give the shared StackRef instead.
  */
 export class FramesList extends ListSink {
+  /** Whether it was settled into a stack (then `stack` is its index). */
+  get settled(): boolean {
+    return this.stack !== UNSET;
+  }
+
   items: StackValue[] = [];
   stack = UNSET;
   #memo: Memo | undefined;
@@ -199,6 +204,27 @@ export class StackTable {
       scratch[k] = f;
       h = Math.imul(h ^ f, 0x01000193);
     }
+    return this.#find(scratch, n, h);
+  }
+
+  /**
+   * The stack of frames `indices[0..n)` (indices into `frames`, each one
+   * given by a FrameRecord already interned), added if new: the entry
+   * decoder's way in (Note [Trace entries from the bytes]).
+   */
+  internFrames(indices: Int32Array, n: number): number {
+    if (n === 0) return -1;
+    let h = 0x811c9dc5 ^ n;
+    for (let k = 0; k < n; k++) h = Math.imul(h ^ indices[k], 0x01000193);
+    return this.#find(indices, n, h);
+  }
+
+  /** The StackRef of stack s (of n frames), that memo entries of its settled lists give. */
+  refOf(s: number, n: number): StackRef {
+    return this.#ref(s, n);
+  }
+
+  #find(scratch: Int32Array, n: number, h: number): number {
     const flat = this.#flat;
     const start = this.#start;
     const first = this.#bucket.get(h);

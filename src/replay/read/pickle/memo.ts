@@ -138,6 +138,11 @@ export class Memo {
     return free;
   }
 
+  /** Whether entry `index` was set. */
+  has(index: number): boolean {
+    return index < this.#codes.length && this.#codes[index] !== EMPTY;
+  }
+
   /** The value at `index`: undefined when the memo has none, STREAMED when it was not kept. */
   get(index: number): StackValue | undefined | typeof STREAMED {
     if (index >= this.#codes.length) return undefined;

@@ -53,6 +53,21 @@ export interface Place {
 export interface PickleShape {
   list(place: Place): StackValue;
   dict(place: Place): StackValue;
+  /**
+   * A decoder for the dict an EMPTY_DICT starts here, given the stack as it
+   * is (Note [Trace entries from the bytes]); undefined: the general way.
+   */
+  fastDict?(stack: readonly StackValue[], marks: readonly number[]): FastDict | undefined;
+}
+
+/**
+ * Reads a whole dict straight from the bytes (Note [Trace entries from the
+ * bytes]): `pos` is just past its EMPTY_DICT; it gives the position after
+ * what it read, having pushed what stands for the dict on `stack`, or -1,
+ * having changed nothing, to have the reader read it opcode by opcode.
+ */
+export interface FastDict {
+  read(buf: Buffer, pos: number, end: number, memo: Memo, strings: StringCache, stack: StackValue[]): number;
 }
 
 /** Unpickle one value from `data` (the whole pickle, already inflated). */
@@ -291,9 +306,22 @@ export class PickleReader {
           this.#base += pos;
           return;
         }
-        case Op.EMPTY_DICT:
-          stack.push(shape === undefined ? {} : shape.dict(place()));
+        case Op.EMPTY_DICT: {
+          if (shape === undefined) {
+            stack.push({});
+            break;
+          }
+          const fast = shape.fastDict?.(stack, marks);
+          if (fast !== undefined) {
+            const next = fast.read(buf, pos, end, memo, strings, stack);
+            if (next >= 0) {
+              pos = next;
+              break;
+            }
+          }
+          stack.push(shape.dict(place()));
           break;
+        }
         case Op.EMPTY_LIST:
           stack.push(shape === undefined ? [] : shape.list(place()));
           break;
@@ -556,7 +584,7 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'
  * (no new string, no decoding). Slots are overwritten on collision, so the
  * cache stays small however many distinct strings go by.
  */
-class StringCache {
+export class StringCache {
   static readonly MAX_LENGTH = 32;
   readonly #slots: (string | undefined)[] = new Array(4096).fill(undefined);
 
