@@ -16,14 +16,16 @@ export const PAGE_PATH = 'dist/web/index.html';
 
 /** The built page's HTML (read once per call: a report is written once). */
 export function pageHtml(): string {
-  const path = packagePath(PAGE_PATH);
-  try {
-    if (path === undefined) throw new Error('not found');
-    return readFileSync(path, 'utf8');
-  } catch {
-    throw new ReportPageMissingError(
+  const missing = () =>
+    new ReportPageMissingError(
       `the page is not built (${PAGE_PATH} is missing): run npm run build, which writes it`,
     );
+  const path = packagePath(PAGE_PATH);
+  if (path === undefined) throw missing();
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    throw missing();
   }
 }
 
