@@ -10,18 +10,13 @@
  */
 import uPlot from 'uplot';
 import type { ReportData, ReportDevice } from '../../report/report-data.js';
+import { formatBytes as fmtBytes } from '../../util/format.js';
 
 const GiB = 1073741824;
 const MiB = 1048576;
-const KiB = 1024;
 
-export function fmtBytes(n: number): string {
-  const a = Math.abs(n);
-  if (a >= GiB) return `${(n / GiB).toFixed(2)} GiB`;
-  if (a >= MiB) return `${(n / MiB).toFixed(1)} MiB`;
-  if (a >= KiB) return `${(n / KiB).toFixed(0)} KiB`;
-  return `${n} B`;
-}
+/** Bytes as the command line writes them (one formatter for the page and the terminal). */
+export { formatBytes as fmtBytes } from '../../util/format.js';
 
 function fmtX(dev: ReportDevice, v: number): string {
   return dev.xUnit === 'seconds' ? `${v.toFixed(3)} s` : `event ${Math.round(v).toLocaleString('en-US')}`;
