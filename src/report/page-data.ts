@@ -8,7 +8,6 @@
  * Nothing here touches a file: the caller reads the snapshot.
  */
 
-import type { DeviceSpec } from '../compose/create-runtime.js';
 import { advise } from '../replay/advise/advise.js';
 import { analysePeak } from '../replay/analyse/peak.js';
 import type { AllocatorFactory } from '../replay/engine/allocators.js';
@@ -16,6 +15,7 @@ import type { CostTable } from '../replay/engine/cost-table.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
 import { leastRecordedCap } from '../replay/engine/what-if.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
+import { type DeviceChoice, deviceSizes } from '../util/device-specs.js';
 import { type RecordedReplay, recordReplay } from './collect.js';
 import { ReportArgumentError } from './errors.js';
 import { type ReportData, reportData } from './report-data.js';
@@ -25,7 +25,7 @@ export interface PageDataOptions {
   readonly allocators: readonly AllocatorFactory[];
   readonly allocConf?: string;
   readonly memoryLimit?: number;
-  readonly device?: DeviceSpec;
+  readonly device?: DeviceChoice;
   readonly costs?: CostTable;
   /** Run advise and name its setting in the answer (default true). */
   readonly advise?: boolean;
@@ -51,7 +51,12 @@ export async function pageData(
   options: PageDataOptions,
 ): Promise<{ readonly data: ReportData; readonly recorded: RecordedReplay; readonly plan: TracePlan }> {
   const { allocators, allocConf, memoryLimit, device, costs } = options;
-  const plan = options.plan ?? planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
+  const plan =
+    options.plan ??
+    planReplay(snapshot, {
+      memoryLimit,
+      deviceMemory: device === undefined ? undefined : deviceSizes(device).totalMemory,
+    });
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
     throw new ReportArgumentError(`${name} holds no trace events: was history recorded? ${HISTORY_HINT}`);
   const recorded = recordReplay(snapshot, {

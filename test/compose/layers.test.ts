@@ -37,11 +37,6 @@ const ALLOWED: Record<string, readonly string[]> = {
 const COMPOSE_ARROWS_LEFT: Readonly<Record<string, string>> = {
   'src/replay/engine/replay.ts':
     "the default process of a replay given no startProcess (its library callers, advise's workers and the tests call replay() without one)",
-  // Type-only arrows for a device's type, which util/device-specs.ts's DeviceChoice now serves.
-  'src/replay/analyse/compare.ts': 'the device type (DeviceChoice serves)',
-  'src/replay/analyse/peak.ts': 'the device type (DeviceChoice serves)',
-  'src/replay/analyse/ranks.ts': 'the device type (DeviceChoice serves)',
-  'src/report/page-data.ts': 'the device type (DeviceChoice serves)',
 };
 
 function importsCompose(file: string): boolean {

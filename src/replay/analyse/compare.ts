@@ -12,7 +12,7 @@
  * read as the same stack. Two stacks of one snapshot that differ only in
  * lines are counted together on that side.
  */
-import type { DevicePreset, DeviceSpec } from '../../compose/create-runtime.js';
+import type { DeviceChoice } from '../../util/device-specs.js';
 import type { TracePlan } from '../engine/trace-plan.js';
 import type { Verdict } from '../engine/what-if.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
@@ -29,7 +29,7 @@ import { analyseWithStates, type PeakAnalysis, type PeakBreakdown } from './peak
 export interface CompareOptions {
   readonly allocConf?: string;
   readonly memoryLimit?: number;
-  readonly device?: DevicePreset | DeviceSpec;
+  readonly device?: DeviceChoice;
   /** How many stacks to list (default 10). */
   readonly topStacks?: number;
   /** The two snapshots' plans (planReplay), when already made. */

@@ -8,7 +8,7 @@
  * the extra reserved memory goes (Note [Reserved bytes by stack]).
  */
 import { PytorchCachingAllocator } from '../../alloc/pytorch/caching-allocator.js';
-import type { DevicePreset, DeviceSpec } from '../../compose/create-runtime.js';
+import type { DeviceChoice } from '../../util/device-specs.js';
 import { ALLOCATOR_REGISTRY, type AllocatorFactory } from '../engine/allocators.js';
 import { type AsRecorded, planUnder, reproduceRecording } from '../engine/as-recorded.js';
 import { type ReplayStep, replay } from '../engine/replay.js';
@@ -54,7 +54,7 @@ export interface AnalyseOptions {
   /** A cap in bytes to replay the snapshot under (the what-if). */
   readonly memoryLimit?: number;
   /** The simulated device (default H200). */
-  readonly device?: DevicePreset | DeviceSpec;
+  readonly device?: DeviceChoice;
   /** How many stacks to list (default 10). */
   readonly topStacks?: number;
   /**
@@ -332,7 +332,7 @@ interface ModelRun {
   readonly limits: readonly (number | undefined)[];
   readonly caps: Parameters<typeof planUnder>[2];
   readonly base: TracePlan;
-  readonly device: DevicePreset | DeviceSpec | undefined;
+  readonly device: DeviceChoice | undefined;
 }
 
 /**

@@ -13,7 +13,7 @@
  * how far through its own trace each failed (the event's index over the
  * trace's length), and the answer says it is by progress, not by time.
  */
-import type { DevicePreset, DeviceSpec } from '../../compose/create-runtime.js';
+import type { DeviceChoice } from '../../util/device-specs.js';
 import { type Advice, advise } from '../advise/advise.js';
 import { ALLOCATOR_REGISTRY, type AllocatorFactory } from '../engine/allocators.js';
 import { type AsRecorded, reproduceRecording } from '../engine/as-recorded.js';
@@ -29,7 +29,7 @@ export interface RanksOptions {
   readonly names?: readonly string[];
   readonly allocConf?: string;
   readonly memoryLimit?: number;
-  readonly device?: DevicePreset | DeviceSpec;
+  readonly device?: DeviceChoice;
   /** Ask advise for the one setting that fits every rank (default true). */
   readonly advise?: boolean;
   /** advise's worker threads (its default where not given). */
