@@ -63,6 +63,10 @@ const NEW_FRAMES: unique symbol = Symbol('frames');
 /** What #value gives when it cannot read a value. */
 const FAIL: unique symbol = Symbol('fail');
 
+const FRAME_CACHE = 1 << 16;
+const TWO_21 = 2 ** 21;
+const TWO_32 = 2 ** 32;
+
 /** Memo puts an entry may make before they are done (an entry, its new strings and frames list). */
 const MAX_PUTS = 16;
 
@@ -96,6 +100,16 @@ export class EntryDecoder implements FastDict {
   #frames = new Int32Array(64);
   /** The value #value read, and the position after it. */
   #v: StackValue | typeof FAIL = FAIL;
+  /** An int #value read is here, not in #v (no number boxed per field): #isNumber says which. */
+  #number = 0;
+  #isNumber = false;
+  /**
+   * Frame indices by memo index, plus one (0: not known), for the first
+   * FRAME_CACHE entries: a frames list's items are memo reads of the same
+   * few hundred frame dicts. Cleared when the memo overwrites an entry.
+   */
+  readonly #frameOfEntry = new Int32Array(FRAME_CACHE);
+  #overwrites = -1;
 
   constructor(readonly stacks: StackTable) {}
 
@@ -130,7 +144,7 @@ export class EntryDecoder implements FastDict {
         break;
       }
       p = this.#value(buf, p, end, memo, strings);
-      if (p < 0) return -1;
+      if (p < 0 || this.#isNumber) return -1;
       const key = this.#v;
       if (typeof key !== 'string') return -1;
       let bit = 0;
@@ -169,6 +183,16 @@ export class EntryDecoder implements FastDict {
       }
       p = this.#value(buf, p, end, memo, strings);
       if (p < 0) return -1;
+      if (this.#isNumber) {
+        const x = this.#number;
+        if (bit === F_ADDR) addr = x;
+        else if (bit === F_SIZE) size = x;
+        else if (bit === F_STREAM) stream = x;
+        else if (bit === F_TIME) time = x;
+        else if (bit === F_FREE) free = x;
+        else if (bit !== 0) return -1;
+        continue;
+      }
       const v = this.#v as StackValue;
       switch (bit) {
         case 0:
@@ -187,6 +211,7 @@ export class EntryDecoder implements FastDict {
           else if (v !== null) return -1;
           break;
         default: {
+          // A number from the memo (Python memoizes none, but a pickle may).
           if (typeof v !== 'number') return -1;
           if (bit === F_ADDR) addr = v;
           else if (bit === F_SIZE) size = v;
@@ -269,78 +294,100 @@ export class EntryDecoder implements FastDict {
     return p;
   }
 
-  /** One plain value (a memo read, a short string, an int, None, a bool) and its memo opcodes, into #v. */
+  /**
+   * One plain value (a memo read, a short string, an int, None, a bool) and
+   * its memo opcodes: an int into #number (#isNumber), anything else into #v.
+   */
   #value(buf: Buffer, p: number, end: number, memo: Memo, strings: StringCache): number {
     if (p < end && buf[p] === FRAME) p += FRAME_BYTES;
-    if (p >= end) return -1;
+    if (p + 2 > end) return -1;
     const op = buf[p];
     let v: StackValue | undefined;
+    let x = 0;
+    let isNumber = true;
     switch (op) {
-      case BINGET:
-        if (p + 2 > end) return -1;
-        v = memo.get(buf[p + 1]) as StackValue | undefined;
-        p += 2;
-        break;
-      case LONG_BINGET:
-        if (p + 5 > end) return -1;
-        v = memo.get((buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24)) >>> 0) as
-          | StackValue
-          | undefined;
-        p += 5;
-        break;
-      case SHORT_BINUNICODE: {
-        if (p + 2 > end) return -1;
-        const n = buf[p + 1];
-        if (p + 2 + n > end) return -1;
-        v = strings.decode(buf, p + 2, n);
-        p += 2 + n;
-        break;
-      }
       case BININT1:
-        if (p + 2 > end) return -1;
-        v = buf[p + 1];
+        x = buf[p + 1];
         p += 2;
         break;
       case BININT2:
         if (p + 3 > end) return -1;
-        v = buf[p + 1] | (buf[p + 2] << 8);
+        x = buf[p + 1] | (buf[p + 2] << 8);
         p += 3;
         break;
       case BININT:
         if (p + 5 > end) return -1;
-        v = buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24);
+        x = buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24);
         p += 5;
         break;
       case LONG1: {
-        if (p + 2 > end) return -1;
         const n = buf[p + 1];
-        if (n > 8 || p + 2 + n > end) return -1;
-        const x = readLong(buf, p + 2, n);
-        // Beyond 2^53 it is a bigint, which the general way keeps or refuses by field.
-        if (typeof x !== 'number') return -1;
-        v = x;
-        p += 2 + n;
+        const q = p + 2;
+        if (n > 8 || q + n > end) return -1;
+        if (n > 0 && buf[q + n - 1] >= 0x80) {
+          // Negative: rare in a snapshot, read the general way's way.
+          const y = readLong(buf, q, n);
+          if (typeof y !== 'number') return -1;
+          x = y;
+        } else {
+          let hi = 0;
+          for (let i = n - 1; i >= 4; i--) hi = hi * 256 + buf[q + i];
+          // Beyond 2^53 it is a bigint, which the general way keeps or refuses by field.
+          if (hi >= TWO_21) return -1;
+          let lo = 0;
+          for (let i = Math.min(n, 4) - 1; i >= 0; i--) lo = lo * 256 + buf[q + i];
+          x = hi * TWO_32 + lo;
+        }
+        p = q + n;
         break;
       }
-      case NONE:
-        v = null;
-        p += 1;
-        break;
-      case NEWTRUE:
-        v = true;
-        p += 1;
-        break;
-      case NEWFALSE:
-        v = false;
-        p += 1;
-        break;
-      default:
-        return -1;
+      default: {
+        isNumber = false;
+        switch (op) {
+          case BINGET:
+            v = memo.get(buf[p + 1]) as StackValue | undefined;
+            p += 2;
+            break;
+          case LONG_BINGET:
+            if (p + 5 > end) return -1;
+            v = memo.get((buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24)) >>> 0) as
+              | StackValue
+              | undefined;
+            p += 5;
+            break;
+          case SHORT_BINUNICODE: {
+            const n = buf[p + 1];
+            if (p + 2 + n > end) return -1;
+            v = strings.decode(buf, p + 2, n);
+            p += 2 + n;
+            break;
+          }
+          case NONE:
+            v = null;
+            p += 1;
+            break;
+          case NEWTRUE:
+            v = true;
+            p += 1;
+            break;
+          case NEWFALSE:
+            v = false;
+            p += 1;
+            break;
+          default:
+            return -1;
+        }
+        // No memo entry (or a streamed one): the general way says what is wrong.
+        if (v === undefined || (v as unknown) === STREAMED) return -1;
+      }
     }
-    // No memo entry (or a streamed one): the general way says what is wrong.
-    if (v === undefined || (v as unknown) === STREAMED) return -1;
-    this.#v = v;
-    return this.#memoOps(buf, p, end, memo, v);
+    this.#isNumber = isNumber;
+    if (isNumber) this.#number = x;
+    else this.#v = v!;
+    if (p >= end) return p;
+    const next = buf[p];
+    if (next !== MEMOIZE && next !== BINPUT && next !== LONG_BINPUT && next !== FRAME) return p;
+    return this.#memoOps(buf, p, end, memo, isNumber ? x : v!);
   }
 
   /**
@@ -350,6 +397,10 @@ export class EntryDecoder implements FastDict {
    * their count to #v.
    */
   #newFrames(buf: Buffer, p: number, end: number, memo: Memo): number {
+    if (memo.overwrites !== this.#overwrites) {
+      this.#frameOfEntry.fill(0);
+      this.#overwrites = memo.overwrites;
+    }
     p = this.#memoOps(buf, p, end, memo, NEW_FRAMES);
     if (p < 0) return -1;
     let n = 0;
@@ -377,14 +428,19 @@ export class EntryDecoder implements FastDict {
           p++;
           break;
         } else return -1;
-        const frame = memo.get(index);
-        if (!(frame instanceof FrameRecord) || frame.index < 0) return -1;
+        let f = index < FRAME_CACHE ? this.#frameOfEntry[index] - 1 : -1;
+        if (f < 0) {
+          const frame = memo.get(index);
+          if (!(frame instanceof FrameRecord) || frame.index < 0) return -1;
+          f = frame.index;
+          if (index < FRAME_CACHE) this.#frameOfEntry[index] = f + 1;
+        }
         if (n === this.#frames.length) {
           const grown = new Int32Array(n * 2);
           grown.set(this.#frames);
           this.#frames = grown;
         }
-        this.#frames[n++] = frame.index;
+        this.#frames[n++] = f;
         if (!batch) {
           if (p >= end || buf[p] !== APPEND) return -1;
           p++;

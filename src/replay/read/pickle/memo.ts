@@ -79,6 +79,8 @@ export class Memo {
   #replaced: Map<StackValue, StackValue> | undefined;
   readonly #values: StackValue[] = [];
   readonly #strings = new Map<string, number>();
+  #lastString: string | undefined;
+  #lastSlot = -1;
   /** Pending and shared values; freed pending slots are listed in #free. */
   readonly #slots: StackValue[] = [];
   readonly #free: number[] = [];
@@ -86,6 +88,8 @@ export class Memo {
   #pending = new Uint8Array(64);
   /** Entries set: the index the next MEMOIZE uses. */
   count = 0;
+  /** Entries set again (to a new value): what a cache of entries' values checks to stay true. */
+  overwrites = 0;
 
   /** Store `value` at `index`: a streamed container decides how (see Streamed). */
   put(index: number, value: StackValue): void {
@@ -97,10 +101,16 @@ export class Memo {
   putKept(index: number, value: StackValue): void {
     let slot: number | undefined;
     if (typeof value === 'string') {
-      slot = this.#strings.get(value);
-      if (slot === undefined) {
-        slot = this.#values.push(value) - 1;
-        this.#strings.set(value, slot);
+      // The same string again (PyTorch's 'N/A' for every event) skips the lookup.
+      if (value === this.#lastString) slot = this.#lastSlot;
+      else {
+        slot = this.#strings.get(value);
+        if (slot === undefined) {
+          slot = this.#values.push(value) - 1;
+          this.#strings.set(value, slot);
+        }
+        this.#lastString = value;
+        this.#lastSlot = slot;
       }
     } else slot = this.#values.push(value) - 1;
     this.#set(index, slot);
@@ -176,7 +186,8 @@ export class Memo {
     }
     const was = codes[index];
     if (was === EMPTY) this.count++;
-    else if (was <= SLOT && this.#pending[SLOT - was] === 1) {
+    else this.overwrites++;
+    if (was <= SLOT && this.#pending[SLOT - was] === 1) {
       // A pending value is held by this one entry: its slot is free again.
       const slot = SLOT - was;
       this.#pending[slot] = 0;
