@@ -21,7 +21,7 @@ import { exportRun } from '../replay/engine/export.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import { pickle } from '../replay/read/pickle/writer.js';
-import { withVendor } from '../replay/read/vendor.js';
+import { vendorOf, withVendor } from '../replay/read/vendor.js';
 import { pageHtml, renderReportHtml } from '../report/html.js';
 import { pageData } from '../report/page-data.js';
 import { parseCommand, usageOf } from './arguments.js';
@@ -66,12 +66,15 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
         }));
   checkOutName(out, ['.html', '.htm'], 'the report is one HTML page');
   for (const path of [out, ...exports.map((e) => e.path)]) checkWritable(path);
-  const costs = findCosts(costsPath, options.defaultCosts);
+  const givenCosts = costsPath === undefined ? undefined : findCosts(costsPath, null);
 
   // The page first: a report cannot be written without it, and that is known before the replay.
   const page = pageHtml();
   const snapshot = withVendor(await loadSnapshotFile(args[0], { onProgress: loadProgress(io) }), vendor);
   const device = deviceFor(named, snapshot);
+  // The package's cost table was measured on an H200: a torch_npu or ROCm driver's costs are not it.
+  const costs =
+    givenCosts ?? (vendorOf(snapshot) === 'cuda' ? findCosts(undefined, options.defaultCosts) : undefined);
   const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
   const { data, recorded } = await pageData(snapshot, args[0], {
