@@ -19,7 +19,7 @@
  *
  *   node dist/bench/big-snapshot-bench.js [--size 1GiB] [--source SNAPSHOT] [--rounds N] [--write]
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -175,9 +175,20 @@ function bigSnapshot(source: string, bytes: number): { file: string; madeMs: num
   return { file, madeMs: performance.now() - t0, info };
 }
 
+/** The commit the run measures, read at its start (a commit made during the run is not what ran). */
+function headCommit(repo: string): string {
+  try {
+    return execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
 export function runBigSnapshotBench(
   options: { size?: number; source?: string; write?: boolean; rounds?: number } = {},
 ): BigSnapshotOutcome {
+  const repo = fileURLToPath(new URL('../../', import.meta.url));
+  const commit = headCommit(repo);
   const source = options.source ?? defaultSource();
   const { file, madeMs, info } = bigSnapshot(source, options.size ?? 1024 * MiB);
   const rounds = Math.max(1, options.rounds ?? 2);
@@ -231,9 +242,9 @@ export function runBigSnapshotBench(
     );
   }
   if (options.write) {
-    const repo = fileURLToPath(new URL('../../', import.meta.url));
     const result = {
       ...runFacts('bench/big-snapshot-bench.ts'),
+      commit,
       // Other work on the machine adds wall time: its load when the runs ended.
       loadAverage: loadavg().map((x) => Math.round(x * 100) / 100),
       source: source.replace(repo, ''),

@@ -5,7 +5,9 @@
  *
  *   device_traces[d]        a TraceSink: each entry, as its list takes it,
  *                           becomes a row of the device's columns
- *   device_traces[d][i]     a TraceEntry: its fields, never a dict
+ *   device_traces[d][i]     read by the entry decoder straight into the
+ *                           columns (Note [Trace entries from the bytes]),
+ *                           else a TraceEntry: its fields, never a dict
  *   'frames' of an entry,   a FramesList, settled into an interned stack
  *     segment or block
  *   ...['frames'][k]        a FrameRecord, interned once (the memo keeps it)

@@ -16,6 +16,9 @@
  * a million times is one string, not a million. Python's own pickler
  * memoizes repeated strings and shared frame dicts, so most of a real
  * snapshot is BINGET, which costs two array reads (Note [A compact memo]).
+ * A shape may take a whole dict off the loop (fastDict): the snapshot
+ * reader's trace entries, most of the opcodes (Note [Trace entries from the
+ * bytes]).
  *
  * Note [Snapshot-shaped reading]: a reader may be given a shape, which
  * chooses the container each EMPTY_LIST and EMPTY_DICT makes from where it
