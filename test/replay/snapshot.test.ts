@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { SnapshotError } from '../../src/replay/errors.js';
 import { readPickle, readSnapshotFile } from '../../src/replay/read/load.js';
 import { PickleError, PickleTuple, type PickleValue, pickle } from '../../src/replay/read/pickle/index.js';
-import { Action, parseSnapshot } from '../../src/replay/read/snapshot.js';
+import { Action, annotationOf, parseSnapshot } from '../../src/replay/read/snapshot.js';
 import { fixture, readFixture } from './helpers.js';
 
 function fails(v: PickleValue): string {
@@ -140,5 +140,36 @@ describe('snapshot model', () => {
   it('the writer can save a parsed snapshot back and the reader gives the same trace', () => {
     const value = readPickle(pickle(readPickle(readFileSync(fixture('hand.pickle')))));
     expect(parseSnapshot(value).traces[0]).toEqual(readFixture('hand.pickle').traces[0]);
+  });
+});
+
+describe('external_annotations', () => {
+  it('keeps the markers (START or END, a name, a device, a time) and leaves out what is not one', () => {
+    expect(
+      annotationOf({ stage: 'START', name: 'Optimizer.step#AdamW.step', device: 0, time_us: 12 }),
+    ).toEqual({
+      stage: 'START',
+      name: 'Optimizer.step#AdamW.step',
+      device: 0,
+      timeUs: 12,
+    });
+    for (const bad of [
+      { stage: 'BEGIN', name: 'x', device: 0, time_us: 1 },
+      { stage: 'END', device: 0, time_us: 1 },
+      { stage: 'END', name: 'x', device: '0', time_us: 1 },
+      { stage: 'END', name: 'x', device: 0 },
+      [],
+      null,
+    ])
+      expect(annotationOf(bad)).toBeUndefined();
+  });
+
+  it('the streaming reader keeps them, as many as the file holds (torch.optim marks each step)', () => {
+    const s = readSnapshotFile(
+      new URL('../../traces/h200-whatif/gpt_train--reference.pickle.gz', import.meta.url).pathname,
+    );
+    expect(s.externalAnnotations).toBeGreaterThan(0);
+    expect(s.annotations?.length).toBe(s.externalAnnotations);
+    expect(s.annotations?.some((a) => a.name.startsWith('Optimizer.step#'))).toBe(true);
   });
 });

@@ -53,7 +53,12 @@
  * allocated) is not a category of blocks; peak.ts splits it by cause.
  */
 import { isPickleDict, type PickleValue } from '../read/pickle/index.js';
-import type { MemorySnapshot, SnapshotFrame } from '../read/snapshot.js';
+import {
+  annotationOf,
+  type MemorySnapshot,
+  type SnapshotAnnotation,
+  type SnapshotFrame,
+} from '../read/snapshot.js';
 
 export const MEMORY_CATEGORIES = [
   'parameters',
@@ -104,35 +109,18 @@ export function frameCategory(frame: SnapshotFrame): StackCategory | undefined {
   return undefined;
 }
 
-/**
- * One `external_annotations` entry: a record_function marker (torch.optim
- * marks every `Optimizer.step#AdamW.step` and `Optimizer.zero_grad#...`;
- * a program marks its own phases), opened and closed on a device.
- */
-export interface Annotation {
-  readonly stage: 'START' | 'END';
-  readonly name: string;
-  readonly device: number;
-  readonly timeUs: number;
-}
+/** One `external_annotations` marker, as the reader keeps it (read/snapshot.ts). */
+export type Annotation = SnapshotAnnotation;
 
 /**
  * The annotations of an unpickled snapshot (`_dump_snapshot`'s dict), for
  * a caller that holds it whole: entries that are not a START or END with a
  * name, a device and a time are left out (they only ever help a category).
+ * A snapshot the reader read has them already (`MemorySnapshot.annotations`).
  */
 export function annotationsOf(value: PickleValue): Annotation[] {
   const list = isPickleDict(value) ? value.external_annotations : undefined;
-  if (!Array.isArray(list)) return [];
-  const out: Annotation[] = [];
-  for (const e of list) {
-    if (!isPickleDict(e)) continue;
-    const { stage, name, device, time_us: time } = e;
-    if ((stage !== 'START' && stage !== 'END') || typeof name !== 'string') continue;
-    if (typeof device !== 'number' || typeof time !== 'number' || !Number.isFinite(time)) continue;
-    out.push({ stage, name, device, timeUs: time });
-  }
-  return out;
+  return Array.isArray(list) ? list.flatMap((e) => annotationOf(e) ?? []) : [];
 }
 
 /** A stretch between an annotation's START and its END. */

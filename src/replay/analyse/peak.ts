@@ -58,8 +58,8 @@ export interface AnalyseOptions {
   /** How many stacks to list (default 10). */
   readonly topStacks?: number;
   /**
-   * The snapshot's `external_annotations`, where the caller has them: they decide the category of a block
-   * whose stack says nothing (Note [Memory categories], rule 4).
+   * The snapshot's `external_annotations` markers (default: those the reader kept, `snapshot.annotations`):
+   * they decide the category of a block whose stack says nothing (Note [Memory categories], rule 4).
    */
   readonly annotations?: readonly Annotation[];
 }
@@ -205,7 +205,7 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
     answer?.asRecorded ??
     options.asRecorded ??
     reproduceRecording(snapshot, { plan, device: options.device });
-  const categories = new StackCategories(snapshot, options.annotations);
+  const categories = new StackCategories(snapshot, options.annotations ?? snapshot.annotations);
   const stacks = plan.devices.map((d) => blockStacks(snapshot, d));
   const times = plan.devices.map((d) => blockTimes(d));
   const recorded: HeldState[] = [];

@@ -11,7 +11,7 @@
  *   'frames' of an entry,   a FramesList, settled into an interned stack
  *     segment or block
  *   ...['frames'][k]        a FrameRecord, interned once (the memo keeps it)
- *   external_annotations    counted, not kept
+ *   external_annotations    its markers kept (AnnotationList), not its dicts
  *   an outer list           the old form, segments alone (Note [Segment
  *                           lists]): read as the segments list is
  *
@@ -35,7 +35,13 @@ import {
   type StackValue,
   Streamed,
 } from './pickle/index.js';
-import { type EntryFields, type MemorySnapshot, snapshotOf, TraceBuilder } from './snapshot.js';
+import {
+  AnnotationList,
+  type EntryFields,
+  type MemorySnapshot,
+  snapshotOf,
+  TraceBuilder,
+} from './snapshot.js';
 import { FrameRecord, FramesList, StackTable } from './stacks.js';
 
 export interface SnapshotReaderOptions {
@@ -170,7 +176,6 @@ class SnapshotShape implements PickleShape {
     const list = p.top instanceof ListSink ? p.top : p.owner;
     if (list instanceof TraceSink) return list.newEntry();
     if (list instanceof FramesList) return new FrameRecord();
-    if (list instanceof CountSink) return DROPPED;
     const d = {};
     if (this.#isFramedList(p.top) || this.#isFramedList(p.owner)) this.#framedDicts.add(d);
     return d;
@@ -200,7 +205,7 @@ class SnapshotShape implements PickleShape {
         this.traces = new DeviceTraces(this.stacks);
         return this.traces;
       }
-      if (p.key === 'external_annotations') return new CountSink();
+      if (p.key === 'external_annotations') return new AnnotationList();
     }
     const list: PickleValue[] = [];
     const framed =
@@ -328,26 +333,6 @@ class FastEntry extends Streamed {
     return 'a dict';
   }
 }
-
-/** A list whose items are counted and dropped. */
-class CountSink extends ListSink {
-  #length = 0;
-
-  append(): void {
-    this.#length++;
-  }
-
-  get length(): number {
-    return this.#length;
-  }
-}
-
-/** A dict whose items are dropped (an item of a CountSink). */
-class Dropped extends DictSink {
-  set(): void {}
-}
-
-const DROPPED = new Dropped();
 
 function isObject(v: unknown): v is object {
   return typeof v === 'object' && v !== null;

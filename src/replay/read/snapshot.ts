@@ -119,6 +119,8 @@ export interface MemorySnapshot {
   readonly traceAllocOverflowed: boolean | undefined;
   /** How many entries `external_annotations` (record_function markers) holds; 0 when absent. */
   readonly externalAnnotations: number;
+  /** Those markers that open or close a named stretch on a device at a time (annotationOf); absent: none kept. */
+  readonly annotations?: readonly SnapshotAnnotation[];
   /**
    * What the pickle held: `_dump_snapshot`'s dict, or the bare list of
    * segments that `torch.cuda.memory_snapshot()` returns (then `traces` is
@@ -130,6 +132,48 @@ export interface MemorySnapshot {
   readonly vendor?: SnapshotVendor;
   /** torch_npu's workspace blocks the file held, left out of traces and segments (Note [Workspace entries]); absent: none. */
   readonly workspace?: { readonly blocks: number; readonly bytes: number };
+}
+
+/**
+ * One `external_annotations` entry: a record_function marker opened or
+ * closed on a device (torch.optim marks every `Optimizer.step#AdamW.step`;
+ * a program marks its own phases).
+ */
+export interface SnapshotAnnotation {
+  readonly stage: 'START' | 'END';
+  readonly name: string;
+  readonly device: number;
+  readonly timeUs: number;
+}
+
+/**
+ * The marker an `external_annotations` entry is, or undefined where it is
+ * not a START or END with a name, a device and a time: markers only ever
+ * help an answer (a category, a step), so a malformed one is left out, not
+ * refused.
+ */
+export function annotationOf(entry: unknown): SnapshotAnnotation | undefined {
+  if (!isPickleDict(entry)) return undefined;
+  const { stage, name, device, time_us: time } = entry;
+  if ((stage !== 'START' && stage !== 'END') || typeof name !== 'string') return undefined;
+  if (typeof device !== 'number' || typeof time !== 'number' || !Number.isFinite(time)) return undefined;
+  return { stage, name, device, timeUs: time };
+}
+
+/** `external_annotations` as the streaming reader keeps it: its markers (annotationOf), not its dicts. */
+export class AnnotationList extends ListSink {
+  readonly annotations: SnapshotAnnotation[] = [];
+  #length = 0;
+
+  append(value: StackValue): void {
+    this.#length++;
+    const a = annotationOf(value);
+    if (a !== undefined) this.annotations.push(a);
+  }
+
+  get length(): number {
+    return this.#length;
+  }
 }
 
 const CODES = new Map<string, number>(ACTIONS.map((a, i) => [a, i]));
@@ -395,6 +439,12 @@ export function snapshotOf(value: StackValue, stacks: StackTable): MemorySnapsho
     traceAllocOverflowed: overflowed,
     externalAnnotations:
       Array.isArray(annotations) || annotations instanceof ListSink ? annotations.length : 0,
+    annotations:
+      annotations instanceof AnnotationList
+        ? annotations.annotations
+        : Array.isArray(annotations)
+          ? annotations.flatMap((a) => annotationOf(a) ?? [])
+          : [],
     form: 'dict',
     ...(workspaceBlocks > 0 ? { workspace: { blocks: workspaceBlocks, bytes: workspaceBytes } } : {}),
   };
