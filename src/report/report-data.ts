@@ -215,14 +215,19 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
 
 /**
  * Note [Steps from the optimizer's frames]: a training step ends in
- * `optimizer.step()`, whose allocations (Adam's state on the first step,
+ * `optimizer.step()`. torch.optim marks it in `external_annotations`
+ * (record_function's `Optimizer.step#AdamW.step`, START and END, with the
+ * device and time), and its allocations (Adam's state on the first step,
  * the foreach kernels' temporaries after it) carry frames in torch/optim/.
- * A step starts where a run of allocations with such a frame starts, after
- * an allocation without one; the page marks those events. A snapshot
- * without stacks, or an optimizer that allocates nothing, has no marks
- * (external_annotations are counted by the reader, not kept).
+ * Where the device has START markers, a step starts at the first event at
+ * or after each one's time; else where a run of allocations with such a
+ * frame starts, after an allocation without one. The page marks those
+ * events. A snapshot with neither (no markers, no stacks, or an optimizer
+ * that allocates nothing) has no marks.
  */
 function optimizerSteps(snapshot: MemorySnapshot, d: DevicePlan): number[] {
+  const marked = annotatedSteps(snapshot, d);
+  if (marked.length > 0) return marked;
   const { stack, action } = d.trace;
   if (stack === undefined || snapshot.stacks.length === 0) return [];
   const inOptimizer = snapshot.stacks.map((frames) =>
@@ -235,6 +240,23 @@ function optimizerSteps(snapshot: MemorySnapshot, d: DevicePlan): number[] {
     const now = inOptimizer[stack[i]] === true;
     if (now && !before) starts.push(i);
     before = now;
+  }
+  return starts;
+}
+
+/** The first event at or after each of the device's `Optimizer.step#` START markers (none without times). */
+function annotatedSteps(snapshot: MemorySnapshot, d: DevicePlan): number[] {
+  const times = (snapshot.annotations ?? [])
+    .filter((a) => a.stage === 'START' && a.device === d.device && a.name.startsWith('Optimizer.step#'))
+    .map((a) => a.timeUs)
+    .sort((a, b) => a - b);
+  const { timeUs } = d.trace;
+  const starts: number[] = [];
+  let i = 0;
+  for (const t of times) {
+    while (i < d.trace.length && !(timeUs[i] >= t)) i++;
+    if (i === d.trace.length) break;
+    if (starts.at(-1) !== i) starts.push(i);
   }
   return starts;
 }

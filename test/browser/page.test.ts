@@ -300,7 +300,9 @@ describe.skipIf(missing !== undefined)('the page in chromium, opened from its fi
       `${frames[0].name} (${frames[0].filename}:${frames[0].line})`,
     );
 
-    // The optimizer's steps: each starts at an allocation inside torch/optim/ after one outside it.
+    // The optimizer's steps: each starts at the first event at or after a torch.optim Optimizer.step# marker
+    // (Note [Steps from the optimizer's frames]; the frames' rule, for snapshots without markers, is
+    // test/report/recorder.test.ts's).
     const steps = await o.page.evaluate(
       () =>
         (
@@ -310,14 +312,14 @@ describe.skipIf(missing !== undefined)('the page in chromium, opened from its fi
         ).vmmkitReport.data.devices[0].steps,
     );
     expect(steps.length).toBeGreaterThan(1);
-    const inOptimizer = (e: number) =>
-      [...snapshot.stacks![snapshot.traces[0].stack![e]]].some((f) =>
-        snapshot.frames[f].filename.includes('torch/optim/'),
-      );
-    const allocs: number[] = [];
-    for (let e = 0; e < snapshot.traces[0].length; e++)
-      if (snapshot.traces[0].action[e] === Action.alloc && snapshot.traces[0].stack![e] >= 0) allocs.push(e);
-    const starts = allocs.filter((e, k) => inOptimizer(e) && (k === 0 || !inOptimizer(allocs[k - 1])));
+    const t = snapshot.traces[0];
+    const starts = (snapshot.annotations ?? [])
+      .filter((a) => a.stage === 'START' && a.name.startsWith('Optimizer.step#'))
+      .map((a) => {
+        let e = 0;
+        while (e < t.length && t.timeUs[e] < a.timeUs) e++;
+        return e;
+      });
     expect(steps.map((s) => s.event)).toEqual(starts);
     // The stretch before the first step (most of this recording) is drawn in a tenth of the width.
     const at = await o.page.evaluate((x) => {

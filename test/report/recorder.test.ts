@@ -155,3 +155,49 @@ describe('recordReplay on two devices', () => {
     expect(data.devices[1].x[data.devices[1].x.length - 1]).toBe(2e-6);
   });
 });
+
+describe("the report's optimizer steps (Note [Steps from the optimizer's frames])", () => {
+  const whatif = (name: string) =>
+    fileURLToPath(new URL(`../../traces/h200-whatif/${name}`, import.meta.url));
+  const pytorch = DEFAULT_ALLOCATORS.filter((a) => a.name === 'pytorch-native');
+  const stepsOf = (snapshot: ReturnType<typeof readSnapshotFile>) =>
+    reportData(
+      recordReplay(snapshot, { allocators: pytorch, peakLayout: false }),
+      'steps',
+    ).devices[0].steps.map((s) => s.event);
+  /** The first event at or after each Optimizer.step# START marker's time. */
+  const fromMarkers = (snapshot: ReturnType<typeof readSnapshotFile>) => {
+    const t = snapshot.traces[0];
+    return (snapshot.annotations ?? [])
+      .filter((a) => a.stage === 'START' && a.name.startsWith('Optimizer.step#'))
+      .map((a) => {
+        let i = 0;
+        while (i < t.length && t.timeUs[i] < a.timeUs) i++;
+        return i;
+      });
+  };
+
+  it("a stackless recording's steps come from torch.optim's markers: one per step the job ran", () => {
+    const reference = readSnapshotFile(whatif('gpt_train--reference.pickle.gz'));
+    expect(reference.stacks.length).toBe(0);
+    const steps = stepsOf(reference);
+    // record.py's gpt_train runs 14 steps (step0 to step13 in results.json's marks).
+    expect(steps).toHaveLength(14);
+    expect(steps).toEqual(fromMarkers(reference));
+  });
+
+  it('without markers, the steps are where runs of allocations inside torch/optim/ start', () => {
+    const stacks = readSnapshotFile(whatif('gpt_train--stacks.pickle'));
+    const bare = { ...stacks, annotations: [] };
+    const t = stacks.traces[0];
+    const inOptimizer = (e: number) =>
+      [...stacks.stacks[t.stack[e]]].some((f) => stacks.frames[f].filename.includes('torch/optim/'));
+    const allocs: number[] = [];
+    for (let e = 0; e < t.length; e++) if (t.action[e] === 0 && t.stack[e] >= 0) allocs.push(e);
+    const starts = allocs.filter((e, k) => inOptimizer(e) && (k === 0 || !inOptimizer(allocs[k - 1])));
+    expect(starts.length).toBeGreaterThan(1);
+    expect(stepsOf(bare)).toEqual(starts);
+    // With its markers, the same recording's steps are theirs.
+    expect(stepsOf(stacks)).toEqual(fromMarkers(stacks));
+  });
+});
