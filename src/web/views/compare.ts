@@ -10,7 +10,7 @@ import type { SnapshotComparison } from '../../replay/analyse/compare.js';
 import { settingWords } from '../../replay/analyse/lines.js';
 import { formatBytes } from '../../util/format.js';
 import { el } from './dom.js';
-import { bytesCell, signedBytes, table } from './peak.js';
+import { bytesCell, signedBytes, stackItem, table } from './peak.js';
 
 /** Draw `data` into `root`, in place of what it held; `names` label the two sides (default A and B). */
 export function renderCompare(
@@ -91,23 +91,10 @@ export function renderCompare(
       const list = el('ol', { class: 'compare-stacks' });
       for (const s of d.stacks)
         list.append(
-          el(
-            'li',
+          stackItem(
             { 'data-bytes': s.differenceBytes },
-            el(
-              'details',
-              {},
-              el(
-                'summary',
-                {},
-                `${signedBytes(s.differenceBytes)} (${formatBytes(s.aBytes)} to ${formatBytes(s.bBytes)}), ${s.category}: ${s.summary}`,
-              ),
-              el(
-                'pre',
-                { class: 'frames' },
-                s.frames.length > 0 ? s.frames.join('\n') : '(no stack recorded)',
-              ),
-            ),
+            `${signedBytes(s.differenceBytes)} (${formatBytes(s.aBytes)} to ${formatBytes(s.bBytes)}), ${s.category}: ${s.summary}`,
+            s.frames,
           ),
         );
       block.append(list);

@@ -34,6 +34,24 @@ export function table(
 }
 
 /** Bytes as a cell. */
+/** A stack as a list item: its one-line summary, opening to its frames (text only: frames may carry markup). */
+export function stackItem(
+  attributes: Record<string, string | number>,
+  summary: string,
+  frames: readonly string[],
+): HTMLElement {
+  return el(
+    'li',
+    attributes,
+    el(
+      'details',
+      {},
+      el('summary', {}, summary),
+      el('pre', { class: 'frames' }, frames.length > 0 ? frames.join('\n') : '(no stack recorded)'),
+    ),
+  );
+}
+
 export function bytesCell(n: number): { text: string; bytes: number } {
   return { text: formatBytes(n), bytes: n };
 }
@@ -141,23 +159,10 @@ export function renderPeak(root: HTMLElement, data: PeakBreakdown): void {
       const list = el('ol', { class: 'peak-stacks' });
       for (const s of d.topStacks)
         list.append(
-          el(
-            'li',
+          stackItem(
             { 'data-bytes': s.bytes, 'data-category': s.category },
-            el(
-              'details',
-              {},
-              el(
-                'summary',
-                {},
-                `${formatBytes(s.bytes)} in ${s.blocks} block(s), ${s.category}: ${s.summary}`,
-              ),
-              el(
-                'pre',
-                { class: 'frames' },
-                s.frames.length > 0 ? s.frames.join('\n') : '(no stack recorded)',
-              ),
-            ),
+            `${formatBytes(s.bytes)} in ${s.blocks} block(s), ${s.category}: ${s.summary}`,
+            s.frames,
           ),
         );
       block.append(list);
