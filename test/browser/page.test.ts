@@ -10,8 +10,7 @@
  * own file, blobs, or (served) its loopback server.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -26,7 +25,7 @@ import { readPickle, readSnapshotFile } from '../../src/replay/read/load.js';
 import { isPickleDict, type PickleValue } from '../../src/replay/read/pickle/value.js';
 import { pickle } from '../../src/replay/read/pickle/writer.js';
 import { Action } from '../../src/replay/read/snapshot.js';
-import { chromiumMissing, launchChromium, type OpenBrowser } from './chromium.js';
+import { CI, chromiumMissing, launchChromium, type OpenBrowser, screenshotFolder } from './chromium.js';
 
 const trace = (name: string) =>
   fileURLToPath(new URL(`../../traces/h200/${name}.pickle.gz`, import.meta.url));
@@ -55,13 +54,7 @@ interface TimelineData {
 }
 const PAGE = fileURLToPath(new URL('../../dist/web/index.html', import.meta.url));
 const missing = chromiumMissing() ?? (existsSync(PAGE) ? undefined : 'the page is not built (npm run build)');
-const CI = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
-const KEEP = process.env.VMMKIT_SCREENSHOTS;
-if (KEEP !== undefined) mkdirSync(KEEP, { recursive: true });
-const OUT = KEEP ?? mkdtempSync(join(tmpdir(), 'vmmkit-page-'));
-afterAll(() => {
-  if (KEEP === undefined) rmSync(OUT, { recursive: true, force: true });
-});
+const OUT = screenshotFolder('vmmkit-page-');
 
 it.runIf(CI)('chromium is installed and the page built where CI runs', () => {
   expect(missing).toBeUndefined();

@@ -6,8 +6,7 @@
  * zoom, and the maps at the peaks hold the segments and blocks the trace
  * has there. A million-event trace loads and keeps its peak.
  */
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
@@ -23,18 +22,11 @@ import { formatBytes } from '../../src/report/format.js';
 import { renderReportHtml } from '../../src/report/html.js';
 import { reportData } from '../../src/report/report-data.js';
 import { makeBenchSnapshot } from '../support/bench-snapshot.js';
-import { chromiumMissing, launchChromium, type OpenBrowser } from './chromium.js';
+import { CI, chromiumMissing, launchChromium, type OpenBrowser, screenshotFolder } from './chromium.js';
 
 const TRACE = fileURLToPath(new URL('../../traces/h200/phases_streams-native.pickle.gz', import.meta.url));
 const missing = chromiumMissing();
-const CI = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
-// Screenshots go to VMMKIT_SCREENSHOTS when set (kept), else to a temporary folder removed at the end.
-const KEEP = process.env.VMMKIT_SCREENSHOTS;
-if (KEEP !== undefined) mkdirSync(KEEP, { recursive: true });
-const OUT = KEEP ?? mkdtempSync(join(tmpdir(), 'vmmkit-browser-'));
-afterAll(() => {
-  if (KEEP === undefined) rmSync(OUT, { recursive: true, force: true });
-});
+const OUT = screenshotFolder('vmmkit-browser-');
 
 it.runIf(CI)('chromium is installed where CI runs (npm test’s pretest installs it)', () => {
   expect(missing).toBeUndefined();
