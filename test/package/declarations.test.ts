@@ -34,6 +34,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
 function distIsCurrent(): boolean {
   if (!existsSync(join(root, 'dist/src'))) return false;
   for (const source of sourceFiles(join(root, 'src'))) {
+    if (source.endsWith('.d.ts')) continue; // a declaration of its own (src/web/vite-env.d.ts) is not emitted
     const built = join(root, 'dist', relative(root, source).replace(/\.ts$/, '.d.ts'));
     if (!existsSync(built) || statSync(built).mtimeMs < statSync(source).mtimeMs) return false;
   }
