@@ -65,7 +65,7 @@ import { runCommand } from './command.js';
 import { REPLAY_SPEC } from './command-specs.js';
 import { CommandError } from './errors.js';
 import { checkWritableFolder, writeOut } from './output-files.js';
-import { findCosts } from './package-files.js';
+import { costsFor, findCosts } from './package-files.js';
 import { deviceFor, whatIfOf } from './what-if-options.js';
 
 export const REPLAY_USAGE = usageOf(REPLAY_SPEC);
@@ -105,9 +105,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
   const givenCosts = costsPath === undefined ? undefined : findCosts(costsPath, null);
   const snapshot = withVendor(await loadSnapshotFile(args[0], { onProgress: loadProgress(io) }), vendor);
   const guess = vendorGuessOf(snapshot);
-  // The package's cost table was measured on an H200: a torch_npu or ROCm driver's costs are not it.
-  const costs =
-    givenCosts ?? (guess.vendor === 'cuda' ? findCosts(undefined, options.defaultCosts) : undefined);
+  const costs = costsFor(givenCosts, guess.vendor, options.defaultCosts);
   const device = deviceFor(named, snapshot);
   const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);

@@ -29,7 +29,7 @@ import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
 import { REPORT_SPEC } from './command-specs.js';
 import { checkOutName, checkWritable, writeOut } from './output-files.js';
-import { findCosts } from './package-files.js';
+import { costsFor, findCosts } from './package-files.js';
 import { checkHistory, loadProgress } from './replay.js';
 import { deviceFor, whatIfOf } from './what-if-options.js';
 
@@ -72,9 +72,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
   const page = pageHtml();
   const snapshot = withVendor(await loadSnapshotFile(args[0], { onProgress: loadProgress(io) }), vendor);
   const device = deviceFor(named, snapshot);
-  // The package's cost table was measured on an H200: a torch_npu or ROCm driver's costs are not it.
-  const costs =
-    givenCosts ?? (vendorOf(snapshot) === 'cuda' ? findCosts(undefined, options.defaultCosts) : undefined);
+  const costs = costsFor(givenCosts, vendorOf(snapshot), options.defaultCosts);
   const plan = planReplay(snapshot, { memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
   const { data, recorded } = await pageData(snapshot, args[0], {
