@@ -40,8 +40,8 @@ import { capInForce, leastRecordedCap } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
 import {
+  allocatorOwner,
   allocConfName,
-  defaultsName,
   type SnapshotVendor,
   vendorGuessOf,
   vendorLines,
@@ -293,8 +293,8 @@ function text(
   vendor: SnapshotVendor,
 ): string[] {
   const name = allocConfName(vendor);
-  const display = (conf: string) => (conf === '' ? `(empty: ${defaultsName(vendor)})` : conf);
-  const whose = vendor === 'npu' ? 'torch_npu' : 'PyTorch';
+  const whose = allocatorOwner(vendor);
+  const display = (conf: string) => (conf === '' ? `(empty: ${whose}'s defaults)` : conf);
   // A window that starts mid-run gives estimates for other settings, never a figure that holds
   // (Note [Answers from a late start]): each is marked '~', and the notes give the bound that holds.
   const estimated = plans.some((p) => p.startedMidRun);

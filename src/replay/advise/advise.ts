@@ -58,7 +58,7 @@ import { ReplayError } from '../engine/replay.js';
 import { planReplay, type TracePlan } from '../engine/trace-plan.js';
 import { verdictOf } from '../engine/verdict.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
-import { settingsOfSnapshot, vendorOf, withVendor } from '../read/vendor.js';
+import { allocatorOwner, settingsOfSnapshot, vendorOf, withVendor } from '../read/vendor.js';
 import {
   type JobOutcome,
   MIN_EVENTS_FOR_WORKERS,
@@ -783,7 +783,15 @@ class Search {
     const recommended = fits ? head : null;
     return {
       recommended,
-      verdict: verdictLine(recommended, candidates, bounds, limit, tol, this.#traces, this.#npu),
+      verdict: verdictLine(
+        recommended,
+        candidates,
+        bounds,
+        limit,
+        tol,
+        this.#traces,
+        allocatorOwner(this.#npu ? 'npu' : 'cuda'),
+      ),
       equals,
       lowest: lowest === null || lowest === recommended ? null : lowest,
       withoutExpandableSegments:
@@ -1132,11 +1140,10 @@ function verdictLine(
   limit: number | undefined,
   tol: number,
   traces: number,
-  npu: boolean,
+  whose: 'torch_npu' | 'PyTorch',
 ): string {
   const of = (k: number) => (traces > 1 ? ` in snapshot ${k + 1}` : '');
   // Whose settings they are: torch_npu's on an NPU snapshot (PYTORCH_NPU_ALLOC_CONF).
-  const whose = npu ? 'torch_npu' : 'PyTorch';
   const display = (conf: string) => (conf === '' ? `${whose}'s defaults` : conf);
   if (recommended !== null) {
     const name = display(recommended.allocConf);

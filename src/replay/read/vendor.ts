@@ -294,7 +294,7 @@ export function allocConfName(vendor: SnapshotVendor): string {
   return vendor === 'npu' ? 'PYTORCH_NPU_ALLOC_CONF' : 'PYTORCH_CUDA_ALLOC_CONF';
 }
 
-/** Whose allocator an empty configuration string leaves at its defaults, in words. */
-export function defaultsName(vendor: SnapshotVendor): string {
-  return vendor === 'npu' ? "torch_npu's defaults" : "PyTorch's defaults";
+/** Whose caching allocator a vendor's snapshots come from, in words: torch_npu's, or PyTorch's. */
+export function allocatorOwner(vendor: SnapshotVendor): 'torch_npu' | 'PyTorch' {
+  return vendor === 'npu' ? 'torch_npu' : 'PyTorch';
 }
