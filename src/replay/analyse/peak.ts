@@ -162,6 +162,22 @@ export interface PeakBreakdown {
 
 const PYTORCH = ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory;
 
+/** PyTorch's model under a setting or a limit: the what-if every analysis sets beside the recording. */
+export function pytorchUnder(
+  snapshot: MemorySnapshot,
+  plan: TracePlan,
+  setting: { readonly allocConf?: string; readonly memoryLimit?: number; readonly device?: DeviceChoice },
+): WhatIfAnswer {
+  return answerWhatIf(snapshot, {
+    plan,
+    allocators: [PYTORCH],
+    allocConf: setting.allocConf,
+    memoryLimit: setting.memoryLimit,
+    device: setting.device,
+    keepEvents: false,
+  });
+}
+
 /** What holds memory at the peak of `snapshot`, and under a setting where one is given. */
 export function analysePeak(snapshot: MemorySnapshot, options: AnalyseOptions = {}): PeakBreakdown {
   return analyseWithStates(snapshot, options).breakdown;
@@ -191,15 +207,7 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
     ? undefined
     : options.whatIf !== undefined && given >= 0
       ? options.whatIf
-      : answerWhatIf(snapshot, {
-          plan,
-          allocators: [PYTORCH],
-          allocConf: options.allocConf,
-          memoryLimit: options.memoryLimit,
-          device: options.device,
-          keepEvents: false,
-          onStep: undefined,
-        });
+      : pytorchUnder(snapshot, plan, options);
   const index = answer === options.whatIf ? given : 0;
   const asRecorded =
     answer?.asRecorded ??

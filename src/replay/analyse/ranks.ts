@@ -15,14 +15,13 @@
  */
 import type { DeviceChoice } from '../../util/device-specs.js';
 import { type Advice, advise } from '../advise/advise.js';
-import { ALLOCATOR_REGISTRY, type AllocatorFactory } from '../engine/allocators.js';
 import { type AsRecorded, reproduceRecording } from '../engine/as-recorded.js';
 import { planReplay, type TracePlan } from '../engine/trace-plan.js';
-import { answerWhatIf, type Verdict } from '../engine/what-if.js';
+import type { Verdict } from '../engine/what-if.js';
 import { ReplayError } from '../errors.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 import type { MemoryCategory } from './categories.js';
-import { analysePeak } from './peak.js';
+import { analysePeak, pytorchUnder } from './peak.js';
 
 export interface RanksOptions {
   /** A name per snapshot (its file), in order; default "rank k". */
@@ -100,8 +99,6 @@ export interface RankAdvice {
   readonly perSnapshot: readonly { readonly peakReservedBytes: number; readonly fits: boolean }[];
 }
 
-const PYTORCH = ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory;
-
 /** Summarise a job's per-rank snapshots (Note [Which rank runs out first]). */
 export async function summariseRanks(
   snapshots: readonly MemorySnapshot[],
@@ -120,16 +117,7 @@ export async function summariseRanks(
     // A segment list (one moment, no history) has no peak to set beside the others: it gives no row.
     if (s.traces.length === 0) return;
     const plan = plans[k];
-    const answer = asked
-      ? answerWhatIf(s, {
-          plan,
-          allocators: [PYTORCH],
-          allocConf: options.allocConf,
-          memoryLimit: options.memoryLimit,
-          device: options.device,
-          keepEvents: false,
-        })
-      : undefined;
+    const answer = asked ? pytorchUnder(s, plan, options) : undefined;
     if (answer !== undefined) verdicts.push(answer.answers[0].verdict);
     const asRecorded =
       answer?.asRecorded ??
