@@ -147,22 +147,17 @@ export function fidelityPage() {
       day(sharing.recordedAt),
       link('conformance/results/h200-sharing.json'),
     ],
-    [
-      'HIP conformance table over the real driver',
-      hip.passed + hip.skipped + hip.failed,
-      hip.passed,
-      `${hip.skipped} skipped with their reasons, ${hip.failed} failed`,
+    ...[
+      ['HIP', hip],
+      ['ACL', acl],
+    ].map(([vendor, t]) => [
+      `${vendor} conformance table over the real driver`,
+      t.passed + t.skipped + t.failed,
+      t.passed,
+      `${t.skipped} skipped with their reasons, ${t.failed} failed`,
       `started ${flavors.start} UTC (the transcript names no day)`,
       link('conformance/results/h200-flavors.txt'),
-    ],
-    [
-      'ACL conformance table over the real driver',
-      acl.passed + acl.skipped + acl.failed,
-      acl.passed,
-      `${acl.skipped} skipped with their reasons, ${acl.failed} failed`,
-      `started ${flavors.start} UTC (the transcript names no day)`,
-      link('conformance/results/h200-flavors.txt'),
-    ],
+    ]),
     [
       "PyTorch's peak reserved on the recorded H200 traces, replayed by the model of the allocator that recorded each",
       traces.length,
