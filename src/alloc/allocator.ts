@@ -30,6 +30,14 @@ export interface CachingAllocator extends Disposable {
   emptyCache(): void;
   /** Counters, current and peak, kept as PyTorch keeps its memory stats. */
   readonly stats: AllocatorStats;
+  /**
+   * The most a request ever asked a cap to allow: reserved bytes plus the
+   * growth it wanted, at each check, passed or not, and whether a cap was
+   * set or not (Note [A run the cap never touched]). A record of what was
+   * asked, kept apart from the state: a call that fails and changes nothing
+   * may still raise it. Absent where the allocator checks no cap.
+   */
+  readonly peakCapDemandBytes?: number;
   /** Everything held goes back to the driver. Never throws. */
   dispose(): void;
   /**

@@ -11,6 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ALLOCATOR_REGISTRY } from '../../src/replay/engine/allocators.js';
 import { reproduceRecording } from '../../src/replay/engine/as-recorded.js';
+import { replay } from '../../src/replay/engine/replay.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import {
   ambiguousRunLines,
@@ -112,6 +113,32 @@ describe('the cap a recording does not state, inferred as an interval that holds
         recordedLimit: r.allowedBytes as number,
       });
       expect(given.reproduced).toBe(true);
+    });
+  }
+});
+
+describe('Note [A run the cap never touched]', () => {
+  const MiB = 1024 * 1024;
+  const pytorch = ALLOCATOR_REGISTRY.filter((a) => a.name === 'pytorch');
+  for (const name of ['gpt_train--reference.pickle.gz', 'gpt_train--expandable.pickle.gz']) {
+    it(`${name}: under a cap of the run's peak demand, or none, the same run; a page less, a check fails`, () => {
+      const snapshot = readSnapshotFile(new URL(name, whatif).pathname);
+      const plan = planReplay(snapshot);
+      const run = (memoryLimit?: number) =>
+        replay(snapshot, { allocators: pytorch, plan, memoryLimit, keepEvents: true }).allocators[0]
+          .devices[0];
+      const free = run();
+      const demand = free.peakCapDemandBytes as number;
+      expect(demand).toBeGreaterThan(0);
+      const capped = run(demand);
+      expect(capped.segmentEvents).toEqual(free.segmentEvents);
+      expect([capped.peakReservedBytes, capped.ooms]).toEqual([free.peakReservedBytes, 0]);
+      // One page less and the request that asked the most is refused: the run is another.
+      const under = run(demand - 2 * MiB);
+      expect(under.peakCapDemandBytes).toBeGreaterThan(demand - 2 * MiB);
+      expect(
+        under.ooms > 0 || JSON.stringify(under.segmentEvents) !== JSON.stringify(free.segmentEvents),
+      ).toBe(true);
     });
   }
 });

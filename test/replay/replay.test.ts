@@ -499,6 +499,7 @@ describe('fidelity', () => {
       blockAddress: Float64Array.of(ours + 3 * MiB),
       blockState: Uint8Array.of(BlockState.live),
       deviceUsedAtPeakBytes: null,
+      peakCapDemandBytes: null,
     };
     const f = compareWithTrace(plan.devices[0], run);
     expect(f.allocsMatched).toBe(1);

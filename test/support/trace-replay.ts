@@ -116,6 +116,7 @@ export function replayDevice(
     peakAllocatedBytes: stats.peakAllocatedBytes,
     peakRequestedBytes: plan.peakRequestedBytes,
     deviceUsedAtPeakBytes: null,
+    peakCapDemandBytes: allocator.peakCapDemandBytes ?? null,
     ratio: null,
     utilization: null,
     ooms: stats.ooms,

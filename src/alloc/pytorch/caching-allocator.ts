@@ -49,6 +49,7 @@ import { PytorchStats } from './stats.js';
 export class PytorchCachingAllocator implements CachingAllocator {
   readonly device: number;
   readonly stats = new PytorchStats();
+  #peakCapDemand = 0;
   readonly settings: PytorchAllocatorSettings;
   readonly #runtime: Runtime;
   readonly #expandable: boolean;
@@ -334,13 +335,20 @@ export class PytorchCachingAllocator implements CachingAllocator {
   ): Block | undefined {
     if (isRetry) this.stats.allocRetries++;
     // Note [Memory limit]: alloc_size against the cap, before the driver, in both modes.
-    if (this.#capped && this.#memory.bytes + allocSize > this.#allowedBytes()) return undefined;
+    const demand = this.#memory.bytes + allocSize;
+    if (demand > this.#peakCapDemand) this.#peakCapDemand = demand;
+    if (this.#capped && demand > this.#allowedBytes()) return undefined;
     if (this.#expandable) {
       const b = this.#expandableBlocks.tryAllocateExpandableBlock(pool, stream, size);
       if (b !== undefined && pool.owner !== undefined) pool.owner.cudaMallocCount++; // P4, P11
       return b;
     }
     return this.#native.allocBlock(pool, stream, allocSize);
+  }
+
+  /** CachingAllocator.peakCapDemandBytes. */
+  get peakCapDemandBytes(): number {
+    return this.#peakCapDemand;
   }
 
   /** Bytes the cap allows (allowed_memory_maximum, Note [Memory limit]); only while #capped. */

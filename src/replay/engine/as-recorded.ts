@@ -98,7 +98,12 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   );
   let replays = 0;
   const { plan: base, recordedLimit: given, ...where } = options;
-  const at = (limits: readonly (number | undefined)[]) => {
+  const done: Replayed[] = [];
+  const collects = settings.garbageCollectionThreshold > 0;
+  const at = (limits: readonly (number | undefined)[]): Replayed => {
+    const retries = retriesKey(caps, limits);
+    const same = done.find((r) => r.retries === retries && sameRunUnder(r, limits, collects));
+    if (same !== undefined) return same;
     replays++;
     const plan = planUnder(snapshot, base, caps, limits, true);
     const run = replay(snapshot, {
@@ -109,7 +114,9 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
       keepEvents: true,
       deviceMemoryLimits: limits,
     }).allocators[0];
-    return { plan, run };
+    const replayed = { plan, run, limits, retries };
+    done.push(replayed);
+    return replayed;
   };
   const byDevice = (f: (c: DeviceCap) => number | undefined) => {
     const out: (number | undefined)[] = [];
@@ -131,7 +138,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   const capped = caps.some((c) => Number.isFinite(c.highBytes));
   const found =
     capped && given === undefined
-      ? searchCaps(caps, top, at, settings.garbageCollectionThreshold > 0)
+      ? searchCaps(caps, top, at, collects)
       : new Map<number, { low: number; high: number }>();
   const bottom =
     capped && given === undefined
@@ -222,7 +229,45 @@ export function planUnder(
   return withRetries(snapshot, plan, retries, inferEmptyCache);
 }
 
-type Replayed = { plan: TracePlan; run: AllocatorRun };
+/** A replay as recorded under `limits`; `retries` names the plan it ran (retriesKey). */
+type Replayed = {
+  readonly plan: TracePlan;
+  readonly run: AllocatorRun;
+  readonly limits: readonly (number | undefined)[];
+  readonly retries: string;
+};
+
+/** Which runs of segment frees the plan under `limits` takes for retries, per device: equal keys, equal plans. */
+function retriesKey(caps: readonly DeviceCap[], limits: readonly (number | undefined)[]): string {
+  return caps.map((c) => `${c.device}:${[...allocatorRunsUnder(c, limits[c.device])].join(',')}`).join(' ');
+}
+
+/**
+ * Note [A run the cap never touched]: the cap enters PyTorch's allocator at
+ * one place, the check of reserved bytes plus alloc_size before the driver
+ * is asked (Note [Memory limit]), and, with garbage_collection_threshold
+ * set, in when collection runs. So without collection a run whose every
+ * check asked for at most X bytes (peakCapDemandBytes) makes the same
+ * decisions under any cap of at least X, or none: replayed once under one
+ * of them, it is the replay under all, given the same plan. (X is not the
+ * peak: expandable segments map pages without a check, as PyTorch does.)
+ * A run with an oom is replayed anew, since PyTorch's message names the
+ * cap. The search for
+ * the recorded cap asks about caps near the peak, where this is common
+ * (the peak itself, when the run never asked past it), and takes the run
+ * it has instead of another replay.
+ */
+function sameRunUnder(r: Replayed, limits: readonly (number | undefined)[], collects: boolean): boolean {
+  for (const d of r.run.devices) {
+    const was = r.limits[d.device];
+    const now = limits[d.device];
+    if (was === now) continue;
+    const demand = d.peakCapDemandBytes;
+    const allows = (l: number | undefined) => l === undefined || (demand !== null && demand <= l);
+    if (collects || d.ooms > 0 || !allows(was) || !allows(now)) return false;
+  }
+  return r.run.error === undefined;
+}
 
 /** Whether a replay reproduced one device's recording. */
 function reproducedBy(r: Replayed, c: DeviceCap): boolean {

@@ -215,6 +215,8 @@ export interface DeviceRun {
    * allocator started); null unless measureDeviceMemory.
    */
   readonly deviceUsedAtPeakBytes: number | null;
+  /** The allocator's peakCapDemandBytes (AllocatorStats), or null where it checks no cap. */
+  readonly peakCapDemandBytes: number | null;
   /**
    * Whether the allocator took the recorded allocator's state at the first
    * event (CachingAllocator.restore; plan.devices[i].startState says how
@@ -709,6 +711,7 @@ class DeviceReplay {
       blockAddress: this.#ours,
       blockState: this.#state,
       deviceUsedAtPeakBytes: this.#deviceUsedAtPeak,
+      peakCapDemandBytes: this.allocator.peakCapDemandBytes ?? null,
       startRestored: this.#startRestored,
     };
   }
