@@ -9,7 +9,8 @@
  * segments map one page at a time). Replay is deterministic, so the second
  * run makes exactly the same calls: the recorder of the first run gives the
  * number of the call that reached the peak, and the second captures right
- * after that call. Its other results are dropped.
+ * after that call, and ends there (stopOnceCaptured): what comes after a
+ * peak is no part of its layout. Its other results are dropped.
  */
 import type { AllocatorFactory } from '../replay/engine/allocators.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
@@ -86,7 +87,12 @@ export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): 
     const recordings = recorder.recordings(i);
     if (!peakLayout || run.error !== undefined) return { run, recordings };
     const capture = new Map(recordings.map((r) => [`0:${r.device}`, r.peakCall]));
-    const again = new ReplayRecorder(plan, { buckets: 1, captureAfterCall: capture, captureFirstOom: false });
+    const again = new ReplayRecorder(plan, {
+      buckets: 1,
+      captureAfterCall: capture,
+      captureFirstOom: false,
+      stopOnceCaptured: true,
+    });
     replay(snapshot, {
       ...what,
       allocators: [options.allocators[i]],

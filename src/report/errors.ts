@@ -14,3 +14,10 @@ export class ReportArgumentError extends errorClass('ReportArgumentError', Range
 
 /** The page `vmmkit report` and `vmmkit open` write and serve is not built (dist/web/index.html). */
 export class ReportPageMissingError extends errorClass('ReportPageMissingError') {}
+
+/**
+ * Not a failure: the recorder's way to end a replay once it holds every
+ * layout it was asked for (RecorderOptions.stopOnceCaptured), the same way
+ * advise's watch ends a replay past its bar.
+ */
+export class CapturesTaken extends errorClass('CapturesTaken') {}

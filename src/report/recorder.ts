@@ -14,7 +14,7 @@ import type { Runtime, RuntimeDescription } from '../core/runtime.js';
 import type { ReplayStep } from '../replay/engine/replay.js';
 import type { DevicePlan, TracePlan } from '../replay/engine/trace-plan.js';
 import { MinMaxBuckets, type MinMaxSeries } from './downsample.js';
-import { RecorderError } from './errors.js';
+import { CapturesTaken, RecorderError } from './errors.js';
 
 // RecorderError lives in errors.ts; re-exported here, where it was.
 export { RecorderError } from './errors.js';
@@ -72,6 +72,12 @@ export interface RecorderOptions {
    * this event or a later one (the state at a point chosen on the page's timeline), as `layout`.
    */
   readonly captureAtEvent?: ReadonlyMap<string, number>;
+  /**
+   * End the replay once every layout captureAfterCall asks for is taken (onStep throws CapturesTaken,
+   * which replay keeps as the run's error): the second pass of Note [Two passes for the peak] needs
+   * nothing after its peaks.
+   */
+  readonly stopOnceCaptured?: boolean;
 }
 
 /** Records a replay: pass `onStep` in replay's options, then read `recordings(run)`. */
@@ -81,7 +87,12 @@ export class ReplayRecorder {
   readonly #options: RecorderOptions;
   /** Per run, its devices' recorders in the order replay ran them. */
   readonly #runs = new Map<number, DeviceRecorder[]>();
-  readonly onStep = (step: ReplayStep): void => this.#recorder(step).step(step);
+  readonly onStep = (step: ReplayStep): void => {
+    const recorder = this.#recorder(step);
+    recorder.step(step);
+    if (this.#options.stopOnceCaptured === true && recorder.hasLayout && this.#allCaptured(step.run))
+      throw new CapturesTaken(`every layout asked for is taken, at event ${step.event}`);
+  };
 
   constructor(plan: TracePlan, options: RecorderOptions = {}) {
     this.#plan = plan;
@@ -111,6 +122,17 @@ export class ReplayRecorder {
     );
     list.push(recorder);
     return recorder;
+  }
+
+  /** Whether run `run` holds every layout captureAfterCall asks of it. */
+  #allCaptured(run: number): boolean {
+    const recorders = this.#runs.get(run) ?? [];
+    for (const [key, call] of this.#options.captureAfterCall ?? []) {
+      const [r, device] = key.split(':').map(Number);
+      if (r !== run || call < 0) continue;
+      if (!recorders.some((x) => x.device === device && x.hasLayout)) return false;
+    }
+    return true;
   }
 
   /** One recording per device run `run` served, in the order replay ran them. */
@@ -171,6 +193,11 @@ class DeviceRecorder {
     this.#allocated = new MinMaxBuckets(n, buckets, 0);
     this.#fragmentation = new MinMaxBuckets(n, buckets, 0);
     this.#calls = new MinMaxBuckets(n, buckets, 0);
+  }
+
+  /** Whether the layout asked for (captureAfterCall or captureAtEvent) is taken. */
+  get hasLayout(): boolean {
+    return this.#layout !== undefined;
   }
 
   step(step: ReplayStep): void {

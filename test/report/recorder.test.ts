@@ -37,6 +37,37 @@ describe('recordReplay on a real trace (phases_streams, native)', () => {
       expect(r.reserved.first.length).toBeLessThanOrEqual(100);
     });
 
+    it(`${f.name}: the second pass ends at the peak, with the layout a pass to the end takes there`, () => {
+      const r = recorded.runs[i].recordings[0];
+      const capture = new Map([[`0:${r.device}`, r.peakCall]]);
+      const pass = (stopOnceCaptured: boolean) => {
+        let steps = 0;
+        const again = new ReplayRecorder(recorded.plan, {
+          buckets: 1,
+          captureAfterCall: capture,
+          stopOnceCaptured,
+        });
+        const run = replay(snapshot, {
+          allocators: [f],
+          plan: recorded.plan,
+          keepEvents: false,
+          onStep: (step) => {
+            steps++;
+            again.onStep(step);
+          },
+        }).allocators[0];
+        return { steps, run, layout: again.recordings(0)[0].layout };
+      };
+      const full = pass(false);
+      const short = pass(true);
+      expect(short.layout).toEqual(full.layout);
+      expect(short.layout?.reservedBytes).toBe(r.reserved.max);
+      expect(full.run.error).toBeUndefined();
+      expect(short.run.error).toMatch(/^CapturesTaken/);
+      expect(short.steps).toBe(r.peakCall + 1);
+      expect(short.steps).toBeLessThan(full.steps);
+    });
+
     it(`${f.name}: the layout captured at the peak holds the peak's reserved bytes and live blocks`, () => {
       const r = recorded.runs[i].recordings[0];
       const layout = r.layout!;
