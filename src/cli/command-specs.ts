@@ -259,7 +259,10 @@ export const REPORT_SPEC = {
       value: 'PATH',
       help: "also write each allocator's run as a snapshot memory_viz opens (several: PATH with -NAME)",
     },
-    'no-advice': { type: 'boolean', help: "skip advise's search (the page then names no setting)" },
+    advise: {
+      type: 'boolean',
+      help: "also run advise's search and name its setting in the answer (several replays more)",
+    },
   },
   examples: [`vmmkit report ${TRACE} --out report.html`],
   exitCodes: EXIT_CODES,

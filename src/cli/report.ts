@@ -84,7 +84,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
     device,
     costs,
     keepEvents: exports.length > 0,
-    advise: values['no-advice'] !== true,
+    advise: values.advise === true,
     onProgress: io.progress,
   });
   io.progress?.(-1);

@@ -47,7 +47,14 @@ interface PageState {
   stateShown: number;
   /** Files sent to the engine to read, as many times as they were sent. */
   loads: number;
+  /** Increments each time advise's setting is added to an answer drawn (Note [The answer, then the advice]). */
+  advised: number;
 }
+
+/** Where an answer names no setting yet: the worker is searching, or a report was written without one. */
+const SEARCHING = "Advice: searching PyTorch's settings for the one to paste...";
+const NOT_SEARCHED =
+  'Advice: not searched for this report. `vmmkit advise SNAPSHOT` finds the setting to paste, and `vmmkit report --advise` names it here; or drop the snapshot on this page.';
 
 function jsonOf<T>(id: string): T | undefined {
   const node = document.getElementById(id);
@@ -65,6 +72,7 @@ function start(): void {
     error: null,
     stateShown: 0,
     loads: 0,
+    advised: 0,
   };
   (globalThis as unknown as { vmmkitReport: PageState }).vmmkitReport = state;
   const pagesRoot = document.getElementById('pages')!;
@@ -75,8 +83,10 @@ function start(): void {
   let worker: Worker | undefined;
   let settingsId = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  /** The id of the answer drawn (its load's or settings' id), whose advice may still come. */
+  let answerId = -1;
 
-  const draw = ({ pages, compare, ranks }: Answers) => {
+  const draw = ({ pages, compare, ranks }: Answers, pendingAdvice: string) => {
     for (const c of state.charts) c.chart.destroy();
     state.charts = [];
     pagesRoot.replaceChildren();
@@ -86,7 +96,7 @@ function start(): void {
       const section = el('article', { class: 'snapshot', 'data-name': p.name, 'data-index': k });
       pagesRoot.append(section);
       state.charts.push(
-        ...renderSnapshot(section, p, pages.length > 1, (device, allocator, event) =>
+        ...renderSnapshot(section, p, pages.length > 1, pendingAdvice, (device, allocator, event) =>
           ask(k, device, allocator, event),
         ),
       );
@@ -126,6 +136,10 @@ function start(): void {
       showState(m);
       return;
     }
+    if (m.kind === 'advised') {
+      showAdvice(m);
+      return;
+    }
     if (m.kind === 'answered' && m.id !== settingsId) return;
     // A load's refusal of the settings came just before it, and stands.
     if (m.kind === 'answered') clearFieldErrors();
@@ -134,7 +148,20 @@ function start(): void {
     status.classList.remove('error');
     status.textContent = `answered in ${(m.ms / 1000).toFixed(2)} s, in this page`;
     settingsForm.hidden = false;
-    draw(m);
+    answerId = m.id;
+    draw(m, SEARCHING);
+  };
+
+  /** advise's setting, into the answer drawn for the same load or settings. */
+  const showAdvice = (m: Extract<FromWorker, { kind: 'advised' }>) => {
+    const page = state.pages[m.page];
+    if (m.id !== answerId || page === undefined) return;
+    const data = { ...page.data, answer: { ...page.data.answer, advice: m.advice } };
+    state.pages = state.pages.map((p, k) => (k === m.page ? { ...p, data } : p));
+    state.data = state.pages[0]?.data;
+    const old = pagesRoot.querySelector(`article.snapshot[data-index="${m.page}"] > section.answer`);
+    old?.replaceWith(renderAnswer(data.answer));
+    state.advised++;
   };
 
   const engine = (): Worker => {
@@ -230,7 +257,7 @@ function start(): void {
 
   const embedded = jsonOf<ReportData>('vmmkit-data');
   if (embedded !== undefined) {
-    draw({ pages: [{ name: embedded.title, data: embedded }], compare: null, ranks: null });
+    draw({ pages: [{ name: embedded.title, data: embedded }], compare: null, ranks: null }, NOT_SEARCHED);
     status.textContent = 'Drop the snapshot here to try other settings in this page.';
   }
   const served = jsonOf<ServedFile[]>('vmmkit-files');
@@ -273,11 +300,12 @@ function renderSnapshot(
   root: HTMLElement,
   page: SnapshotPage,
   named: boolean,
+  pendingAdvice: string,
   askState: AskState,
 ): PageChart[] {
   const data = page.data;
   if (named) root.append(el('h2', { class: 'snapshot-name' }, page.name));
-  root.append(renderAnswer(data.answer));
+  root.append(renderAnswer(data.answer, pendingAdvice));
   if (data.peak !== null && data.peak !== undefined) {
     const panel = el('section', { class: 'panel peak-panel' });
     renderPeak(panel, data.peak);

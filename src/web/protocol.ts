@@ -6,6 +6,7 @@
  */
 import type { SnapshotComparison } from '../replay/analyse/compare.js';
 import type { RankSummary } from '../replay/analyse/ranks.js';
+import type { AnswerAdvice } from '../report/answer.js';
 import type { ReportData } from '../report/report-data.js';
 
 /** The settings box, as typed (empty: not given). */
@@ -66,7 +67,7 @@ export type FromWorker =
       readonly phase: 'reading' | 'replaying' | 'advising';
       readonly fraction: number;
     }
-  | ({ readonly kind: 'loaded'; readonly ms: number } & Answers)
+  | ({ readonly kind: 'loaded'; readonly id: number; readonly ms: number } & Answers)
   | ({ readonly kind: 'answered'; readonly id: number; readonly ms: number } & Answers)
   /** A setting the engine refuses: which field, and the message (PyTorch's own for a configuration string). */
   | {
@@ -75,6 +76,11 @@ export type FromWorker =
       readonly field: keyof PageSettings;
       readonly message: string;
     }
+  /**
+   * advise's setting for one snapshot of an answer already drawn (Note [The answer, then the advice]): `id` is
+   * that answer's (its load's or settings' id), `page` the snapshot's index.
+   */
+  | { readonly kind: 'advised'; readonly id: number; readonly page: number; readonly advice: AnswerAdvice }
   | { readonly kind: 'failed'; readonly file: string | null; readonly message: string }
   | ({ readonly kind: 'state'; readonly id: number } & StateAt);
 

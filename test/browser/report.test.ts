@@ -141,6 +141,12 @@ describe.skipIf(missing !== undefined)('the report of phases_streams (native) in
     expect(new Set(loaded.requests)).toEqual(new Set([pathToFileURL(file).href]));
   });
 
+  it('written without --advise, names no setting and says how to ask for one', async () => {
+    const pending = loaded.page.locator('section.answer .recommend.pending');
+    expect(await pending.textContent()).toContain('vmmkit report --advise');
+    expect(await loaded.page.locator('section.answer .recommend code').count()).toBe(0);
+  });
+
   it("draws each allocator's series, the memory chart's maxima being the replay's peaks", async () => {
     const cs = await charts(loaded.page);
     expect(cs.map((c) => c.kind)).toEqual(['memory', 'fragmentation', 'calls']);
@@ -360,7 +366,7 @@ describe.skipIf(missing !== undefined)('the answer of a report under a memory li
     const lines: string[] = [];
     const code = await reportCommand(
       { out: (l) => lines.push(l), err: (l) => lines.push(l) },
-      [MOE, '--memory-limit', String(limit), '--out', file],
+      [MOE, '--memory-limit', String(limit), '--advise', '--out', file],
       { defaultCosts: null },
     );
     expect(code, lines.join('\n')).toBe(0);

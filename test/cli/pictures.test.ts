@@ -41,15 +41,7 @@ describe('vmmkit report', () => {
     const c = capture();
     const out = join(dir, 'stacks.html');
     const stacks = join(root, 'traces/h200-whatif/gpt_train--stacks.pickle');
-    const args = [
-      'report',
-      stacks,
-      '--memory-limit',
-      '4000MiB',
-      '--allocator',
-      'pytorch-native',
-      '--no-advice',
-    ];
+    const args = ['report', stacks, '--memory-limit', '4000MiB', '--allocator', 'pytorch-native'];
     expect(await runCli([...args, '--out', out], c.io), c.err.join('\n')).toBe(0);
     const { answer } = embedded(readFileSync(out, 'utf8'));
     // The program's Python frames, as _dump_snapshot recorded them, under each pinning block.
@@ -61,12 +53,27 @@ describe('vmmkit report', () => {
     );
   });
 
+  it('searches for advice only when asked (Note [The answer, then the advice]): the same answer, no setting named', async () => {
+    const c = capture();
+    const moe = join(root, 'traces/h200/moe_train-native.pickle.gz');
+    const answers = [];
+    for (const extra of [[], ['--advise']]) {
+      const out = join(dir, `advice-${extra.length}.html`);
+      expect(await runCli(['report', moe, '--memory-limit', '3.2GiB', ...extra, '--out', out], c.io)).toBe(0);
+      answers.push(embedded(readFileSync(out, 'utf8')).answer);
+    }
+    const [plain, advised] = answers;
+    expect(plain.advice).toBeNull();
+    expect(advised.advice?.allocConf).toMatch(/expandable_segments:True/);
+    expect({ ...plain, advice: null }).toEqual({ ...advised, advice: null });
+  });
+
   it('opens with the answer: the recorded peak, each verdict under the limit, the advice, the map at an OOM', async () => {
     const c = capture();
     const out = join(dir, 'answer.html');
     const moe = join(root, 'traces/h200/moe_train-native.pickle.gz');
     // Under 3.2 GiB the native allocator runs out and expandable segments fit (advise recommends a setting).
-    const code = await runCli(['report', moe, '--memory-limit', '3.2GiB', '--out', out], c.io);
+    const code = await runCli(['report', moe, '--memory-limit', '3.2GiB', '--advise', '--out', out], c.io);
     expect(code, c.err.join('\n')).toBe(0);
     const data = embedded(readFileSync(out, 'utf8'));
     // The recorded run's own peak: the running sum of its segment events (4554 MiB, traces/README.md).

@@ -1,8 +1,9 @@
 /**
  * The page's engine, in a Web Worker: it reads each dropped snapshot as a
  * stream (read-stream.ts), answers it by the path `vmmkit report` takes
- * (page-data.ts: replay, as recorded, the cap, verdicts, advise, what
- * holds the peak), compares two or sums up a job's ranks (src/replay/
+ * (page-data.ts: replay, as recorded, the cap, verdicts, what holds the
+ * peak), then searches advise's setting and sends it after (Note [The
+ * answer, then the advice]), compares two or sums up a job's ranks (src/replay/
  * analyse), and
  * answers again under the settings box's values as the user types. The
  * snapshots stay here; only the page's data goes to the page. Nothing is
@@ -13,13 +14,14 @@ import { AllocConfError } from '../../alloc/errors.js';
 import { readWhatIf, type WhatIf } from '../../cli/what-if-options.js';
 import { compareSnapshots } from '../../replay/analyse/compare.js';
 import { summariseRanks } from '../../replay/analyse/ranks.js';
+import type { AsRecorded } from '../../replay/engine/as-recorded.js';
 import { parseCostTable } from '../../replay/engine/cost-table.js';
 import { replay } from '../../replay/engine/replay.js';
 import type { TracePlan } from '../../replay/engine/trace-plan.js';
 import type { MemorySnapshot } from '../../replay/read/snapshot.js';
 import { layoutMap } from '../../report/address-map.js';
 import { snapshotStacks } from '../../report/answer.js';
-import { pageData } from '../../report/page-data.js';
+import { adviceFor, pageData } from '../../report/page-data.js';
 import { ReplayRecorder } from '../../report/recorder.js';
 import type {
   Answers,
@@ -57,6 +59,7 @@ interface Loaded {
     readonly whatIf: WhatIf;
     readonly plan: TracePlan;
     readonly limits: readonly (number | undefined)[];
+    readonly asRecorded: AsRecorded;
   }[];
 }
 
@@ -88,7 +91,12 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
       onProgress: (fraction) => post({ kind: 'progress', file: name, phase: 'replaying', fraction }),
     });
     pages.push({ name, data });
-    runs.push({ whatIf, plan: recorded.plan, limits: recorded.answer.limits });
+    runs.push({
+      whatIf,
+      plan: recorded.plan,
+      limits: recorded.answer.limits,
+      asRecorded: recorded.answer.asRecorded,
+    });
   }
   loaded.runs = runs;
   const snapshots = loaded.snapshots.map((s) => s.snapshot);
@@ -97,6 +105,24 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
   const compare = snapshots.length === 2 ? compareSnapshots(snapshots[0], snapshots[1], what) : null;
   const ranks = snapshots.length >= 3 ? await summariseRanks(snapshots, { ...what, names }) : null;
   return { pages, compare, ranks };
+}
+
+/**
+ * advise's setting for each snapshot of the answer just posted (Note [The answer, then the advice]), one
+ * message each; it stops where a newer settings message waits, whose answer would replace this one.
+ */
+async function adviseAll(loaded: Loaded, id: number, stale: () => boolean): Promise<void> {
+  for (const [page, { name, snapshot }] of loaded.snapshots.entries()) {
+    const run = loaded.runs[page];
+    if (stale() || run === undefined) return;
+    post({ kind: 'progress', file: name, phase: 'advising', fraction: 0 });
+    const advice = await adviceFor(snapshot, {
+      memoryLimit: run.whatIf.memoryLimit,
+      asRecorded: run.asRecorded,
+      plan: run.plan,
+    });
+    post({ kind: 'advised', id, page, advice });
+  }
 }
 
 /** The bytes of a dropped file, or of one the `vmmkit open` server offers (fetched from it as a stream). */
@@ -207,7 +233,8 @@ function startWorker(): void {
             post({ kind: 'refused', id: message.id, ...r });
             answers = await answerAll(loaded, undefined);
           }
-          post({ kind: 'loaded', ...answers, ms: performance.now() - start });
+          post({ kind: 'loaded', id: message.id, ...answers, ms: performance.now() - start });
+          await adviseAll(loaded, message.id, () => newest !== message.id);
         } catch (e) {
           post({ kind: 'failed', file: null, message: messageOf(e) });
         }
@@ -226,6 +253,7 @@ function startWorker(): void {
       try {
         const answers = await answerAll(loaded, message.settings);
         post({ kind: 'answered', id: message.id, ...answers, ms: performance.now() - start });
+        await adviseAll(loaded, message.id, () => newest !== message.id);
       } catch (e) {
         const r = refusal(e);
         if (r !== undefined) post({ kind: 'refused', id: message.id, ...r });

@@ -11,7 +11,11 @@ import type { ReportAnswer } from '../../report/answer.js';
 import { formatBytes, hex } from '../../report/format.js';
 import { el, svgOf } from './dom.js';
 
-export function renderAnswer(a: ReportAnswer): HTMLElement {
+/**
+ * `pendingAdvice`: what to say where the answer names no setting yet (the
+ * page's worker still searching, or a report written without --advise).
+ */
+export function renderAnswer(a: ReportAnswer, pendingAdvice?: string): HTMLElement {
   const section = el('section', { class: 'answer' }, el('h2', {}, 'The answer'));
   for (const line of a.asRecorded) section.append(el('p', { class: 'as-recorded' }, line));
   for (const line of a.cap) section.append(el('p', { class: 'cap' }, line));
@@ -73,6 +77,8 @@ export function renderAnswer(a: ReportAnswer): HTMLElement {
     ),
   );
   if (a.advice !== null) section.append(adviceOf(a.advice, a.allocConfName ?? 'PYTORCH_CUDA_ALLOC_CONF'));
+  else if (pendingAdvice !== undefined)
+    section.append(el('p', { class: 'recommend pending' }, pendingAdvice));
   for (const line of a.recordedOoms) section.append(el('p', { class: 'recorded-oom' }, `${line}.`));
   for (const m of a.oomMaps) {
     const pieces = el('ol', { class: 'pieces' });
