@@ -240,7 +240,7 @@ export const OPEN_SPEC = {
 export const REPORT_SPEC = {
   name: 'report',
   summary:
-    "The replay's answers as one self-contained HTML page: memory over time, fragmentation, driver calls, the address space at the peak.",
+    "The replay's answers as one self-contained HTML page: memory over time, reserved memory a request could not use, driver calls, the address space at the peak.",
   operand: SNAPSHOT,
   options: {
     allocator: {

@@ -1,8 +1,9 @@
 /**
  * Watching a replay for the report: told of every allocator call replay
  * makes (ReplayOptions.onStep), it records, per allocator run and device,
- * what the report draws: requested, reserved and allocated bytes,
- * fragmentation and driver calls after every trace event (downsampled, Note
+ * what the report draws: requested, reserved and allocated bytes, the
+ * reserved bytes a request could not use (Note [Reserved but unusable]) and
+ * driver calls after every trace event (downsampled, Note
  * [Min-max buckets]), and, when asked, the allocator's address space right
  * after a chosen call (the peak) and at its first failed request.
  *
@@ -48,8 +49,8 @@ export interface DeviceRecording {
   /** Per event, the most reserved at any moment of it (so its max is the allocator's peakReservedBytes). */
   readonly reserved: MinMaxSeries;
   readonly allocated: MinMaxSeries;
-  /** 1 - allocated / reserved: the share of reserved bytes no block holds (0 when nothing is reserved). */
-  readonly fragmentation: MinMaxSeries;
+  /** Per request, the cached bytes it could not use (Note [Reserved but unusable]); 0 at every other step. */
+  readonly unusable: MinMaxSeries;
   /** Driver calls so far (cumulative, outermost calls as DriverMeter counts them). */
   readonly driverCalls: MinMaxSeries;
   /** Sequence number of the allocator call in which reserved bytes last rose to their peak (-1: never). */
@@ -158,7 +159,10 @@ class DeviceRecorder {
   readonly #requested: MinMaxBuckets;
   readonly #reserved: MinMaxBuckets;
   readonly #allocated: MinMaxBuckets;
-  readonly #fragmentation: MinMaxBuckets;
+  readonly #unusable: MinMaxBuckets;
+  /** Reserved and allocated bytes after the last step: what a request found when it came. */
+  #lastReserved = 0;
+  #lastAllocated = 0;
   readonly #calls: MinMaxBuckets;
   #lastEvent = -1;
   #call = 0;
@@ -191,7 +195,7 @@ class DeviceRecorder {
     this.#requested = new MinMaxBuckets(n, buckets, 0);
     this.#reserved = new MinMaxBuckets(n, buckets, 0);
     this.#allocated = new MinMaxBuckets(n, buckets, 0);
-    this.#fragmentation = new MinMaxBuckets(n, buckets, 0);
+    this.#unusable = new MinMaxBuckets(n, buckets, 0);
     this.#calls = new MinMaxBuckets(n, buckets, 0);
   }
 
@@ -246,7 +250,12 @@ class DeviceRecorder {
     this.#requested.set(event, s.requestedBytes);
     this.#reserved.set(event, reserved);
     this.#allocated.set(event, s.allocatedBytes);
-    this.#fragmentation.set(event, fragmentation(s));
+    // Note [Reserved but unusable]: a request that made the allocator call the driver, or fail, found
+    // everything it had cached unfit for it.
+    const grew = step.kind === 'alloc' && (step.failed || step.driverCalls > this.#callsSeen);
+    this.#unusable.set(event, grew ? this.#lastReserved - this.#lastAllocated : 0);
+    this.#lastReserved = s.reservedBytes;
+    this.#lastAllocated = s.allocatedBytes;
     this.#calls.set(event, step.driverCalls - this.#callsAtStart);
     this.#callsSeen = step.driverCalls;
     if (reserved > this.#peakReserved) {
@@ -299,7 +308,7 @@ class DeviceRecorder {
       requested: this.#requested.finish(),
       reserved: this.#reserved.finish(),
       allocated: this.#allocated.finish(),
-      fragmentation: this.#fragmentation.finish(),
+      unusable: this.#unusable.finish(),
       driverCalls: this.#calls.finish(),
       peakCall: this.#peakCall,
       layout: this.#layout,
@@ -308,6 +317,16 @@ class DeviceRecorder {
   }
 }
 
-function fragmentation(s: AllocatorStats): number {
-  return s.reservedBytes > 0 ? 1 - s.allocatedBytes / s.reservedBytes : 0;
-}
+/*
+ * Note [Reserved but unusable]: reserved minus allocated counts every cached
+ * byte, and between steps of a training loop most of that is about to be
+ * reused, so drawn as such it reads as an alarm when nothing is wrong. What
+ * costs memory is cache that cannot serve the request in front of it: too
+ * small a block, the wrong pool or stream, a block max_split_size_mb keeps
+ * whole. A caching allocator calls the driver on a request only when its
+ * cache cannot serve it (PyTorch's malloc: get_free_block, then alloc_block
+ * or the retry that frees the cache first; vmmkit's arenas alike), so at
+ * such a request, and at one that fails, every byte cached just before it
+ * was unusable for it. That is the figure drawn, at those requests; at every
+ * other step it is 0, since the request was served from the cache.
+ */

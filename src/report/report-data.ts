@@ -42,7 +42,8 @@ export interface ReportSeries {
   readonly requested: number[];
   readonly reserved: number[];
   readonly allocated: number[];
-  readonly fragmentation: number[];
+  /** Cached bytes a request could not use, where one made the allocator reserve more (Note [Reserved but unusable]). */
+  readonly unusable: number[];
   /** Driver calls made in each bucket (both points of a bucket hold it). */
   readonly calls: number[];
   readonly peakReservedBytes: number;
@@ -155,7 +156,7 @@ export function reportData(recorded: RecordedReplay, title: string, extras: Repo
         requested: interleave(r.requested),
         reserved: interleave(r.reserved),
         allocated: interleave(r.allocated),
-        fragmentation: interleave(r.fragmentation),
+        unusable: interleave(r.unusable),
         calls,
         peakReservedBytes: r.reserved.max,
         peakX: time.at(Math.max(0, r.reserved.maxEvent)),

@@ -388,7 +388,7 @@ function renderSnapshot(
         ' right after that moment (hover over a block for the stack that allocated it).',
       ),
       el('div', { class: 'state-at' }),
-      el('div', { class: 'chart chart-fragmentation' }),
+      el('div', { class: 'chart chart-unusable' }),
       el('div', { class: 'chart chart-calls' }),
       d.timeline === undefined ? null : renderTimeline(d.timeline, d.steps ?? []),
       el('h3', {}, "Address space at each allocator's peak of reserved bytes"),

@@ -149,7 +149,7 @@ describe.skipIf(missing !== undefined)('the report of phases_streams (native) in
 
   it("draws each allocator's series, the memory chart's maxima being the replay's peaks", async () => {
     const cs = await charts(loaded.page);
-    expect(cs.map((c) => c.kind)).toEqual(['memory', 'fragmentation', 'calls']);
+    expect(cs.map((c) => c.kind)).toEqual(['memory', 'unusable', 'calls']);
     const names = DEFAULT_ALLOCATORS.map((a) => a.name);
     const memory = cs[0];
     expect(memory.labels).toEqual([

@@ -117,6 +117,29 @@ describe('ReplayRecorder', () => {
   });
 });
 
+describe('Note [Reserved but unusable]', () => {
+  const MiB = 1024 ** 2;
+  it("counts the cache a request could not use, at the request that made PyTorch's allocator reserve more", () => {
+    // A small block's 2 MiB segment, freed to the cache, cannot serve a large request (N3: its own pool);
+    // the large request's freed 20 MiB segment then serves the next large one.
+    const snapshot = snapshotOf([
+      ['alloc', 0x1000, 1 * MiB],
+      ['free_completed', 0x1000, 1 * MiB],
+      ['alloc', 0x200000, 3 * MiB],
+      ['free_completed', 0x200000, 3 * MiB],
+      ['alloc', 0x200000, 4 * MiB],
+    ]);
+    const native = DEFAULT_ALLOCATORS.filter((a) => a.name === 'pytorch-native');
+    const r = recordReplay(snapshot, { allocators: native, buckets: 5, peakLayout: false }).runs[0]
+      .recordings[0];
+    // At the first large request; none at the small one (nothing cached yet) nor at the last (served from cache).
+    expect([r.unusable.max, r.unusable.maxEvent]).toEqual([2 * MiB, 2]);
+    expect([r.unusable.first[4], r.unusable.second[4], r.unusable.first[0], r.unusable.second[0]]).toEqual([
+      0, 0, 0, 0,
+    ]);
+  });
+});
+
 /** Mapped address ranges, touching mappings merged (a block may span several pages or chunks). */
 function mappedRanges(d: RuntimeDescription): [number, number][] {
   const ms = d.reservations.flatMap((r) => r.mappings).sort((a, b) => a.va - b.va);

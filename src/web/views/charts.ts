@@ -1,7 +1,8 @@
 /**
  * Per device, three uPlot charts on one time axis (the trace's time_us, or
  * its events when it has no times): memory (requested, each allocator's
- * reserved and allocated), the cached share of reserved memory, and driver
+ * reserved and allocated), the reserved bytes a request could not use (Note
+ * [Reserved but unusable]), and driver
  * calls. They share cursor and zoom: drag to zoom into a time range, the
  * wheel to zoom around the cursor, a double click to zoom out. The tooltip
  * shows each series' greatest value among the points drawn within a pixel
@@ -23,7 +24,7 @@ function fmtX(dev: ReportDevice, v: number): string {
 }
 
 export interface PageChart {
-  readonly kind: 'memory' | 'fragmentation' | 'calls';
+  readonly kind: 'memory' | 'unusable' | 'calls';
   readonly device: number;
   readonly chart: uPlot;
 }
@@ -270,7 +271,7 @@ function syncZoom(group: uPlot[]): (u: uPlot, key: string) => void {
   };
 }
 
-/** Draw a device's three charts into `root` (which holds .chart-memory, .chart-fragmentation, .chart-calls). */
+/** Draw a device's three charts into `root` (which holds .chart-memory, .chart-unusable, .chart-calls). */
 export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTMLElement): PageChart[] {
   const out: PageChart[] = [];
   const group: uPlot[] = [];
@@ -382,19 +383,21 @@ export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTML
     (_u, _min, max) => [0, Math.max(max, 1) * 1.08],
     NICE.map((m) => m * unit[1]),
   );
+  const unusablePeak = Math.max(1, ...dev.series.flatMap((s) => s.unusable));
+  const unusableUnit: [string, number] = unusablePeak >= GiB ? ['GiB', GiB] : ['MiB', MiB];
   make(
-    'fragmentation',
-    'Cached: share of reserved bytes no live block holds (1 \u2212 allocated / reserved); cached memory is reusable, not lost',
-    'cached (%)',
-    (v) => +(v * 100).toFixed(1),
+    'unusable',
+    'Reserved but unusable: the cached bytes a request could not use, at each request that made the allocator reserve more or run out (cache that served its request is not counted)',
+    `unusable (${unusableUnit[0]})`,
+    (v) => +(v / unusableUnit[1]).toFixed(2),
     dev.series.map((s) => {
       const a = data.allocators[s.allocator];
-      return { label: a.name, stroke: a.color, width: 1.5 };
+      return { label: a.name, stroke: a.color, width: 1.5, fill: `${a.color}22` };
     }),
-    dev.series.map((s) => s.fragmentation),
-    (v) => `${(v * 100).toFixed(1)}%`,
+    dev.series.map((s) => s.unusable),
+    fmtBytes,
     [],
-    () => [0, 1],
+    (_u, _min, max) => [0, Math.max(max, 1) * 1.1],
   );
   make(
     'calls',
