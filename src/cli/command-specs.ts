@@ -231,6 +231,7 @@ export const OPEN_SPEC = {
   options: {
     port: { type: 'string', value: 'N', help: 'the port on 127.0.0.1 (default 0: any free one)' },
     'no-browser': { type: 'boolean', help: 'print the URL and open no browser' },
+    vendor: LIMIT_OPTIONS.vendor,
   },
   examples: [`vmmkit open ${TRACE}`],
   exitCodes:

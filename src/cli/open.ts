@@ -25,6 +25,7 @@ import { createReadStream, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
+import { parseVendor, type SnapshotVendor } from '../replay/read/vendor.js';
 import { pageHtml, withEmbedded } from '../report/html.js';
 import { parseCommand, UsageError, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
@@ -79,7 +80,12 @@ export function offeredFiles(paths: readonly string[]): OfferedFile[] {
 /** Serve the page and `files` on 127.0.0.1 (port 0: any free one). */
 export async function startOpenServer(
   files: readonly OfferedFile[],
-  options: { readonly port?: number; readonly page?: string } = {},
+  options: {
+    readonly port?: number;
+    readonly page?: string;
+    /** --vendor: the page reads every file offered as made there (undefined: its own guess). */
+    readonly vendor?: SnapshotVendor;
+  } = {},
 ): Promise<OpenServer> {
   const shell = options.page ?? pageHtml();
   // The table of everything served (Note [What the server serves]).
@@ -90,7 +96,8 @@ export async function startOpenServer(
   const page = withEmbedded(
     shell,
     'vmmkit-files',
-    files.map((f, k) => ({ name: f.name, size: f.size, url: `/snapshot/${k}` })),
+    // The page's ServedFile (src/web/protocol.ts).
+    files.map((f, k) => ({ name: f.name, size: f.size, url: `/snapshot/${k}`, vendor: options.vendor })),
   );
   let port = 0;
   const server = createServer((request, response) => answer(request, response, routes, page, port));
@@ -205,8 +212,11 @@ async function run(io: CliOutput, argv: readonly string[], options: OpenCliOptio
     if (!/^\d+$/.test(values.port) || port > 65535)
       throw new UsageError(`--port: ${values.port} is not a port (0 to 65535; 0 takes any free one)`);
   }
+  const vendor = values.vendor === undefined ? undefined : parseVendor(values.vendor);
+  if (values.vendor !== undefined && vendor === undefined)
+    throw new UsageError(`--vendor: '${values.vendor}' is not cuda, rocm or npu`);
   const files = offeredFiles(operands);
-  const server = await startOpenServer(files, { port });
+  const server = await startOpenServer(files, { port, vendor });
   io.out(`vmmkit: the page is at ${server.url}`);
   io.out(
     files.length === 0

@@ -6,6 +6,7 @@
  */
 import type { SnapshotComparison } from '../replay/analyse/compare.js';
 import type { RankSummary } from '../replay/analyse/ranks.js';
+import type { SnapshotVendor } from '../replay/read/vendor.js';
 import type { AnswerAdvice } from '../report/answer.js';
 import type { ReportData } from '../report/report-data.js';
 
@@ -24,6 +25,8 @@ export interface ServedFile {
   readonly name: string;
   readonly size: number;
   readonly url: string;
+  /** `vmmkit open --vendor`: the machine that made it, over the page's guess. */
+  readonly vendor?: SnapshotVendor;
 }
 
 export type ToWorker =

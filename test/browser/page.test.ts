@@ -482,4 +482,18 @@ describe.skipIf(missing !== undefined)('the page served by vmmkit open, in chrom
       await server.close();
     }
   }, 120_000);
+
+  it('reads a file served with --vendor as made there, as the CLI does with the same --vendor', async () => {
+    const server = await startOpenServer(offeredFiles([PHASES]), { vendor: 'npu' });
+    try {
+      open = await launchChromium();
+      const o = await openPage(open, server.url);
+      await drawnAfter(o.page, 0);
+      const shown = await answerOf(o.page);
+      expect(shown.asRecorded.join('\n')).toMatch(/made on: torch_npu/);
+      expectSameAnswer(shown, await cliReplay(PHASES, ['--vendor', 'npu']));
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 });

@@ -138,6 +138,28 @@ describe('vmmkit open on the command line', () => {
     expect(out[1]).toContain('phases_streams-native.pickle.gz');
   });
 
+  it('--vendor names the machine of every file offered, for the page to read them as; a bad one is refused', async () => {
+    const io = { out: () => {}, err: () => {} };
+    let server: OpenServer | undefined;
+    const ended = openCommand(io, [TRACE, '--no-browser', '--vendor', 'npu'], {
+      onListening: (s) => {
+        server = s;
+      },
+    });
+    await expect.poll(() => server).toBeDefined();
+    const html = await (await fetch(server!.url)).text();
+    const list = JSON.parse(
+      /<script type="application\/json" id="vmmkit-files">(.*?)<\/script>/.exec(html)![1],
+    );
+    expect(list.map((f: { vendor?: string }) => f.vendor)).toEqual(['npu']);
+    await server!.close();
+    expect(await ended).toBe(0);
+    const lines: string[] = [];
+    const say = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+    expect(await runCli(['open', TRACE, '--no-browser', '--vendor', 'tpu'], say)).toBe(2);
+    expect(lines[0]).toMatch(/^vmmkit open: --vendor: 'tpu' is not cuda, rocm or npu \(usage: vmmkit open /);
+  });
+
   it('is a command of the table: vmmkit open --help', async () => {
     const lines: string[] = [];
     expect(await runCli(['open', '--help'], { out: (l) => lines.push(l), err: (l) => lines.push(l) })).toBe(

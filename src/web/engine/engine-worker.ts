@@ -19,6 +19,7 @@ import { parseCostTable } from '../../replay/engine/cost-table.js';
 import { replay } from '../../replay/engine/replay.js';
 import type { TracePlan } from '../../replay/engine/trace-plan.js';
 import type { MemorySnapshot } from '../../replay/read/snapshot.js';
+import { withVendor } from '../../replay/read/vendor.js';
 import { layoutMap } from '../../report/address-map.js';
 import { snapshotStacks } from '../../report/answer.js';
 import { adviceFor, pageData } from '../../report/page-data.js';
@@ -215,7 +216,11 @@ function startWorker(): void {
                 fraction: total > 0 ? read / total : 1,
               }),
             );
-            snapshots.push({ name: file.name, snapshot });
+            // `vmmkit open --vendor` names the machine over the snapshot's own guess.
+            snapshots.push({
+              name: file.name,
+              snapshot: withVendor(snapshot, 'url' in file ? file.vendor : undefined),
+            });
           } catch (e) {
             post({ kind: 'failed', file: file.name, message: messageOf(e) });
             return;
