@@ -9,13 +9,14 @@
  */
 
 import { advise } from '../replay/advise/advise.js';
+import type { AdviseProcesses } from '../replay/advise/pool.js';
 import { analysePeak } from '../replay/analyse/peak.js';
 import type { AllocatorFactory } from '../replay/engine/allocators.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
-import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import type { StartProcess } from '../replay/engine/process-start.js';
+import type { TracePlan } from '../replay/engine/trace-plan.js';
 import { leastRecordedCap } from '../replay/engine/what-if.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
-import { type DeviceChoice, deviceSizes } from '../util/device-specs.js';
 import { type RecordedReplay, recordReplay } from './collect.js';
 import { ReportArgumentError } from './errors.js';
 import { type ReportData, reportData } from './report-data.js';
@@ -25,7 +26,10 @@ export interface PageDataOptions {
   readonly allocators: readonly AllocatorFactory[];
   readonly allocConf?: string;
   readonly memoryLimit?: number;
-  readonly device?: DeviceChoice;
+  /** Starts each replay's process (process-start.ts): the caller's, such as a simulated machine of its device. */
+  readonly startProcess: StartProcess;
+  /** advise's processes, in this thread and its workers (unless `advise: false`). */
+  readonly adviseProcesses?: AdviseProcesses;
   readonly costs?: CostTable;
   /** Run advise and name its setting in the answer (default true). */
   readonly advise?: boolean;
@@ -34,8 +38,8 @@ export interface PageDataOptions {
   readonly keepEvents?: boolean;
   /** Add what holds memory at the peak (analysePeak; default true). */
   readonly analyse?: boolean;
-  /** The plan, when the caller made it (planned under the limit and device otherwise). */
-  readonly plan?: TracePlan;
+  /** The snapshot's plan (planReplay, under the limit and the device), made once by the caller. */
+  readonly plan: TracePlan;
   /** Told how far the replays are, 0 to 1. */
   readonly onProgress?: (fraction: number) => void;
 }
@@ -44,19 +48,20 @@ export interface PageDataOptions {
 export const HISTORY_HINT =
   '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
 
+/** The processes advise runs on; a ReportArgumentError where the caller gave none. */
+function adviseProcessesOf(options: PageDataOptions): AdviseProcesses {
+  if (options.adviseProcesses === undefined)
+    throw new ReportArgumentError('the page runs advise: give adviseProcesses, or advise: false');
+  return options.adviseProcesses;
+}
+
 /** The page's data for `snapshot` (`name`: the file's, for the refusal of an empty one). */
 export async function pageData(
   snapshot: MemorySnapshot,
   name: string,
   options: PageDataOptions,
 ): Promise<{ readonly data: ReportData; readonly recorded: RecordedReplay; readonly plan: TracePlan }> {
-  const { allocators, allocConf, memoryLimit, device, costs } = options;
-  const plan =
-    options.plan ??
-    planReplay(snapshot, {
-      memoryLimit,
-      deviceMemory: device === undefined ? undefined : deviceSizes(device).totalMemory,
-    });
+  const { allocators, allocConf, memoryLimit, startProcess, costs, plan } = options;
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
     throw new ReportArgumentError(`${name} holds no trace events: was history recorded? ${HISTORY_HINT}`);
   const recorded = recordReplay(snapshot, {
@@ -64,7 +69,7 @@ export async function pageData(
     allocators,
     allocConf,
     memoryLimit,
-    device,
+    startProcess,
     costs,
     peakLayout: options.peakLayout,
     keepEvents: options.keepEvents ?? false,
@@ -76,7 +81,8 @@ export async function pageData(
       ? undefined
       : await advise(snapshot, {
           memoryLimit: memoryLimit ?? leastRecordedCap([recorded.answer.asRecorded]),
-          plan: recorded.plan,
+          plans: [recorded.plan],
+          processes: adviseProcessesOf(options),
         });
   // A snapshot without history (a segment list) has no peak to break down: the panel is left out, not the page.
   const peak =
@@ -87,7 +93,7 @@ export async function pageData(
           asRecorded: recorded.answer.asRecorded,
           allocConf,
           memoryLimit,
-          device,
+          startProcess,
         });
   const data = reportData(recorded, options.title, {
     peak,

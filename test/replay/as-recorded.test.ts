@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ALLOCATOR_REGISTRY } from '../../src/replay/engine/allocators.js';
-import { reproduceRecording } from '../../src/replay/engine/as-recorded.js';
+
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import {
   ambiguousRunLines,
@@ -18,8 +18,9 @@ import {
   asRecordedLines,
   graphLines,
 } from '../../src/replay/engine/verdict.js';
-import { answerWhatIf } from '../../src/replay/engine/what-if.js';
+
 import { readSnapshotFile } from '../../src/replay/read/load.js';
+import { answerWhatIf, reproduceRecording } from '../support/replay.js';
 
 const root = new URL('../../traces/', import.meta.url);
 const whatif = new URL('h200-whatif/', root);
