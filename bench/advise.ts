@@ -19,9 +19,8 @@
 import { readdirSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { advise } from '../src/replay/advise/advise.js';
+import { advise, replay } from '../src/entry/replay-library.js';
 import { DEFAULT_ALLOCATORS, selectAllocators } from '../src/replay/engine/allocators.js';
-import { replay } from '../src/replay/engine/replay.js';
 import { planReplay } from '../src/replay/engine/trace-plan.js';
 import { readSnapshotBytes, readSnapshotFile } from '../src/replay/read/load.js';
 import { pickle } from '../src/replay/read/pickle/index.js';

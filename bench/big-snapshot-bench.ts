@@ -26,7 +26,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ALLOCATOR_REGISTRY, DEFAULT_ALLOCATORS } from '../src/replay/engine/allocators.js';
-import { replay } from '../src/replay/engine/replay.js';
+
 import { planReplay } from '../src/replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../src/replay/read/load.js';
 import { writeBigSnapshot } from '../test/support/big-snapshot.js';
@@ -138,6 +138,8 @@ ms = (time.perf_counter() - t) * 1000
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"ms": round(ms), "maxRssMiB": round(rss), "python": sys.version.split()[0]}))
 `;
+
+import { replay } from '../src/entry/replay-library.js';
 
 /** pickle.load's run, or why there is none (no python3). */
 function pickleLoad(file: string): PickleLoad | string {

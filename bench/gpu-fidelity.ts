@@ -22,9 +22,9 @@ import {
 } from '../src/alloc/pytorch/index.js';
 import { CudaBackend } from '../src/backends/cuda/backend.js';
 import { Runtime } from '../src/core/runtime.js';
+import { replay } from '../src/entry/replay-library.js';
 import { DEFAULT_ALLOCATORS } from '../src/replay/engine/allocators.js';
 import { compareWithTrace } from '../src/replay/engine/fidelity.js';
-import { replay } from '../src/replay/engine/replay.js';
 import { planReplay } from '../src/replay/engine/trace-plan.js';
 import { readSnapshotFile } from '../src/replay/read/load.js';
 import { hintingBackend, recordedReservationHints, replayDevice } from '../test/support/trace-replay.js';

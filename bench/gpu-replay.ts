@@ -17,9 +17,10 @@
 
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createFakeDriver } from '../conformance/gpu/fake-driver.js';
+import { replay } from '../src/entry/replay-library.js';
 import { DEFAULT_ALLOCATORS, selectAllocators } from '../src/replay/engine/allocators.js';
 import { loadCostTable } from '../src/replay/engine/cost-table.js';
-import { type AllocatorRun, replay } from '../src/replay/engine/replay.js';
+import type { AllocatorRun } from '../src/replay/engine/replay.js';
 import { planReplay } from '../src/replay/engine/trace-plan.js';
 import { readSnapshotFile } from '../src/replay/read/load.js';
 import { gpuInfo } from './gpu-info.js';

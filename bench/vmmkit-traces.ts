@@ -23,9 +23,9 @@ import { fileURLToPath } from 'node:url';
 import type { AllocatorContext, CachingAllocator } from '../src/alloc/allocator.js';
 import { type PytorchAllocatorSettings, PytorchExpandableAllocator } from '../src/alloc/pytorch/index.js';
 import { type MemoryLayout, VmmkitAllocator, type VmmkitOptions } from '../src/alloc/vmmkit/index.js';
+import { replay } from '../src/entry/replay-library.js';
 import type { AllocatorFactory } from '../src/replay/engine/allocators.js';
 import { loadCostTable } from '../src/replay/engine/cost-table.js';
-import { replay } from '../src/replay/engine/replay.js';
 import { planReplay } from '../src/replay/engine/trace-plan.js';
 import { readSnapshotFile } from '../src/replay/read/load.js';
 

@@ -22,6 +22,8 @@
  * mistake, one line with the usage; 3 no setting fits under the limit: the
  * verdict first, no line to paste, `recommended` null in the JSON.
  */
+
+import { adviseProcesses, startOnSimulator } from '../entry/replay-processes.js';
 import {
   type Advice,
   type AdviceBaseline,
@@ -111,7 +113,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
     checkHistory(file, plan);
     snapshots.push(snapshot);
     // Every answer starts with the recording reproduced (Note [As recorded]).
-    recorded.push(reproduceRecording(snapshot, { plan, device }));
+    recorded.push(reproduceRecording(snapshot, { plan, startProcess: startOnSimulator(device) }));
   }
   // No cap given: advice must hold under any cap the recordings allow, so it is for the least of them.
   const memoryLimit = given ?? leastRecordedCap(recorded);
@@ -130,6 +132,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
     memoryLimit,
     tolerance,
     workers,
+    processes: adviseProcesses(),
     onProgress: io.progress === undefined ? undefined : (done, total) => io.progress!(done / total),
   });
   io.progress?.(-1);
@@ -141,7 +144,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
           plans: recorded.map((ar) => ar.plan),
           asRecorded: recorded,
           memoryLimit: given,
-          device: deviceFor(named, snapshots[0]),
+          startProcess: startOnSimulator(deviceFor(named, snapshots[0])),
           advice,
         })
       : null;
@@ -204,6 +207,8 @@ function lateStartLines(
         memoryLimit,
         start,
         keepEvents: false,
+        // advise's own processes: its peaks are a simulated H200's (adviseProcesses).
+        startProcess: startOnSimulator(),
       }).allocators[0].peakReservedBytes;
     const [recorded, compacted] = [at('recorded'), at('compacted')];
     const estimates =

@@ -14,6 +14,7 @@
  * that is not a snapshot, one with no history), one line; 2 a usage mistake
  * (not two files, a bad option), one line with the usage.
  */
+import { startOnSimulator } from '../entry/replay-processes.js';
 import { compareSnapshots } from '../replay/analyse/compare.js';
 import { compareLines } from '../replay/analyse/lines.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
@@ -53,7 +54,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   const comparison = compareSnapshots(snapshots[0], snapshots[1], {
     allocConf,
     memoryLimit,
-    device,
+    startProcess: startOnSimulator(device),
     plans: [plans[0], plans[1]],
   });
   if (values.json === true) io.out(JSON.stringify({ files: operands, ...comparison }));

@@ -30,6 +30,7 @@
 
 import { basename, join } from 'node:path';
 import { recordedConfProblem } from '../alloc/pytorch/settings.js';
+import { startOnGpus, startOnSimulator } from '../entry/replay-processes.js';
 import { peakLines } from '../replay/analyse/lines.js';
 import { analysePeak } from '../replay/analyse/peak.js';
 import type { AllocatorRegistry } from '../replay/engine/allocators.js';
@@ -109,9 +110,12 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
   const device = deviceFor(named, snapshot);
   const plan = planReplay(snapshot, { inferEmptyCache, memoryLimit, deviceMemory: device?.totalMemory });
   checkHistory(args[0], plan);
+  // Every model replay on a simulated machine of the device; the allocators' runs on the real GPUs with --backend cuda.
+  const simulated = startOnSimulator(device);
   const answer = answerWhatIf(snapshot, {
     allocators,
-    device,
+    startProcess: backend === 'cuda' ? startOnGpus() : simulated,
+    startReproduction: simulated,
     backend,
     costs,
     plan,
@@ -138,7 +142,7 @@ async function run(io: CliOutput, argv: readonly string[], options: ReplayCliOpt
       : analysePeak(snapshot, {
           plan,
           asRecorded: answer.asRecorded,
-          device,
+          startProcess: simulated,
           ...(allocConf !== undefined && backend === 'sim' ? { allocConf, memoryLimit, whatIf: answer } : {}),
         });
   // The answer first (its first line says whether the recording was reproduced), the notes after it.

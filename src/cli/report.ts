@@ -16,6 +16,7 @@
  */
 import { basename, dirname, extname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { adviseProcesses, startOnSimulator } from '../entry/replay-processes.js';
 import type { AllocatorRegistry } from '../replay/engine/allocators.js';
 import { exportRun } from '../replay/engine/export.js';
 import { planReplay } from '../replay/engine/trace-plan.js';
@@ -81,7 +82,8 @@ async function run(io: CliOutput, argv: readonly string[], options: ReportCliOpt
     allocators,
     allocConf,
     memoryLimit,
-    device,
+    startProcess: startOnSimulator(device),
+    adviseProcesses: adviseProcesses(),
     costs,
     keepEvents: exports.length > 0,
     advise: values.advise === true,

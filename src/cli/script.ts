@@ -204,7 +204,6 @@ async function snapshotProgram(
     };
     const run = replay(snapshot, {
       allocators: [marking],
-      device,
       plan,
       settings: recordedSettings(snapshot, plan).settings,
       keepEvents: false,

@@ -14,18 +14,20 @@
  */
 import type { AllocatorFactory } from '../replay/engine/allocators.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
+import type { StartProcess } from '../replay/engine/process-start.js';
 import { type AllocatorRun, type ReplayResult, replay } from '../replay/engine/replay.js';
-import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import type { TracePlan } from '../replay/engine/trace-plan.js';
 import { answerWhatIf, type WhatIfAnswer } from '../replay/engine/what-if.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
-import type { DeviceChoice } from '../util/device-specs.js';
 import { type DeviceRecording, RecorderError, ReplayRecorder } from './recorder.js';
 
 export interface RecordOptions {
   readonly allocators: readonly AllocatorFactory[];
   readonly costs?: CostTable;
-  readonly device?: DeviceChoice;
-  readonly plan?: TracePlan;
+  /** Starts each replay's process (process-start.ts): the caller's, such as a simulated H200. */
+  readonly startProcess: StartProcess;
+  /** The snapshot's plan (planReplay, under memoryLimit), made once by the caller. */
+  readonly plan: TracePlan;
   /** A PYTORCH_CUDA_ALLOC_CONF string replacing the recorded settings (ReplayOptions.allocConf). */
   readonly allocConf?: string;
   /** Bytes each allocator may reserve per device (ReplayOptions.memoryLimit). */
@@ -58,7 +60,7 @@ export interface RecordedReplay {
 
 /** Replay `snapshot` through each allocator, recording what the report draws. */
 export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): RecordedReplay {
-  const base = options.plan ?? planReplay(snapshot, { memoryLimit: options.memoryLimit });
+  const base = options.plan;
   const peakLayout = options.peakLayout ?? true;
   const passes = peakLayout ? 2 : 1;
   const report = options.onProgress;
@@ -67,7 +69,7 @@ export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): 
   const answer = answerWhatIf(snapshot, {
     allocConf: options.allocConf,
     memoryLimit: options.memoryLimit,
-    device: options.device,
+    startProcess: options.startProcess,
     plan: base,
     allocators: options.allocators,
     costs: options.costs,
@@ -79,7 +81,7 @@ export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): 
   const plan = result.plan;
   const what = {
     allocConf: options.allocConf,
-    device: options.device,
+    startProcess: options.startProcess,
     plan,
     deviceMemoryLimits: answer.limits,
   };

@@ -1,23 +1,24 @@
 /**
  * The page's data from a snapshot: the one path by which `vmmkit report`
  * (in Node) and the page (in a Web Worker) answer a snapshot, so that the
- * two show the same figures. It plans the trace, refuses one with nothing to
- * replay, replays it through each allocator with a recorder (collect.ts),
- * runs advise when told to (adviceFor: Note [The answer, then the
- * advice]), breaks the peak down by what holds it
- * (analyse/peak.ts), and shapes the result (report-data.ts).
+ * two show the same figures. It takes the caller's plan, refuses one with
+ * nothing to replay, replays it through each allocator with a recorder
+ * (collect.ts), runs advise when told to (adviceFor: Note [The answer, then
+ * the advice]), breaks the peak down by what holds it (analyse/peak.ts), and
+ * shapes the result (report-data.ts).
  * Nothing here touches a file: the caller reads the snapshot.
  */
 
 import { advise } from '../replay/advise/advise.js';
+import type { AdviseProcesses } from '../replay/advise/pool.js';
 import { analysePeak } from '../replay/analyse/peak.js';
 import type { AllocatorFactory } from '../replay/engine/allocators.js';
 import type { AsRecorded } from '../replay/engine/as-recorded.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
-import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import type { StartProcess } from '../replay/engine/process-start.js';
+import type { TracePlan } from '../replay/engine/trace-plan.js';
 import { leastRecordedCap } from '../replay/engine/what-if.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
-import { type DeviceChoice, deviceSizes } from '../util/device-specs.js';
 import type { AnswerAdvice } from './answer.js';
 import { type RecordedReplay, recordReplay } from './collect.js';
 import { ReportArgumentError } from './errors.js';
@@ -28,7 +29,10 @@ export interface PageDataOptions {
   readonly allocators: readonly AllocatorFactory[];
   readonly allocConf?: string;
   readonly memoryLimit?: number;
-  readonly device?: DeviceChoice;
+  /** Starts each replay's process (process-start.ts): the caller's, such as a simulated machine of its device. */
+  readonly startProcess: StartProcess;
+  /** advise's processes, in this thread and its workers (unless `advise: false`). */
+  readonly adviseProcesses?: AdviseProcesses;
   readonly costs?: CostTable;
   /** Run advise's search and name its setting in the answer (default false: Note [The answer, then the advice]). */
   readonly advise?: boolean;
@@ -37,8 +41,8 @@ export interface PageDataOptions {
   readonly keepEvents?: boolean;
   /** Add what holds memory at the peak (analysePeak; default true). */
   readonly analyse?: boolean;
-  /** The plan, when the caller made it (planned under the limit and device otherwise). */
-  readonly plan?: TracePlan;
+  /** The snapshot's plan (planReplay, under the limit and the device), made once by the caller. */
+  readonly plan: TracePlan;
   /** Told how far the replays are, 0 to 1. */
   readonly onProgress?: (fraction: number) => void;
 }
@@ -47,19 +51,20 @@ export interface PageDataOptions {
 export const HISTORY_HINT =
   '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
 
+/** The processes advise runs on; a ReportArgumentError where the caller gave none. */
+function adviseProcessesOf(options: PageDataOptions): AdviseProcesses {
+  if (options.adviseProcesses === undefined)
+    throw new ReportArgumentError('the page runs advise: give adviseProcesses, or leave advise unset');
+  return options.adviseProcesses;
+}
+
 /** The page's data for `snapshot` (`name`: the file's, for the refusal of an empty one). */
 export async function pageData(
   snapshot: MemorySnapshot,
   name: string,
   options: PageDataOptions,
 ): Promise<{ readonly data: ReportData; readonly recorded: RecordedReplay; readonly plan: TracePlan }> {
-  const { allocators, allocConf, memoryLimit, device, costs } = options;
-  const plan =
-    options.plan ??
-    planReplay(snapshot, {
-      memoryLimit,
-      deviceMemory: device === undefined ? undefined : deviceSizes(device).totalMemory,
-    });
+  const { allocators, allocConf, memoryLimit, startProcess, costs, plan } = options;
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
     throw new ReportArgumentError(`${name} holds no trace events: was history recorded? ${HISTORY_HINT}`);
   const recorded = recordReplay(snapshot, {
@@ -67,7 +72,7 @@ export async function pageData(
     allocators,
     allocConf,
     memoryLimit,
-    device,
+    startProcess,
     costs,
     peakLayout: options.peakLayout,
     keepEvents: options.keepEvents ?? false,
@@ -80,6 +85,7 @@ export async function pageData(
           memoryLimit,
           asRecorded: recorded.answer.asRecorded,
           plan: recorded.plan,
+          processes: adviseProcessesOf(options),
         })
       : undefined;
   // A snapshot without history (a segment list) has no peak to break down: the panel is left out, not the page.
@@ -91,7 +97,7 @@ export async function pageData(
           asRecorded: recorded.answer.asRecorded,
           allocConf,
           memoryLimit,
-          device,
+          startProcess,
         });
   const data = reportData(recorded, options.title, { peak, costs, advice });
   return { data, recorded, plan };
@@ -113,11 +119,13 @@ export async function adviceFor(
     readonly memoryLimit?: number;
     readonly asRecorded: AsRecorded;
     readonly plan: TracePlan;
+    readonly processes: AdviseProcesses;
   },
 ): Promise<AnswerAdvice> {
   const advice = await advise(snapshot, {
     memoryLimit: options.memoryLimit ?? leastRecordedCap([options.asRecorded]),
-    plan: options.plan,
+    plans: [options.plan],
+    processes: options.processes,
   });
   const best = advice.recommended;
   // Nothing fits: the page names no setting, and says why.

@@ -11,12 +11,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareSnapshots } from '../../src/replay/analyse/compare.js';
-import { analysePeak, type PeakBreakdown } from '../../src/replay/analyse/peak.js';
-import { summariseRanks } from '../../src/replay/analyse/ranks.js';
+
+import type { PeakBreakdown } from '../../src/replay/analyse/peak.js';
+
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import type { MemorySnapshot } from '../../src/replay/read/snapshot.js';
 import { formatBytes } from '../../src/util/format.js';
+import { analysePeak, compareSnapshots, summariseRanks } from '../support/replay.js';
 import { chromiumMissing, launchChromium, type OpenBrowser } from './chromium.js';
 
 const at = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));

@@ -14,14 +14,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { reportCommand } from '../../src/cli/report.js';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { Action, parseSnapshot } from '../../src/replay/read/snapshot.js';
-import { recordReplay } from '../../src/report/collect.js';
+
 import { formatBytes } from '../../src/report/format.js';
 import { renderReportHtml } from '../../src/report/html.js';
 import { reportData } from '../../src/report/report-data.js';
 import { makeBenchSnapshot } from '../support/bench-snapshot.js';
+import { recordReplay, replay } from '../support/replay.js';
 import { CI, chromiumMissing, launchChromium, type OpenBrowser, screenshotFolder } from './chromium.js';
 
 const TRACE = fileURLToPath(new URL('../../traces/h200/phases_streams-native.pickle.gz', import.meta.url));

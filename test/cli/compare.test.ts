@@ -4,9 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { COMPARE_SPEC } from '../../src/cli/command-specs.js';
 import { COMPARE_USAGE } from '../../src/cli/compare.js';
-import { compareSnapshots } from '../../src/replay/analyse/compare.js';
+
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { capture } from '../support/capture.js';
+import { compareSnapshots } from '../support/replay.js';
 
 const at = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 const REFERENCE = at('traces/h200-whatif/gpt_train--reference.pickle.gz');

@@ -11,9 +11,10 @@
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { type Advice, type AdviceCandidate, advise } from '../../src/replay/advise/advise.js';
+import type { Advice, AdviceCandidate } from '../../src/replay/advise/advise.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import type { MemorySnapshot } from '../../src/replay/read/snapshot.js';
+import { advise } from '../support/replay.js';
 
 const WHATIF = fileURLToPath(new URL('../../traces/h200-whatif/', import.meta.url));
 const WILD = fileURLToPath(new URL('./fixtures/wild/', import.meta.url));

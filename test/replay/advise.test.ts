@@ -12,7 +12,6 @@ import { parseNpuAllocConf } from '../../src/alloc/pytorch/npu-alloc-conf.js';
 import {
   type Advice,
   type AdviceCandidate,
-  advise,
   DEFAULT_TOLERANCE,
   KNOWN_TRAP,
 } from '../../src/replay/advise/advise.js';
@@ -27,9 +26,10 @@ import {
 } from '../../src/replay/advise/search.js';
 import { selectAllocators } from '../../src/replay/engine/allocators.js';
 import { memoryBound } from '../../src/replay/engine/bound.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import type { MemorySnapshot } from '../../src/replay/read/snapshot.js';
+import { advise, replay } from '../support/replay.js';
 import { type Event, readFixture, snapshotOf } from './helpers.js';
 
 const MiB = 1024 * 1024;

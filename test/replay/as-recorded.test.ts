@@ -10,8 +10,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ALLOCATOR_REGISTRY } from '../../src/replay/engine/allocators.js';
-import { reproduceRecording } from '../../src/replay/engine/as-recorded.js';
-import { replay } from '../../src/replay/engine/replay.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import {
   ambiguousRunLines,
@@ -19,8 +17,8 @@ import {
   asRecordedLines,
   graphLines,
 } from '../../src/replay/engine/verdict.js';
-import { answerWhatIf } from '../../src/replay/engine/what-if.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
+import { answerWhatIf, replay, reproduceRecording } from '../support/replay.js';
 
 const root = new URL('../../traces/', import.meta.url);
 const whatif = new URL('h200-whatif/', root);

@@ -6,11 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PYTORCH_SETTINGS } from '../../src/alloc/pytorch/settings.js';
 import { ALLOCATOR_REGISTRY } from '../../src/replay/engine/allocators.js';
-import { reproduceRecording } from '../../src/replay/engine/as-recorded.js';
+
 import { inferDeviceCap, retriesUnder } from '../../src/replay/engine/cap.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { answerLines, asRecordedLines, capLines } from '../../src/replay/engine/verdict.js';
-import { answerWhatIf } from '../../src/replay/engine/what-if.js';
+import { answerWhatIf, reproduceRecording } from '../support/replay.js';
 import { type Event, snapshotOf } from './helpers.js';
 
 const MiB = 2 ** 20;

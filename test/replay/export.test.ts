@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
 import { exportRun } from '../../src/replay/engine/export.js';
 import { compareWithTrace } from '../../src/replay/engine/fidelity.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { readPickle } from '../../src/replay/read/load.js';
 import { type PickleDict, pickle } from '../../src/replay/read/pickle/index.js';
 import { ACTIONS, type MemorySnapshot, parseSnapshot } from '../../src/replay/read/snapshot.js';
+import { replay } from '../support/replay.js';
 import { readFixture } from './helpers.js';
 import { python, pythonMissing } from './python.js';
 import { ONE_STEP } from './support/one-step-allocator.js';

@@ -19,10 +19,11 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
 import { compareWithTrace } from '../../src/replay/engine/fidelity.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { ACTIONS } from '../../src/replay/read/snapshot.js';
+import { replay } from '../support/replay.js';
 
 const dir = fileURLToPath(new URL('../../traces/h200/', import.meta.url));
 const manifest = `${dir}pytorch-reserved.json`;

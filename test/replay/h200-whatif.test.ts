@@ -31,11 +31,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { advise } from '../../src/replay/advise/advise.js';
+
 import { selectAllocators } from '../../src/replay/engine/allocators.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { Action, type MemorySnapshot } from '../../src/replay/read/snapshot.js';
+import { advise, replay } from '../support/replay.js';
 
 const dir = fileURLToPath(new URL('../../traces/h200-whatif/', import.meta.url));
 const manifest = `${dir}results.json`;

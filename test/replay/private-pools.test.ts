@@ -6,9 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { selectAllocators } from '../../src/replay/engine/allocators.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import type { MemorySnapshot, SnapshotSegment } from '../../src/replay/read/snapshot.js';
+import { replay } from '../support/replay.js';
 import { type Event, snapshotOf } from './helpers.js';
 
 const MiB = 1024 * 1024;

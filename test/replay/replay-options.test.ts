@@ -1,7 +1,7 @@
 /** replay() as the README calls it (Note [replay()'s arguments] in src/replay/engine/replay-options.ts). */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ReplayError, replay, UnknownAllocatorError } from '../../src/replay/index.js';
+import { ReplayError, replay, UnknownAllocatorError } from '../../src/entry/replay.js';
 import { loadSnapshotFile } from '../../src/replay/read/load.js';
 import type { MemorySnapshot } from '../../src/replay/read/snapshot.js';
 

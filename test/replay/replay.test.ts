@@ -11,8 +11,9 @@ import {
 import { DriverMeter } from '../../src/replay/engine/driver-meter.js';
 import { compareWithTrace } from '../../src/replay/engine/fidelity.js';
 import { RecordedPlacement } from '../../src/replay/engine/placement.js';
-import { BlockState, replay } from '../../src/replay/engine/replay.js';
+import { BlockState } from '../../src/replay/engine/replay.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
+import { replay } from '../support/replay.js';
 import { fixture, readFixture, snapshotOf } from './helpers.js';
 import { ONE_STEP, OneStepAllocator as OneStep } from './support/one-step-allocator.js';
 

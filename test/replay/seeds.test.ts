@@ -21,10 +21,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { advise } from '../../src/replay/advise/advise.js';
+
 import { selectAllocators } from '../../src/replay/engine/allocators.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { readSnapshotFile } from '../../src/replay/read/load.js';
+import { advise, replay } from '../support/replay.js';
 
 const dir = fileURLToPath(new URL('../../traces/seeds/', import.meta.url));
 const MIB = 2 ** 20;

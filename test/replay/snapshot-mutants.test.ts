@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { SnapshotError } from '../../src/replay/errors.js';
 import { loadSnapshotFile, readSnapshotBytes, readSnapshotFile } from '../../src/replay/read/load.js';
 import {
@@ -26,6 +26,7 @@ import {
 import type { MemorySnapshot } from '../../src/replay/read/snapshot.js';
 import { SnapshotReader } from '../../src/replay/read/snapshot-reader.js';
 import { Random } from '../flavors/fuzz/random.js';
+import { replay } from '../support/replay.js';
 import {
   type FuzzOptions,
   fuzzSnapshots,

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
 import { compareWithTrace } from '../../src/replay/engine/fidelity.js';
-import { BlockState, replay } from '../../src/replay/engine/replay.js';
+import { BlockState } from '../../src/replay/engine/replay.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import {
@@ -25,6 +25,7 @@ import {
   type MemorySnapshot,
   type SnapshotSegment,
 } from '../../src/replay/read/snapshot.js';
+import { replay } from '../support/replay.js';
 import { type Event, readFixture, traceOf } from './helpers.js';
 
 const MiB = 1024 * 1024;

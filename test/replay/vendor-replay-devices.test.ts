@@ -6,11 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { DEVICE_PRESETS } from '../../src/compose/create-runtime.js';
-import { replay } from '../../src/replay/engine/replay.js';
-import { replayOptions } from '../../src/replay/engine/replay-options.js';
+
+import { replayOptions } from '../../src/entry/replay-options.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { DEVICE_SPECS, type DeviceKey, deviceOfMemory, findDevice } from '../../src/util/device-specs.js';
 import { capture } from '../support/capture.js';
+import { replay } from '../support/replay.js';
 
 const KEYS = Object.keys(DEVICE_SPECS) as DeviceKey[];
 const GiB = 2 ** 30;

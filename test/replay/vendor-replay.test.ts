@@ -7,9 +7,10 @@
 import { describe, expect, it } from 'vitest';
 import { Tracer, type TraceSpan } from '../../src/core/trace.js';
 import { FRONT_END_OF, startOnFrontEnd } from '../../src/entry/front-end-process.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { readSnapshotFile } from '../../src/replay/read/load.js';
 import { detectVendor } from '../../src/replay/read/vendor.js';
+import { replay } from '../support/replay.js';
 
 const WILD = 'test/replay/fixtures/wild';
 

@@ -9,12 +9,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { reproduceRecording } from '../../src/replay/engine/as-recorded.js';
+
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { readPickle, readSnapshotBytes } from '../../src/replay/read/load.js';
 import { type PickleDict, pickle } from '../../src/replay/read/pickle/index.js';
 import { parseSnapshot } from '../../src/replay/read/snapshot.js';
 import { detectVendor } from '../../src/replay/read/vendor.js';
+import { reproduceRecording } from '../support/replay.js';
 
 const FILE = new URL('fixtures/wild/memsnapdump-expandable.pickle.gz', import.meta.url);
 const MiB = 1024 ** 2;

@@ -7,8 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { AllocConfError } from '../../src/alloc/pytorch/alloc-conf.js';
 import { selectAllocators } from '../../src/replay/engine/allocators.js';
-import { ReplayError, replay } from '../../src/replay/engine/replay.js';
+import { ReplayError } from '../../src/replay/engine/replay.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
+import { replay } from '../support/replay.js';
 import { snapshotOf } from './helpers.js';
 
 const MiB = 1024 ** 2;

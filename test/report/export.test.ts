@@ -3,14 +3,15 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
 import { exportRun } from '../../src/replay/engine/export.js';
-import { ReplayError, replay } from '../../src/replay/engine/replay.js';
+import { ReplayError } from '../../src/replay/engine/replay.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { readPickle, readSnapshotFile } from '../../src/replay/read/load.js';
 import type { PickleDict } from '../../src/replay/read/pickle/value.js';
 import { pickle } from '../../src/replay/read/pickle/writer.js';
 import { Action, parseSnapshot } from '../../src/replay/read/snapshot.js';
-import { recordReplay } from '../../src/report/collect.js';
+
 import { python, pythonMissing } from '../replay/python.js';
+import { recordReplay, replay } from '../support/replay.js';
 import { inconsistencyForMemoryViz, unreadableByMemoryViz } from './memory-viz-shape.js';
 
 const trace = (name: string) => fileURLToPath(new URL(`../../traces/h200/${name}`, import.meta.url));

@@ -2,13 +2,14 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { RuntimeDescription } from '../../src/core/runtime.js';
 import { DEFAULT_ALLOCATORS } from '../../src/replay/engine/allocators.js';
-import { replay } from '../../src/replay/engine/replay.js';
+
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
-import { recordReplay } from '../../src/report/collect.js';
+
 import { ReplayRecorder } from '../../src/report/recorder.js';
 import { reportData } from '../../src/report/report-data.js';
 import { type Event, snapshotOf } from '../replay/helpers.js';
+import { recordReplay, replay } from '../support/replay.js';
 
 const trace = (name: string) => fileURLToPath(new URL(`../../traces/h200/${name}`, import.meta.url));
 

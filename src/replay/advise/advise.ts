@@ -55,11 +55,12 @@ import { type MemoryBound, memoryBound } from '../engine/bound.js';
 import { recordedReserved } from '../engine/recorded.js';
 import type { AllocatorRun, OomVerdict } from '../engine/replay.js';
 import { ReplayError } from '../engine/replay.js';
-import { planReplay, type TracePlan } from '../engine/trace-plan.js';
+import type { TracePlan } from '../engine/trace-plan.js';
 import { verdictOf } from '../engine/verdict.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 import { allocatorOwner, settingsOfSnapshot, vendorOf, withVendor } from '../read/vendor.js';
 import {
+  type AdviseProcesses,
   type JobOutcome,
   MIN_EVENTS_FOR_WORKERS,
   openBars,
@@ -98,10 +99,13 @@ export interface AdviseOptions {
   readonly onProgress?: (done: number, total: number) => void;
   /** Worker threads (default: os.availableParallelism(), or none for a small trace; 0 or 1: this thread). */
   readonly workers?: number;
-  /** A plan already made for the snapshot (one snapshot). */
-  readonly plan?: TracePlan;
-  /** Plans already made, one per snapshot, in their order (several). */
-  readonly plans?: readonly TracePlan[];
+  /**
+   * The snapshots' plans (planReplay, under the limit: Note [Inferred
+   * empty_cache]), one per snapshot in their order, made once by the caller.
+   */
+  readonly plans: readonly TracePlan[];
+  /** How the replays start their processes, in this thread and in the workers (pool.ts). */
+  readonly processes: AdviseProcesses;
   /**
    * Stop a replay once it cannot change the answer (Note [Pruning]); default
    * true. The answer is the same either way; false runs every replay to its end.
@@ -277,7 +281,7 @@ export const REFINE_MARGIN = 0.05;
 /** Search PyTorch's settings for the workload of `snapshots` (one, or several runs or ranks of one job). */
 export async function advise(
   snapshots: MemorySnapshot | readonly MemorySnapshot[],
-  options: AdviseOptions = {},
+  options: AdviseOptions,
 ): Promise<Advice> {
   const start = performance.now();
   // Each snapshot's vendor fixed now: worker threads get them without their frames (Note [Snapshot vendor]).
@@ -289,21 +293,14 @@ export async function advise(
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
     throw new ReplayError(`the memory limit must be a positive whole number of bytes, not ${limit}`);
   const tolerance = toleranceOf(options.tolerance);
-  if (options.plans !== undefined && options.plans.length !== all.length)
-    throw new ReplayError(`${options.plans.length} plans for ${all.length} snapshots`);
-  // Planned as replay plans under a limit (Note [Inferred empty_cache]), so advise and replay agree.
-  const plans = all.map(
-    (s, k) =>
-      options.plans?.[k] ??
-      (all.length === 1 ? options.plan : undefined) ??
-      planReplay(s, { memoryLimit: limit }),
-  );
+  const plans = options.plans;
+  if (plans.length !== all.length) throw new ReplayError(`${plans.length} plans for ${all.length} snapshots`);
   const sizes = mergeSizes(all.map((s, k) => traceSizes(s, plans[k])));
   const events = plans.reduce((n, p) => n + p.events, 0);
   // Unasked, a trace too small to repay starting workers runs here (Note [Worker threads]).
   const workers = options.workers ?? (events < MIN_EVENTS_FOR_WORKERS ? 0 : availableParallelism());
   const bars = openBars(MAX_JOBS);
-  const pool = openPool({ snapshots: all, plans, memoryLimit: limit, bars }, workers);
+  const pool = openPool({ snapshots: all, plans, memoryLimit: limit, bars }, workers, options.processes);
   try {
     const search = new Search(
       all,

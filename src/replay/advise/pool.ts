@@ -8,10 +8,13 @@
  * worker neither parses nor plans, and a million-event trace costs its
  * ~40 MB once, not once per worker. Each worker then replays the jobs it is
  * sent, side by side (Note [Best first]), and answers with each run (its
- * per-block arrays left out) as it ends. The worker is worker.js beside this module: in the compiled
- * package (dist/) it is there; run from the TypeScript sources (vitest) it
- * is not, and the jobs run in this thread instead, in the same order with
- * the same results (replays are deterministic; only the wall time differs).
+ * per-block arrays left out) as it ends. The worker's module comes from the
+ * top with the way to start a process (AdviseProcesses): it is
+ * src/entry/advise-worker.ts, which serves the jobs (worker.ts) with its
+ * own starter, as a thread cannot be handed one. In the compiled package
+ * (dist/) it is there; run from the TypeScript sources (vitest) it is not,
+ * and the jobs run in this thread instead, in the same order with the same
+ * results (replays are deterministic; only the wall time differs).
  * A trace too small to repay starting workers runs in this thread too
  * (MIN_EVENTS_FOR_WORKERS), unless workers are asked for. Several snapshots
  * (the ranks of one job) are shared alike; a job names the one it replays.
@@ -38,10 +41,9 @@
  * baseline, which runs to its end whatever its peak, goes first, unwatched.
  */
 
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { selectAllocators } from '../engine/allocators.js';
+import type { StartProcess } from '../engine/process-start.js';
 import { type AllocatorRun, type ReplayResult, type ReplayStep, replayInSlices } from '../engine/replay.js';
 import type { TracePlan } from '../engine/trace-plan.js';
 import { PastTheBar } from '../errors.js';
@@ -80,6 +82,16 @@ export interface ReplayInput {
    * end of the array never does).
    */
   readonly bars: Float64Array;
+}
+
+/**
+ * How advise's replays get their processes, from the top: `startProcess` in
+ * this thread, and `workerModule`, the module of a worker thread that serves
+ * the jobs starting its processes alike (undefined: every replay in this thread).
+ */
+export interface AdviseProcesses {
+  readonly startProcess: StartProcess;
+  readonly workerModule: URL | undefined;
 }
 
 /** Bars no run passes (the unpruned search keeps them), for job ids below `jobs`. */
@@ -152,6 +164,7 @@ export class OpenJob {
   constructor(
     readonly input: ReplayInput,
     readonly job: ReplayJob,
+    startProcess: StartProcess,
     onEvents?: (done: number) => void,
   ) {
     this.#watch = new Watch(input.bars, job.id, job.prunable);
@@ -164,6 +177,7 @@ export class OpenJob {
           allocConf: job.allocConf ?? undefined,
           memoryLimit: input.memoryLimit,
           plan,
+          startProcess,
           keepEvents: false,
           onProgress: onEvents,
           // A baseline runs to its end whatever its peak: nothing to watch.
@@ -265,8 +279,13 @@ export class BestFirst {
 }
 
 /** Replay one job to its end; `onEvents` is told how many of the trace's events are done, now and then. */
-export function runJob(input: ReplayInput, job: ReplayJob, onEvents?: (done: number) => void): JobOutcome {
-  const open = new OpenJob(input, job, onEvents);
+export function runJob(
+  input: ReplayInput,
+  job: ReplayJob,
+  startProcess: StartProcess,
+  onEvents?: (done: number) => void,
+): JobOutcome {
+  const open = new OpenJob(input, job, startProcess, onEvents);
   while (!open.advance()) {}
   return open.outcome!;
 }
@@ -296,16 +315,10 @@ export interface ReplayPool {
  */
 export const MIN_EVENTS_FOR_WORKERS = 500_000;
 
-/** The worker's module beside this one, when it is there (compiled), else undefined. */
-function workerModule(): URL | undefined {
-  const url = new URL('./worker.js', import.meta.url);
-  return url.protocol === 'file:' && existsSync(fileURLToPath(url)) ? url : undefined;
-}
-
 /** A pool of `workers` threads (Note [Worker threads]), or this thread when 0, 1 or the worker is absent. */
-export function openPool(input: ReplayInput, workers: number): ReplayPool {
-  const module = workerModule();
-  if (workers <= 1 || module === undefined) return inThread(input);
+export function openPool(input: ReplayInput, workers: number, processes: AdviseProcesses): ReplayPool {
+  const module = processes.workerModule;
+  if (workers <= 1 || module === undefined) return inThread(input, processes.startProcess);
   // Replay never reads the stacks; a snapshot with frames holds hundreds of thousands of them.
   const snapshots = input.snapshots.map((s) => ({ ...s, frames: [], stacks: [] }));
   // The bars are shared as they are: shareArrays would copy them, and the workers would not see them move.
@@ -313,7 +326,7 @@ export function openPool(input: ReplayInput, workers: number): ReplayPool {
   return new WorkerPool(module, { ...shared, bars: input.bars }, workers);
 }
 
-function inThread(input: ReplayInput): ReplayPool {
+function inThread(input: ReplayInput, startProcess: StartProcess): ReplayPool {
   return {
     workers: 0,
     run: async (jobs, onEvents, onOutcome) => {
@@ -328,7 +341,7 @@ function inThread(input: ReplayInput): ReplayPool {
       let next = 0;
       const open = () => {
         const job = jobs[next++];
-        running.add(new OpenJob(input, job, (done) => told(job.id, done)));
+        running.add(new OpenJob(input, job, startProcess, (done) => told(job.id, done)));
       };
       while (next < jobs.length && running.size < OPEN_JOBS) open();
       while (running.size > 0) {

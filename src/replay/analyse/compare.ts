@@ -12,7 +12,7 @@
  * read as the same stack. Two stacks of one snapshot that differ only in
  * lines are counted together on that side.
  */
-import type { DeviceChoice } from '../../util/device-specs.js';
+import type { StartProcess } from '../engine/process-start.js';
 import type { TracePlan } from '../engine/trace-plan.js';
 import type { Verdict } from '../engine/what-if.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
@@ -29,11 +29,12 @@ import { analyseWithStates, type PeakAnalysis, type PeakBreakdown } from './peak
 export interface CompareOptions {
   readonly allocConf?: string;
   readonly memoryLimit?: number;
-  readonly device?: DeviceChoice;
+  /** Starts each replay's process (process-start.ts): the caller's, such as a simulated H200. */
+  readonly startProcess: StartProcess;
   /** How many stacks to list (default 10). */
   readonly topStacks?: number;
-  /** The two snapshots' plans (planReplay), when already made. */
-  readonly plans?: readonly [TracePlan, TracePlan];
+  /** The two snapshots' plans (planReplay), made once by the caller. */
+  readonly plans: readonly [TracePlan, TracePlan];
 }
 
 /** One side's figures at a device's peak. */
@@ -105,19 +106,19 @@ export interface SnapshotComparison {
 export function compareSnapshots(
   a: MemorySnapshot,
   b: MemorySnapshot,
-  options: CompareOptions = {},
+  options: CompareOptions,
 ): SnapshotComparison {
   const top = Math.max(0, options.topStacks ?? 10);
-  const analyse = (s: MemorySnapshot, plan: TracePlan | undefined) =>
+  const analyse = (s: MemorySnapshot, plan: TracePlan) =>
     analyseWithStates(s, {
       plan,
       allocConf: options.allocConf,
       memoryLimit: options.memoryLimit,
-      device: options.device,
+      startProcess: options.startProcess,
       topStacks: top,
     });
-  const x = analyse(a, options.plans?.[0]);
-  const y = analyse(b, options.plans?.[1]);
+  const x = analyse(a, options.plans[0]);
+  const y = analyse(b, options.plans[1]);
   const devicesA = x.breakdown.devices.map((d) => d.device);
   const devicesB = y.breakdown.devices.map((d) => d.device);
   const both = devicesA.filter((d) => devicesB.includes(d));

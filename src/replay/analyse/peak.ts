@@ -8,11 +8,11 @@
  * the extra reserved memory goes (Note [Reserved bytes by stack]).
  */
 import { PytorchCachingAllocator } from '../../alloc/pytorch/caching-allocator.js';
-import type { DeviceChoice } from '../../util/device-specs.js';
 import { ALLOCATOR_REGISTRY, type AllocatorFactory } from '../engine/allocators.js';
 import { type AsRecorded, planUnder, reproduceRecording } from '../engine/as-recorded.js';
+import type { StartProcess } from '../engine/process-start.js';
 import { type ReplayStep, replay } from '../engine/replay.js';
-import { planReplay, type TracePlan } from '../engine/trace-plan.js';
+import type { TracePlan } from '../engine/trace-plan.js';
 import { answerWhatIf, type Verdict, type WhatIfAnswer } from '../engine/what-if.js';
 import { ReplayError } from '../errors.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
@@ -40,8 +40,10 @@ import {
 export type { Slack } from './held.js';
 
 export interface AnalyseOptions {
-  /** The snapshot's plan (planReplay), when already made. */
-  readonly plan?: TracePlan;
+  /** The snapshot's plan (planReplay), made once by the caller. */
+  readonly plan: TracePlan;
+  /** Starts each replay's process (process-start.ts): the caller's, such as a simulated H200. */
+  readonly startProcess: StartProcess;
   /** The recording reproduced (reproduceRecording), when already done with this plan. */
   readonly asRecorded?: AsRecorded;
   /**
@@ -53,8 +55,6 @@ export interface AnalyseOptions {
   readonly allocConf?: string;
   /** A cap in bytes to replay the snapshot under (the what-if). */
   readonly memoryLimit?: number;
-  /** The simulated device (default H200). */
-  readonly device?: DeviceChoice;
   /** How many stacks to list (default 10). */
   readonly topStacks?: number;
   /**
@@ -166,20 +166,24 @@ const PYTORCH = ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as Allocato
 export function pytorchUnder(
   snapshot: MemorySnapshot,
   plan: TracePlan,
-  setting: { readonly allocConf?: string; readonly memoryLimit?: number; readonly device?: DeviceChoice },
+  setting: {
+    readonly allocConf?: string;
+    readonly memoryLimit?: number;
+    readonly startProcess: StartProcess;
+  },
 ): WhatIfAnswer {
   return answerWhatIf(snapshot, {
     plan,
     allocators: [PYTORCH],
     allocConf: setting.allocConf,
     memoryLimit: setting.memoryLimit,
-    device: setting.device,
+    startProcess: setting.startProcess,
     keepEvents: false,
   });
 }
 
 /** What holds memory at the peak of `snapshot`, and under a setting where one is given. */
-export function analysePeak(snapshot: MemorySnapshot, options: AnalyseOptions = {}): PeakBreakdown {
+export function analysePeak(snapshot: MemorySnapshot, options: AnalyseOptions): PeakBreakdown {
   return analyseWithStates(snapshot, options).breakdown;
 }
 
@@ -193,12 +197,12 @@ export interface PeakAnalysis {
   readonly plan: TracePlan;
 }
 
-export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOptions = {}): PeakAnalysis {
+export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOptions): PeakAnalysis {
   if (snapshot.traces.length === 0)
     throw new ReplayError(
       'the snapshot has no history (a segment list): its peak is not known, only the one moment it shows',
     );
-  const plan = options.plan ?? planReplay(snapshot, { memoryLimit: options.memoryLimit });
+  const plan = options.plan;
   const top = Math.max(0, options.topStacks ?? 10);
   const asked = options.allocConf !== undefined || options.memoryLimit !== undefined;
   // A what-if already answered with PyTorch's model among its allocators is used, not answered again.
@@ -212,7 +216,7 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
   const asRecorded =
     answer?.asRecorded ??
     options.asRecorded ??
-    reproduceRecording(snapshot, { plan, device: options.device });
+    reproduceRecording(snapshot, { plan, startProcess: options.startProcess });
   const categories = new StackCategories(snapshot, options.annotations ?? snapshot.annotations);
   const stacks = plan.devices.map((d) => blockStacks(snapshot, d));
   const times = plan.devices.map((d) => blockTimes(d));
@@ -244,7 +248,7 @@ export function analyseWithStates(snapshot: MemorySnapshot, options: AnalyseOpti
       limits: answer.limits,
       caps: asRecorded.devices.map((x) => x.cap),
       base: plan,
-      device: options.device,
+      startProcess: options.startProcess,
     });
     whatIf = {
       allocConf: options.allocConf ?? null,
@@ -340,7 +344,7 @@ interface ModelRun {
   readonly limits: readonly (number | undefined)[];
   readonly caps: Parameters<typeof planUnder>[2];
   readonly base: TracePlan;
-  readonly device: DeviceChoice | undefined;
+  readonly startProcess: StartProcess;
 }
 
 /**
@@ -364,7 +368,7 @@ function modelPeaks(
       allocConf: m.allocConf,
       deviceMemoryLimits: m.limits,
       start: 'recorded',
-      device: m.device,
+      startProcess: m.startProcess,
       keepEvents: false,
       onStep,
     });

@@ -13,10 +13,11 @@
  * how far through its own trace each failed (the event's index over the
  * trace's length), and the answer says it is by progress, not by time.
  */
-import type { DeviceChoice } from '../../util/device-specs.js';
 import { type Advice, advise } from '../advise/advise.js';
+import type { AdviseProcesses } from '../advise/pool.js';
 import { type AsRecorded, reproduceRecording } from '../engine/as-recorded.js';
-import { planReplay, type TracePlan } from '../engine/trace-plan.js';
+import type { StartProcess } from '../engine/process-start.js';
+import type { TracePlan } from '../engine/trace-plan.js';
 import type { Verdict } from '../engine/what-if.js';
 import { ReplayError } from '../errors.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
@@ -28,13 +29,16 @@ export interface RanksOptions {
   readonly names?: readonly string[];
   readonly allocConf?: string;
   readonly memoryLimit?: number;
-  readonly device?: DeviceChoice;
+  /** Starts each replay's process (process-start.ts): the caller's, such as a simulated H200. */
+  readonly startProcess: StartProcess;
   /** Ask advise for the one setting that fits every rank (default true). */
   readonly advise?: boolean;
   /** advise's worker threads (its default where not given). */
   readonly workers?: number;
-  /** The snapshots' plans (planReplay), when already made. */
-  readonly plans?: readonly TracePlan[];
+  /** advise's processes (AdviseProcesses), where advise runs here (neither `advise: false` nor `advice`). */
+  readonly adviseProcesses?: AdviseProcesses;
+  /** The snapshots' plans (planReplay, under memoryLimit), made once by the caller. */
+  readonly plans: readonly TracePlan[];
   /** The recordings reproduced, when already done with those plans (used where no setting or limit is given). */
   readonly asRecorded?: readonly AsRecorded[];
   /** advise's answer for these snapshots, when already made: used instead of searching again. */
@@ -99,18 +103,27 @@ export interface RankAdvice {
   readonly perSnapshot: readonly { readonly peakReservedBytes: number; readonly fits: boolean }[];
 }
 
+/** The processes advise runs on here; a ReplayError where the caller gave none. */
+function adviseProcessesOf(options: RanksOptions): AdviseProcesses {
+  if (options.adviseProcesses === undefined)
+    throw new ReplayError(
+      'summariseRanks runs advise: give adviseProcesses, or advise: false, or its advice',
+    );
+  return options.adviseProcesses;
+}
+
 /** Summarise a job's per-rank snapshots (Note [Which rank runs out first]). */
 export async function summariseRanks(
   snapshots: readonly MemorySnapshot[],
-  options: RanksOptions = {},
+  options: RanksOptions,
 ): Promise<RankSummary> {
   if (snapshots.length === 0) throw new ReplayError('ranks need at least one snapshot');
   if (options.names !== undefined && options.names.length !== snapshots.length)
     throw new ReplayError(`${options.names.length} names for ${snapshots.length} snapshots`);
   const asked = options.allocConf !== undefined || options.memoryLimit !== undefined;
-  if (options.plans !== undefined && options.plans.length !== snapshots.length)
-    throw new ReplayError(`${options.plans.length} plans for ${snapshots.length} snapshots`);
-  const plans = options.plans ?? snapshots.map((s) => planReplay(s, { memoryLimit: options.memoryLimit }));
+  const plans = options.plans;
+  if (plans.length !== snapshots.length)
+    throw new ReplayError(`${plans.length} plans for ${snapshots.length} snapshots`);
   const ranks: RankRow[] = [];
   const verdicts: Verdict[] = [];
   snapshots.forEach((s, k) => {
@@ -122,8 +135,8 @@ export async function summariseRanks(
     const asRecorded =
       answer?.asRecorded ??
       options.asRecorded?.[k] ??
-      reproduceRecording(s, { plan, device: options.device });
-    const peak = analysePeak(s, { plan, asRecorded, device: options.device, topStacks: 0 });
+      reproduceRecording(s, { plan, startProcess: options.startProcess });
+    const peak = analysePeak(s, { plan, asRecorded, startProcess: options.startProcess, topStacks: 0 });
     const several = peak.devices.length > 1;
     for (const d of peak.devices) {
       const largest = [...d.categories].sort((x, y) => y.bytes - x.bytes)[0];
@@ -174,7 +187,12 @@ export async function summariseRanks(
       : options.advise === false
         ? null
         : rankAdviceOf(
-            await advise(snapshots, { memoryLimit: options.memoryLimit, plans, workers: options.workers }),
+            await advise(snapshots, {
+              memoryLimit: options.memoryLimit,
+              plans,
+              workers: options.workers,
+              processes: adviseProcessesOf(options),
+            }),
           );
   return {
     ranks,

@@ -75,7 +75,7 @@ export interface AsRecorded {
   readonly replays: number;
 }
 
-export type AsRecordedOptions = Pick<ReplayOptions, 'device' | 'costs' | 'backend' | 'cuda'> & {
+export type AsRecordedOptions = Pick<ReplayOptions, 'startProcess' | 'costs' | 'backend'> & {
   /** The snapshot's plan (planReplay); its empty_cache() calls are placed anew for each cap. */
   readonly plan: TracePlan;
   /** The cap the recording ran under, where it is known: checked alone, instead of the interval its events allow. */

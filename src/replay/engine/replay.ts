@@ -1,7 +1,10 @@
 /**
  * Replay: a recorded trace's allocations and frees, streamed through
- * allocators of our own, each on a fresh process (a simulated machine with
- * as many devices as the trace has, by default, or the real GPUs).
+ * allocators of our own, each on a fresh process that the caller's
+ * startProcess starts (process-start.ts: a simulated machine with as many
+ * devices as the trace has, the real GPUs, a vendor's front end), along the
+ * caller's plan (trace-plan.ts). Both come from the top, the command line
+ * or the package's entry (src/entry/replay.ts); the engine makes neither.
  *
  * What each event does (docs/pytorch-allocators.md T2):
  *   alloc           -> malloc(size, stream, pool) on the event's device, in
@@ -49,11 +52,7 @@ import {
 } from '../../alloc/allocator.js';
 import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
 import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
-// The one arrow left from the snapshot wing into the composition root: the default process, where the
-// caller gives no startProcess (process-start.ts). The command line and the entry compose their own.
-import { createProcess, type ProcessOptions } from '../../compose/create-runtime.js';
 import type { Runtime } from '../../core/runtime.js';
-import { type DeviceChoice, deviceSizes } from '../../util/device-specs.js';
 import { ReplayError } from '../errors.js';
 import { Action, type MemorySnapshot } from '../read/snapshot.js';
 import { settingsOfConf, settingsOfSnapshot } from '../read/vendor.js';
@@ -61,25 +60,25 @@ import type { AllocatorFactory } from './allocators.js';
 import { type CostTable, CostTableError, type DriverCall } from './cost-table.js';
 import { DriverMeter, type DriverUse } from './driver-meter.js';
 import { RecordedPlacement } from './placement.js';
-import type { ProcessRequest, StartProcess } from './process-start.js';
-import { type ReplayInput, replayOptions } from './replay-options.js';
-import { type DevicePlan, planReplay, type TracePlan } from './trace-plan.js';
+import type { StartProcess } from './process-start.js';
+import type { DevicePlan, TracePlan } from './trace-plan.js';
 
 export interface ReplayOptions {
   readonly allocators: readonly AllocatorFactory[];
-  /** 'sim' (default): a fresh simulated machine per allocator. 'cuda': the real GPUs. */
-  readonly backend?: 'sim' | 'cuda';
-  /** With backend 'cuda': the driver to use or the libcuda paths to try (a stand-in driver rehearses a GPU run). */
-  readonly cuda?: ProcessOptions['cuda'];
-  /** The simulated device model (default: H200). */
-  readonly device?: DeviceChoice;
+  /** The snapshot's plan (planReplay), made once by the caller: the command, the package's entry. */
+  readonly plan: TracePlan;
   /**
-   * Starts each allocator run's process (process-start.ts): the command
-   * line's or the entry's, such as a simulated Ascend 910B behind the ACL
-   * front end (Note [A runtime through a front end]). Given, it replaces
-   * backend, cuda and device as the way a process is made.
+   * Starts each allocator run's process (process-start.ts), given from the
+   * top: the command line's or the entry's (a simulated machine, the real
+   * GPUs, a vendor's front end: Note [A runtime through a front end]).
    */
-  readonly startProcess?: StartProcess;
+  readonly startProcess: StartProcess;
+  /**
+   * What startProcess starts: 'sim' (default), simulated machines; 'cuda',
+   * the real GPUs (their driver time measured, their used memory read at
+   * each peak, no recorded placement).
+   */
+  readonly backend?: 'sim' | 'cuda';
   /** Prices driver calls (driverTimeUs); without one driverTimeUs is null. */
   readonly costs?: CostTable;
   /** Keep each run's segment events and block addresses for fidelity.ts (default true). */
@@ -95,10 +94,6 @@ export interface ReplayOptions {
    * Default: on with the real backend, off on the simulator.
    */
   readonly measureDeviceMemory?: boolean;
-  /** A plan already made for this snapshot (planReplay), to skip making it again. */
-  readonly plan?: TracePlan;
-  /** When making the plan here: infer empty_cache() calls (default true; Note [Inferred empty_cache]). */
-  readonly inferEmptyCache?: boolean;
   /**
    * On the simulator, serve one-step allocations at the recorded segment
    * addresses (default true; placement.ts, Note [Recorded placement]).
@@ -267,8 +262,8 @@ export interface ReplayResult {
 const PROGRESS_EVERY = 1 << 16;
 
 /** Replay `snapshot` through each allocator in turn. */
-export function replay(snapshot: MemorySnapshot, input: ReplayInput = {}): ReplayResult {
-  const steps = replayInSlices(snapshot, input);
+export function replay(snapshot: MemorySnapshot, options: ReplayOptions): ReplayResult {
+  const steps = replayInSlices(snapshot, options);
   for (;;) {
     const next = steps.next();
     if (next.done === true) return next.value;
@@ -283,20 +278,10 @@ export function replay(snapshot: MemorySnapshot, input: ReplayInput = {}): Repla
  */
 export function* replayInSlices(
   snapshot: MemorySnapshot,
-  input: ReplayInput = {},
+  options: ReplayOptions,
   slice = Number.POSITIVE_INFINITY,
 ): Generator<void, ReplayResult, void> {
-  // Defaults, sizes and devices as people write them; a Promise or a path refused (Note [replay()'s arguments]).
-  const options = replayOptions(snapshot, input);
-  const plan =
-    options.plan ??
-    planReplay(snapshot, {
-      inferEmptyCache: options.inferEmptyCache,
-      // Note [Inferred empty_cache] tells empty_cache from an OOM retry by how full the recorded
-      // allocator was: under a limit, full means the limit (the recorded run is taken to have had it too).
-      deviceMemory: deviceMemory(options.device ?? 'H200'),
-      memoryLimit: options.memoryLimit,
-    });
+  const plan = options.plan;
   const settings = options.settings ?? replaySettings(snapshot, options.allocConf);
   const limit = options.memoryLimit;
   for (const l of [limit, ...(options.deviceMemoryLimits ?? [])])
@@ -319,10 +304,6 @@ export function replaySettings(
   return allocConf === undefined
     ? settingsOfSnapshot(snapshot)
     : settingsOfConf(snapshot, allocConf, (c) => parseAllocConf(c).settings);
-}
-
-function deviceMemory(d: DeviceChoice): number {
-  return deviceSizes(d).totalMemory;
 }
 
 interface Progress {
@@ -363,7 +344,7 @@ function* runOne(
   const placement =
     backend === 'sim' && (options.recordedAddresses ?? true) ? new RecordedPlacement(plan) : undefined;
   const observers = placement === undefined ? [meter] : [meter, placement];
-  const runtime = startRun(options, { devices: deviceCount, report, observers });
+  const runtime = options.startProcess({ devices: deviceCount, report, observers });
   const made: CachingAllocator[] = [];
   const run: RunContext = { runtime, factory, index, settings, options, progress, meter, placement, made };
   const devices: DeviceRun[] = [];
@@ -436,20 +417,6 @@ function* runOne(
 
 // ReplayError lives in errors.ts; re-exported here, where it was.
 export { ReplayError } from '../errors.js';
-
-/**
- * The run's process: the caller's startProcess (process-start.ts), else the
- * default one, a simulated machine of options.device (or the real GPUs with
- * backend 'cuda'): the engine's one arrow into the composition root, kept
- * for callers that give no startProcess (test/compose/layers.test.ts lists it).
- */
-function startRun(options: ReplayOptions, request: ProcessRequest): Runtime {
-  if (options.startProcess !== undefined) return options.startProcess(request);
-  const { devices, report, observers } = request;
-  if (options.backend === 'cuda')
-    return createProcess({ backend: 'cuda', cuda: options.cuda, report, observers }).runtime;
-  return createProcess({ devices: Array(devices).fill(options.device ?? 'H200'), report, observers }).runtime;
-}
 
 function message(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);

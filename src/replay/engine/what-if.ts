@@ -31,6 +31,7 @@ import type { MemorySnapshot } from '../read/snapshot.js';
 import type { AllocatorFactory } from './allocators.js';
 import { type AsRecorded, planUnder, reproduceRecording } from './as-recorded.js';
 import { memoryBound } from './bound.js';
+import type { StartProcess } from './process-start.js';
 import type { AllocatorRun, ReplayOptions, ReplayResult } from './replay.js';
 import { replay, replaySettings } from './replay.js';
 import type { TracePlan } from './trace-plan.js';
@@ -83,13 +84,18 @@ export interface WhatIfAnswer {
 export type WhatIfOptions = Omit<ReplayOptions, 'plan' | 'deviceMemoryLimits' | 'start' | 'settings'> & {
   /** The snapshot's plan (planReplay). */
   readonly plan: TracePlan;
+  /**
+   * Starts the processes that reproduce the recording (default: startProcess);
+   * a what-if on the real GPUs reproduces the recording on the simulator.
+   */
+  readonly startReproduction?: StartProcess;
 };
 
 /** Answer a what-if on `snapshot`, the recording reproduced first. */
 export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): WhatIfAnswer {
   const asRecorded = reproduceRecording(snapshot, {
     plan: options.plan,
-    device: options.device,
+    startProcess: options.startReproduction ?? options.startProcess,
     costs: options.costs,
   });
   let replays = asRecorded.replays;
@@ -107,7 +113,7 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     extra: Partial<ReplayOptions> = {},
   ): ReplayResult => {
     replays++;
-    const { memoryLimit: _given, plan: base, ...rest } = options;
+    const { memoryLimit: _given, plan: base, startReproduction: _reproduction, ...rest } = options;
     return replay(snapshot, {
       ...rest,
       ...extra,

@@ -12,12 +12,14 @@
 import costsJson from '../../../bench/results/h200-driver-costs.json' with { type: 'json' };
 import { AllocConfError } from '../../alloc/errors.js';
 import { readWhatIf, type WhatIf } from '../../cli/what-if-options.js';
+import { startOnSimulator } from '../../entry/replay-processes.js';
+import type { AdviseProcesses } from '../../replay/advise/pool.js';
 import { compareSnapshots } from '../../replay/analyse/compare.js';
 import { summariseRanks } from '../../replay/analyse/ranks.js';
 import type { AsRecorded } from '../../replay/engine/as-recorded.js';
 import { parseCostTable } from '../../replay/engine/cost-table.js';
 import { replay } from '../../replay/engine/replay.js';
-import type { TracePlan } from '../../replay/engine/trace-plan.js';
+import { planReplay, type TracePlan } from '../../replay/engine/trace-plan.js';
 import type { MemorySnapshot } from '../../replay/read/snapshot.js';
 import { withVendor } from '../../replay/read/vendor.js';
 import { layoutMap } from '../../report/address-map.js';
@@ -52,6 +54,9 @@ globals.Buffer ??= PageBuffer;
 /** The package's cost table, as `vmmkit replay` and `report` use it by default. */
 const COSTS = parseCostTable(costsJson, 'h200-driver-costs.json');
 
+/** advise in this one thread (the page starts no worker threads), on simulated H200s as `vmmkit advise` runs. */
+const ADVISE: AdviseProcesses = { startProcess: startOnSimulator(), workerModule: undefined };
+
 /** What the worker holds: the snapshots read, by name, in the order dropped, and how each was last answered. */
 interface Loaded {
   readonly snapshots: { readonly name: string; readonly snapshot: MemorySnapshot }[];
@@ -81,13 +86,23 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
   });
   const pages: SnapshotPage[] = [];
   const runs: Loaded['runs'] = [];
+  // Each snapshot planned once, as `vmmkit report` plans it: its page, the comparison and the ranks take the plan.
+  const plans: TracePlan[] = [];
+  const startProcess = startOnSimulator(whatIf.device);
   for (const { name, snapshot } of loaded.snapshots) {
+    const plan = planReplay(snapshot, {
+      memoryLimit: whatIf.memoryLimit,
+      deviceMemory: whatIf.device?.totalMemory,
+    });
+    plans.push(plan);
     const { data, recorded } = await pageData(snapshot, name, {
       title: name,
+      plan,
       allocators: whatIf.allocators,
       allocConf: whatIf.allocConf,
       memoryLimit: whatIf.memoryLimit,
-      device: whatIf.device,
+      startProcess,
+      adviseProcesses: ADVISE,
       costs: COSTS,
       onProgress: (fraction) => post({ kind: 'progress', file: name, phase: 'replaying', fraction }),
     });
@@ -102,9 +117,15 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
   loaded.runs = runs;
   const snapshots = loaded.snapshots.map((s) => s.snapshot);
   const names = loaded.snapshots.map((s) => s.name);
-  const what = { allocConf: whatIf.allocConf, memoryLimit: whatIf.memoryLimit, device: whatIf.device };
-  const compare = snapshots.length === 2 ? compareSnapshots(snapshots[0], snapshots[1], what) : null;
-  const ranks = snapshots.length >= 3 ? await summariseRanks(snapshots, { ...what, names }) : null;
+  const what = { allocConf: whatIf.allocConf, memoryLimit: whatIf.memoryLimit, startProcess };
+  const compare =
+    snapshots.length === 2
+      ? compareSnapshots(snapshots[0], snapshots[1], { ...what, plans: [plans[0], plans[1]] })
+      : null;
+  const ranks =
+    snapshots.length >= 3
+      ? await summariseRanks(snapshots, { ...what, names, plans, adviseProcesses: ADVISE })
+      : null;
   return { pages, compare, ranks };
 }
 
@@ -121,6 +142,7 @@ async function adviseAll(loaded: Loaded, id: number, stale: () => boolean): Prom
       memoryLimit: run.whatIf.memoryLimit,
       asRecorded: run.asRecorded,
       plan: run.plan,
+      processes: ADVISE,
     });
     post({ kind: 'advised', id, page, advice });
   }
@@ -152,7 +174,7 @@ function stateAt(
   replay(source.snapshot, {
     allocators: [factory],
     allocConf: run.whatIf.allocConf,
-    device: run.whatIf.device,
+    startProcess: startOnSimulator(run.whatIf.device),
     plan: run.plan,
     deviceMemoryLimits: run.limits,
     keepEvents: false,

@@ -14,8 +14,9 @@ import { describe, expect, it } from 'vitest';
 import { PytorchExpandableAllocator, settingsFromSnapshot } from '../../../src/alloc/pytorch/index.js';
 import { VmmkitAllocator } from '../../../src/alloc/vmmkit/index.js';
 import { loadCostTable } from '../../../src/replay/engine/cost-table.js';
-import { replay } from '../../../src/replay/engine/replay.js';
+
 import { readSnapshotFile } from '../../../src/replay/read/load.js';
+import { replay } from '../../support/replay.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const folders = ['traces/h200', 'traces/h200-heldout'];

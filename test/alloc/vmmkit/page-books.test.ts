@@ -9,9 +9,10 @@ import { VmmkitAllocator } from '../../../src/alloc/vmmkit/index.js';
 import { createMachine } from '../../../src/backends/sim/machine.js';
 import { Runtime } from '../../../src/core/runtime.js';
 import { ALLOCATOR_REGISTRY } from '../../../src/replay/engine/allocators.js';
-import { replay } from '../../../src/replay/engine/replay.js';
+
 import { readSnapshotFile } from '../../../src/replay/read/load.js';
 import { DEVICE_SPECS } from '../../../src/util/device-specs.js';
+import { replay } from '../../support/replay.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

@@ -7,9 +7,10 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../../src/cli/cli.js';
-import { analysePeak } from '../../../src/replay/analyse/peak.js';
+
 import { readSnapshotFile } from '../../../src/replay/read/load.js';
 import { capture } from '../../support/capture.js';
+import { analysePeak } from '../../support/replay.js';
 
 const at = (p: string) => fileURLToPath(new URL(`../../../${p}`, import.meta.url));
 const STACKS = at('traces/h200-whatif/gpt_train--stacks.pickle');

@@ -6,9 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { compareSnapshots } from '../../../src/replay/analyse/compare.js';
+
 import { readSnapshotFile } from '../../../src/replay/read/load.js';
 import type { MemorySnapshot } from '../../../src/replay/read/snapshot.js';
+import { compareSnapshots } from '../../support/replay.js';
 
 const whatif = fileURLToPath(new URL('../../../traces/h200-whatif/', import.meta.url));
 const wild = fileURLToPath(new URL('../fixtures/wild/', import.meta.url));

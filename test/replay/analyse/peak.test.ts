@@ -7,13 +7,14 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { annotationsOf } from '../../../src/replay/analyse/categories.js';
-import { analysePeak, type PeakBreakdown } from '../../../src/replay/analyse/peak.js';
+import type { PeakBreakdown } from '../../../src/replay/analyse/peak.js';
 import { ALLOCATOR_REGISTRY } from '../../../src/replay/engine/allocators.js';
-import { reproduceRecording } from '../../../src/replay/engine/as-recorded.js';
+
 import { planReplay } from '../../../src/replay/engine/trace-plan.js';
-import { answerWhatIf } from '../../../src/replay/engine/what-if.js';
+
 import { readPickle, readSnapshotFile } from '../../../src/replay/read/load.js';
 import type { MemorySnapshot } from '../../../src/replay/read/snapshot.js';
+import { analysePeak, answerWhatIf, reproduceRecording } from '../../support/replay.js';
 
 const whatif = fileURLToPath(new URL('../../../traces/h200-whatif/', import.meta.url));
 const wild = fileURLToPath(new URL('../fixtures/wild/', import.meta.url));

@@ -5,14 +5,14 @@
  */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { advise } from '../../../src/replay/advise/advise.js';
-import { summariseRanks } from '../../../src/replay/analyse/ranks.js';
+
 import { ALLOCATOR_REGISTRY } from '../../../src/replay/engine/allocators.js';
-import { reproduceRecording } from '../../../src/replay/engine/as-recorded.js';
+
 import { planReplay } from '../../../src/replay/engine/trace-plan.js';
-import { answerWhatIf } from '../../../src/replay/engine/what-if.js';
+
 import { ReplayError } from '../../../src/replay/errors.js';
 import { readSnapshotFile } from '../../../src/replay/read/load.js';
+import { advise, answerWhatIf, reproduceRecording, summariseRanks } from '../../support/replay.js';
 
 const whatif = fileURLToPath(new URL('../../../traces/h200-whatif/', import.meta.url));
 const wild = fileURLToPath(new URL('../fixtures/wild/', import.meta.url));
