@@ -43,14 +43,8 @@ export type {
   WhatIfPeak,
 } from '../replay/analyse/peak.js';
 export type { RankRow, RankSummary } from '../replay/analyse/ranks.js';
-export {
-  ALLOCATOR_REGISTRY,
-  type AllocatorFactory,
-  type AllocatorRegistry,
-  DEFAULT_ALLOCATORS,
-  selectAllocators,
-  UnknownAllocatorError,
-} from '../replay/engine/allocators.js';
+// The registry, its defaults, selectAllocators and its error: every name allocators.ts exports.
+export * from '../replay/engine/allocators.js';
 export {
   type AsRecorded,
   type AsRecordedDevice,
