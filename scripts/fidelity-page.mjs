@@ -222,6 +222,13 @@ export function fidelityPage() {
     ...rows.map((r) => `| ${r.join(' | ')} |`),
   ];
 
+  const speed = speedRows();
+  const speedTable = [
+    '| what | measured | target | met | recorded | result file |',
+    '|---|---|---|---|---|---|',
+    ...speed.map((r) => `| ${r.join(' | ')} |`),
+  ];
+
   const byReason = new Map();
   for (const name of backendList) {
     // The builder that writes the entry (wholeHandleMaps, createdContextHeap, faultNotSent), or its own.
@@ -277,8 +284,95 @@ export function fidelityPage() {
     `  each of the ${snapshots.length} committed real snapshots; the ${notReproduced.length} it lists as not reproduced carry their reasons`,
     '  there, and one that starts reproducing fails the test.',
     '',
+    '## Speed',
+    '',
+    'Each target is a ratio of two things measured side by side in one run of its benchmark, on the machine and',
+    'at the load its result file records (a shared 2-core machine: noise only adds time, so each side is its',
+    'best of the rounds run). The commands: `node dist/bench/advise.js --rounds 2 --write`,',
+    '`node dist/bench/big-snapshot-bench.js --write`, `node dist/bench/web-page.js --big --write`.',
+    '',
+    ...speedTable,
+    '',
   ];
   return `${lines.join('\n')}`;
+}
+
+/** The speed targets' rows, from the benchmarks' result files (a figure the file lacks is said to be missing). */
+function speedRows() {
+  const x = (n, digits = 2) => (n === null || n === undefined ? 'not in the file' : `${n.toFixed(digits)}x`);
+  const met = (ok) => (ok ? 'yes' : 'no');
+  const at = (file) => `${day(file.date)}, load ${file.loadAverage?.[0] ?? '?'}`;
+  const advise = json('bench/results/advise.json');
+  const big = json('bench/results/big-snapshot.json');
+  const web = json('bench/results/web.json');
+  const traces = advise.rows.filter((r) => !r.trace.startsWith('bench-'));
+  const worst = traces.reduce((a, r) => (r.ratio > a.ratio ? r : a), traces[0]);
+  const million = advise.rows.find((r) => r.trace.startsWith('bench-'));
+  const target = advise.target ?? 5;
+  const rows = [
+    [
+      `advise's whole search against one replay through every default allocator: the worst of ${traces.length} committed traces (${worst.trace})`,
+      x(worst.ratio),
+      `at most ${target}x`,
+      met(traces.every((r) => r.ratio <= target)),
+      at(advise),
+      link('bench/results/advise.json'),
+    ],
+  ];
+  if (million !== undefined)
+    rows.push([
+      `the same on a ${million.events.toLocaleString('en-US')}-event snapshot`,
+      x(million.ratio),
+      `at most ${target}x`,
+      met(million.ratio <= target),
+      at(advise),
+      link('bench/results/advise.json'),
+    ]);
+  rows.push([
+    `parse and native replay of a ${(big.pickleBytes / 2 ** 30).toFixed(1)} GiB snapshot against Python's pickle.load of it; peak RSS`,
+    `${x(big.ratio, 3)}; ${big.replayNative.maxRssMiB} MiB`,
+    `at most ${big.target.ratio}x; ${big.target.maxRssMiB} MiB`,
+    met(big.met),
+    at(big),
+    link('bench/results/big-snapshot.json'),
+  ]);
+  const m = web.million;
+  rows.push([
+    `the page's answer to a ${m.events.toLocaleString('en-US')}-event snapshot in headless Chromium against \`vmmkit report\` of it`,
+    x(m.pageOverCli),
+    `at most ${m.target}x`,
+    met(m.page.error === null && m.pageOverCli <= m.target),
+    at(web),
+    link('bench/results/web.json'),
+  ]);
+  rows.push([
+    "the page's advice on it against `vmmkit report --advise`",
+    x(m.adviceOverCli),
+    `at most ${m.target}x`,
+    met(m.adviceOverCli !== undefined && m.adviceOverCli !== null && m.adviceOverCli <= m.target),
+    at(web),
+    link('bench/results/web.json'),
+  ]);
+  const b = web.big;
+  if (b !== null && b !== undefined) {
+    rows.push([
+      `the ${(b.fileBytes / 2 ** 30).toFixed(1)} GiB snapshot loaded and answered in the page: memory the browser's processes added`,
+      `${b.page.addedRssMiB} MiB${b.page.error === null ? '' : `; ${b.page.error}`}`,
+      `under ${b.rssTargetMiB} MiB, no crash`,
+      met(b.rssMet),
+      at(web),
+      link('bench/results/web.json'),
+    ]);
+    rows.push([
+      '`vmmkit report` of it against replaying it through the same allocators: the engine alone; `vmmkit replay`',
+      `${x(b.reportOverReplay)}; ${x(b.reportOverReplayCommand)}`,
+      `at most ${b.reportTarget}x (the engine alone)`,
+      met(b.reportMet),
+      at(web),
+      link('bench/results/web.json'),
+    ]);
+  }
+  return rows;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
