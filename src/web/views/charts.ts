@@ -398,6 +398,7 @@ export function drawDeviceCharts(data: ReportData, dev: ReportDevice, root: HTML
     fmtBytes,
     [],
     (_u, _min, max) => [0, Math.max(max, 1) * 1.1],
+    NICE.map((m) => m * unusableUnit[1]),
   );
   make(
     'calls',
