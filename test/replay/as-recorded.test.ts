@@ -117,14 +117,18 @@ describe('the cap a recording does not state, inferred as an interval that holds
 
 describe('Note [A run the cap never touched]', () => {
   const MiB = 1024 * 1024;
-  const pytorch = ALLOCATOR_REGISTRY.filter((a) => a.name === 'pytorch');
-  for (const name of ['gpt_train--reference.pickle.gz', 'gpt_train--expandable.pickle.gz']) {
-    it(`${name}: under a cap of the run's peak demand, or none, the same run; a page less, a check fails`, () => {
+  const cases = [
+    ['pytorch', 'gpt_train--reference.pickle.gz'],
+    ['pytorch', 'gpt_train--expandable.pickle.gz'],
+    ['vmmkit', 'gpt_train--reference.pickle.gz'],
+  ];
+  for (const [allocator, name] of cases) {
+    it(`${allocator} on ${name}: under a cap of its peak demand, or none, the same run; a page less, a check fails`, () => {
       const snapshot = readSnapshotFile(new URL(name, whatif).pathname);
       const plan = planReplay(snapshot);
+      const allocators = ALLOCATOR_REGISTRY.filter((a) => a.name === allocator);
       const run = (memoryLimit?: number) =>
-        replay(snapshot, { allocators: pytorch, plan, memoryLimit, keepEvents: true }).allocators[0]
-          .devices[0];
+        replay(snapshot, { allocators, plan, memoryLimit, keepEvents: true }).allocators[0].devices[0];
       const free = run();
       const demand = free.peakCapDemandBytes as number;
       expect(demand).toBeGreaterThan(0);

@@ -164,6 +164,11 @@ export class VmmkitAllocator implements CachingAllocator {
     this.#growth = new Growth(rt, context.device, this.#store, s, this.#stats, context.onSegmentEvent);
   }
 
+  /** CachingAllocator.peakCapDemandBytes: what point 9's checks asked of the limit (growth.ts). */
+  get peakCapDemandBytes(): number {
+    return this.#growth.peakCapDemandBytes;
+  }
+
   get stats(): AllocatorStats {
     const s = this.#stats;
     s.reservedBytes = this.#store.held;

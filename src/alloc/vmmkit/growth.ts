@@ -28,6 +28,7 @@ export class Growth {
   /** Advanced per malloc and emptyCache; the device was synchronised in epoch #synced (point 7). */
   #epoch = 0;
   #synced = -1;
+  #peakCapDemand = 0;
 
   constructor(
     readonly runtime: Runtime,
@@ -39,6 +40,17 @@ export class Growth {
     readonly onEvent: ((e: SegmentEvent) => void) | undefined,
   ) {
     this.#access = [{ device, access: Access.ReadWrite }];
+  }
+
+  /** The most held bytes any check asked the limit for (CachingAllocator.peakCapDemandBytes; point 9's two checks). */
+  get peakCapDemandBytes(): number {
+    return this.#peakCapDemand;
+  }
+
+  /** `bytes` held are asked of the limit: kept as the most asked, then whether the limit allows them. */
+  #withinLimit(bytes: number): boolean {
+    if (bytes > this.#peakCapDemand) this.#peakCapDemand = bytes;
+    return bytes <= this.settings.limit;
   }
 
   /** A new malloc or emptyCache: the next unmap of idle memory waits for the device again (point 7). */
@@ -98,8 +110,8 @@ export class Growth {
           // Map ahead past the block's end, into unmapped free space, while under the prefetch budget (and the limit, point 9).
           let ahead = p + this.settings.prefetchPages;
           const extra = (ahead - p) * pageSize;
-          if (store.held + extra > Math.min(budget * this.settings.prefetchFactor, this.settings.limit))
-            ahead = q;
+          const held = store.held + extra;
+          if (held > budget * this.settings.prefetchFactor || !this.#withinLimit(held)) ahead = q;
           // Up to the next mapped chunk: none covers page q without starting there, since the run before q is unmapped.
           if (q < ahead) q = Math.max(q, Math.min(ahead, arena.pageCount, arena.nextChunkStart(q)));
         }
@@ -180,7 +192,7 @@ export class Growth {
   #create(pages: number): Chunk {
     const store = this.store;
     const bytes = pages * this.settings.pageSize;
-    if (store.held + bytes > this.settings.limit) {
+    if (!this.#withinLimit(store.held + bytes)) {
       this.trim(this.settings.limit - bytes);
       if (store.held + bytes > this.settings.limit)
         throw vmmError(

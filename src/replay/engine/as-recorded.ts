@@ -102,7 +102,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   const collects = settings.garbageCollectionThreshold > 0;
   const at = (limits: readonly (number | undefined)[]): Replayed => {
     const retries = retriesKey(caps, limits);
-    const same = done.find((r) => r.retries === retries && sameRunUnder(r, limits, collects));
+    const same = done.find((r) => r.retries === retries && sameRunUnder(r.run, r.limits, limits, collects));
     if (same !== undefined) return same;
     replays++;
     const plan = planUnder(snapshot, base, caps, limits, true);
@@ -238,7 +238,7 @@ type Replayed = {
 };
 
 /** Which runs of segment frees the plan under `limits` takes for retries, per device: equal keys, equal plans. */
-function retriesKey(caps: readonly DeviceCap[], limits: readonly (number | undefined)[]): string {
+export function retriesKey(caps: readonly DeviceCap[], limits: readonly (number | undefined)[]): string {
   return caps.map((c) => `${c.device}:${[...allocatorRunsUnder(c, limits[c.device])].join(',')}`).join(' ');
 }
 
@@ -255,18 +255,26 @@ function retriesKey(caps: readonly DeviceCap[], limits: readonly (number | undef
  * cap. The search for
  * the recorded cap asks about caps near the peak, where this is common
  * (the peak itself, when the run never asked past it), and takes the run
- * it has instead of another replay.
+ * it has instead of another replay; a what-if over an inferred interval
+ * takes each model's run at its top for its run at the bottom alike
+ * (what-if.ts). vmmkit's allocator asks its limit at two checks (point 9
+ * of its Note) and keeps the same figure.
  */
-function sameRunUnder(r: Replayed, limits: readonly (number | undefined)[], collects: boolean): boolean {
-  for (const d of r.run.devices) {
-    const was = r.limits[d.device];
+export function sameRunUnder(
+  run: AllocatorRun,
+  ranUnder: readonly (number | undefined)[],
+  limits: readonly (number | undefined)[],
+  collects: boolean,
+): boolean {
+  for (const d of run.devices) {
+    const was = ranUnder[d.device];
     const now = limits[d.device];
     if (was === now) continue;
     const demand = d.peakCapDemandBytes;
     const allows = (l: number | undefined) => l === undefined || (demand !== null && demand <= l);
     if (collects || d.ooms > 0 || !allows(was) || !allows(now)) return false;
   }
-  return r.run.error === undefined;
+  return run.error === undefined;
 }
 
 /** Whether a replay reproduced one device's recording. */

@@ -29,7 +29,13 @@
  */
 import type { MemorySnapshot } from '../read/snapshot.js';
 import type { AllocatorFactory } from './allocators.js';
-import { type AsRecorded, planUnder, reproduceRecording } from './as-recorded.js';
+import {
+  type AsRecorded,
+  planUnder,
+  reproduceRecording,
+  retriesKey,
+  sameRunUnder,
+} from './as-recorded.js';
 import { memoryBound } from './bound.js';
 import type { StartProcess } from './process-start.js';
 import type { AllocatorRun, ReplayOptions, ReplayResult } from './replay.js';
@@ -127,19 +133,25 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
   // The runs beyond the first are watched by no one: no events kept, no steps or progress told.
   const unwatched: Partial<ReplayOptions> = { keepEvents: false, onStep: undefined, onProgress: undefined };
   const high = limitsAt((d) => d.highBytes);
+  /**
+   * Each allocator's run at the bottom of the interval: its run at the top where the cap never touched
+   * it (Note [A run the cap never touched]: the same plan, and every check fit both ends), else replayed.
+   */
+  const lowEnd = (low: readonly (number | undefined)[]): readonly AllocatorRun[] => {
+    const samePlan = retriesKey(caps, low) === retriesKey(caps, high);
+    const collects = result.settings.garbageCollectionThreshold > 0;
+    const kept = result.allocators.map((a) => samePlan && sameRunUnder(a, high, low, collects));
+    const others = options.allocators.filter((_, i) => !kept[i]);
+    const replayed = others.length === 0 ? [] : run(others, low, 'recorded', unwatched).allocators;
+    let k = 0;
+    return result.allocators.map((a, i) => (kept[i] ? a : replayed[k++]));
+  };
   const result = { ...run(options.allocators, high, 'recorded'), memoryLimit: options.memoryLimit };
   const late = options.plan.startedMidRun;
   const compacted = late ? run(options.allocators, high, 'compacted', unwatched) : undefined;
   const interval = cap.kind === 'inferred';
   const fitsAtHigh = result.allocators.map(fits);
-  const atLow = interval
-    ? run(
-        options.allocators,
-        limitsAt((d) => d.lowBytes),
-        'recorded',
-        unwatched,
-      )
-    : undefined;
+  const atLow = interval ? lowEnd(limitsAt((d) => d.lowBytes)) : undefined;
 
   let bound: number | undefined;
   const answers = options.allocators.map((factory, i): AllocatorAnswer => {
@@ -154,7 +166,7 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
       atLeastBytes: exact ? null : (bound ??= memoryBound(result.plan).peakBytes),
     };
     if (!fitsAtHigh[i]) return { ...base, verdict: 'runs-out', thresholdBytes: null };
-    if (atLow === undefined || fits(atLow.allocators[i]))
+    if (atLow === undefined || fits(atLow[i]))
       return { ...base, verdict: 'fits', thresholdBytes: null };
     // Between the ends: the least cap it fits under, to the page, all devices moved together.
     let bad = 0;
