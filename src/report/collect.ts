@@ -66,7 +66,14 @@ export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): 
   const report = options.onProgress;
   // The recorder needs the plan's blocks, which every cap's plan shares; only empty_cache() placement differs.
   const recorder = new ReplayRecorder(base, { buckets: options.buckets });
+  // Each replay of the recording watched too: a model that takes the recording's run takes its recording
+  // (Note [The recording's run, taken again]).
+  const ofRecording: ReplayRecorder[] = [];
   const answer = answerWhatIf(snapshot, {
+    watchRecording: (k) => {
+      ofRecording[k] = new ReplayRecorder(base, { buckets: options.buckets });
+      return ofRecording[k].onStep;
+    },
     allocConf: options.allocConf,
     memoryLimit: options.memoryLimit,
     startProcess: options.startProcess,
@@ -86,7 +93,9 @@ export function recordReplay(snapshot: MemorySnapshot, options: RecordOptions): 
     deviceMemoryLimits: answer.limits,
   };
   const runs = result.allocators.map((run, i) => {
-    const recordings = recorder.recordings(i);
+    const source = answer.sources[i];
+    const recordings =
+      source.kind === 'replayed' ? recorder.recordings(source.run) : ofRecording[source.replay].recordings(0);
     if (!peakLayout || run.error !== undefined) return { run, recordings };
     const capture = new Map(recordings.map((r) => [`0:${r.device}`, r.peakCall]));
     const again = new ReplayRecorder(plan, {

@@ -144,7 +144,7 @@ describe('vmmkit compare and report on torch_npu snapshots', () => {
   it("report's answer names the vendor and PYTORCH_NPU_ALLOC_CONF", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'vmmkit-npu-'));
     const out = join(dir, 'npu.html');
-    const { code, err } = await cli(['report', EMPTY_CACHE, '--out', out]);
+    const { code, err } = await cli(['report', EMPTY_CACHE, '--advise', '--out', out]);
     expect(code, err.join('\n')).toBe(0);
     const html = readFileSync(out, 'utf8');
     const start = html.indexOf('id="vmmkit-data">') + 'id="vmmkit-data">'.length;

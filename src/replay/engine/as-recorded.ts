@@ -28,7 +28,14 @@ import { ALLOCATOR_REGISTRY, type AllocatorFactory } from './allocators.js';
 import { allocatorRunsUnder, type DeviceCap, inferDeviceCap } from './cap.js';
 import { compareWithTrace, type FidelityReport } from './fidelity.js';
 import { beforePrivateRequest } from './private-pools.js';
-import { type AllocatorRun, type DeviceRun, type OomVerdict, type ReplayOptions, replay } from './replay.js';
+import {
+  type AllocatorRun,
+  type DeviceRun,
+  type OomVerdict,
+  type ReplayOptions,
+  type ReplayStep,
+  replay,
+} from './replay.js';
 import { type DevicePlan, type TracePlan, withRetries } from './trace-plan.js';
 
 /** Where the settings replayed as recorded came from. */
@@ -73,6 +80,19 @@ export interface AsRecorded {
   readonly devices: readonly AsRecordedDevice[];
   /** Replays this took. */
   readonly replays: number;
+  /** The replay the answer is read from (Note [The recording's run, taken again]). */
+  readonly final: RecordingRun;
+}
+
+/** One replay of the recording: which it was, its run, plan and caps, and whether one allocator served every device. */
+export interface RecordingRun {
+  /** Its number among the replays this made, as `watch` was told. */
+  readonly replay: number;
+  readonly run: AllocatorRun;
+  readonly plan: TracePlan;
+  readonly limits: readonly (number | undefined)[];
+  /** Whether it ran PyTorch's allocator in one mode on every device (not a mode per device: perDeviceMode). */
+  readonly oneMode: boolean;
 }
 
 export type AsRecordedOptions = Pick<ReplayOptions, 'startProcess' | 'costs' | 'backend'> & {
@@ -80,6 +100,8 @@ export type AsRecordedOptions = Pick<ReplayOptions, 'startProcess' | 'costs' | '
   readonly plan: TracePlan;
   /** The cap the recording ran under, where it is known: checked alone, instead of the interval its events allow. */
   readonly recordedLimit?: number;
+  /** Told of each replay's steps, by the replay's number (AsRecorded.final.replay names the one answered from). */
+  readonly watch?: (replay: number) => ((step: ReplayStep) => void) | undefined;
 };
 
 /** Page size of every cap decision: segments and mappings are whole 2 MiB pages, so caps differ only by them. */
@@ -91,13 +113,10 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   let caps = options.plan.devices.map((d) =>
     inferDeviceCap(d, settings, beforePrivateRequest(snapshot, d.trace, d.blockOf, d.privatePools)),
   );
-  const pytorch = perDeviceMode(
-    ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory,
-    source,
-    options.plan,
-  );
+  const plain = ALLOCATOR_REGISTRY.find((a) => a.name === 'pytorch') as AllocatorFactory;
+  const pytorch = perDeviceMode(plain, source, options.plan);
   let replays = 0;
-  const { plan: base, recordedLimit: given, ...where } = options;
+  const { plan: base, recordedLimit: given, watch, ...where } = options;
   const done: Replayed[] = [];
   const collects = settings.garbageCollectionThreshold > 0;
   const at = (limits: readonly (number | undefined)[]): Replayed => {
@@ -106,6 +125,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     if (same !== undefined) return same;
     replays++;
     const plan = planUnder(snapshot, base, caps, limits, true);
+    const index = done.length;
     const run = replay(snapshot, {
       ...where,
       allocators: [pytorch],
@@ -113,8 +133,9 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
       settings,
       keepEvents: true,
       deviceMemoryLimits: limits,
+      onStep: watch?.(index),
     }).allocators[0];
-    const replayed = { plan, run, limits, retries };
+    const replayed = { plan, run, limits, retries, index };
     done.push(replayed);
     return replayed;
   };
@@ -206,6 +227,13 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
     capped,
     devices,
     replays,
+    final: {
+      replay: final.index,
+      run: final.run,
+      plan: final.plan,
+      limits: final.limits,
+      oneMode: pytorch === plain,
+    },
   };
 }
 
@@ -235,6 +263,8 @@ type Replayed = {
   readonly run: AllocatorRun;
   readonly limits: readonly (number | undefined)[];
   readonly retries: string;
+  /** Its number among the replays made (`watch`'s). */
+  readonly index: number;
 };
 
 /** Which runs of segment frees the plan under `limits` takes for retries, per device: equal keys, equal plans. */

@@ -27,6 +27,7 @@
  * allocator holds the window's live blocks on 2 MiB pages in less than
  * memoryBound's figure (bound.ts). So such an answer is never one figure.
  */
+import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 import type { AllocatorFactory } from './allocators.js';
 import {
@@ -38,7 +39,7 @@ import {
 } from './as-recorded.js';
 import { memoryBound } from './bound.js';
 import type { StartProcess } from './process-start.js';
-import type { AllocatorRun, ReplayOptions, ReplayResult } from './replay.js';
+import type { AllocatorRun, ReplayOptions, ReplayResult, ReplayStep } from './replay.js';
 import { replay, replaySettings } from './replay.js';
 import type { TracePlan } from './trace-plan.js';
 
@@ -85,7 +86,17 @@ export interface WhatIfAnswer {
   readonly replays: number;
   /** The caps `result` ran under, by device (undefined: none), to replay it again the same way. */
   readonly limits: readonly (number | undefined)[];
+  /**
+   * Where each allocator's run in `result` came from: its own replay (`run`: its number among that call's
+   * allocators, as onStep's steps name it) or the recording's (`replay`: the number `watchRecording` was
+   * told; Note [The recording's run, taken again]).
+   */
+  readonly sources: readonly RunSource[];
 }
+
+export type RunSource =
+  | { readonly kind: 'replayed'; readonly run: number }
+  | { readonly kind: 'recording'; readonly replay: number };
 
 export type WhatIfOptions = Omit<ReplayOptions, 'plan' | 'deviceMemoryLimits' | 'start' | 'settings'> & {
   /** The snapshot's plan (planReplay). */
@@ -95,6 +106,8 @@ export type WhatIfOptions = Omit<ReplayOptions, 'plan' | 'deviceMemoryLimits' | 
    * a what-if on the real GPUs reproduces the recording on the simulator.
    */
   readonly startReproduction?: StartProcess;
+  /** Told of the steps of each replay of the recording (reproduceRecording's watch). */
+  readonly watchRecording?: (replay: number) => ((step: ReplayStep) => void) | undefined;
 };
 
 /** Answer a what-if on `snapshot`, the recording reproduced first. */
@@ -103,6 +116,7 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     plan: options.plan,
     startProcess: options.startReproduction ?? options.startProcess,
     costs: options.costs,
+    watch: options.watchRecording,
   });
   let replays = asRecorded.replays;
   const caps = asRecorded.devices.map((d) => d.cap);
@@ -119,7 +133,8 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     extra: Partial<ReplayOptions> = {},
   ): ReplayResult => {
     replays++;
-    const { memoryLimit: _given, plan: base, startReproduction: _reproduction, ...rest } = options;
+    const { memoryLimit: _given, plan: base, startReproduction: _reproduction, watchRecording: _w, ...rest } =
+      options;
     return replay(snapshot, {
       ...rest,
       ...extra,
@@ -146,7 +161,31 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     let k = 0;
     return result.allocators.map((a, i) => (kept[i] ? a : replayed[k++]));
   };
-  const result = { ...run(options.allocators, high, 'recorded'), memoryLimit: options.memoryLimit };
+  // Note [The recording's run, taken again]: a model that would replay exactly the recording's run takes it.
+  const settings = replaySettings(snapshot, options.allocConf);
+  const taken = options.allocators.map((f) => takesRecordedRun(f, settings, asRecorded, high, options, snapshot));
+  const others = options.allocators.filter((_, i) => !taken[i]);
+  const replayed: ReplayResult =
+    others.length > 0
+      ? run(others, high, 'recorded')
+      : {
+          plan: planUnder(snapshot, options.plan, caps, high),
+          allocators: [],
+          settings,
+          allocConf: options.allocConf,
+          memoryLimit: options.memoryLimit,
+        };
+  const sources: RunSource[] = [];
+  let next = 0;
+  const runs = options.allocators.map((f, i): AllocatorRun => {
+    if (!taken[i]) {
+      sources.push({ kind: 'replayed', run: next });
+      return replayed.allocators[next++];
+    }
+    sources.push({ kind: 'recording', replay: asRecorded.final.replay });
+    return { ...asRecorded.final.run, name: f.name };
+  });
+  const result = { ...replayed, allocators: runs, memoryLimit: options.memoryLimit };
   const late = options.plan.startedMidRun;
   const compacted = late ? run(options.allocators, high, 'compacted', unwatched) : undefined;
   const interval = cap.kind === 'inferred';
@@ -184,7 +223,55 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     const thresholdBytes = bounded.map((d) => ({ device: d.device, bytes: limits[d.device] ?? d.highBytes }));
     return { ...base, verdict: 'fits-above', thresholdBytes };
   });
-  return { asRecorded, cap, result, answers, replays, limits: high };
+  return { asRecorded, cap, result, answers, replays, limits: high, sources };
+}
+
+/**
+ * Note [The recording's run, taken again]: every answer starts by replaying
+ * the recording (as-recorded.ts), and the models then replay it again under
+ * the cap in force. Where a model is PyTorch's allocator in the recorded
+ * mode with the recorded settings, under the same caps (or caps that never
+ * touched that run: Note [A run the cap never touched]), with the same
+ * empty_cache() placement, on the same kind of process and with nothing
+ * measured on a device, its replay would make every call the recording's
+ * did: it takes that run (and a caller watching the recording's replays,
+ * its steps) instead of replaying it again. The report then costs one
+ * replay less on most snapshots, whose settings are the defaults.
+ */
+function takesRecordedRun(
+  factory: AllocatorFactory,
+  settings: PytorchAllocatorSettings,
+  asRecorded: AsRecorded,
+  limits: readonly (number | undefined)[],
+  options: WhatIfOptions,
+  snapshot: MemorySnapshot,
+): boolean {
+  const final = asRecorded.final;
+  const sameModel =
+    factory.name === 'pytorch' ||
+    (factory.name === 'pytorch-native' && !settings.expandableSegments) ||
+    (factory.name === 'pytorch-expandable' && settings.expandableSegments);
+  if (!sameModel || !final.oneMode || final.run.error !== undefined) return false;
+  if (options.startReproduction !== undefined || options.backend === 'cuda' || options.measureDeviceMemory)
+    return false;
+  if (JSON.stringify(settings) !== JSON.stringify(asRecorded.settings)) return false;
+  const collects = settings.garbageCollectionThreshold > 0;
+  const caps = asRecorded.devices.map((d) => d.cap);
+  const sameCaps = final.limits.every((l, d) => l === limits[d]) && limits.every((l, d) => l === final.limits[d]);
+  if (!sameCaps && !sameRunUnder(final.run, final.limits, limits, collects)) return false;
+  return samePlacement(planUnder(snapshot, options.plan, caps, limits), final.plan);
+}
+
+/** Whether two plans of one snapshot place empty_cache() alike (all they can differ in: withRetries). */
+function samePlacement(a: TracePlan, b: TracePlan): boolean {
+  return (
+    a.devices.length === b.devices.length &&
+    a.devices.every((d, i) => {
+      const x = d.emptyCacheBefore;
+      const y = b.devices[i].emptyCacheBefore;
+      return x.length === y.length && x.every((v, k) => v === y[k]);
+    })
+  );
 }
 
 /** Whether a run served every request (the recorded oom's included). */
