@@ -30,13 +30,7 @@
 import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 import type { AllocatorFactory } from './allocators.js';
-import {
-  type AsRecorded,
-  planUnder,
-  reproduceRecording,
-  retriesKey,
-  sameRunUnder,
-} from './as-recorded.js';
+import { type AsRecorded, planUnder, reproduceRecording, retriesKey, sameRunUnder } from './as-recorded.js';
 import { memoryBound } from './bound.js';
 import type { StartProcess } from './process-start.js';
 import type { AllocatorRun, ReplayOptions, ReplayResult, ReplayStep } from './replay.js';
@@ -133,8 +127,13 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
     extra: Partial<ReplayOptions> = {},
   ): ReplayResult => {
     replays++;
-    const { memoryLimit: _given, plan: base, startReproduction: _reproduction, watchRecording: _w, ...rest } =
-      options;
+    const {
+      memoryLimit: _given,
+      plan: base,
+      startReproduction: _reproduction,
+      watchRecording: _w,
+      ...rest
+    } = options;
     return replay(snapshot, {
       ...rest,
       ...extra,
@@ -163,7 +162,9 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
   };
   // Note [The recording's run, taken again]: a model that would replay exactly the recording's run takes it.
   const settings = replaySettings(snapshot, options.allocConf);
-  const taken = options.allocators.map((f) => takesRecordedRun(f, settings, asRecorded, high, options, snapshot));
+  const taken = options.allocators.map((f) =>
+    takesRecordedRun(f, settings, asRecorded, high, options, snapshot),
+  );
   const others = options.allocators.filter((_, i) => !taken[i]);
   const replayed: ReplayResult =
     others.length > 0
@@ -205,8 +206,7 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
       atLeastBytes: exact ? null : (bound ??= memoryBound(result.plan).peakBytes),
     };
     if (!fitsAtHigh[i]) return { ...base, verdict: 'runs-out', thresholdBytes: null };
-    if (atLow === undefined || fits(atLow[i]))
-      return { ...base, verdict: 'fits', thresholdBytes: null };
+    if (atLow === undefined || fits(atLow[i])) return { ...base, verdict: 'fits', thresholdBytes: null };
     // Between the ends: the least cap it fits under, to the page, all devices moved together.
     let bad = 0;
     let good = 1;
@@ -257,7 +257,8 @@ function takesRecordedRun(
   if (JSON.stringify(settings) !== JSON.stringify(asRecorded.settings)) return false;
   const collects = settings.garbageCollectionThreshold > 0;
   const caps = asRecorded.devices.map((d) => d.cap);
-  const sameCaps = final.limits.every((l, d) => l === limits[d]) && limits.every((l, d) => l === final.limits[d]);
+  const sameCaps =
+    final.limits.every((l, d) => l === limits[d]) && limits.every((l, d) => l === final.limits[d]);
   if (!sameCaps && !sameRunUnder(final.run, final.limits, limits, collects)) return false;
   return samePlacement(planUnder(snapshot, options.plan, caps, limits), final.plan);
 }
