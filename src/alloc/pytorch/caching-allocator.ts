@@ -1,7 +1,6 @@
 // The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
 /// <reference lib="esnext.disposable" preserve="true" />
 import type { Runtime } from '../../core/runtime.js';
-import { OrderedMap } from '../../util/ordered-map.js';
 import {
   type AllocatorContext,
   AllocatorOutOfMemoryError,
@@ -56,8 +55,12 @@ export class PytorchCachingAllocator implements CachingAllocator {
   readonly #large = new BlockPool(false);
   /** CUDA graph and MemPool pools (graph_pools; Note [Private pools]). */
   readonly #privatePools = new PrivatePools();
-  /** Blocks handed out, by address (PyTorch's allocated_blocks). */
-  readonly #active = new OrderedMap<Block>();
+  /**
+   * Blocks handed out, by address (PyTorch's allocated_blocks, a hash map
+   * there too): only ever looked up by exact address, so a Map, which
+   * serves free's lookup and removal in about half an ordered map's time.
+   */
+  readonly #active = new Map<number, Block>();
   /** What is held from the driver, as both paths count it. */
   readonly #memory: HeldMemory;
   /** The native path: one-step segments (native mode). */

@@ -1,4 +1,3 @@
-import type { OrderedMap } from '../../util/ordered-map.js';
 import type { Block } from './block.js';
 import type { BlockPool } from './block-pool.js';
 import type { PrivatePools } from './private-pool.js';
@@ -33,7 +32,7 @@ export function snapshotSegments(
   large: BlockPool,
   small: BlockPool,
   privatePools: PrivatePools,
-  active: OrderedMap<Block>,
+  active: Map<number, Block>,
 ): SegmentSnapshot[] {
   const all: Block[] = [...large.blocksInOrder(), ...small.blocksInOrder()];
   for (const p of privatePools.all()) all.push(...p.large.blocksInOrder(), ...p.small.blocksInOrder());

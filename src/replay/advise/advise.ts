@@ -1011,8 +1011,12 @@ function simpler(a: string, b: string): boolean {
 
 /** Fewer keys, then shorter, then in character order: a total order on strings. */
 function compareConf(a: string, b: string): number {
-  const k = keyCount(a) - keyCount(b);
-  return k !== 0 ? k : a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
+  return keyCount(a) - keyCount(b) || compareConfOfLength(a, b);
+}
+
+/** compareConf between strings of as many keys: shorter, then in character order. */
+function compareConfOfLength(a: string, b: string): number {
+  return a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**
@@ -1055,40 +1059,47 @@ function rank(
   tol: number,
   limit: number | undefined,
 ): { entry: Entry; tier: string; tight: boolean; equal: boolean }[] {
+  // Each row's sort keys once: the search ranks after every finished replay (Note [Pruning]).
   const rows = entries.map((entry) => {
     const f = entry.figures!;
     const fits = !f.failed && !f.stopped && f.ooms === 0;
     const tight = fits && limit !== undefined && limit - f.devicePeak < tol;
-    return { entry, f, tight, tier: `${f.failed ? 1 : 0}.${f.stopped ? 1 : 0}.${f.ooms}.${tight ? 1 : 0}` };
+    return {
+      entry,
+      f,
+      tight,
+      tier: `${f.failed ? 1 : 0}.${f.stopped ? 1 : 0}.${f.ooms}.${tight ? 1 : 0}`,
+      keys: keyCount(entry.conf),
+      tuning: tuning(entry.conf),
+      equal: false,
+    };
   });
-  const tierOrder = (r: (typeof rows)[number]) => [
-    r.f.failed ? 1 : 0,
-    r.f.stopped ? 1 : 0,
-    r.f.ooms,
-    r.tight ? 1 : 0,
-  ];
   const lowest = new Map<string, number>();
   for (const r of rows)
     lowest.set(r.tier, Math.min(lowest.get(r.tier) ?? Number.POSITIVE_INFINITY, r.f.peak));
-  const withEqual = rows.map((r) => ({
-    ...r,
-    // Failed and stopped runs have no figure to be equal by; among tight fits more room is worth more than fewer keys.
-    equal: !r.f.failed && !r.f.stopped && !r.tight && r.f.peak <= lowest.get(r.tier)! + tol,
-  }));
-  withEqual.sort((a, b) => {
-    const ta = tierOrder(a);
-    const tb = tierOrder(b);
-    for (let i = 0; i < ta.length; i++) if (ta[i] !== tb[i]) return ta[i] - tb[i];
+  // Failed and stopped runs have no figure to be equal by; among tight fits more room is worth more than fewer keys.
+  for (const r of rows)
+    r.equal = !r.f.failed && !r.f.stopped && !r.tight && r.f.peak <= lowest.get(r.tier)! + tol;
+  rows.sort((a, b) => {
+    if (a.f.failed !== b.f.failed) return a.f.failed ? 1 : -1;
+    if (a.f.stopped !== b.f.stopped) return a.f.stopped ? 1 : -1;
+    if (a.f.ooms !== b.f.ooms) return a.f.ooms - b.f.ooms;
+    if (a.tight !== b.tight) return a.tight ? 1 : -1;
     if (a.equal !== b.equal) return a.equal ? -1 : 1;
     if (a.equal) {
-      const byKeys = keyCount(a.entry.conf) - keyCount(b.entry.conf);
+      const byKeys = a.keys - b.keys;
       if (byKeys !== 0) return byKeys;
-      const byTuning = tuning(a.entry.conf) - tuning(b.entry.conf);
+      const byTuning = a.tuning - b.tuning;
       if (byTuning !== 0) return byTuning;
     }
-    return a.f.peak - b.f.peak || a.f.calls - b.f.calls || compareConf(a.entry.conf, b.entry.conf);
+    return (
+      a.f.peak - b.f.peak ||
+      a.f.calls - b.f.calls ||
+      a.keys - b.keys ||
+      compareConfOfLength(a.entry.conf, b.entry.conf)
+    );
   });
-  return withEqual.map(({ entry, tier, tight, equal }) => ({ entry, tier, tight, equal }));
+  return rows.map(({ entry, tier, tight, equal }) => ({ entry, tier, tight, equal }));
 }
 
 /** An entry's figures over its snapshots: each the worst (OOMs added up). */

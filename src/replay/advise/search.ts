@@ -142,7 +142,17 @@ export function confText(s: Setting): string {
 
 /** How many keys a configuration string sets (the simpler setting wins ties). */
 export function keyCount(conf: string): number {
-  return conf === '' ? 0 : conf.split(/,(?![^[]*\])/).length;
+  if (conf === '') return 0;
+  // The commas outside a [...] list (the ranking counts keys often: a scan, not a split).
+  let n = 1;
+  let inList = false;
+  for (let i = 0; i < conf.length; i++) {
+    const c = conf.charCodeAt(i);
+    if (c === 0x5b) inList = true;
+    else if (c === 0x5d) inList = false;
+    else if (c === 0x2c && !inList) n++;
+  }
+  return n;
 }
 
 /**
