@@ -50,6 +50,7 @@
 import { availableParallelism } from 'node:os';
 import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
 import { parseNpuAllocConf } from '../../alloc/pytorch/npu-alloc-conf.js';
+import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import { formatBytes } from '../../util/format.js';
 import { type MemoryBound, memoryBound } from '../engine/bound.js';
 import { recordedReserved } from '../engine/recorded.js';
@@ -60,6 +61,7 @@ import { verdictOf } from '../engine/verdict.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
 import { allocatorOwner, settingsOfSnapshot, vendorOf, withVendor } from '../read/vendor.js';
 import {
+  type JobChoice,
   type JobOutcome,
   MIN_EVENTS_FOR_WORKERS,
   openBars,
@@ -353,6 +355,10 @@ interface Entry {
   outcomes: (JobOutcome | undefined)[];
   /** Replayed to the end whatever the bar (a baseline, the known trap and its parts). */
   pinned: boolean;
+  /** Its max_split_size in bytes (Infinity: none). */
+  readonly maxSplitBytes: number;
+  /** The effective key of its settings without max_split_size, when it sets one (#choose). */
+  readonly unsplitKey: string | undefined;
   /** Its figures, once every snapshot's replay is back. */
   figures: Figures | undefined;
 }
@@ -387,6 +393,8 @@ class Search {
   #stopped = 0;
   #reruns = 0;
   #eventsReplayed = 0;
+  /** The entries of the round in flight (a job may wait for one of them: #choose). */
+  #inRound = new Set<Entry>();
   /** The prunable jobs of the round in flight, not yet back: the bars to keep raised. */
   readonly #pending = new Map<number, Entry>();
   #eventsInFull = 0;
@@ -486,7 +494,17 @@ class Search {
     }
   }
 
-  #entry(conf: string, key: string, setting: Setting | undefined): Entry {
+  #entry(
+    conf: string,
+    key: string,
+    setting: Setting | undefined,
+    settings?: PytorchAllocatorSettings,
+  ): Entry {
+    const split = settings?.maxSplitSize ?? Number.POSITIVE_INFINITY;
+    const unsplit =
+      settings === undefined || split === Number.POSITIVE_INFINITY
+        ? undefined
+        : effectiveKey({ ...settings, maxSplitSize: Number.POSITIVE_INFINITY }, this.sizes, this.limit);
     const e: Entry = {
       conf,
       key,
@@ -494,6 +512,8 @@ class Search {
       others: new Set(),
       outcomes: new Array(this.#traces).fill(undefined),
       pinned: false,
+      maxSplitBytes: split,
+      unsplitKey: unsplit === key ? undefined : unsplit,
       figures: undefined,
     };
     this.#entries.set(key, e);
@@ -527,7 +547,7 @@ class Search {
       const key = effectiveKey(settings, this.sizes, this.limit);
       let e = this.#entries.get(key);
       if (e === undefined) {
-        e = this.#entry(conf, key, setting);
+        e = this.#entry(conf, key, setting, settings);
         fresh.push(e);
       } else if (simpler(conf, e.conf)) {
         e.others.add(e.conf);
@@ -550,6 +570,7 @@ class Search {
     later: readonly number[],
   ): Promise<JobOutcome[]> {
     const order = [...entries].sort((a, b) => firstness(a) - firstness(b));
+    this.#inRound = new Set(order);
     const jobs: ReplayJob[] = [];
     const of = new Map<number, { entry: Entry; trace: number }>();
     for (const e of order)
@@ -567,6 +588,7 @@ class Search {
       jobs.reduce((n, j) => n + eventsOf(j), 0) +
       later.reduce((s, n) => s + n, 0) * this.plans.reduce((n, p) => n + p.events, 0);
     let done = this.#done;
+    const taken = new Set<number>();
     const outcomes = await this.pool.run(
       jobs,
       (delta) => {
@@ -580,20 +602,51 @@ class Search {
         at.entry.outcomes[at.trace] = o;
         if (at.entry.outcomes.every((x) => x !== undefined)) this.#finished(at.entry);
       },
+      (job) => {
+        const at = of.get(job.id);
+        const c = at === undefined ? undefined : this.#choose(at.entry, at.trace, job.id);
+        if (c !== undefined && c !== 'wait') taken.add(job.id);
+        return c;
+      },
     );
-    for (const j of jobs) {
-      this.#done += eventsOf(j);
-      this.#eventsInFull += eventsOf(j);
-    }
-    this.#jobs += jobs.length;
+    // Jobs whose outcome came from another replay (Note [Effective settings]) replayed nothing.
+    const replayed = jobs.filter((j) => !taken.has(j.id));
+    for (const j of jobs) this.#done += eventsOf(j);
+    for (const j of replayed) this.#eventsInFull += eventsOf(j);
+    this.#jobs += replayed.length;
     const out: JobOutcome[] = [];
     for (const o of outcomes) {
+      if (taken.has(o.id)) continue;
       this.#eventsReplayed +=
         o.stoppedAt >= 0 ? o.stoppedAt + 1 : this.plans[jobs.find((j) => j.id === o.id)!.trace].events;
       if (o.stoppedAt >= 0) this.#stopped++;
       if (!of.has(o.id)) out.push(o);
     }
     return out;
+  }
+
+  /**
+   * Note [Effective settings] (search.ts), learnt from a replay: a setting
+   * whose max_split_size is at or above what its setting without one found
+   * neutral on a trace (Note [Neutral max_split_size]) decides every request
+   * of that trace as that one did, so it takes that replay's outcome, once
+   * it has run to its end, and is not replayed. While that replay is still
+   * under way the job waits for it; where it stopped or failed, the job runs.
+   */
+  #choose(e: Entry, trace: number, id: number): JobChoice {
+    if (e.unsplitKey === undefined) return undefined;
+    const base = this.#entries.get(e.unsplitKey);
+    if (base === undefined || base === e) return undefined;
+    const o = base.outcomes[trace];
+    if (o === undefined) return this.#inRound.has(base) ? 'wait' : undefined;
+    if (
+      o.run === null ||
+      o.run.error !== undefined ||
+      o.stoppedAt >= 0 ||
+      o.neutralMaxSplitFrom > e.maxSplitBytes
+    )
+      return undefined;
+    return { ...o, id, wallMs: 0 };
   }
 
   /** An entry's last replay is back: its figures, and the bar they set (Note [Pruning]). */
