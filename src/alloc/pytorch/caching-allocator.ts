@@ -1,6 +1,7 @@
 // The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
 /// <reference lib="esnext.disposable" preserve="true" />
 import type { Runtime } from '../../core/runtime.js';
+import { AddressMap } from '../../util/address-map.js';
 import {
   type AllocatorContext,
   AllocatorOutOfMemoryError,
@@ -57,10 +58,9 @@ export class PytorchCachingAllocator implements CachingAllocator {
   readonly #privatePools = new PrivatePools();
   /**
    * Blocks handed out, by address (PyTorch's allocated_blocks, a hash map
-   * there too): only ever looked up by exact address, so a Map, which
-   * serves free's lookup and removal in about half an ordered map's time.
+   * there too): only ever looked up by exact address (Note [Address hash map]).
    */
-  readonly #active = new Map<number, Block>();
+  readonly #active = new AddressMap<Block>();
   /** What is held from the driver, as both paths count it. */
   readonly #memory: HeldMemory;
   /** The native path: one-step segments (native mode). */
