@@ -46,11 +46,11 @@ describe('AddressMap', () => {
   it('keeps every entry through growth, and finds what was removed gone', () => {
     const m = new AddressMap<number>();
     const keys = Array.from({ length: 5000 }, (_, k) => 0x7f0000000000 + k * 2 * 1024 * 1024);
-    keys.forEach((k, i) => m.set(k, i));
+    for (const [i, k] of keys.entries()) m.set(k, i);
     expect(m.size).toBe(keys.length);
     for (let i = 0; i < keys.length; i += 2) expect(m.delete(keys[i])).toBe(true);
     expect(m.size).toBe(keys.length / 2);
-    keys.forEach((k, i) => expect(m.get(k)).toBe(i % 2 === 0 ? undefined : i));
+    for (const [i, k] of keys.entries()) expect(m.get(k)).toBe(i % 2 === 0 ? undefined : i);
     expect(m.delete(keys[0])).toBe(false);
     m.clear();
     expect(m.size).toBe(0);
