@@ -193,6 +193,10 @@ export function divisionsText(d: readonly number[] | undefined): string | undefi
  *   limit set;
  * - garbage_collection_threshold: collection runs only under a memory
  *   limit, and frees no expandable block (N10, E7).
+ * One more is learnt from a replay rather than the sizes: a setting whose
+ * max_split_size is at or above what the same setting without one found
+ * neutral on a trace (Note [Neutral max_split_size]) decides every request
+ * as that replay did, and takes its outcome (advise.ts, Search #choose).
  */
 export function effectiveKey(
   s: PytorchAllocatorSettings,
