@@ -20,6 +20,13 @@ export class BlockPool {
   readonly #blocks = new Map<number, PairSet<Block>>();
   /** Unmapped ranges of expandable segments per stream, by address. */
   readonly #unmapped = new Map<number, PairSet<Block>>();
+  /**
+   * The set of the stream last asked for (most traces use one or two
+   * streams): a pool operation is a few steps, and a Map lookup of the
+   * stream was one of them. Undefined until a set is made.
+   */
+  #lastStream = -1;
+  #lastSet: PairSet<Block> | undefined;
   /** Calls of get_free_block on this pool while garbage collection is on (N10). */
   getFreeBlocksCallCount = 0;
   #size = 0;
@@ -38,37 +45,53 @@ export class BlockPool {
   /** PyTorch's insert_into_blocks: the block's age starts now. */
   insert(b: Block): void {
     b.gcCountBase = this.getFreeBlocksCallCount;
-    let set = this.#blocks.get(b.stream);
-    if (set === undefined) this.#blocks.set(b.stream, (set = new PairSet<Block>()));
+    let set = this.#setOf(b.stream);
+    if (set === undefined) {
+      set = new PairSet<Block>();
+      this.#blocks.set(b.stream, set);
+      this.#lastStream = b.stream;
+      this.#lastSet = set;
+    }
     set.insert(b.size, b.ptr, b);
     this.#size++;
   }
 
+  /** The free blocks of `stream`, if it has had any. */
+  #setOf(stream: number): PairSet<Block> | undefined {
+    if (stream === this.#lastStream) return this.#lastSet;
+    const set = this.#blocks.get(stream);
+    if (set !== undefined) {
+      this.#lastStream = stream;
+      this.#lastSet = set;
+    }
+    return set;
+  }
+
   /** Remove a free block; its size and address must be as they were at insert. */
   erase(b: Block): void {
-    if (this.#blocks.get(b.stream)?.delete(b.size, b.ptr) !== true)
+    if (this.#setOf(b.stream)?.delete(b.size, b.ptr) !== true)
       throw new AllocatorInternalError(`block 0x${b.ptr.toString(16)} (${b.size} bytes) is not in the pool`);
     this.#size--;
   }
 
   /** The smallest free block of `stream` with size >= `size` (lower_bound of (stream, size, 0)). */
   ceiling(stream: number, size: number): Block | undefined {
-    return this.#blocks.get(stream)?.ceiling(size, 0);
+    return this.#setOf(stream)?.ceiling(size, 0);
   }
 
   /** The free block after `b` in (size, address) order, in b's stream. */
   after(b: Block): Block | undefined {
-    return this.#blocks.get(b.stream)?.higher(b.size, b.ptr);
+    return this.#setOf(b.stream)?.higher(b.size, b.ptr);
   }
 
   /** The largest free block of `stream` ordered below (size, 0). */
   below(stream: number, size: number): Block | undefined {
-    return this.#blocks.get(stream)?.lower(size, 0);
+    return this.#setOf(stream)?.lower(size, 0);
   }
 
   /** The free block before `b` in (size, address) order, in b's stream. */
   before(b: Block): Block | undefined {
-    return this.#blocks.get(b.stream)?.lower(b.size, b.ptr);
+    return this.#setOf(b.stream)?.lower(b.size, b.ptr);
   }
 
   /** Every free mapped block in (stream, size, address) order, as a new array. */
@@ -103,6 +126,8 @@ export class BlockPool {
 
   clear(): void {
     this.#blocks.clear();
+    this.#lastStream = -1;
+    this.#lastSet = undefined;
     this.#unmapped.clear();
     this.#size = 0;
     this.getFreeBlocksCallCount = 0;

@@ -1,7 +1,7 @@
 // The declarations name Disposable: they bring its lib (Note [Declarations a user compiles] in src/index.ts).
 /// <reference lib="esnext.disposable" preserve="true" />
 import type { Runtime } from '../../core/runtime.js';
-import { OrderedMap } from '../../util/ordered-map.js';
+import { AddressMap } from '../../util/address-map.js';
 import {
   type AllocatorContext,
   AllocatorOutOfMemoryError,
@@ -57,8 +57,11 @@ export class PytorchCachingAllocator implements CachingAllocator {
   readonly #large = new BlockPool(false);
   /** CUDA graph and MemPool pools (graph_pools; Note [Private pools]). */
   readonly #privatePools = new PrivatePools();
-  /** Blocks handed out, by address (PyTorch's allocated_blocks). */
-  readonly #active = new OrderedMap<Block>();
+  /**
+   * Blocks handed out, by address (PyTorch's allocated_blocks, a hash map
+   * there too): only ever looked up by exact address (Note [Address hash map]).
+   */
+  readonly #active = new AddressMap<Block>();
   /** What is held from the driver, as both paths count it. */
   readonly #memory: HeldMemory;
   /** The native path: one-step segments (native mode). */
@@ -77,6 +80,10 @@ export class PytorchCachingAllocator implements CachingAllocator {
   readonly #capped: boolean;
   #limitBytes: number | undefined;
   #disposed = false;
+  /** The largest rounded request and free block found so far (Note [Neutral max_split_size]). */
+  #splitReach = 0;
+  /** alloc_block has failed once (Note [Neutral max_split_size]). */
+  #allocFailed = false;
 
   protected constructor(
     context: AllocatorContext,
@@ -131,6 +138,30 @@ export class PytorchCachingAllocator implements CachingAllocator {
    * a what-if limit is a byte count), else the settings' memoryFraction,
    * rounded as PyTorch rounds it.
    */
+  /*
+   * Note [Neutral max_split_size]: max_split_size is read in three places:
+   * get_free_block's two N5 comparisons (request or found block against it),
+   * should_split's native rule (N7, the request against it), and
+   * release_available_cached_blocks, which runs only once alloc_block has
+   * failed (N6 g). A run with no max_split_size set that never saw a rounded
+   * request or a found free block of M bytes or more, and whose alloc_block
+   * never failed, would have decided every request alike under
+   * max_split_size M or above (max_non_split_rounding acts only on requests
+   * of M or more): the same blocks, segments, driver calls and figures.
+   * advise (Note [Effective settings]) takes such a setting's figures from
+   * that run instead of replaying it.
+   */
+  /**
+   * The least max_split_size in bytes that would have changed no decision
+   * of this run so far (Note [Neutral max_split_size]); Infinity when none
+   * can be vouched for (a max_split_size is set, or alloc_block failed).
+   */
+  get neutralMaxSplitFrom(): number {
+    return this.#maxSplitSize !== Number.POSITIVE_INFINITY || this.#allocFailed
+      ? Number.POSITIVE_INFINITY
+      : this.#splitReach + 1;
+  }
+
   // --- the interface ---------------------------------------------------------
 
   /** N6, DeviceCachingAllocator::malloc; `privatePool` > 0 names a private pool (Note [Private pools]). */
@@ -149,11 +180,13 @@ export class PytorchCachingAllocator implements CachingAllocator {
     // N3, P2: the request's pool's small or large BlockPool.
     const owner = privatePool === 0 ? undefined : this.#privatePools.route(privatePool);
     const pool = rounded <= SMALL_SIZE ? (owner?.small ?? this.#small) : (owner?.large ?? this.#large);
+    if (rounded > this.#splitReach) this.#splitReach = rounded;
     let block = this.#getFreeBlock(pool, stream, rounded);
     if (block === undefined) {
       const allocSize = allocationSize(rounded); // N4
       if (this.#gcEnabled) this.#garbageCollect();
       block = this.#allocBlock(pool, stream, rounded, allocSize, false);
+      if (block === undefined) this.#allocFailed = true;
       if (block === undefined && this.#releaseAvailableCachedBlocks(pool, stream, rounded))
         block = this.#allocBlock(pool, stream, rounded, allocSize, false);
       // P8: not while a capture is underway (a request naming a private pool is made under one).
@@ -290,6 +323,7 @@ export class PytorchCachingAllocator implements CachingAllocator {
         next = pool.after(next);
       }
     }
+    if (b.size > this.#splitReach) this.#splitReach = b.size;
     const mss = this.#maxSplitSize;
     // N5: no oversize block for a request below max_split_size...
     if (size < mss && b.size >= mss) return undefined;

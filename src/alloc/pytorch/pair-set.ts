@@ -9,7 +9,10 @@
  * delete moves at most one chunk's entries. A caching allocator looks a block
  * up and then removes exactly that block (best fit), so the position of the
  * last successful lookup is kept (the finger) and a delete of that key skips
- * both searches.
+ * both searches. Expandable segments' best fit looks at the next block too
+ * (E6) before removing the first: `higher` from the finger steps to the next
+ * entry without a search, and the position it left is kept as well, until
+ * the set changes.
  */
 const CAPACITY = 64;
 
@@ -27,6 +30,10 @@ export class PairSet<V> {
   #fingerChunk: Chunk<V> | undefined;
   #fingerCi = 0;
   #fingerIndex = 0;
+  // The finger before `higher` stepped it on (Note [Chunked pair set]): valid while #behindChunk is defined.
+  #behindChunk: Chunk<V> | undefined;
+  #behindCi = 0;
+  #behindIndex = 0;
   // Where #find left its answer, so the search returns no pair.
   #ci = 0;
   #i = 0;
@@ -38,6 +45,7 @@ export class PairSet<V> {
   /** Insert `value` under (a, b); the key must not be present. */
   insert(a: number, b: number, value: V): void {
     this.#fingerChunk = undefined;
+    this.#behindChunk = undefined;
     let ci = this.#chunkFor(a, b);
     let c = this.#chunks[ci];
     if (c.length === CAPACITY) {
@@ -66,10 +74,19 @@ export class PairSet<V> {
     let ci: number;
     let i: number;
     const f = this.#fingerChunk;
+    const h = this.#behindChunk;
     if (f !== undefined && f.keys[2 * this.#fingerIndex] === a && f.keys[2 * this.#fingerIndex + 1] === b) {
       c = f;
       ci = this.#fingerCi;
       i = this.#fingerIndex;
+    } else if (
+      h !== undefined &&
+      h.keys[2 * this.#behindIndex] === a &&
+      h.keys[2 * this.#behindIndex + 1] === b
+    ) {
+      c = h;
+      ci = this.#behindCi;
+      i = this.#behindIndex;
     } else {
       ci = this.#chunkFor(a, b);
       c = this.#chunks[ci];
@@ -77,6 +94,7 @@ export class PairSet<V> {
       if (i === c.length || c.keys[2 * i] !== a || c.keys[2 * i + 1] !== b) return false;
     }
     this.#fingerChunk = undefined;
+    this.#behindChunk = undefined;
     const keys = c.keys;
     const values = c.values;
     const last = c.length - 1;
@@ -99,6 +117,21 @@ export class PairSet<V> {
 
   /** The value with the least key > (a, b). */
   higher(a: number, b: number): V | undefined {
+    const f = this.#fingerChunk;
+    if (f !== undefined && f.keys[2 * this.#fingerIndex] === a && f.keys[2 * this.#fingerIndex + 1] === b) {
+      // From the finger: the next entry, in this chunk or the next non-empty one.
+      let ci = this.#fingerCi;
+      let i = this.#fingerIndex + 1;
+      while (i === this.#chunks[ci].length) {
+        if (++ci === this.#chunks.length) return undefined;
+        i = 0;
+      }
+      this.#behindChunk = f;
+      this.#behindCi = this.#fingerCi;
+      this.#behindIndex = this.#fingerIndex;
+      this.#point(ci, i);
+      return this.#chunks[ci].values[i];
+    }
     return this.#find(a, b, true) ? this.#hit() : undefined;
   }
 
@@ -146,6 +179,7 @@ export class PairSet<V> {
     this.#chunks = [new Chunk<V>()];
     this.#size = 0;
     this.#fingerChunk = undefined;
+    this.#behindChunk = undefined;
   }
 
   /** Position the search at the first key >= (a, b), or > it when `strict`; false if none. */

@@ -1,6 +1,6 @@
 import { isVmmError } from '../../core/errors.js';
 import type { Transaction } from '../../core/transaction.js';
-import type { OrderedMap } from '../../util/ordered-map.js';
+import type { AddressMap } from '../../util/address-map.js';
 import type { StartSegment } from '../allocator.js';
 import { AllocatorArgumentError, AllocatorOutOfMemoryError } from '../errors.js';
 import { Block } from './block.js';
@@ -148,7 +148,7 @@ export function layStartBlocks(
   seg: StartSegment,
   made: MadeSegment,
   pool: BlockPool,
-  active: OrderedMap<Block>,
+  active: AddressMap<Block>,
   stats: PytorchStats,
   out: number[],
 ): void {

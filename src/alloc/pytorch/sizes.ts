@@ -31,6 +31,9 @@ export function floorLog2(n: number): number {
   return n < 0x100000000 ? 31 - Math.clz32(n) : 63 - Math.clz32(Math.floor(n / 0x100000000));
 }
 
+/** 2 ** k for every k a safe integer's floorLog2 can be, looked up: `**` is a call to Math.pow, and this is on every rounded request. */
+const POWERS_OF_TWO: readonly number[] = Object.freeze(Array.from({ length: 64 }, (_, k) => 2 ** k));
+
 export function isPowerOfTwo(n: number): boolean {
   return n > 0 && 2 ** floorLog2(n) === n;
 }
@@ -46,10 +49,10 @@ export function roundupInterval(size: number): number {
  */
 export function roundUpToPowerOfTwoDivision(size: number, divisions: number): number {
   const log = floorLog2(size);
-  const floor = 2 ** log;
+  const floor = POWERS_OF_TWO[log];
   if (floor === size) return size;
   // divisions is a power of two, so this is floor >> log2(divisions).
-  const step = Math.floor(floor / 2 ** floorLog2(divisions));
+  const step = Math.floor(floor / POWERS_OF_TWO[floorLog2(divisions)]);
   if (step === 0) return floor * 2;
   const down = Math.floor(size / step) * step;
   return down === size ? size : down + step;

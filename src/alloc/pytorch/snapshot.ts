@@ -1,4 +1,4 @@
-import type { OrderedMap } from '../../util/ordered-map.js';
+import type { AddressMap } from '../../util/address-map.js';
 import type { Block } from './block.js';
 import type { BlockPool } from './block-pool.js';
 import type { PrivatePools } from './private-pool.js';
@@ -33,7 +33,7 @@ export function snapshotSegments(
   large: BlockPool,
   small: BlockPool,
   privatePools: PrivatePools,
-  active: OrderedMap<Block>,
+  active: AddressMap<Block>,
 ): SegmentSnapshot[] {
   const all: Block[] = [...large.blocksInOrder(), ...small.blocksInOrder()];
   for (const p of privatePools.all()) all.push(...p.large.blocksInOrder(), ...p.small.blocksInOrder());

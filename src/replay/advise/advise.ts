@@ -50,6 +50,7 @@
 import { availableParallelism } from 'node:os';
 import { parseAllocConf } from '../../alloc/pytorch/alloc-conf.js';
 import { parseNpuAllocConf } from '../../alloc/pytorch/npu-alloc-conf.js';
+import type { PytorchAllocatorSettings } from '../../alloc/pytorch/settings.js';
 import { formatBytes } from '../../util/format.js';
 import { type MemoryBound, memoryBound } from '../engine/bound.js';
 import { recordedReserved } from '../engine/recorded.js';
@@ -61,6 +62,7 @@ import type { MemorySnapshot } from '../read/snapshot.js';
 import { allocatorOwner, settingsOfSnapshot, vendorOf, withVendor } from '../read/vendor.js';
 import {
   type AdviseProcesses,
+  type JobChoice,
   type JobOutcome,
   MIN_EVENTS_FOR_WORKERS,
   openBars,
@@ -350,6 +352,10 @@ interface Entry {
   outcomes: (JobOutcome | undefined)[];
   /** Replayed to the end whatever the bar (a baseline, the known trap and its parts). */
   pinned: boolean;
+  /** Its max_split_size in bytes (Infinity: none). */
+  readonly maxSplitBytes: number;
+  /** The effective key of its settings without max_split_size, when it sets one (#choose). */
+  readonly unsplitKey: string | undefined;
   /** Its figures, once every snapshot's replay is back. */
   figures: Figures | undefined;
 }
@@ -384,6 +390,8 @@ class Search {
   #stopped = 0;
   #reruns = 0;
   #eventsReplayed = 0;
+  /** The entries of the round in flight (a job may wait for one of them: #choose). */
+  #inRound = new Set<Entry>();
   /** The prunable jobs of the round in flight, not yet back: the bars to keep raised. */
   readonly #pending = new Map<number, Entry>();
   #eventsInFull = 0;
@@ -483,7 +491,17 @@ class Search {
     }
   }
 
-  #entry(conf: string, key: string, setting: Setting | undefined): Entry {
+  #entry(
+    conf: string,
+    key: string,
+    setting: Setting | undefined,
+    settings?: PytorchAllocatorSettings,
+  ): Entry {
+    const split = settings?.maxSplitSize ?? Number.POSITIVE_INFINITY;
+    const unsplit =
+      settings === undefined || split === Number.POSITIVE_INFINITY
+        ? undefined
+        : effectiveKey({ ...settings, maxSplitSize: Number.POSITIVE_INFINITY }, this.sizes, this.limit);
     const e: Entry = {
       conf,
       key,
@@ -491,6 +509,8 @@ class Search {
       others: new Set(),
       outcomes: new Array(this.#traces).fill(undefined),
       pinned: false,
+      maxSplitBytes: split,
+      unsplitKey: unsplit === key ? undefined : unsplit,
       figures: undefined,
     };
     this.#entries.set(key, e);
@@ -524,7 +544,7 @@ class Search {
       const key = effectiveKey(settings, this.sizes, this.limit);
       let e = this.#entries.get(key);
       if (e === undefined) {
-        e = this.#entry(conf, key, setting);
+        e = this.#entry(conf, key, setting, settings);
         fresh.push(e);
       } else if (simpler(conf, e.conf)) {
         e.others.add(e.conf);
@@ -547,6 +567,7 @@ class Search {
     later: readonly number[],
   ): Promise<JobOutcome[]> {
     const order = [...entries].sort((a, b) => firstness(a) - firstness(b));
+    this.#inRound = new Set(order);
     const jobs: ReplayJob[] = [];
     const of = new Map<number, { entry: Entry; trace: number }>();
     for (const e of order)
@@ -564,6 +585,7 @@ class Search {
       jobs.reduce((n, j) => n + eventsOf(j), 0) +
       later.reduce((s, n) => s + n, 0) * this.plans.reduce((n, p) => n + p.events, 0);
     let done = this.#done;
+    const taken = new Set<number>();
     const outcomes = await this.pool.run(
       jobs,
       (delta) => {
@@ -577,20 +599,51 @@ class Search {
         at.entry.outcomes[at.trace] = o;
         if (at.entry.outcomes.every((x) => x !== undefined)) this.#finished(at.entry);
       },
+      (job) => {
+        const at = of.get(job.id);
+        const c = at === undefined ? undefined : this.#choose(at.entry, at.trace, job.id);
+        if (c !== undefined && c !== 'wait') taken.add(job.id);
+        return c;
+      },
     );
-    for (const j of jobs) {
-      this.#done += eventsOf(j);
-      this.#eventsInFull += eventsOf(j);
-    }
-    this.#jobs += jobs.length;
+    // Jobs whose outcome came from another replay (Note [Effective settings]) replayed nothing.
+    const replayed = jobs.filter((j) => !taken.has(j.id));
+    for (const j of jobs) this.#done += eventsOf(j);
+    for (const j of replayed) this.#eventsInFull += eventsOf(j);
+    this.#jobs += replayed.length;
     const out: JobOutcome[] = [];
     for (const o of outcomes) {
+      if (taken.has(o.id)) continue;
       this.#eventsReplayed +=
         o.stoppedAt >= 0 ? o.stoppedAt + 1 : this.plans[jobs.find((j) => j.id === o.id)!.trace].events;
       if (o.stoppedAt >= 0) this.#stopped++;
       if (!of.has(o.id)) out.push(o);
     }
     return out;
+  }
+
+  /**
+   * Note [Effective settings] (search.ts), learnt from a replay: a setting
+   * whose max_split_size is at or above what its setting without one found
+   * neutral on a trace (Note [Neutral max_split_size]) decides every request
+   * of that trace as that one did, so it takes that replay's outcome, once
+   * it has run to its end, and is not replayed. While that replay is still
+   * under way the job waits for it; where it stopped or failed, the job runs.
+   */
+  #choose(e: Entry, trace: number, id: number): JobChoice {
+    if (e.unsplitKey === undefined) return undefined;
+    const base = this.#entries.get(e.unsplitKey);
+    if (base === undefined || base === e) return undefined;
+    const o = base.outcomes[trace];
+    if (o === undefined) return this.#inRound.has(base) ? 'wait' : undefined;
+    if (
+      o.run === null ||
+      o.run.error !== undefined ||
+      o.stoppedAt >= 0 ||
+      o.neutralMaxSplitFrom > e.maxSplitBytes
+    )
+      return undefined;
+    return { ...o, id, wallMs: 0 };
   }
 
   /** An entry's last replay is back: its figures, and the bar they set (Note [Pruning]). */
@@ -1008,8 +1061,12 @@ function simpler(a: string, b: string): boolean {
 
 /** Fewer keys, then shorter, then in character order: a total order on strings. */
 function compareConf(a: string, b: string): number {
-  const k = keyCount(a) - keyCount(b);
-  return k !== 0 ? k : a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
+  return keyCount(a) - keyCount(b) || compareConfOfLength(a, b);
+}
+
+/** compareConf between strings of as many keys: shorter, then in character order. */
+function compareConfOfLength(a: string, b: string): number {
+  return a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**
@@ -1052,40 +1109,47 @@ function rank(
   tol: number,
   limit: number | undefined,
 ): { entry: Entry; tier: string; tight: boolean; equal: boolean }[] {
+  // Each row's sort keys once: the search ranks after every finished replay (Note [Pruning]).
   const rows = entries.map((entry) => {
     const f = entry.figures!;
     const fits = !f.failed && !f.stopped && f.ooms === 0;
     const tight = fits && limit !== undefined && limit - f.devicePeak < tol;
-    return { entry, f, tight, tier: `${f.failed ? 1 : 0}.${f.stopped ? 1 : 0}.${f.ooms}.${tight ? 1 : 0}` };
+    return {
+      entry,
+      f,
+      tight,
+      tier: `${f.failed ? 1 : 0}.${f.stopped ? 1 : 0}.${f.ooms}.${tight ? 1 : 0}`,
+      keys: keyCount(entry.conf),
+      tuning: tuning(entry.conf),
+      equal: false,
+    };
   });
-  const tierOrder = (r: (typeof rows)[number]) => [
-    r.f.failed ? 1 : 0,
-    r.f.stopped ? 1 : 0,
-    r.f.ooms,
-    r.tight ? 1 : 0,
-  ];
   const lowest = new Map<string, number>();
   for (const r of rows)
     lowest.set(r.tier, Math.min(lowest.get(r.tier) ?? Number.POSITIVE_INFINITY, r.f.peak));
-  const withEqual = rows.map((r) => ({
-    ...r,
-    // Failed and stopped runs have no figure to be equal by; among tight fits more room is worth more than fewer keys.
-    equal: !r.f.failed && !r.f.stopped && !r.tight && r.f.peak <= lowest.get(r.tier)! + tol,
-  }));
-  withEqual.sort((a, b) => {
-    const ta = tierOrder(a);
-    const tb = tierOrder(b);
-    for (let i = 0; i < ta.length; i++) if (ta[i] !== tb[i]) return ta[i] - tb[i];
+  // Failed and stopped runs have no figure to be equal by; among tight fits more room is worth more than fewer keys.
+  for (const r of rows)
+    r.equal = !r.f.failed && !r.f.stopped && !r.tight && r.f.peak <= lowest.get(r.tier)! + tol;
+  rows.sort((a, b) => {
+    if (a.f.failed !== b.f.failed) return a.f.failed ? 1 : -1;
+    if (a.f.stopped !== b.f.stopped) return a.f.stopped ? 1 : -1;
+    if (a.f.ooms !== b.f.ooms) return a.f.ooms - b.f.ooms;
+    if (a.tight !== b.tight) return a.tight ? 1 : -1;
     if (a.equal !== b.equal) return a.equal ? -1 : 1;
     if (a.equal) {
-      const byKeys = keyCount(a.entry.conf) - keyCount(b.entry.conf);
+      const byKeys = a.keys - b.keys;
       if (byKeys !== 0) return byKeys;
-      const byTuning = tuning(a.entry.conf) - tuning(b.entry.conf);
+      const byTuning = a.tuning - b.tuning;
       if (byTuning !== 0) return byTuning;
     }
-    return a.f.peak - b.f.peak || a.f.calls - b.f.calls || compareConf(a.entry.conf, b.entry.conf);
+    return (
+      a.f.peak - b.f.peak ||
+      a.f.calls - b.f.calls ||
+      a.keys - b.keys ||
+      compareConfOfLength(a.entry.conf, b.entry.conf)
+    );
   });
-  return withEqual.map(({ entry, tier, tight, equal }) => ({ entry, tier, tight, equal }));
+  return rows.map(({ entry, tier, tight, equal }) => ({ entry, tier, tight, equal }));
 }
 
 /** An entry's figures over its snapshots: each the worst (OOMs added up). */

@@ -42,6 +42,8 @@
  */
 
 import { Worker } from 'node:worker_threads';
+import type { CachingAllocator } from '../../alloc/allocator.js';
+import { PytorchCachingAllocator } from '../../alloc/pytorch/caching-allocator.js';
 import { selectAllocators } from '../engine/allocators.js';
 import type { StartProcess } from '../engine/process-start.js';
 import { type AllocatorRun, type ReplayResult, type ReplayStep, replayInSlices } from '../engine/replay.js';
@@ -69,7 +71,19 @@ export interface JobOutcome {
   readonly wallMs: number;
   /** The event it stopped at, past the bar (its figures are then lower bounds); -1: it ran to the end. */
   readonly stoppedAt: number;
+  /**
+   * The least max_split_size (bytes) that would have decided every request
+   * of this run alike (Note [Neutral max_split_size]); Infinity: none.
+   */
+  readonly neutralMaxSplitFrom: number;
 }
+
+/**
+ * What to do with a job when its turn comes (Note [Effective settings]):
+ * run it (undefined), take this outcome instead of replaying it, or 'wait'
+ * until another job's outcome is in.
+ */
+export type JobChoice = JobOutcome | 'wait' | undefined;
 
 /** What every replay of one advice shares. */
 export interface ReplayInput {
@@ -157,6 +171,8 @@ export const OPEN_JOBS = 4;
 export class OpenJob {
   readonly #watch: Watch;
   readonly #steps: Generator<void, ReplayResult, void> | undefined;
+  /** The allocators the replay made (one per device), read once it is over. */
+  readonly #made: CachingAllocator[] = [];
   #ms = 0;
   /** Set once the replay is over. */
   outcome: JobOutcome | undefined;
@@ -173,7 +189,14 @@ export class OpenJob {
       this.#steps = replayInSlices(
         input.snapshots[job.trace],
         {
-          allocators: selectAllocators([job.allocator]),
+          allocators: selectAllocators([job.allocator]).map((f) => ({
+            ...f,
+            create: (context, settings) => {
+              const a = f.create(context, settings);
+              this.#made.push(a);
+              return a;
+            },
+          })),
           allocConf: job.allocConf ?? undefined,
           memoryLimit: input.memoryLimit,
           plan,
@@ -231,7 +254,19 @@ export class OpenJob {
       blockAddress: new Float64Array(0),
       blockState: new Uint8Array(0),
     }));
-    this.outcome = { id: this.job.id, run: { ...run, devices }, error: null, wallMs: this.#ms, stoppedAt };
+    this.outcome = {
+      id: this.job.id,
+      run: { ...run, devices },
+      error: null,
+      wallMs: this.#ms,
+      stoppedAt,
+      neutralMaxSplitFrom: Math.max(
+        0,
+        ...this.#made.map((a) =>
+          a instanceof PytorchCachingAllocator ? a.neutralMaxSplitFrom : Number.POSITIVE_INFINITY,
+        ),
+      ),
+    };
   }
 
   #fail(e: unknown): void {
@@ -241,6 +276,7 @@ export class OpenJob {
       error: e instanceof Error ? e.message : String(e),
       wallMs: this.#ms,
       stoppedAt: -1,
+      neutralMaxSplitFrom: Number.POSITIVE_INFINITY,
     };
   }
 }
@@ -294,11 +330,16 @@ export function runJob(
 export interface ReplayPool {
   /** Worker threads (0: this thread). */
   readonly workers: number;
-  /** `onOutcome` hears of each job as it ends (the search raises the bar there). */
+  /**
+   * `onOutcome` hears of each job as it ends (the search raises the bar
+   * there); `choose` says, as each job's turn comes, whether it runs, waits
+   * or has its outcome already (Note [Effective settings]).
+   */
   run(
     jobs: readonly ReplayJob[],
     onEvents: (delta: number) => void,
     onOutcome?: (outcome: JobOutcome) => void,
+    choose?: (job: ReplayJob) => JobChoice,
   ): Promise<JobOutcome[]>;
   close(): Promise<void>;
 }
@@ -326,10 +367,52 @@ export function openPool(input: ReplayInput, workers: number, processes: AdviseP
   return new WorkerPool(module, { ...shared, bars: input.bars }, workers);
 }
 
+/**
+ * A run's jobs in their order, as `choose` deals them (Note [Effective
+ * settings]): `take` gives the next one to replay, hands those whose outcome
+ * is given to `given` on the way, and holds back those that wait, which
+ * later calls offer again first.
+ */
+class JobQueue {
+  #next = 0;
+  readonly #waiting: number[] = [];
+
+  constructor(
+    readonly jobs: readonly ReplayJob[],
+    readonly choose: ((job: ReplayJob) => JobChoice) | undefined,
+    readonly given: (k: number, outcome: JobOutcome) => void,
+  ) {}
+
+  /** The index of the next job to replay; undefined when none may run now. */
+  take(): number | undefined {
+    for (let w = 0; w < this.#waiting.length; w++) {
+      const k = this.#waiting[w];
+      const c = this.choose?.(this.jobs[k]);
+      if (c === 'wait') continue;
+      this.#waiting.splice(w--, 1);
+      if (c === undefined) return k;
+      this.given(k, c);
+    }
+    while (this.#next < this.jobs.length) {
+      const k = this.#next++;
+      const c = this.choose?.(this.jobs[k]);
+      if (c === 'wait') this.#waiting.push(k);
+      else if (c === undefined) return k;
+      else this.given(k, c);
+    }
+    return undefined;
+  }
+
+  /** The first job that waits, to replay anyway (nothing else runs, so what it waits for never comes). */
+  force(): number | undefined {
+    return this.#waiting.shift();
+  }
+}
+
 function inThread(input: ReplayInput, startProcess: StartProcess): ReplayPool {
   return {
     workers: 0,
-    run: async (jobs, onEvents, onOutcome) => {
+    run: async (jobs, onEvents, onOutcome, choose) => {
       const outcomes = new Array<JobOutcome>(jobs.length);
       const index = new Map(jobs.map((j, k) => [j.id, k]));
       const reported = new Map<number, number>();
@@ -337,21 +420,35 @@ function inThread(input: ReplayInput, startProcess: StartProcess): ReplayPool {
         onEvents(done - (reported.get(id) ?? 0));
         reported.set(id, done);
       };
-      const running = new BestFirst();
-      let next = 0;
-      const open = () => {
-        const job = jobs[next++];
-        running.add(new OpenJob(input, job, startProcess, (done) => told(job.id, done)));
-      };
-      while (next < jobs.length && running.size < OPEN_JOBS) open();
-      while (running.size > 0) {
-        const o = running.step();
-        if (o === undefined) continue;
-        const k = index.get(o.id)!;
+      const done = (k: number, o: JobOutcome) => {
         told(o.id, input.plans[jobs[k].trace].events);
         outcomes[k] = o;
         onOutcome?.(o);
-        if (next < jobs.length) open();
+      };
+      const queue = new JobQueue(jobs, choose, done);
+      const running = new BestFirst();
+      const open = (k: number) => {
+        const job = jobs[k];
+        running.add(new OpenJob(input, job, startProcess, (n) => told(job.id, n)));
+      };
+      const fill = () => {
+        for (;;) {
+          for (let k = running.size < OPEN_JOBS ? queue.take() : undefined; k !== undefined; ) {
+            open(k);
+            k = running.size < OPEN_JOBS ? queue.take() : undefined;
+          }
+          // Nothing runs and jobs wait: their wait cannot end, so the first runs.
+          const k = running.size === 0 ? queue.force() : undefined;
+          if (k === undefined) return;
+          open(k);
+        }
+      };
+      fill();
+      while (running.size > 0) {
+        const o = running.step();
+        if (o === undefined) continue;
+        done(index.get(o.id)!, o);
+        fill();
       }
       return outcomes;
     },
@@ -393,6 +490,7 @@ class WorkerPool implements ReplayPool {
     jobs: readonly ReplayJob[],
     onEvents: (delta: number) => void,
     onOutcome?: (outcome: JobOutcome) => void,
+    choose?: (job: ReplayJob) => JobChoice,
   ): Promise<JobOutcome[]> {
     return new Promise((resolve, reject) => {
       if (this.#broken !== undefined) {
@@ -402,31 +500,64 @@ class WorkerPool implements ReplayPool {
       const outcomes = new Array<JobOutcome>(jobs.length);
       const index = new Map(jobs.map((j, k) => [j.id, k]));
       const reported = new Map<number, number>();
-      let next = 0;
+      const inFlight = new Map<Worker, number>(this.#threads.map((w) => [w, 0]));
       let finished = 0;
       let failed = false;
+      let settled = false;
       const cleanups: (() => void)[] = [];
       const settle = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
         for (const c of cleanups) c();
         if (error !== undefined) reject(error);
         else resolve(outcomes);
       };
-      const feed = (w: Worker) => {
-        if (next < jobs.length) w.postMessage(jobs[next++]);
+      const done = (k: number, o: JobOutcome) => {
+        const id = o.id;
+        onEvents(this.#plans[jobs[k].trace].events - (reported.get(id) ?? 0));
+        reported.set(id, this.#plans[jobs[k].trace].events);
+        outcomes[k] = o;
+        onOutcome?.(o);
+        finished++;
+      };
+      const queue = new JobQueue(jobs, choose, done);
+      const send = (w: Worker, k: number) => {
+        inFlight.set(w, inFlight.get(w)! + 1);
+        w.postMessage(jobs[k]);
+      };
+      // Each thread runs up to OPEN_JOBS side by side (Note [Best first]), dealt in turn.
+      const pump = () => {
+        for (;;) {
+          let sent = false;
+          for (const w of this.#threads) {
+            if (inFlight.get(w)! >= OPEN_JOBS) continue;
+            const k = queue.take();
+            if (k === undefined) break;
+            send(w, k);
+            sent = true;
+          }
+          if (sent) continue;
+          // Nothing runs and jobs wait: their wait cannot end, so the first runs.
+          const idle = [...inFlight.values()].every((n) => n === 0);
+          const k = idle ? queue.force() : undefined;
+          if (k === undefined) break;
+          send(this.#threads[0], k);
+        }
+        if (finished === jobs.length) settle();
       };
       for (const w of this.#threads) {
         const onMessage = (m: WorkerMessage) => {
-          if (failed) return;
+          if (failed || settled) return;
           const id = m.kind === 'progress' ? m.id : m.outcome.id;
           const k = index.get(id)!;
-          const done = m.kind === 'progress' ? m.done : this.#plans[jobs[k].trace].events;
-          onEvents(done - (reported.get(id) ?? 0));
-          reported.set(id, done);
-          if (m.kind === 'progress') return;
-          outcomes[k] = m.outcome;
-          onOutcome?.(m.outcome);
-          if (++finished === jobs.length) settle();
-          else feed(w);
+          if (m.kind === 'progress') {
+            onEvents(m.done - (reported.get(id) ?? 0));
+            reported.set(id, m.done);
+            return;
+          }
+          inFlight.set(w, inFlight.get(w)! - 1);
+          done(k, m.outcome);
+          pump();
         };
         const onError = (e: unknown) => {
           if (failed) return;
@@ -445,9 +576,7 @@ class WorkerPool implements ReplayPool {
           w.off('exit', onExit);
         });
       }
-      // Each thread runs up to OPEN_JOBS side by side (Note [Best first]), dealt in turn; one more as each ends.
-      if (jobs.length === 0) settle();
-      else for (let k = 0; k < OPEN_JOBS; k++) for (const w of this.#threads) feed(w);
+      pump();
     });
   }
 

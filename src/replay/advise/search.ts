@@ -142,7 +142,17 @@ export function confText(s: Setting): string {
 
 /** How many keys a configuration string sets (the simpler setting wins ties). */
 export function keyCount(conf: string): number {
-  return conf === '' ? 0 : conf.split(/,(?![^[]*\])/).length;
+  if (conf === '') return 0;
+  // The commas outside a [...] list (the ranking counts keys often: a scan, not a split).
+  let n = 1;
+  let inList = false;
+  for (let i = 0; i < conf.length; i++) {
+    const c = conf.charCodeAt(i);
+    if (c === 0x5b) inList = true;
+    else if (c === 0x5d) inList = false;
+    else if (c === 0x2c && !inList) n++;
+  }
+  return n;
 }
 
 /**
@@ -183,6 +193,10 @@ export function divisionsText(d: readonly number[] | undefined): string | undefi
  *   limit set;
  * - garbage_collection_threshold: collection runs only under a memory
  *   limit, and frees no expandable block (N10, E7).
+ * One more is learnt from a replay rather than the sizes: a setting whose
+ * max_split_size is at or above what the same setting without one found
+ * neutral on a trace (Note [Neutral max_split_size]) decides every request
+ * as that replay did, and takes its outcome (advise.ts, Search #choose).
  */
 export function effectiveKey(
   s: PytorchAllocatorSettings,

@@ -31,10 +31,14 @@ import type { Runtime } from '../../core/runtime.js';
 import { Action } from '../read/snapshot.js';
 import type { TracePlan } from './trace-plan.js';
 
-/** One device's recorded segment_alloc addresses and sizes, consumed in order. */
+/**
+ * One device's recorded segment_alloc events, consumed in order: `next` is
+ * the index of the next one in the trace (-1: not looked for yet), found as
+ * it is asked for, so a run that makes no one-step segment (expandable
+ * segments') never scans the trace for them.
+ */
 interface SegmentQueue {
-  readonly addr: readonly number[];
-  readonly size: readonly number[];
+  readonly trace: TracePlan['devices'][number]['trace'];
   next: number;
 }
 
@@ -44,17 +48,7 @@ export class RecordedPlacement implements RuntimeObserver {
   #placed = 0;
 
   constructor(plan: TracePlan) {
-    for (const d of plan.devices) {
-      const addr: number[] = [];
-      const size: number[] = [];
-      const t = d.trace;
-      for (let i = 0; i < t.length; i++) {
-        if (t.action[i] !== Action.segment_alloc) continue;
-        addr.push(t.addr[i]);
-        size.push(t.size[i]);
-      }
-      if (addr.length > 0) this.#queues.set(d.device, { addr, size, next: 0 });
-    }
+    for (const d of plan.devices) this.#queues.set(d.device, { trace: d.trace, next: -1 });
   }
 
   /** One-step allocations served at their recorded address so far. */
@@ -67,11 +61,15 @@ export class RecordedPlacement implements RuntimeObserver {
     const q = this.#queues.get(device);
     if (q === undefined) return undefined;
     const g = Math.max(runtime.device(device).minimumGranularity, runtime.vaGranularity);
+    const t = q.trace;
     return {
       addressFor: (size: number): number | undefined => {
         const rounded = Math.ceil(size / g) * g;
-        if (q.next >= q.addr.length || q.size[q.next] !== rounded || !(size > 0)) return undefined;
-        return q.addr[q.next++];
+        if (q.next < 0) q.next = nextSegmentAlloc(t, 0);
+        if (q.next >= t.length || t.size[q.next] !== rounded || !(size > 0)) return undefined;
+        const address = t.addr[q.next];
+        q.next = nextSegmentAlloc(t, q.next + 1);
+        return address;
       },
     };
   }
@@ -81,4 +79,11 @@ export class RecordedPlacement implements RuntimeObserver {
     const hint = call.args[2]?.hint;
     if (hint !== undefined && (outcome.result as Reservation).base === hint) this.#placed++;
   }
+}
+
+/** The index of the first segment_alloc of `t` at or after `from`; t.length when none. */
+function nextSegmentAlloc(t: TracePlan['devices'][number]['trace'], from: number): number {
+  let i = from;
+  while (i < t.length && t.action[i] !== Action.segment_alloc) i++;
+  return i;
 }

@@ -608,52 +608,61 @@ class DeviceReplay {
 
   /** Every event of the trace, yielding after each `slice` of them (replayInSlices). */
   *replayEvents(slice: number): Generator<void, void, void> {
+    const n = this.d.trace.length;
+    let i = 0;
+    // The events themselves are served by a plain loop (#serve): a generator's own loop runs slower.
+    for (;;) {
+      i = this.#serve(i, Math.min(n, i + slice));
+      if (i >= n || this.stoppedAtOom) return;
+      yield;
+    }
+  }
+
+  /** Events [from, to) (the table at the top of this file); the index after the last served. */
+  #serve(from: number, to: number): number {
     const d = this.d;
     const progress = this.run.progress;
-    const n = d.trace.length;
     const emptyCache = d.emptyCacheBefore;
-    let nextEmpty = emptyCache.length > 0 ? emptyCache[0] : -1;
+    const { action, size, stream } = this.#trace;
+    const blockOf = d.blockOf;
+    const state = this.#state;
+    const live = this.#live;
+    const allocator = this.allocator;
+    // The first empty_cache() at or after `from`.
     let e = 0;
-    let budget = slice;
-    for (let i = 0; i < n && !this.stoppedAtOom; i++) {
-      if (--budget < 0) {
-        budget = slice - 1;
-        yield;
-      }
+    while (e < emptyCache.length && emptyCache[e] < from) e++;
+    let nextEmpty = e < emptyCache.length ? emptyCache[e] : -1;
+    let i = from;
+    for (; i < to && !this.stoppedAtOom; i++) {
       this.cursor = i;
       if (i === nextEmpty) {
-        this.allocator.emptyCache();
+        allocator.emptyCache();
         this.#step('empty-cache', -1, Number.NaN, false);
         nextEmpty = ++e < emptyCache.length ? emptyCache[e] : -1;
       }
-      this.#event(i);
+      const a = action[i];
+      if (a === Action.alloc) {
+        this.stoppedAtOom = !this.#allocate(blockOf[i], 'alloc');
+      } else if (a === Action.free_completed) {
+        const id = blockOf[i];
+        if (id >= 0 && state[id] === BlockState.live) {
+          allocator.free(live[id]);
+          state[id] = BlockState.freed;
+          this.#step('free', id, live[id], false);
+        }
+      } else if (a === Action.oom) {
+        const got = this.#request(size[i], stream[i], true);
+        const served = !Number.isNaN(got);
+        this.#recordedOoms.push({ event: i, bytes: size[i], served });
+        this.#step('oom-request', -1, got, !served);
+        if (served) allocator.free(got);
+        else if (this.#stopAtOom) this.stoppedAtOom = true;
+      }
       if ((i & (PROGRESS_EVERY - 1)) === PROGRESS_EVERY - 1 && progress.report !== undefined) {
         progress.report(progress.done + i + 1, progress.total);
       }
     }
-  }
-
-  /** One trace event (the table at the top of this file). */
-  #event(i: number): void {
-    const { action, size, stream } = this.#trace;
-    const a = action[i];
-    if (a === Action.alloc) {
-      this.stoppedAtOom = !this.#allocate(this.d.blockOf[i], 'alloc');
-    } else if (a === Action.free_completed) {
-      const id = this.d.blockOf[i];
-      if (id >= 0 && this.#state[id] === BlockState.live) {
-        this.allocator.free(this.#live[id]);
-        this.#state[id] = BlockState.freed;
-        this.#step('free', id, this.#live[id], false);
-      }
-    } else if (a === Action.oom) {
-      const got = this.#request(size[i], stream[i], true);
-      const served = !Number.isNaN(got);
-      this.#recordedOoms.push({ event: i, bytes: size[i], served });
-      this.#step('oom-request', -1, got, !served);
-      if (served) this.allocator.free(got);
-      else if (this.#stopAtOom) this.stoppedAtOom = true;
-    }
+    return i;
   }
 
   /** The run's figures; what the allocator does from here on is no part of it. */
