@@ -48,6 +48,7 @@
  */
 
 import { DEVICE_SPECS } from '../../util/device-specs.js';
+import { ABSENT, IntMap } from '../../util/int-map.js';
 import { Action, type DeviceTrace, type MemorySnapshot } from '../read/snapshot.js';
 import { inSimulatedAddressSpace } from '../read/vendor.js';
 import { beforePrivateRequest, type DevicePools, inferPrivatePools } from './private-pools.js';
@@ -210,6 +211,7 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
   const initial = [...walk.initial].sort((x, y) => x.address - y.address);
   const initialBlocks = Int32Array.from(initial, (b) => b.id);
   const initialAddress = Float64Array.from(initial, (b) => b.address);
+  const initialInTrace = Uint8Array.from(initial, (b) => (b.inTrace ? 1 : 0));
   const privatePools = inferPrivatePools(
     snapshot,
     trace,
@@ -244,7 +246,13 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
     startState: rebuildStartState(
       snapshot,
       trace,
-      { ids: initialBlocks, address: initialAddress, requested: blocks.size, stream: blocks.stream },
+      {
+        ids: initialBlocks,
+        address: initialAddress,
+        inTrace: initialInTrace,
+        requested: blocks.size,
+        stream: blocks.stream,
+      },
       { deviceMemory: options.deviceMemory ?? H200_MEMORY },
     ),
     privatePools,
@@ -255,10 +263,14 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
 interface BlockWalk {
   readonly blockOf: Int32Array;
   readonly blocks: BlockTable;
-  /** The block at each address, or FREED. */
-  readonly at: Map<number, number>;
-  /** Blocks live before the trace began (Note [Started mid-run]), in the order found. */
-  readonly initial: { id: number; address: number }[];
+  /** The block at each address, or FREED (Note [A flat address map]). */
+  readonly at: IntMap;
+  /**
+   * Blocks live before the trace began (Note [Started mid-run]), in the
+   * order found; inTrace: found by a free in the trace (else by `segments`,
+   * at an address no event names).
+   */
+  readonly initial: { id: number; address: number; inTrace: boolean }[];
   readonly counts: { -readonly [K in keyof TraceCounts]: TraceCounts[K] };
   initialBytes: number;
   /** Peak of (trace-live bytes - initial bytes freed so far); the initial total is added by the caller. */
@@ -276,7 +288,7 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
   const walk: BlockWalk = {
     blockOf: new Int32Array(n).fill(-1),
     blocks: new BlockTable(),
-    at: new Map<number, number>(),
+    at: new IntMap(),
     initial: [],
     counts: {
       events: n,
@@ -301,7 +313,7 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
   let delta = 0;
   const newInitial = (i: number) => {
     const id = blocks.add(size[i], stream[i]);
-    initial.push({ id, address: addr[i] });
+    initial.push({ id, address: addr[i], inTrace: true });
     walk.initialBytes += size[i];
     return id;
   };
@@ -310,7 +322,7 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
       case Action.alloc: {
         c.allocs++;
         const prior = at.get(addr[i]);
-        if (prior !== undefined && prior !== FREED) c.duplicateAllocs++;
+        if (prior !== ABSENT && prior !== FREED) c.duplicateAllocs++;
         const id = blocks.add(size[i], stream[i]);
         at.set(addr[i], id);
         blockOf[i] = id;
@@ -321,7 +333,7 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
       case Action.free_requested: {
         c.freeRequested++;
         const prior = at.get(addr[i]);
-        if (prior === undefined) {
+        if (prior === ABSENT) {
           const id = newInitial(i);
           at.set(addr[i], id);
           blockOf[i] = id;
@@ -331,7 +343,7 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
       case Action.free_completed: {
         c.freeCompleted++;
         const prior = at.get(addr[i]);
-        if (prior === undefined || prior === FREED) {
+        if (prior === ABSENT || prior === FREED) {
           if (prior === FREED) {
             c.unmatchedFrees++;
             break;
@@ -379,9 +391,9 @@ function addBlocksLiveThroughout(snapshot: MemorySnapshot, trace: DeviceTrace, w
       if (b.state === 'inactive') continue;
       const prior = at.get(b.address);
       if (prior === FREED) counts.inconsistentBlocks++;
-      if (prior !== undefined) continue;
+      if (prior !== ABSENT) continue;
       const id = blocks.add(b.requestedSize, s.stream);
-      initial.push({ id, address: b.address });
+      initial.push({ id, address: b.address, inTrace: false });
       walk.initialBytes += b.requestedSize;
       at.set(b.address, id);
     }
