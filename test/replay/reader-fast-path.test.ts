@@ -92,6 +92,21 @@ describe('the entry decoder', () => {
     expect(r.fast).toBeGreaterThan(0.6 * events);
   });
 
+  it('loses no entry to a chunk end: a cut entry is read from the bytes once the next chunk comes', () => {
+    const bytes = inflate(readFileSync(join(ROOT, 'traces/h200-whatif/gpt_train--stacks.pickle')));
+    const whole = read(bytes, true);
+    const general = read(bytes, false);
+    for (const chunk of [65536, 4093]) {
+      const r = read(bytes, true, chunk);
+      expectSame(r, general);
+      expect(r.fast).toBe(whole.fast);
+    }
+    // Chunks shorter than an entry: cut again in the head, the entry is read the general way.
+    const short = read(bytes, true, 61);
+    expectSame(short, general);
+    expect(short.fast).toBeGreaterThan(0);
+  });
+
   it('gives the general reading way on mutants of a snapshot', () => {
     const bytes = inflate(readFileSync(join(ROOT, 'traces/h200/phases_streams-native.pickle.gz')));
     const start = bytes.indexOf(Buffer.from('device_traces'));
@@ -114,6 +129,9 @@ describe('the entry decoder', () => {
       const fast = read(m, true);
       if (fast.fast > 0) fastSomewhere++;
       if (fast.error !== general.error || !isDeepStrictEqual(fast.snapshot, general.snapshot)) differ++;
+      // In chunks too: a mutant cut by a chunk's end is read again in the head (Note [A dict cut by a chunk's end]).
+      const chunked = read(m, true, 1021 + (k % 7) * 311);
+      if (chunked.error !== general.error || !isDeepStrictEqual(chunked.snapshot, general.snapshot)) differ++;
     }
     expect(differ).toBe(0);
     expect(fastSomewhere).toBeGreaterThan(250);

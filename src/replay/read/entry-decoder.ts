@@ -11,17 +11,20 @@
  * item of a device's trace in order (snapshot-reader.ts, fastDict). It
  * changes nothing until the whole entry is read and found good, and gives up
  * (the reader then reads the entry the general way, which says what is
- * wrong) on anything else: an opcode or value it does not expect, a chunk's
- * end, a field that would fail its check, a frame dict not met before, a
+ * wrong) on anything else: an opcode or value it does not expect, a field
+ * that would fail its check, a frame dict not met before, a
  * frames list not yet interned, an entry the general way would leave out
  * (workspace entries). Protocol 4's FRAME headers, which may fall between
- * any two opcodes, it steps over. So both ways give the same snapshot and
- * the same errors. A way out costs more than its entry: the rest of its
+ * any two opcodes, it steps over. A chunk's end inside the entry it reports
+ * as such (CUT), and the reader reads the entry again once the next chunk
+ * came (Note [A dict cut by a chunk's end]). So both ways give the same
+ * snapshot and the same errors. A way out costs more than its entry: the rest of its
  * batch (up to 1000 entries) is read the general way too, since rows must
  * be added in the order the list takes them.
  */
 
 import {
+  CUT,
   type FastDict,
   type Memo,
   Op,
@@ -126,7 +129,9 @@ export class EntryDecoder implements FastDict {
     this.#puts = 0;
     this.#count = memo.count;
     let p = this.#memoOps(buf, pos, end, memo, NOT_KEPT_ENTRY);
-    if (p < 0 || p >= end || buf[p] !== MARK) return -1;
+    if (p < 0) return p;
+    if (p >= end) return CUT;
+    if (buf[p] !== MARK) return -1;
     p++;
     let seen = 0;
     let action: StackValue | undefined;
@@ -138,13 +143,14 @@ export class EntryDecoder implements FastDict {
     let stackIndex = -1;
     let newFrames = -1;
     for (;;) {
-      if (p >= end) return -1;
+      if (p >= end) return CUT;
       if (buf[p] === SETITEMS) {
         p++;
         break;
       }
       p = this.#value(buf, p, end, memo, strings);
-      if (p < 0 || this.#isNumber) return -1;
+      if (p < 0) return p;
+      if (this.#isNumber) return -1;
       const key = this.#v;
       if (typeof key !== 'string') return -1;
       let bit = 0;
@@ -177,12 +183,12 @@ export class EntryDecoder implements FastDict {
       if (p < end && buf[p] === FRAME) p += FRAME_BYTES;
       if (bit === F_FRAMES && p < end && buf[p] === EMPTY_LIST) {
         p = this.#newFrames(buf, p + 1, end, memo);
-        if (p < 0) return -1;
+        if (p < 0) return p;
         newFrames = this.#v as number;
         continue;
       }
       p = this.#value(buf, p, end, memo, strings);
-      if (p < 0) return -1;
+      if (p < 0) return p;
       if (this.#isNumber) {
         const x = this.#number;
         if (bit === F_ADDR) addr = x;
@@ -222,7 +228,7 @@ export class EntryDecoder implements FastDict {
     }
     // Nothing may change the dict once read: what comes next must be another entry or the list taking it.
     const at = p < end && buf[p] === FRAME ? p + FRAME_BYTES : p;
-    if (at >= end) return -1;
+    if (at >= end) return CUT;
     const follow = buf[at];
     if (follow !== EMPTY_DICT && follow !== APPENDS && follow !== APPEND) return -1;
     // The checks of addEntry (snapshot.ts), as a way out instead of an error.
@@ -276,11 +282,11 @@ export class EntryDecoder implements FastDict {
         index = this.#count;
         p += 1;
       } else if (op === BINPUT) {
-        if (p + 2 > end) return -1;
+        if (p + 2 > end) return CUT;
         index = buf[p + 1];
         p += 2;
       } else if (op === LONG_BINPUT) {
-        if (p + 5 > end) return -1;
+        if (p + 5 > end) return CUT;
         index = (buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24)) >>> 0;
         if (index > this.#count + 65536) return -1;
         p += 5;
@@ -300,7 +306,7 @@ export class EntryDecoder implements FastDict {
    */
   #value(buf: Buffer, p: number, end: number, memo: Memo, strings: StringCache): number {
     if (p < end && buf[p] === FRAME) p += FRAME_BYTES;
-    if (p + 2 > end) return -1;
+    if (p + 2 > end) return CUT;
     const op = buf[p];
     let v: StackValue | undefined;
     let x = 0;
@@ -311,19 +317,20 @@ export class EntryDecoder implements FastDict {
         p += 2;
         break;
       case BININT2:
-        if (p + 3 > end) return -1;
+        if (p + 3 > end) return CUT;
         x = buf[p + 1] | (buf[p + 2] << 8);
         p += 3;
         break;
       case BININT:
-        if (p + 5 > end) return -1;
+        if (p + 5 > end) return CUT;
         x = buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24);
         p += 5;
         break;
       case LONG1: {
         const n = buf[p + 1];
         const q = p + 2;
-        if (n > 8 || q + n > end) return -1;
+        if (n > 8) return -1;
+        if (q + n > end) return CUT;
         if (n > 0 && buf[q + n - 1] >= 0x80) {
           // Negative: rare in a snapshot, read the general way's way.
           const y = readLong(buf, q, n);
@@ -349,7 +356,7 @@ export class EntryDecoder implements FastDict {
             p += 2;
             break;
           case LONG_BINGET:
-            if (p + 5 > end) return -1;
+            if (p + 5 > end) return CUT;
             v = memo.get((buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24)) >>> 0) as
               | StackValue
               | undefined;
@@ -357,7 +364,7 @@ export class EntryDecoder implements FastDict {
             break;
           case SHORT_BINUNICODE: {
             const n = buf[p + 1];
-            if (p + 2 + n > end) return -1;
+            if (p + 2 + n > end) return CUT;
             v = strings.decode(buf, p + 2, n);
             p += 2 + n;
             break;
@@ -402,26 +409,26 @@ export class EntryDecoder implements FastDict {
       this.#overwrites = memo.overwrites;
     }
     p = this.#memoOps(buf, p, end, memo, NEW_FRAMES);
-    if (p < 0) return -1;
+    if (p < 0) return p;
     let n = 0;
     for (;;) {
       if (p < end && buf[p] === FRAME) p += FRAME_BYTES;
-      if (p >= end) return -1;
+      if (p >= end) return CUT;
       const op = buf[p];
       const batch = op === MARK;
       if (batch) p++;
       else if (op !== BINGET && op !== LONG_BINGET) break;
       for (;;) {
         if (p < end && buf[p] === FRAME) p += FRAME_BYTES;
-        if (p >= end) return -1;
+        if (p >= end) return CUT;
         const item = buf[p];
         let index: number;
         if (item === BINGET) {
-          if (p + 2 > end) return -1;
+          if (p + 2 > end) return CUT;
           index = buf[p + 1];
           p += 2;
         } else if (item === LONG_BINGET) {
-          if (p + 5 > end) return -1;
+          if (p + 5 > end) return CUT;
           index = (buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24)) >>> 0;
           p += 5;
         } else if (batch && item === APPENDS) {
@@ -442,7 +449,8 @@ export class EntryDecoder implements FastDict {
         }
         this.#frames[n++] = f;
         if (!batch) {
-          if (p >= end || buf[p] !== APPEND) return -1;
+          if (p >= end) return CUT;
+          if (buf[p] !== APPEND) return -1;
           p++;
           break;
         }
