@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { type PickleValue, pickle } from '../../src/replay/read/pickle/index.js';
 import { SnapshotReader } from '../../src/replay/read/snapshot-reader.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -105,6 +106,30 @@ describe('the entry decoder', () => {
     const short = read(bytes, true, 61);
     expectSame(short, general);
     expect(short.fast).toBeGreaterThan(0);
+  });
+
+  it('reads numbers at the edges of a double as the general reading does (LONG1 of 5 to 8 bytes, bigints)', () => {
+    const edges = [
+      2 ** 32,
+      2 ** 40 - 1,
+      2 ** 48,
+      2 ** 53 - 1,
+      2n ** 53n,
+      2n ** 55n + 3n,
+      2n ** 63n - 1n,
+      -(2 ** 40),
+    ];
+    const entries: PickleValue[] = [];
+    for (const x of edges) {
+      const n = typeof x === 'bigint' ? x : BigInt(x);
+      entries.push({ action: 'alloc', addr: 512, size: 512, stream: 0, time_us: n, frames: [] });
+      entries.push({ action: 'free_completed', addr: x, size: 512, stream: 0, time_us: 1, frames: [] });
+    }
+    const bytes = pickle({ device_traces: [entries], segments: [] });
+    const general = read(bytes, false);
+    const fast = read(bytes, true);
+    expectSame(fast, general);
+    expect(fast.fast).toBeGreaterThan(0);
   });
 
   it('gives the general reading way on mutants of a snapshot', () => {
