@@ -21,15 +21,6 @@
  * snapshot and the same errors. A way out costs more than its entry: the rest of its
  * batch (up to 1000 entries) is read the general way too, since rows must
  * be added in the order the list takes them.
- *
- * Note [A batch of entries]: Python writes a list's items in batches (MARK,
- * up to 1000 items, APPENDS), so a trace entry read from the bytes is most
- * often followed by another of the same batch. The decoder reads those on,
- * as long as each is read whole, instead of going back to the reader's loop
- * to have the shape find it the same target each time; the first one it
- * cannot read it leaves to the reader, which meets it as it would have.
- * It does so only where the shape found the entry inside a batch of the
- * target's (inBatch): one added by APPEND alone stands by itself.
  */
 
 import {
@@ -123,22 +114,6 @@ function fieldOfKey(key: string): number {
   }
 }
 
-/**
- * Note [Frames without branches]: a frames list's items are BINGET (2
- * bytes) and LONG_BINGET (5) in no order a branch predictor can learn (a
- * frame memoized early has a 1-byte index, a later one 4), and a mispredicted
- * branch per item was most of the list's cost. Within a batch, and with 5
- * bytes left, an item's length comes from a table (0: not a memo read) and
- * its index from the same bytes either way, the wide part masked off for a
- * BINGET.
- */
-const GET_LENGTH: Readonly<Uint8Array> = (() => {
-  const lengths = new Uint8Array(256);
-  lengths[BINGET] = 2;
-  lengths[LONG_BINGET] = 5;
-  return lengths;
-})();
-
 /** Whether `op` memoizes the value before it. */
 function isPut(op: number): boolean {
   return op === MEMOIZE || op === BINPUT || op === LONG_BINPUT;
@@ -152,12 +127,6 @@ function u32(buf: Buffer, p: number): number {
 export class EntryDecoder implements FastDict {
   /** Set by the shape before each read. */
   target: EntryTarget | undefined;
-  /**
-   * Set with the target: the entry is an item of a batch of the target's
-   * (its list is just below the innermost MARK), so the entries after it in
-   * the batch go to the target too (Note [A batch of entries]).
-   */
-  inBatch = false;
   /** Entries read so far. */
   entries = 0;
   readonly #putIndex = new Int32Array(MAX_PUTS);
@@ -201,28 +170,6 @@ export class EntryDecoder implements FastDict {
   ): number {
     const target = this.target;
     if (target === undefined) return -1;
-    let p = this.#entry(buf, pos, end, memo, strings, values, target);
-    if (p < 0 || !this.inBatch) return p;
-    // Note [A batch of entries]
-    for (;;) {
-      const at = p < end && buf[p] === FRAME ? p + FRAME_BYTES : p;
-      if (at >= end || buf[at] !== EMPTY_DICT) return p;
-      const next = this.#entry(buf, at + 1, end, memo, strings, values, target);
-      if (next < 0) return p;
-      p = next;
-    }
-  }
-
-  /** One entry, `pos` just past its EMPTY_DICT: as `read` says. */
-  #entry(
-    buf: Buffer,
-    pos: number,
-    end: number,
-    memo: Memo,
-    strings: StringCache,
-    values: StackValue[],
-    target: EntryTarget,
-  ): number {
     if (memo.overwrites !== this.#overwrites) this.#forget(memo);
     this.#puts = 0;
     this.#count = memo.count;
@@ -463,11 +410,6 @@ export class EntryDecoder implements FastDict {
           const y = readLong(buf, q, n);
           if (typeof y !== 'number') return -1;
           x = y;
-        } else if (n >= 5 && n <= 7) {
-          // An address or a time: 5 to 7 bytes (beyond 2^53 a bigint, which the general way keeps or refuses by field).
-          const hi = buf[q + 4] | (n > 5 ? buf[q + 5] << 8 : 0) | (n > 6 ? buf[q + 6] << 16 : 0);
-          if (hi >= TWO_21) return -1;
-          x = hi * TWO_32 + u32(buf, q);
         } else {
           let hi = 0;
           for (let i = n - 1; i >= 4; i--) hi = hi * 256 + buf[q + i];
@@ -552,14 +494,8 @@ export class EntryDecoder implements FastDict {
       for (;;) {
         if (p >= end) return CUT;
         const item = buf[p];
-        // Note [Frames without branches]
-        const length = batch && p + 5 <= end ? GET_LENGTH[item] : 0;
         let index: number;
-        if (length !== 0) {
-          const wide = (buf[p + 2] | (buf[p + 3] << 8) | (buf[p + 4] << 16)) << 8;
-          index = (buf[p + 1] | (wide & -(length >> 2))) >>> 0;
-          p += length;
-        } else if (item === BINGET) {
+        if (item === BINGET) {
           if (p + 2 > end) return CUT;
           index = buf[p + 1];
           p += 2;

@@ -152,10 +152,10 @@ class SnapshotShape implements PickleShape {
     const len = stack.length;
     if (decoder === undefined || len === 0) return undefined;
     const top = stack[len - 1];
-    const m = marks.length > 0 ? marks[marks.length - 1] : -1;
     let sink: TraceSink;
     if (top instanceof TraceSink) sink = top;
     else {
+      const m = marks.length > 0 ? marks[marks.length - 1] : -1;
       if (m < 1) return undefined;
       const owner = stack[m - 1];
       if (!(owner instanceof TraceSink)) return undefined;
@@ -164,7 +164,6 @@ class SnapshotShape implements PickleShape {
     }
     if (sink.builder.error !== undefined || sink.builder.columns.workspacePending) return undefined;
     decoder.target = sink;
-    decoder.inBatch = m >= 1 && stack[m - 1] === sink;
     return decoder;
   }
 
