@@ -6,8 +6,8 @@
  * key above 2^31 (a heap number per set) and chases a pointer per probe; a
  * plan's walk of a 7-million-event trace spent most of its time there. This
  * one keeps keys and values in two typed arrays, open addressing with linear
- * probing, nothing allocated per entry and nothing ever deleted (the walk
- * only sets and reads). Keys compare as Map compares them (SameValueZero:
+ * probing, nothing allocated per entry (a delete shifts the entries after
+ * it back, so no tombstones). Keys compare as Map compares them (SameValueZero:
  * 0 and -0 are one key, NaN is one key).
  */
 
@@ -63,6 +63,35 @@ export class IntMap {
     }
     if (2 * (this.#size + 1) > this.#values.length) this.#grow();
     this.#put(key, value);
+  }
+
+  /** Remove `key`; whether it was there. */
+  delete(key: number): boolean {
+    if (Number.isNaN(key)) {
+      const had = this.#nan !== ABSENT;
+      this.#nan = ABSENT;
+      return had;
+    }
+    const keys = this.#keys;
+    const values = this.#values;
+    const mask = this.#mask;
+    let i = hashOf(key) & mask;
+    for (; ; i = (i + 1) & mask) {
+      if (values[i] === ABSENT) return false;
+      if (keys[i] === key) break;
+    }
+    // Backward shift: each later entry of the run that may sit in the hole moves into it, so no probe meets a gap.
+    for (let j = (i + 1) & mask; values[j] !== ABSENT; j = (j + 1) & mask) {
+      const home = hashOf(keys[j]) & mask;
+      const stays = i <= j ? i < home && home <= j : i < home || home <= j;
+      if (stays) continue;
+      keys[i] = keys[j];
+      values[i] = values[j];
+      i = j;
+    }
+    values[i] = ABSENT;
+    this.#size--;
+    return true;
   }
 
   #put(key: number, value: number): void {
