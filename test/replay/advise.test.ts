@@ -600,16 +600,19 @@ describe('the page bound (Note [Page bound])', () => {
   });
 });
 
-/** dist/ compiled after every source the worker runs (see test/report/cli.test.ts for the same check). */
+/**
+ * dist/ compiled after every source the worker runs (see test/report/cli.test.ts for the same check): the
+ * package's advise (src/entry/replay.ts), whose worker threads load src/entry/advise-worker.ts's build.
+ */
 function currentDist(): string | undefined {
-  const built = join(root, 'dist/src/replay/advise/worker.js');
+  const built = join(root, 'dist/src/entry/advise-worker.js');
   if (!existsSync(built)) return undefined;
-  const sources = readdirSync(join(root, 'src/replay'), { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.ts'))
-    .map((f) => statSync(join(root, 'src/replay', f)).mtimeMs);
-  return statSync(built).mtimeMs >= Math.max(...sources)
-    ? join(root, 'dist/src/replay/advise/advise.js')
-    : undefined;
+  const sources = ['src/replay', 'src/entry', 'src/alloc'].flatMap((dir) =>
+    readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => statSync(join(root, dir, f)).mtimeMs),
+  );
+  return statSync(built).mtimeMs >= Math.max(...sources) ? join(root, 'dist/src/entry/replay.js') : undefined;
 }
 
 const dist = currentDist();

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { type PickleValue, pickle } from '../../src/replay/read/pickle/index.js';
 import { SnapshotReader } from '../../src/replay/read/snapshot-reader.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -92,6 +93,45 @@ describe('the entry decoder', () => {
     expect(r.fast).toBeGreaterThan(0.6 * events);
   });
 
+  it('loses no entry to a chunk end: a cut entry is read from the bytes once the next chunk comes', () => {
+    const bytes = inflate(readFileSync(join(ROOT, 'traces/h200-whatif/gpt_train--stacks.pickle')));
+    const whole = read(bytes, true);
+    const general = read(bytes, false);
+    for (const chunk of [65536, 4093]) {
+      const r = read(bytes, true, chunk);
+      expectSame(r, general);
+      expect(r.fast).toBe(whole.fast);
+    }
+    // Chunks shorter than an entry: cut again in the head, the entry is read the general way.
+    const short = read(bytes, true, 61);
+    expectSame(short, general);
+    expect(short.fast).toBeGreaterThan(0);
+  });
+
+  it('reads numbers at the edges of a double as the general reading does (LONG1 of 5 to 8 bytes, bigints)', () => {
+    const edges = [
+      2 ** 32,
+      2 ** 40 - 1,
+      2 ** 48,
+      2 ** 53 - 1,
+      2n ** 53n,
+      2n ** 55n + 3n,
+      2n ** 63n - 1n,
+      -(2 ** 40),
+    ];
+    const entries: PickleValue[] = [];
+    for (const x of edges) {
+      const n = typeof x === 'bigint' ? x : BigInt(x);
+      entries.push({ action: 'alloc', addr: 512, size: 512, stream: 0, time_us: n, frames: [] });
+      entries.push({ action: 'free_completed', addr: x, size: 512, stream: 0, time_us: 1, frames: [] });
+    }
+    const bytes = pickle({ device_traces: [entries], segments: [] });
+    const general = read(bytes, false);
+    const fast = read(bytes, true);
+    expectSame(fast, general);
+    expect(fast.fast).toBeGreaterThan(0);
+  });
+
   it('gives the general reading way on mutants of a snapshot', () => {
     const bytes = inflate(readFileSync(join(ROOT, 'traces/h200/phases_streams-native.pickle.gz')));
     const start = bytes.indexOf(Buffer.from('device_traces'));
@@ -114,6 +154,9 @@ describe('the entry decoder', () => {
       const fast = read(m, true);
       if (fast.fast > 0) fastSomewhere++;
       if (fast.error !== general.error || !isDeepStrictEqual(fast.snapshot, general.snapshot)) differ++;
+      // In chunks too: a mutant cut by a chunk's end is read again in the head (Note [A dict cut by a chunk's end]).
+      const chunked = read(m, true, 1021 + (k % 7) * 311);
+      if (chunked.error !== general.error || !isDeepStrictEqual(chunked.snapshot, general.snapshot)) differ++;
     }
     expect(differ).toBe(0);
     expect(fastSomewhere).toBeGreaterThan(250);

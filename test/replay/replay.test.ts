@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createProcess } from '../../src/compose/create-runtime.js';
 import { Access } from '../../src/core/types.js';
@@ -13,6 +14,7 @@ import { compareWithTrace } from '../../src/replay/engine/fidelity.js';
 import { RecordedPlacement } from '../../src/replay/engine/placement.js';
 import { BlockState } from '../../src/replay/engine/replay.js';
 import { planReplay } from '../../src/replay/engine/trace-plan.js';
+import { Action, type MemorySnapshot } from '../../src/replay/read/snapshot.js';
 import { replay } from '../support/replay.js';
 import { fixture, readFixture, snapshotOf } from './helpers.js';
 import { ONE_STEP, OneStepAllocator as OneStep } from './support/one-step-allocator.js';
@@ -70,6 +72,57 @@ describe('trace plan', () => {
     expect(dup.devices[0].counts.duplicateAllocs).toBe(1);
     // The older block is never freed: 100 stays live, so the peak is 150.
     expect(dup.peakRequestedBytes).toBe(150);
+  });
+
+  it('matches blocks as a walk over one map of every address does (Note [Live and touched addresses])', () => {
+    const actions = ['alloc', 'free_requested', 'free_completed'] as const;
+    const event = fc.tuple(
+      fc.constantFrom(...actions),
+      fc.integer({ min: 0, max: 5 }),
+      fc.integer({ min: 1, max: 9 }),
+    );
+    const segmentBlock = fc.tuple(fc.integer({ min: 0, max: 7 }), fc.boolean());
+    fc.assert(
+      fc.property(
+        fc.array(event, { maxLength: 60 }),
+        fc.array(segmentBlock, { maxLength: 6 }),
+        (events, ends) => {
+          const base = 0x7f00_0000_0000;
+          const snapshot: MemorySnapshot = {
+            ...snapshotOf(events.map(([a, slot, size]) => [a, base + slot * 512, size * 512] as const)),
+            segments: [
+              {
+                device: 0,
+                address: base,
+                totalSize: 8 * 512,
+                stream: 0,
+                segmentType: 'small',
+                isExpandable: false,
+                poolId: undefined,
+                stack: -1,
+                blocks: ends.map(([slot, active]) => ({
+                  address: base + slot * 512,
+                  size: 512,
+                  requestedSize: 512,
+                  state: active ? ('active_allocated' as const) : ('inactive' as const),
+                  stack: -1,
+                })),
+              },
+            ],
+          };
+          const d = planReplay(snapshot).devices[0];
+          const expected = referenceWalk(snapshot);
+          expect([...d.blockOf]).toEqual(expected.blockOf);
+          expect([...d.blockSize.subarray(0, d.blockCount)]).toEqual(expected.sizes);
+          expect([...d.initialBlocks]).toEqual(expected.initial.map((b) => b.id));
+          expect([...d.initialAddress]).toEqual(expected.initial.map((b) => b.address));
+          expect([d.counts.unmatchedFrees, d.counts.duplicateAllocs, d.counts.inconsistentBlocks]).toEqual(
+            expected.counts,
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('infers empty_cache() at the start of each run of segment frees, except where GC or an OOM retry may explain it', () => {
@@ -526,3 +579,55 @@ describe('Note [Device memory at the peak]', () => {
     expect(off.allocators[0].devices[0].deviceUsedAtPeakBytes).toBeNull();
   });
 });
+
+/** The plan's block walk as it was first written, one Map of every address (live block or FREED): the reference. */
+function referenceWalk(snapshot: MemorySnapshot) {
+  const FREED = -1;
+  const t = snapshot.traces[0];
+  const at = new Map<number, number>();
+  const sizes: number[] = [];
+  const blockOf: number[] = new Array(t.length).fill(-1);
+  const initial: { id: number; address: number }[] = [];
+  let unmatched = 0;
+  let duplicates = 0;
+  let inconsistent = 0;
+  const add = (size: number) => sizes.push(size) - 1;
+  for (let i = 0; i < t.length; i++) {
+    const a = t.addr[i];
+    const prior = at.get(a);
+    if (t.action[i] === Action.alloc) {
+      if (prior !== undefined && prior !== FREED) duplicates++;
+      blockOf[i] = add(t.size[i]);
+      at.set(a, blockOf[i]);
+    } else if (t.action[i] === Action.free_requested) {
+      if (prior === undefined) {
+        blockOf[i] = add(t.size[i]);
+        initial.push({ id: blockOf[i], address: a });
+        at.set(a, blockOf[i]);
+      } else if (prior !== FREED) blockOf[i] = prior;
+    } else if (t.action[i] === Action.free_completed) {
+      if (prior === FREED) unmatched++;
+      else if (prior === undefined) {
+        blockOf[i] = add(t.size[i]);
+        initial.push({ id: blockOf[i], address: a });
+        at.set(a, FREED);
+      } else {
+        blockOf[i] = prior;
+        at.set(a, FREED);
+      }
+    }
+  }
+  for (const s of snapshot.segments) {
+    for (const b of s.blocks) {
+      if (b.state === 'inactive') continue;
+      const prior = at.get(b.address);
+      if (prior === FREED) inconsistent++;
+      if (prior !== undefined) continue;
+      const id = add(b.requestedSize);
+      initial.push({ id, address: b.address });
+      at.set(b.address, id);
+    }
+  }
+  initial.sort((x, y) => x.address - y.address);
+  return { blockOf, sizes, initial, counts: [unmatched, duplicates, inconsistent] };
+}

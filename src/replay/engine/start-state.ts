@@ -110,6 +110,8 @@ export interface InitialBlocks {
   readonly ids: Int32Array;
   /** Recorded address of each, parallel to ids. */
   readonly address: Float64Array;
+  /** 1 where an alloc or free of the trace names the block's address (a free found it), parallel to ids. */
+  readonly inTrace: Uint8Array;
   /** Requested bytes and stream, indexed by block id. */
   readonly requested: Float64Array;
   readonly stream: Float64Array;
@@ -144,7 +146,7 @@ export function rebuildStartState(
     trace,
     doubts,
   );
-  const live = liveBlocks(trace, own, initial, rules.blockSize);
+  const live = liveBlocks(own, initial, rules.blockSize);
   const expandable = groupExpandable(ranges, live, trace, options.deviceMemory, rules.blockSize, doubts);
   const byAddress = segmentsByAddress(native, expandable);
   const laid = layOut(byAddress, holdersOf(byAddress, live, doubts), doubts);
@@ -195,17 +197,10 @@ function sizeRules(snapshot: MemorySnapshot, doubts: Doubts): SizeRules {
 
 /** The live blocks, each with its size and where it came from: the recorded block's where the trace never touched it. */
 function liveBlocks(
-  trace: DeviceTrace,
   own: readonly SnapshotSegment[],
   initial: InitialBlocks,
   blockSize: (requested: number) => number,
 ): LiveBlock[] {
-  const touched = new Set<number>();
-  for (let i = 0; i < trace.length; i++) {
-    const a = trace.action[i];
-    if (a === Action.alloc || a === Action.free_requested || a === Action.free_completed)
-      touched.add(trace.addr[i]);
-  }
   const endBlocks = new Map<number, number>();
   for (const s of own) for (const b of s.blocks) if (b.state !== 'inactive') endBlocks.set(b.address, b.size);
   const live: LiveBlock[] = [];
@@ -213,7 +208,8 @@ function liveBlocks(
     const id = initial.ids[k];
     const address = initial.address[k];
     const requested = initial.requested[id];
-    const end = touched.has(address) ? undefined : endBlocks.get(address);
+    // A block the trace touched was sized by its events; one it never touched keeps its recorded size.
+    const end = initial.inTrace[k] === 1 ? undefined : endBlocks.get(address);
     live.push({
       id,
       address,

@@ -48,10 +48,12 @@
  */
 
 import { DEVICE_SPECS } from '../../util/device-specs.js';
-import { Action, type DeviceTrace, type MemorySnapshot } from '../read/snapshot.js';
+import { ABSENT, IntMap } from '../../util/int-map.js';
+import { Action, type DeviceTrace, type MemorySnapshot, type SnapshotBlock } from '../read/snapshot.js';
 import { inSimulatedAddressSpace } from '../read/vendor.js';
 import { beforePrivateRequest, type DevicePools, inferPrivatePools } from './private-pools.js';
 import { type DeviceStartState, rebuildStartState } from './start-state.js';
+import { TouchedAddresses } from './touched-addresses.js';
 
 export interface DevicePlan {
   readonly device: number;
@@ -200,9 +202,6 @@ class BlockTable {
   }
 }
 
-/** Address state in the walk: absent = never touched, FREED = touched and not live, else the live block's id. */
-const FREED = -1;
-
 function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanOptions): DevicePlan {
   const walk = matchBlocks(trace);
   addBlocksLiveThroughout(snapshot, trace, walk);
@@ -210,6 +209,7 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
   const initial = [...walk.initial].sort((x, y) => x.address - y.address);
   const initialBlocks = Int32Array.from(initial, (b) => b.id);
   const initialAddress = Float64Array.from(initial, (b) => b.address);
+  const initialInTrace = Uint8Array.from(initial, (b) => (b.inTrace ? 1 : 0));
   const privatePools = inferPrivatePools(
     snapshot,
     trace,
@@ -244,7 +244,13 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
     startState: rebuildStartState(
       snapshot,
       trace,
-      { ids: initialBlocks, address: initialAddress, requested: blocks.size, stream: blocks.stream },
+      {
+        ids: initialBlocks,
+        address: initialAddress,
+        inTrace: initialInTrace,
+        requested: blocks.size,
+        stream: blocks.stream,
+      },
       { deviceMemory: options.deviceMemory ?? H200_MEMORY },
     ),
     privatePools,
@@ -255,10 +261,16 @@ function planDevice(snapshot: MemorySnapshot, trace: DeviceTrace, options: PlanO
 interface BlockWalk {
   readonly blockOf: Int32Array;
   readonly blocks: BlockTable;
-  /** The block at each address, or FREED. */
-  readonly at: Map<number, number>;
-  /** Blocks live before the trace began (Note [Started mid-run]), in the order found. */
-  readonly initial: { id: number; address: number }[];
+  /** The block live at each address (Note [Live and touched addresses]). */
+  readonly live: IntMap;
+  /** Every address an alloc or free named. */
+  readonly touched: TouchedAddresses;
+  /**
+   * Blocks live before the trace began (Note [Started mid-run]), in the
+   * order found; inTrace: found by a free in the trace (else by `segments`,
+   * at an address no event names).
+   */
+  readonly initial: { id: number; address: number; inTrace: boolean }[];
   readonly counts: { -readonly [K in keyof TraceCounts]: TraceCounts[K] };
   initialBytes: number;
   /** Peak of (trace-live bytes - initial bytes freed so far); the initial total is added by the caller. */
@@ -276,7 +288,8 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
   const walk: BlockWalk = {
     blockOf: new Int32Array(n).fill(-1),
     blocks: new BlockTable(),
-    at: new Map<number, number>(),
+    live: new IntMap(),
+    touched: new TouchedAddresses(),
     initial: [],
     counts: {
       events: n,
@@ -297,11 +310,11 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
     initialBytes: 0,
     peakDelta: 0,
   };
-  const { blockOf, blocks, at, initial, counts: c } = walk;
+  const { blockOf, blocks, live, touched, initial, counts: c } = walk;
   let delta = 0;
   const newInitial = (i: number) => {
     const id = blocks.add(size[i], stream[i]);
-    initial.push({ id, address: addr[i] });
+    initial.push({ id, address: addr[i], inTrace: true });
     walk.initialBytes += size[i];
     return id;
   };
@@ -309,10 +322,11 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
     switch (action[i]) {
       case Action.alloc: {
         c.allocs++;
-        const prior = at.get(addr[i]);
-        if (prior !== undefined && prior !== FREED) c.duplicateAllocs++;
+        const a = addr[i];
+        if (live.get(a) !== ABSENT) c.duplicateAllocs++;
         const id = blocks.add(size[i], stream[i]);
-        at.set(addr[i], id);
+        live.set(a, id);
+        touched.add(a);
         blockOf[i] = id;
         delta += size[i];
         if (delta > walk.peakDelta) walk.peakDelta = delta;
@@ -320,31 +334,33 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
       }
       case Action.free_requested: {
         c.freeRequested++;
-        const prior = at.get(addr[i]);
-        if (prior === undefined) {
+        const a = addr[i];
+        const prior = live.get(a);
+        if (prior !== ABSENT) blockOf[i] = prior;
+        else if (!touched.has(a)) {
+          // Never named before: a block live before the trace began.
           const id = newInitial(i);
-          at.set(addr[i], id);
+          live.set(a, id);
+          touched.add(a);
           blockOf[i] = id;
-        } else if (prior !== FREED) blockOf[i] = prior;
+        }
         break;
       }
       case Action.free_completed: {
         c.freeCompleted++;
-        const prior = at.get(addr[i]);
-        if (prior === undefined || prior === FREED) {
-          if (prior === FREED) {
-            c.unmatchedFrees++;
-            break;
-          }
+        const a = addr[i];
+        const prior = live.get(a);
+        if (prior !== ABSENT) {
+          blockOf[i] = prior;
+          live.delete(a);
+          delta -= blocks.size[prior];
+        } else if (touched.has(a)) c.unmatchedFrees++;
+        else {
           const id = newInitial(i);
           blockOf[i] = id;
-          at.set(addr[i], FREED);
+          touched.add(a);
           delta -= size[i];
-          break;
         }
-        blockOf[i] = prior;
-        at.set(addr[i], FREED);
-        delta -= blocks.size[prior];
         break;
       }
       case Action.segment_alloc:
@@ -372,19 +388,25 @@ function matchBlocks(trace: DeviceTrace): BlockWalk {
 
 /** Blocks active at the end that no event touched were live all along: initial blocks too. */
 function addBlocksLiveThroughout(snapshot: MemorySnapshot, trace: DeviceTrace, walk: BlockWalk): void {
-  const { at, blocks, initial, counts } = walk;
+  const { live, touched, blocks, initial, counts } = walk;
+  const active: { block: SnapshotBlock; stream: number }[] = [];
   for (const s of snapshot.segments) {
     if (s.device !== trace.device) continue;
-    for (const b of s.blocks) {
-      if (b.state === 'inactive') continue;
-      const prior = at.get(b.address);
-      if (prior === FREED) counts.inconsistentBlocks++;
-      if (prior !== undefined) continue;
-      const id = blocks.add(b.requestedSize, s.stream);
-      initial.push({ id, address: b.address });
-      walk.initialBytes += b.requestedSize;
-      at.set(b.address, id);
+    for (const b of s.blocks) if (b.state !== 'inactive') active.push({ block: b, stream: s.stream });
+  }
+  const named = touched.hasEach(active.map((a) => a.block.address));
+  for (let k = 0; k < active.length; k++) {
+    const { block: b, stream } = active[k];
+    if (live.get(b.address) !== ABSENT) continue;
+    // Named by the trace and freed there: the trace and segments disagree.
+    if (named[k]) {
+      counts.inconsistentBlocks++;
+      continue;
     }
+    const id = blocks.add(b.requestedSize, stream);
+    initial.push({ id, address: b.address, inTrace: false });
+    walk.initialBytes += b.requestedSize;
+    live.set(b.address, id);
   }
 }
 

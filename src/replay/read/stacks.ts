@@ -31,6 +31,13 @@ export interface SnapshotFrame {
   readonly line: number | bigint;
 }
 
+/** A stack's hash: stackHash folded over its frame indices from STACK_HASH_SEED (FNV-1a on whole indices). */
+export const STACK_HASH_SEED = 0x811c9dc5;
+
+export function stackHash(h: number, frame: number): number {
+  return Math.imul(h ^ frame, 0x01000193);
+}
+
 /** Not interned yet. */
 const UNSET = -2;
 
@@ -196,27 +203,26 @@ export class StackTable {
     if (n === 0) return -1;
     if (this.#scratch.length < n) this.#scratch = new Int32Array(Math.max(n, this.#scratch.length * 2));
     const scratch = this.#scratch;
-    let h = 0x811c9dc5 ^ n;
+    let h = STACK_HASH_SEED;
     for (let k = 0; k < n; k++) {
       const v = items[k];
       // Most frames are records met before: their index is all it takes.
       const f = v instanceof FrameRecord && v.index >= 0 ? v.index : this.#frame(v, where, i, k);
       scratch[k] = f;
-      h = Math.imul(h ^ f, 0x01000193);
+      h = stackHash(h, f);
     }
     return this.#find(scratch, n, h);
   }
 
   /**
    * The stack of frames `indices[0..n)` (indices into `frames`, each one
-   * given by a FrameRecord already interned), added if new: the entry
-   * decoder's way in (Note [Trace entries from the bytes]).
+   * given by a FrameRecord already interned), added if new, `hash` being
+   * stackHash folded over them: the entry decoder's way in, which folds it
+   * as it reads them (Note [Trace entries from the bytes]).
    */
-  internFrames(indices: Int32Array, n: number): number {
+  internHashed(indices: Int32Array, n: number, hash: number): number {
     if (n === 0) return -1;
-    let h = 0x811c9dc5 ^ n;
-    for (let k = 0; k < n; k++) h = Math.imul(h ^ indices[k], 0x01000193);
-    return this.#find(indices, n, h);
+    return this.#find(indices, n, hash);
   }
 
   /** The StackRef of stack s (of n frames), that memo entries of its settled lists give. */

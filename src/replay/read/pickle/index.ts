@@ -2,6 +2,7 @@
 export { DictSink, ListSink, Memo, STREAMED, type StackValue, Streamed } from './memo.js';
 export { describeOpcode, Op } from './opcodes.js';
 export {
+  CUT,
   type FastDict,
   PickleReader,
   type PickleShape,

@@ -18,7 +18,21 @@
  * snapshot is BINGET, which costs two array reads (Note [A compact memo]).
  * A shape may take a whole dict off the loop (fastDict): the snapshot
  * reader's trace entries, most of the opcodes (Note [Trace entries from the
- * bytes]).
+ * bytes]), even where a chunk's end cuts one (Note [A dict cut by a chunk's
+ * end]).
+ *
+ * Note [A dict cut by a chunk's end]: a fast dict that meets the end of the
+ * bytes before its own end says so (CUT) rather than failing. The reader
+ * then waits for the next chunk as it waits for any cut opcode: it keeps
+ * the dict's bytes so far and, once the chunk comes, reads from a head of
+ * those bytes and the chunk's first DICT_REACH bytes, only the opcodes that
+ * start in the kept bytes, then goes on in the chunk itself where the head's
+ * last opcode ended. Were the cut dict read opcode by opcode instead, its
+ * whole batch would have to be (rows are added in the order the list takes
+ * them): some 500 entries per chunk of 1 MiB, a tenth of a big snapshot's.
+ * A dict still cut in the head (longer than DICT_REACH, or the chunk was
+ * short), or at the end of the bytes, is read opcode by opcode, so a cut
+ * never changes what is read, only how fast.
  *
  * Note [Snapshot-shaped reading]: a reader may be given a shape, which
  * chooses the container each EMPTY_LIST and EMPTY_DICT makes from where it
@@ -66,12 +80,19 @@ export interface PickleShape {
 /**
  * Reads a whole dict straight from the bytes (Note [Trace entries from the
  * bytes]): `pos` is just past its EMPTY_DICT; it gives the position after
- * what it read, having pushed what stands for the dict on `stack`, or -1,
- * having changed nothing, to have the reader read it opcode by opcode.
+ * what it read, having pushed what stands for the dict on `stack`, or,
+ * having changed nothing, -1 to have the reader read it opcode by opcode,
+ * or CUT where the bytes end first (Note [A dict cut by a chunk's end]).
  */
 export interface FastDict {
   read(buf: Buffer, pos: number, end: number, memo: Memo, strings: StringCache, stack: StackValue[]): number;
 }
+
+/** What FastDict.read gives where the bytes end inside the dict (Note [A dict cut by a chunk's end]). */
+export const CUT = -2;
+
+/** Bytes of the next chunk a cut dict is read with: far more than any trace entry Python writes. */
+const DICT_REACH = 1 << 16;
 
 /** Unpickle one value from `data` (the whole pickle, already inflated). */
 export function unpickle(data: Uint8Array): PickleValue {
@@ -98,6 +119,10 @@ export class PickleReader {
   #partial: Buffer[] = [];
   #partialLength = 0;
   #need = 0;
+  /** The cut bytes are a fast dict's (Note [A dict cut by a chunk's end]). */
+  #cutDict = false;
+  /** Reading a cut dict's head: a fast dict cut again is read opcode by opcode. */
+  #retrying = false;
   #started = false;
   #done = false;
   #result: StackValue | undefined;
@@ -133,23 +158,44 @@ export class PickleReader {
       }
     }
     if (this.#partialLength > 0) {
-      // Complete the cut opcode with just the bytes it needs, then go on in the chunk itself.
-      const take = Math.min(buf.length, this.#need - this.#partialLength);
+      // Complete the cut opcode with the bytes it needs (a cut dict: DICT_REACH), then go on in the chunk itself.
+      const had = this.#partialLength;
+      const want = this.#cutDict ? Math.max(this.#need - had, DICT_REACH) : this.#need - had;
+      const take = Math.min(buf.length, want);
       this.#partial.push(Buffer.from(buf.subarray(0, take)));
       this.#partialLength += take;
       if (this.#partialLength < this.#need) return false;
-      const head = Buffer.concat(this.#partial, this.#partialLength);
-      this.#partial = [];
-      this.#partialLength = 0;
-      this.#run(head);
-      return this.write(buf.subarray(take));
+      const stopped = this.#runHead(had);
+      if (this.#done) return true;
+      // Cut again in the head: its tail waits, with the rest of the chunk after it.
+      return this.write(buf.subarray(this.#partialLength > 0 ? take : stopped - had));
     }
-    this.#run(buf);
+    this.#run(buf, buf.length);
     return this.#done;
+  }
+
+  /**
+   * The kept bytes and those added to them, run as one buffer up to the
+   * first opcode that starts at or past `stop` (where the chunk takes over);
+   * the position reached.
+   */
+  #runHead(stop: number): number {
+    const head = Buffer.concat(this.#partial, this.#partialLength);
+    this.#partial = [];
+    this.#partialLength = 0;
+    this.#retrying = this.#cutDict;
+    this.#cutDict = false;
+    try {
+      return this.#run(head, stop);
+    } finally {
+      this.#retrying = false;
+    }
   }
 
   /** The value, once every byte was written; a PickleError if the pickle stopped short. */
   end(): StackValue {
+    // A dict the last chunk cut: no more bytes are coming, so it is read opcode by opcode now.
+    if (this.#cutDict) this.#runHead(this.#partialLength);
     if (this.#done) return this.#result!;
     const total = this.#base + this.#partialLength;
     if (this.#partialLength > 0) {
@@ -166,13 +212,14 @@ export class PickleReader {
     );
   }
 
-  /** Keep buf[at..] until `need` bytes from `at` are in. */
-  #suspend(buf: Buffer, at: number, need: number): undefined {
+  /** Keep buf[at..] until `need` bytes from `at` are in; -1, for #run to give. */
+  #suspend(buf: Buffer, at: number, need: number): number {
     // A copy: the caller may reuse its chunk.
     this.#partial = [Buffer.from(buf.subarray(at))];
     this.#partialLength = buf.length - at;
     this.#need = need;
     this.#base += at;
+    return -1;
   }
 
   #malformed(at: number, op: number, what: string): PickleError {
@@ -184,7 +231,11 @@ export class PickleReader {
     );
   }
 
-  #run(buf: Buffer): undefined {
+  /**
+   * Read the opcodes of `buf` that start before `stop`; the position after
+   * the last, or -1 where one was cut (kept by #suspend) or STOP was read.
+   */
+  #run(buf: Buffer, stop: number): number {
     const end = buf.length;
     const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     const stack = this.#stack;
@@ -281,9 +332,9 @@ export class PickleReader {
     };
 
     for (;;) {
-      if (pos >= end) {
-        this.#base += end;
-        return;
+      if (pos >= stop) {
+        this.#base += pos;
+        return pos;
       }
       const at = pos;
       const op = buf[pos++];
@@ -307,7 +358,7 @@ export class PickleReader {
           this.#result = stack[stack.length - 1];
           this.#done = true;
           this.#base += pos;
-          return;
+          return -1;
         }
         case Op.EMPTY_DICT: {
           if (shape === undefined) {
@@ -320,6 +371,11 @@ export class PickleReader {
             if (next >= 0) {
               pos = next;
               break;
+            }
+            if (next === CUT && !this.#retrying) {
+              // Note [A dict cut by a chunk's end]: one byte more makes a head worth trying.
+              this.#cutDict = true;
+              return this.#suspend(buf, at, end - at + 1);
             }
           }
           stack.push(shape.dict(place()));
