@@ -222,23 +222,18 @@ export interface EntryFields {
  */
 const BLOCK_ROWS = 1 << 16;
 
-/** One block of rows (Note [Columns in blocks]). */
-class ColumnBlock {
-  readonly action: Uint8Array;
-  readonly addr: Float64Array;
-  readonly size: Float64Array;
-  readonly stream: Float64Array;
-  readonly timeUs: Float64Array;
-  readonly stack: Int32Array;
+/** One block of rows (Note [Columns in blocks]): the trace's columns, each `rows` long. */
+type ColumnBlock = Pick<DeviceTrace, 'action' | 'addr' | 'size' | 'stream' | 'timeUs' | 'stack'>;
 
-  constructor(rows: number) {
-    this.action = new Uint8Array(rows);
-    this.addr = new Float64Array(rows);
-    this.size = new Float64Array(rows);
-    this.stream = new Float64Array(rows);
-    this.timeUs = new Float64Array(rows);
-    this.stack = new Int32Array(rows);
-  }
+function columnBlock(rows: number): ColumnBlock {
+  return {
+    action: new Uint8Array(rows),
+    addr: new Float64Array(rows),
+    size: new Float64Array(rows),
+    stream: new Float64Array(rows),
+    timeUs: new Float64Array(rows),
+    stack: new Int32Array(rows),
+  };
 }
 
 /** One device's columns while they are filled, in blocks (Note [Columns in blocks]). */
@@ -256,7 +251,7 @@ export class TraceColumns {
 
   /** `capacity`: the rows expected, where known (the first block holds them all). */
   constructor(capacity = BLOCK_ROWS) {
-    this.#block = new ColumnBlock(Math.max(capacity, 1));
+    this.#block = columnBlock(Math.max(capacity, 1));
   }
 
   push(action: number, addr: number, size: number, stream: number, timeUs: number, stack: number): void {
@@ -264,7 +259,7 @@ export class TraceColumns {
     let i = this.#rows;
     if (i === b.action.length) {
       this.#full.push(b);
-      this.#block = b = new ColumnBlock(BLOCK_ROWS);
+      this.#block = b = columnBlock(BLOCK_ROWS);
       i = 0;
     }
     b.action[i] = action;
