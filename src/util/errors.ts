@@ -29,3 +29,6 @@ export class MemoryLimitError extends errorClass('MemoryLimitError') {
     super(message);
   }
 }
+
+/** A value an IntMap cannot hold (int-map.ts: an int32 other than its ABSENT mark); a RangeError. */
+export class IntMapValueError extends errorClass('IntMapValueError', RangeError) {}

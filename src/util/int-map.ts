@@ -11,6 +11,8 @@
  * 0 and -0 are one key, NaN is one key).
  */
 
+import { IntMapValueError } from './errors.js';
+
 /** What `get` gives for a key not in the map; no value may be it. */
 export const ABSENT = -0x80000000;
 
@@ -56,7 +58,7 @@ export class IntMap {
 
   set(key: number, value: number): void {
     if (value === ABSENT || value !== (value | 0))
-      throw new RangeError(`IntMap value ${value} is not an int32 other than ABSENT`);
+      throw new IntMapValueError(`IntMap value ${value} is not an int32 other than ABSENT`);
     if (Number.isNaN(key)) {
       this.#nan = value;
       return;
