@@ -60,19 +60,17 @@ export type FidelityDifference =
       readonly message: string;
     };
 
-const SEGMENT_ACTIONS = new Set<number>([
-  Action.segment_alloc,
-  Action.segment_free,
-  Action.segment_map,
-  Action.segment_unmap,
-]);
+/** Per action code, 1 for the four segment actions: a table, as the loops below read it for every event. */
+const IS_SEGMENT = new Uint8Array(256);
+for (const a of [Action.segment_alloc, Action.segment_free, Action.segment_map, Action.segment_unmap])
+  IS_SEGMENT[a] = 1;
 
 /** Compare one device's replay (kept with keepEvents) against its recorded trace. */
 export function compareWithTrace(plan: DevicePlan, run: DeviceRun): FidelityReport {
   const t = plan.trace;
   const ours = run.segmentEvents;
   let recordedCount = 0;
-  for (let i = 0; i < t.length; i++) if (SEGMENT_ACTIONS.has(t.action[i])) recordedCount++;
+  for (let i = 0; i < t.length; i++) recordedCount += IS_SEGMENT[t.action[i]];
 
   // 1. The sequences, position by position, from the run's first event after rebuilding the start.
   let startEvents = 0;
@@ -82,7 +80,7 @@ export function compareWithTrace(plan: DevicePlan, run: DeviceRun): FidelityRepo
   {
     let k = startEvents;
     for (let i = 0; i <= t.length && first === undefined; i++) {
-      const isSeg = i < t.length && SEGMENT_ACTIONS.has(t.action[i]);
+      const isSeg = i < t.length && IS_SEGMENT[t.action[i]] === 1;
       if (i < t.length && !isSeg) continue;
       const mine: ReplaySegmentEvent | undefined = ours[k];
       if (i === t.length) {
@@ -118,11 +116,11 @@ export function compareWithTrace(plan: DevicePlan, run: DeviceRun): FidelityRepo
   for (let i = 0; i < t.length; i++) {
     while (next < ours.length && ours[next].eventIndex <= i) ourRanges.apply(ours[next++]);
     const a = t.action[i];
-    if (SEGMENT_ACTIONS.has(a)) {
-      recordedRanges.apply({ action: ACTIONS[a], address: t.addr[i], size: t.size[i] });
+    if (a !== Action.alloc) {
+      if (IS_SEGMENT[a] === 1)
+        recordedRanges.apply({ action: ACTIONS[a], address: t.addr[i], size: t.size[i] });
       continue;
     }
-    if (a !== Action.alloc) continue;
     const id = plan.blockOf[i];
     const address = run.blockAddress[id];
     const recordedBase = recordedRanges.baseOf(t.addr[i]);
@@ -193,8 +191,11 @@ function segmentDifference(
 class Ranges {
   readonly #segments: { start: number; end: number }[] = [];
   readonly #mapped: { start: number; end: number }[] = [];
+  /** The range the last lookup found, until the ranges change: consecutive allocations mostly share one. */
+  #last: { start: number; end: number } | undefined;
 
   apply(e: { readonly action: string; readonly address: number; readonly size: number }): void {
+    this.#last = undefined;
     const end = e.address + e.size;
     switch (e.action) {
       case 'segment_alloc':
@@ -235,7 +236,11 @@ class Ranges {
 
   /** The base of the range holding `address`, or undefined. */
   baseOf(address: number): number | undefined {
-    return rangeHolding(this.#segments, address)?.start ?? rangeHolding(this.#mapped, address)?.start;
+    const last = this.#last;
+    if (last !== undefined && address >= last.start && address < last.end) return last.start;
+    const r = rangeHolding(this.#segments, address) ?? rangeHolding(this.#mapped, address);
+    this.#last = r;
+    return r?.start;
   }
 }
 
