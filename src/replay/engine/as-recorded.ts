@@ -93,6 +93,8 @@ export interface RecordingRun {
   readonly limits: readonly (number | undefined)[];
   /** Whether it ran PyTorch's allocator in one mode on every device (not a mode per device: perDeviceMode). */
   readonly oneMode: boolean;
+  /** Whether `watch` was told of its steps (a replay that may be answered from is; a probe is not). */
+  readonly watched: boolean;
 }
 
 export type AsRecordedOptions = Pick<ReplayOptions, 'startProcess' | 'costs' | 'backend'> & {
@@ -100,7 +102,10 @@ export type AsRecordedOptions = Pick<ReplayOptions, 'startProcess' | 'costs' | '
   readonly plan: TracePlan;
   /** The cap the recording ran under, where it is known: checked alone, instead of the interval its events allow. */
   readonly recordedLimit?: number;
-  /** Told of each replay's steps, by the replay's number (AsRecorded.final.replay names the one answered from). */
+  /**
+   * Told of the steps of each replay that may be the one answered from (the top of the cap, and the top the
+   * search moved), by the replay's number; AsRecorded.final says which it was, and whether it was watched.
+   */
   readonly watch?: (replay: number) => ((step: ReplayStep) => void) | undefined;
 };
 
@@ -119,7 +124,9 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   const { plan: base, recordedLimit: given, watch, ...where } = options;
   const done: Replayed[] = [];
   const collects = settings.garbageCollectionThreshold > 0;
-  const at = (limits: readonly (number | undefined)[]): Replayed => {
+  // Only a replay that may be the one answered from is watched (the top, and the top the search moved):
+  // the probes of the search are many on a long OOM-ended trace, and a watcher holds a block table each.
+  const at = (limits: readonly (number | undefined)[], watched = false): Replayed => {
     const retries = retriesKey(caps, limits);
     const same = done.find((r) => r.retries === retries && sameRunUnder(r.run, r.limits, limits, collects));
     if (same !== undefined) return same;
@@ -133,9 +140,9 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
       settings,
       keepEvents: true,
       deviceMemoryLimits: limits,
-      onStep: watch?.(index),
+      onStep: watched ? watch?.(index) : undefined,
     }).allocators[0];
-    const replayed = { plan, run, limits, retries, index };
+    const replayed = { plan, run, limits, retries, index, watched: watched && watch !== undefined };
     done.push(replayed);
     return replayed;
   };
@@ -147,14 +154,20 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   // A cap given replaces the interval: the recording is checked under it alone.
   if (given !== undefined)
     caps = caps.map((c) => ({ ...c, lowBytes: given, highBytes: given, hintHighBytes: given }));
-  let top = at(byDevice((c) => (Number.isFinite(c.highBytes) ? c.highBytes : undefined)));
+  let top = at(
+    byDevice((c) => (Number.isFinite(c.highBytes) ? c.highBytes : undefined)),
+    true,
+  );
   // No oom bounds the cap, yet the run needs one: its retries or collections tell the cap to try.
   const hinted = caps.filter(
     (c) => !Number.isFinite(c.highBytes) && Number.isFinite(c.hintHighBytes) && !reproducedBy(top, c),
   );
   if (hinted.length > 0) {
     caps = caps.map((c) => (hinted.includes(c) ? { ...c, highBytes: c.hintHighBytes } : c));
-    top = at(byDevice((c) => (Number.isFinite(c.highBytes) ? c.highBytes : undefined)));
+    top = at(
+      byDevice((c) => (Number.isFinite(c.highBytes) ? c.highBytes : undefined)),
+      true,
+    );
   }
   const capped = caps.some((c) => Number.isFinite(c.highBytes));
   const found =
@@ -168,7 +181,10 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
   // The top again only where the search moved it.
   const moved = [...found].some(([device, r]) => r.high !== caps.find((c) => c.device === device)?.highBytes);
   const final = moved
-    ? at(byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.high : undefined)))
+    ? at(
+        byDevice((c) => (Number.isFinite(c.highBytes) ? found.get(c.device)?.high : undefined)),
+        true,
+      )
     : top;
 
   const devices: AsRecordedDevice[] = [];
@@ -233,6 +249,7 @@ export function reproduceRecording(snapshot: MemorySnapshot, options: AsRecorded
       plan: final.plan,
       limits: final.limits,
       oneMode: pytorch === plain,
+      watched: final.watched,
     },
   };
 }
@@ -265,6 +282,8 @@ type Replayed = {
   readonly retries: string;
   /** Its number among the replays made (`watch`'s). */
   readonly index: number;
+  /** Whether `watch` was told of its steps. */
+  readonly watched: boolean;
 };
 
 /** Which runs of segment frees the plan under `limits` takes for retries, per device: equal keys, equal plans. */

@@ -252,6 +252,8 @@ function takesRecordedRun(
     (factory.name === 'pytorch-native' && !settings.expandableSegments) ||
     (factory.name === 'pytorch-expandable' && settings.expandableSegments);
   if (!sameModel || !final.oneMode || final.run.error !== undefined) return false;
+  // A caller watching the recording's replays needs the steps of the one taken.
+  if (options.watchRecording !== undefined && !final.watched) return false;
   if (options.startReproduction !== undefined || options.backend === 'cuda' || options.measureDeviceMemory)
     return false;
   if (JSON.stringify(settings) !== JSON.stringify(asRecorded.settings)) return false;
