@@ -1,11 +1,13 @@
 /**
  * `vmmkit report <snapshot.pickle[.gz]> [--allocator NAME ...] [--out report.html] [--costs FILE]
- *                [--title TEXT] [--export-snapshot PATH]`
+ *                [--title TEXT] [--export-snapshot PATH] [--advise]`
  *
  * The replay's answers as pictures: the page `vmmkit open` serves (src/web),
  * written as one self-contained HTML file with the answer embedded (Note
- * [One page]): the answer first, then per allocator memory over time, the
- * cached share, driver calls and the address space at its peak. With --export-snapshot, each allocator's
+ * [One page]): the answer first (advise's setting in it with --advise: Note
+ * [The answer, then the advice]), then per allocator memory over time, the
+ * reserved memory a request could not use, driver calls and the address
+ * space at its peak. With --export-snapshot, each allocator's
  * run is also written as a PyTorch snapshot pickle that memory_viz opens
  * (one allocator: PATH itself; several: PATH with -NAME before the
  * extension).
