@@ -12,6 +12,7 @@
  * (engine/engine-worker.ts); the page's Content-Security-Policy lets it
  * connect to nothing but its own origin, so nothing leaves the machine.
  */
+import type { RankSummary } from '../replay/analyse/ranks.js';
 import type { ReportData } from '../report/report-data.js';
 import EngineWorker from './engine/engine-worker.ts?worker&inline';
 import type {
@@ -49,10 +50,13 @@ interface PageState {
   loads: number;
   /** Increments each time advise's setting is added to an answer drawn (Note [The answer, then the advice]). */
   advised: number;
+  /** Increments each time the one setting for every rank is added to the ranks drawn. */
+  ranksAdvised: number;
 }
 
 /** Where an answer names no setting yet: the worker is searching, or a report was written without one. */
 const SEARCHING = "Advice: searching PyTorch's settings for the one to paste...";
+const RANKS_SEARCHING = "One setting for every rank: searching PyTorch's settings...";
 const NOT_SEARCHED =
   'Advice: not searched for this report. `vmmkit advise SNAPSHOT` finds the setting to paste, and `vmmkit report --advise` names it here; or drop the snapshot on this page.';
 
@@ -73,6 +77,7 @@ function start(): void {
     stateShown: 0,
     loads: 0,
     advised: 0,
+    ranksAdvised: 0,
   };
   (globalThis as unknown as { vmmkitReport: PageState }).vmmkitReport = state;
   const pagesRoot = document.getElementById('pages')!;
@@ -85,6 +90,8 @@ function start(): void {
   let timer: ReturnType<typeof setTimeout> | undefined;
   /** The id of the answer drawn (its load's or settings' id), whose advice may still come. */
   let answerId = -1;
+  /** The ranks drawn, whose one setting for every rank may still come. */
+  let shownRanks: RankSummary | null = null;
 
   const draw = ({ pages, compare, ranks }: Answers, pendingAdvice: string) => {
     for (const c of state.charts) c.chart.destroy();
@@ -108,7 +115,8 @@ function start(): void {
     const ranksPanel = document.getElementById('ranks-panel')!;
     ranksPanel.replaceChildren();
     ranksPanel.hidden = ranks === null;
-    if (ranks !== null) renderRanks(ranksPanel, ranks);
+    shownRanks = ranks;
+    if (ranks !== null) renderRanks(ranksPanel, ranks, RANKS_SEARCHING);
     if (pages.length === 1) document.title = `vmmkit: ${pages[0].data.title}`;
     state.drawn++;
   };
@@ -140,6 +148,10 @@ function start(): void {
       showAdvice(m);
       return;
     }
+    if (m.kind === 'ranks-advised') {
+      showRanksAdvice(m);
+      return;
+    }
     if (m.kind === 'answered' && m.id !== settingsId) return;
     // A load's refusal of the settings came just before it, and stands.
     if (m.kind === 'answered') clearFieldErrors();
@@ -150,6 +162,14 @@ function start(): void {
     settingsForm.hidden = false;
     answerId = m.id;
     draw(m, SEARCHING);
+  };
+
+  /** advise's one setting for every rank, into the ranks drawn for the same load or settings. */
+  const showRanksAdvice = (m: Extract<FromWorker, { kind: 'ranks-advised' }>) => {
+    if (m.id !== answerId || shownRanks === null) return;
+    shownRanks = { ...shownRanks, advice: m.advice };
+    renderRanks(document.getElementById('ranks-panel')!, shownRanks);
+    state.ranksAdvised++;
   };
 
   /** advise's setting, into the answer drawn for the same load or settings. */

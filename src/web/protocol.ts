@@ -5,7 +5,7 @@
  * saying what is wrong.
  */
 import type { SnapshotComparison } from '../replay/analyse/compare.js';
-import type { RankSummary } from '../replay/analyse/ranks.js';
+import type { RankAdvice, RankSummary } from '../replay/analyse/ranks.js';
 import type { SnapshotVendor } from '../replay/read/vendor.js';
 import type { AnswerAdvice } from '../report/answer.js';
 import type { ReportData } from '../report/report-data.js';
@@ -84,6 +84,8 @@ export type FromWorker =
    * that answer's (its load's or settings' id), `page` the snapshot's index.
    */
   | { readonly kind: 'advised'; readonly id: number; readonly page: number; readonly advice: AnswerAdvice }
+  /** advise's one setting for every rank of the ranks already drawn (the same `id`), searched after them. */
+  | { readonly kind: 'ranks-advised'; readonly id: number; readonly advice: RankAdvice }
   | { readonly kind: 'failed'; readonly file: string | null; readonly message: string }
   | ({ readonly kind: 'state'; readonly id: number } & StateAt);
 

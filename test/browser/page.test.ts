@@ -87,6 +87,7 @@ interface PageWindow {
     engineMs: number | null;
     stateShown: number;
     advised: number;
+    ranksAdvised: number;
   };
   __pwned?: unknown;
 }
@@ -402,6 +403,21 @@ describe.skipIf(missing !== undefined)('the page in chromium, opened from its fi
     expect(await o.page.locator('#compare-panel').isVisible()).toBe(false);
     expect(await o.page.locator('article.snapshot').count()).toBe(3);
     expect(await o.page.locator('#ranks-panel').textContent()).toContain('moe_train-native.pickle.gz');
+    // The one setting for every rank comes after the ranks are drawn: the one `vmmkit advise` names for the three.
+    await o.page.waitForFunction(
+      () => (globalThis as unknown as PageWindow).vmmkitReport.ranksAdvised > 0,
+      null,
+      {
+        timeout: 120_000,
+      },
+    );
+    const json: string[] = [];
+    const io = { out: (l: string) => json.push(l), err: () => {} };
+    expect(await runCli(['advise', PHASES, PHASES_EXPANDABLE, MOE, '--json'], io)).toBe(0);
+    const cliAdvice = JSON.parse(json.join('\n')) as { recommended: { allocConf: string } | null };
+    expect(await o.page.locator('#ranks-panel .ranks-advice code').textContent()).toBe(
+      `PYTORCH_CUDA_ALLOC_CONF=${cliAdvice.recommended?.allocConf}`,
+    );
     await o.page.screenshot({ path: join(OUT, 'page-ranks.png') });
     expectPrivate(o, fromFile);
     await o.page.close();

@@ -13,9 +13,10 @@ import costsJson from '../../../bench/results/h200-driver-costs.json' with { typ
 import { AllocConfError } from '../../alloc/errors.js';
 import { readWhatIf, type WhatIf } from '../../cli/what-if-options.js';
 import { startOnSimulator } from '../../entry/replay-processes.js';
+import { advise } from '../../replay/advise/advise.js';
 import type { AdviseProcesses } from '../../replay/advise/pool.js';
 import { compareSnapshots } from '../../replay/analyse/compare.js';
-import { summariseRanks } from '../../replay/analyse/ranks.js';
+import { rankAdviceOf, summariseRanks } from '../../replay/analyse/ranks.js';
 import type { AsRecorded } from '../../replay/engine/as-recorded.js';
 import { parseCostTable } from '../../replay/engine/cost-table.js';
 import { replay } from '../../replay/engine/replay.js';
@@ -67,6 +68,8 @@ interface Loaded {
     readonly limits: readonly (number | undefined)[];
     readonly asRecorded: AsRecorded;
   }[];
+  /** Each snapshot's plan in the last answer, as its ranks were summed up with. */
+  plans: TracePlan[];
 }
 
 function post(message: FromWorker): void {
@@ -115,6 +118,7 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
     });
   }
   loaded.runs = runs;
+  loaded.plans = plans;
   const snapshots = loaded.snapshots.map((s) => s.snapshot);
   const names = loaded.snapshots.map((s) => s.name);
   const what = { allocConf: whatIf.allocConf, memoryLimit: whatIf.memoryLimit, startProcess };
@@ -124,7 +128,8 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
       : null;
   const ranks =
     snapshots.length >= 3
-      ? await summariseRanks(snapshots, { ...what, names, plans, adviseProcesses: ADVISE })
+      ? // Its one setting for every rank is searched after the page is drawn (adviseAll).
+        await summariseRanks(snapshots, { ...what, names, plans, advise: false })
       : null;
   return { pages, compare, ranks };
 }
@@ -134,6 +139,17 @@ async function answerAll(loaded: Loaded, settings: PageSettings | undefined): Pr
  * message each; it stops where a newer settings message waits, whose answer would replace this one.
  */
 async function adviseAll(loaded: Loaded, id: number, stale: () => boolean): Promise<void> {
+  // Ranks first: their one setting for every rank is what their panel is for.
+  const snapshots = loaded.snapshots.map((s) => s.snapshot);
+  if (snapshots.length >= 3 && loaded.runs.length === snapshots.length && !stale()) {
+    post({ kind: 'progress', file: 'the ranks', phase: 'advising', fraction: 0 });
+    const found = await advise(snapshots, {
+      memoryLimit: loaded.runs[0].whatIf.memoryLimit,
+      plans: loaded.plans,
+      processes: ADVISE,
+    });
+    post({ kind: 'ranks-advised', id, advice: rankAdviceOf(found) });
+  }
   for (const [page, { name, snapshot }] of loaded.snapshots.entries()) {
     const run = loaded.runs[page];
     if (stale() || run === undefined) return;
@@ -218,7 +234,7 @@ function refusal(e: unknown): { field: keyof PageSettings; message: string } | u
 }
 
 function startWorker(): void {
-  let loaded: Loaded = { snapshots: [], runs: [] };
+  let loaded: Loaded = { snapshots: [], runs: [], plans: [] };
   // Settings messages are answered in order; one typed while another runs waits, and only the newest is answered.
   let queue: Promise<void> = Promise.resolve();
   let newest = 0;
@@ -248,7 +264,7 @@ function startWorker(): void {
             return;
           }
         }
-        loaded = { snapshots, runs: [] };
+        loaded = { snapshots, runs: [], plans: [] };
         try {
           let answers: Answers;
           try {

@@ -13,7 +13,8 @@ import { formatBytes } from '../../util/format.js';
 import { el } from './dom.js';
 
 /** Draw `data` into `root`, in place of what it held. */
-export function renderRanks(root: HTMLElement, data: RankSummary): void {
+/** `pendingAdvice`: what to say where the one setting for every rank is not searched yet (the worker is at it). */
+export function renderRanks(root: HTMLElement, data: RankSummary, pendingAdvice?: string): void {
   const section = el('section', { class: 'ranks' }, el('h2', {}, `${data.ranks.length} ranks`));
   const first = data.firstToRunOut?.rank;
   const setting =
@@ -105,6 +106,7 @@ export function renderRanks(root: HTMLElement, data: RankSummary): void {
       p.append(el('code', {}, line), ' ', copy, ` (${advice.verdict})`);
     }
     section.append(p);
-  }
+  } else if (pendingAdvice !== undefined)
+    section.append(el('p', { class: 'ranks-advice pending' }, pendingAdvice));
   root.replaceChildren(section);
 }
