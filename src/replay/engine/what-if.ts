@@ -138,7 +138,7 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
       ...rest,
       ...extra,
       allocators,
-      plan: planUnder(snapshot, base, caps, limits),
+      plan: limits === high ? highPlan : planUnder(snapshot, base, caps, limits),
       deviceMemoryLimits: limits,
       start,
     });
@@ -147,6 +147,8 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
   // The runs beyond the first are watched by no one: no events kept, no steps or progress told.
   const unwatched: Partial<ReplayOptions> = { keepEvents: false, onStep: undefined, onProgress: undefined };
   const high = limitsAt((d) => d.highBytes);
+  // The plan under the top of the cap, placed once: the models' runs from both starts and the check below share it.
+  const highPlan = planUnder(snapshot, options.plan, caps, high);
   /**
    * Each allocator's run at the bottom of the interval: its run at the top where the cap never touched
    * it (Note [A run the cap never touched]: the same plan, and every check fit both ends), else replayed.
@@ -163,14 +165,14 @@ export function answerWhatIf(snapshot: MemorySnapshot, options: WhatIfOptions): 
   // Note [The recording's run, taken again]: a model that would replay exactly the recording's run takes it.
   const settings = replaySettings(snapshot, options.allocConf);
   const taken = options.allocators.map((f) =>
-    takesRecordedRun(f, settings, asRecorded, high, options, snapshot),
+    takesRecordedRun(f, settings, asRecorded, high, highPlan, options),
   );
   const others = options.allocators.filter((_, i) => !taken[i]);
   const replayed: ReplayResult =
     others.length > 0
       ? run(others, high, 'recorded')
       : {
-          plan: planUnder(snapshot, options.plan, caps, high),
+          plan: highPlan,
           allocators: [],
           settings,
           allocConf: options.allocConf,
@@ -243,8 +245,8 @@ function takesRecordedRun(
   settings: PytorchAllocatorSettings,
   asRecorded: AsRecorded,
   limits: readonly (number | undefined)[],
+  plan: TracePlan,
   options: WhatIfOptions,
-  snapshot: MemorySnapshot,
 ): boolean {
   const final = asRecorded.final;
   const sameModel =
@@ -258,11 +260,10 @@ function takesRecordedRun(
     return false;
   if (JSON.stringify(settings) !== JSON.stringify(asRecorded.settings)) return false;
   const collects = settings.garbageCollectionThreshold > 0;
-  const caps = asRecorded.devices.map((d) => d.cap);
   const sameCaps =
     final.limits.every((l, d) => l === limits[d]) && limits.every((l, d) => l === final.limits[d]);
   if (!sameCaps && !sameRunUnder(final.run, final.limits, limits, collects)) return false;
-  return samePlacement(planUnder(snapshot, options.plan, caps, limits), final.plan);
+  return samePlacement(plan, final.plan);
 }
 
 /** Whether two plans of one snapshot place empty_cache() alike (all they can differ in: withRetries). */
