@@ -193,11 +193,12 @@ function whatIfDevice(d: WhatIfDevicePeak, several: boolean): HTMLElement {
         : `; the first request it could not serve: ${formatBytes(d.firstOom.bytes)} at event ${d.firstOom.event.toLocaleString('en-US')}`,
     ),
   );
+  const whatIfSlack = slackRows(d.slack, true);
   block.append(
     table(
       'peak-whatif-slack',
       ['slack', 'recorded', 'under the setting'],
-      slackRows(d.recordedSlack, true).map((r, i) => [r[0], r[1], slackRows(d.slack, true)[i][1]]),
+      slackRows(d.recordedSlack, true).map((r, i) => [r[0], r[1], whatIfSlack[i][1]]),
     ),
   );
   block.append(
