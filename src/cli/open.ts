@@ -25,13 +25,14 @@ import { createReadStream, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
-import { parseVendor, type SnapshotVendor } from '../replay/read/vendor.js';
+import type { SnapshotVendor } from '../replay/read/vendor.js';
 import { pageHtml, withEmbedded } from '../report/html.js';
 import { parseCommand, UsageError, usageOf } from './arguments.js';
 import type { CliOutput } from './cli.js';
 import { runCommand } from './command.js';
 import { OPEN_SPEC } from './command-specs.js';
 import { CommandError } from './errors.js';
+import { readVendor } from './what-if-options.js';
 
 export const OPEN_USAGE = usageOf(OPEN_SPEC);
 
@@ -212,9 +213,7 @@ async function run(io: CliOutput, argv: readonly string[], options: OpenCliOptio
     if (!/^\d+$/.test(values.port) || port > 65535)
       throw new UsageError(`--port: ${values.port} is not a port (0 to 65535; 0 takes any free one)`);
   }
-  const vendor = values.vendor === undefined ? undefined : parseVendor(values.vendor);
-  if (values.vendor !== undefined && vendor === undefined)
-    throw new UsageError(`--vendor: '${values.vendor}' is not cuda, rocm or npu`);
+  const vendor = readVendor(values.vendor);
   const files = offeredFiles(operands);
   const server = await startOpenServer(files, { port, vendor });
   io.out(`vmmkit: the page is at ${server.url}`);

@@ -94,9 +94,7 @@ export function readWhatIf(args: WhatIfArguments, registry: AllocatorRegistry = 
     throw e instanceof UnknownAllocatorError ? new UsageError(e.message) : e;
   }
   if (allocators.length === 0) throw new CommandError('no allocators are registered');
-  const vendor = args.vendor === undefined ? undefined : parseVendor(args.vendor);
-  if (args.vendor !== undefined && vendor === undefined)
-    throw new UsageError(`--vendor: '${args.vendor}' is not cuda, rocm or npu`);
+  const vendor = readVendor(args.vendor);
   if (allocConf !== undefined) checkAllocConf(args.allocConf ?? '', allocConf, vendor);
   const device = readDevice(args.device, args.deviceMemory);
   let memoryLimit: number | undefined;
@@ -203,4 +201,12 @@ function sizeOf(text: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** --vendor as given (undefined: the snapshot's own guess); a name that is none of the three is a usage mistake. */
+export function readVendor(value: string | undefined): SnapshotVendor | undefined {
+  if (value === undefined) return undefined;
+  const vendor = parseVendor(value);
+  if (vendor === undefined) throw new UsageError(`--vendor: '${value}' is not cuda, rocm or npu`);
+  return vendor;
 }
