@@ -15,7 +15,7 @@
 import type { AccessDescriptor } from '../../core/runtime.js';
 import type { Access } from '../../core/types.js';
 import { internalError } from '../common/error-table.js';
-import type { VendorRoute } from '../common/routed-runtime.js';
+import { currentDevice, type VendorRoute } from '../common/routed-runtime.js';
 import type { AclFlavor } from './acl.js';
 import * as C from './constants.js';
 import { ACL_ERROR_TABLE } from './error-table.js';
@@ -25,13 +25,7 @@ export function aclRoute(acl: AclFlavor): VendorRoute {
   const rt = acl.runtime;
   const started = acl.aclInit(null);
   if (started !== C.ACL_SUCCESS) throw internalError(`aclInit answered ${started}`);
-  let current = -1;
-  const onDevice = (device: number): number => {
-    if (device === current) return C.ACL_SUCCESS;
-    const code = acl.aclrtSetDevice(device);
-    if (code === C.ACL_SUCCESS) current = device;
-    return code;
-  };
+  const onDevice = currentDevice(C.ACL_SUCCESS, (device) => acl.aclrtSetDevice(device));
   const set = onDevice(0);
   if (set !== C.ACL_SUCCESS) throw internalError(`aclrtSetDevice(0) answered ${set}`);
   /** Whether the device already has `access` over the whole range (what aclrtMapMem granted). */

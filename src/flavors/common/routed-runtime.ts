@@ -48,6 +48,24 @@ export interface VendorRoute {
   dispose(): void;
 }
 
+/**
+ * A route's "make `device` current" (what a one-step malloc needs), asked of
+ * the vendor only when another device is current: the runtime asks before
+ * every malloc, the program it stands for would set it once.
+ */
+export function currentDevice(
+  success: number,
+  makeCurrent: (device: number) => number,
+): (device: number) => number {
+  let current = -1;
+  return (device) => {
+    if (device === current) return success;
+    const code = makeCurrent(device);
+    if (code === success) current = device;
+    return code;
+  };
+}
+
 /** `runtime`, with the allocators' VMM operations made through `route` (Note [A runtime through a front end]). */
 export function routeThrough(runtime: Runtime, route: VendorRoute): Runtime {
   const kinds = kindsOf(route.table);

@@ -8,7 +8,7 @@
  * CUDA runtime under PyTorch makes them.
  */
 import { internalError } from '../common/error-table.js';
-import type { VendorRoute } from '../common/routed-runtime.js';
+import { currentDevice, type VendorRoute } from '../common/routed-runtime.js';
 import * as C from './constants.js';
 import type { CudaFlavor } from './cuda.js';
 import { CUDA_ERROR_TABLE } from './error-table.js';
@@ -18,10 +18,8 @@ export function cudaRoute(cuda: CudaFlavor): VendorRoute {
   const started = cuda.cuInit(0);
   if (started !== C.CUDA_SUCCESS) throw internalError(`cuInit answered ${started}`);
   const contexts = new Map<number, bigint>();
-  let current = -1;
   /** Device `device`'s primary context made current (retained once). */
-  const onDevice = (device: number): number => {
-    if (device === current) return C.CUDA_SUCCESS;
+  const onDevice = currentDevice(C.CUDA_SUCCESS, (device) => {
     let ctx = contexts.get(device);
     if (ctx === undefined) {
       const box = { value: 0n };
@@ -30,10 +28,8 @@ export function cudaRoute(cuda: CudaFlavor): VendorRoute {
       ctx = box.value;
       contexts.set(device, ctx);
     }
-    const code = cuda.cuCtxSetCurrent(ctx);
-    if (code === C.CUDA_SUCCESS) current = device;
-    return code;
-  };
+    return cuda.cuCtxSetCurrent(ctx);
+  });
   const set = onDevice(0);
   if (set !== C.CUDA_SUCCESS) throw internalError(`device 0's primary context answered ${set}`);
   return {

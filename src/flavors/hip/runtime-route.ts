@@ -7,19 +7,13 @@
  * hsa_amd_vmem_*, hsaKmt*: layers.ts); the one-step path is hipMalloc /
  * hipFree on the device made current.
  */
-import type { VendorRoute } from '../common/routed-runtime.js';
+import { currentDevice, type VendorRoute } from '../common/routed-runtime.js';
 import * as C from './constants.js';
 import { HIP_ERROR_TABLE } from './error-table.js';
 import type { HipFlavor } from './hip.js';
 
 export function hipRoute(hip: HipFlavor): VendorRoute {
-  let current = -1;
-  const onDevice = (device: number): number => {
-    if (device === current) return C.hipSuccess;
-    const code = hip.hipSetDevice(device);
-    if (code === C.hipSuccess) current = device;
-    return code;
-  };
+  const onDevice = currentDevice(C.hipSuccess, (device) => hip.hipSetDevice(device));
   return {
     vendor: 'HIP',
     table: HIP_ERROR_TABLE,
