@@ -20,12 +20,16 @@
  * (the ranks of one job) are shared alike; a job names the one it replays.
  *
  * Note [Stopping a replay]: a job that may be pruned watches its own run
- * through replay's onStep hook: its OOMs so far and its running peak (the
- * finished devices' peaks plus the current device's peak so far) only grow,
- * so once they pass the bar the search set for that job (`bars`, shared by
- * every thread: [OOMs, bytes] at 2 * job id), its final figures would too, and it stops there by
- * throwing from the hook (replay ends that run with the error; the outcome
- * says `stoppedAt` instead). The search raises no bar a job could still
+ * through replay's onGrowth hook, told only at the requests that fail or
+ * raise the peak (onStep would make a step for every event): its OOMs so
+ * far and its running peak (the finished devices' peaks plus the current
+ * device's peak so far) only grow, so once they pass the bar the search set
+ * for that job (`bars`, shared by every thread: [OOMs, bytes] at 2 * job
+ * id), its final figures would too, and it stops there by throwing from the
+ * hook (replay ends that run with the error; the outcome says `stoppedAt`
+ * instead). A bar can also fall below a run while it waits for its next
+ * slice (Note [Best first]); it is checked before each slice, and the run is
+ * ended where it stands by throwing the same error into it. The search raises no bar a job could still
  * pass to matter (Note [Pruning], advise.ts).
  *
  * Note [Best first]: a bar comes from settings that finished, so the sooner
@@ -46,7 +50,7 @@ import type { CachingAllocator } from '../../alloc/allocator.js';
 import { PytorchCachingAllocator } from '../../alloc/pytorch/caching-allocator.js';
 import { selectAllocators } from '../engine/allocators.js';
 import type { StartProcess } from '../engine/process-start.js';
-import { type AllocatorRun, type ReplayResult, type ReplayStep, replayInSlices } from '../engine/replay.js';
+import { type AllocatorRun, type ReplayGrowth, type ReplayResult, replayInSlices } from '../engine/replay.js';
 import type { TracePlan } from '../engine/trace-plan.js';
 import { PastTheBar } from '../errors.js';
 import type { MemorySnapshot } from '../read/snapshot.js';
@@ -117,8 +121,10 @@ export function openBars(jobs: number): Float64Array {
 
 /**
  * A job's OOMs and running peak so far (the finished devices' peaks plus the
- * current device's peak so far), as its replay's onStep hook sees them; a
- * prunable job stops past its bar (Note [Stopping a replay]).
+ * current device's peak so far), as its replay's onGrowth hook tells them; a
+ * prunable job stops past its bar (Note [Stopping a replay]): at the request
+ * that takes it past, or, where the bar fell below it while it waited, before
+ * its next slice.
  */
 class Watch {
   ooms = 0;
@@ -138,23 +144,30 @@ class Watch {
     this.#at = prunable && 2 * id + 1 < bars.length ? 2 * id : -1;
   }
 
-  readonly hook = (step: ReplayStep): void => {
-    if (step.failed) this.ooms++;
-    else if (step.kind === 'free' || step.kind === 'empty-cache') return;
-    if (step.device !== this.#device) {
+  readonly hook = (growth: ReplayGrowth): void => {
+    if (growth.failed) this.ooms++;
+    if (growth.device !== this.#device) {
       this.#before = this.peak;
-      this.#device = step.device;
+      this.#device = growth.device;
     }
-    this.peak = this.#before + step.allocator.stats.peakReservedBytes;
-    const at = this.#at;
-    if (at < 0) return;
-    const bars = this.bars;
-    if (this.ooms > bars[at] || (this.ooms === bars[at] && this.peak > bars[at + 1])) {
-      // A stop among the blocks live before the trace (event -1) is a stop before its first event.
-      this.stoppedAt = Math.max(0, step.event);
-      throw new PastTheBar();
-    }
+    this.peak = this.#before + growth.peakReservedBytes;
+    // A stop among the blocks live before the trace (event -1) is a stop before its first event.
+    if (this.past()) throw this.stopAt(Math.max(0, growth.event));
   };
+
+  /** Whether its OOMs, or its peak with as many, are past its bar. */
+  past(): boolean {
+    const at = this.#at;
+    if (at < 0) return false;
+    const bars = this.bars;
+    return this.ooms > bars[at] || (this.ooms === bars[at] && this.peak > bars[at + 1]);
+  }
+
+  /** The run stops at `event` (the last it served): the error that ends it. */
+  stopAt(event: number): PastTheBar {
+    this.stoppedAt = event;
+    return new PastTheBar();
+  }
 }
 
 /** Trace events per slice of a replay run side by side with others (Note [Best first]). */
@@ -170,7 +183,9 @@ export const OPEN_JOBS = 4;
 /** One job's replay under way, a slice at a time (Note [Best first]). */
 export class OpenJob {
   readonly #watch: Watch;
-  readonly #steps: Generator<void, ReplayResult, void> | undefined;
+  readonly #steps: Generator<number, ReplayResult, void> | undefined;
+  /** The event its replay has reached (the next to serve); 0 before its first slice. */
+  #reached = 0;
   /** The allocators the replay made (one per device), read once it is over. */
   readonly #made: CachingAllocator[] = [];
   #ms = 0;
@@ -204,7 +219,7 @@ export class OpenJob {
           keepEvents: false,
           onProgress: onEvents,
           // A baseline runs to its end whatever its peak: nothing to watch.
-          onStep: job.prunable ? this.#watch.hook : undefined,
+          onGrowth: job.prunable ? this.#watch.hook : undefined,
         },
         sliceOf(plan.events),
       );
@@ -233,14 +248,23 @@ export class OpenJob {
     if (this.outcome !== undefined) return true;
     const start = performance.now();
     try {
-      const next = this.#steps!.next();
+      const next = this.#stepOrStop();
       this.#ms += performance.now() - start;
       if (next.done === true) this.#finish(next.value.allocators[0]);
+      else this.#reached = next.value;
     } catch (e) {
       this.#ms += performance.now() - start;
       this.#fail(e);
     }
     return this.outcome !== undefined;
+  }
+
+  /** The next slice, or, where the bar fell below the run while it waited, its end there (Note [Stopping a replay]). */
+  #stepOrStop(): IteratorResult<number, ReplayResult> {
+    const steps = this.#steps!;
+    // Thrown in at the slice's end, the error ends the run there, as a hook's throw would.
+    if (this.#reached > 0 && this.#watch.past()) return steps.throw(this.#watch.stopAt(this.#reached - 1));
+    return steps.next();
   }
 
   #finish(result: AllocatorRun): void {

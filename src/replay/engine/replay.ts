@@ -36,8 +36,9 @@
  * once: what the program would have done with it is not in the trace.
  *
  * Watching: `onStep` is told of every allocator call replay makes, with the
- * event it serves (the report's recorder draws from it), and the runtime is
- * watched only through core's observers (Note [Runtime observers]).
+ * event it serves (the report's recorder draws from it); `onGrowth` only of
+ * those after which a run's figures grew (advise's pruning watch); and the
+ * runtime is watched only through core's observers (Note [Runtime observers]).
  *
  * An allocator that runs out of memory (AllocatorOutOfMemoryError) is
  * treated as PyTorch's caller would see it: the OOM is counted, that block
@@ -125,6 +126,25 @@ export interface ReplayOptions {
   readonly start?: 'recorded' | 'compacted';
   /** Told of every allocator call replay makes, after it returns (the report's recorder). */
   readonly onStep?: (step: ReplayStep) => void;
+  /**
+   * Told after each request that failed, and each that raised its device's
+   * peak reserved bytes (restoring the recorded start counts as one): a
+   * run's OOMs and peak change only there, so this watches them at a small
+   * share of onStep's calls, each of which makes a step (advise's Note
+   * [Stopping a replay]). It may throw to end the run.
+   */
+  readonly onGrowth?: (growth: ReplayGrowth) => void;
+}
+
+/** A request after which a run's figures grew, as onGrowth is told of it. */
+export interface ReplayGrowth {
+  readonly device: number;
+  /** The trace event served; -1 while rebuilding the start. */
+  readonly event: number;
+  /** The device's peak reserved bytes so far. */
+  readonly peakReservedBytes: number;
+  /** Whether the request ran out of memory (else the peak grew). */
+  readonly failed: boolean;
 }
 
 /** One allocator call of a replay, as onStep is told of it. */
@@ -272,15 +292,17 @@ export function replay(snapshot: MemorySnapshot, options: ReplayOptions): Replay
 
 /**
  * replay, a slice at a time: each step replays up to `slice` more trace
- * events and yields, and the generator returns replay's result (advise runs
- * its replays side by side, the most promising first: Note [Best first] in
- * advise/pool.ts). With no slice it never yields.
+ * events and yields the event its device has reached (the next to serve),
+ * and the generator returns replay's result (advise runs its replays side
+ * by side, the most promising first: Note [Best first] in advise/pool.ts).
+ * With no slice it never yields. An error thrown into it at a yield ends
+ * that allocator's run there, as one thrown by a hook would.
  */
 export function* replayInSlices(
   snapshot: MemorySnapshot,
   options: ReplayOptions,
   slice = Number.POSITIVE_INFINITY,
-): Generator<void, ReplayResult, void> {
+): Generator<number, ReplayResult, void> {
   const plan = options.plan;
   const settings = options.settings ?? replaySettings(snapshot, options.allocConf);
   const limit = options.memoryLimit;
@@ -333,7 +355,7 @@ function* runOne(
   options: ReplayOptions,
   progress: Progress,
   slice: number,
-): Generator<void, AllocatorRun, void> {
+): Generator<number, AllocatorRun, void> {
   const backend = options.backend ?? 'sim';
   const warnings: string[] = [];
   const report = (message: string, error?: unknown) =>
@@ -426,7 +448,7 @@ function* runDevice(
   run: RunContext,
   d: DevicePlan,
   slice: number,
-): Generator<void, { result: DeviceRun; error: string | undefined; stoppedAtOom: boolean }, void> {
+): Generator<number, { result: DeviceRun; error: string | undefined; stoppedAtOom: boolean }, void> {
   const replaying = new DeviceReplay(run, d);
   let error: string | undefined;
   try {
@@ -473,6 +495,9 @@ class DeviceReplay {
   readonly #usedBefore: number;
   #lastPeak = 0;
   #deviceUsedAtPeak: number | null;
+  readonly #onGrowth: ((growth: ReplayGrowth) => void) | undefined;
+  /** The peak onGrowth was last told of. */
+  #toldPeak = 0;
   readonly #trace: DevicePlan['trace'];
 
   constructor(
@@ -513,6 +538,7 @@ class DeviceReplay {
     this.#usedBefore = this.#measure ? usedBytes(runtime, d.device) : 0;
     this.#deviceUsedAtPeak = this.#measure ? 0 : null;
     this.#trace = d.trace;
+    this.#onGrowth = options.onGrowth;
   }
 
   /** Tell onStep of one allocator call. */
@@ -538,18 +564,29 @@ class DeviceReplay {
     this.#deviceUsedAtPeak = usedBytes(this.run.runtime, this.d.device) - this.#usedBefore;
   }
 
+  /** Tell onGrowth, when the peak grew or `failed`. */
+  #grew(failed: boolean): void {
+    const peak = this.allocator.stats.peakReservedBytes;
+    if (!failed && peak <= this.#toldPeak) return;
+    this.#toldPeak = peak;
+    this.#onGrowth!({ device: this.d.device, event: this.cursor, peakReservedBytes: peak, failed });
+  }
+
   /** malloc(size, stream, pool); the address, or NaN when it ran out of memory (counted, the first one kept). */
   #request(size: number, stream: number, recorded: boolean, pool = 0): number {
+    let a: number;
     try {
-      const a = this.allocator.malloc(size, stream, pool);
-      if (this.#measure) this.#samplePeak();
-      return a;
+      a = this.allocator.malloc(size, stream, pool);
     } catch (e) {
       if (!(e instanceof AllocatorOutOfMemoryError)) throw e;
       this.#ooms++;
       this.#firstOom ??= oomVerdict(e, this.d, this.cursor, size, recorded);
+      if (this.#onGrowth !== undefined) this.#grew(true);
       return Number.NaN;
     }
+    if (this.#measure) this.#samplePeak();
+    if (this.#onGrowth !== undefined) this.#grew(false);
+    return a;
   }
 
   /** Block `id` is live at `address` in this run. */
@@ -595,6 +632,7 @@ class DeviceReplay {
       }
     }
     if (this.#measure) this.#samplePeak();
+    if (this.#onGrowth !== undefined) this.#grew(false);
   }
 
   /** The blocks live before the trace began that the restored start does not hold (Note [Started mid-run]). */
@@ -606,15 +644,15 @@ class DeviceReplay {
     }
   }
 
-  /** Every event of the trace, yielding after each `slice` of them (replayInSlices). */
-  *replayEvents(slice: number): Generator<void, void, void> {
+  /** Every event of the trace, yielding the next event to serve after each `slice` of them (replayInSlices). */
+  *replayEvents(slice: number): Generator<number, void, void> {
     const n = this.d.trace.length;
     let i = 0;
     // The events themselves are served by a plain loop (#serve): a generator's own loop runs slower.
     for (;;) {
       i = this.#serve(i, Math.min(n, i + slice));
       if (i >= n || this.stoppedAtOom) return;
-      yield;
+      yield i;
     }
   }
 
