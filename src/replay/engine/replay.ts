@@ -138,6 +138,8 @@ export interface ReplayOptions {
 
 /** A request after which a run's figures grew, as onGrowth is told of it. */
 export interface ReplayGrowth {
+  /** Index of the allocator in ReplayOptions.allocators. */
+  readonly run: number;
   readonly device: number;
   /** The trace event served; -1 while rebuilding the start. */
   readonly event: number;
@@ -569,7 +571,13 @@ class DeviceReplay {
     const peak = this.allocator.stats.peakReservedBytes;
     if (!failed && peak <= this.#toldPeak) return;
     this.#toldPeak = peak;
-    this.#onGrowth!({ device: this.d.device, event: this.cursor, peakReservedBytes: peak, failed });
+    this.#onGrowth!({
+      run: this.run.index,
+      device: this.d.device,
+      event: this.cursor,
+      peakReservedBytes: peak,
+      failed,
+    });
   }
 
   /** malloc(size, stream, pool); the address, or NaN when it ran out of memory (counted, the first one kept). */
