@@ -4,6 +4,7 @@
  * run's figures grew, which onStep shows too, at every call; and an error
  * thrown into replayInSlices at a slice's end ends that run there.
  */
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { startOnSimulator } from '../../src/entry/replay-processes.js';
 import { DEFAULT_ALLOCATORS, selectAllocators } from '../../src/replay/engine/allocators.js';
@@ -16,7 +17,7 @@ import { readFixture } from './helpers.js';
 
 const MiB = 2 ** 20;
 const trace = (name: string) =>
-  readSnapshotFile(new URL(`../../traces/h200/${name}.pickle.gz`, import.meta.url));
+  readSnapshotFile(fileURLToPath(new URL(`../../traces/h200/${name}.pickle.gz`, import.meta.url)));
 
 describe('onGrowth', () => {
   const cases = [
@@ -56,7 +57,7 @@ describe('onGrowth', () => {
         expect(told[k], a.name).toEqual(expected[k]);
         // The last growth told on each device is its peak; failures are its OOMs.
         for (const d of a.devices)
-          expect(told[k].findLast((g) => g.device === d.device)?.peakReservedBytes, a.name).toBe(
+          expect(told[k].filter((g) => g.device === d.device).at(-1)?.peakReservedBytes, a.name).toBe(
             d.peakReservedBytes,
           );
         expect(told[k].filter((g) => g.failed).length, a.name).toBe(a.ooms);
