@@ -4,7 +4,7 @@
  * Which PYTORCH_CUDA_ALLOC_CONF should this recorded workload run with? The
  * snapshot's trace is replayed through the exact model of PyTorch 2.11's
  * allocator under a search of its settings (src/replay/advise/advise.ts), on
- * worker threads (--workers, default one per core), and the command prints
+ * worker threads beside this one (--workers, Note [Worker threads]), and the command prints
  * the ranked settings beside the recorded run's real peak, PyTorch under
  * the recorded settings, vmmkit's own allocator and the page bound no
  * allocator can go below; then the one line to use (the simplest of the
@@ -327,7 +327,7 @@ function text(
   if (a.memoryLimit !== null) lines.push(`memory limit: ${formatBytes(a.memoryLimit)} per device`);
   const s = a.search;
   lines.push(
-    `searched ${s.proposed} settings in ${s.replays} replays (${s.workers === 0 ? 'in one thread' : `${s.workers} worker threads`}, ${(s.wallMs / 1000).toFixed(1)} s)`,
+    `searched ${s.proposed} settings in ${s.replays} replays (${s.workers === 0 ? 'in one thread' : `in this thread and ${s.workers} worker thread${s.workers === 1 ? '' : 's'}`}, ${(s.wallMs / 1000).toFixed(1)} s)`,
   );
 
   const head = ['', name, 'peak reserved', 'vs recorded', 'OOMs', 'driver calls'];

@@ -190,7 +190,7 @@ export const ADVISE_SPEC = {
     workers: {
       type: 'string',
       value: 'N',
-      help: 'worker threads for the search (default: one per core; 0: none)',
+      help: 'worker threads beside this one (default: one per other core, from 500,000 events; 0: none)',
     },
     json: JSON_OPTION,
     device: LIMIT_OPTIONS.device,

@@ -99,7 +99,10 @@ export interface AdviseOptions {
   readonly tolerance?: Tolerance;
   /** Told how far the whole search is: replayed events so far, and the search's estimate of all it will replay. */
   readonly onProgress?: (done: number, total: number) => void;
-  /** Worker threads (default: os.availableParallelism(), or none for a small trace; 0 or 1: this thread). */
+  /**
+   * Worker threads beside this one, which replays too (default: one per
+   * core but this thread's, or none for a small trace; 0: this thread alone).
+   */
   readonly workers?: number;
   /**
    * The snapshots' plans (planReplay, under the limit: Note [Inferred
@@ -300,7 +303,7 @@ export async function advise(
   const sizes = mergeSizes(all.map((s, k) => traceSizes(s, plans[k])));
   const events = plans.reduce((n, p) => n + p.events, 0);
   // Unasked, a trace too small to repay starting workers runs here (Note [Worker threads]).
-  const workers = options.workers ?? (events < MIN_EVENTS_FOR_WORKERS ? 0 : availableParallelism());
+  const workers = options.workers ?? (events < MIN_EVENTS_FOR_WORKERS ? 0 : availableParallelism() - 1);
   const bars = openBars(MAX_JOBS);
   const pool = openPool({ snapshots: all, plans, memoryLimit: limit, bars }, workers, options.processes);
   try {

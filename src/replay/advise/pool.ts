@@ -6,18 +6,23 @@
  * once into SharedArrayBuffers and given to every worker at its start (its
  * frames and stacks, which replay never reads, are left out), so a
  * worker neither parses nor plans, and a million-event trace costs its
- * ~40 MB once, not once per worker. Each worker then replays the jobs it is
- * sent, side by side (Note [Best first]), and answers with each run (its
- * per-block arrays left out) as it ends. The worker's module comes from the
- * top with the way to start a process (AdviseProcesses): it is
- * src/entry/advise-worker.ts, which serves the jobs (worker.ts) with its
- * own starter, as a thread cannot be handed one. In the compiled package
- * (dist/) it is there; run from the TypeScript sources (vitest) it is not,
- * and the jobs run in this thread instead, in the same order with the same
- * results (replays are deterministic; only the wall time differs).
- * A trace too small to repay starting workers runs in this thread too
- * (MIN_EVENTS_FOR_WORKERS), unless workers are asked for. Several snapshots
- * (the ranks of one job) are shared alike; a job names the one it replays.
+ * ~40 MB once, not once per worker. This thread replays jobs too, beside
+ * the workers (it is warm: it has just replayed the recording), in turns
+ * between which the workers' outcomes come in (Turns); each lane, this
+ * thread or a worker, replays up to OPEN_JOBS side by side (Note [Best
+ * first]), and a worker answers with each run (its per-block arrays left
+ * out) as it ends. The worker's module comes from the top with the way to
+ * start a process (AdviseProcesses): it is src/entry/advise-worker.ts,
+ * which serves the jobs (worker.ts) with its own starter, as a thread
+ * cannot be handed one. In the compiled package (dist/) it is there; run
+ * from the TypeScript sources (vitest) it is not, and every job runs in
+ * this thread, in the same order with the same results (replays are
+ * deterministic; only the wall time differs). A trace too small to repay
+ * starting workers runs in this thread alone (MIN_EVENTS_FOR_WORKERS),
+ * unless workers are asked for: a worker takes about a quarter of a second
+ * to load and to serve its first job, and its first jobs run at half speed
+ * or less while its JIT warms up. Several snapshots (the ranks of one job)
+ * are shared alike; a job names the one it replays.
  *
  * Note [Stopping a replay]: a job that may be pruned watches its own run
  * through replay's onGrowth hook, told only at the requests that fail or
@@ -338,18 +343,6 @@ export class BestFirst {
   }
 }
 
-/** Replay one job to its end; `onEvents` is told how many of the trace's events are done, now and then. */
-export function runJob(
-  input: ReplayInput,
-  job: ReplayJob,
-  startProcess: StartProcess,
-  onEvents?: (done: number) => void,
-): JobOutcome {
-  const open = new OpenJob(input, job, startProcess, onEvents);
-  while (!open.advance()) {}
-  return open.outcome!;
-}
-
 /** Replays jobs; `run` resolves with one outcome per job, in the jobs' order. */
 export interface ReplayPool {
   /** Worker threads (0: this thread). */
@@ -369,26 +362,29 @@ export interface ReplayPool {
 }
 
 /**
- * Below this many events a trace replays in this thread unless workers are
- * asked for: each worker warms up its own JIT, which the search of a
- * smaller trace does not win back on two cores. Measured with
- * bench/advise.ts on the 2-core machine: workers were slower or no faster
- * on every committed trace (up to 158,022 events: 2145 ms on two workers,
- * 2068 ms in one thread, bench/results/advise.json of 2026-12-02), and,
- * once replays stop early (Note [Pruning], advise.ts), more so: in-thread
- * the bar is set by each finished replay before the next starts.
+ * Below this many events a trace replays in this thread alone unless
+ * workers are asked for: each worker loads and warms up its own JIT, which
+ * the search of a smaller trace does not win back on two cores. Measured on
+ * the 2-core machine: with one worker beside this thread, the search of
+ * every committed trace (up to 158,022 events) took 1.5 to 3 times as long
+ * as in this thread alone, and, once replays stop early (Note [Pruning],
+ * advise.ts), alone each finished replay sets the bar before the next starts.
  */
 export const MIN_EVENTS_FOR_WORKERS = 500_000;
 
-/** A pool of `workers` threads (Note [Worker threads]), or this thread when 0, 1 or the worker is absent. */
+/**
+ * This thread and `workers` worker threads beside it (Note [Worker
+ * threads]); this thread alone when 0 or the worker's module is absent.
+ */
 export function openPool(input: ReplayInput, workers: number, processes: AdviseProcesses): ReplayPool {
   const module = processes.workerModule;
-  if (workers <= 1 || module === undefined) return inThread(input, processes.startProcess);
+  if (workers <= 0 || module === undefined)
+    return new ThreadPool(input, processes.startProcess, undefined, undefined, 0);
   // Replay never reads the stacks; a snapshot with frames holds hundreds of thousands of them.
   const snapshots = input.snapshots.map((s) => ({ ...s, frames: [], stacks: [] }));
   // The bars are shared as they are: shareArrays would copy them, and the workers would not see them move.
   const shared = shareArrays({ ...input, snapshots, bars: new Float64Array(0) });
-  return new WorkerPool(module, { ...shared, bars: input.bars }, workers);
+  return new ThreadPool(input, processes.startProcess, module, { ...shared, bars: input.bars }, workers);
 }
 
 /**
@@ -433,73 +429,125 @@ class JobQueue {
   }
 }
 
-function inThread(input: ReplayInput, startProcess: StartProcess): ReplayPool {
-  return {
-    workers: 0,
-    run: async (jobs, onEvents, onOutcome, choose) => {
-      const outcomes = new Array<JobOutcome>(jobs.length);
-      const index = new Map(jobs.map((j, k) => [j.id, k]));
-      const reported = new Map<number, number>();
-      const told = (id: number, done: number) => {
-        onEvents(done - (reported.get(id) ?? 0));
-        reported.set(id, done);
-      };
-      const done = (k: number, o: JobOutcome) => {
-        told(o.id, input.plans[jobs[k].trace].events);
-        outcomes[k] = o;
-        onOutcome?.(o);
-      };
-      const queue = new JobQueue(jobs, choose, done);
-      const running = new BestFirst();
-      const open = (k: number) => {
-        const job = jobs[k];
-        running.add(new OpenJob(input, job, startProcess, (n) => told(job.id, n)));
-      };
-      const fill = () => {
-        for (;;) {
-          for (let k = running.size < OPEN_JOBS ? queue.take() : undefined; k !== undefined; ) {
-            open(k);
-            k = running.size < OPEN_JOBS ? queue.take() : undefined;
-          }
-          // Nothing runs and jobs wait: their wait cannot end, so the first runs.
-          const k = running.size === 0 ? queue.force() : undefined;
-          if (k === undefined) return;
-          open(k);
-        }
-      };
-      fill();
-      while (running.size > 0) {
-        const o = running.step();
-        if (o === undefined) continue;
-        done(index.get(o.id)!, o);
-        fill();
-      }
-      return outcomes;
-    },
-    close: async () => {},
-  };
-}
-
 /** Messages a worker sends: progress of the job it runs, or the job's outcome. */
 export type WorkerMessage =
   | { readonly kind: 'progress'; readonly id: number; readonly done: number }
   | { readonly kind: 'done'; readonly outcome: JobOutcome };
 
-class WorkerPool implements ReplayPool {
+/** How long a thread runs slices before it takes its messages (this thread: the workers' outcomes). */
+export const TURN_MS = 10;
+
+/** Where a run's jobs replay, up to OPEN_JOBS at once: this thread, or one worker thread. */
+interface Lane {
+  inFlight: number;
+  /** Start job `k` of the run. */
+  send(k: number): void;
+}
+
+/** What a lane tells the run of its jobs. */
+interface RunTold {
+  progress(id: number, done: number): void;
+  done(outcome: JobOutcome): void;
+}
+
+/**
+ * Open jobs replayed side by side (Note [Best first]) in turns of TURN_MS,
+ * between which the thread takes its messages: a worker the jobs it is
+ * sent, this thread the workers' outcomes, which raise the bars.
+ */
+export class Turns {
+  readonly #running = new BestFirst();
+  #scheduled = false;
+  #stopped = false;
+
+  constructor(readonly onOutcome: (outcome: JobOutcome) => void) {}
+
+  add(job: OpenJob): void {
+    this.#running.add(job);
+    this.#schedule();
+  }
+
+  /** No more turns (the run is over, or failed). */
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#stopped) return;
+    this.#scheduled = true;
+    setImmediate(() => this.#turn());
+  }
+
+  #turn(): void {
+    this.#scheduled = false;
+    const until = performance.now() + TURN_MS;
+    while (!this.#stopped && this.#running.size > 0 && performance.now() < until) {
+      const outcome = this.#running.step();
+      if (outcome !== undefined) this.onOutcome(outcome);
+    }
+    if (this.#running.size > 0) this.#schedule();
+  }
+}
+
+/** This thread's lane (Note [Worker threads]). */
+class LocalLane implements Lane {
+  inFlight = 0;
+  readonly turns: Turns;
+
+  constructor(
+    readonly input: ReplayInput,
+    readonly jobs: readonly ReplayJob[],
+    readonly startProcess: StartProcess,
+    readonly told: RunTold,
+  ) {
+    this.turns = new Turns((outcome) => {
+      this.inFlight--;
+      told.done(outcome);
+    });
+  }
+
+  send(k: number): void {
+    const job = this.jobs[k];
+    this.inFlight++;
+    this.turns.add(new OpenJob(this.input, job, this.startProcess, (n) => this.told.progress(job.id, n)));
+  }
+}
+
+/** A worker thread's lane: the jobs are posted to it, and it answers with their progress and outcomes. */
+class WorkerLane implements Lane {
+  inFlight = 0;
+
+  constructor(
+    readonly worker: Worker,
+    readonly jobs: readonly ReplayJob[],
+  ) {}
+
+  send(k: number): void {
+    this.inFlight++;
+    this.worker.postMessage(this.jobs[k]);
+  }
+}
+
+/**
+ * The pool (Note [Worker threads]): this thread replays jobs, and so does
+ * each worker thread beside it; jobs are dealt to whichever lane has room,
+ * in the order the queue gives them.
+ */
+class ThreadPool implements ReplayPool {
   readonly #threads: Worker[];
-  readonly #plans: readonly TracePlan[];
   /** Why a worker is gone, once one is (a later run is refused rather than left waiting). */
   #broken: Error | undefined;
   #closing = false;
 
   constructor(
-    module: URL,
-    input: ReplayInput,
+    readonly input: ReplayInput,
+    readonly startProcess: StartProcess,
+    module: URL | undefined,
+    shared: ReplayInput | undefined,
     readonly workers: number,
   ) {
-    this.#plans = input.plans;
-    this.#threads = Array.from({ length: workers }, () => {
-      const w = new Worker(module, { workerData: input });
+    this.#threads = Array.from({ length: module === undefined ? 0 : workers }, () => {
+      const w = new Worker(module!, { workerData: shared });
       w.on('error', (e) => {
         this.#broken ??= e instanceof Error ? e : new Error(String(e));
       });
@@ -521,12 +569,11 @@ class WorkerPool implements ReplayPool {
         reject(this.#broken);
         return;
       }
+      const plans = this.input.plans;
       const outcomes = new Array<JobOutcome>(jobs.length);
       const index = new Map(jobs.map((j, k) => [j.id, k]));
       const reported = new Map<number, number>();
-      const inFlight = new Map<Worker, number>(this.#threads.map((w) => [w, 0]));
       let finished = 0;
-      let failed = false;
       let settled = false;
       const cleanups: (() => void)[] = [];
       const settle = (error?: unknown) => {
@@ -536,58 +583,41 @@ class WorkerPool implements ReplayPool {
         if (error !== undefined) reject(error);
         else resolve(outcomes);
       };
+      const progress = (id: number, done: number) => {
+        onEvents(done - (reported.get(id) ?? 0));
+        reported.set(id, done);
+      };
       const done = (k: number, o: JobOutcome) => {
-        const id = o.id;
-        onEvents(this.#plans[jobs[k].trace].events - (reported.get(id) ?? 0));
-        reported.set(id, this.#plans[jobs[k].trace].events);
+        progress(o.id, plans[jobs[k].trace].events);
         outcomes[k] = o;
         onOutcome?.(o);
         finished++;
       };
       const queue = new JobQueue(jobs, choose, done);
-      const send = (w: Worker, k: number) => {
-        inFlight.set(w, inFlight.get(w)! + 1);
-        w.postMessage(jobs[k]);
-      };
-      // Each thread runs up to OPEN_JOBS side by side (Note [Best first]), dealt in turn.
-      const pump = () => {
-        for (;;) {
-          let sent = false;
-          for (const w of this.#threads) {
-            if (inFlight.get(w)! >= OPEN_JOBS) continue;
-            const k = queue.take();
-            if (k === undefined) break;
-            send(w, k);
-            sent = true;
-          }
-          if (sent) continue;
-          // Nothing runs and jobs wait: their wait cannot end, so the first runs.
-          const idle = [...inFlight.values()].every((n) => n === 0);
-          const k = idle ? queue.force() : undefined;
-          if (k === undefined) break;
-          send(this.#threads[0], k);
-        }
-        if (finished === jobs.length) settle();
-      };
-      for (const w of this.#threads) {
-        const onMessage = (m: WorkerMessage) => {
-          if (failed || settled) return;
-          const id = m.kind === 'progress' ? m.id : m.outcome.id;
-          const k = index.get(id)!;
-          if (m.kind === 'progress') {
-            onEvents(m.done - (reported.get(id) ?? 0));
-            reported.set(id, m.done);
-            return;
-          }
-          inFlight.set(w, inFlight.get(w)! - 1);
-          done(k, m.outcome);
+      const told: RunTold = {
+        progress: (id, n) => {
+          if (!settled) progress(id, n);
+        },
+        done: (o) => {
+          if (settled) return;
+          done(index.get(o.id)!, o);
           pump();
+        },
+      };
+      const local = new LocalLane(this.input, jobs, this.startProcess, told);
+      cleanups.push(() => local.turns.stop());
+      const lanes: Lane[] = [local];
+      for (const w of this.#threads) {
+        const lane = new WorkerLane(w, jobs);
+        lanes.push(lane);
+        const onMessage = (m: WorkerMessage) => {
+          if (m.kind === 'progress') told.progress(m.id, m.done);
+          else {
+            lane.inFlight--;
+            told.done(m.outcome);
+          }
         };
-        const onError = (e: unknown) => {
-          if (failed) return;
-          failed = true;
-          settle(e instanceof Error ? e : new Error(String(e)));
-        };
+        const onError = (e: unknown) => settle(e instanceof Error ? e : new Error(String(e)));
         const onExit = (code: number) => {
           if (!this.#closing) onError(new Error(`an advise worker stopped (exit ${code})`));
         };
@@ -600,6 +630,25 @@ class WorkerPool implements ReplayPool {
           w.off('exit', onExit);
         });
       }
+      // Each lane runs up to OPEN_JOBS side by side (Note [Best first]), dealt in turn.
+      const pump = () => {
+        for (;;) {
+          let sent = false;
+          for (const lane of lanes) {
+            if (lane.inFlight >= OPEN_JOBS) continue;
+            const k = queue.take();
+            if (k === undefined) break;
+            lane.send(k);
+            sent = true;
+          }
+          if (sent) continue;
+          // Nothing runs and jobs wait: their wait cannot end, so the first runs.
+          const k = lanes.every((l) => l.inFlight === 0) ? queue.force() : undefined;
+          if (k === undefined) break;
+          local.send(k);
+        }
+        if (finished === jobs.length) settle();
+      };
       pump();
     });
   }
