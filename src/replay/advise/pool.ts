@@ -452,15 +452,21 @@ interface RunTold {
 
 /**
  * Open jobs replayed side by side (Note [Best first]) in turns of TURN_MS,
- * between which the thread takes its messages: a worker the jobs it is
- * sent, this thread the workers' outcomes, which raise the bars.
+ * between which the thread takes its messages (a worker the jobs it is
+ * sent, this thread the workers' outcomes, which raise the bars), each turn
+ * set off by `defer`. Without `defer` nothing comes in between: the owner
+ * runs the turns itself (untilDone), with no timer, which the page's worker
+ * (no setImmediate there) and a pool without workers want.
  */
 export class Turns {
   readonly #running = new BestFirst();
   #scheduled = false;
   #stopped = false;
 
-  constructor(readonly onOutcome: (outcome: JobOutcome) => void) {}
+  constructor(
+    readonly onOutcome: (outcome: JobOutcome) => void,
+    readonly defer?: (turn: () => void) => void,
+  ) {}
 
   add(job: OpenJob): void {
     this.#running.add(job);
@@ -472,20 +478,27 @@ export class Turns {
     this.#stopped = true;
   }
 
+  /** Run turns here until no job is open (or stop): jobs added meanwhile run too. */
+  untilDone(): void {
+    while (!this.#stopped && this.#running.size > 0) this.#turn();
+  }
+
   #schedule(): void {
-    if (this.#scheduled || this.#stopped) return;
+    if (this.defer === undefined || this.#scheduled || this.#stopped) return;
     this.#scheduled = true;
-    setImmediate(() => this.#turn());
+    this.defer(() => {
+      this.#scheduled = false;
+      this.#turn();
+      if (this.#running.size > 0) this.#schedule();
+    });
   }
 
   #turn(): void {
-    this.#scheduled = false;
     const until = performance.now() + TURN_MS;
     while (!this.#stopped && this.#running.size > 0 && performance.now() < until) {
       const outcome = this.#running.step();
       if (outcome !== undefined) this.onOutcome(outcome);
     }
-    if (this.#running.size > 0) this.#schedule();
   }
 }
 
@@ -499,11 +512,12 @@ class LocalLane implements Lane {
     readonly jobs: readonly ReplayJob[],
     readonly startProcess: StartProcess,
     readonly told: RunTold,
+    defer: ((turn: () => void) => void) | undefined,
   ) {
     this.turns = new Turns((outcome) => {
       this.inFlight--;
       told.done(outcome);
-    });
+    }, defer);
   }
 
   send(k: number): void {
@@ -604,7 +618,15 @@ class ThreadPool implements ReplayPool {
           pump();
         },
       };
-      const local = new LocalLane(this.input, jobs, this.startProcess, told);
+      // With workers, this thread's turns let their outcomes in; alone, it runs its jobs straight through.
+      const alone = this.#threads.length === 0;
+      const local = new LocalLane(
+        this.input,
+        jobs,
+        this.startProcess,
+        told,
+        alone ? undefined : setImmediate,
+      );
       cleanups.push(() => local.turns.stop());
       const lanes: Lane[] = [local];
       for (const w of this.#threads) {
@@ -650,6 +672,7 @@ class ThreadPool implements ReplayPool {
         if (finished === jobs.length) settle();
       };
       pump();
+      if (alone) local.turns.untilDone();
     });
   }
 

@@ -17,7 +17,10 @@ export function serveAdviseJobs(startProcess: StartProcess): void {
   const input = workerData as ReplayInput;
   const port = parentPort;
   if (port === null) throw new ReplayError('the advise worker runs only as a worker thread');
-  const turns = new Turns((outcome) => port.postMessage({ kind: 'done', outcome } satisfies WorkerMessage));
+  const turns = new Turns(
+    (outcome) => port.postMessage({ kind: 'done', outcome } satisfies WorkerMessage),
+    setImmediate,
+  );
   port.on('message', (job: ReplayJob) => {
     turns.add(
       new OpenJob(input, job, startProcess, (done) =>
