@@ -166,7 +166,9 @@ export async function runAdviseBench(
     .filter((f) => f.endsWith('.pickle.gz'))
     .sort()) {
     const path = `${dir}${file}`;
-    rows.push(await measure(file.replace(/\.pickle\.gz$/, ''), path, readSnapshotFile(path), rounds, unpruned));
+    rows.push(
+      await measure(file.replace(/\.pickle\.gz$/, ''), path, readSnapshotFile(path), rounds, unpruned),
+    );
   }
   // The million-event snapshot, made in memory and read back as a file of it would be (the commands read the file).
   const events = options.events ?? 1_000_000;

@@ -34,8 +34,8 @@
  * hook (replay ends that run with the error; the outcome says `stoppedAt`
  * instead). A bar can also fall below a run while it waits for its next
  * slice (Note [Best first]); it is checked before each slice, and the run is
- * ended where it stands by throwing the same error into it. The search raises no bar a job could still
- * pass to matter (Note [Pruning], advise.ts).
+ * ended where it stands by throwing the same error into it. The search
+ * raises no bar a job could still pass to matter (Note [Pruning], advise.ts).
  *
  * Note [Best first]: a bar comes from settings that finished, so the sooner
  * the best settings finish, the sooner the others stop. Which are best is
