@@ -333,7 +333,7 @@ function speedRows() {
   if (commands.length > 0) {
     const worstCommand = commands.reduce((a, r) => (r.commandRatio > a.commandRatio ? r : a), commands[0]);
     rows.push([
-      `\`vmmkit advise\` against \`vmmkit replay\`, each the whole command on the same file: the worst of ${commands.length} committed traces (${worstCommand.trace}); the ${million?.events.toLocaleString('en-US') ?? '?'}-event snapshot`,
+      `\`vmmkit advise\` against \`vmmkit replay\`, each the whole command in its own process on the same file: the worst of ${commands.length} committed traces (${worstCommand.trace}); the ${million?.events.toLocaleString('en-US') ?? '?'}-event snapshot`,
       `${x(worstCommand.commandRatio)}; ${x(million?.commandRatio)}`,
       `at most ${target}x (Note [The commands side by side])`,
       met(
