@@ -634,4 +634,17 @@ describe.skipIf(dist === undefined)('advise on worker threads (skipped unless di
     expect(figures(there)).toEqual(figures(here));
     expect(there.vmmkit.peakReservedBytes).toBe(here.vmmkit.peakReservedBytes);
   });
+
+  it("fails the search, not the process, when what this thread's turn calls throws", async () => {
+    const built = (await import(pathToFileURL(dist!).href)) as { advise: typeof advise };
+    const snapshot = trace('phases_streams-native');
+    // This thread replays beside the worker, in turns set off by a timer: what throws there rejects advise.
+    const failing = built.advise(snapshot, {
+      workers: 1,
+      onProgress: () => {
+        throw new RangeError('told too much');
+      },
+    });
+    await expect(failing).rejects.toThrow('told too much');
+  });
 });

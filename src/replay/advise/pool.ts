@@ -618,15 +618,18 @@ class ThreadPool implements ReplayPool {
           pump();
         },
       };
-      // With workers, this thread's turns let their outcomes in; alone, it runs its jobs straight through.
+      // With workers, this thread's turns let their outcomes in (a turn that throws fails the run, as a
+      // worker's error does); alone, it runs its jobs straight through, and what throws rejects the run.
       const alone = this.#threads.length === 0;
-      const local = new LocalLane(
-        this.input,
-        jobs,
-        this.startProcess,
-        told,
-        alone ? undefined : setImmediate,
-      );
+      const defer = (turn: () => void) =>
+        setImmediate(() => {
+          try {
+            turn();
+          } catch (e) {
+            settle(e);
+          }
+        });
+      const local = new LocalLane(this.input, jobs, this.startProcess, told, alone ? undefined : defer);
       cleanups.push(() => local.turns.stop());
       const lanes: Lane[] = [local];
       for (const w of this.#threads) {
