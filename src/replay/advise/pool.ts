@@ -180,10 +180,16 @@ function sliceOf(events: number): number {
   return Math.max(MIN_SLICE, Math.ceil(events / SLICES_PER_REPLAY));
 }
 const MIN_SLICE = 256;
-const SLICES_PER_REPLAY = 8;
+const SLICES_PER_REPLAY = 16;
 
-/** Replays under way at once in one thread (Note [Best first]): each holds its allocator's state. */
-export const OPEN_JOBS = 4;
+/**
+ * Replays under way at once in one thread (Note [Best first]): each holds
+ * its allocator's state. More side by side is closer to replaying every one
+ * lowest first: counted in replayed events on the committed traces, 8 with
+ * 16 slices each replayed 3 to 7% fewer than 4 with 8, and any number at
+ * all with finer slices about 1% fewer again.
+ */
+export const OPEN_JOBS = 8;
 
 /** One job's replay under way, a slice at a time (Note [Best first]). */
 export class OpenJob {
