@@ -288,7 +288,7 @@ export function fidelityPage() {
     '',
     'Each target is a ratio of two things measured side by side in one run of its benchmark, on the machine and',
     'at the load its result file records (a shared 2-core machine: noise only adds time, so each side is its',
-    'best of the rounds run). The commands: `node dist/bench/advise.js --rounds 3 --write`,',
+    'best of the rounds run). The commands: `node dist/bench/advise.js --rounds 5 --write`,',
     '`node dist/bench/big-snapshot-bench.js --write`, `node dist/bench/web-page.js --big --write`.',
     '',
     ...speedTable,
