@@ -22,7 +22,6 @@
  * exit 2 in every command (usageLine); bad input one line and exit 1.
  */
 
-import { adviseCommand } from './advise.js';
 import { type CommandSpec, helpOf, usageOf } from './arguments.js';
 import {
   ADVISE_SPEC,
@@ -35,33 +34,50 @@ import {
   REPORT_SPEC,
   TRACE_SPEC,
 } from './command-specs.js';
-import { compareCommand } from './compare.js';
-import { demoCommand } from './demos/demo.js';
-import { inspectCommand } from './inspect.js';
-import { mapCommand } from './map.js';
-import { openCommand } from './open.js';
 import { packageVersion } from './package-files.js';
-import { replayCommand } from './replay.js';
-import { reportCommand } from './report.js';
-import { traceCommand } from './trace.js';
+
+type Run = (io: CliOutput, argv: readonly string[]) => number | Promise<number>;
 
 /** A command: its description (options, help, usage) and what runs it. */
 interface Command {
   readonly spec: CommandSpec;
-  readonly run: (io: CliOutput, argv: readonly string[]) => number | Promise<number>;
+  /**
+   * The command's module, loaded when the command runs: usage, --help and
+   * --version need none of them, and a command needs only its own (most of
+   * the package, for the snapshot commands, but not the others' or the page's).
+   */
+  readonly load: () => Promise<Run>;
 }
 
 /** Every command by name: the one table runCli dispatches through, and the usage and --help come from. */
 const COMMANDS: Readonly<Record<string, Command>> = Object.freeze({
-  demo: { spec: DEMO_SPEC, run: demoCommand },
-  trace: { spec: TRACE_SPEC, run: traceCommand },
-  inspect: { spec: INSPECT_SPEC, run: inspectCommand },
-  replay: { spec: REPLAY_SPEC, run: (io, argv) => replayCommand(io, argv) },
-  advise: { spec: ADVISE_SPEC, run: adviseCommand },
-  report: { spec: REPORT_SPEC, run: (io, argv) => reportCommand(io, argv) },
-  open: { spec: OPEN_SPEC, run: (io, argv) => openCommand(io, argv) },
-  compare: { spec: COMPARE_SPEC, run: compareCommand },
-  map: { spec: MAP_SPEC, run: mapCommand },
+  demo: { spec: DEMO_SPEC, load: async () => (await import('./demos/demo.js')).demoCommand },
+  trace: { spec: TRACE_SPEC, load: async () => (await import('./trace.js')).traceCommand },
+  inspect: { spec: INSPECT_SPEC, load: async () => (await import('./inspect.js')).inspectCommand },
+  replay: {
+    spec: REPLAY_SPEC,
+    load: async () => {
+      const { replayCommand } = await import('./replay.js');
+      return (io, argv) => replayCommand(io, argv);
+    },
+  },
+  advise: { spec: ADVISE_SPEC, load: async () => (await import('./advise.js')).adviseCommand },
+  report: {
+    spec: REPORT_SPEC,
+    load: async () => {
+      const { reportCommand } = await import('./report.js');
+      return (io, argv) => reportCommand(io, argv);
+    },
+  },
+  open: {
+    spec: OPEN_SPEC,
+    load: async () => {
+      const { openCommand } = await import('./open.js');
+      return (io, argv) => openCommand(io, argv);
+    },
+  },
+  compare: { spec: COMPARE_SPEC, load: async () => (await import('./compare.js')).compareCommand },
+  map: { spec: MAP_SPEC, load: async () => (await import('./map.js')).mapCommand },
 });
 
 const USAGE = `usage: ${Object.values(COMMANDS)
@@ -117,5 +133,5 @@ export async function runCli(argv: readonly string[], io: CliOutput = CONSOLE): 
     for (const line of helpOf(found.spec)) io.out(line);
     return 0;
   }
-  return found.run(io, args);
+  return (await found.load())(io, args);
 }
