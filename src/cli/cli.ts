@@ -45,6 +45,8 @@ interface Command {
    * The command's module, loaded when the command runs: usage, --help and
    * --version need none of them, and a command needs only its own (most of
    * the package, for the snapshot commands, but not the others' or the page's).
+   * It is called with the command line alone (replay, report and open take
+   * options of their own only from tests).
    */
   readonly load: () => Promise<Run>;
 }
@@ -54,28 +56,10 @@ const COMMANDS: Readonly<Record<string, Command>> = Object.freeze({
   demo: { spec: DEMO_SPEC, load: async () => (await import('./demos/demo.js')).demoCommand },
   trace: { spec: TRACE_SPEC, load: async () => (await import('./trace.js')).traceCommand },
   inspect: { spec: INSPECT_SPEC, load: async () => (await import('./inspect.js')).inspectCommand },
-  replay: {
-    spec: REPLAY_SPEC,
-    load: async () => {
-      const { replayCommand } = await import('./replay.js');
-      return (io, argv) => replayCommand(io, argv);
-    },
-  },
+  replay: { spec: REPLAY_SPEC, load: async () => (await import('./replay.js')).replayCommand },
   advise: { spec: ADVISE_SPEC, load: async () => (await import('./advise.js')).adviseCommand },
-  report: {
-    spec: REPORT_SPEC,
-    load: async () => {
-      const { reportCommand } = await import('./report.js');
-      return (io, argv) => reportCommand(io, argv);
-    },
-  },
-  open: {
-    spec: OPEN_SPEC,
-    load: async () => {
-      const { openCommand } = await import('./open.js');
-      return (io, argv) => openCommand(io, argv);
-    },
-  },
+  report: { spec: REPORT_SPEC, load: async () => (await import('./report.js')).reportCommand },
+  open: { spec: OPEN_SPEC, load: async () => (await import('./open.js')).openCommand },
   compare: { spec: COMPARE_SPEC, load: async () => (await import('./compare.js')).compareCommand },
   map: { spec: MAP_SPEC, load: async () => (await import('./map.js')).mapCommand },
 });
