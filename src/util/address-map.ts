@@ -8,9 +8,12 @@
  * in a Float64Array, probes linearly from a multiplicative hash of the
  * address's 512-byte unit (allocators' addresses are multiples of 512, so
  * the low bits say nothing), and removes by shifting the entries after a
- * removed one back (no tombstones), so a lookup never walks past more than
- * the entries that collide with it. At most half full: it doubles first.
+ * removed one back (no tombstones: Note [Backward-shift delete]), so a
+ * lookup never walks past more than the entries that collide with it. At
+ * most half full: it doubles first.
  */
+import { fillsGap } from './backward-shift.js';
+
 const EMPTY = -1;
 const MIN_CAPACITY = 64;
 
@@ -69,11 +72,9 @@ export class AddressMap<V> {
       if (k === key) break;
       if (k === EMPTY) return false;
     }
-    // Shift back each later entry of the run whose home is not between the gap and it.
+    // Note [Backward-shift delete]
     for (let j = (i + 1) & mask; keys[j] !== EMPTY; j = (j + 1) & mask) {
-      const h = home(keys[j], this.#shift);
-      const stays = i <= j ? i < h && h <= j : i < h || h <= j;
-      if (stays) continue;
+      if (!fillsGap(i, home(keys[j], this.#shift), j)) continue;
       keys[i] = keys[j];
       values[i] = values[j];
       i = j;

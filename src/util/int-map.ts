@@ -7,10 +7,11 @@
  * plan's walk of a 7-million-event trace spent most of its time there. This
  * one keeps keys and values in two typed arrays, open addressing with linear
  * probing, nothing allocated per entry (a delete shifts the entries after
- * it back, so no tombstones). Keys compare as Map compares them (SameValueZero:
- * 0 and -0 are one key, NaN is one key).
+ * it back, so no tombstones: Note [Backward-shift delete]). Keys compare as
+ * Map compares them (SameValueZero: 0 and -0 are one key, NaN is one key).
  */
 
+import { fillsGap } from './backward-shift.js';
 import { IntMapValueError } from './errors.js';
 
 /** What `get` gives for a key not in the map; no value may be it. */
@@ -82,11 +83,9 @@ export class IntMap {
       if (values[i] === ABSENT) return false;
       if (keys[i] === key) break;
     }
-    // Backward shift: each later entry of the run that may sit in the hole moves into it, so no probe meets a gap.
+    // Note [Backward-shift delete]
     for (let j = (i + 1) & mask; values[j] !== ABSENT; j = (j + 1) & mask) {
-      const home = hashOf(keys[j]) & mask;
-      const stays = i <= j ? i < home && home <= j : i < home || home <= j;
-      if (stays) continue;
+      if (!fillsGap(i, hashOf(keys[j]) & mask, j)) continue;
       keys[i] = keys[j];
       values[i] = values[j];
       i = j;
