@@ -189,7 +189,7 @@ const SLICES_PER_REPLAY = 16;
  * 16 slices each replayed 3 to 7% fewer than 4 with 8, and any number at
  * all with finer slices about 1% fewer again.
  */
-export const OPEN_JOBS = 8;
+const OPEN_JOBS = 8;
 
 /** One job's replay under way, a slice at a time (Note [Best first]). */
 export class OpenJob {
@@ -321,7 +321,7 @@ export class OpenJob {
  * slice of the open job with the fewest OOMs and the lowest running peak
  * (the earliest opened among equals) and gives its outcome once it is over.
  */
-export class BestFirst {
+class BestFirst {
   readonly #open: OpenJob[] = [];
 
   get size(): number {
@@ -441,7 +441,7 @@ export type WorkerMessage =
   | { readonly kind: 'done'; readonly outcome: JobOutcome };
 
 /** How long a thread runs slices before it takes its messages (this thread: the workers' outcomes). */
-export const TURN_MS = 10;
+const TURN_MS = 10;
 
 /** Where a run's jobs replay, up to OPEN_JOBS at once: this thread, or one worker thread. */
 interface Lane {
