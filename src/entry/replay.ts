@@ -81,6 +81,7 @@ export {
   type OomVerdict,
   type RecordedOomOutcome,
   ReplayError,
+  type ReplayGrowth,
   type ReplayOptions,
   type ReplayResult,
   type ReplaySegmentEvent,
