@@ -320,10 +320,13 @@ function text(
   if (files.length > 1)
     lines.push(`${files.length} snapshots: each setting replayed on every one and ranked by its worst`);
   const recordedConf = a.recorded.allocConf;
-  if (a.recorded.peakReservedBytes !== null)
-    lines.push(
-      `recorded: ${whose} reserved ${formatBytes(a.recorded.peakReservedBytes)} at its peak, ${recordedConf ? `${name}=${recordedConf}` : `${name} unset`}`,
-    );
+  const recordedSettings = recordedConf ? `${name}=${recordedConf}` : `${name} unset`;
+  // With no segment events the recorded run has no peak of its own (only the state it was dumped in).
+  lines.push(
+    a.recorded.peakReservedBytes !== null
+      ? `recorded: ${whose} reserved ${formatBytes(a.recorded.peakReservedBytes)} at its peak, ${recordedSettings}`
+      : `recorded: ${recordedSettings} (no segment events: the run's own peak is not in the snapshot)`,
+  );
   if (a.memoryLimit !== null) lines.push(`memory limit: ${formatBytes(a.memoryLimit)} per device`);
   const s = a.search;
   lines.push(
@@ -351,7 +354,7 @@ function text(
     ]);
   baselines.push([
     '',
-    `${whose} with the recorded settings (${a.recorded.replayed.allocConf === '' ? 'defaults' : a.recorded.replayed.allocConf})`,
+    `${whose} with the recorded settings (${recordedLabel(recordedConf, a.recorded.replayed.allocConf)})`,
     // The recording reproduced: exact from any start.
     ...figures(a.recorded.replayed, true),
   ]);
@@ -461,4 +464,23 @@ function figuresOf(c: AdviceBaseline & { stoppedAt?: number; tight?: boolean }, 
     String(c.ooms),
     c.driverCalls.toLocaleString('en-US'),
   ];
+}
+
+/**
+ * The recorded settings as the baseline row names them: the string the
+ * snapshot records, and, where the search replayed them as another string
+ * (one that decides every request of this trace alike: Note [Effective
+ * settings]), that string too, so a recorded max_split_size_mb:512 that no
+ * block reaches is not shown as the defaults.
+ */
+function recordedLabel(recorded: string | null, replayed: string): string {
+  const keys = (c: string) =>
+    c
+      .split(/,(?![^[]*\])/)
+      .filter((k) => k !== '')
+      .sort()
+      .join(',');
+  const name = (c: string) => (c === '' ? 'defaults' : c);
+  if (recorded === null || keys(recorded) === keys(replayed)) return name(replayed);
+  return `${name(recorded)}, replayed as ${replayed === '' ? 'the defaults' : replayed}`;
 }

@@ -335,7 +335,9 @@ const HISTORY_HINT =
  */
 export function checkHistory(file: string, plan: TracePlan): void {
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
-    throw new CommandError(`${file} holds no trace events: was history recorded? ${HISTORY_HINT}`);
+    throw new CommandError(
+      `${file} holds no trace events and no live blocks to replay: was history recorded? ${HISTORY_HINT}`,
+    );
 }
 
 /** JSON has no Infinity: PyTorch's "no limit" (SIZE_MAX) as null. */

@@ -66,7 +66,9 @@ export async function pageData(
 ): Promise<{ readonly data: ReportData; readonly recorded: RecordedReplay; readonly plan: TracePlan }> {
   const { allocators, allocConf, memoryLimit, startProcess, costs, plan } = options;
   if (plan.events === 0 && plan.reconstructedBlocks === 0)
-    throw new ReportArgumentError(`${name} holds no trace events: was history recorded? ${HISTORY_HINT}`);
+    throw new ReportArgumentError(
+      `${name} holds no trace events and no live blocks to replay: was history recorded? ${HISTORY_HINT}`,
+    );
   const recorded = recordReplay(snapshot, {
     plan,
     allocators,

@@ -142,6 +142,24 @@ describe('vmmkit advise', () => {
     expect(Math.min(...ratios)).toBeLessThan(0.9);
   });
 
+  it('the recorded settings are named as recorded, where the search replayed them as a simpler string', async () => {
+    // nishi951/triton-unfold: max_split_size_mb:512 recorded, no block that large, no segment events.
+    const file = fileURLToPath(new URL('wild/triton-unfold-recorded-conf.pickle.gz', FIXTURES));
+    const { code, out } = await advise([file]);
+    expect(code).toBe(0);
+    expect(out).toContain(
+      "recorded: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512 (no segment events: the run's own peak is not in the snapshot)",
+    );
+    expect(out.find((l) => l.includes('PyTorch with the recorded settings'))).toMatch(
+      /^ {4}PyTorch with the recorded settings \(max_split_size_mb:512, replayed as the defaults\) +66\.0 MiB /,
+    );
+    // Where the recorded string is the one replayed, it is named alone.
+    const { out: gpt } = await advise([GPT]);
+    expect(gpt.find((l) => l.includes('PyTorch with the recorded settings'))).toMatch(
+      /PyTorch with the recorded settings \(defaults\) /,
+    );
+  });
+
   it('a window that starts mid-run: no figure for another setting is printed as if it held', async () => {
     const ring = GPT.replace('--reference', '--ring-native');
     const { out } = await advise([ring]);

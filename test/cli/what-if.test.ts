@@ -120,7 +120,9 @@ describe('vmmkit replay --alloc-conf / --memory-limit', () => {
       writeFileSync(empty, pickle({ segments: [], device_traces: [[]] }));
       const c = capture();
       expect(await runCli(['replay', empty], c.io)).toBe(1);
-      expect(c.err.join('\n')).toMatch(/holds no trace events: was history recorded\?/);
+      expect(c.err.join('\n')).toMatch(
+        /holds no trace events and no live blocks to replay: was history recorded\?/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

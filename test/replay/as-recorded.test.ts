@@ -18,6 +18,7 @@ import {
   graphLines,
 } from '../../src/replay/engine/verdict.js';
 import { readSnapshotFile } from '../../src/replay/read/load.js';
+import type { MemorySnapshot } from '../../src/replay/read/snapshot.js';
 import { answerWhatIf, replay, reproduceRecording } from '../support/replay.js';
 
 const root = new URL('../../traces/', import.meta.url);
@@ -227,13 +228,29 @@ describe("the issue's cases, answered as the recording says", () => {
     }
   });
 
-  it('a snapshot with CUDA graph pools says what the recording does and does not change', () => {
+  it('a snapshot with private pools says what the recording does and does not change, and what made the pools where it can', () => {
+    const lines = (s: MemorySnapshot) => graphLines(planReplay(s), s);
+    // graphs_serve: (1, 0) and (2, 0), graphs' own pools, and (0, 1), the pool graph_pool_handle() made for four graphs.
     const graphs = readSnapshotFile(new URL('graphs_serve--reference.pickle.gz', whatif).pathname);
-    const lines = graphLines(planReplay(graphs), graphs);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^the snapshot shows CUDA graph pools \([\d,]+ block\(s\) allocated in them\)/);
+    expect(lines(graphs)).toHaveLength(1);
+    expect(lines(graphs)[0]).toMatch(
+      /^the snapshot shows CUDA graph pools, and pools that graph_pool_handle\(\) or torch\.cuda\.MemPool\(\) made \(a snapshot does not say which\) \([\d,]+ block\(s\) allocated in them\): recording history does not change .*compile run.*vLLM's sleep mode/,
+    );
+    // verl: vLLM's weights and KV cache in (0, 1) and (0, 2), MemPools with an allocator of their own.
+    const verl = readSnapshotFile(pathOf('wild/verl-mempools.pickle.gz'));
+    expect(lines(verl)[0]).toMatch(
+      /^the snapshot shows private pools that graph_pool_handle\(\) or torch\.cuda\.MemPool\(\) made .*which a MemPool with an allocator of its own \(vLLM's sleep mode has one\) is not$/,
+    );
+    // A compiled model's graph trees name themselves in the stacks.
+    const compiled = {
+      ...verl,
+      frames: [...verl.frames, { filename: '/x/torch/_inductor/cudagraph_trees.py', name: 'run', line: 1 }],
+    };
+    expect(lines(compiled)[0]).toMatch(
+      /^the snapshot shows the CUDA graph pools of a compiled model .*only as good as that for the next$/,
+    );
     const plain = readSnapshotFile(new URL('gpt_train--reference.pickle.gz', whatif).pathname);
-    expect(graphLines(planReplay(plain), plain)).toEqual([]);
+    expect(lines(plain)).toEqual([]);
   });
 
   it('a ring-wrapped snapshot says what PyTorch reserved over the whole run, not over the window', () => {

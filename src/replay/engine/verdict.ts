@@ -179,28 +179,58 @@ export function ambiguousRunLines(answer: WhatIfAnswer): string[] {
 }
 
 /**
- * Note [Recording CUDA graphs]: a snapshot with CUDA-graph private pools
- * (torch.cuda.graph, torch.compile's reduce-overhead) is answered as any
- * other, but its reader should know what the recording itself changes.
- * PyTorch's allocator keeps history beside its decisions: recordHistory
- * sets what is remembered, and malloc's search, rounding, splitting and
- * merging read none of it; cudagraph trees read the history flag only to
- * switch recording on around a warm-up or capture when asked to
- * (traces/seeds/README.md cites the sources and an H100 run in which
+ * Note [Recording CUDA graphs]: a snapshot with private pools is answered as
+ * any other, but its reader should know what the recording itself changes,
+ * and what the snapshot cannot say. PyTorch's allocator keeps history beside
+ * its decisions: recordHistory sets what is remembered, and malloc's search,
+ * rounding, splitting and merging read none of it; cudagraph trees read the
+ * history flag only to switch recording on around a warm-up or capture when
+ * asked to (traces/seeds/README.md cites the sources and an H100 run in which
  * history on and off reserved the same to the byte). What does move a
  * compiled model's memory is its compile run: Inductor tunes kernels at
  * their first launch, which under reduce-overhead is the graph trees'
  * warm-up, into the graphs' private pool; on that H100 a warm compile
  * cache (no tuning) reserved 38 MiB less there than a cold one. So the
  * answer is exact for the process recorded and only as good as that for
- * the next one.
+ * the next one. What made a pool shows in its id (ATen's MemPool: uid_ and
+ * uuid_): a graph captured with no pool given makes its own, (n, 0); one
+ * that graph_pool_handle() or torch.cuda.MemPool() made, for graphs to share
+ * or for a MemPool, is (0, n), and a snapshot cannot tell those two apart;
+ * torch.compile's graph trees share a (0, n) pool, and show in the stacks
+ * (frames in _inductor/cudagraph_trees.py). A MemPool with an allocator of
+ * its own (vLLM's sleep mode keeps its weights and KV cache in two, as
+ * volcengine/verl's mem.pickle shows) is replayed as a pool of PyTorch's own
+ * (Note [Private pools]), which it is not; the line says so where a (0, n)
+ * pool is not known to be graphs'.
  */
 export function graphLines(plan: TracePlan, snapshot: MemorySnapshot): string[] {
-  const privateSegment = snapshot.segments.some(
-    (s) => s.poolId !== undefined && (s.poolId[0] !== 0 || s.poolId[1] !== 0),
+  const ids = snapshot.segments
+    .map((s) => s.poolId)
+    .filter((id) => id !== undefined && (id[0] !== 0 || id[1] !== 0));
+  if (plan.privatePoolBlocks === 0 && ids.length === 0) return [];
+  const blocks = `${plan.privatePoolBlocks.toLocaleString('en-US')} block(s) allocated in them`;
+  const compiled = snapshot.frames.some((f) =>
+    f.filename.replaceAll('\\', '/').includes('_inductor/cudagraph_trees.py'),
   );
-  if (plan.privatePoolBlocks === 0 && !privateSegment) return [];
+  const history = "recording history does not change PyTorch's allocation decisions";
+  const compileRun =
+    "a compiled model's memory follows its compile run (a cold compile cache tunes kernels inside the graphs' pool; a warm one does not)";
+  if (compiled)
+    return [
+      `the snapshot shows the CUDA graph pools of a compiled model (${blocks}): ${history}, but ${compileRun}, so these answers are exact for this process and only as good as that for the next`,
+    ];
+  const graphsOwn = ids.some((id) => id![0] !== 0);
+  const shared = ids.some((id) => id![0] === 0);
+  const what = graphsOwn
+    ? shared
+      ? 'CUDA graph pools, and pools that graph_pool_handle() or torch.cuda.MemPool() made (a snapshot does not say which)'
+      : 'CUDA graph pools'
+    : 'private pools that graph_pool_handle() or torch.cuda.MemPool() made (a snapshot does not say which)';
+  const memPool =
+    shared || !graphsOwn
+      ? "; replay serves them as PyTorch's own pools, which a MemPool with an allocator of its own (vLLM's sleep mode has one) is not"
+      : '';
   return [
-    `the snapshot shows CUDA graph pools (${plan.privatePoolBlocks.toLocaleString('en-US')} block(s) allocated in them): recording history does not change PyTorch's allocation decisions, but a compiled model's memory follows its compile run (a cold compile cache tunes kernels inside the graphs' pool; a warm one does not), so these answers are exact for this process and only as good as that for the next`,
+    `the snapshot shows ${what} (${blocks}): ${history}, but where they hold a compiled model's graphs, ${compileRun}${memPool}`,
   ];
 }
