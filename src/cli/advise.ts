@@ -37,7 +37,7 @@ import { ALLOCATOR_REGISTRY } from '../replay/engine/allocators.js';
 import { type AsRecorded, planUnder, reproduceRecording } from '../replay/engine/as-recorded.js';
 import { replay } from '../replay/engine/replay.js';
 import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
-import { asRecordedLines, capLines } from '../replay/engine/verdict.js';
+import { asRecordedLines, capLines, graphLines } from '../replay/engine/verdict.js';
 import { capInForce, leastRecordedCap } from '../replay/engine/what-if.js';
 import { loadSnapshotFile } from '../replay/read/load.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
@@ -104,7 +104,7 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
       throw new UsageError(`--workers: '${workersText}' is not a number of threads (0 to 256)`);
     workers = Number(workersText);
   }
-  const snapshots = [];
+  const snapshots: MemorySnapshot[] = [];
   const recorded: AsRecorded[] = [];
   for (const file of args) {
     const snapshot = withVendor(await loadSnapshotFile(file, { onProgress: loadProgress(io) }), vendor);
@@ -175,6 +175,11 @@ async function run(io: CliOutput, argv: readonly string[]): Promise<number> {
   }
   // The notes after the answer, whose first line is the recording reproduced.
   for (const line of notes(plans, args, advice)) io.err(`note: ${line}`);
+  // Note [Recording CUDA graphs]: what the recording and a snapshot's pools leave open, as replay says it.
+  plans.forEach((plan, k) => {
+    for (const line of graphLines(plan, snapshots[k]))
+      io.err(`note: ${args.length > 1 ? `${args[k]}: ` : ''}${line}`);
+  });
   for (const line of lateStartLines(snapshots, plans, args, advice, memoryLimit)) io.err(`note: ${line}`);
   return advice.recommended === null ? NOTHING_FITS : 0;
 }

@@ -160,6 +160,19 @@ describe('vmmkit advise', () => {
     );
   });
 
+  it("advise says what a snapshot's private pools leave open, as replay does (Note [Recording CUDA graphs])", async () => {
+    const verl = fileURLToPath(new URL('wild/verl-mempools.pickle.gz', FIXTURES));
+    const { code, err } = await advise([verl]);
+    expect(code).toBe(0);
+    expect(err.filter((l) => l.startsWith('note: the snapshot shows '))).toEqual([
+      expect.stringMatching(
+        /^note: the snapshot shows private pools that graph_pool_handle\(\) or torch\.cuda\.MemPool\(\) made .*vLLM's sleep mode/,
+      ),
+    ]);
+    const plain = await advise([GPT]);
+    expect(plain.err.filter((l) => l.startsWith('note: the snapshot shows '))).toEqual([]);
+  });
+
   it('a window that starts mid-run: no figure for another setting is printed as if it held', async () => {
     const ring = GPT.replace('--reference', '--ring-native');
     const { out } = await advise([ring]);
