@@ -112,6 +112,23 @@ describe('vmmkit replay --alloc-conf / --memory-limit', () => {
     expect(text.out[0]).toMatch(/^as recorded: reproduced \(peak [\d.]+ GiB\)$/);
   });
 
+  it('on several devices each one is answered by its own peak, against the limit each has', async () => {
+    const two = new URL('../replay/fixtures/two-devices.pickle', import.meta.url).pathname;
+    const c = capture();
+    expect(await runCli(['replay', two, '--allocator', 'pytorch-native'], c.io)).toBe(0);
+    expect(c.out).toContain(
+      'pytorch-native fits, peak device 0 22.0 MiB, device 1 20.0 MiB (42.0 MiB together)',
+    );
+    const capped = capture();
+    expect(
+      await runCli(['replay', two, '--allocator', 'pytorch-native', '--memory-limit', '30MiB'], capped.io),
+    ).toBe(0);
+    // 42 MiB together under a 30 MiB limit: it fits, since each device holds less than its own 30 MiB.
+    expect(capped.out).toContain(
+      'pytorch-native fits, peak device 0 22.0 MiB, device 1 20.0 MiB of 30.0 MiB each (42.0 MiB together)',
+    );
+  });
+
   it('a snapshot with no trace asks whether history was recorded', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'vmmkit-whatif-'));
     try {

@@ -23,6 +23,12 @@ export function verdictOf(a: AllocatorRun, limit: number | undefined): string {
   if (a.error !== undefined) return `${a.name} could not be replayed: ${a.error}`;
   const oom = a.firstOom;
   if (oom === null) {
+    // Each device has its memory and its limit: on several, each one's peak, and their sum (the table's figure).
+    if (a.devices.length > 1) {
+      const each = a.devices.map((d) => `device ${d.device} ${formatBytes(d.peakReservedBytes)}`).join(', ');
+      const of = limit === undefined ? '' : ` of ${formatBytes(limit)} each`;
+      return `${a.name} fits, peak ${each}${of} (${formatBytes(a.peakReservedBytes)} together)`;
+    }
     const of = limit === undefined ? '' : ` of ${formatBytes(limit)}`;
     return `${a.name} fits, peak ${formatBytes(a.peakReservedBytes)}${of}`;
   }
@@ -137,9 +143,20 @@ export function answerLines(answer: WhatIfAnswer): string[] {
       ? `peak ${formatBytes(x.peakHighBytes)}`
       : `peak at least ${formatBytes(x.atLeastBytes ?? 0)} (its live blocks on 2 MiB pages), estimated ${estimates}: the snapshot starts mid-run, and what these settings would have made of the unrecorded past can raise it`;
     if (x.verdict === 'fits') {
+      const given = answer.cap.kind === 'given' ? formatBytes(answer.cap.devices[0].highBytes) : undefined;
+      // Several devices, each with its memory and its cap: each one's peak, then their sum (the table's figure).
+      if (x.exact && run.devices.length > 1 && run.peakReservedBytes === x.peakHighBytes) {
+        const each = run.devices
+          .map((d) => `device ${d.device} ${formatBytes(d.peakReservedBytes)}`)
+          .join(', ');
+        const of = given === undefined ? '' : ` of ${given} each`;
+        const together = `(${formatBytes(x.peakHighBytes)} together)`;
+        return inferred
+          ? `${x.name} fits under any cap in that interval, peak ${each} ${together}`
+          : `${x.name} fits, peak ${each}${of} ${together}`;
+      }
       if (inferred) return `${x.name} fits under any cap in that interval, ${peak}`;
-      const limit = answer.cap.kind === 'given' ? ` of ${formatBytes(answer.cap.devices[0].highBytes)}` : '';
-      return `${x.name} fits, ${peak}${limit}`;
+      return `${x.name} fits, ${peak}${given === undefined ? '' : ` of ${given}`}`;
     }
     if (x.verdict === 'runs-out') {
       const oom = run.firstOom;
