@@ -14,6 +14,7 @@ import {
   answerLines,
   asRecordedLines,
   capLines,
+  graphLines,
   oomPlace,
   oomState,
   recordedOomLines,
@@ -92,6 +93,8 @@ export interface ReportAnswer {
   readonly allocConfName?: string;
   /** What became of the trace's own recorded OOM requests, in words. */
   readonly recordedOoms: readonly string[];
+  /** What the recording and the snapshot's private pools leave open (Note [Recording CUDA graphs]), as replay's notes say it. */
+  readonly notes?: readonly string[];
   readonly oomMaps: readonly OomMap[];
 }
 
@@ -185,6 +188,7 @@ export function reportAnswer(
     rows,
     advice: options.advice ?? null,
     recordedOoms: recordedOomLines(result),
+    notes: graphLines(plan, recorded.snapshot),
     oomMaps,
   };
 }

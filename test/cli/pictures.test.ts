@@ -28,6 +28,7 @@ interface EmbeddedAnswer {
   readonly rows: readonly { readonly name: string; readonly fits: boolean; readonly verdict: string }[];
   readonly advice: { readonly allocConf: string } | null;
   readonly oomMaps: readonly { readonly svg: string; readonly pieces: readonly Piece[] }[];
+  readonly notes?: readonly string[];
 }
 function embedded(html: string): { answer: EmbeddedAnswer } {
   const open = 'id="vmmkit-data">';
@@ -51,6 +52,20 @@ describe('vmmkit report', () => {
     expect(pinning.some((frames) => frames.some((f) => f.includes('DeviceCachingAllocator::malloc')))).toBe(
       false,
     );
+  });
+
+  it("says what a snapshot's private pools leave open, as replay's notes do (Note [Recording CUDA graphs])", async () => {
+    const verl = fileURLToPath(new URL('../replay/fixtures/wild/verl-mempools.pickle.gz', import.meta.url));
+    const replayed = capture();
+    expect(await runCli(['replay', verl], replayed.io)).toBe(0);
+    const said = replayed.err.filter((l) => l.startsWith('note: the snapshot shows ')).map((l) => l.slice(6));
+    expect(said).toHaveLength(1);
+    const out = join(dir, 'verl.html');
+    expect(await runCli(['report', verl, '--out', out], capture().io)).toBe(0);
+    expect(embedded(readFileSync(out, 'utf8')).answer.notes).toEqual(said);
+    const plain = join(dir, 'plain.html');
+    expect(await runCli(['report', TRACE, '--out', plain], capture().io)).toBe(0);
+    expect(embedded(readFileSync(plain, 'utf8')).answer.notes).toEqual([]);
   });
 
   it('searches for advice only when asked (Note [The answer, then the advice]): the same answer, no setting named', async () => {

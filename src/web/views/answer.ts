@@ -80,6 +80,7 @@ export function renderAnswer(a: ReportAnswer, pendingAdvice?: string): HTMLEleme
   else if (pendingAdvice !== undefined)
     section.append(el('p', { class: 'recommend pending' }, pendingAdvice));
   for (const line of a.recordedOoms) section.append(el('p', { class: 'recorded-oom' }, `${line}.`));
+  for (const line of a.notes ?? []) section.append(el('p', { class: 'note' }, `note: ${line}`));
   for (const m of a.oomMaps) {
     const pieces = el('ol', { class: 'pieces' });
     for (const p of m.pieces) {
