@@ -221,9 +221,9 @@ export function ambiguousRunLines(answer: WhatIfAnswer): string[] {
  * pool is not known to be graphs'.
  */
 export function graphLines(plan: TracePlan, snapshot: MemorySnapshot): string[] {
-  const ids = snapshot.segments
-    .map((s) => s.poolId)
-    .filter((id) => id !== undefined && (id[0] !== 0 || id[1] !== 0));
+  const ids = snapshot.segments.flatMap((s) =>
+    s.poolId !== undefined && (s.poolId[0] !== 0 || s.poolId[1] !== 0) ? [s.poolId] : [],
+  );
   if (plan.privatePoolBlocks === 0 && ids.length === 0) return [];
   const blocks = `${plan.privatePoolBlocks.toLocaleString('en-US')} block(s) allocated in them`;
   const compiled = snapshot.frames.some((f) =>
@@ -236,8 +236,8 @@ export function graphLines(plan: TracePlan, snapshot: MemorySnapshot): string[] 
     return [
       `the snapshot shows the CUDA graph pools of a compiled model (${blocks}): ${history}, but ${compileRun}, so these answers are exact for this process and only as good as that for the next`,
     ];
-  const graphsOwn = ids.some((id) => id![0] !== 0);
-  const shared = ids.some((id) => id![0] === 0);
+  const graphsOwn = ids.some((id) => id[0] !== 0);
+  const shared = ids.some((id) => id[0] === 0);
   const what = graphsOwn
     ? shared
       ? 'CUDA graph pools, and pools that graph_pool_handle() or torch.cuda.MemPool() made (a snapshot does not say which)'
