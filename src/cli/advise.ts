@@ -325,7 +325,13 @@ function text(
   if (files.length > 1)
     lines.push(`${files.length} snapshots: each setting replayed on every one and ranked by its worst`);
   const recordedConf = a.recorded.allocConf;
-  const recordedSettings = recordedConf ? `${name}=${recordedConf}` : `${name} unset`;
+  // null: the snapshot records no settings at all (an older PyTorch's), '' that the variable was unset.
+  const recordedSettings =
+    recordedConf === null
+      ? `${name} not recorded`
+      : recordedConf
+        ? `${name}=${recordedConf}`
+        : `${name} unset`;
   // With no segment events the recorded run has no peak of its own (only the state it was dumped in).
   lines.push(
     a.recorded.peakReservedBytes !== null

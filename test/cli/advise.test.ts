@@ -153,6 +153,11 @@ describe('vmmkit advise', () => {
     expect(out.find((l) => l.includes('PyTorch with the recorded settings'))).toMatch(
       /^ {4}PyTorch with the recorded settings \(max_split_size_mb:512, replayed as the defaults\) +66\.0 MiB /,
     );
+    // An older PyTorch's snapshot records no settings at all: not the same as recording them unset.
+    const old = fileURLToPath(new URL('wild/eor-nn-no-settings.pickle.gz', FIXTURES));
+    expect((await advise([old])).out).toContain(
+      'recorded: PyTorch reserved 128.0 MiB at its peak, PYTORCH_CUDA_ALLOC_CONF not recorded',
+    );
     // Where the recorded string is the one replayed, it is named alone.
     const { out: gpt } = await advise([GPT]);
     expect(gpt.find((l) => l.includes('PyTorch with the recorded settings'))).toMatch(
