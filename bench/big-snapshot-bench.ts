@@ -29,14 +29,12 @@ import { ALLOCATOR_REGISTRY, DEFAULT_ALLOCATORS } from '../src/replay/engine/all
 
 import { planReplay } from '../src/replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../src/replay/read/load.js';
-import { writeBigSnapshot } from '../test/support/big-snapshot.js';
+import { GENERATOR_VERSION, writeBigSnapshot } from '../test/support/big-snapshot.js';
 import { defaultSource, parseSize } from './big-snapshot.js';
 import { measureInChild } from './measure-in-child.js';
 import { runFacts, writeResult } from './result-file.js';
 
 const MiB = 1024 * 1024;
-/** Bump when the generator writes something else for the same source and size. */
-const GENERATOR_VERSION = 1;
 /** Issue 28: parse + native replay within this share of pickle.load's time, in this much peak RSS. */
 const TARGET = { ratio: 0.25, maxRssMiB: 1024 };
 /** Rounds of parse-turns: each parses the file once without the entry decoder and once with it. */

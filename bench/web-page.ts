@@ -53,7 +53,7 @@ import { planReplay } from '../src/replay/engine/trace-plan.js';
 import { loadSnapshotFile } from '../src/replay/read/load.js';
 import { pickle } from '../src/replay/read/pickle/writer.js';
 import { makeBenchSnapshot } from '../test/support/bench-snapshot.js';
-import { writeBigSnapshot } from '../test/support/big-snapshot.js';
+import { GENERATOR_VERSION, writeBigSnapshot } from '../test/support/big-snapshot.js';
 import { defaultSource } from './big-snapshot.js';
 import { runFacts, writeResult } from './result-file.js';
 
@@ -308,7 +308,7 @@ async function main(): Promise<void> {
     if (argv.includes('--big')) {
       const bigDir = join(tmpdir(), 'vmmkit-web-bench');
       mkdirSync(bigDir, { recursive: true });
-      const bigFile = join(bigDir, 'big-1GiB.pickle');
+      const bigFile = join(bigDir, `big-1GiB-v${GENERATOR_VERSION}.pickle`);
       let info: unknown = null;
       if (!existsSync(bigFile)) {
         info = writeBigSnapshot({ source: defaultSource(), bytes: 1024 * MiB, out: `${bigFile}.partial` });

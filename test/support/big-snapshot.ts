@@ -16,7 +16,13 @@
  * kept in the first repetition only. The last repetition is left as the
  * source ends, and `segments` is the source's, moved to the last
  * repetition's addresses: the file is consistent as a snapshot of a job that
- * ran the source's work again and again.
+ * ran the source's work again and again. A native source's segments are
+ * released in the order PyTorch's empty_cache() releases them (the large
+ * pool, then the small one, each by stream, size and address), so replay
+ * reproduces such a file as recorded (test/replay/snapshot-stream.test.ts),
+ * the seams taken for empty_cache() calls. An expandable source's is not
+ * reproduced: PyTorch maps a repetition's pages into the segment it keeps,
+ * not a span higher.
  *
  * Stacks: a source recorded with stacks keeps its own. One without (the
  * committed traces/h200 ones) gets synthetic stacks shaped like PyTorch's
@@ -30,6 +36,7 @@
  * 'N/A' string per entry's compile_context; FRAME opcodes from protocol 4.
  */
 import { closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { SMALL_BUFFER } from '../../src/alloc/pytorch/sizes.js';
 import { readPickle, readSnapshotFile } from '../../src/replay/read/load.js';
 import {
   isPickleDict,
@@ -67,6 +74,13 @@ export interface BigSnapshotInfo {
   readonly syntheticStacks: boolean;
   readonly protocol: number;
 }
+
+/**
+ * The generator's version: bumped when it writes something else for the
+ * same source and size (2: the seams released in PyTorch's order). The
+ * benchmarks key the big files they keep in the temp folder by it.
+ */
+export const GENERATOR_VERSION = 2;
 
 /** Write the big snapshot (Note [Big snapshot]). */
 export function writeBigSnapshot(options: BigSnapshotOptions): BigSnapshotInfo {
@@ -351,7 +365,16 @@ function cyclePlan(t: DeviceTrace, s: MemorySnapshot): CyclePlan {
     if (!b.requested) closing.push([Action.free_requested, addr, b.size, b.stream, b.event]);
     closing.push([Action.free_completed, addr, b.size, b.stream, b.event]);
   }
-  for (const [addr, g] of [...segments].sort((x, y) => y[1].event - x[1].event))
+  // Released as PyTorch's empty_cache() releases them (release_cached_blocks: the large pool, then the
+  // small one, each in (stream, size, address) order), so replay reproduces the seam.
+  const small = (size: number) => (size <= SMALL_BUFFER ? 1 : 0);
+  for (const [addr, g] of [...segments].sort(
+    (x, y) =>
+      small(x[1].size) - small(y[1].size) ||
+      x[1].stream - y[1].stream ||
+      x[1].size - y[1].size ||
+      x[0] - y[0],
+  ))
     closing.push([Action.segment_free, addr, g.size, g.stream, g.event]);
   for (const [addr, g] of [...mapped].sort((x, y) => y[0] - x[0]))
     closing.push([Action.segment_unmap, addr, g.size, g.stream, g.event]);
