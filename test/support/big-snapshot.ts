@@ -19,7 +19,7 @@
  * ran the source's work again and again. A native source's segments are
  * released in the order PyTorch's empty_cache() releases them (the large
  * pool, then the small one, each by stream, size and address), so replay
- * reproduces such a file as recorded (test/replay/snapshot-stream.test.ts),
+ * reproduces such a file as recorded (test/replay/big-snapshot-replay.test.ts),
  * the seams taken for empty_cache() calls. An expandable source's is not
  * reproduced: PyTorch maps a repetition's pages into the segment it keeps,
  * not a span higher.
