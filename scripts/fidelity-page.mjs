@@ -388,7 +388,7 @@ function speedRows() {
     ]);
     rows.push([
       '`vmmkit report` of it against replaying it through the same allocators: `vmmkit replay`; the engine alone, which reproduces nothing',
-      `${x(b.reportOverReplayCommand)}; ${x(b.reportOverEngineReplay ?? b.reportOverReplay)}`,
+      `${x(b.reportOverReplayCommand)}; ${x(b.reportOverEngineReplay)}`,
       `at most ${b.reportTarget}x \`vmmkit replay\` (Note [The report against a replay])`,
       met(b.reportMet),
       at(web),

@@ -31,6 +31,7 @@ import {
   advise,
   type Tolerance,
 } from '../replay/advise/advise.js';
+import { splitKeys } from '../replay/advise/search.js';
 import { rankLines } from '../replay/analyse/lines.js';
 import { summariseRanks } from '../replay/analyse/ranks.js';
 import { ALLOCATOR_REGISTRY } from '../replay/engine/allocators.js';
@@ -486,8 +487,7 @@ function figuresOf(c: AdviceBaseline & { stoppedAt?: number; tight?: boolean }, 
  */
 function recordedLabel(recorded: string | null, replayed: string): string {
   const keys = (c: string) =>
-    c
-      .split(/,(?![^[]*\])/)
+    splitKeys(c)
       .filter((k) => k !== '')
       .sort()
       .join(',');

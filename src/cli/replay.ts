@@ -40,7 +40,7 @@ import { exportRun } from '../replay/engine/export.js';
 import { compareWithTrace, type FidelityReport } from '../replay/engine/fidelity.js';
 import { recordedReserved } from '../replay/engine/recorded.js';
 import type { AllocatorRun, ReplayResult } from '../replay/engine/replay.js';
-import { planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
+import { nothingToReplay, planReplay, type TracePlan } from '../replay/engine/trace-plan.js';
 import {
   ambiguousRunLines,
   answerLines,
@@ -324,20 +324,10 @@ function bytes(n: number): string {
   return n >= GiB / 10 ? `${(n / GiB).toFixed(2)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
 }
 
-/** How to record a snapshot replay can use (said when one holds no events). */
-const HISTORY_HINT =
-  '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
-
-/**
- * A snapshot with nothing to replay (no trace events, no live blocks to
- * start from) is bad input, said the same way by replay, advise and report:
- * it asks whether history was recorded, as a dict without 'device_traces' does.
- */
+/** A snapshot with nothing to replay is bad input (nothingToReplay says why), the same in every command. */
 export function checkHistory(file: string, plan: TracePlan): void {
-  if (plan.events === 0 && plan.reconstructedBlocks === 0)
-    throw new CommandError(
-      `${file} holds no trace events and no live blocks to replay: was history recorded? ${HISTORY_HINT}`,
-    );
+  const why = nothingToReplay(file, plan);
+  if (why !== undefined) throw new CommandError(why);
 }
 
 /** JSON has no Infinity: PyTorch's "no limit" (SIZE_MAX) as null. */

@@ -16,7 +16,7 @@ import type { AllocatorFactory } from '../replay/engine/allocators.js';
 import type { AsRecorded } from '../replay/engine/as-recorded.js';
 import type { CostTable } from '../replay/engine/cost-table.js';
 import type { StartProcess } from '../replay/engine/process-start.js';
-import type { TracePlan } from '../replay/engine/trace-plan.js';
+import { nothingToReplay, type TracePlan } from '../replay/engine/trace-plan.js';
 import { leastRecordedCap } from '../replay/engine/what-if.js';
 import type { MemorySnapshot } from '../replay/read/snapshot.js';
 import type { AnswerAdvice } from './answer.js';
@@ -47,10 +47,6 @@ export interface PageDataOptions {
   readonly onProgress?: (fraction: number) => void;
 }
 
-/** How to record a snapshot replay can use (said when one holds no events). */
-export const HISTORY_HINT =
-  '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
-
 /** The processes advise runs on; a ReportArgumentError where the caller gave none. */
 function adviseProcessesOf(options: PageDataOptions): AdviseProcesses {
   if (options.adviseProcesses === undefined)
@@ -65,10 +61,8 @@ export async function pageData(
   options: PageDataOptions,
 ): Promise<{ readonly data: ReportData; readonly recorded: RecordedReplay; readonly plan: TracePlan }> {
   const { allocators, allocConf, memoryLimit, startProcess, costs, plan } = options;
-  if (plan.events === 0 && plan.reconstructedBlocks === 0)
-    throw new ReportArgumentError(
-      `${name} holds no trace events and no live blocks to replay: was history recorded? ${HISTORY_HINT}`,
-    );
+  const nothing = nothingToReplay(name, plan);
+  if (nothing !== undefined) throw new ReportArgumentError(nothing);
   const recorded = recordReplay(snapshot, {
     plan,
     allocators,

@@ -84,6 +84,7 @@ import {
   type Setting,
   secondRound,
   settingsConf,
+  splitKeys,
   type TraceSizes,
   thirdRound,
   traceSizes,
@@ -1035,11 +1036,6 @@ function expandableOf(e: Entry): boolean {
 /** Which entries a round starts first: PyTorch's defaults and expandable segments alone set the bar soonest. */
 function firstness(e: Entry): number {
   return e.conf === 'expandable_segments:True' ? 0 : e.conf === '' ? 1 : 2 + keyCount(e.conf);
-}
-
-/** "a,b:[1:2,>:4]" -> ["a", "b:[1:2,>:4]"] */
-function splitKeys(conf: string): string[] {
-  return conf === '' ? [] : conf.split(/,(?![^[]*\])/);
 }
 
 /** An entry's figures over its snapshots: each the worst (OOMs added up). */

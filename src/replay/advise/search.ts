@@ -140,6 +140,11 @@ export function confText(s: Setting): string {
   return keys.join(',');
 }
 
+/** A configuration string's keys, each with its value: "a,b:[1:2,>:4]" -> ["a", "b:[1:2,>:4]"]. */
+export function splitKeys(conf: string): string[] {
+  return conf === '' ? [] : conf.split(/,(?![^[]*\])/);
+}
+
 /** How many keys a configuration string sets (the simpler setting wins ties). */
 export function keyCount(conf: string): number {
   if (conf === '') return 0;

@@ -423,6 +423,21 @@ function durationOf(trace: DeviceTrace): number {
   return Number.isNaN(first) ? 0 : last - first;
 }
 
+/** How to record a snapshot replay can use (said when one holds nothing to replay). */
+const HISTORY_HINT =
+  '(call torch.cuda.memory._record_memory_history() before the workload, then torch.cuda.memory._dump_snapshot(path))';
+
+/**
+ * Why the snapshot `name` planned as `plan` gives replay nothing to do (no
+ * trace events, no live blocks to start from), or undefined: the one
+ * refusal of replay, advise, compare, the report and the page, which asks
+ * whether history was recorded, as a dict without 'device_traces' does.
+ */
+export function nothingToReplay(name: string, plan: TracePlan): string | undefined {
+  if (plan.events > 0 || plan.reconstructedBlocks > 0) return undefined;
+  return `${name} holds no trace events and no live blocks to replay: was history recorded? ${HISTORY_HINT}`;
+}
+
 /**
  * The plan with empty_cache() placed by what is known of the recorded cap
  * (cap.ts) instead of by how full the device was: every run of segment

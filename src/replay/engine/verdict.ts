@@ -23,17 +23,23 @@ export function verdictOf(a: AllocatorRun, limit: number | undefined): string {
   if (a.error !== undefined) return `${a.name} could not be replayed: ${a.error}`;
   const oom = a.firstOom;
   if (oom === null) {
-    // Each device has its memory and its limit: on several, each one's peak, and their sum (the table's figure).
-    if (a.devices.length > 1) {
-      const each = a.devices.map((d) => `device ${d.device} ${formatBytes(d.peakReservedBytes)}`).join(', ');
-      const of = limit === undefined ? '' : ` of ${formatBytes(limit)} each`;
-      return `${a.name} fits, peak ${each}${of} (${formatBytes(a.peakReservedBytes)} together)`;
-    }
+    if (a.devices.length > 1)
+      return `${a.name} fits, ${peaksOnDevices(a, limit === undefined ? undefined : formatBytes(limit))}`;
     const of = limit === undefined ? '' : ` of ${formatBytes(limit)}`;
     return `${a.name} fits, peak ${formatBytes(a.peakReservedBytes)}${of}`;
   }
   const more = a.ooms > 1 ? `; ${(a.ooms - 1).toLocaleString('en-US')} more request(s) failed after it` : '';
   return `${a.name} runs out of memory ${oomPlace(oom)}: ${oomState(oom)}${more}`;
+}
+
+/**
+ * A run that fits on several devices, each with its memory and its limit
+ * (`limit`, in words, where one is given): each device's peak, then their
+ * sum (the table's figure).
+ */
+function peaksOnDevices(a: AllocatorRun, limit: string | undefined): string {
+  const each = a.devices.map((d) => `device ${d.device} ${formatBytes(d.peakReservedBytes)}`).join(', ');
+  return `peak ${each}${limit === undefined ? '' : ` of ${limit} each`} (${formatBytes(a.peakReservedBytes)} together)`;
 }
 
 /** "at event 38,706" (with the device when not 0), or "before the first event". */
@@ -144,17 +150,10 @@ export function answerLines(answer: WhatIfAnswer): string[] {
       : `peak at least ${formatBytes(x.atLeastBytes ?? 0)} (its live blocks on 2 MiB pages), estimated ${estimates}: the snapshot starts mid-run, and what these settings would have made of the unrecorded past can raise it`;
     if (x.verdict === 'fits') {
       const given = answer.cap.kind === 'given' ? formatBytes(answer.cap.devices[0].highBytes) : undefined;
-      // Several devices, each with its memory and its cap: each one's peak, then their sum (the table's figure).
-      if (x.exact && run.devices.length > 1 && run.peakReservedBytes === x.peakHighBytes) {
-        const each = run.devices
-          .map((d) => `device ${d.device} ${formatBytes(d.peakReservedBytes)}`)
-          .join(', ');
-        const of = given === undefined ? '' : ` of ${given} each`;
-        const together = `(${formatBytes(x.peakHighBytes)} together)`;
+      if (x.exact && run.devices.length > 1 && run.peakReservedBytes === x.peakHighBytes)
         return inferred
-          ? `${x.name} fits under any cap in that interval, peak ${each} ${together}`
-          : `${x.name} fits, peak ${each}${of} ${together}`;
-      }
+          ? `${x.name} fits under any cap in that interval, ${peaksOnDevices(run, undefined)}`
+          : `${x.name} fits, ${peaksOnDevices(run, given)}`;
       if (inferred) return `${x.name} fits under any cap in that interval, ${peak}`;
       return `${x.name} fits, ${peak}${given === undefined ? '' : ` of ${given}`}`;
     }

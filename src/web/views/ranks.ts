@@ -12,8 +12,11 @@ import type { RankSummary } from '../../replay/analyse/ranks.js';
 import { formatBytes } from '../../util/format.js';
 import { el } from './dom.js';
 
-/** Draw `data` into `root`, in place of what it held. */
-/** `pendingAdvice`: what to say where the one setting for every rank is not searched yet (the worker is at it). */
+/**
+ * Draw `data` into `root`, in place of what it held; `pendingAdvice`: what
+ * to say where the one setting for every rank is not searched yet (the
+ * worker is at it).
+ */
 export function renderRanks(root: HTMLElement, data: RankSummary, pendingAdvice?: string): void {
   const section = el('section', { class: 'ranks' }, el('h2', {}, `${data.ranks.length} ranks`));
   const first = data.firstToRunOut?.rank;
