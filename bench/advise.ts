@@ -32,7 +32,7 @@ import { readSnapshotBytes, readSnapshotFile } from '../src/replay/read/load.js'
 import { pickle } from '../src/replay/read/pickle/index.js';
 import type { MemorySnapshot } from '../src/replay/read/snapshot.js';
 import { makeBenchSnapshot } from '../test/support/bench-snapshot.js';
-import { runFacts, writeResult } from './result-file.js';
+import { headCommit, runFacts, writeResult } from './result-file.js';
 
 const MiB = 1024 * 1024;
 const TRACES = new URL('../../traces/h200/', import.meta.url);
@@ -197,6 +197,8 @@ async function measure(
 export async function runAdviseBench(
   options: { write?: boolean; unpruned?: boolean; events?: number; rounds?: number } = {},
 ): Promise<AdviseRow[]> {
+  // What is measured: the commit as it is at the start.
+  const commit = headCommit();
   const dir = fileURLToPath(TRACES);
   const rounds = options.rounds ?? 3;
   const unpruned = options.unpruned ?? false;
@@ -252,6 +254,7 @@ export async function runAdviseBench(
   if (options.write) {
     writeResult('advise', {
       ...runFacts('bench/advise.ts', availableParallelism()),
+      commit,
       // Other work on the machine adds wall time to both sides: its load when the runs ended.
       loadAverage: loadavg().map((x) => Math.round(x * 100) / 100),
       rows,

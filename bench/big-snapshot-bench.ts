@@ -19,7 +19,7 @@
  *
  *   node dist/bench/big-snapshot-bench.js [--size 1GiB] [--source SNAPSHOT] [--rounds N] [--write]
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -32,7 +32,7 @@ import { loadSnapshotFile } from '../src/replay/read/load.js';
 import { GENERATOR_VERSION, writeBigSnapshot } from '../test/support/big-snapshot.js';
 import { defaultSource, parseSize } from './big-snapshot.js';
 import { measureInChild } from './measure-in-child.js';
-import { runFacts, writeResult } from './result-file.js';
+import { headCommit, runFacts, writeResult } from './result-file.js';
 
 const MiB = 1024 * 1024;
 /** Issue 28: parse + native replay within this share of pickle.load's time, in this much peak RSS. */
@@ -175,20 +175,11 @@ function bigSnapshot(source: string, bytes: number): { file: string; madeMs: num
   return { file, madeMs: performance.now() - t0, info };
 }
 
-/** The commit the run measures, read at its start (a commit made during the run is not what ran). */
-function headCommit(repo: string): string {
-  try {
-    return execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
 export function runBigSnapshotBench(
   options: { size?: number; source?: string; write?: boolean; rounds?: number } = {},
 ): BigSnapshotOutcome {
   const repo = fileURLToPath(new URL('../../', import.meta.url));
-  const commit = headCommit(repo);
+  const commit = headCommit();
   const source = options.source ?? defaultSource();
   const { file, madeMs, info } = bigSnapshot(source, options.size ?? 1024 * MiB);
   const rounds = Math.max(1, options.rounds ?? 2);

@@ -55,7 +55,7 @@ import { pickle } from '../src/replay/read/pickle/writer.js';
 import { makeBenchSnapshot } from '../test/support/bench-snapshot.js';
 import { GENERATOR_VERSION, writeBigSnapshot } from '../test/support/big-snapshot.js';
 import { defaultSource } from './big-snapshot.js';
-import { runFacts, writeResult } from './result-file.js';
+import { headCommit, runFacts, writeResult } from './result-file.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const PAGE = join(root, 'dist/web/index.html');
@@ -242,14 +242,6 @@ function replayAllInChild(file: string): number {
   return (JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { ms: number }).ms;
 }
 
-function commit(): string {
-  try {
-    return execFileSync('git', ['-C', root, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--replay-all') return measureReplayAll(argv[1]);
@@ -257,7 +249,7 @@ async function main(): Promise<void> {
   // What is measured: the commit and the built page as they are now, at the start (a rebuild during the run
   // would not change the page already loaded, but would change a figure read at the end).
   const measured = {
-    commit: commit(),
+    commit: headCommit(),
     pageSha256: createHash('sha256').update(readFileSync(PAGE)).digest('hex').slice(0, 16),
   };
   const at = argv.indexOf('--events');
